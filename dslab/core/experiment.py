@@ -1,0 +1,555 @@
+"""The experiment: what to run, validated strictly, and its expansion into planned jobs.
+
+An experiment is plain data (JSON from the workflow, YAML from the CLI). Every key is checked: an
+unknown key is an error naming its path and the keys that are allowed, so a typo never silently
+falls back to a default. ``{}`` is the default experiment: the source post's matrix extended to
+all five modes.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+from .modes import EFS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, FSX, JPG, MODES, PIPE, SOURCES, TFRECORD, canonical_mode
+
+# MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
+# Source: ../shared/reference/anchors.md (ResNet-50; V100 batch 64 0.195 s, A100 batch 400 0.435 s,
+# H100 batch 400 0.224 s).
+COMPUTE_PRESETS: dict[str, dict[str, float | int]] = {
+    "v100": {"batch_size": 64, "seconds_per_batch": 0.195},
+    "a100": {"batch_size": 400, "seconds_per_batch": 0.435},
+    "h100": {"batch_size": 400, "seconds_per_batch": 0.224},
+}
+REAL_MODELS = ("resnet50",)
+
+ORDERS = ("listed", "interleave", "random")
+S3_DATA_TYPES = ("S3Prefix", "ManifestFile")
+DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
+RECORD_WRAPPERS = ("auto", "None", "RecordIO")
+
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
+PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
+JOB_PREFIX_MAX = 20
+
+# Keys a trial may override (everything that shapes a job); top-level-only keys are listed apart.
+TRIAL_KEYS = {
+    "datasets", "modes", "instance_type", "instance_count", "volume_size_gb", "epochs", "compute",
+    "max_run_seconds", "hyperparameters", "image_uri", "s3_data_type", "distribution",
+    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot",
+}
+TOP_LEVEL_KEYS = TRIAL_KEYS | {
+    "name", "description", "dataset_catalog", "repeats", "order", "seed", "max_concurrency",
+    "teardown_fsx", "trials", "job_prefix",
+}
+DATASET_KEYS = {"name", "format", "prefix", "source", "files", "bytes", "generate"}
+GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_kb"}
+TRIAL_ONLY_KEYS = {"name"}
+
+# The source post's datasets: Caltech-256 as small JPEGs and as ~110 MB TFRecord shards, 1x and 50x.
+# files/bytes are the published sizes (../shared/calibration/bencher-measured.csv), used by the
+# estimator and the File-mode volume check; ``generate`` tells the dataset tooling how to make them.
+DEFAULT_DATASETS: list[dict[str, Any]] = [
+    {"name": "caltech-jpg-1x", "format": JPG, "files": 30607, "bytes": 1_100_000_000,
+     "generate": {"images": 30607, "classes": 257, "copies": 1}},
+    {"name": "caltech-tfr-1x", "format": TFRECORD, "files": 10, "bytes": 1_100_000_000,
+     "generate": {"images": 30607, "classes": 257, "copies": 1, "shard_size_mb": 110}},
+    {"name": "caltech-jpg-50x", "format": JPG, "files": 1_530_350, "bytes": 54_000_000_000,
+     "generate": {"images": 30607, "classes": 257, "copies": 50}},
+    {"name": "caltech-tfr-50x", "format": TFRECORD, "files": 500, "bytes": 54_000_000_000,
+     "generate": {"images": 30607, "classes": 257, "copies": 50, "shard_size_mb": 110}},
+]
+
+DEFAULTS: dict[str, Any] = {
+    "name": "default",
+    "description": "",
+    "modes": list(MODES),
+    "repeats": 1,
+    "order": "listed",
+    "seed": 0,
+    "instance_type": "ml.p3.2xlarge",
+    "instance_count": 1,
+    "volume_size_gb": 100,
+    "epochs": 1,
+    "compute": "v100",
+    "max_run_seconds": 6 * 3600,
+    "max_concurrency": 4,
+    "teardown_fsx": False,
+    "hyperparameters": {},
+    "image_uri": None,
+    "s3_data_type": "S3Prefix",
+    "distribution": "FullyReplicated",
+    "shuffle_seed": None,
+    "record_wrapper": "auto",
+    "max_samples": 0,
+    "workers": 0,
+    "prefetch": 0,
+    "spot": False,
+    "job_prefix": "dsl",
+}
+
+INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    format: str
+    prefix: str
+    source: str = "s3"
+    files: int | None = None
+    bytes: int | None = None
+    generate: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "format": self.format, "prefix": self.prefix, "source": self.source,
+                "files": self.files, "bytes": self.bytes, "generate": dict(self.generate)}
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Emulated accelerator time per batch (``model`` None) or a real model to train."""
+    batch_size: int
+    seconds_per_batch: float | None
+    preset: str | None = None
+    model: str | None = None
+
+    def hyperparameters(self) -> dict[str, Any]:
+        hp: dict[str, Any] = {"batch_size": self.batch_size}
+        if self.model:
+            hp["model"] = self.model
+        else:
+            hp["compute_seconds_per_batch"] = self.seconds_per_batch
+        if self.preset:
+            hp["compute_preset"] = self.preset
+        return hp
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"batch_size": self.batch_size, "seconds_per_batch": self.seconds_per_batch,
+                "preset": self.preset, "model": self.model}
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One configuration of the job side; the experiment's base trial merged with one override."""
+    name: str
+    datasets: tuple[Dataset, ...]
+    modes: tuple[str, ...]
+    instance_type: str
+    instance_count: int
+    volume_size_gb: int
+    epochs: int
+    compute: Compute
+    max_run_seconds: int
+    hyperparameters: dict[str, Any]
+    image_uri: str | None
+    s3_data_type: str
+    distribution: str
+    shuffle_seed: int | None
+    record_wrapper: str
+    max_samples: int
+    workers: int
+    prefetch: int
+    spot: bool
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    trials: tuple[Trial, ...]
+    repeats: int
+    order: str
+    seed: int
+    max_concurrency: int
+    teardown_fsx: bool
+    job_prefix: str
+    document: dict[str, Any]  # the normalised experiment as run, for results and reproduction
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.document)
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        seen: list[str] = []
+        for trial in self.trials:
+            seen.extend(m for m in trial.modes if m not in seen)
+        return tuple(seen)
+
+    @property
+    def datasets(self) -> tuple[Dataset, ...]:
+        seen: dict[str, Dataset] = {}
+        for trial in self.trials:
+            for ds in trial.datasets:
+                seen.setdefault(ds.name, ds)
+        return tuple(seen.values())
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of the experiment before any AWS value is known: trial x dataset x mode x repeat."""
+    index: int
+    trial: Trial
+    dataset: Dataset
+    mode: str
+    repeat: int
+
+
+def content_hash(document: dict[str, Any]) -> str:
+    canonical = json.dumps(document, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing
+# --------------------------------------------------------------------------------------------
+
+def _check_keys(obj: Any, allowed: set[str], path: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ConfigError(path or "experiment", f"must be a mapping, got {type(obj).__name__}")
+    unknown = sorted(set(obj) - allowed)
+    if unknown:
+        key = unknown[0]
+        hint = _closest(key, allowed)
+        problem = f"unknown key '{key}'" + (f" (did you mean '{hint}'?)" if hint else "")
+        raise ConfigError(f"{path}.{key}" if path else key, problem, sorted(allowed))
+    return obj
+
+
+def _closest(word: str, candidates: set[str]) -> str | None:
+    import difflib
+    match = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _int(value: Any, path: str, minimum: int, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, f"must be an integer, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        rng = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+        raise ConfigError(path, f"{value} is out of range", rng)
+    return value
+
+
+def _bool(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(path, f"must be true or false, got {value!r}")
+    return value
+
+
+def _choice(value: Any, path: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(path, f"{value!r} is not allowed", allowed)
+    return value
+
+
+def _parse_compute(value: Any, path: str) -> Compute:
+    if isinstance(value, str):
+        value = {"preset": value} if value in COMPUTE_PRESETS else {"model": value}
+    if not isinstance(value, dict):
+        raise ConfigError(path, "must be a preset name or a mapping",
+                          [*COMPUTE_PRESETS, *REAL_MODELS, "{batch_size, seconds_per_batch}"])
+    _check_keys(value, {"preset", "model", "batch_size", "seconds_per_batch"}, path)
+    preset, model = value.get("preset"), value.get("model")
+    if preset is not None and model is not None:
+        raise ConfigError(path, "give either 'preset' (emulated compute) or 'model' (real training), not both")
+    if preset is not None:
+        preset = _choice(preset, f"{path}.preset", tuple(COMPUTE_PRESETS))
+        base = COMPUTE_PRESETS[preset]
+        batch = _int(value.get("batch_size", base["batch_size"]), f"{path}.batch_size", 1, 4096)
+        seconds = value.get("seconds_per_batch", base["seconds_per_batch"])
+    elif model is not None:
+        model = _choice(model, f"{path}.model", REAL_MODELS)
+        batch = _int(value.get("batch_size", 64), f"{path}.batch_size", 1, 4096)
+        if "seconds_per_batch" in value:
+            raise ConfigError(f"{path}.seconds_per_batch", "is for emulated compute; a real model takes the time it takes")
+        return Compute(batch_size=batch, seconds_per_batch=None, model=model)
+    else:
+        if "seconds_per_batch" not in value:
+            raise ConfigError(path, "needs 'preset', 'model', or 'seconds_per_batch' with 'batch_size'",
+                              [*COMPUTE_PRESETS, *REAL_MODELS])
+        batch = _int(value.get("batch_size", 64), f"{path}.batch_size", 1, 4096)
+        seconds = value["seconds_per_batch"]
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 600:
+        raise ConfigError(f"{path}.seconds_per_batch", f"must be a number of seconds, got {seconds!r}", "0..600")
+    return Compute(batch_size=batch, seconds_per_batch=float(seconds), preset=preset)
+
+
+def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) -> Dataset:
+    if isinstance(value, str):
+        if value not in catalog:
+            raise ConfigError(path, f"unknown dataset '{value}'", sorted(catalog) or "a mapping with name and format")
+        value = catalog[value]
+    _check_keys(value, DATASET_KEYS, path)
+    name = value.get("name")
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError(f"{path}.name", f"{name!r} is not a valid dataset name",
+                          "lower-case letters, digits and '-', 1-40 characters")
+    fmt = value.get("format")
+    if fmt not in FORMATS:
+        raise ConfigError(f"{path}.format", f"{fmt!r} is not a dataset format", FORMATS)
+    prefix = value.get("prefix", name)
+    if not isinstance(prefix, str) or not PREFIX_RE.match(prefix) or ".." in prefix:
+        raise ConfigError(f"{path}.prefix", f"{prefix!r} is not a usable S3 key prefix",
+                          "a path under the bucket's datasets/ prefix, e.g. 'caltech-jpg-1x'")
+    source = _choice(value.get("source", "s3"), f"{path}.source", SOURCES)
+    files = value.get("files")
+    if files is not None:
+        files = _int(files, f"{path}.files", 1)
+    size = value.get("bytes")
+    if size is not None:
+        size = _int(size, f"{path}.bytes", 1)
+    generate = value.get("generate") or {}
+    _check_keys(generate, GENERATE_KEYS, f"{path}.generate")
+    for key in ("images", "classes", "copies", "seed"):
+        if key in generate:
+            _int(generate[key], f"{path}.generate.{key}", 0 if key == "seed" else 1)
+    if "classes" in generate and "images" in generate and generate["classes"] > generate["images"]:
+        raise ConfigError(f"{path}.generate.classes", "cannot exceed generate.images")
+    return Dataset(name=name, format=fmt, prefix=prefix.strip("/"), source=source, files=files,
+                   bytes=size, generate=dict(generate))
+
+
+def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str, dict[str, Any]]) -> Trial:
+    modes_raw = merged["modes"]
+    if isinstance(modes_raw, str):
+        modes_raw = [modes_raw]
+    if not isinstance(modes_raw, list) or not modes_raw:
+        raise ConfigError(f"{path}modes", "must be a non-empty list", MODES)
+    modes: list[str] = []
+    for i, raw in enumerate(modes_raw):
+        mode = canonical_mode(raw)
+        if mode is None:
+            raise ConfigError(f"{path}modes[{i}]", f"unknown mode {raw!r}", MODES)
+        if mode in modes:
+            raise ConfigError(f"{path}modes[{i}]", f"mode {mode} is listed twice")
+        modes.append(mode)
+
+    datasets_raw = merged.get("datasets")
+    if datasets_raw is None:
+        datasets_raw = [d["name"] for d in DEFAULT_DATASETS]
+    if not isinstance(datasets_raw, list) or not datasets_raw:
+        raise ConfigError(f"{path}datasets", "must be a non-empty list of dataset names or mappings", sorted(catalog))
+    datasets = tuple(_parse_dataset(d, f"{path}datasets[{i}]", catalog) for i, d in enumerate(datasets_raw))
+    names = [d.name for d in datasets]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{path}datasets", f"dataset '{dupes[0]}' is listed twice")
+
+    instance_type = merged["instance_type"]
+    if not isinstance(instance_type, str) or not INSTANCE_TYPE_RE.match(instance_type):
+        raise ConfigError(f"{path}instance_type", f"{instance_type!r} is not a SageMaker instance type",
+                          "ml.<family>.<size>, e.g. ml.p3.2xlarge")
+    hyperparameters = merged["hyperparameters"]
+    if not isinstance(hyperparameters, dict):
+        raise ConfigError(f"{path}hyperparameters", "must be a mapping of names to values")
+    for key, val in hyperparameters.items():
+        if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,255}$", key):
+            raise ConfigError(f"{path}hyperparameters.{key}", "is not a valid hyperparameter name")
+        if isinstance(val, (dict, list)):
+            raise ConfigError(f"{path}hyperparameters.{key}", "must be a scalar (SageMaker passes strings)")
+    image_uri = merged["image_uri"]
+    if image_uri is not None and (not isinstance(image_uri, str) or len(image_uri) > 255 or " " in image_uri):
+        raise ConfigError(f"{path}image_uri", f"{image_uri!r} is not an image URI", "<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>")
+    shuffle_seed = merged["shuffle_seed"]
+    if shuffle_seed is not None:
+        _int(shuffle_seed, f"{path}shuffle_seed", 0, 2**63 - 1)
+
+    return Trial(
+        name=name,
+        datasets=datasets,
+        modes=tuple(modes),
+        instance_type=instance_type,
+        instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, 64),
+        volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, 16384),
+        epochs=_int(merged["epochs"], f"{path}epochs", 1, 1000),
+        compute=_parse_compute(merged["compute"], f"{path}compute"),
+        max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, 28 * 24 * 3600),
+        hyperparameters=dict(hyperparameters),
+        image_uri=image_uri,
+        s3_data_type=_choice(merged["s3_data_type"], f"{path}s3_data_type", S3_DATA_TYPES),
+        distribution=_choice(merged["distribution"], f"{path}distribution", DISTRIBUTIONS),
+        shuffle_seed=shuffle_seed,
+        record_wrapper=_choice(merged["record_wrapper"], f"{path}record_wrapper", RECORD_WRAPPERS),
+        max_samples=_int(merged["max_samples"], f"{path}max_samples", 0),
+        workers=_int(merged["workers"], f"{path}workers", 0, 256),
+        prefetch=_int(merged["prefetch"], f"{path}prefetch", 0, 4096),
+        spot=_bool(merged["spot"], f"{path}spot"),
+    )
+
+
+def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, val in override.items():
+        if isinstance(val, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], val)
+        else:
+            out[key] = copy.deepcopy(val)
+    return out
+
+
+def parse_experiment(document: Any, source: str | None = None) -> Experiment:
+    """Validate an experiment document and return it normalised. Raises ConfigError naming the key."""
+    try:
+        return _parse_experiment(document if document is not None else {})
+    except ConfigError as err:
+        raise err.with_source(source) if source else err
+
+
+def _parse_experiment(document: Any) -> Experiment:
+    doc = _check_keys(document, TOP_LEVEL_KEYS, "")
+    merged = _deep_merge(DEFAULTS, {k: v for k, v in doc.items() if k != "trials"})
+
+    catalog = {d["name"]: d for d in DEFAULT_DATASETS}
+    extra_catalog = merged.get("dataset_catalog") or []
+    if not isinstance(extra_catalog, list):
+        raise ConfigError("dataset_catalog", "must be a list of dataset mappings")
+    for i, entry in enumerate(extra_catalog):
+        ds = _parse_dataset(entry, f"dataset_catalog[{i}]", catalog)
+        catalog[ds.name] = {**entry, "prefix": ds.prefix}
+
+    name = merged["name"]
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError("name", f"{name!r} is not a valid experiment name",
+                          "lower-case letters, digits and '-', 1-40 characters")
+    job_prefix = merged["job_prefix"]
+    if not isinstance(job_prefix, str) or not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9])*$", job_prefix):
+        raise ConfigError("job_prefix", f"{job_prefix!r} is not allowed in a training-job name",
+                          "letters, digits and single '-', starting with a letter or digit")
+    if len(job_prefix) > JOB_PREFIX_MAX:
+        raise ConfigError("job_prefix", f"is {len(job_prefix)} characters; job names are limited to 63, "
+                          f"so the prefix may have at most {JOB_PREFIX_MAX}")
+
+    base = {k: merged[k] for k in TRIAL_KEYS if k in merged}
+    trials_raw = doc.get("trials") or [{}]
+    if not isinstance(trials_raw, list):
+        raise ConfigError("trials", "must be a list of overrides of the base trial")
+    trials = []
+    for i, override in enumerate(trials_raw):
+        path = f"trials[{i}]." if "trials" in doc else ""
+        _check_keys(override, TRIAL_KEYS | TRIAL_ONLY_KEYS, f"trials[{i}]")
+        trial_name = override.get("name", f"trial{i}" if len(trials_raw) > 1 else "base")
+        if not isinstance(trial_name, str) or not NAME_RE.match(trial_name):
+            raise ConfigError(f"trials[{i}].name", f"{trial_name!r} is not a valid trial name",
+                              "lower-case letters, digits and '-'")
+        trial_doc = _deep_merge(base, {k: v for k, v in override.items() if k != "name"})
+        trials.append(_parse_trial(trial_doc, path, trial_name, catalog))
+    if len({t.name for t in trials}) != len(trials):
+        raise ConfigError("trials", "trial names must be unique")
+
+    experiment = Experiment(
+        name=name,
+        description=str(merged.get("description") or ""),
+        trials=tuple(trials),
+        repeats=_int(merged["repeats"], "repeats", 1, 100),
+        order=_choice(merged["order"], "order", ORDERS),
+        seed=_int(merged["seed"], "seed", 0, 2**63 - 1),
+        max_concurrency=_int(merged["max_concurrency"], "max_concurrency", 1, 40),
+        teardown_fsx=_bool(merged["teardown_fsx"], "teardown_fsx"),
+        job_prefix=job_prefix,
+        document={},
+    )
+    normalised = normalise(experiment)
+    check_combinations(experiment)
+    return Experiment(**{**experiment.__dict__, "document": normalised})
+
+
+def normalise(experiment: Experiment) -> dict[str, Any]:
+    """The experiment as run: every default filled in, so the record alone reproduces the run."""
+    return {
+        "name": experiment.name,
+        "description": experiment.description,
+        "repeats": experiment.repeats,
+        "order": experiment.order,
+        "seed": experiment.seed,
+        "max_concurrency": experiment.max_concurrency,
+        "teardown_fsx": experiment.teardown_fsx,
+        "job_prefix": experiment.job_prefix,
+        "trials": [
+            {
+                "name": t.name,
+                "datasets": [d.to_dict() for d in t.datasets],
+                "modes": list(t.modes),
+                "instance_type": t.instance_type,
+                "instance_count": t.instance_count,
+                "volume_size_gb": t.volume_size_gb,
+                "epochs": t.epochs,
+                "compute": t.compute.to_dict(),
+                "max_run_seconds": t.max_run_seconds,
+                "hyperparameters": t.hyperparameters,
+                "image_uri": t.image_uri,
+                "s3_data_type": t.s3_data_type,
+                "distribution": t.distribution,
+                "shuffle_seed": t.shuffle_seed,
+                "record_wrapper": t.record_wrapper,
+                "max_samples": t.max_samples,
+                "workers": t.workers,
+                "prefetch": t.prefetch,
+                "spot": t.spot,
+            }
+            for t in experiment.trials
+        ],
+    }
+
+
+def check_combinations(experiment: Experiment) -> None:
+    """Refuse the combinations SageMaker (or physics) would refuse, before any job is created."""
+    multi = len(experiment.trials) > 1
+    for ti, trial in enumerate(experiment.trials):
+        base = f"trials[{ti}]." if multi else ""
+        for mode in trial.modes:
+            if mode == FASTFILE and trial.s3_data_type != "S3Prefix":
+                raise ConfigError(f"{base}s3_data_type",
+                                  f"FastFile reads only an S3Prefix, not a {trial.s3_data_type}; "
+                                  "set s3_data_type: S3Prefix or drop FastFile from modes", ["S3Prefix"])
+            if mode in FILE_SYSTEM_MODES and trial.distribution == "ShardedByS3Key":
+                raise ConfigError(f"{base}distribution",
+                                  f"{mode} is a mounted file system: every instance sees all files, "
+                                  "ShardedByS3Key applies to S3 channels only; shard inside the script instead",
+                                  ["FullyReplicated"])
+            if mode != PIPE and trial.record_wrapper == "RecordIO":
+                raise ConfigError(f"{base}record_wrapper",
+                                  f"RecordIO wrapping exists only for Pipe mode, not {mode}", ["auto", "None"])
+            for di, ds in enumerate(trial.datasets):
+                if ds.source == "efs" and mode != EFS:
+                    raise ConfigError(f"{base}datasets[{di}].source",
+                                      f"dataset '{ds.name}' lives in EFS, so mode {mode} cannot read it "
+                                      f"({'Pipe streams from S3 only' if mode == PIPE else mode + ' reads from S3'}); "
+                                      "use mode EFS or copy the data to S3 and set source: s3", ["s3"])
+                if mode == FILE and ds.bytes is not None:
+                    need_gb = ds.bytes / 1e9
+                    if need_gb * 1.05 > trial.volume_size_gb:
+                        raise ConfigError(f"{base}volume_size_gb",
+                                          f"File mode downloads all of '{ds.name}' ({need_gb:.1f} GB) to a "
+                                          f"{trial.volume_size_gb} GB volume; raise volume_size_gb to at least "
+                                          f"{int(need_gb * 1.05) + 1} or use FastFile/FSx")
+
+
+def default_experiment() -> Experiment:
+    return parse_experiment({})
+
+
+# --------------------------------------------------------------------------------------------
+# Expansion
+# --------------------------------------------------------------------------------------------
+
+def expand(experiment: Experiment) -> list[JobSpec]:
+    """Every job of the experiment, in the experiment's order."""
+    configs = [(t, d, m) for t in experiment.trials for d in t.datasets for m in t.modes]
+    if experiment.order == "listed":
+        # Repeats of one configuration run together, configurations as listed.
+        combos = [(c, r) for c in configs for r in range(experiment.repeats)]
+    elif experiment.order == "interleave":
+        # One pass over every configuration per repeat, so drift over time hits every mode alike.
+        combos = [(c, r) for r in range(experiment.repeats) for c in configs]
+    else:
+        combos = [(c, r) for c in configs for r in range(experiment.repeats)]
+        random.Random(experiment.seed).shuffle(combos)
+    return [JobSpec(index=i, trial=c[0], dataset=c[1], mode=c[2], repeat=r) for i, (c, r) in enumerate(combos)]

@@ -1,0 +1,291 @@
+"""The one builder of CreateTrainingJob requests, shared by the workflow, the CLI and the local lab.
+
+Every rule of how a data-source mode becomes a SageMaker channel lives here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+from .experiment import Experiment, JobSpec, expand
+from .modes import EFS, FASTFILE, FILE, FSX, JPG, PIPE
+
+CHANNEL = "train"
+ENTRY_POINT = "train.py"
+# Every request has exactly these top-level keys: the state machine passes each one by JSONPath.
+REQUEST_KEYS = ("TrainingJobName", "RoleArn", "AlgorithmSpecification", "HyperParameters", "InputDataConfig",
+                "OutputDataConfig", "ResourceConfig", "VpcConfig", "StoppingCondition", "Tags",
+                "EnableManagedSpotTraining")
+# Capacity retries append "-a<N>" to the name; keep room for it under SageMaker's 63 characters.
+JOB_NAME_MAX = 59
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+# The bucket's layout (the stacks create the bucket; these prefixes are the contract).
+DATASETS_PREFIX = "datasets"
+CODE_PREFIX = "code"
+OUTPUT_PREFIX = "output"
+RESULTS_PREFIX = "results"
+# Where datasets sit inside the file systems: FSx links /datasets to s3://bucket/datasets/ and the
+# staging step copies the same prefix to /datasets on EFS.
+FS_DATASETS_PATH = "/datasets"
+
+# What the training script prints, and the regexes SageMaker scrapes (training/metric_definitions.json
+# holds the same list for tools that read files; a test keeps the two equal).
+METRIC_DEFINITIONS = [
+    {"Name": "samples_per_second", "Regex": r"dslab_metric samples_per_second=([0-9.eE+-]+)"},
+    {"Name": "mb_per_second", "Regex": r"dslab_metric mb_per_second=([0-9.eE+-]+)"},
+    {"Name": "au_percent", "Regex": r"dslab_metric au_percent=([0-9.eE+-]+)"},
+    {"Name": "time_to_first_batch_seconds", "Regex": r"dslab_metric time_to_first_batch_seconds=([0-9.eE+-]+)"},
+    {"Name": "epoch_seconds", "Regex": r"dslab_metric epoch_seconds=([0-9.eE+-]+)"},
+    {"Name": "data_stall_seconds", "Regex": r"dslab_metric data_stall_seconds=([0-9.eE+-]+)"},
+    {"Name": "samples", "Regex": r"dslab_metric samples=([0-9.eE+-]+)"},
+]
+
+
+@dataclass(frozen=True)
+class FileSystemRef:
+    file_system_id: str
+    mount_name: str | None = None  # FSx only: Scratch 2 mount names are unique, never assume "fsx"
+
+
+@dataclass(frozen=True)
+class LabEnvironment:
+    """What the deployed lab provides (stack outputs) and what the workflow knows at run time."""
+    bucket: str
+    region: str
+    role_arn: str
+    subnet_ids: tuple[str, ...]
+    security_group_ids: tuple[str, ...]
+    image_uri: str  # the GPU training image; image_uri_cpu serves CPU instance types
+    code_uri: str
+    code_version: str
+    fsx: FileSystemRef | None = None
+    efs: FileSystemRef | None = None
+    extra_tags: dict[str, str] = field(default_factory=dict)
+    image_uri_cpu: str | None = None
+
+    def image_for(self, instance_type: str) -> str:
+        family = instance_type.split(".")[1] if instance_type.count(".") >= 2 else ""
+        accelerated = family[:1] in ("p", "g") or family.startswith(("trn", "inf"))
+        return self.image_uri if accelerated or not self.image_uri_cpu else self.image_uri_cpu
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LabEnvironment":
+        def fs(value: Any) -> FileSystemRef | None:
+            if not value or not value.get("file_system_id"):
+                return None
+            return FileSystemRef(value["file_system_id"], value.get("mount_name"))
+
+        missing = [k for k in ("bucket", "region", "role_arn", "subnet_ids", "security_group_ids",
+                               "image_uri", "code_uri") if not data.get(k)]
+        if missing:
+            raise ConfigError(f"environment.{missing[0]}", "is missing: the lab's stack outputs provide it "
+                              "(cdk deploy --outputs-file, or a deployed DataSourceLab stack)")
+        return cls(
+            bucket=data["bucket"], region=data["region"], role_arn=data["role_arn"],
+            subnet_ids=tuple(_as_list(data["subnet_ids"])),
+            security_group_ids=tuple(_as_list(data["security_group_ids"])),
+            image_uri=data["image_uri"], code_uri=data["code_uri"],
+            code_version=data.get("code_version") or "unknown",
+            fsx=fs(data.get("fsx")), efs=fs(data.get("efs")),
+            extra_tags=dict(data.get("extra_tags") or {}),
+            image_uri_cpu=data.get("image_uri_cpu") or None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket, "region": self.region, "role_arn": self.role_arn,
+            "subnet_ids": list(self.subnet_ids), "security_group_ids": list(self.security_group_ids),
+            "image_uri": self.image_uri, "image_uri_cpu": self.image_uri_cpu, "code_uri": self.code_uri, "code_version": self.code_version,
+            "fsx": None if self.fsx is None else {"file_system_id": self.fsx.file_system_id, "mount_name": self.fsx.mount_name},
+            "efs": None if self.efs is None else {"file_system_id": self.efs.file_system_id},
+            "extra_tags": dict(self.extra_tags),
+        }
+
+
+def _as_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [str(v) for v in value]
+
+
+def job_name(experiment: Experiment, spec: JobSpec, execution_id: str) -> str:
+    """A unique, readable, valid (<= 63 characters) training-job name.
+
+    The suffix hashes the execution and the job's index so names never collide across runs.
+    """
+    digest = hashlib.sha256(f"{execution_id}/{spec.index}".encode()).hexdigest()[:8]
+    dataset = re.sub(r"[^a-zA-Z0-9]+", "-", spec.dataset.name).strip("-")[:16].strip("-")
+    name = f"{experiment.job_prefix}-{dataset}-{spec.mode.lower()}-r{spec.repeat}-{digest}"
+    name = re.sub(r"-{2,}", "-", name)
+    if len(name) > JOB_NAME_MAX or not JOB_NAME_RE.match(name):  # cannot happen with validated parts; guard the contract anyway
+        raise ConfigError("job_prefix", f"job name {name!r} is not a valid SageMaker training-job name")
+    return name
+
+
+def dataset_s3_uri(env: LabEnvironment, prefix: str) -> str:
+    return f"s3://{env.bucket}/{DATASETS_PREFIX}/{prefix.strip('/')}/"
+
+
+def manifest_s3_uri(env: LabEnvironment, prefix: str) -> str:
+    # Written by `dslab dataset upload` beside the dataset: a SageMaker ManifestFile.
+    return f"s3://{env.bucket}/{DATASETS_PREFIX}/{prefix.strip('/')}.manifest"
+
+
+def fsx_directory_path(env: LabEnvironment, prefix: str) -> str:
+    if env.fsx is None or not env.fsx.mount_name:
+        raise ConfigError("environment.fsx", "FSx is not deployed: no file system ID and mount name",
+                          "deploy it with `dslab fsx up` (or `make fsx-up`), or drop FSx from modes")
+    return f"/{env.fsx.mount_name}{FS_DATASETS_PATH}/{prefix.strip('/')}"
+
+
+def efs_directory_path(prefix: str) -> str:
+    return f"{FS_DATASETS_PATH}/{prefix.strip('/')}"
+
+
+def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any]:
+    trial, dataset, mode = spec.trial, spec.dataset, spec.mode
+    if mode in (FILE, FASTFILE, PIPE):
+        s3_data_type = trial.s3_data_type
+        if mode == FASTFILE and s3_data_type != "S3Prefix":
+            raise ConfigError("s3_data_type", "FastFile supports only S3Prefix", ["S3Prefix"])
+        uri = dataset_s3_uri(env, dataset.prefix) if s3_data_type == "S3Prefix" else manifest_s3_uri(env, dataset.prefix)
+        channel: dict[str, Any] = {
+            "ChannelName": CHANNEL,
+            "InputMode": mode,
+            "DataSource": {"S3DataSource": {
+                "S3DataType": s3_data_type,
+                "S3Uri": uri,
+                "S3DataDistributionType": trial.distribution,
+            }},
+        }
+        if mode == PIPE:
+            # A jpg dataset is many objects: RecordIO keeps each object's boundaries in the stream.
+            # TFRecord framing is self-delimiting, so shards stream as they are.
+            wrapper = trial.record_wrapper
+            if wrapper == "auto":
+                wrapper = "RecordIO" if dataset.format == JPG else "None"
+            channel["RecordWrapperType"] = wrapper
+        if trial.shuffle_seed is not None:
+            channel["ShuffleConfig"] = {"Seed": trial.shuffle_seed}
+        return channel
+    if mode == FSX:
+        source = {"FileSystemId": env.fsx.file_system_id if env.fsx else "",
+                  "FileSystemType": "FSxLustre",
+                  "DirectoryPath": fsx_directory_path(env, dataset.prefix),
+                  "FileSystemAccessMode": "ro"}
+    elif mode == EFS:
+        if env.efs is None:
+            raise ConfigError("environment.efs", "the lab has no EFS file system", "deploy the DataSourceLab stack")
+        source = {"FileSystemId": env.efs.file_system_id, "FileSystemType": "EFS",
+                  "DirectoryPath": efs_directory_path(dataset.prefix), "FileSystemAccessMode": "ro"}
+    else:
+        raise ConfigError("modes", f"unknown mode {mode!r}")
+    # Mounted file systems use InputMode File: SageMaker mounts them, it does not copy.
+    return {"ChannelName": CHANNEL, "InputMode": FILE, "DataSource": {"FileSystemDataSource": source}}
+
+
+def script_hyperparameters(spec: JobSpec) -> dict[str, Any]:
+    """What the training script reads (before SageMaker's string encoding)."""
+    trial = spec.trial
+    hp: dict[str, Any] = {
+        "dataset_format": spec.dataset.format,
+        "epochs": trial.epochs,
+        "seed": spec.repeat,
+        **trial.compute.hyperparameters(),
+    }
+    if trial.max_samples:
+        hp["max_samples"] = trial.max_samples
+    if trial.workers:
+        hp["workers"] = trial.workers
+    if trial.prefetch:
+        hp["prefetch"] = trial.prefetch
+    hp.update(trial.hyperparameters)
+    return hp
+
+
+def encode_hyperparameters(values: dict[str, Any]) -> dict[str, str]:
+    """SageMaker takes strings; like the SageMaker Python SDK, JSON-encode each value."""
+    return {k: json.dumps(v) for k, v in values.items()}
+
+
+def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str) -> dict[str, Any]:
+    """The complete CreateTrainingJob request for one job."""
+    name = job_name(experiment, spec, execution_id)
+    channel = build_channel(spec, env)
+    image = spec.trial.image_uri or env.image_for(spec.trial.instance_type)
+    hyperparameters = {
+        "sagemaker_program": ENTRY_POINT,
+        "sagemaker_submit_directory": env.code_uri,
+        "sagemaker_region": env.region,
+        "sagemaker_container_log_level": 20,
+        **script_hyperparameters(spec),
+    }
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "RoleArn": env.role_arn,
+        "AlgorithmSpecification": {
+            "TrainingImage": image,
+            "TrainingInputMode": channel["InputMode"],
+            "MetricDefinitions": METRIC_DEFINITIONS,
+        },
+        "HyperParameters": encode_hyperparameters(hyperparameters),
+        "InputDataConfig": [channel],
+        "OutputDataConfig": {"S3OutputPath": f"s3://{env.bucket}/{OUTPUT_PREFIX}/{experiment.name}/"},
+        "ResourceConfig": {
+            "InstanceType": spec.trial.instance_type,
+            "InstanceCount": spec.trial.instance_count,
+            "VolumeSizeInGB": spec.trial.volume_size_gb,
+        },
+        "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
+        "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},
+        "Tags": [
+            {"Key": "dslab:experiment", "Value": experiment.name},
+            {"Key": "dslab:experiment-hash", "Value": experiment.content_hash},
+            {"Key": "dslab:execution", "Value": execution_id[-256:]},
+            {"Key": "dslab:dataset", "Value": spec.dataset.name},
+            {"Key": "dslab:format", "Value": spec.dataset.format},
+            {"Key": "dslab:mode", "Value": spec.mode},
+            {"Key": "dslab:repeat", "Value": str(spec.repeat)},
+            {"Key": "dslab:trial", "Value": spec.trial.name},
+            {"Key": "dslab:code-version", "Value": env.code_version},
+            *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
+        ],
+    }
+    # Always present (the workflow maps every top-level key of REQUEST_KEYS by path).
+    request["EnableManagedSpotTraining"] = spec.trial.spot
+    if spec.trial.spot:
+        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
+    return request
+
+
+@dataclass
+class PlannedJob:
+    spec: JobSpec
+    name: str
+    request: dict[str, Any] | None  # None when the job is skipped
+    skip_reason: str | None = None
+
+
+def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None) -> list[PlannedJob]:
+    """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent."""
+    if fsx_available is None:
+        fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
+    jobs: list[PlannedJob] = []
+    names: set[str] = set()
+    for spec in expand(experiment):
+        name = job_name(experiment, spec, execution_id)
+        if name in names:
+            raise ConfigError("job_prefix", f"two jobs would share the name {name}")
+        names.add(name)
+        if spec.mode == FSX and not fsx_available:
+            jobs.append(PlannedJob(spec, name, None,
+                                   "FSx for Lustre is not deployed (torn down?): bring it back with `dslab fsx up`"))
+            continue
+        jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id)))
+    return jobs

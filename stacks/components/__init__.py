@@ -1,0 +1,1 @@
+"""One Construct per logical unit of the lab; stacks compose them."""

@@ -1,0 +1,48 @@
+"""EFS for the EFS data source: Max I/O, Bursting or Provisioned throughput, one mount target."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Size, aws_ec2 as ec2, aws_efs as efs, aws_iam as iam
+from constructs import Construct
+
+
+class LabEfs(Construct):
+    """A Regional EFS file system (Max I/O is refused for One Zone) with its mount target in the lab's AZ.
+
+    Mount authorisation is a switch because whether SageMaker mounts with IAM is unconfirmed:
+    ``anonymous`` (default) lets the security group guard NFS; ``iam`` adds a file-system policy
+    that grants ``ClientMount`` to the training role only.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, performance: str, throughput: str,
+                 provisioned_mibps: int | None, mount_auth: str) -> None:
+        super().__init__(scope, construct_id)
+        throughput_mode = (efs.ThroughputMode.PROVISIONED if throughput == "provisioned"
+                           else efs.ThroughputMode.BURSTING)
+        self.file_system = efs.FileSystem(
+            self, "FileSystem",
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=[subnet]),
+            security_group=security_group,
+            performance_mode=(efs.PerformanceMode.MAX_IO if performance == "maxIO"
+                              else efs.PerformanceMode.GENERAL_PURPOSE),
+            throughput_mode=throughput_mode,
+            provisioned_throughput_per_second=(Size.mebibytes(provisioned_mibps) if provisioned_mibps else None),
+            encrypted=True,
+            enable_automatic_backups=False,  # datasets are copies of S3: S3 is the source of truth
+            allow_anonymous_access=(mount_auth == "anonymous"),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.mount_auth = mount_auth
+
+    def grant_mount(self, role: iam.IRole) -> None:
+        """Let the training role mount read-only (only matters with ``efsMountAuth=iam``)."""
+        self.file_system.grant(role, "elasticfilesystem:ClientMount")
+        if self.mount_auth == "iam":
+            self.file_system.add_to_resource_policy(iam.PolicyStatement(
+                actions=["elasticfilesystem:ClientMount"],
+                principals=[role],
+                resources=["*"],  # in a file-system policy "*" means this file system
+                conditions={"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},
+            ))

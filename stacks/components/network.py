@@ -1,0 +1,59 @@
+"""The lab's network: one AZ, isolated subnets only, an S3 gateway endpoint, flow logs, security groups."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, aws_ec2 as ec2, aws_logs as logs
+from constructs import Construct
+
+# Lustre: the clients reach the servers on 988 and 1018-1023 (AWS FSx for Lustre user guide,
+# "File system access control with Amazon VPC").
+LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+NFS_PORT = ec2.Port.tcp(2049)
+
+
+class LabNetwork(Construct):
+    """A VPC in a single AZ with private isolated subnets: no internet gateway, no NAT.
+
+    Training jobs reach S3 through the gateway endpoint; SageMaker pulls the training image itself.
+    Security groups are created here, in the stack that outlives FSx, so tearing FSx down never
+    touches a rule the rest of the lab depends on.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, az: str, cidr: str) -> None:
+        super().__init__(scope, construct_id)
+        self.vpc = ec2.Vpc(
+            self, "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            availability_zones=[az],
+            nat_gateways=0,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="training", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=20),
+            ],
+            gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
+        )
+        flow_log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH,
+                                       removal_policy=RemovalPolicy.DESTROY)
+        self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))
+        self.subnet = self.vpc.isolated_subnets[0]
+
+        self.training_sg = ec2.SecurityGroup(
+            self, "TrainingSg", vpc=self.vpc, allow_all_outbound=True,
+            description="DataSourceLab training jobs")
+        # Distributed training: SageMaker requires instances of one job to reach each other.
+        self.training_sg.add_ingress_rule(self.training_sg, ec2.Port.all_traffic(),
+                                          "Instances of one multi-instance training job")
+
+        self.fsx_sg = ec2.SecurityGroup(
+            self, "FsxSg", vpc=self.vpc, allow_all_outbound=False,
+            description="DataSourceLab FSx for Lustre: Lustre ports from training jobs only")
+        for port in LUSTRE_PORTS:
+            self.fsx_sg.add_ingress_rule(self.training_sg, port, "Lustre from training jobs")
+            # Lustre servers of one file system talk to each other on the same ports.
+            self.fsx_sg.add_ingress_rule(self.fsx_sg, port, "Lustre between file-system servers")
+            self.fsx_sg.add_egress_rule(self.fsx_sg, port, "Lustre between file-system servers")
+            self.fsx_sg.add_egress_rule(self.training_sg, port, "Lustre replies to training jobs")
+
+        self.efs_sg = ec2.SecurityGroup(
+            self, "EfsSg", vpc=self.vpc, allow_all_outbound=False,
+            description="DataSourceLab EFS: NFS from training jobs only")
+        self.efs_sg.add_ingress_rule(self.training_sg, NFS_PORT, "NFS from training jobs")

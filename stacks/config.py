@@ -1,0 +1,125 @@
+"""The lab's deploy-time settings, read from CDK context (cdk.json, overridable with ``-c key=value``).
+
+Every setting is validated before a construct is created, and a bad one stops synthesis with a
+message that names the setting and the values it accepts.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from constructs import Node
+
+REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+FSX_LINKS = ("dra", "import-path")
+EFS_PERFORMANCE = ("maxIO", "generalPurpose")
+EFS_THROUGHPUT = ("bursting", "provisioned")
+EFS_MOUNT_AUTH = ("anonymous", "iam")
+
+CORE_STACK = "DataSourceLab-Core"
+FSX_STACK = "DataSourceLab-Fsx"
+WORKFLOW_STACK = "DataSourceLab"
+# SSM parameters the FSx stack publishes (and takes away with it), read by the workflow and CLI.
+FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
+FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
+
+
+class LabConfigError(ValueError):
+    """A context setting is invalid; synthesis stops before anything is built."""
+
+
+@dataclass(frozen=True)
+class LabConfig:
+    region: str
+    az: str
+    account: str | None
+    vpc_cidr: str
+    fsx_capacity_gib: int
+    fsx_link: str
+    efs_performance: str
+    efs_throughput: str
+    efs_provisioned_mibps: int | None
+    efs_mount_auth: str
+    disposable_bucket: bool
+
+    @classmethod
+    def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
+        return cls.from_mapping(lambda key: node.try_get_context(key), account)
+
+    @classmethod
+    def from_mapping(cls, get: Any, account: str | None = None) -> "LabConfig":
+        region = _text(get("region"), "region")
+        if not REGION_RE.match(region):
+            raise LabConfigError(f"context 'region'={region!r} is not an AWS region name (e.g. us-east-1)")
+        az = _text(get("az"), "az")
+        if not re.match(rf"^{re.escape(region)}[a-z]$", az):
+            raise LabConfigError(
+                f"context 'az'={az!r} is not an Availability Zone of region {region}: "
+                f"expected {region} followed by one letter, e.g. {region}a (set with -c az={region}a)")
+        cidr = _text(get("vpcCidr") or "10.42.0.0/16", "vpcCidr")
+        try:
+            net = ipaddress.ip_network(cidr)
+        except ValueError:
+            raise LabConfigError(f"context 'vpcCidr'={cidr!r} is not a CIDR block (e.g. 10.42.0.0/16)") from None
+        if not 16 <= net.prefixlen <= 24:
+            raise LabConfigError(f"context 'vpcCidr'={cidr!r}: the prefix length must be /16 to /24")
+
+        capacity = _int(get("fsxCapacity") if get("fsxCapacity") is not None else 1200, "fsxCapacity")
+        if not (capacity in (1200, 2400) or (capacity > 0 and capacity % 2400 == 0)):
+            raise LabConfigError(
+                f"context 'fsxCapacity'={capacity} is not a valid FSx for Lustre SCRATCH_2 capacity: "
+                "allowed values are 1200, 2400 or a multiple of 2400 GiB (e.g. -c fsxCapacity=4800)")
+        fsx_link = _choice(get("fsxLink") or "dra", "fsxLink", FSX_LINKS)
+        performance = _choice(get("efsPerformance") or "maxIO", "efsPerformance", EFS_PERFORMANCE)
+        throughput = _choice(get("efsThroughput") or "bursting", "efsThroughput", EFS_THROUGHPUT)
+        raw_mibps = get("efsProvisionedMibps")
+        mibps = None
+        if throughput == "provisioned":
+            if raw_mibps in (None, "", "null"):
+                raise LabConfigError(
+                    "context 'efsThroughput'=provisioned needs 'efsProvisionedMibps': "
+                    "a throughput in MiB/s from 1 to 3414 (e.g. -c efsProvisionedMibps=256)")
+            mibps = _int(raw_mibps, "efsProvisionedMibps")
+            if not 1 <= mibps <= 3414:
+                raise LabConfigError(f"context 'efsProvisionedMibps'={mibps}: allowed values are 1 to 3414 MiB/s")
+        elif raw_mibps not in (None, "", "null"):
+            raise LabConfigError(
+                "context 'efsProvisionedMibps' is set but 'efsThroughput' is bursting: "
+                "set -c efsThroughput=provisioned, or drop efsProvisionedMibps")
+        auth = _choice(get("efsMountAuth") or "anonymous", "efsMountAuth", EFS_MOUNT_AUTH)
+        disposable = _bool(get("disposableBucket"), "disposableBucket")
+        return cls(region=region, az=az, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
+                   fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
+                   efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable)
+
+
+def _text(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise LabConfigError(f"context '{key}' is required (set it in cdk.json or with -c {key}=...)")
+    return value
+
+
+def _int(value: Any, key: str) -> int:
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        return int(str(value))
+    except ValueError:
+        raise LabConfigError(f"context '{key}'={value!r} must be a whole number") from None
+
+
+def _choice(value: Any, key: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise LabConfigError(f"context '{key}'={value!r} is not allowed: use one of {', '.join(allowed)}")
+    return value
+
+
+def _bool(value: Any, key: str) -> bool:
+    if value in (None, False, "false", "False", "0", 0):
+        return False
+    if value in (True, "true", "True", "1", 1):
+        return True
+    raise LabConfigError(f"context '{key}'={value!r} must be true or false")

@@ -1,0 +1,51 @@
+"""DataSourceLab-Core: everything of the lab that stays while FSx comes and goes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from .components.data_bucket import DataBucket
+from .components.efs import LabEfs
+from .components.network import LabNetwork
+from .components.training_code import TrainingCode
+from .components.training_role import TrainingRole
+from .config import LabConfig
+from .nag import acknowledge_core
+
+
+class CoreStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, repo_root: Path, **kwargs) -> None:
+        super().__init__(scope, construct_id, description="DataSourceLab: network, bucket, EFS, training role and code", **kwargs)
+        self.config = config
+        self.network = LabNetwork(self, "Network", az=config.az, cidr=config.vpc_cidr)
+        self.data = DataBucket(self, "Data", disposable=config.disposable_bucket)
+        self.efs = LabEfs(self, "Efs", vpc=self.network.vpc, subnet=self.network.subnet,
+                          security_group=self.network.efs_sg, performance=config.efs_performance,
+                          throughput=config.efs_throughput, provisioned_mibps=config.efs_provisioned_mibps,
+                          mount_auth=config.efs_mount_auth)
+        self.training = TrainingRole(self, "Training", data=self.data, vpc=self.network.vpc,
+                                     subnet=self.network.subnet, security_group=self.network.training_sg)
+        self.efs.grant_mount(self.training.role)
+        self.code = TrainingCode(self, "TrainingCode", source_dir=repo_root / "training",
+                                 build_dir=repo_root / "build")
+        self.code.grant_read(self.training.role)
+
+        outputs = {
+            "BucketName": self.data.bucket.bucket_name,
+            "SubnetId": self.network.subnet.subnet_id,
+            "AvailabilityZone": config.az,
+            "TrainingSecurityGroupId": self.network.training_sg.security_group_id,
+            "FsxSecurityGroupId": self.network.fsx_sg.security_group_id,
+            "EfsSecurityGroupId": self.network.efs_sg.security_group_id,
+            "EfsFileSystemId": self.efs.file_system.file_system_id,
+            "TrainingRoleArn": self.training.role.role_arn,
+            "TrainingCodeUri": self.code.s3_uri,
+            "TrainingCodeVersion": self.code.version,
+            "VpcId": self.network.vpc.vpc_id,
+        }
+        for key, value in outputs.items():
+            CfnOutput(self, key, value=value)
+        acknowledge_core(self)

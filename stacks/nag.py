@@ -1,0 +1,72 @@
+"""cdk-nag acknowledgements: each one names the exact finding, on the exact construct, and why."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import IConstruct
+
+IAM5 = "AwsSolutions::AwsSolutions-IAM5"
+XRAY_REASON = ("X-Ray tracing: xray:PutTraceSegments and xray:PutTelemetryRecords accept no resource "
+               "other than '*' (AWS service authorization reference)")
+
+
+def ack(scope: IConstruct, finding: str, reason: str) -> None:
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def _policy(stack: cdk.Stack, path: str) -> IConstruct:
+    node = stack
+    for part in path.split("/"):
+        node = node.node.find_child(part)
+    return node
+
+
+def acknowledge_core(stack: cdk.Stack) -> None:
+    policy = _policy(stack, "Training/Role/DefaultPolicy/Resource")
+    bucket = "<DataBucketE6B0FAA8.Arn>"
+    for prefix, why in (("datasets", "training jobs read every object of every dataset under datasets/"),
+                        ("code", "training jobs read code uploaded under code/ by `dslab run`"),
+                        ("output", "SageMaker writes each job's model and output archives under output/<experiment>/<job>/")):
+        ack(policy, f"{IAM5}[Resource::{bucket}/{prefix}/*]", f"Prefix-scoped: {why}; object names are not known in advance")
+    ack(policy, f"{IAM5}[Resource::*]",
+        "ec2:Describe* for the job's network set-up, ecr:GetAuthorizationToken and cloudwatch:PutMetricData "
+        "(limited by the cloudwatch:namespace condition) take no resource-level scoping")
+    ack(policy, f"{IAM5}[Resource::arn:aws:ec2:{stack.region}:<AWS::AccountId>:network-interface/*]",
+        "SageMaker creates the job's ENIs at run time; their IDs cannot be known in advance")
+    ack(policy, f"{IAM5}[Resource::arn:aws:ecr:{stack.region}:763104351884:repository/*]",
+        "Pull-only access to the AWS Deep Learning Containers registry account; the repository follows the image")
+    ack(policy, f"{IAM5}[Resource::arn:aws:logs:{stack.region}:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:*]",
+        "SageMaker writes one log stream per job in this log group; stream names are made at run time")
+
+
+def acknowledge_workflow(stack: cdk.Stack) -> None:
+    bucket = f"arn:aws:s3:::datasourcelab-data-<AWS::AccountId>-{stack.region}"
+    results = f"{IAM5}[Resource::{bucket}/results/*]"
+    results_why = "Prefix-scoped: results/<execution>/ objects are named at run time"
+    plan = _policy(stack, "Workflow/PlanFunctionRole/DefaultPolicy/Resource")
+    ack(plan, results, results_why)
+    ack(plan, f"{IAM5}[Resource::<WorkflowPlanFunctionLogs73A54556.Arn>:*]", "Log streams of this function's own log group")
+    ack(plan, f"{IAM5}[Resource::*]", XRAY_REASON + "; fsx:DescribeFileSystems is a list call without resource scoping")
+
+    collect = _policy(stack, "Workflow/CollectFunctionRole/DefaultPolicy/Resource")
+    ack(collect, results, results_why)
+    ack(collect, f"{IAM5}[Resource::<WorkflowCollectFunctionLogsCD149F1F.Arn>:*]", "Log streams of this function's own log group")
+    ack(collect, f"{IAM5}[Resource::{bucket}/output/*]", "Reads metrics.json from each job's output archive, named per job at run time")
+    ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
+        "Describes the experiment's jobs, whose names are generated per execution")
+    ack(collect, f"{IAM5}[Resource::*]", XRAY_REASON)
+
+    ack(_policy(stack, "Workflow/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
+        "DataSync copies the datasets the EFS jobs need; dataset names come with each experiment")
+
+    machine = _policy(stack, "Workflow/StateMachine/Role/DefaultPolicy/Resource")
+    ack(machine, results, "LoadRequest reads results/<execution>/requests/<job>.json written by Plan")
+    ack(machine, f"{IAM5}[Resource::<WorkflowPlanFunctionF2DC5A8A.Arn>:*]", "Invoking any version of the Plan function (CDK's LambdaInvoke grant)")
+    ack(machine, f"{IAM5}[Resource::<WorkflowCollectFunctionF8175F06.Arn>:*]", "Invoking any version of the Collect function (CDK's LambdaInvoke grant)")
+    ack(machine, f"{IAM5}[Resource::<WorkflowEfsSyncTask8C2D1299.TaskArn>/execution/*]",
+        "Describing executions of the lab's one DataSync task; execution IDs are made at run time")
+    ack(machine, f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:<AWS::AccountId>:stack/DataSourceLab-Fsx/*]",
+        "DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
+    ack(machine, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
+        "createTrainingJob.sync creates, describes, tags and stops the experiment's jobs, named per execution")
+    ack(machine, f"{IAM5}[Resource::*]", XRAY_REASON + " (state-machine tracing)")

@@ -1,0 +1,53 @@
+"""DataSourceLab: the benchmark workflow. Deploying it deploys the whole lab (Core and FSx first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, Stack, aws_s3 as s3
+from constructs import Construct
+
+from dslab.images import pytorch_training_image
+
+from .components.data_bucket import data_bucket_name
+from .components.workflow import BenchmarkWorkflow
+from .config import FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, LabConfig
+from .core_stack import CoreStack
+from .nag import acknowledge_workflow
+
+
+class WorkflowStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, core: CoreStack,
+                 repo_root: Path, **kwargs) -> None:
+        super().__init__(scope, construct_id, description="DataSourceLab: the benchmark workflow (Step Functions)", **kwargs)
+        # By name, not by reference: IAM statements then read as plain ARNs in this stack.
+        bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name(self))
+        image_gpu = self.node.try_get_context("trainingImage") or pytorch_training_image(config.region, "gpu")
+        image_cpu = self.node.try_get_context("trainingImageCpu") or pytorch_training_image(config.region, "cpu")
+        # The Plan function's view of the lab: everything a CreateTrainingJob request needs.
+        environment = {
+            "DSLAB_BUCKET": bucket.bucket_name,
+            "DSLAB_ROLE_ARN": core.training.role.role_arn,
+            "DSLAB_SUBNET_IDS": core.network.subnet.subnet_id,
+            "DSLAB_SECURITY_GROUP_IDS": core.network.training_sg.security_group_id,
+            "DSLAB_IMAGE_URI": image_gpu,
+            "DSLAB_IMAGE_URI_CPU": image_cpu,
+            "DSLAB_CODE_URI": core.code.s3_uri,
+            "DSLAB_CODE_VERSION": core.code.version,
+            "DSLAB_EFS_ID": core.efs.file_system.file_system_id,
+            "DSLAB_FSX_ID_PARAMETER": FSX_ID_PARAMETER,
+            "DSLAB_FSX_MOUNT_PARAMETER": FSX_MOUNT_PARAMETER,
+            "DSLAB_FSX_CAPACITY_GIB": str(config.fsx_capacity_gib),
+            "DSLAB_EFS_THROUGHPUT_MIBPS": str(config.efs_provisioned_mibps or 0),
+        }
+        self.workflow = BenchmarkWorkflow(
+            self, "Workflow", repo_root=repo_root, bucket=bucket, training_role=core.training.role,
+            vpc=core.network.vpc, subnet=core.network.subnet, training_sg=core.network.training_sg,
+            efs_file_system_arn=core.efs.file_system.file_system_arn,
+            efs_file_system_id=core.efs.file_system.file_system_id, environment=environment,
+            fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER))
+        CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
+        CfnOutput(self, "TrainingImageUri", value=image_gpu)
+        CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)
+        CfnOutput(self, "EfsSyncTaskArn", value=self.workflow.sync_task.attr_task_arn)
+        acknowledge_workflow(self)

@@ -1,0 +1,283 @@
+"""The stacks as synthesized from cdk.json: what they create, how they protect it, what validators say."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+from aws_cdk.assertions import Match
+
+from stacks.config import LabConfig, LabConfigError
+
+from .conftest import REPO, cdk_context
+
+
+def resources(template, type_name: str) -> dict:
+    return template.find_resources(type_name)
+
+
+# ---- Network ---------------------------------------------------------------------------------
+
+def test_subnets_all_in_the_one_configured_az(lab):
+    subnets = resources(lab.core, "AWS::EC2::Subnet")
+    assert subnets, "the lab needs a subnet"
+    assert {s["Properties"]["AvailabilityZone"] for s in subnets.values()} == {"us-east-1a"}
+    for subnet in subnets.values():
+        assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
+
+
+def test_no_internet_gateway_or_nat(lab):
+    for template in (lab.core, lab.fsx, lab.workflow):
+        for kind in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::EIP",
+                     "AWS::EC2::VPCGatewayAttachment"):
+            template.resource_count_is(kind, 0)
+    routes = resources(lab.core, "AWS::EC2::Route")
+    assert not [r for r in routes.values() if r["Properties"].get("DestinationCidrBlock") == "0.0.0.0/0"]
+
+
+def test_s3_gateway_endpoint_on_the_training_route_table(lab):
+    endpoints = resources(lab.core, "AWS::EC2::VPCEndpoint")
+    assert len(endpoints) == 1
+    (endpoint,) = endpoints.values()
+    assert endpoint["Properties"]["VpcEndpointType"] == "Gateway"
+    assert "s3" in json.dumps(endpoint["Properties"]["ServiceName"])
+    assert endpoint["Properties"]["RouteTableIds"]
+
+
+def test_vpc_flow_logs(lab):
+    lab.core.has_resource_properties("AWS::EC2::FlowLog", {"ResourceType": "VPC", "TrafficType": "ALL"})
+
+
+def _ingress_rules(template) -> list[dict]:
+    rules = [r["Properties"] for r in resources(template, "AWS::EC2::SecurityGroupIngress").values()]
+    for group in resources(template, "AWS::EC2::SecurityGroup").values():
+        rules += group["Properties"].get("SecurityGroupIngress", [])
+    return rules
+
+
+def _logical(ref) -> str:
+    return json.dumps(ref)
+
+
+def test_security_group_rules_exactly(lab):
+    groups = resources(lab.core, "AWS::EC2::SecurityGroup")
+    by_desc = {g["Properties"]["GroupDescription"]: name for name, g in groups.items()}
+    training = next(n for d, n in by_desc.items() if d.startswith("DataSourceLab training"))
+    fsx = next(n for d, n in by_desc.items() if "FSx" in d)
+    efs = next(n for d, n in by_desc.items() if "EFS" in d)
+    ingress = resources(lab.core, "AWS::EC2::SecurityGroupIngress")
+
+    def rules_into(group):
+        return sorted((r["Properties"]["IpProtocol"], r["Properties"].get("FromPort"), r["Properties"].get("ToPort"),
+                       r["Properties"]["SourceSecurityGroupId"]["Fn::GetAtt"][0])
+                      for r in ingress.values()
+                      if r["Properties"]["GroupId"]["Fn::GetAtt"][0] == group)
+
+    assert rules_into(fsx) == sorted([("tcp", 988, 988, training), ("tcp", 1018, 1023, training),
+                                      ("tcp", 988, 988, fsx), ("tcp", 1018, 1023, fsx)])
+    assert rules_into(efs) == [("tcp", 2049, 2049, training)]
+    assert rules_into(training) == [("-1", None, None, training)]
+    # No CIDR ingress anywhere: nothing is reachable from an address range.
+    for group in groups.values():
+        assert not group["Properties"].get("SecurityGroupIngress")
+    for rule in _ingress_rules(lab.core):
+        assert "CidrIp" not in rule and "CidrIpv6" not in rule
+
+
+# ---- Bucket ----------------------------------------------------------------------------------
+
+def test_data_bucket_protections_and_retention(lab):
+    buckets = resources(lab.core, "AWS::S3::Bucket")
+    data = next(b for b in buckets.values() if "LoggingConfiguration" in b["Properties"])
+    props = data["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
+    assert data["DeletionPolicy"] == "Retain" and data["UpdateReplacePolicy"] == "Retain"
+    policies = resources(lab.core, "AWS::S3::BucketPolicy")
+    tls_denials = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+                   if s["Effect"] == "Deny" and s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"]
+    assert len(tls_denials) == 2, "both buckets refuse plain HTTP"
+
+
+def test_disposable_bucket_switch_deletes_with_the_stack(tmp_path):
+    from .conftest import SynthesizedLab
+    disposable = SynthesizedLab(tmp_path, disposableBucket=True)
+    for bucket in resources(disposable.core, "AWS::S3::Bucket").values():
+        assert bucket["DeletionPolicy"] == "Delete"
+    disposable.core.resource_count_is("Custom::S3AutoDeleteObjects", 2)
+
+
+# ---- FSx -------------------------------------------------------------------------------------
+
+def test_fsx_scratch2_lustre_215_linked_to_datasets(lab):
+    (fs,) = resources(lab.fsx, "AWS::FSx::FileSystem").values()
+    props = fs["Properties"]
+    assert props["FileSystemType"] == "LUSTRE"
+    assert props["FileSystemTypeVersion"] == "2.15"
+    assert props["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
+    assert props["StorageCapacity"] == 1200
+    assert fs["DeletionPolicy"] == "Delete"
+    assert len(props["SubnetIds"]) == 1
+    (link,) = resources(lab.fsx, "AWS::FSx::DataRepositoryAssociation").values()
+    assert link["Properties"]["FileSystemPath"] == "/datasets"
+    assert link["Properties"]["DataRepositoryPath"]["Fn::Join"][1][-1] == "/datasets/"
+    assert link["Properties"]["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
+    assert link["Properties"]["BatchImportMetaDataOnCreate"] is True
+
+
+def test_fsx_capacity_is_configurable(tmp_path):
+    from .conftest import SynthesizedLab
+    big = SynthesizedLab(tmp_path, fsxCapacity=4800, fsxLink="import-path")
+    (fs,) = resources(big.fsx, "AWS::FSx::FileSystem").values()
+    assert fs["Properties"]["StorageCapacity"] == 4800
+    # The legacy link is one switch: ImportPath on the bucket root, so /datasets stays the same path.
+    assert fs["Properties"]["LustreConfiguration"]["ImportPath"]["Fn::Join"][1][0] == "s3://"
+    big.fsx.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
+
+
+def test_fsx_published_by_ssm_not_by_export(lab):
+    raw = lab.raw("DataSourceLab-Fsx")
+    assert all("Export" not in o for o in raw.get("Outputs", {}).values())
+    names = {p["Properties"]["Name"] for p in resources(lab.fsx, "AWS::SSM::Parameter").values()}
+    assert names == {"/datasourcelab/fsx/file-system-id", "/datasourcelab/fsx/mount-name"}
+
+
+def test_removing_fsx_leaves_every_other_resource(lab):
+    """Nothing outside the FSx stack refers to it, so deleting it touches nothing else."""
+    fsx_raw = lab.raw("DataSourceLab-Fsx")
+    assert set(r["Type"] for r in fsx_raw["Resources"].values()) - {"AWS::CDK::Metadata"} == {
+        "AWS::FSx::FileSystem", "AWS::FSx::DataRepositoryAssociation", "AWS::SSM::Parameter"}
+    for name in ("DataSourceLab-Core", "DataSourceLab"):
+        text = json.dumps(lab.raw(name))
+        assert "DataSourceLab-Fsx:" not in text, f"{name} imports from the FSx stack"
+    manifest = json.loads((lab.outdir / "manifest.json").read_text())
+    core_deps = manifest["artifacts"]["DataSourceLab-Core"].get("dependencies", [])
+    assert not [d for d in core_deps if "Fsx" in d]
+    # The workflow only orders itself after FSx (so `cdk deploy DataSourceLab` brings FSx up).
+    assert "DataSourceLab-Fsx" in manifest["artifacts"]["DataSourceLab"]["dependencies"]
+
+
+# ---- EFS -------------------------------------------------------------------------------------
+
+def test_efs_max_io_bursting_encrypted_one_mount_target(lab):
+    lab.core.has_resource_properties("AWS::EFS::FileSystem", {
+        "PerformanceMode": "maxIO", "ThroughputMode": "bursting", "Encrypted": True})
+    targets = resources(lab.core, "AWS::EFS::MountTarget")
+    assert len(targets) == 1
+    (target,) = targets.values()
+    subnet_ref = target["Properties"]["SubnetId"]["Ref"]
+    assert resources(lab.core, "AWS::EC2::Subnet")[subnet_ref]["Properties"]["AvailabilityZone"] == "us-east-1a"
+
+
+def test_efs_mountable_by_training_jobs(lab):
+    """The denyAnonymousAccess flag is on in cdk.json; the default mount auth keeps anonymous NFS (SG-guarded)."""
+    (fs,) = resources(lab.core, "AWS::EFS::FileSystem").values()
+    policy = fs["Properties"].get("FileSystemPolicy")
+    if policy:
+        actions = json.dumps(policy)
+        assert "ClientMount" in actions
+
+
+def test_efs_provisioned_throughput_by_context(tmp_path):
+    from .conftest import SynthesizedLab
+    provisioned = SynthesizedLab(tmp_path, efsThroughput="provisioned", efsProvisionedMibps=256, efsMountAuth="iam")
+    provisioned.core.has_resource_properties("AWS::EFS::FileSystem", {
+        "ThroughputMode": "provisioned", "ProvisionedThroughputInMibps": 256, "PerformanceMode": "maxIO"})
+    (fs,) = resources(provisioned.core, "AWS::EFS::FileSystem").values()
+    statements = fs["Properties"]["FileSystemPolicy"]["Statement"]
+    assert any("elasticfilesystem:ClientMount" in json.dumps(s["Action"]) and s["Effect"] == "Allow" for s in statements)
+
+
+# ---- IAM -------------------------------------------------------------------------------------
+
+def _statements(template):
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        yield from policy["Properties"]["PolicyDocument"]["Statement"]
+    for role in resources(template, "AWS::IAM::Role").values():
+        for policy in role["Properties"].get("Policies", []):
+            yield from policy["PolicyDocument"]["Statement"]
+
+
+def test_no_star_actions_and_no_full_access_policies(lab):
+    for template in (lab.core, lab.fsx, lab.workflow):
+        for statement in _statements(template):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert "*" not in actions
+            assert not [a for a in actions if a.endswith(":*")], actions
+        for role in resources(template, "AWS::IAM::Role").values():
+            assert "FullAccess" not in json.dumps(role["Properties"].get("ManagedPolicyArns", []))
+
+
+def test_training_role_least_privilege(lab):
+    roles = resources(lab.core, "AWS::IAM::Role")
+    training = next(n for n, r in roles.items() if "sagemaker.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"]))
+    policy = next(p for p in resources(lab.core, "AWS::IAM::Policy").values()
+                  if {"Ref": training} in p["Properties"]["Roles"])
+    by_sid = {s.get("Sid"): s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert by_sid["WriteOutput"]["Action"] in ("s3:PutObject", ["s3:AbortMultipartUpload", "s3:PutObject"],
+                                               ["s3:PutObject", "s3:AbortMultipartUpload"])
+    assert "/output/*" in json.dumps(by_sid["WriteOutput"]["Resource"])
+    assert "/datasets/*" in json.dumps(by_sid["ReadDatasetsAndCode"]["Resource"])
+    assert by_sid["JobMetrics"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}}
+    all_actions = json.dumps([s["Action"] for s in by_sid.values()])
+    assert "s3:DeleteObject" not in all_actions and "iam:" not in all_actions
+
+
+# ---- Outputs ---------------------------------------------------------------------------------
+
+def test_outputs_for_users_and_cli(lab):
+    core = set(lab.raw("DataSourceLab-Core")["Outputs"])
+    assert {"BucketName", "SubnetId", "TrainingSecurityGroupId", "EfsFileSystemId", "TrainingRoleArn",
+            "TrainingCodeUri", "FsxSecurityGroupId", "EfsSecurityGroupId"} <= core
+    assert {"FsxFileSystemId", "FsxMountName"} <= set(lab.raw("DataSourceLab-Fsx")["Outputs"])
+    assert "StateMachineArn" in lab.raw("DataSourceLab")["Outputs"]
+
+
+# ---- Validators ------------------------------------------------------------------------------
+
+def test_cdk_nag_has_no_unacknowledged_findings(lab):
+    report = json.loads((lab.outdir / "validation-report.json").read_text())
+    (nag,) = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert nag["conclusion"] == "success"
+    assert nag["violations"] == []
+    for suppressed in nag.get("suppressedViolations", []):
+        assert "[" in suppressed["ruleName"] or suppressed["ruleName"].startswith("AwsSolutions-"), suppressed
+
+
+def test_cfn_lint_clean(lab):
+    files = [str(p) for p in lab.template_files()]
+    assert len(files) == 3
+    result = subprocess.run([str(REPO / ".venv/bin/cfn-lint"), "--config-file", str(REPO / ".cfnlintrc.yaml"), *files],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# ---- Bad configuration -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"fsxCapacity": 1000}, ["fsxCapacity", "1200, 2400 or a multiple of 2400"]),
+    ({"fsxCapacity": 3600}, ["fsxCapacity", "multiple of 2400"]),
+    ({"az": "us-east-1"}, ["'az'", "us-east-1a"]),
+    ({"az": "eu-west-1a"}, ["'az'", "region us-east-1"]),
+    ({"efsThroughput": "provisioned", "efsProvisionedMibps": None}, ["efsProvisionedMibps", "1 to 3414"]),
+    ({"efsThroughput": "elastic"}, ["efsThroughput", "bursting, provisioned"]),
+    ({"fsxLink": "magic"}, ["fsxLink", "dra, import-path"]),
+])
+def test_bad_configuration_is_refused_with_the_setting_named(overrides, words):
+    context = cdk_context(**overrides)
+    with pytest.raises(LabConfigError) as err:
+        LabConfig.from_mapping(context.get)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_cdk_synth_refuses_bad_capacity_before_building_anything(tmp_path):
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    result = subprocess.run([str(REPO / "node_modules/.bin/cdk"), "synth", "--quiet", "-c", "fsxCapacity=1000",
+                             "-o", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+    assert result.returncode != 0
+    assert "fsxCapacity" in result.stderr and "1200, 2400 or a multiple of 2400" in result.stderr
+    assert not list((tmp_path / "out").glob("*.template.json")) if (tmp_path / "out").exists() else True

@@ -1,0 +1,1 @@
+# training script: filled by issue 3
