@@ -1,1 +1,247 @@
-# training script: filled by issue 3
+"""DataSourceLab training script: reads the job's channel in any mode and format, runs the
+(emulated or real) model, and measures the data pipeline.
+
+SageMaker script mode runs it as the entry point (``sagemaker_program=train.py``). It learns the
+input mode from the container contract, prints metric lines for the job's metric definitions
+(``metric_definitions.json``), writes ``metrics.json`` to the output data directory and a model
+artifact to the model directory. On failure it writes one line to ``/opt/ml/output/failure`` (the
+job's FailureReason) and exits non-zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from dslab_train.compute import PRESETS, EmulatedCompute, TorchResNet50  # noqa: E402
+from dslab_train.contract import ContractError, JobContext, load_context  # noqa: E402
+from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, PipelineConfig, ShardSource,  # noqa: E402
+                                  default_workers, detect_format, jpg_records, pipe_records, shard_records)
+from dslab_train.records import RecordError  # noqa: E402
+
+METRIC_PREFIX = "dslab_metric"
+
+
+def metric(name: str, value: float, **labels) -> None:
+    extra = "".join(f" {k}={v}" for k, v in labels.items())
+    print(f"{METRIC_PREFIX} {name}={value:.6g}{extra}", flush=True)
+
+
+def _int(hp: dict, key: str, default: int) -> int:
+    value = hp.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ContractError(f"hyperparameter {key}={value!r} must be a whole number") from None
+
+
+def build_compute(hp: dict, num_classes: int):
+    model = hp.get("model")
+    if model:
+        if model != "resnet50":
+            raise ContractError(f"hyperparameter model={model!r}: only 'resnet50' is available")
+        return TorchResNet50(num_classes, _int(hp, "batch_size", 64), _int(hp, "seed", 0))
+    preset = hp.get("compute_preset")
+    if preset and preset not in PRESETS:
+        raise ContractError(f"hyperparameter compute_preset={preset!r}: use one of {', '.join(PRESETS)}")
+    batch_default, seconds_default = PRESETS.get(preset or "v100")
+    seconds = float(hp.get("compute_seconds_per_batch", seconds_default))
+    return EmulatedCompute(seconds, _int(hp, "batch_size", batch_default))
+
+
+def make_sources(ctx: JobContext, dataset_format: str):
+    """Directory modes: scan once (the listing is what FastFile pre-fetches as metadata)."""
+    root = ctx.channel_dir
+    if not root.exists():
+        raise ContractError(f"channel directory {root} does not exist: the channel '{ctx.channel}' was not mounted")
+    if dataset_format == "auto":
+        dataset_format = detect_format(root)
+    if dataset_format == "jpg":
+        source = JpgSource.scan(root, ctx.host_rank, len(ctx.hosts))
+        if not source.files:
+            raise DataError(f"channel '{ctx.channel}' is empty: no .jpg files under {root}. Check the dataset "
+                            "prefix (upload it with `dslab dataset upload`) or the file system's DirectoryPath")
+        return "jpg", jpg_records(source), len(source.classes)
+    if dataset_format == "tfrecord":
+        source = ShardSource.scan(root, ctx.host_rank, len(ctx.hosts))
+        if not source.shards:
+            raise DataError(f"channel '{ctx.channel}' is empty: no TFRecord shards under {root}. Check the dataset "
+                            "prefix or the file system's DirectoryPath")
+        jpgs = [p for p in root.rglob("*.jpg")][:1]
+        if jpgs:
+            raise DataError(f"dataset_format=tfrecord but {root} holds JPEG files ({jpgs[0].name}); "
+                            "set dataset_format: jpg or point the channel at the packed shards")
+        return "tfrecord", shard_records(source), 257
+    if dataset_format == "unknown":
+        raise DataError(f"channel '{ctx.channel}' is empty or holds neither JPEG files nor TFRecord shards ({root})")
+    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord or auto")
+
+
+def run(ctx: JobContext) -> dict:
+    hp = ctx.hyperparameters
+    started = time.perf_counter()
+    epochs = _int(hp, "epochs", 1)
+    dataset_format = str(hp.get("dataset_format", "auto"))
+    workers = _int(hp, "workers", 0) or default_workers(ctx.num_cpus)
+    is_pipe = ctx.input_mode == "Pipe"
+
+    if is_pipe:
+        if dataset_format not in ("jpg", "tfrecord"):
+            raise ContractError("Pipe mode needs hyperparameter dataset_format (jpg or tfrecord): a stream cannot be listed")
+        records_for_epoch = lambda epoch: pipe_records(ctx.pipe_path(epoch), ctx.record_wrapper, dataset_format,
+                                                       float(hp.get("pipe_timeout_seconds", 600)))
+        num_classes = _int(hp, "num_classes", 257)
+    else:
+        dataset_format, records, num_classes = make_sources(ctx, dataset_format)
+        records_for_epoch = lambda epoch: records
+
+    compute = build_compute(hp, num_classes)
+    batch_size = compute.batch_size
+    config = PipelineConfig(
+        batch_size=batch_size, workers=workers,
+        prefetch=_int(hp, "prefetch", 0) or max(2 * batch_size, 4 * workers),
+        reader_threads=_int(hp, "reader_threads", 4),
+        shuffle_buffer=_int(hp, "shuffle_buffer", 1024),
+        seed=_int(hp, "seed", 0),
+        verify_crc=str(hp.get("verify_crc", "false")).lower() in ("1", "true"),
+        max_samples=_int(hp, "max_samples", 0))
+    print(f"dslab: mode={'Pipe' if is_pipe else 'directory'} input_mode={ctx.input_mode} "
+          f"wrapper={ctx.record_wrapper} format={dataset_format} epochs={epochs} batch={batch_size} "
+          f"workers={workers} prefetch={config.prefetch} compute={compute.device}", flush=True)
+
+    per_epoch = []
+    labels: Counter = Counter()
+    total_samples = total_bytes = 0
+    total_compute = total_stall = 0.0
+    au_wall = 0.0
+    first_batch_overall = None
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="decode") as pool:
+        for epoch in range(epochs):
+            epoch_start = time.perf_counter()
+            pipeline = EpochPipeline(config, pool, epoch, records_for_epoch(epoch))
+            samples = nbytes = steps = 0
+            compute_s = stall_s = 0.0
+            first_batch = first_step_end = None
+            last = epoch_start
+            try:
+                for batch in pipeline:
+                    got = time.perf_counter()
+                    step_compute = compute.step(batch.images, batch.labels)
+                    now = time.perf_counter()
+                    if steps == 0:  # MLPerf Storage: the first step is excluded from AU
+                        first_batch = got - epoch_start
+                        first_step_end = now
+                    else:
+                        compute_s += step_compute
+                        stall_s += got - last
+                    steps += 1
+                    samples += len(batch.labels)
+                    nbytes += batch.nbytes
+                    labels.update(batch.labels.tolist())
+                    last = now
+            finally:
+                pipeline.close()
+            epoch_end = time.perf_counter()
+            wall = epoch_end - epoch_start
+            if samples == 0:
+                raise DataError(f"epoch {epoch} read no samples: the channel '{ctx.channel}' is empty")
+            measured = epoch_end - first_step_end if steps > 1 else 0.0
+            au = 100.0 * compute_s / measured if measured > 0 else None
+            stats = {"epoch": epoch, "samples": samples, "bytes": nbytes, "steps": steps,
+                     "epoch_seconds": wall, "samples_per_second": samples / wall,
+                     "mb_per_second": nbytes / wall / 1e6, "time_to_first_batch_seconds": first_batch,
+                     "data_stall_seconds": stall_s, "compute_seconds": compute_s, "au_percent": au}
+            per_epoch.append(stats)
+            metric("epoch_seconds", wall, epoch=epoch)
+            metric("samples_per_second", stats["samples_per_second"], epoch=epoch)
+            metric("mb_per_second", stats["mb_per_second"], epoch=epoch)
+            metric("data_stall_seconds", stall_s, epoch=epoch)
+            if au is not None:
+                metric("au_percent", au, epoch=epoch)
+            if first_batch_overall is None:
+                first_batch_overall = first_batch
+            total_samples += samples
+            total_bytes += nbytes
+            total_compute += compute_s
+            total_stall += stall_s
+            au_wall += measured
+
+    wall = sum(e["epoch_seconds"] for e in per_epoch)
+    summary = {
+        "samples_per_second": total_samples / wall,
+        "mb_per_second": total_bytes / wall / 1e6,
+        "au_percent": 100.0 * total_compute / au_wall if au_wall > 0 else None,
+        "time_to_first_batch_seconds": first_batch_overall,
+        "epoch_seconds": [e["epoch_seconds"] for e in per_epoch],
+        "data_stall_seconds": total_stall,
+        "samples": total_samples,
+        "bytes": total_bytes,
+        "epochs": epochs,
+        "per_epoch": per_epoch,
+        "label_counts": {str(k): v for k, v in sorted(labels.items())},
+        "input_mode": ctx.input_mode,
+        "record_wrapper": ctx.record_wrapper,
+        "dataset_format": dataset_format,
+        "workers": workers,
+        "prefetch": config.prefetch,
+        "batch_size": batch_size,
+        "compute": compute.device,
+        "script_seconds": time.perf_counter() - started,
+    }
+    metric("samples", total_samples)
+    metric("samples_per_second", summary["samples_per_second"])
+    metric("mb_per_second", summary["mb_per_second"])
+    if summary["au_percent"] is not None:
+        metric("au_percent", summary["au_percent"])
+    if first_batch_overall is not None:
+        metric("time_to_first_batch_seconds", first_batch_overall)
+
+    ctx.output_data_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.output_data_dir / "metrics.json").write_text(json.dumps(summary, indent=2))
+    ctx.model_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(compute, TorchResNet50):
+        compute.save(ctx.model_dir / "model.pt")
+    else:
+        (ctx.model_dir / "model.json").write_text(json.dumps(
+            {"model": "emulated", "seconds_per_batch": compute.seconds_per_batch, "batch_size": batch_size,
+             "samples_seen": total_samples}, indent=2))
+    return summary
+
+
+def fail(ctx_failure_file: Path | None, message: str) -> int:
+    line = " ".join(message.split())[:1000]
+    if ctx_failure_file is None:  # the contract itself was unreadable: use its default place
+        ctx_failure_file = Path(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml")) / "output" / "failure"
+    print(f"dslab: FAILED: {line}", file=sys.stderr, flush=True)
+    if ctx_failure_file is not None:
+        try:
+            ctx_failure_file.parent.mkdir(parents=True, exist_ok=True)
+            ctx_failure_file.write_text(line + "\n")
+        except OSError:
+            pass
+    return 1
+
+
+def main() -> int:
+    ctx = None
+    try:
+        ctx = load_context()
+        run(ctx)
+        return 0
+    except (ContractError, DataError, RecordError) as err:
+        return fail(ctx.failure_file if ctx else None, str(err))
+    except Exception as err:  # an unexpected bug: still give the operator one line and the trace in the log
+        traceback.print_exc()
+        return fail(ctx.failure_file if ctx else None, f"{type(err).__name__}: {err}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""Dataset tooling: generate a Caltech-256-like dataset, pack it into TFRecord shards, replicate it,
+import a user's folder, describe a folder or S3 prefix, and upload to the lab's bucket.
+
+Record formats come from the training side (``training/dslab_train``) so that the writer and the
+reader can never disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFilter
+
+from .core.errors import ConfigError
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
+from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
+from dslab_train.records import encode_example, tfrecord_frame  # noqa: E402
+
+# Caltech-256: 30,607 images in 257 classes (256 + clutter), mean file size about 39 KB
+# (../shared/calibration/bencher-measured.csv: 1.1 GB / 30,607 files).
+CALTECH_IMAGES = 30607
+CALTECH_CLASSES = 257
+CALTECH_MEAN_KB = 39.0
+SIZE_SIGMA = 0.55            # spread (log-normal) of file sizes around the mean
+DEFAULT_SHARD_MB = 110       # the post's TFRecord shards
+JPEG_QUALITY = 88
+
+Progress = Callable[[int], None]
+
+
+def _noop(_: int) -> None:
+    pass
+
+
+# ---- generate --------------------------------------------------------------------------------
+
+def class_dir_name(index: int) -> str:
+    return f"{index + 1:03d}.class-{index + 1:03d}"
+
+
+def _class_counts(images: int, classes: int, rng: np.random.Generator) -> list[int]:
+    if classes > images:
+        raise ConfigError("--classes", f"{classes} classes cannot share {images} images", f"1..{images}")
+    weights = rng.uniform(0.4, 1.6, size=classes)
+    extra = images - classes
+    counts = np.ones(classes, dtype=int) + rng.multinomial(extra, weights / weights.sum())
+    return counts.tolist()
+
+
+def _synth_image(rng: np.random.Generator, label: int, width: int, height: int) -> Image.Image:
+    """A textured picture: class-tinted low-frequency field, a few shapes, fine grain."""
+    hue = np.array([(label * 37) % 256, (label * 91) % 256, (label * 53) % 256], dtype=np.float32)
+    coarse = rng.uniform(0, 255, size=(6, 6, 3)).astype(np.float32) * 0.6 + hue * 0.4
+    field = Image.fromarray(coarse.astype(np.uint8)).resize((width, height), Image.BICUBIC)
+    draw = ImageDraw.Draw(field)
+    for _ in range(int(rng.integers(2, 6))):
+        x0, y0 = int(rng.integers(0, width)), int(rng.integers(0, height))
+        x1, y1 = x0 + int(rng.integers(8, max(9, width // 2))), y0 + int(rng.integers(8, max(9, height // 2)))
+        colour = tuple(int(c) for c in rng.integers(0, 256, size=3))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)((x0, y0, x1, y1), fill=colour)
+    grain = rng.normal(0, 14, size=(height, width, 3))
+    pixels = np.clip(np.asarray(field, dtype=np.float32) + grain, 0, 255).astype(np.uint8)
+    return Image.fromarray(pixels).filter(ImageFilter.SMOOTH) if rng.random() < 0.3 else Image.fromarray(pixels)
+
+
+@dataclass
+class GenerateResult:
+    out: Path
+    images: int
+    classes: int
+    bytes: int
+
+
+def generate(out: Path, images: int = CALTECH_IMAGES, classes: int = CALTECH_CLASSES, seed: int = 0,
+             mean_kb: float = CALTECH_MEAN_KB, progress: Progress = _noop, threads: int | None = None) -> GenerateResult:
+    """Write a deterministic Caltech-256-like dataset: ``<out>/<NNN>.class-NNN/<NNN>_<iiii>.jpg``.
+
+    Each JPEG carries its class in a COM segment, so a Pipe stream (which has no file names) keeps it.
+    The same (images, classes, seed, mean_kb) always gives the same files, byte for byte.
+    """
+    if images < 1:
+        raise ConfigError("--images", "must be at least 1")
+    if classes < 1:
+        raise ConfigError("--classes", "must be at least 1")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder (nothing was overwritten)")
+    rng = np.random.default_rng(seed)
+    counts = _class_counts(images, classes, rng)
+    jobs = [(c, i) for c in range(classes) for i in range(counts[c])]
+    # Target sizes: log-normal around the mean; bytes per pixel for this content is ~0.32 at this quality (measured).
+    targets = rng.lognormal(math.log(mean_kb * 1024) - SIZE_SIGMA ** 2 / 2, SIZE_SIGMA, size=len(jobs))
+
+    def make(n: int) -> int:
+        label, i = jobs[n]
+        local = np.random.default_rng([seed, label, i])
+        pixels = max(64 * 64, int(targets[n] / 0.32))
+        aspect = local.uniform(0.7, 1.45)
+        width = max(64, int(math.sqrt(pixels * aspect)))
+        height = max(64, int(pixels / width))
+        buffer = io.BytesIO()
+        _synth_image(local, label, width, height).save(buffer, "JPEG", quality=JPEG_QUALITY)
+        data = with_label_comment(buffer.getvalue(), label)
+        path = out / class_dir_name(label) / f"{label + 1:03d}_{i + 1:04d}.jpg"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return len(data)
+
+    out.mkdir(parents=True, exist_ok=True)
+    total = 0
+    with ThreadPoolExecutor(threads or (os.cpu_count() or 2)) as pool:
+        for size in pool.map(make, range(len(jobs)), chunksize=64):
+            total += size
+            progress(1)
+    (out / "dataset.json").write_text(json.dumps({"format": "jpg", "images": images, "classes": classes,
+                                                   "seed": seed, "mean_kb": mean_kb, "bytes": total}, indent=2))
+    return GenerateResult(out, images, classes, total)
+
+
+# ---- jpg folders -----------------------------------------------------------------------------
+
+def list_jpgs(src: Path) -> tuple[list[Path], list[str]]:
+    files = sorted(p for p in src.rglob("*") if p.suffix.lower() in JPEG_SUFFIXES and p.is_file())
+    classes = sorted({p.parent.name for p in files if p.parent != src})
+    return files, classes
+
+
+def import_folder(src: Path, out: Path, progress: Progress = _noop) -> GenerateResult:
+    """Copy a user's ``<class>/<image>.jpg`` folder into the lab's layout, labels embedded (no re-encoding)."""
+    files, classes = list_jpgs(src)
+    if not files:
+        raise ConfigError("--src", f"{src} holds no .jpg/.jpeg files", "a folder of class folders of JPEG files")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder")
+    index = {name: i for i, name in enumerate(classes)}
+    total = 0
+    for path in files:
+        data = path.read_bytes()
+        if data[:2] != b"\xff\xd8":
+            raise ConfigError("--src", f"{path} is not a JPEG file (starts with {data[:4]!r})")
+        label = index.get(path.parent.name, 0)
+        if jpeg_comment_label(data) < 0:
+            data = with_label_comment(data, label)
+        target = out / path.parent.name / path.name if path.parent != src else out / "unlabelled" / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        total += len(data)
+        progress(1)
+    (out / "dataset.json").write_text(json.dumps({"format": "jpg", "images": len(files), "classes": len(classes),
+                                                   "imported_from": str(src), "bytes": total}, indent=2))
+    return GenerateResult(out, len(files), len(classes), total)
+
+
+# ---- pack ------------------------------------------------------------------------------------
+
+def parse_size(text: str | int, field: str = "--shard-size") -> int:
+    if isinstance(text, int):
+        return text
+    value = str(text).strip().upper().replace(" ", "")
+    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1024, "MIB": 1024 ** 2, "GIB": 1024 ** 3, "B": 1}
+    for unit in sorted(units, key=len, reverse=True):
+        if value.endswith(unit):
+            number = value[: -len(unit)]
+            break
+    else:
+        unit, number = "B", value
+    try:
+        size = int(float(number) * units[unit])
+    except ValueError:
+        raise ConfigError(field, f"{text!r} is not a size", "e.g. 110MB, 150MiB, 1GB") from None
+    if size <= 0:
+        raise ConfigError(field, "must be positive")
+    return size
+
+
+def pack(src: Path, out: Path, shard_size: int = DEFAULT_SHARD_MB * 1_000_000, seed: int = 0,
+         progress: Progress = _noop) -> dict:
+    """Pack a jpg folder into TFRecord shards of about ``shard_size`` bytes, with ``manifest.json``.
+
+    Files are shuffled (seeded) before packing so each shard mixes classes; reading shards in order
+    with a shuffle buffer then approximates a global shuffle.
+    """
+    files, classes = list_jpgs(src)
+    if not files:
+        raise ConfigError("--src", f"{src} holds no .jpg files to pack")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder")
+    out.mkdir(parents=True)
+    index = {name: i for i, name in enumerate(classes)}
+    order = np.random.default_rng(seed).permutation(len(files))
+    shards: list[dict] = []
+    handle = None
+    written = 0
+
+    def close():
+        nonlocal handle
+        if handle is not None:
+            handle.close()
+            handle = None
+
+    try:
+        for n in order:
+            path = files[n]
+            data = path.read_bytes()
+            label = jpeg_comment_label(data)
+            if label < 0:
+                label = index.get(path.parent.name, 0)
+            record = tfrecord_frame(encode_example(data, label))
+            if handle is None or (written >= shard_size):
+                close()
+                name = f"shard-{len(shards):05d}.tfrecord"
+                handle = open(out / name, "wb")
+                shards.append({"file": name, "records": 0, "bytes": 0})
+                written = 0
+            handle.write(record)
+            written += len(record)
+            shards[-1]["records"] += 1
+            shards[-1]["bytes"] += len(record)
+            progress(1)
+    finally:
+        close()
+    manifest = {"format": "tfrecord", "source": str(src), "images": len(files), "classes": len(classes),
+                "shard_size_target": shard_size, "seed": seed, "shards": shards,
+                "bytes": sum(s["bytes"] for s in shards)}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+# ---- replicate -------------------------------------------------------------------------------
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def replicate(src: Path, copies: int, out: Path, progress: Progress = _noop) -> dict:
+    """N copies of a dataset (the post's 50x), as ``copy-NNN/...``: hard links where possible, never re-encoded."""
+    if copies < 1:
+        raise ConfigError("--copies", "must be at least 1")
+    files = sorted(p for p in src.rglob("*") if p.is_file() and p.name not in ("dataset.json", "manifest.json"))
+    if not files:
+        raise ConfigError("--src", f"{src} is empty")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder")
+    total = 0
+    for c in range(copies):
+        for path in files:
+            _link_or_copy(path, out / f"copy-{c:03d}" / path.relative_to(src))
+            total += path.stat().st_size
+            progress(1)
+    info = {"source": str(src), "copies": copies, "files": len(files) * copies, "bytes": total}
+    (out / "dataset.json").write_text(json.dumps(info, indent=2))
+    return info
+
+
+# ---- stats -----------------------------------------------------------------------------------
+
+def _summary(sizes: list[int], where: str) -> dict:
+    if not sizes:
+        raise ConfigError("PATH", f"{where} holds no data files", "a dataset folder or s3://bucket/prefix/ with objects")
+    ordered = sorted(sizes)
+
+    def pct(p: float) -> int:
+        return ordered[min(len(ordered) - 1, int(p * (len(ordered) - 1) + 0.5))]
+
+    return {"path": where, "files": len(sizes), "bytes": sum(sizes), "mean_bytes": statistics.fmean(sizes),
+            "median_bytes": pct(0.5), "p10_bytes": pct(0.1), "p90_bytes": pct(0.9),
+            "min_bytes": ordered[0], "max_bytes": ordered[-1]}
+
+
+METADATA_FILES = {"dataset.json", "manifest.json"}
+
+
+def stats(path: str, s3_client=None) -> dict:
+    if path.startswith("s3://"):
+        bucket, _, prefix = path[5:].partition("/")
+        client = s3_client or _s3_client()
+        sizes, names = [], []
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                if obj["Key"].rsplit("/", 1)[-1] not in METADATA_FILES:
+                    sizes.append(obj["Size"])
+                    names.append(obj["Key"])
+    else:
+        root = Path(path)
+        if not root.exists():
+            raise ConfigError("PATH", f"{path} does not exist")
+        files = [p for p in root.rglob("*") if p.is_file() and p.name not in METADATA_FILES]
+        sizes, names = [p.stat().st_size for p in files], [p.name for p in files]
+    result = _summary(sizes, path)
+    jpgs = sum(1 for n in names if Path(n).suffix.lower() in JPEG_SUFFIXES)
+    result["format"] = "jpg" if jpgs > len(names) / 2 else "tfrecord" if any(n.endswith(".tfrecord") for n in names) else "other"
+    return result
+
+
+# ---- upload ----------------------------------------------------------------------------------
+
+def _s3_client(endpoint_url: str | None = None):
+    import boto3
+    return boto3.client("s3", endpoint_url=endpoint_url or os.environ.get("DSLAB_S3_ENDPOINT"))
+
+
+def s3_etag(path: Path, part_size: int, threshold: int) -> str:
+    """The ETag S3 gives an object uploaded with these settings (MD5, or MD5 of part MD5s)."""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        if size < threshold:
+            return hashlib.md5(handle.read()).hexdigest()
+        digests = []
+        while chunk := handle.read(part_size):
+            digests.append(hashlib.md5(chunk).digest())
+    return f"{hashlib.md5(b''.join(digests)).hexdigest()}-{len(digests)}"
+
+
+def parse_s3_uri(uri: str, field: str = "--to") -> tuple[str, str]:
+    if not uri.startswith("s3://") or len(uri) <= 5:
+        raise ConfigError(field, f"{uri!r} is not an S3 URI", "s3://<bucket>/datasets/<name>/")
+    bucket, _, prefix = uri[5:].partition("/")
+    if not bucket:
+        raise ConfigError(field, f"{uri!r} names no bucket")
+    return bucket, prefix.strip("/")
+
+
+def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int = 16 * 1024 * 1024,
+           progress: Callable[[int], None] = _noop, total_cb: Callable[[int], None] = _noop) -> dict:
+    """Upload a dataset folder; only what is missing or changed (size and ETag) is sent.
+
+    Writes a SageMaker ManifestFile beside the prefix (``<prefix>.manifest``) listing every object.
+    """
+    from boto3.s3.transfer import TransferConfig
+
+    if not src.is_dir():
+        raise ConfigError("--src", f"{src} is not a folder")
+    bucket, prefix = parse_s3_uri(to)
+    client = s3_client or _s3_client()
+    every = sorted(p for p in src.rglob("*") if p.is_file())
+    # Metadata (dataset.json, manifest.json) goes beside the prefix, not in it: a Pipe channel
+    # streams every object under the prefix, and must see data only.
+    files = [p for p in every if p.name not in METADATA_FILES]
+    metadata = [p for p in every if p.name in METADATA_FILES and p.parent == src]
+    if not files:
+        raise ConfigError("--src", f"{src} is empty: nothing to upload")
+    existing: dict[str, tuple[int, str]] = {}
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/"):
+        for obj in page.get("Contents", []):
+            existing[obj["Key"]] = (obj["Size"], obj["ETag"].strip('"'))
+    config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size, max_concurrency=4,
+                            use_threads=True)
+    todo = []
+    for path in files:
+        key = f"{prefix}/{path.relative_to(src).as_posix()}"
+        size = path.stat().st_size
+        known = existing.get(key)
+        if known and known[0] == size and known[1] == s3_etag(path, part_size, part_size):
+            continue
+        todo.append((path, key, size))
+    total_cb(sum(size for _, _, size in todo))
+
+    def send(item):
+        path, key, size = item
+        client.upload_file(str(path), bucket, key, Config=config, Callback=progress)
+        return size
+
+    with ThreadPoolExecutor(threads) as pool:
+        sent = sum(pool.map(send, todo))
+    keys = [f"{p.relative_to(src).as_posix()}" for p in files]
+    manifest = [{"prefix": f"s3://{bucket}/{prefix}/"}] + keys
+    client.put_object(Bucket=bucket, Key=f"{prefix}.manifest", Body=json.dumps(manifest).encode())
+    for path in metadata:
+        client.put_object(Bucket=bucket, Key=f"{prefix}.{path.name}", Body=path.read_bytes())
+    return {"to": f"s3://{bucket}/{prefix}/", "files": len(files), "uploaded": len(todo),
+            "skipped": len(files) - len(todo), "bytes_uploaded": sent, "manifest": f"s3://{bucket}/{prefix}.manifest"}
+

@@ -1,0 +1,1 @@
+"""The embedded local lab and the local container runner."""

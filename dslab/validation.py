@@ -1,0 +1,75 @@
+"""Check API requests against botocore's service models: types, required members, lengths,
+ranges, and the enums and patterns botocore's own validator leaves unchecked."""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import botocore.session
+from botocore.validate import ParamValidator
+
+
+class RequestInvalid(ValueError):
+    """The request would be refused by the service; the message lists every problem."""
+
+
+@functools.lru_cache(maxsize=None)
+def _service_model(service: str):
+    return botocore.session.get_session().get_service_model(service)
+
+
+def operation_names(service: str) -> list[str]:
+    return list(_service_model(service).operation_names)
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled(pattern: str | None):
+    """The model's pattern, or None where it uses Java-only syntax (\\p{...}) Python cannot read."""
+    if not pattern:
+        return None
+    try:
+        return re.compile(pattern, flags=re.DOTALL)
+    except re.error:
+        return None
+
+
+def _walk(shape, value: Any, path: str, problems: list[str]) -> None:
+    if value is None:
+        return
+    kind = shape.type_name
+    if kind == "structure" and isinstance(value, dict):
+        for name, member in shape.members.items():
+            if name in value:
+                _walk(member, value[name], f"{path}.{name}" if path else name, problems)
+    elif kind == "list" and isinstance(value, list):
+        for i, item in enumerate(value):
+            _walk(shape.member, item, f"{path}[{i}]", problems)
+    elif kind == "map" and isinstance(value, dict):
+        for key, item in value.items():
+            _walk(shape.key, key, f"{path} key", problems)
+            _walk(shape.value, item, f"{path}.{key}", problems)
+    elif kind == "string" and isinstance(value, str):
+        if shape.enum and value not in shape.enum:
+            shown = ", ".join(shape.enum[:12]) + (", ..." if len(shape.enum) > 12 else "")
+            problems.append(f"{path}: {value!r} is not one of {shown}")
+        pattern = _compiled(shape.metadata.get("pattern"))
+        if pattern is not None and not pattern.fullmatch(value):
+            problems.append(f"{path}: {value!r} does not match the pattern {pattern}")
+
+
+def validate_request(service: str, operation: str, params: dict[str, Any]) -> None:
+    """Raise RequestInvalid if ``params`` would not be accepted by ``service.operation``."""
+    model = _service_model(service)
+    api_name = operation[0].upper() + operation[1:]
+    if api_name not in model.operation_names:
+        raise RequestInvalid(f"{service} has no operation {operation}")
+    shape = model.operation_model(api_name).input_shape
+    problems: list[str] = []
+    report = ParamValidator().validate(params, shape)
+    if report.has_errors():
+        problems.extend(line.strip() for line in report.generate_report().splitlines()[1:] if line.strip())
+    _walk(shape, params, "", problems)
+    if problems:
+        raise RequestInvalid(f"{service}.{api_name} request is invalid:\n  " + "\n  ".join(problems))
