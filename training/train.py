@@ -71,14 +71,14 @@ def make_sources(ctx: JobContext, dataset_format: str):
                             "prefix (upload it with `dslab dataset upload`) or the file system's DirectoryPath")
         return "jpg", jpg_records(source), len(source.classes)
     if dataset_format == "tfrecord":
-        source = ShardSource.scan(root, ctx.host_rank, len(ctx.hosts))
-        if not source.shards:
-            raise DataError(f"channel '{ctx.channel}' is empty: no TFRecord shards under {root}. Check the dataset "
-                            "prefix or the file system's DirectoryPath")
         jpgs = [p for p in root.rglob("*.jpg")][:1]
         if jpgs:
             raise DataError(f"dataset_format=tfrecord but {root} holds JPEG files ({jpgs[0].name}); "
                             "set dataset_format: jpg or point the channel at the packed shards")
+        source = ShardSource.scan(root, ctx.host_rank, len(ctx.hosts))
+        if not source.shards:
+            raise DataError(f"channel '{ctx.channel}' is empty: no TFRecord shards under {root}. Check the dataset "
+                            "prefix or the file system's DirectoryPath")
         return "tfrecord", shard_records(source), 257
     if dataset_format == "unknown":
         raise DataError(f"channel '{ctx.channel}' is empty or holds neither JPEG files nor TFRecord shards ({root})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, Iterator
 
-from .crc32c import masked_crc32c
+from .crc32c import crc_tables, masked_crc32c, masked_crc32c_u64
 
 RECORDIO_MAGIC = 0xCED7230A
 _U64 = struct.Struct("<Q")
@@ -34,36 +34,92 @@ def tfrecord_frame(data: bytes) -> bytes:
 
 
 def read_tfrecords(stream: BinaryIO, source: str, verify_data: bool = False,
-                   offset: int = 0) -> Iterator[tuple[int, bytes]]:
-    """Yield (offset, payload) for each record; raise RecordError naming the source and offset."""
+                   offset: int = 0, chunk_size: int = 4 * 1024 * 1024) -> Iterator[tuple[int, memoryview]]:
+    """Yield (offset, payload) for each record; raise RecordError naming the source and offset.
+
+    Reads large chunks and yields zero-copy views into them (the chunks are immutable bytes, so a
+    view stays valid; it keeps its chunk alive). Every length header is CRC-checked; payload CRCs
+    only with ``verify_data`` (pure-Python CRC-32C of every byte costs far more than reading it).
+    """
     read = stream.read
+    buf = memoryview(b"")
+    pos = 0
+    unpack_u64, unpack_u32 = _U64.unpack_from, _U32.unpack_from
+
+    def spill(n: int) -> memoryview | None:
+        """n bytes that run past the current chunk: only these are copied, never the chunk."""
+        nonlocal buf, pos
+        parts, got = [bytes(buf[pos:])], len(buf) - pos
+        while got < n:
+            more = read(max(chunk_size, n - got))
+            if not more:
+                buf, pos = memoryview(b""), 0
+                return None if got == 0 else memoryview(b"".join(parts))
+            need = n - got
+            if len(more) > need:
+                parts.append(more[:need])
+                buf, pos = memoryview(more), need
+                got = n
+            else:
+                parts.append(more)
+                got += len(more)
+                buf, pos = memoryview(b""), 0
+        return memoryview(b"".join(parts))
+
+    header3 = struct.Struct("<III").unpack_from
+    t0, t1, t2, t3, t4, t5, t6, t7 = crc_tables()
     while True:
-        header = read(12)
-        if not header:
-            return
-        if len(header) < 12:
-            raise RecordError(source, offset, f"truncated record header ({len(header)} of 12 bytes)")
-        length_bytes = header[:8]
-        (length,) = _U64.unpack(length_bytes)
-        (length_crc,) = _U32.unpack_from(header, 8)
-        if masked_crc32c(length_bytes) != length_crc:
+        avail = len(buf) - pos
+        if avail >= 12:
+            # Fast path, all inside the current chunk: the header CRC is computed inline
+            # (slicing-by-8) because it runs once per record.
+            lo, hi, header_crc = header3(buf, pos)
+            length = lo | (hi << 32)
+            if avail >= length + 16:
+                crc = lo ^ 0xFFFFFFFF
+                crc = (t7[crc & 0xFF] ^ t6[(crc >> 8) & 0xFF] ^ t5[(crc >> 16) & 0xFF] ^ t4[crc >> 24]
+                       ^ t3[hi & 0xFF] ^ t2[(hi >> 8) & 0xFF] ^ t1[(hi >> 16) & 0xFF] ^ t0[hi >> 24]) ^ 0xFFFFFFFF
+                if ((((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF) != header_crc:
+                    raise RecordError(source, offset, "corrupted record length (CRC mismatch): not TFRecord data, or damaged")
+                start = pos + 12
+                pos = start + length + 4
+                data = buf[start:start + length]
+                if verify_data and masked_crc32c(bytes(data)) != unpack_u32(buf, pos - 4)[0]:
+                    raise RecordError(source, offset, "corrupted record data (CRC mismatch)")
+                yield offset, data
+                offset += length + 16
+                continue
+        # Slow path: the record runs past the chunk.
+        if avail >= 12:
+            header = buf[pos:pos + 12]
+            pos += 12
+        else:
+            header = spill(12)
+            if header is None:
+                return
+            if len(header) < 12:
+                raise RecordError(source, offset, f"truncated record header ({len(header)} of 12 bytes)")
+        (length,) = unpack_u64(header, 0)
+        if masked_crc32c_u64(header[:8]) != unpack_u32(header, 8)[0]:
             raise RecordError(source, offset, "corrupted record length (CRC mismatch): not TFRecord data, or damaged")
-        body = read(length + 4)
-        if len(body) < length + 4:
-            raise RecordError(source, offset, f"truncated record: expected {length + 4} bytes, got {len(body)}")
+        if len(buf) - pos >= length + 4:
+            body = buf[pos:pos + length + 4]
+            pos += length + 4
+        else:
+            body = spill(length + 4)
+            if body is None or len(body) < length + 4:
+                raise RecordError(source, offset, f"truncated record: expected {length + 16} bytes")
         data = body[:length]
-        if verify_data:
-            (data_crc,) = _U32.unpack_from(body, length)
-            if masked_crc32c(data) != data_crc:
-                raise RecordError(source, offset, "corrupted record data (CRC mismatch)")
+        if verify_data and masked_crc32c(bytes(data)) != unpack_u32(body, length)[0]:
+            raise RecordError(source, offset, "corrupted record data (CRC mismatch)")
         yield offset, data
-        offset += 12 + length + 4
+        offset += length + 16
 
 
 def looks_like_tfrecord(prefix: bytes) -> bool:
     if len(prefix) < 12:
         return False
-    return masked_crc32c(prefix[:8]) == _U32.unpack_from(prefix, 8)[0]
+    return masked_crc32c_u64(prefix[:8]) == _U32.unpack_from(prefix, 8)[0]
 
 
 # ---- tf.train.Example ------------------------------------------------------------------------

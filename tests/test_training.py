@@ -1,0 +1,255 @@
+"""The training script through the local container runner: every mode x format, failures, formats."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dslab import datasets
+from dslab.core.requests import METRIC_DEFINITIONS
+from dslab.local.runner import FolderStorage, check_request, run_training_job
+from dslab.validation import RequestInvalid
+
+from .helpers import BUCKET, TRAINING, make_stand_in, tiny_requests
+
+sys.path.insert(0, str(TRAINING))
+from dslab_train.pipeline import jpeg_comment_label  # noqa: E402
+from dslab_train.records import (RecordError, decode_example, encode_example, read_recordio,  # noqa: E402
+                                 read_tfrecords, recordio_frame, tfrecord_frame)
+
+MODES = ["File", "FastFile", "Pipe", "FSx", "EFS"]
+
+
+@pytest.fixture(scope="module")
+def stand(tmp_path_factory):
+    return make_stand_in(tmp_path_factory.mktemp("stand-in"))
+
+
+def run(stand, request, tmp_path, **kwargs):
+    return run_training_job(request, FolderStorage(stand.s3_root, stand.fs_root), tmp_path, code_dir=TRAINING, **kwargs)
+
+
+@pytest.mark.parametrize("dataset", ["tiny-jpg", "tiny-tfr"])
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_and_format_reads_every_sample_with_its_label(stand, tmp_path, mode, dataset):
+    epochs = 2  # Pipe must cross to a second FIFO
+    request = tiny_requests(epochs=epochs)[(dataset, mode)]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-2000:]
+    metrics = outcome.metrics
+    assert metrics["samples"] == stand.images * epochs
+    assert metrics["epochs"] == epochs and len(metrics["epoch_seconds"]) == epochs
+    assert {int(k): v for k, v in metrics["label_counts"].items()} == {k: v * epochs for k, v in stand.class_counts.items()}
+    expected_mode = "Pipe" if mode == "Pipe" else "File"
+    assert metrics["input_mode"] == expected_mode
+    phases = [t["Status"] for t in outcome.describe["SecondaryStatusTransitions"]]
+    assert phases[0] == "Starting" and phases[-1] == "Completed" and "Training" in phases and "Uploading" in phases
+    assert ("Downloading" in phases) == (mode == "File")
+    assert outcome.describe["BillableTimeInSeconds"] >= 1
+    assert outcome.artifacts["model.tar.gz"].startswith(f"s3://{BUCKET}/output/tiny/")
+    with tarfile.open(stand.s3_root / BUCKET / outcome.artifacts["model.tar.gz"].split(f"{BUCKET}/")[1]) as tar:
+        assert "model.json" in tar.getnames()
+    for key in ("samples_per_second", "mb_per_second", "time_to_first_batch_seconds"):
+        assert metrics[key] > 0
+
+
+def test_pipe_jpg_is_recordio_wrapped_and_tfrecord_is_not():
+    requests = tiny_requests()
+    assert requests[("tiny-jpg", "Pipe")]["InputDataConfig"][0]["RecordWrapperType"] == "RecordIO"
+    assert requests[("tiny-tfr", "Pipe")]["InputDataConfig"][0]["RecordWrapperType"] == "None"
+
+
+def test_metric_lines_match_the_metric_definitions(stand, tmp_path):
+    outcome = run(stand, tiny_requests()[("tiny-tfr", "File")], tmp_path)
+    for definition in METRIC_DEFINITIONS:
+        if definition["Name"] == "epoch_seconds" or definition["Name"] == "data_stall_seconds":
+            continue
+        values = re.findall(definition["Regex"], outcome.log)
+        assert values, f"no line for {definition['Name']}"
+        float(values[-1])
+    assert float(re.findall(METRIC_DEFINITIONS[-1]["Regex"], outcome.log)[-1]) == stand.images
+    assert json.loads((TRAINING / "metric_definitions.json").read_text()) == METRIC_DEFINITIONS
+
+
+def test_au_follows_the_emulated_compute(stand, tmp_path):
+    # Compute far slower than reading: the accelerator is busy nearly all the time.
+    request = tiny_requests(compute={"batch_size": 16, "seconds_per_batch": 0.05})[("tiny-tfr", "EFS")]
+    metrics = run(stand, request, tmp_path).metrics
+    assert metrics["au_percent"] > 80
+    assert metrics["data_stall_seconds"] < 0.2 * sum(metrics["epoch_seconds"])
+
+
+# ---- failures ----------------------------------------------------------------------------------
+
+def test_jpg_through_pipe_without_recordio_fails_with_the_fix(stand, tmp_path):
+    request = tiny_requests(record_wrapper="None")[("tiny-jpg", "Pipe")]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed"
+    assert "RecordWrapperType" in outcome.describe["FailureReason"] and "RecordIO" in outcome.describe["FailureReason"]
+
+
+def test_wrong_format_is_reported(stand, tmp_path):
+    request = copy.deepcopy(tiny_requests()[("tiny-jpg", "EFS")])
+    request["HyperParameters"]["dataset_format"] = '"tfrecord"'
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed"
+    assert "dataset_format=tfrecord" in outcome.describe["FailureReason"]
+
+
+def test_empty_channel_fails_with_a_clear_reason(stand, tmp_path):
+    (stand.fs_root / "fs-0fedcba9876543210" / "datasets" / "empty").mkdir(parents=True, exist_ok=True)
+    request = copy.deepcopy(tiny_requests()[("tiny-jpg", "EFS")])
+    request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["DirectoryPath"] = "/datasets/empty"
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed" and "is empty" in outcome.describe["FailureReason"]
+    s3_request = copy.deepcopy(tiny_requests()[("tiny-jpg", "File")])
+    s3_request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] = f"s3://{BUCKET}/datasets/nothing-here/"
+    outcome = run(stand, s3_request, tmp_path)
+    assert outcome.status == "Failed" and "No S3 objects found" in outcome.describe["FailureReason"]
+
+
+def test_corrupted_shard_is_reported_with_shard_and_offset(stand, tmp_path):
+    shards = sorted((stand.s3_root / BUCKET / "datasets" / "tiny-tfr").glob("*.tfrecord"))
+    bad_dir = stand.s3_root / BUCKET / "datasets" / "bad-tfr"
+    bad_dir.mkdir(parents=True, exist_ok=True)
+    data = bytearray(shards[1].read_bytes())
+    offsets = [offset for offset, _ in read_tfrecords(io.BytesIO(bytes(data)), "x")]
+    data[offsets[3] + 2] ^= 0xFF  # damage the length of the fourth record
+    (bad_dir / shards[1].name).write_bytes(bytes(data))
+    (bad_dir / shards[0].name).write_bytes(shards[0].read_bytes())
+    request = copy.deepcopy(tiny_requests()[("tiny-tfr", "File")])
+    request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"] = f"s3://{BUCKET}/datasets/bad-tfr/"
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed"
+    reason = outcome.describe["FailureReason"]
+    assert shards[1].name in reason and f"offset {offsets[3]}" in reason and "CRC" in reason
+    failure_file = tmp_path / "opt_ml" / "output" / "failure"
+    assert failure_file.read_text().strip() in reason
+
+
+def test_real_model_without_torch_says_what_to_do(stand, tmp_path):
+    pytest.importorskip is not None
+    try:
+        import torch  # noqa: F401
+        pytest.skip("torch is installed here")
+    except ImportError:
+        pass
+    request = tiny_requests(compute="resnet50")[("tiny-tfr", "EFS")]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed" and "torch" in outcome.describe["FailureReason"]
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda r: r["InputDataConfig"][0].update(InputMode="Stream"), ["InputMode", "'Stream'"]),
+    (lambda r: r["InputDataConfig"][0]["DataSource"]["S3DataSource"].update(S3DataType="ManifestFile"), ["FastFile", "S3Prefix"]),
+    (lambda r: r.update(TrainingJobName="x" * 64), ["TrainingJobName"]),
+    (lambda r: r["ResourceConfig"].update(InstanceType="ml.p99.huge"), ["InstanceType"]),
+])
+def test_runner_rejects_what_sagemaker_rejects(mutate, words):
+    request = copy.deepcopy(tiny_requests()[("tiny-jpg", "FastFile")])
+    mutate(request)
+    with pytest.raises(RequestInvalid) as err:
+        check_request(request)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_runner_rejects_pipe_with_efs():
+    request = copy.deepcopy(tiny_requests()[("tiny-jpg", "EFS")])
+    request["InputDataConfig"][0]["InputMode"] = "Pipe"
+    with pytest.raises(RequestInvalid, match="Pipe input mode is not supported with an EFS"):
+        check_request(request)
+
+
+def test_max_runtime_stops_the_job(stand, tmp_path):
+    request = tiny_requests(compute={"batch_size": 16, "seconds_per_batch": 5.0})[("tiny-jpg", "EFS")]
+    request["StoppingCondition"]["MaxRuntimeInSeconds"] = 1
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Stopped" and outcome.describe["SecondaryStatus"] == "MaxRuntimeExceeded"
+
+
+# ---- formats -------------------------------------------------------------------------------------
+
+def test_tfrecord_round_trip_is_bit_exact(stand):
+    originals = {p.read_bytes() for p in stand.jpg.rglob("*.jpg")}
+    seen = set()
+    for shard in sorted(stand.tfr.glob("*.tfrecord")):
+        with open(shard, "rb") as handle:
+            for _, payload in read_tfrecords(handle, shard.name, verify_data=True):
+                image, label = decode_example(payload)
+                assert label == jpeg_comment_label(image)
+                seen.add(image)
+    assert seen == originals
+    assert decode_example(encode_example(b"\xff\xd8abc", 300)) == (b"\xff\xd8abc", 300)
+    framed = tfrecord_frame(b"payload")
+    assert list(read_tfrecords(io.BytesIO(framed), "x", verify_data=True)) == [(0, b"payload")]
+
+
+def test_corrupted_payload_is_caught_when_verifying():
+    framed = bytearray(tfrecord_frame(b"some payload bytes"))
+    framed[15] ^= 1
+    with pytest.raises(RecordError, match="data"):
+        list(read_tfrecords(io.BytesIO(bytes(framed)), "shard-x", verify_data=True))
+
+
+def test_recordio_round_trip_including_the_magic_word_inside_data():
+    magic = (0xCED7230A).to_bytes(4, "little")
+    records = [b"", b"abc", magic + b"xyz" + magic, b"1234" + magic + b"5678" * 3]
+    stream = b"".join(recordio_frame(r) for r in records)
+    assert [data for _, data in read_recordio(io.BytesIO(stream), "x")] == records
+
+
+def test_generation_is_deterministic_and_caltech_like(tmp_path):
+    a = datasets.generate(tmp_path / "a", images=40, classes=4, seed=3)
+    b = datasets.generate(tmp_path / "b", images=40, classes=4, seed=3)
+    files_a = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.jpg"))
+    assert files_a == sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b").rglob("*.jpg"))
+    assert all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes() for f in files_a)
+    assert len(files_a) == 40 and len({f.parent for f in files_a}) == 4
+    assert 25 < a.bytes / a.images / 1024 < 55  # mean size near Caltech-256's 39 KiB
+    assert a.bytes == b.bytes
+
+
+def test_replicate_makes_copies_without_reencoding(stand, tmp_path):
+    info = datasets.replicate(stand.tfr, 3, tmp_path / "x3")
+    shards = list((tmp_path / "x3").rglob("*.tfrecord"))
+    assert info["copies"] == 3 and len(shards) == 3 * len(list(stand.tfr.glob("*.tfrecord")))
+    assert shards[0].read_bytes() == (stand.tfr / shards[0].name).read_bytes()
+
+
+def test_training_script_imports_nothing_outside_its_allowance():
+    allowed = {"numpy", "PIL", "torch", "torchvision", "dslab_train", "crc32c"}
+    stdlib = set(sys.stdlib_module_names)
+    for path in list(TRAINING.rglob("*.py")):
+        for line in path.read_text().splitlines():
+            match = re.match(r"\s*(?:from|import)\s+([A-Za-z_][\w]*)", line)
+            if match and not line.strip().startswith("from ."):
+                module = match.group(1)
+                if module in ("__future__",):
+                    continue
+                assert module in stdlib or module in allowed, f"{path.name} imports {module}"
+
+
+def test_job_run_local_cli(stand, tmp_path):
+    request = tiny_requests()[("tiny-tfr", "FSx")]
+    (tmp_path / "req.json").write_text(json.dumps(request))
+    result = subprocess.run([sys.executable, "-m", "dslab.cli", "job", "run-local", "--request", str(tmp_path / "req.json"),
+                             "--s3-root", str(stand.s3_root), "--fs-root", str(stand.fs_root), "--out", str(tmp_path / "out"),
+                             "--code", str(TRAINING)], capture_output=True, text=True, cwd=TRAINING.parent)
+    assert result.returncode == 0, result.stderr
+    describe = json.loads((tmp_path / "out" / "describe.json").read_text())
+    assert describe["TrainingJobStatus"] == "Completed"
+    assert json.loads((tmp_path / "out" / "metrics.json").read_text())["samples"] == stand.images
+    assert (tmp_path / "out" / "model.tar.gz").exists()
+    bad = subprocess.run([sys.executable, "-m", "dslab.cli", "job", "run-local", "--request", str(tmp_path / "nope.json"),
+                          "--s3-root", str(stand.s3_root), "--out", str(tmp_path / "o2")], capture_output=True, text=True,
+                         cwd=TRAINING.parent)
+    assert bad.returncode == 2 and "--request" in bad.stderr
