@@ -1,0 +1,144 @@
+"""A dated price table (US dollars, on-demand, us-east-1) and what a job costs.
+
+Every figure names where it comes from; a YAML file of the same shape overrides any of them
+(``dslab ... --prices FILE``), and the table's date and source travel into every report.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+
+HOURS_PER_MONTH = 730.0  # AWS bills GB-month and MB/s-month on 730 hours
+SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
+
+DEFAULT_TABLE: dict[str, Any] = {
+    "date": "2026-11-01",
+    "region": "us-east-1",
+    "source": ("AWS public pricing pages (aws.amazon.com/sagemaker/pricing, /s3/pricing, /fsx/lustre/pricing, "
+               "/efs/pricing, /datasync/pricing), on-demand, us-east-1; ml.p3.2xlarge and FSx/S3 figures as "
+               "quoted in the source post"),
+    # SageMaker training, per instance-hour.
+    "instance_hourly": {
+        "ml.m5.large": 0.115, "ml.m5.xlarge": 0.23, "ml.m5.2xlarge": 0.461, "ml.m5.4xlarge": 0.922,
+        "ml.m5.12xlarge": 2.765, "ml.m5.24xlarge": 5.53,
+        "ml.c5.xlarge": 0.204, "ml.c5.2xlarge": 0.408, "ml.c5.4xlarge": 0.816, "ml.c5.9xlarge": 1.836,
+        "ml.c5.18xlarge": 3.672,
+        "ml.p3.2xlarge": 3.825, "ml.p3.8xlarge": 14.688, "ml.p3.16xlarge": 28.152, "ml.p3dn.24xlarge": 35.894,
+        "ml.g4dn.xlarge": 0.7364, "ml.g4dn.2xlarge": 0.94, "ml.g4dn.4xlarge": 1.505, "ml.g4dn.8xlarge": 2.72,
+        "ml.g4dn.12xlarge": 4.89, "ml.g4dn.16xlarge": 5.44,
+        "ml.g5.xlarge": 1.408, "ml.g5.2xlarge": 1.515, "ml.g5.4xlarge": 2.03, "ml.g5.8xlarge": 3.06,
+        "ml.g5.12xlarge": 7.09, "ml.g5.16xlarge": 4.60, "ml.g5.24xlarge": 10.18, "ml.g5.48xlarge": 20.36,
+        "ml.p4d.24xlarge": 37.688,
+    },
+    "ml_storage_gb_month": 0.14,          # the training volume (EBS gp2 for ml.* instances)
+    "s3_storage_gb_month": 0.023,         # S3 Standard, first 50 TB
+    "s3_get_per_million": 0.40,           # GET/SELECT requests (the post: $0.40 per million)
+    "s3_list_per_million": 5.00,          # LIST requests ($0.005 per 1,000)
+    "fsx_scratch2_gb_month": 0.140,       # FSx for Lustre Scratch 2 (the post: $140 per TB-month)
+    "efs_standard_gb_month": 0.30,        # EFS Standard storage
+    "efs_provisioned_mibps_month": 6.00,  # EFS Provisioned throughput, per MiB/s-month
+    "datasync_per_gb": 0.0125,            # DataSync data copied (EFS staging)
+}
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    data: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(DEFAULT_TABLE))
+
+    @property
+    def date(self) -> str:
+        return self.data["date"]
+
+    @property
+    def source(self) -> str:
+        return self.data["source"]
+
+    def label(self) -> str:
+        return f"prices of {self.date} ({self.data['region']}, on-demand): {self.source}"
+
+    def instance_hourly(self, instance_type: str) -> float | None:
+        return self.data["instance_hourly"].get(instance_type)
+
+    def require_instance(self, instance_type: str, field_name: str = "instance_type") -> float:
+        price = self.instance_hourly(instance_type)
+        if price is None:
+            raise ConfigError(field_name, f"no price for {instance_type} in the price table of {self.date}",
+                              "add it under instance_hourly in a --prices YAML file, or pick one of "
+                              + ", ".join(sorted(self.data["instance_hourly"])[:8]) + ", ...")
+        return price
+
+    def __getitem__(self, key: str) -> float:
+        return self.data[key]
+
+    @classmethod
+    def with_overrides(cls, overrides: dict[str, Any] | None, source: str = "prices file") -> "PriceTable":
+        data = copy.deepcopy(DEFAULT_TABLE)
+        if not overrides:
+            return cls(data)
+        if not isinstance(overrides, dict):
+            raise ConfigError(source, "must be a mapping of price names to numbers")
+        unknown = sorted(set(overrides) - set(DEFAULT_TABLE))
+        if unknown:
+            raise ConfigError(f"{source}: {unknown[0]}", "is not a price this table knows", sorted(DEFAULT_TABLE))
+        for key, value in overrides.items():
+            if key == "instance_hourly":
+                if not isinstance(value, dict):
+                    raise ConfigError(f"{source}: instance_hourly", "must map instance types to dollars per hour")
+                for itype, price in value.items():
+                    if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
+                        raise ConfigError(f"{source}: instance_hourly.{itype}", f"{price!r} is not a price")
+                data["instance_hourly"].update({k: float(v) for k, v in value.items()})
+            elif key in ("date", "source", "region"):
+                data[key] = str(value)
+            else:
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                    raise ConfigError(f"{source}: {key}", f"{value!r} is not a price")
+                data[key] = float(value)
+        if "date" not in overrides:
+            data["date"] = f"{DEFAULT_TABLE['date']} with overrides"
+        return cls(data)
+
+
+@dataclass(frozen=True)
+class JobCost:
+    instance: float
+    storage: float
+    requests: float
+
+    @property
+    def total(self) -> float:
+        return self.instance + self.storage + self.requests
+
+    def to_dict(self) -> dict[str, float]:
+        return {"instance": round(self.instance, 6), "storage": round(self.storage, 6),
+                "requests": round(self.requests, 6), "total": round(self.total, 6)}
+
+
+def s3_get_requests(mode: str, files: int | None, total_bytes: int | None, epochs: int) -> int:
+    """GET requests a job makes against S3, by mode (FSx lazy-loads each file once; EFS reads none)."""
+    if not files:
+        return 0
+    # Large objects are fetched in ranged GETs; 8 MiB parts is the usual client part size.
+    per_epoch = max(files, (total_bytes or 0) // (8 * 1024 * 1024))
+    return {"File": per_epoch, "FastFile": per_epoch * epochs, "Pipe": per_epoch * epochs,
+            "FSx": per_epoch, "EFS": 0}.get(mode, 0)
+
+
+def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_count: int, volume_size_gb: int,
+             billable_seconds: float | None, wall_seconds: float | None, files: int | None = None,
+             total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200) -> JobCost:
+    """Instance time (billable seconds, which already count every instance and any spot saving),
+    the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs."""
+    hourly = prices.instance_hourly(instance_type) or 0.0
+    billable = billable_seconds or 0.0
+    wall = wall_seconds or 0.0
+    instance = hourly * billable / 3600.0
+    storage = prices["ml_storage_gb_month"] * volume_size_gb * instance_count * wall / SECONDS_PER_MONTH
+    if mode == "FSx":
+        storage += prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH
+    requests = s3_get_requests(mode, files, total_bytes, epochs) * prices["s3_get_per_million"] / 1e6
+    return JobCost(instance, storage, requests)

@@ -1,0 +1,221 @@
+"""Result records (../shared/contracts/results-record.schema.json) from DescribeTrainingJob outputs.
+
+The source post's split of billable time: Downloading + Training + Other = billable seconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import math
+from typing import Any, Iterable
+
+from .modes import EFS, FASTFILE, FILE, FSX, PIPE
+from .prices import PriceTable, job_cost
+
+RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
+               "billable_seconds", "training_time_seconds", "phases", "breakdown", "metrics", "cost_usd")
+METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "time_to_first_batch_seconds")
+TERMINAL = ("Completed", "Failed", "Stopped")
+
+
+def parse_time(value: Any) -> dt.datetime | None:
+    """Timestamps as boto3 returns them (datetime), as the AWS CLI prints them (ISO 8601), or epoch seconds."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    if isinstance(value, (int, float)):
+        return dt.datetime.fromtimestamp(value, dt.timezone.utc)
+    text = str(value).replace("Z", "+00:00")
+    parsed = dt.datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+
+
+def phase_seconds(describe: dict[str, Any]) -> dict[str, float]:
+    """Seconds per SecondaryStatus; an open last transition ends at TrainingEndTime or LastModifiedTime."""
+    phases: dict[str, float] = {}
+    fallback_end = parse_time(describe.get("TrainingEndTime")) or parse_time(describe.get("LastModifiedTime"))
+    for transition in describe.get("SecondaryStatusTransitions") or []:
+        start = parse_time(transition.get("StartTime"))
+        end = parse_time(transition.get("EndTime")) or fallback_end
+        if start is None or end is None:
+            continue
+        phases[transition["Status"]] = phases.get(transition["Status"], 0.0) + max(0.0, (end - start).total_seconds())
+    return {k: round(v, 3) for k, v in phases.items()}
+
+
+def breakdown(billable_seconds: float | None, phases: dict[str, float], instance_count: int) -> dict[str, float]:
+    """The post's Downloading / Training / Other split of the billable time.
+
+    Phases are wall seconds per instance; billable seconds count every instance (and spot savings),
+    so phases are scaled by the instance count, and, where that exceeds the billable time (spot), down
+    to it. ``other`` is the rest: container start, uploading, ...
+    """
+    downloading = phases.get("Downloading", 0.0) * instance_count
+    training = phases.get("Training", 0.0) * instance_count
+    if billable_seconds is None:
+        return {"downloading": round(downloading, 3), "training": round(training, 3), "other": 0.0}
+    if downloading + training > billable_seconds > 0:
+        scale = billable_seconds / (downloading + training)
+        downloading, training = downloading * scale, training * scale
+    other = max(0.0, billable_seconds - downloading - training)
+    return {"downloading": round(downloading, 3), "training": round(training, 3), "other": round(other, 3)}
+
+
+def infer_mode(channel: dict[str, Any], default_input_mode: str = "File") -> str:
+    source = channel.get("DataSource", {})
+    if "FileSystemDataSource" in source:
+        return FSX if source["FileSystemDataSource"].get("FileSystemType") == "FSxLustre" else EFS
+    mode = channel.get("InputMode") or default_input_mode
+    return {"File": FILE, "FastFile": FASTFILE, "Pipe": PIPE}.get(mode, FILE)
+
+
+def infer_dataset(channel: dict[str, Any]) -> str:
+    source = channel.get("DataSource", {})
+    path = (source.get("S3DataSource", {}).get("S3Uri") or source.get("FileSystemDataSource", {}).get("DirectoryPath") or "")
+    path = path.rstrip("/")
+    if path.endswith(".manifest"):
+        path = path[: -len(".manifest")]
+    return path.rsplit("/", 1)[-1] or "unknown"
+
+
+def tags_dict(tags: Iterable[dict[str, str]] | None) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in tags or []}
+
+
+def identify(describe: dict[str, Any], tags: dict[str, str] | None = None) -> tuple[str, str, int]:
+    """(mode, dataset, repeat) of a job: its dslab tags where present, else its own channels."""
+    tags = tags or {}
+    channels = describe.get("InputDataConfig") or [{}]
+    default_mode = describe.get("AlgorithmSpecification", {}).get("TrainingInputMode", "File")
+    mode = tags.get("dslab:mode") or infer_mode(channels[0], default_mode)
+    dataset = tags.get("dslab:dataset") or infer_dataset(channels[0])
+    repeat = int(tags.get("dslab:repeat", 0))
+    return mode, dataset, repeat
+
+
+def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None) -> dict[str, Any]:
+    """The script's metrics.json where it was stored, else the final values SageMaker scraped from the log."""
+    out: dict[str, Any] = {key: None for key in METRIC_KEYS}
+    out["epoch_seconds"] = []
+    if script_metrics:
+        for key in METRIC_KEYS:
+            value = script_metrics.get(key)
+            out[key] = float(value) if isinstance(value, (int, float)) else None
+        out["epoch_seconds"] = [float(v) for v in script_metrics.get("epoch_seconds") or []]
+        for key in ("samples", "epochs", "data_stall_seconds", "bytes"):
+            if key in script_metrics:
+                out[key] = script_metrics[key]
+        return out
+    for entry in describe.get("FinalMetricDataList") or []:
+        if entry.get("MetricName") in METRIC_KEYS:
+            out[entry["MetricName"]] = float(entry["Value"])
+        elif entry.get("MetricName") == "samples":
+            out["samples"] = int(entry["Value"])
+    return out
+
+
+def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: dict[str, str] | None = None,
+                         script_metrics: dict[str, Any] | None = None, mode: str | None = None,
+                         dataset: str | None = None, repeat: int | None = None, files: int | None = None,
+                         total_bytes: int | None = None, epochs: int | None = None,
+                         fsx_capacity_gib: int = 1200) -> dict[str, Any]:
+    inferred_mode, inferred_dataset, inferred_repeat = identify(describe, tags)
+    mode = mode or inferred_mode
+    resources = describe.get("ResourceConfig") or {}
+    count = int(resources.get("InstanceCount") or 1)
+    status = describe.get("TrainingJobStatus", "Failed")
+    if status not in TERMINAL:
+        status = "Stopped" if status == "Stopping" else status
+    phases = phase_seconds(describe)
+    billable = describe.get("BillableTimeInSeconds")
+    training_time = describe.get("TrainingTimeInSeconds")
+    metrics = metrics_from(describe, script_metrics)
+    if epochs is None:
+        epochs = int(metrics.get("epochs") or _hyperparameter(describe, "epochs") or 1)
+    wall = training_time if training_time is not None else sum(phases.values())
+    cost = job_cost(prices, mode=mode, instance_type=resources.get("InstanceType", ""), instance_count=count,
+                    volume_size_gb=int(resources.get("VolumeSizeInGB") or 0), billable_seconds=billable,
+                    wall_seconds=wall, files=files, total_bytes=total_bytes, epochs=epochs,
+                    fsx_capacity_gib=fsx_capacity_gib)
+    return {
+        "job_name": describe["TrainingJobName"],
+        "mode": mode,
+        "dataset": dataset or inferred_dataset,
+        "repeat": inferred_repeat if repeat is None else repeat,
+        "status": status,
+        "failure_reason": describe.get("FailureReason"),
+        "instance_type": resources.get("InstanceType", "unknown"),
+        "instance_count": count,
+        "billable_seconds": None if billable is None else float(billable),
+        "training_time_seconds": None if training_time is None else float(training_time),
+        "phases": phases,
+        "breakdown": breakdown(None if billable is None else float(billable), phases, count),
+        "metrics": metrics,
+        "cost_usd": cost.to_dict(),
+    }
+
+
+def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, instance_type: str,
+                   instance_count: int, reason: str, status: str = "Skipped") -> dict[str, Any]:
+    """A job that never ran (FSx down, its request never created): the record says why."""
+    return {
+        "job_name": job_name, "mode": mode, "dataset": dataset, "repeat": repeat, "status": status,
+        "failure_reason": reason, "instance_type": instance_type, "instance_count": instance_count,
+        "billable_seconds": None, "training_time_seconds": None, "phases": {},
+        "breakdown": {"downloading": 0.0, "training": 0.0, "other": 0.0},
+        "metrics": {**{k: None for k in METRIC_KEYS}, "epoch_seconds": []},
+        "cost_usd": {"instance": 0.0, "storage": 0.0, "requests": 0.0, "total": 0.0},
+    }
+
+
+def _hyperparameter(describe: dict[str, Any], key: str) -> Any:
+    value = (describe.get("HyperParameters") or {}).get(key)
+    if value is None:
+        return None
+    try:
+        import json
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type", "instance_count",
+               "billable_seconds", "training_time_seconds", "downloading", "training", "other",
+               "samples_per_second", "mb_per_second", "au_percent", "time_to_first_batch_seconds",
+               "cost_instance", "cost_storage", "cost_requests", "cost_total", "failure_reason"]
+
+
+def to_csv(records: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow({
+            **{k: r.get(k) for k in ("job_name", "mode", "dataset", "repeat", "status", "instance_type",
+                                     "instance_count", "billable_seconds", "training_time_seconds")},
+            **r["breakdown"],
+            **{k: r["metrics"].get(k) for k in METRIC_KEYS},
+            "cost_instance": r["cost_usd"]["instance"], "cost_storage": r["cost_usd"].get("storage", 0.0),
+            "cost_requests": r["cost_usd"].get("requests", 0.0), "cost_total": r["cost_usd"]["total"],
+            "failure_reason": r.get("failure_reason") or "",
+        })
+    return buffer.getvalue()
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    counts = {s: sum(1 for r in records if r["status"] == s) for s in ("Completed", "Failed", "Stopped", "Skipped")}
+    failed = counts["Failed"] + counts["Stopped"]
+    lines = [f"{len(records)} jobs: {counts['Completed']} completed, {failed} failed, {counts['Skipped']} skipped"]
+    for r in records:
+        if r["status"] in ("Failed", "Stopped"):
+            lines.append(f"{r['job_name']} ({r['mode']}, {r['dataset']}): {r.get('failure_reason') or r['status']}")
+    return {"total": len(records), "completed": counts["Completed"], "failed": failed, "skipped": counts["Skipped"],
+            "cost_usd": round(sum(r["cost_usd"]["total"] for r in records), 6),
+            "message": "; ".join(lines)[:32000]}
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
