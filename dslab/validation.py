@@ -35,22 +35,22 @@ def _compiled(pattern: str | None):
         return None
 
 
-def _walk(shape, value: Any, path: str, problems: list[str]) -> None:
+def _walk(shape, value: Any, path: str, problems: list[str], dynamic: frozenset[str] = frozenset()) -> None:
     if value is None:
         return
     kind = shape.type_name
     if kind == "structure" and isinstance(value, dict):
         for name, member in shape.members.items():
             if name in value:
-                _walk(member, value[name], f"{path}.{name}" if path else name, problems)
+                _walk(member, value[name], f"{path}.{name}" if path else name, problems, dynamic)
     elif kind == "list" and isinstance(value, list):
         for i, item in enumerate(value):
-            _walk(shape.member, item, f"{path}[{i}]", problems)
+            _walk(shape.member, item, f"{path}[{i}]", problems, dynamic)
     elif kind == "map" and isinstance(value, dict):
         for key, item in value.items():
-            _walk(shape.key, key, f"{path} key", problems)
-            _walk(shape.value, item, f"{path}.{key}", problems)
-    elif kind == "string" and isinstance(value, str):
+            _walk(shape.key, key, f"{path} key", problems, dynamic)
+            _walk(shape.value, item, f"{path}.{key}", problems, dynamic)
+    elif kind == "string" and isinstance(value, str) and path not in dynamic:
         if shape.enum and value not in shape.enum:
             shown = ", ".join(shape.enum[:12]) + (", ..." if len(shape.enum) > 12 else "")
             problems.append(f"{path}: {value!r} is not one of {shown}")
@@ -59,8 +59,12 @@ def _walk(shape, value: Any, path: str, problems: list[str]) -> None:
             problems.append(f"{path}: {value!r} does not match the pattern {pattern}")
 
 
-def validate_request(service: str, operation: str, params: dict[str, Any]) -> None:
-    """Raise RequestInvalid if ``params`` would not be accepted by ``service.operation``."""
+def validate_request(service: str, operation: str, params: dict[str, Any], dynamic: set[str] | None = None) -> None:
+    """Raise RequestInvalid if ``params`` would not be accepted by ``service.operation``.
+
+    ``dynamic``: member paths whose values are only known at run time (a state's JSONPath): their
+    types are checked, their patterns and enums cannot be.
+    """
     model = _service_model(service)
     api_name = operation[0].upper() + operation[1:]
     if api_name not in model.operation_names:
@@ -70,6 +74,6 @@ def validate_request(service: str, operation: str, params: dict[str, Any]) -> No
     report = ParamValidator().validate(params, shape)
     if report.has_errors():
         problems.extend(line.strip() for line in report.generate_report().splitlines()[1:] if line.strip())
-    _walk(shape, params, "", problems)
+    _walk(shape, params, "", problems, frozenset(dynamic or ()))
     if problems:
         raise RequestInvalid(f"{service}.{api_name} request is invalid:\n  " + "\n  ".join(problems))

@@ -21,7 +21,7 @@ def build_app(app: cdk.App, repo_root: Path, account: str | None = None, nag: bo
     workflow = WorkflowStack(app, WORKFLOW_STACK, config=config, core=core, repo_root=repo_root, env=env)
     # Order only, no reference: `cdk deploy DataSourceLab` brings FSx up first, and deleting the
     # FSx stack is never blocked by an export the workflow imports.
-    workflow.add_dependency(fsx, "The workflow runs FSx jobs; it finds the file system through SSM at run time")
+    workflow.add_stack_dependency(fsx, "The workflow runs FSx jobs; it finds the file system through SSM at run time")
     for stack in (core, fsx, workflow):
         cdk.Tags.of(stack).add("project", "DataSourceLab")
     if nag:

@@ -41,8 +41,14 @@ def load_template(assembly_dir: Path, stack: str = STACK) -> dict[str, Any]:
 
 
 def find_resource(template: dict[str, Any], path_suffix: str, type_name: str) -> tuple[str, dict[str, Any]]:
+    """A resource by its construct path (``aws:cdk:path`` metadata, which `cdk synth` writes) or,
+    where that metadata is off, by the logical-ID prefix CDK derives from the same path."""
+    prefix = path_suffix.removesuffix("/Resource").replace("/", "")
     for logical, resource in template["Resources"].items():
-        if resource["Type"] == type_name and resource.get("Metadata", {}).get("aws:cdk:path", "").endswith(path_suffix):
+        if resource["Type"] != type_name:
+            continue
+        path = resource.get("Metadata", {}).get("aws:cdk:path")
+        if (path and path.endswith(path_suffix)) or (not path and logical.startswith(prefix) and len(logical) == len(prefix) + 8):
             return logical, resource
     raise TemplateError(f"no {type_name} at .../{path_suffix} in the template")
 

@@ -118,7 +118,8 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     base = f"{RESULTS_PREFIX}/{execution}"
     items = []
     for job in jobs:
-        item = {"name": job.name, "mode": job.spec.mode, "dataset": job.spec.dataset.name, "repeat": job.spec.repeat}
+        item = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode, "dataset": job.spec.dataset.name,
+                "repeat": job.spec.repeat}
         if job.request is None:
             item["skip_reason"] = fsx_reason or job.skip_reason
         else:
@@ -149,7 +150,7 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "experiment_hash": experiment.content_hash,
         "bucket": bucket,
         "plan_key": f"{base}/plan.json",
-        "jobs": items,
+        "lanes": deal_into_lanes(items, experiment.max_concurrency),
         "job_count": len(items),
         "modes": {mode: sum(1 for j in jobs if j.spec.mode == mode) for mode in experiment.modes},
         "max_concurrency": experiment.max_concurrency,
@@ -157,6 +158,22 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "teardown_fsx": experiment.teardown_fsx,
         "fsx_available": fsx is not None,
     }
+
+
+def deal_into_lanes(items: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
+    """Round-robin: at most ``lanes`` jobs run at once, the experiment's order kept within each lane."""
+    count = max(1, min(lanes, len(items)))
+    return [items[i::count] for i in range(count)]
+
+
+def flatten_outcomes(lanes: list[Any]) -> dict[int, dict[str, Any]]:
+    """The Map's per-lane outcome lists, by job index."""
+    out: dict[int, dict[str, Any]] = {}
+    for lane in lanes or []:
+        for outcome in (lane if isinstance(lane, list) else [lane]):
+            if isinstance(outcome, dict) and "index" in outcome:
+                out[int(outcome["index"])] = outcome
+    return out
 
 
 def _script_metrics(s3, describe: dict[str, Any]) -> dict[str, Any] | None:
@@ -185,10 +202,11 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     summary_plan = event["plan"]
     bucket = summary_plan["bucket"]
     plan_document = json.loads(s3.get_object(Bucket=bucket, Key=summary_plan["plan_key"])["Body"].read())
-    outcomes = event.get("results") or []
+    outcomes = flatten_outcomes(event.get("results") or [])
     prices = PriceTable.with_overrides(json.loads(os.environ["DSLAB_PRICES"]) if os.environ.get("DSLAB_PRICES") else None)
     records = []
-    for job, outcome in zip(plan_document["jobs"], outcomes):
+    for job in plan_document["jobs"]:
+        outcome = outcomes.get(int(job["index"]), {"status": "Failed", "reason": "the workflow returned no outcome for this job"})
         status = outcome.get("status")
         name = outcome.get("name") or job["name"]
         stats = plan_document["dataset_stats"].get(job["dataset"], {})

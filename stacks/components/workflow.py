@@ -23,6 +23,7 @@ THROTTLING_ERRORS = ["SageMaker.ThrottlingException", "SageMaker.ResourceLimitEx
 # A job that fails for lack of capacity is retried under a new name ("-a2", "-a3").
 CAPACITY_ATTEMPTS = 3
 CAPACITY_BACKOFF_SECONDS = 120
+MAX_LANES = 40  # the experiment's max_concurrency is validated to 1..40
 LAMBDA_PACKAGES = ("core", "workflow")
 
 
@@ -223,16 +224,21 @@ class BenchmarkWorkflow(Construct):
         return plan.next(stage_choice)
 
     def _run_map(self, training_role: iam.IRole) -> sfn.Map:
-        run = sfn.Map(
-            self, "RunJobs", items_path="$.plan.jobs", max_concurrency_path="$.plan.max_concurrency",
-            item_selector={"job.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket",
-                           "staging.$": "$.staging.status"},
+        # Concurrency: Plan deals the jobs round-robin into `max_concurrency` lanes; lanes run side
+        # by side and each lane runs its jobs one at a time. (MaxConcurrencyPath would say the same
+        # in one Map, but the ASL validators in use do not know that field yet.)
+        lanes = sfn.Map(
+            self, "RunLanes", items_path="$.plan.lanes", max_concurrency=MAX_LANES,
+            item_selector={"lane.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket", "staging.$": "$.staging.status"},
             result_path="$.jobResults")
+        run = sfn.Map(
+            self, "RunJobs", items_path="$.lane", max_concurrency=1,
+            item_selector={"job.$": "$$.Map.Item.Value", "bucket.$": "$.bucket", "staging.$": "$.staging"})
 
         skipped = sfn.Pass(self, "RecordSkipped", parameters={
-            "name.$": "$.job.name", "status": "Skipped", "reason.$": "$.job.skip_reason"})
+            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Skipped", "reason.$": "$.job.skip_reason"})
         staging_failed = sfn.Pass(self, "RecordStagingFailed", parameters={
-            "name.$": "$.job.name", "status": "Failed", "error": "EfsStagingFailed",
+            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Failed", "error": "EfsStagingFailed",
             "reason": "Copying the dataset from S3 to EFS (DataSync) failed; see the DataSync task's log group"})
         load = tasks.CallAwsService(
             self, "LoadRequest", service="s3", action="getObject",
@@ -252,9 +258,10 @@ class BenchmarkWorkflow(Construct):
         })
         train.add_retry(errors=THROTTLING_ERRORS, interval=Duration.seconds(30), max_attempts=8, backoff_rate=2,
                         max_delay=Duration.seconds(900), jitter_strategy=sfn.JitterType.FULL)
-        completed = sfn.Pass(self, "RecordCompleted", parameters={"name.$": "$.outcome.name", "status.$": "$.outcome.status"})
+        completed = sfn.Pass(self, "RecordCompleted", parameters={
+            "index.$": "$.job.index", "name.$": "$.outcome.name", "status.$": "$.outcome.status"})
         failed = sfn.Pass(self, "RecordFailed", parameters={
-            "name.$": "$.run.jobName", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
+            "index.$": "$.job.index", "name.$": "$.run.jobName", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
         back_off = sfn.Wait(self, "CapacityBackOff", time=sfn.WaitTime.duration(Duration.seconds(CAPACITY_BACKOFF_SECONDS)))
         next_attempt = sfn.Pass(self, "NextAttempt", parameters={
             "jobName.$": "States.Format('{}-a{}', $.job.name, States.MathAdd($.run.attempt, 1))",
@@ -265,7 +272,7 @@ class BenchmarkWorkflow(Construct):
                           back_off)
                     .otherwise(failed))
         request_missing = sfn.Pass(self, "RecordRequestMissing", parameters={
-            "name.$": "$.job.name", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
+            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
         load.add_catch(request_missing, result_path="$.error")
         # Every failure of a job becomes data (a result record); one job never stops the others.
         train.add_catch(capacity, errors=["States.ALL"], result_path="$.error")
@@ -278,7 +285,8 @@ class BenchmarkWorkflow(Construct):
                                               sfn.Condition.string_equals("$.staging", "ERROR")), staging_failed)
                      .otherwise(load.next(first_attempt).next(train)))
         run.item_processor(iteration)
-        return run
+        lanes.item_processor(run)
+        return lanes
 
     # ------------------------------------------------------------------------------------------
     def _grant_training_jobs(self, training_role: iam.IRole) -> None:

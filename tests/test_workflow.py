@@ -1,0 +1,334 @@
+"""The benchmark workflow: the synthesized definition validated, its requests checked against the
+service models, and the definition itself executed in the embedded AWS stand-in."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+from pathlib import Path
+
+import botocore.session
+import pytest
+
+from dslab.contracts import validate_results
+from dslab.core.experiment import parse_experiment
+from dslab.core.requests import METRIC_DEFINITIONS, REQUEST_KEYS, plan
+from dslab.emulator.lab import EmulatedLab, find_resource, resolve
+from dslab.validation import validate_request
+
+from .conftest import REPO, SHARED
+from .helpers import lab_environment
+from .scripted_jobs import ScriptedJobs
+
+TINY = {"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}, {"name": "tiny-tfr", "format": "tfrecord"}],
+        "instance_type": "ml.m5.xlarge"}
+
+
+def definition_of(lab) -> dict:
+    template = lab.raw("DataSourceLab")
+    _, machine = find_resource(template, "Workflow/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
+    refs = {}
+    for part in machine["Properties"]["DefinitionString"]["Fn::Join"][1]:
+        if isinstance(part, dict) and "Fn::GetAtt" in part:
+            logical, attr = part["Fn::GetAtt"]
+            refs[f"{logical}.{attr}"] = (f"arn:aws:lambda:us-east-1:123456789012:function:{logical}" if attr == "Arn"
+                                         else "arn:aws:datasync:us-east-1:123456789012:task/task-0123456789abcdef0")  # 17 hex digits
+    return json.loads(resolve(machine["Properties"]["DefinitionString"], refs))
+
+
+def tasks_of(definition: dict):
+    for name, state in definition["States"].items():
+        yield name, state
+        for key in ("ItemProcessor", "Iterator"):
+            if key in state:
+                yield from tasks_of(state[key])
+        for branch in state.get("Branches", []):
+            yield from tasks_of(branch)
+
+
+# ---- static checks ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def definition_file(lab, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("asl") / "definition.json"
+    path.write_text(json.dumps(definition_of(lab), indent=2))
+    return path
+
+
+@pytest.mark.parametrize("validator", [["statelint"], ["asl-validator", "--json-path"]])
+def test_synthesized_definition_passes_asl_validators(definition_file, validator):
+    result = subprocess.run([str(REPO / "node_modules/.bin" / validator[0]), *validator[1:], str(definition_file)],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _sample(shape):
+    kind = shape.type_name
+    if kind == "structure":
+        return {name: _sample(member) for name, member in shape.members.items() if name in shape.required_members}
+    if kind == "list":
+        return [_sample(shape.member)]
+    if kind == "map":
+        return {}
+    if kind in ("integer", "long"):
+        return max(1, int(shape.metadata.get("min", 1)))
+    if kind in ("float", "double"):
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "timestamp":
+        return "2026-11-29T00:00:00Z"
+    if shape.enum:
+        return shape.enum[0]
+    return "x" * max(1, int(shape.metadata.get("min", 1)))
+
+
+def _fill_paths(params: dict, shape, dynamic: set, prefix: str = "") -> dict:
+    """Replace every "Key.$" JSONPath by a value of Key's type: what the path will deliver at run time."""
+    out = {}
+    for key, value in params.items():
+        name = key[:-2] if key.endswith(".$") else key
+        member = shape.members.get(name) if shape.type_name == "structure" else None
+        assert member is not None, f"{name} is not a member of {shape.name}"
+        path = f"{prefix}.{name}" if prefix else name
+        if key.endswith(".$"):
+            out[name] = _sample(member)
+            dynamic.add(path)
+        elif isinstance(value, dict):
+            out[name] = _fill_paths(value, member, dynamic, path)
+        elif isinstance(value, list):
+            out[name] = [_fill_paths(v, member.member, dynamic, f"{path}[{i}]") if isinstance(v, dict) else v
+                         for i, v in enumerate(value)]
+        else:
+            out[name] = value
+    return out
+
+
+def test_every_aws_sdk_task_matches_its_service_model(lab):
+    session = botocore.session.get_session()
+    seen = set()
+    for name, state in tasks_of(definition_of(lab)):
+        resource = state.get("Resource", "")
+        if state.get("Type") != "Task" or ":aws-sdk:" not in resource:
+            continue
+        service, action = resource.split(":aws-sdk:")[1].split(":")
+        operation = action[0].upper() + action[1:]
+        model = session.get_service_model(service)
+        assert operation in model.operation_names, f"{name}: {service} has no {operation}"
+        dynamic: set = set()
+        params = _fill_paths(state.get("Parameters", {}), model.operation_model(operation).input_shape, dynamic)
+        validate_request(service, operation, params, dynamic)
+        seen.add((service, operation))
+    assert seen == {("datasync", "StartTaskExecution"), ("datasync", "DescribeTaskExecution"),
+                    ("s3", "GetObject"), ("cloudformation", "DeleteStack")}
+
+
+def test_training_task_maps_every_request_key(lab):
+    states = dict(tasks_of(definition_of(lab)))
+    task = states["RunTrainingJob"]
+    assert task["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
+    assert {k[:-2] for k in task["Parameters"]} == set(REQUEST_KEYS)
+    members = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob").input_shape.members
+    assert set(REQUEST_KEYS) <= set(members)
+    assert any("States.ALL" in c["ErrorEquals"] for c in task["Catch"])
+    assert task["Retry"] and "SageMaker.ResourceLimitExceeded" in task["Retry"][0]["ErrorEquals"]
+
+
+def test_state_machine_logs_everything_and_traces(lab):
+    (machine,) = lab.workflow.find_resources("AWS::StepFunctions::StateMachine").values()
+    assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
+    assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
+
+
+def test_state_machine_role_can_do_what_the_states_do(lab):
+    policies = lab.workflow.find_resources("AWS::IAM::Policy")
+    statements = [s for p in policies.values() if "StateMachine" in json.dumps(p["Properties"]["Roles"])
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    actions = set()
+    for s in statements:
+        actions.update(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    assert {"sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
+            "sagemaker:AddTags", "sagemaker:ListTags", "events:PutTargets", "events:PutRule", "events:DescribeRule",
+            "iam:PassRole", "lambda:InvokeFunction", "s3:getObject", "datasync:startTaskExecution",
+            "datasync:describeTaskExecution", "cloudformation:deleteStack"} <= actions | {a.lower() for a in actions} | actions
+    pass_role = [s for s in statements if s["Action"] == "iam:PassRole"]
+    assert all("Condition" in s for s in pass_role)
+
+
+@pytest.mark.parametrize("overrides", [
+    {},
+    {"modes": ["File", "Pipe"], "s3_data_type": "ManifestFile"},
+    {"distribution": "ShardedByS3Key", "modes": ["File", "FastFile", "Pipe"], "shuffle_seed": 7, "instance_count": 2},
+    {"spot": True, "compute": "a100", "instance_type": "ml.p4d.24xlarge"},
+    {"compute": "resnet50", "epochs": 3},
+])
+def test_every_planned_request_is_valid_for_sagemaker(overrides):
+    experiment = parse_experiment({**TINY, **overrides})
+    jobs = plan(experiment, lab_environment(), "arn:aws:states:us-east-1:123456789012:execution:x:y")
+    assert jobs
+    for job in jobs:
+        validate_request("sagemaker", "CreateTrainingJob", job.request)
+        assert set(job.request) == set(REQUEST_KEYS)
+        assert len(job.request["TrainingJobName"]) <= 59
+        assert job.request["AlgorithmSpecification"]["MetricDefinitions"] == METRIC_DEFINITIONS
+
+
+def test_default_experiment_requests_are_valid_and_complete():
+    jobs = plan(parse_experiment({}), lab_environment(), "exec")
+    assert len(jobs) == 20
+    assert {(j.spec.dataset.name, j.spec.mode) for j in jobs} == {
+        (d, m) for d in ("caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x")
+        for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
+    fsx = next(j.request for j in jobs if j.spec.mode == "FSx")
+    source = fsx["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]
+    assert source == {"FileSystemId": "fs-0123456789abcdef0", "FileSystemType": "FSxLustre",
+                      "DirectoryPath": "/abcdefgh/datasets/caltech-jpg-1x", "FileSystemAccessMode": "ro"}
+    tags = {t["Key"] for t in fsx["Tags"]}
+    assert {"dslab:experiment", "dslab:execution", "dslab:dataset", "dslab:mode", "dslab:repeat", "dslab:code-version"} <= tags
+    for job in jobs:
+        validate_request("sagemaker", "CreateTrainingJob", job.request)
+        assert job.request["VpcConfig"]["Subnets"] and job.request["VpcConfig"]["SecurityGroupIds"]
+
+
+# ---- executed in the stand-in ----------------------------------------------------------------
+
+def put_datasets(lab: EmulatedLab, names) -> None:
+    s3 = lab.client("s3")
+    for name in names:
+        for i in range(3):
+            s3.put_object(Bucket=lab.bucket, Key=f"datasets/{name}/part-{i}.bin", Body=b"x" * (100 + i))
+
+
+_ASSEMBLY: list[Path] = []
+
+
+@pytest.fixture(autouse=True)
+def _remember_assembly(lab):
+    """The session's synthesized cloud assembly: the emulator runs that very template."""
+    if not _ASSEMBLY:
+        _ASSEMBLY.append(lab.outdir)
+
+
+def emulated(tmp_path, executor, fsx=True):
+    return EmulatedLab(_ASSEMBLY[0], executor=executor, efs_root=tmp_path / "efs", fsx=fsx, time_scale=0.001)
+
+
+def test_all_modes_succeed_and_every_result_is_stored(tmp_path):
+    jobs = ScriptedJobs()
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
+        execution = lab.run({**TINY, "teardown_fsx": True})
+        assert execution.status == "SUCCEEDED", execution.cause
+        results = lab.results(execution)
+        validate_results(results)
+        records = results["records"]
+        assert len(records) == 10 and {r["status"] for r in records} == {"Completed"}
+        assert {(r["dataset"], r["mode"]) for r in records} == {(d, m) for d in ("tiny-jpg", "tiny-tfr")
+                                                                 for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
+        by_mode = {r["mode"]: r for r in records if r["dataset"] == "tiny-jpg"}
+        assert by_mode["File"]["breakdown"] == {"downloading": 40.0, "training": 100.0, "other": 5.0}
+        assert by_mode["FastFile"]["breakdown"]["downloading"] == 0.0
+        assert by_mode["File"]["billable_seconds"] == 145.0
+        # instance price x billable time: ml.m5.xlarge $0.23/h for 145 s
+        assert by_mode["File"]["cost_usd"]["instance"] == pytest.approx(0.23 * 145 / 3600, abs=1e-6)
+        assert by_mode["FSx"]["cost_usd"]["storage"] > by_mode["EFS"]["cost_usd"]["storage"]  # FSx uptime
+        assert by_mode["EFS"]["metrics"]["au_percent"] == 97.0  # the script's metrics.json, from output.tar.gz
+        assert results["experiment"]["name"] == "tiny" and results["backend"] == "local"
+        assert results["experiment_hash"] and results["prices"]["date"]
+        csv = lab.client("s3").get_object(Bucket=lab.bucket, Key=f"results/{execution.name}/results.csv")["Body"].read().decode()
+        assert len(csv.strip().splitlines()) == 11
+        # EFS was staged from S3 before the EFS jobs ran; FSx was torn down after results were stored.
+        assert sorted(p.name for p in (tmp_path / "efs" / "datasets" / "tiny-jpg").iterdir()) == ["part-0.bin", "part-1.bin", "part-2.bin"]
+        assert not lab.fsx_present
+        requests = {r["TrainingJobName"]: r for r in jobs.requests}
+        assert len(requests) == 10
+
+
+def test_one_failed_job_is_recorded_others_complete_and_teardown_still_runs(tmp_path):
+    jobs = ScriptedJobs(fail=lambda r: "AlgorithmError: tfrecord shard-00001.tfrecord at byte offset 4096: corrupted"
+                        if "tfr-pipe" in r["TrainingJobName"] else None)
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
+        execution = lab.run({**TINY, "teardown_fsx": True})
+        assert execution.status == "FAILED" and execution.error == "JobsFailed"
+        assert "tfr-pipe" in execution.cause and "corrupted" in execution.cause
+        records = lab.results(execution)["records"]
+        failed = [r for r in records if r["status"] == "Failed"]
+        assert len(failed) == 1 and failed[0]["mode"] == "Pipe" and "byte offset 4096" in failed[0]["failure_reason"]
+        assert sum(r["status"] == "Completed" for r in records) == 9
+        assert not lab.fsx_present  # torn down although a job failed
+
+
+def test_fsx_absent_skips_fsx_jobs_and_runs_the_rest(tmp_path):
+    jobs = ScriptedJobs()
+    with emulated(tmp_path, jobs, fsx=False) as lab:
+        put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
+        execution = lab.run(TINY)
+        assert execution.status == "SUCCEEDED", execution.cause
+        records = lab.results(execution)["records"]
+        skipped = [r for r in records if r["status"] == "Skipped"]
+        assert {r["mode"] for r in skipped} == {"FSx"} and len(skipped) == 2
+        assert "dslab fsx up" in skipped[0]["failure_reason"]
+        assert sum(r["status"] == "Completed" for r in records) == 8
+        assert not [r for r in jobs.requests if "fsx" in r["TrainingJobName"]]
+
+
+def test_capacity_error_is_retried_under_a_new_name(tmp_path):
+    jobs = ScriptedJobs(capacity_failures=lambda r: "tfr-file" in r["TrainingJobName"] and not r["TrainingJobName"].endswith("-a3"))
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["tiny-tfr"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-tfr", "format": "tfrecord"}], "modes": ["File", "EFS"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        names = [r["TrainingJobName"] for r in jobs.requests if "tfr-file" in r["TrainingJobName"]]
+        assert len(names) == 3 and names[1].endswith("-a2") and names[2].endswith("-a3")
+        record = next(r for r in lab.results(execution)["records"] if r["mode"] == "File")
+        assert record["status"] == "Completed" and record["job_name"] == names[2]
+
+
+@pytest.mark.parametrize("experiment, words", [
+    ({**TINY, "s3_data_type": "ManifestFile"}, ["s3_data_type", "FastFile"]),
+    ({**TINY, "modes": ["File", "Stream"]}, ["modes[1]", "Stream"]),
+    ({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg", "source": "efs"}], "modes": ["Pipe"]}, ["source", "Pipe"]),
+    ({**TINY, "job_prefix": "a-very-long-job-name-prefix"}, ["job_prefix", "63"]),
+    ({**TINY, "epocs": 2}, ["epocs", "epochs"]),
+    ({**TINY, "datasets": [{"name": "nothing-here", "format": "jpg"}]}, ["nothing-here", "empty", "dslab dataset upload"]),
+])
+def test_impossible_experiment_fails_at_plan_before_any_job(tmp_path, experiment, words):
+    jobs = ScriptedJobs()
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
+        execution = lab.run(experiment)
+        assert execution.status == "FAILED" and execution.error == "ExperimentInvalid"
+        for word in words:
+            assert word in execution.cause
+        assert jobs.requests == [] and lab.training_job_names() == []
+
+
+def test_default_experiment_runs_all_twenty_jobs(tmp_path):
+    jobs = ScriptedJobs()
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x"])
+        execution = lab.run({})
+        assert execution.status == "SUCCEEDED", execution.cause
+        results = lab.results(execution)
+        assert len(results["records"]) == 20 and {r["status"] for r in results["records"]} == {"Completed"}
+        assert {r["instance_type"] for r in results["records"]} == {"ml.p3.2xlarge"}
+        assert results["experiment"]["trials"][0]["compute"]["preset"] == "v100"
+        assert len(jobs.requests) == 20
+
+
+def test_vendored_contract_matches_shared():
+    shared = SHARED / "contracts" / "results-record.schema.json"
+    if not shared.exists():
+        pytest.skip("../shared is not beside this checkout")
+    assert json.loads(shared.read_text()) == json.loads((REPO / "dslab/contracts/results-record.schema.json").read_text())
+
+
+def test_lanes_bound_concurrency():
+    from dslab.workflow.handlers import deal_into_lanes, flatten_outcomes
+    items = [{"index": i} for i in range(7)]
+    lanes = deal_into_lanes(items, 3)
+    assert len(lanes) == 3 and sorted(i["index"] for lane in lanes for i in lane) == list(range(7))
+    assert deal_into_lanes(items[:2], 5) == [[{"index": 0}], [{"index": 1}]]
+    assert sorted(flatten_outcomes(copy.deepcopy(lanes))) == list(range(7))
