@@ -108,8 +108,9 @@ class Dataset:
     generate: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "format": self.format, "prefix": self.prefix, "source": self.source,
-                "files": self.files, "bytes": self.bytes, "generate": dict(self.generate)}
+        out = {"name": self.name, "format": self.format, "prefix": self.prefix, "source": self.source,
+               "files": self.files, "bytes": self.bytes, "generate": dict(self.generate)}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -131,8 +132,9 @@ class Compute:
         return hp
 
     def to_dict(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size, "seconds_per_batch": self.seconds_per_batch,
-                "preset": self.preset, "model": self.model}
+        out = {"batch_size": self.batch_size, "seconds_per_batch": self.seconds_per_batch,
+               "preset": self.preset, "model": self.model}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)

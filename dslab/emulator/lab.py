@@ -278,7 +278,7 @@ class EmulatedLab:
                     if target.exists() and target.stat().st_size == obj["Size"]:
                         continue  # TransferMode CHANGED: what is there already stays
                     target.parent.mkdir(parents=True, exist_ok=True)
-                    s3.download_file(self.bucket, obj["Key"], str(target))
+                    target.write_bytes(s3.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read())
 
     # ---- running -----------------------------------------------------------------------------
     def start(self, experiment: dict[str, Any], name: str | None = None) -> str:

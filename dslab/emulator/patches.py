@@ -237,7 +237,11 @@ def _patch_lambda() -> None:
         if not handler.startswith("dslab."):
             return original(self, event)
         module_name, func_name = handler.rsplit(".", 1)
-        environment = dict(getattr(self, "environment_vars", {}) or {})
+        # What the Lambda runtime adds to every function's environment: its region and credentials.
+        region = getattr(self, "region", None) or "us-east-1"
+        environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": "testing",
+                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                       **dict(getattr(self, "environment_vars", {}) or {})}
         logs = io.StringIO()
         with _ENV_LOCK:  # one in-process invocation at a time: it borrows the process environment
             saved = {k: os.environ.get(k) for k in environment}

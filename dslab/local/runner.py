@@ -27,6 +27,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol
@@ -38,7 +39,28 @@ REPO = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(REPO / "training"))
 from dslab_train.records import recordio_frame  # noqa: E402
 
+# Script processes running now, so an interrupted lab can stop them all.
+RUNNING: set[subprocess.Popen] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def kill_running() -> int:
+    with _RUNNING_LOCK:
+        procs = list(RUNNING)
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return len(procs)
+
+
+DOWNLOAD_THREADS = 8
 CAPACITY_ERROR = "CapacityError: Unable to provision requested ML compute capacity. Please retry using a different ML instance type."
+
+
+class StorageError(RuntimeError):
+    """The job's data source cannot be provided (a mount failed, a file system is gone)."""
 
 
 class Storage(Protocol):
@@ -331,8 +353,10 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                         enter("Downloading", "Downloading input data")
                         downloaded = True
                     prefix = _common_prefix(source["S3DataSource"])
-                    for bucket, key in objects:
-                        storage.download(bucket, key, target / key[len(prefix):].lstrip("/"))
+                    # SageMaker copies a File channel with parallel downloads.
+                    with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
+                        list(pool.map(lambda obj: storage.download(obj[0], obj[1], target / obj[1][len(prefix):].lstrip("/")),
+                                      objects))
                 elif mode == "FastFile":
                     bucket, prefix = split_s3_uri(source["S3DataSource"]["S3Uri"])
                     os.symlink(storage.fastfile_view(bucket, prefix), target, target_is_directory=True)
@@ -364,6 +388,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             env[f"SM_CHANNEL_{channel['ChannelName'].upper()}"] = str(data_dir / channel["ChannelName"])
         proc = subprocess.Popen([python, program], cwd=base / "code", env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        with _RUNNING_LOCK:
+            RUNNING.add(proc)
         feeders = [PipeFeeder(data_dir, ch, objs, storage.read_object, wrapper, seed, lambda: proc.poll() is None)
                    for ch, objs, wrapper, seed in pipes]
         for feeder in feeders:
@@ -383,6 +409,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                 break
             time.sleep(0.02)
         proc.wait()
+        with _RUNNING_LOCK:
+            RUNNING.discard(proc)
         reader.join(5)
         for feeder in feeders:
             feeder.stop()
@@ -409,6 +437,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             artifacts[archive] = f"s3://{bucket}/{key}"
     except _JobFailed as err:
         status, secondary, failure = "Failed", "Failed", str(err)
+    except StorageError as err:
+        status, secondary, failure = "Failed", "Failed", f"ClientError: {err}"
     except RequestInvalid:
         raise
     finally:

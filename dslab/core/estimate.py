@@ -1,0 +1,226 @@
+"""Predict a training job's Downloading / Training / Other seconds, billable time and dollars, per mode,
+before anything runs.
+
+The model (every constant below names its source):
+
+    billable = max(downloading + OTHER_FLOOR, STARTUP[mode]) + training
+
+- STARTUP[mode]: instance start, image pull, container and data-source set-up. File mode's image
+  pull overlaps its download (the calibration shows File's "Other" shrinking to ~50 s when the
+  download is long), so only the part of start-up not hidden by the download is paid.
+- downloading: File copies every object to the volume (per-object overhead plus bytes at the
+  instance's download throughput); FastFile lists object metadata (~5,500 objects/s, the post);
+  Pipe, FSx and EFS mount or open a stream in a few seconds.
+- training = TRAIN_FIXED + max(compute, I/O) per epoch, where compute = samples / the model's rate
+  and I/O is what the data source needs to deliver the epoch (per-file latency spread over the
+  readers, plus bytes at the source's throughput). FSx's first epoch lazy-loads from S3.
+
+Fitted on ../shared/calibration/bencher-measured.csv (ml.p3.2xlarge, ResNet-50, one epoch); the
+test ``test_estimate_calibration`` computes the error on those cells. Pipe and EFS have no measured
+cells: their constants are public figures and say so in the assumptions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ConfigError
+from .experiment import COMPUTE_PRESETS
+from .modes import EFS, FASTFILE, FILE, FSX, MODES, PIPE
+from .prices import PriceTable, job_cost
+
+# ---- constants -------------------------------------------------------------------------------
+# Start-up per mode, seconds (fitted: calibration "other" + "download" where the download is short).
+STARTUP = {FILE: 220.0, FASTFILE: 214.0, PIPE: 214.0, FSX: 219.0, EFS: 219.0}
+OTHER_FLOOR = 50.0            # upload and shutdown, never hidden (calibration: File "other" 46-53 s)
+TRAIN_FIXED = 21.0            # framework and model start inside the script (calibration: 1x vs 50x training)
+FILE_DOWNLOAD_FIXED = 12.0    # File mode: start of the copy (calibration, 10-shard cell)
+FILE_PER_OBJECT = 0.0077      # File mode: seconds per object copied (calibration: 30,607 JPEGs in ~236 s)
+EBS_DOWNLOAD_MBPS = 156.0     # File mode onto EBS (calibration: 54 GB in 346 s; the post: EBS-backed p3 <= 250 MB/s)
+NVME_DOWNLOAD_MBPS = 1000.0   # File mode onto NVMe instance storage (post: "NVMe-backed ones go higher"; assumption)
+FASTFILE_LIST_RATE = 5500.0   # objects/s listed before the script starts (the post)
+FASTFILE_FIXED = 15.0         # FastFile mount (calibration: 16-19 s "Downloading")
+MOUNT_FIXED = 12.0            # FSx / EFS mount, Pipe set-up (calibration: FSx 10-14 s)
+FASTFILE_GET_LATENCY = 0.042  # seconds per small-file GET through FastFile, per reader (calibration: 30,607 files, 8 readers, 161 s)
+S3_STREAM_MBPS = 1000.0       # large sequential reads through FastFile by several workers (the post: "exceed 1 GB/s")
+PIPE_OBJECT_LATENCY = 0.020   # Pipe: S3 GET latency per object, prefetched 8 deep (assumption: typical S3 first-byte latency)
+PIPE_MBPS = 300.0             # Pipe stream throughput (assumption; FastFile superseded it)
+FSX_FIRST_READ_LATENCY = 0.010   # FSx lazy load: first read of a file fetches it from S3 (assumption)
+FSX_READ_LATENCY = 0.0005     # FSx cached read, sub-millisecond (the post: "low-latency")
+FSX_MBPS_PER_TIB = 200.0      # Scratch 2 baseline throughput per TiB (AWS FSx for Lustre performance docs)
+FSX_IMPORT_RATE = 2_000_000 / 3600.0   # objects indexed per second on creation (the post: ~1 h per ~2 M objects)
+EFS_READ_LATENCY = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
+EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
+SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
+LARGE_FILE_BYTES = 1_000_000  # files above this are containers of many samples
+
+# Instance properties: vCPUs (readers), network Gbit/s, NVMe instance storage.
+INSTANCES = {
+    "ml.p3.2xlarge": (8, 10, False), "ml.p3.8xlarge": (32, 10, False), "ml.p3.16xlarge": (64, 25, False),
+    "ml.p3dn.24xlarge": (96, 100, True), "ml.p4d.24xlarge": (96, 400, True),
+    "ml.g4dn.xlarge": (4, 25, True), "ml.g4dn.2xlarge": (8, 25, True), "ml.g4dn.4xlarge": (16, 25, True),
+    "ml.g4dn.8xlarge": (32, 50, True), "ml.g4dn.12xlarge": (48, 50, True), "ml.g4dn.16xlarge": (64, 50, True),
+    "ml.g5.xlarge": (4, 10, True), "ml.g5.2xlarge": (8, 10, True), "ml.g5.4xlarge": (16, 25, True),
+    "ml.g5.8xlarge": (32, 25, True), "ml.g5.12xlarge": (48, 40, True), "ml.g5.16xlarge": (64, 25, True),
+    "ml.g5.24xlarge": (96, 50, True), "ml.g5.48xlarge": (192, 100, True),
+    "ml.m5.large": (2, 10, False), "ml.m5.xlarge": (4, 10, False), "ml.m5.2xlarge": (8, 10, False),
+    "ml.m5.4xlarge": (16, 10, False), "ml.m5.12xlarge": (48, 12, False), "ml.m5.24xlarge": (96, 25, False),
+    "ml.c5.xlarge": (4, 10, False), "ml.c5.2xlarge": (8, 10, False), "ml.c5.4xlarge": (16, 10, False),
+    "ml.c5.9xlarge": (36, 12, False), "ml.c5.18xlarge": (72, 25, False),
+}
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    files: int
+    bytes: int
+    samples: int | None = None
+
+    def __post_init__(self):
+        if self.files < 1:
+            raise ConfigError("--files", "must be at least 1")
+        if self.bytes < 1:
+            raise ConfigError("--bytes", "must be at least 1")
+
+    @property
+    def mean_file_bytes(self) -> float:
+        return self.bytes / self.files
+
+    def sample_count(self) -> tuple[int, str | None]:
+        if self.samples:
+            return self.samples, None
+        if self.mean_file_bytes <= LARGE_FILE_BYTES:
+            return self.files, None
+        count = max(self.files, int(self.bytes / SAMPLE_BYTES))
+        return count, (f"samples not given: assumed {count:,} ({SAMPLE_BYTES / 1000:.1f} KB per sample, "
+                       "Caltech-256's mean) inside the large files")
+
+
+@dataclass
+class Estimate:
+    mode: str
+    downloading: float
+    training: float
+    other: float
+    billable_seconds: float
+    cost_usd: dict[str, float]
+    assumptions: list[str] = field(default_factory=list)
+    bound: str = "compute"
+    fsx_provisioning_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"mode": self.mode, "downloading": round(self.downloading, 1), "training": round(self.training, 1),
+               "other": round(self.other, 1), "billable_seconds": round(self.billable_seconds, 1),
+               "cost_usd": self.cost_usd, "bound": self.bound, "assumptions": self.assumptions}
+        if self.fsx_provisioning_seconds is not None:
+            out["fsx_provisioning_seconds"] = round(self.fsx_provisioning_seconds, 1)
+        return out
+
+
+def compute_rate(preset: str | None = None, rate: float | None = None) -> tuple[float, str]:
+    if rate is not None:
+        if rate <= 0:
+            raise ConfigError("--compute-rate", "must be a positive number of samples per second")
+        return float(rate), f"the model consumes {rate:g} samples/s (given)"
+    preset = preset or "v100"
+    if preset not in COMPUTE_PRESETS:
+        raise ConfigError("--compute-preset", f"unknown preset {preset!r}", sorted(COMPUTE_PRESETS))
+    spec = COMPUTE_PRESETS[preset]
+    value = spec["batch_size"] / spec["seconds_per_batch"]
+    return value, (f"ResNet-50 on {preset.upper()} as MLPerf Storage emulates it: batch {spec['batch_size']} "
+                   f"every {spec['seconds_per_batch']} s = {value:.0f} samples/s")
+
+
+def instance_properties(instance_type: str) -> tuple[int, float, bool, str | None]:
+    if instance_type in INSTANCES:
+        vcpus, gbps, nvme = INSTANCES[instance_type]
+        return vcpus, gbps, nvme, None
+    return 8, 10.0, False, f"{instance_type} is not in the instance table: assumed 8 vCPUs, 10 Gbit/s, EBS volume"
+
+
+def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3.2xlarge", instance_count: int = 1,
+                  epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
+                  fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None) -> Estimate:
+    if mode not in MODES:
+        raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
+    if epochs < 1:
+        raise ConfigError("--epochs", "must be at least 1")
+    vcpus, gbps, nvme, instance_note = instance_properties(instance_type)
+    samples, sample_note = shape.sample_count()
+    assumptions = [note for note in (instance_note, sample_note) if note]
+    megabytes = shape.bytes / 1e6
+    files = shape.files
+    compute = samples / rate
+    readers = vcpus
+    fsx_provisioning = None
+
+    if mode == FILE:
+        throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, gbps * 125 * 0.8)
+        downloading = FILE_DOWNLOAD_FIXED + megabytes / throughput + files * FILE_PER_OBJECT
+        local_read = megabytes / (2000.0 if nvme else 250.0)
+        io_epochs = [local_read] * epochs
+        assumptions.append(f"File: downloads {shape.bytes / 1e9:.2f} GB in {files:,} objects to the "
+                           f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {FILE_PER_OBJECT * 1000:.1f} ms per object")
+        if shape.bytes / 1e9 * 1.05 > volume_size_gb:
+            assumptions.append(f"File: the dataset does not fit the {volume_size_gb} GB volume; raise volume_size_gb")
+    elif mode == FASTFILE:
+        downloading = FASTFILE_FIXED + files / FASTFILE_LIST_RATE
+        per_epoch = files * FASTFILE_GET_LATENCY / readers + megabytes / min(S3_STREAM_MBPS, gbps * 125 * 0.8)
+        io_epochs = [per_epoch] * epochs
+        assumptions.append(f"FastFile: lists {FASTFILE_LIST_RATE:,.0f} objects/s; each file read is a GET of "
+                           f"~{FASTFILE_GET_LATENCY * 1000:.0f} ms spread over {readers} readers; streams up to {S3_STREAM_MBPS:.0f} MB/s")
+    elif mode == PIPE:
+        downloading = MOUNT_FIXED
+        per_epoch = files * PIPE_OBJECT_LATENCY / 8 + megabytes / PIPE_MBPS
+        io_epochs = [per_epoch] * epochs
+        assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{PIPE_OBJECT_LATENCY * 1000:.0f} ms "
+                           "per object, prefetched 8 deep (no measured cell: public figures)")
+    elif mode == FSX:
+        downloading = MOUNT_FIXED
+        throughput = FSX_MBPS_PER_TIB * fsx_capacity_gib / 1024
+        first = files * FSX_FIRST_READ_LATENCY / readers + megabytes / min(throughput, S3_STREAM_MBPS)
+        warm = files * FSX_READ_LATENCY / readers + megabytes / throughput
+        io_epochs = [first] + [warm] * (epochs - 1)
+        fsx_provisioning = files / FSX_IMPORT_RATE
+        assumptions.append(f"FSx: Scratch 2, {fsx_capacity_gib} GiB, {throughput:.0f} MB/s; the first epoch lazy-loads "
+                           f"from S3; creating the file system indexes {files:,} objects in ~{fsx_provisioning / 60:.0f} min "
+                           "(not billed to the job, but FSx bills while it exists)")
+    else:
+        downloading = MOUNT_FIXED
+        throughput = (efs_provisioned_mibps * 1.048576) if efs_provisioned_mibps else EFS_BURST_MBPS
+        per_epoch = files * EFS_READ_LATENCY / readers + megabytes / throughput
+        io_epochs = [per_epoch] * epochs
+        assumptions.append(f"EFS: Max I/O, {throughput:.0f} MB/s ({'provisioned' if efs_provisioned_mibps else 'bursting, while credits last'}),"
+                           f" ~{EFS_READ_LATENCY * 1000:.0f} ms per file; the data must be copied into EFS first (DataSync, not billed to the job)")
+
+    epoch_times = [max(compute, io) for io in io_epochs]
+    training = TRAIN_FIXED + sum(epoch_times)
+    bound = "I/O" if any(io > compute for io in io_epochs) else "compute"
+    start = STARTUP[mode]
+    # Billable time runs from the instance's start; File mode's download hides its image pull.
+    other = max(OTHER_FLOOR, start - downloading)
+    wall = downloading + training + other
+    billable = wall * instance_count
+    cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
+                    volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=files,
+                    total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=fsx_capacity_gib)
+    if prices.instance_hourly(instance_type) is None:
+        assumptions.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
+    return Estimate(mode=mode, downloading=downloading * instance_count, training=training * instance_count,
+                    other=other * instance_count, billable_seconds=billable, cost_usd=cost.to_dict(),
+                    assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning)
+
+
+def estimate_all(shape: DatasetShape, modes=MODES, **kwargs) -> list[Estimate]:
+    return [estimate_mode(mode, shape, **kwargs) for mode in modes]
+
+
+def mape(pairs: list[tuple[float, float]]) -> float:
+    """Mean absolute percentage error of (predicted, measured) pairs, in percent."""
+    return 100.0 * sum(abs(p - m) / m for p, m in pairs) / len(pairs)
+
+
+def round_up(value: float) -> int:
+    return int(math.ceil(value))

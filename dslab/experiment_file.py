@@ -1,0 +1,48 @@
+"""Experiment files (YAML): loaded strictly, every error naming the file and the key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .core.errors import ConfigError
+from .core.experiment import Experiment, parse_experiment
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice (PyYAML would silently keep the last one)."""
+
+
+def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(str(key), f"is given twice (line {key_node.start_mark.line + 1}); keep one")
+        seen[key] = loader.construct_object(value_node, deep=deep)
+    return seen
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_document(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise ConfigError("--experiment", f"cannot read {path}: {err.strerror}") from None
+    try:
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except ConfigError as err:
+        raise err.with_source(str(path)) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError("--experiment", f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    return {} if document is None else document
+
+
+def load_experiment(path: Path) -> Experiment:
+    return parse_experiment(read_document(path), source=str(path))

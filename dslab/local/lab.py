@@ -1,0 +1,280 @@
+"""`dslab local`: the whole lab, offline, for real.
+
+1. Synthesizes the stacks with the pinned CDK CLI and takes the state machine from the template.
+2. Starts the embedded AWS stand-in (moto server on loopback) with the lab's resources.
+3. Generates (or reuses, cached) the experiment's datasets and uploads them to the stand-in's bucket.
+4. Executes the workflow in the stand-in's Step Functions engine; each training job it creates is
+   run by the local container runner with real data movement per mode (see ``storage``).
+5. Writes the report (results.json per the contract, CSV, Markdown, HTML, chart), marked local,
+   with the estimate for the same experiment on AWS beside it.
+Everything it started is stopped and unmounted on success, failure and Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import datasets as dataset_tools
+from ..core.errors import ConfigError
+from ..core.estimate import DatasetShape, compute_rate, estimate_mode
+from ..core.experiment import Experiment, JPG
+from ..core.prices import PriceTable
+from ..emulator.lab import EmulatedLab
+from ..experiment_file import load_experiment
+from ..packaging import build_sourcedir
+from ..report import write_report
+from .runner import kill_running, run_training_job
+from .storage import LabStorage, S3Mounts, fuse_available, unmount_all
+
+REPO = Path(__file__).resolve().parent.parent.parent
+DEFAULT_EXPERIMENT = REPO / "experiments" / "local.yaml"
+SYNTH_INPUTS = ("app.py", "cdk.json", "stacks", "dslab/core", "dslab/workflow", "training")
+
+
+def _fingerprint(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for base in paths:
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+        for path in files:
+            digest.update(str(path.relative_to(REPO)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def synthesize(cache: Path, say: Callable[[str], None]) -> Path:
+    """`cdk synth` through the pinned CLI, reused while its inputs are unchanged."""
+    out = cache / "cdk.out"
+    stamp = cache / "cdk.out.fingerprint"
+    fingerprint = _fingerprint([REPO / p for p in SYNTH_INPUTS])
+    if (out / "DataSourceLab.template.json").exists() and stamp.exists() and stamp.read_text() == fingerprint:
+        say("stacks: reusing the synthesized templates (sources unchanged)")
+        return out
+    cdk = REPO / "node_modules" / ".bin" / "cdk"
+    if not cdk.exists():
+        raise ConfigError("make setup", "the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
+    say("stacks: cdk synth (the templates cdk deploy would ship) ...")
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    result = subprocess.run([str(cdk), "synth", "--quiet", "--all", "-o", str(out)], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"cdk synth failed:\n{result.stderr[-3000:]}")
+    stamp.write_text(fingerprint)
+    return out
+
+
+def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
+    """The dataset's files on local disk, generated (and packed) once per distinct recipe."""
+    spec = dataset.generate
+    if not spec:
+        raise ConfigError(f"datasets.{dataset.name}.generate", "the local lab builds its datasets itself",
+                          "generate: {images: N, classes: K, seed: S} (and shard_size_mb for tfrecord)")
+    images, classes = int(spec.get("images", 1000)), int(spec.get("classes", 16))
+    seed, mean_kb = int(spec.get("seed", 0)), float(spec.get("mean_kb", dataset_tools.CALTECH_MEAN_KB))
+    copies = int(spec.get("copies", 1))
+    jpg_key = f"jpg-{images}-{classes}-{seed}-{mean_kb:g}"
+    jpg_dir = cache / "datasets" / jpg_key
+    if not (jpg_dir / "dataset.json").exists():
+        shutil.rmtree(jpg_dir, ignore_errors=True)
+        say(f"data: generating {images} JPEGs for {dataset.name} ...")
+        dataset_tools.generate(jpg_dir, images=images, classes=classes, seed=seed, mean_kb=mean_kb)
+    source = jpg_dir
+    if dataset.format != JPG:
+        shard_mb = float(spec.get("shard_size_mb", dataset_tools.DEFAULT_SHARD_MB))
+        tfr_dir = cache / "datasets" / f"tfr-{jpg_key}-{shard_mb:g}"
+        if not (tfr_dir / "manifest.json").exists():
+            shutil.rmtree(tfr_dir, ignore_errors=True)
+            say(f"data: packing {dataset.name} into {shard_mb:g} MB TFRecord shards ...")
+            dataset_tools.pack(jpg_dir, tfr_dir, shard_size=int(shard_mb * 1e6), seed=seed)
+        source = tfr_dir
+    if copies > 1:
+        copies_dir = cache / "datasets" / f"{source.name}-x{copies}"
+        if not (copies_dir / "dataset.json").exists():
+            shutil.rmtree(copies_dir, ignore_errors=True)
+            dataset_tools.replicate(source, copies, copies_dir)
+        source = copies_dir
+    return source
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LocalRun:
+    results: dict[str, Any]
+    paths: dict[str, Path]
+    execution_status: str
+    execution_error: str | None
+    timings: dict[str, float] = field(default_factory=dict)
+    estimates: list[dict[str, Any]] = field(default_factory=list)
+
+
+class LocalLab:
+    """The embedded lab: a context manager that owns the stand-in, the mounts and the job processes."""
+
+    def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
+                 time_scale: float = 0.01, fsx: bool = True):
+        self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
+        self.time_scale, self.with_fsx = time_scale, fsx
+        cache.mkdir(parents=True, exist_ok=True)
+        self.work = Path(tempfile.mkdtemp(prefix="dslab-lab-", dir=str(cache)))
+        self.timings: dict[str, float] = {}
+        self.local_datasets: dict[str, Path] = {}
+        self.lab: EmulatedLab | None = None
+        self.fsx_root: Path | None = None
+        self.mounts: S3Mounts | None = None
+        self._started = time.monotonic()
+
+    # ---- set-up ------------------------------------------------------------------------------
+    def __enter__(self) -> "LocalLab":
+        try:
+            return self._enter()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def _enter(self) -> "LocalLab":
+        t0 = time.monotonic()
+        self.cache.mkdir(parents=True, exist_ok=True)
+        stale = unmount_all(self.cache)
+        if stale:
+            self.say(f"clean-up: unmounted {stale} mounts left by an earlier run")
+        if not fuse_available():
+            self.say("warning: FUSE is unavailable: FastFile and FSx jobs will fail and say how to enable it")
+        assembly = synthesize(self.cache, self.say)
+        port = _free_port()
+        self.lab = EmulatedLab(assembly, executor=self._execute, efs_root=self.work / "efs", fsx=self.with_fsx,
+                               time_scale=self.time_scale, server_port=port, backend="local",
+                               on_fsx_down=self._fsx_down)
+        self.lab.__enter__()
+        self.mounts = S3Mounts(self.lab.endpoint, self.work / "mounts")
+        if self.with_fsx and fuse_available():
+            # FSx linked to the bucket: one mount for the lab's life, lazily filled cache.
+            self.fsx_root = self.mounts.mount(self.lab.bucket, "", "fsx", cache_dir=self.work / "fsx-cache")
+        self.timings["setup"] = time.monotonic() - t0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        kill_running()
+        if self.lab is not None:
+            try:
+                self.lab.__exit__(*exc)
+            finally:
+                self.lab = None
+        unmount_all(self.work)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+    def _fsx_down(self) -> None:
+        if self.fsx_root is not None and self.mounts is not None:
+            self.mounts.unmount(self.fsx_root)
+            self.fsx_root = None
+
+    # ---- data ----------------------------------------------------------------------------------
+    def upload(self) -> None:
+        t0 = time.monotonic()
+        s3 = self.lab.client("s3")
+        tarball, digest = build_sourcedir(REPO / "training", self.cache / "build")
+        env = self.lab.function_environment()
+        code_bucket, _, code_key = env["DSLAB_CODE_URI"][5:].partition("/")
+        s3.upload_file(str(tarball), code_bucket, code_key)
+        for dataset in self.experiment.datasets:
+            local = prepare_dataset(dataset, self.cache, self.say)
+            self.local_datasets[dataset.name] = local
+            result = dataset_tools.upload(local, f"s3://{self.lab.bucket}/datasets/{dataset.prefix}/", s3_client=s3)
+            self.say(f"data: {dataset.name}: {result['files']} files uploaded to the stand-in's S3")
+        self.timings["data"] = time.monotonic() - t0
+
+    # ---- jobs -----------------------------------------------------------------------------------
+    def _execute(self, request: dict, update: Callable[[dict], None]) -> dict:
+        storage = LabStorage(self.lab.client("s3"), self.mounts, self.work / "efs", self.fsx_root,
+                             self.lab.fsx_id, self.lab.efs_id)
+        workdir = self.work / "jobs" / request["TrainingJobName"]
+        workdir.mkdir(parents=True, exist_ok=True)
+        outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))
+        logs = self.out / "jobs"
+        logs.mkdir(parents=True, exist_ok=True)
+        (logs / f"{request['TrainingJobName']}.log").write_text(outcome.log)
+        shutil.rmtree(workdir, ignore_errors=True)
+        return outcome.describe
+
+    def run(self) -> LocalRun:
+        t0 = time.monotonic()
+        execution_arn = self.lab.start(self.experiment.document)
+        seen: dict[str, str] = {}
+
+        def progress() -> None:
+            sagemaker = self.lab.client("sagemaker")
+            for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
+                name = summary["TrainingJobName"]
+                state = sagemaker.describe_training_job(TrainingJobName=name)
+                status = f"{state['TrainingJobStatus']}/{state.get('SecondaryStatus', '')}"
+                if seen.get(name) != status:
+                    seen[name] = status
+                    self.say(f"  [{time.monotonic() - self._started:6.1f}s] {name}: {status}")
+
+        execution = self.lab.wait(execution_arn, timeout=3600, poll=0.5, on_poll=progress)
+        progress()
+        self.timings["jobs"] = time.monotonic() - t0
+        t1 = time.monotonic()
+        try:
+            results = self.lab.results(execution)
+        except Exception:
+            raise RuntimeError(f"the workflow ended {execution.status} without results: {execution.error}: {execution.cause}") from None
+        estimates = self.estimates()
+        paths = write_report(results, self.out, estimates=estimates)
+        self.timings["reporting"] = time.monotonic() - t1
+        return LocalRun(results, paths, execution.status, execution.error, dict(self.timings), estimates)
+
+    def estimates(self) -> list[dict[str, Any]]:
+        prices = PriceTable()
+        out = []
+        for trial in self.experiment.trials:
+            rate, _ = (compute_rate(trial.compute.preset) if trial.compute.preset
+                       else compute_rate(rate=trial.compute.batch_size / (trial.compute.seconds_per_batch or 0.195)))
+            for dataset in trial.datasets:
+                local = self.local_datasets.get(dataset.name)
+                if local is None:
+                    continue
+                info = dataset_tools.stats(str(local))
+                samples = int(dataset.generate.get("images", info["files"])) * int(dataset.generate.get("copies", 1))
+                shape = DatasetShape(files=info["files"], bytes=info["bytes"], samples=samples)
+                for mode in trial.modes:
+                    estimate = estimate_mode(mode, shape, instance_type=trial.instance_type,
+                                             instance_count=trial.instance_count, epochs=trial.epochs, rate=rate,
+                                             volume_size_gb=trial.volume_size_gb, prices=prices)
+                    out.append({"dataset": dataset.name, **estimate.to_dict()})
+        return out
+
+
+def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
+              fsx: bool = True) -> LocalRun:
+    path = experiment_path or DEFAULT_EXPERIMENT
+    experiment = load_experiment(path)
+    for i, dataset in enumerate(experiment.datasets):
+        if not dataset.generate:
+            raise ConfigError(f"{path}: datasets[{i}].generate", f"dataset '{dataset.name}' has no generate recipe; "
+                              "the local lab builds its datasets itself",
+                              "generate: {images: N, classes: K, seed: S}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError("--out", f"{out} exists and is not a folder")
+    cache = cache or REPO / ".lab-cache"
+    started = time.monotonic()
+    with LocalLab(experiment, out, cache, say=say, fsx=fsx) as lab:
+        lab.upload()
+        run = lab.run()
+    run.timings["total"] = time.monotonic() - started
+    return run
+
+
+__all__ = ["run_local", "LocalLab", "LocalRun", "synthesize", "prepare_dataset", "DEFAULT_EXPERIMENT"]
