@@ -8,6 +8,7 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 .PHONY: setup lab test synth lint deploy destroy fsx-up fsx-down bench-reader bench-lab clean
 
 setup: .venv/.installed node_modules/.installed
+	@scripts/ensure-system-packages.sh
 
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv

@@ -187,6 +187,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _aws_error(err: Exception) -> str | None:
+    from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError, NoRegionError
+    if isinstance(err, NoCredentialsError):
+        return "no AWS credentials: set AWS_PROFILE (or keys), or run the lab offline with `dslab local`"
+    if isinstance(err, NoRegionError):
+        return "no AWS region: pass --region or set AWS_REGION"
+    if isinstance(err, EndpointConnectionError):
+        return f"AWS cannot be reached ({err}); check the network or run the lab offline with `dslab local`"
+    if isinstance(err, ClientError):
+        error = err.response.get("Error", {})
+        return f"AWS said {error.get('Code')}: {error.get('Message')}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -194,6 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except (ConfigError, RequestInvalid, UserError) as err:
         print(f"dslab: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as err:  # AWS errors: one line and the fix, not a traceback
+        message = _aws_error(err)
+        if message is None:
+            raise
+        print(f"dslab: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("dslab: interrupted", file=sys.stderr)

@@ -135,17 +135,18 @@ def _sfn(region: str):
     return boto3.client("stepfunctions", region_name=region)
 
 
-def _state_machine_arn(args) -> str:
+def _workflow(args) -> tuple[str, str | None]:
+    """(state machine ARN, bucket) of the deployed lab."""
     outputs = outputs_from_file(Path(args.outputs)) if getattr(args, "outputs", None) else outputs_from_cloudformation(_region(args))
     if "StateMachineArn" not in outputs:
         raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy`")
-    return outputs["StateMachineArn"]
+    return outputs["StateMachineArn"], outputs.get("BucketName")
 
 
 def cmd_run(args) -> int:
     from .experiment_file import load_experiment
     experiment = load_experiment(Path(args.experiment))
-    arn = _state_machine_arn(args)
+    arn, bucket = _workflow(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:
         started = _sfn(_region(args)).start_execution(stateMachineArn=arn, input=json.dumps(experiment.document))
@@ -156,39 +157,55 @@ def cmd_run(args) -> int:
     execution = started["executionArn"]
     print(f"started {execution}")
     if args.wait:
-        return watch(execution, _region(args))
+        return watch(execution, _region(args), bucket)
     print(f"follow it with: dslab status {execution}")
     return 0
 
 
-def describe_progress(execution_arn: str, region: str) -> dict[str, Any]:
-    """Jobs by state and spend so far, from the execution's tags on its training jobs."""
+def describe_progress(execution_arn: str, region: str, bucket: str | None = None) -> dict[str, Any]:
+    """Jobs by state and spend so far: the plan Plan stored lists the execution's jobs."""
     import boto3
     from .core.prices import PriceTable
-    sfn, sagemaker = _sfn(region), boto3.client("sagemaker", region_name=region)
+    sfn = _sfn(region)
+    sagemaker = boto3.client("sagemaker", region_name=region)
     described = sfn.describe_execution(executionArn=execution_arn)
-    name = described["name"]
+    name = described.get("name") or execution_arn.rsplit(":", 1)[-1]
     counts: dict[str, int] = {}
     spend = 0.0
     prices = PriceTable()
-    jobs = sagemaker.search(Resource="TrainingJob", SearchExpression={"Filters": [
-        {"Name": "Tags.dslab:execution", "Operator": "Equals", "Value": name}]}).get("Results", [])
-    for result in jobs:
-        job = result["TrainingJob"]
-        counts[job["TrainingJobStatus"]] = counts.get(job["TrainingJobStatus"], 0) + 1
-        hourly = prices.instance_hourly(job["ResourceConfig"]["InstanceType"]) or 0.0
-        seconds = job.get("BillableTimeInSeconds")
-        if seconds is None and job.get("TrainingStartTime"):
-            seconds = (time.time() - job["TrainingStartTime"].timestamp()) * job["ResourceConfig"]["InstanceCount"]
+    jobs: list[dict[str, Any]] = []
+    if bucket:
+        try:
+            plan_document = json.loads(boto3.client("s3", region_name=region).get_object(
+                Bucket=bucket, Key=f"results/{name}/plan.json")["Body"].read())
+            jobs = plan_document["jobs"]
+        except Exception:
+            jobs = []  # Plan has not written it yet
+    for job in jobs:
+        if job.get("skip_reason"):
+            counts["Skipped"] = counts.get("Skipped", 0) + 1
+            continue
+        try:
+            state = sagemaker.describe_training_job(TrainingJobName=job["name"])
+        except Exception:
+            counts["Pending"] = counts.get("Pending", 0) + 1
+            continue
+        counts[state["TrainingJobStatus"]] = counts.get(state["TrainingJobStatus"], 0) + 1
+        hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
+        seconds = state.get("BillableTimeInSeconds")
+        start = state.get("TrainingStartTime")
+        if seconds is None and hasattr(start, "timestamp"):
+            seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
         spend += hourly * (seconds or 0) / 3600
-    elapsed = ((described.get("stopDate") or time.time()) if isinstance(described.get("stopDate"), (int, float))
-               else time.time()) - described["startDate"].timestamp()
+    stop = described.get("stopDate")
+    end = stop.timestamp() if hasattr(stop, "timestamp") else time.time()
+    elapsed = end - described["startDate"].timestamp() if hasattr(described.get("startDate"), "timestamp") else 0.0
     return {"execution": execution_arn, "status": described["status"], "jobs": counts, "spend_usd": round(spend, 4),
-            "elapsed_seconds": round(elapsed), "results": f"results/{name}/results.json",
+            "elapsed_seconds": round(elapsed), "results": f"s3://{bucket or '<bucket>'}/results/{name}/results.json",
             "error": described.get("error"), "cause": described.get("cause")}
 
 
-def watch(execution_arn: str, region: str) -> int:
+def watch(execution_arn: str, region: str, bucket: str | None = None) -> int:
     from rich.live import Live
     from rich.table import Table
 
@@ -201,30 +218,31 @@ def watch(execution_arn: str, region: str) -> int:
         return table
 
     try:
-        state = describe_progress(execution_arn, region)
+        state = describe_progress(execution_arn, region, bucket)
         with Live(render(state), refresh_per_second=1) as live:
             while state["status"] == "RUNNING":
                 time.sleep(15)
-                state = describe_progress(execution_arn, region)
+                state = describe_progress(execution_arn, region, bucket)
                 live.update(render(state))
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
         return 130
-    print(f"{state['status']}: results in s3://<bucket>/{state['results']}" + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
+    print(f"{state['status']}: results in {state['results']}" + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
     return 0 if state["status"] == "SUCCEEDED" else 1
 
 
 def cmd_status(args) -> int:
     region = _region(args)
     execution = args.execution
+    arn, bucket = _workflow(args)
     if not execution:
-        executions = _sfn(region).list_executions(stateMachineArn=_state_machine_arn(args), maxResults=1)["executions"]
+        executions = _sfn(region).list_executions(stateMachineArn=arn, maxResults=1)["executions"]
         if not executions:
             raise ConfigError("EXECUTION", "the workflow has no executions yet: start one with dslab run")
         execution = executions[0]["executionArn"]
     if args.wait:
-        return watch(execution, region)
-    state = describe_progress(execution, region)
+        return watch(execution, region, bucket)
+    state = describe_progress(execution, region, bucket)
     if args.json:
         _print_json(state)
     else:

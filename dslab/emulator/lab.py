@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import time
 import uuid
@@ -128,6 +129,10 @@ class EmulatedLab:
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> "EmulatedLab":
+        # The stand-in's request log and its engine's evaluation notes (e.g. an IsPresent probe of an
+        # absent path, which is how Choice states work) are not the user's business.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
         patches.install()
         patches.reset_hooks()
         patches.HOOKS.job_executor = self.executor

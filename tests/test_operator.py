@@ -1,0 +1,392 @@
+"""The operator side: experiment files, estimate (calibration), recommend, report, plan, AWS errors."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from dslab.cli import main
+from dslab.contracts import validate_results
+from dslab.core.estimate import DatasetShape, compute_rate, estimate_mode, mape
+from dslab.core.experiment import parse_experiment
+from dslab.core.prices import PriceTable
+from dslab.core.recommend import recommend
+from dslab.report import aggregate, breakdown_chart, results_from_describe_dir, write_report
+
+from .conftest import REPO, SHARED
+
+CALIBRATION = SHARED / "calibration" / "bencher-measured.csv"
+
+
+def dslab(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "dslab.cli", *args], capture_output=True, text=True, cwd=REPO, **kwargs)
+
+
+# ---- experiment files ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["local.yaml", "smoke.yaml", "post-12-jobs.yaml", "all-modes-20-jobs.yaml"])
+def test_shipped_experiments_parse(name):
+    from dslab.experiment_file import load_experiment
+    experiment = load_experiment(REPO / "experiments" / name)
+    from dslab.core.experiment import expand
+    count = len(expand(experiment))
+    assert count == {"local.yaml": 10, "smoke.yaml": 2, "post-12-jobs.yaml": 12, "all-modes-20-jobs.yaml": 20}[name]
+
+
+def test_normalised_experiment_reparses_to_itself():
+    experiment = parse_experiment({"name": "x", "trials": [{"name": "a", "epochs": 2}, {"name": "b", "compute": "resnet50"}],
+                                   "repeats": 2, "order": "interleave"})
+    again = parse_experiment(experiment.document)
+    assert again.document == experiment.document and again.content_hash == experiment.content_hash
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name: x\nmodez: [File]\n", ["bad.yaml", "modez", "did you mean 'modes'"]),
+    ("name: x\nmodes: [File, Stream]\n", ["bad.yaml", "modes[1]", "FastFile"]),
+    ("name: x\ntrials:\n  - name: t\n    epochs: 0\n", ["bad.yaml", "trials[0].epochs", "1..1000"]),
+    ("name: x\nname: y\n", ["bad.yaml", "name", "twice"]),
+    ("name: [unclosed\n", ["bad.yaml", "not valid YAML", "line"]),
+    ("name: x\norder: shuffled\n", ["bad.yaml", "order", "interleave"]),
+    ("name: x\ncompute: {preset: v100, model: resnet50}\n", ["compute", "either"]),
+])
+def test_experiment_file_errors_name_file_key_and_allowed_values(tmp_path, text, words):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    result = dslab("plan", "--experiment", str(path), "--outputs", str(tmp_path / "none.json"))
+    assert result.returncode == 2
+    for word in words:
+        assert word in result.stderr, result.stderr
+
+
+def test_order_options():
+    base = {"datasets": [{"name": "a", "format": "jpg"}], "modes": ["File", "EFS"], "repeats": 2}
+    from dslab.core.experiment import expand
+    listed = [(j.mode, j.repeat) for j in expand(parse_experiment({**base, "order": "listed"}))]
+    assert listed == [("File", 0), ("File", 1), ("EFS", 0), ("EFS", 1)]
+    interleaved = [(j.mode, j.repeat) for j in expand(parse_experiment({**base, "order": "interleave"}))]
+    assert interleaved == [("File", 0), ("EFS", 0), ("File", 1), ("EFS", 1)]
+    shuffled = [(j.mode, j.repeat) for j in expand(parse_experiment({**base, "order": "random", "seed": 3}))]
+    assert sorted(shuffled) == sorted(listed)
+    assert shuffled == [(j.mode, j.repeat) for j in expand(parse_experiment({**base, "order": "random", "seed": 3}))]
+
+
+# ---- estimate --------------------------------------------------------------------------------------
+
+def calibration_rows():
+    with open(CALIBRATION) as handle:
+        return list(csv.DictReader(line for line in handle if not line.startswith("#")))
+
+
+def test_estimate_calibration():
+    """Within 10% MAPE on the measured cells, and the measured order of modes in every scenario."""
+    if not CALIBRATION.exists():
+        pytest.skip("../shared/calibration is not beside this checkout")
+    rate, _ = compute_rate("v100")
+    prices = PriceTable()
+    pairs, scenarios = [], {}
+    for row in calibration_rows():
+        shape = DatasetShape(files=int(row["files"]), bytes=int(float(row["dataset_gb"]) * 1e9),
+                             samples=30607 * int(row["copies"]))
+        estimate = estimate_mode(row["mode"], shape, rate=rate, prices=prices)
+        pairs.append((estimate.billable_seconds, float(row["total_s"])))
+        scenarios.setdefault(row["scenario"], []).append((row["mode"], estimate.billable_seconds, float(row["total_s"])))
+    error = mape(pairs)
+    assert error < 10.0, f"MAPE {error:.1f}%"
+    for scenario, cells in scenarios.items():
+        predicted = [m for m, p, _ in sorted(cells, key=lambda c: c[1])]
+        measured = [m for m, _, t in sorted(cells, key=lambda c: c[2])]
+        assert predicted == measured, f"scenario {scenario}: {predicted} vs measured {measured}"
+
+
+def test_estimate_extrapolates_to_millions_of_small_files():
+    """The post's scenario C (1.5 M small files, 54 GB): FSx ~5,000 s, File downloads ~10,000 s, FastFile I/O-bound."""
+    rate, _ = compute_rate("v100")
+    shape = DatasetShape(files=1_530_350, bytes=54_000_000_000)
+    est = {m: estimate_mode(m, shape, rate=rate, prices=PriceTable()) for m in ("File", "FastFile", "FSx")}
+    assert 4000 < est["FSx"].billable_seconds < 6000
+    assert 8000 < est["File"].downloading < 14000
+    assert est["FastFile"].bound == "I/O"
+    assert est["FSx"].billable_seconds < est["FastFile"].billable_seconds < est["File"].billable_seconds
+    assert est["FSx"].fsx_provisioning_seconds == pytest.approx(1_530_350 / 2_000_000 * 3600, rel=0.01)
+
+
+def test_estimate_command_json(tmp_path):
+    result = dslab("estimate", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p3.2xlarge", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS"]
+    for e in data["estimates"]:
+        assert set(e) >= {"mode", "downloading", "training", "other", "billable_seconds", "cost_usd", "assumptions"}
+        assert e["billable_seconds"] == pytest.approx(e["downloading"] + e["training"] + e["other"], abs=0.5)
+        assert e["cost_usd"]["instance"] == pytest.approx(3.825 * e["billable_seconds"] / 3600, rel=1e-3)
+        assert e["assumptions"]
+    one = json.loads(dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--json").stdout)
+    assert [e["mode"] for e in one["estimates"]] == ["FastFile"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--files", "10"], ["--files/--bytes"]),
+    (["--files", "10", "--bytes", "1GB", "--mode", "Stream"], ["--mode", "FastFile"]),
+    (["--files", "10", "--bytes", "lots"], ["--bytes"]),
+    (["--files", "10", "--bytes", "1GB", "--instance", "ml.x9.huge"], ["--instance", "price"]),
+    (["--files", "10", "--bytes", "1GB", "--compute-preset", "tpu"], ["--compute-preset", "v100"]),
+])
+def test_estimate_bad_input(args, words):
+    result = dslab("estimate", *args)
+    assert result.returncode == 2
+    for word in words:
+        assert word in result.stderr
+
+
+def test_estimate_with_price_override(tmp_path):
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("date: '2027-01-01'\ninstance_hourly:\n  ml.p3.2xlarge: 1.0\n")
+    data = json.loads(dslab("estimate", "--files", "10", "--bytes", "1GB", "--prices", str(prices), "--json").stdout)
+    e = data["estimates"][0]
+    assert e["cost_usd"]["instance"] == pytest.approx(e["billable_seconds"] / 3600, rel=1e-3)
+    assert "2027-01-01" in data["prices"]
+    prices.write_text("s3_gets: 1\n")
+    result = dslab("estimate", "--files", "10", "--bytes", "1GB", "--prices", str(prices))
+    assert result.returncode == 2 and "s3_gets" in result.stderr
+
+
+# ---- recommend --------------------------------------------------------------------------------------
+
+def _rec(files, size, **kwargs):
+    rate, _ = compute_rate("v100")
+    return recommend(DatasetShape(files=files, bytes=size), rate=rate, prices=PriceTable(), **kwargs)
+
+
+def test_recommend_follows_the_flowchart():
+    assert _rec(1000, int(5e9), data_in_efs=True).mode == "EFS"
+    assert _rec(1000, int(5e9), random_access=True).mode == "FSx"
+    small_shards = _rec(10, int(1.1e9))
+    assert small_shards.mode == "File" and "small" in small_shards.branch[0]
+    large_large = _rec(2000, int(400e9))
+    assert large_large.mode == "FastFile" and "large files" in large_large.branch[0]
+    large_small = _rec(1_530_350, int(54e9))
+    assert large_small.mode == "FSx"
+    assert any("pack into ~150 MB shards" in a and "cheaper" in a for a in large_small.advice)
+    small_files = _rec(30607, int(1.1e9))
+    assert any("serialize" in step for step in small_files.branch)
+    assert {e.mode for e in small_files.estimates} == {"File", "FastFile", "Pipe", "FSx", "EFS"}
+
+
+def test_recommend_command():
+    result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["mode"] == "FSx" and data["branch"] and data["advice"] and len(data["estimates"]) == 5
+    text = dslab("recommend", "--files", "2000", "--bytes", "400GB")
+    assert text.returncode == 0 and "recommended: FastFile" in text.stdout
+
+
+# ---- report -----------------------------------------------------------------------------------------
+
+T0 = dt.datetime(2026, 11, 1, 10, 0, tzinfo=dt.timezone.utc)
+
+
+def _describe(name, mode, status="Completed", *, downloading=40, training=100, uploading=5, count=1, spot=False,
+              billable=None, failure=None, instance="ml.p3.2xlarge", dataset="caltech-jpg-1x", channel_input=None):
+    at = T0
+    transitions = []
+
+    def phase(status_name, seconds):
+        nonlocal at
+        transitions.append({"Status": status_name, "StartTime": at.isoformat(), "EndTime": (at + dt.timedelta(seconds=seconds)).isoformat(),
+                            "StatusMessage": ""})
+        at += dt.timedelta(seconds=seconds)
+
+    phase("Starting", 60)
+    start = at
+    if downloading:
+        phase("Downloading", downloading)
+    phase("Training", training)
+    if status == "Completed":
+        phase("Uploading", uploading)
+    transitions.append({"Status": status, "StartTime": at.isoformat(), "EndTime": at.isoformat(), "StatusMessage": ""})
+    seconds = int((at - start).total_seconds())
+    if mode in ("FSx", "EFS"):
+        source = {"FileSystemDataSource": {"FileSystemId": "fs-0123456789abcdef0", "FileSystemType": "FSxLustre" if mode == "FSx" else "EFS",
+                                           "DirectoryPath": f"/abc/datasets/{dataset}", "FileSystemAccessMode": "ro"}}
+        input_mode = "File"
+    else:
+        source = {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://b/datasets/{dataset}/", "S3DataDistributionType": "FullyReplicated"}}
+        input_mode = mode
+    out = {"TrainingJobName": name, "TrainingJobStatus": status, "SecondaryStatus": status,
+           "AlgorithmSpecification": {"TrainingImage": "x", "TrainingInputMode": "File"},
+           "InputDataConfig": [{"ChannelName": "train", "InputMode": channel_input or input_mode, "DataSource": source}],
+           "ResourceConfig": {"InstanceType": instance, "InstanceCount": count, "VolumeSizeInGB": 100},
+           "SecondaryStatusTransitions": transitions, "TrainingStartTime": start.isoformat(), "TrainingEndTime": at.isoformat(),
+           "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": billable if billable is not None else seconds * count,
+           "EnableManagedSpotTraining": spot, "HyperParameters": {"epochs": "1"},
+           "FinalMetricDataList": [{"MetricName": "samples_per_second", "Value": 300.0, "Timestamp": at.isoformat()},
+                                   {"MetricName": "au_percent", "Value": 96.5, "Timestamp": at.isoformat()}]}
+    if failure:
+        out["FailureReason"] = failure
+    return out
+
+
+@pytest.fixture
+def describe_dir(tmp_path):
+    d = tmp_path / "describes"
+    d.mkdir()
+    jobs = [
+        _describe("job-file", "File"),
+        _describe("job-fastfile", "FastFile", downloading=15),
+        _describe("job-failed", "Pipe", status="Failed", downloading=0, training=30, failure="AlgorithmError: bad record"),
+        _describe("job-stopped", "EFS", status="Stopped", downloading=0, training=50),
+        _describe("job-spot", "FSx", downloading=0, spot=True, billable=50),
+        _describe("job-multi", "File", count=2, dataset="caltech-tfr-1x"),
+    ]
+    for job in jobs:
+        (d / f"{job['TrainingJobName']}.json").write_text(json.dumps(job))
+    return d
+
+
+def test_report_from_recorded_describe_outputs_number_by_number(describe_dir, tmp_path):
+    out = tmp_path / "report"
+    result = dslab("report", "--describe-json", str(describe_dir), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    results = json.loads((out / "results.json").read_text())
+    validate_results(results)
+    records = {r["job_name"]: r for r in results["records"]}
+    completed = records["job-file"]
+    assert completed["mode"] == "File" and completed["dataset"] == "caltech-jpg-1x"
+    assert completed["billable_seconds"] == 145.0 and completed["breakdown"] == {"downloading": 40.0, "training": 100.0, "other": 5.0}
+    assert completed["phases"] == {"Starting": 60.0, "Downloading": 40.0, "Training": 100.0, "Uploading": 5.0, "Completed": 0.0}
+    assert completed["cost_usd"]["instance"] == pytest.approx(3.825 * 145 / 3600, abs=1e-6)
+    assert completed["metrics"]["samples_per_second"] == 300.0 and completed["metrics"]["au_percent"] == 96.5
+    assert records["job-fastfile"]["mode"] == "FastFile"
+    failed = records["job-failed"]
+    assert failed["status"] == "Failed" and failed["failure_reason"] == "AlgorithmError: bad record" and failed["mode"] == "Pipe"
+    assert failed["billable_seconds"] == 30.0
+    assert records["job-stopped"]["status"] == "Stopped" and records["job-stopped"]["mode"] == "EFS"
+    spot = records["job-spot"]
+    # Spot: billable (50 s) is less than the phases (105 s): training is scaled down to fit, other is 0.
+    assert spot["billable_seconds"] == 50.0 and spot["breakdown"]["other"] == 0.0
+    assert sum(spot["breakdown"].values()) == pytest.approx(50.0, abs=0.01)
+    assert spot["cost_usd"]["instance"] == pytest.approx(3.825 * 50 / 3600, abs=1e-6)
+    assert spot["mode"] == "FSx" and spot["cost_usd"]["storage"] > 0
+    multi = records["job-multi"]
+    assert multi["instance_count"] == 2 and multi["billable_seconds"] == 290.0
+    assert multi["breakdown"] == {"downloading": 80.0, "training": 200.0, "other": 10.0}
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert len(rows) == 6 and {r["job_name"] for r in rows} == set(records)
+    md = (out / "report.md").read_text()
+    assert "6 jobs: 4 completed, 2 failed" in md
+    assert "| caltech-jpg-1x | File |" in md and "AlgorithmError: bad record" in md
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "<table>" in html
+    assert "src='http" not in html and 'src="http' not in html  # self-contained: nothing fetched
+    assert (out / "breakdown.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_chart_is_a_real_png_with_the_expected_bars(describe_dir, tmp_path):
+    results = results_from_describe_dir(describe_dir, PriceTable())
+    rows = aggregate(results["records"])
+    drawn = breakdown_chart(rows, tmp_path / "chart.png", "test")
+    expected = {(r["dataset"], r["mode"]) for r in results["records"] if r["status"] == "Completed"}
+    assert {(b["dataset"], b["mode"]) for b in drawn["bars"]} == expected
+    heights = {(b["dataset"], b["mode"]): b["height"] for b in drawn["bars"]}
+    assert heights[("caltech-jpg-1x", "File")] == pytest.approx(145.0)
+    image = Image.open(tmp_path / "chart.png")
+    assert image.format == "PNG" and image.size[0] > 400
+    import numpy as np
+    colours = {tuple(p) for p in np.asarray(image.convert("RGB")).reshape(-1, 3).tolist()}
+    for colour in ((0x4C, 0x72, 0xB0), (0x55, 0xA8, 0x68), (0xC4, 0x4E, 0x52)):  # downloading, training, other
+        assert colour in colours
+
+
+def test_repeats_mean_spread_and_disagreement_flag(tmp_path):
+    prices = PriceTable()
+    from dslab.core.results import record_from_describe
+    records = [record_from_describe(_describe(f"r{i}", "File", training=t), prices=prices, repeat=i)
+               for i, t in enumerate((100, 102, 140))]
+    records += [record_from_describe(_describe(f"s{i}", "FastFile", training=t), prices=prices, repeat=i)
+                for i, t in enumerate((100, 101))]
+    rows = {r["mode"]: r for r in aggregate(records)}
+    assert rows["File"]["billable_mean"] == pytest.approx((145 + 147 + 185) / 3)
+    assert rows["File"]["billable_spread"] == 40 and rows["File"]["disagree"] is True
+    assert rows["FastFile"]["disagree"] is False
+    results = {"experiment": {"name": "rep"}, "backend": "aws", "records": records}
+    paths = write_report(results, tmp_path / "out")
+    assert "repeats disagree >5%" in paths["report.md"].read_text()
+
+
+def test_local_report_says_so(tmp_path):
+    prices = PriceTable()
+    from dslab.core.results import record_from_describe
+    results = {"experiment": {"name": "l"}, "backend": "local", "records": [record_from_describe(_describe("a", "File"), prices=prices)]}
+    text = write_report(results, tmp_path / "o")["report.md"].read_text()
+    assert "LOCAL run" in text and "not AWS" in text
+
+
+def test_report_bad_input(tmp_path):
+    assert dslab("report", "--out", str(tmp_path / "o")).returncode == 2
+    (tmp_path / "r.json").write_text(json.dumps({"experiment": {}, "backend": "cloud", "records": []}))
+    result = dslab("report", "--results", str(tmp_path / "r.json"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2 and "backend" in result.stderr
+    (tmp_path / "d").mkdir()
+    result = dslab("report", "--describe-json", str(tmp_path / "d"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2 and "--describe-json" in result.stderr
+
+
+# ---- plan / run / status / fsx ------------------------------------------------------------------------
+
+OUTPUTS = {
+    "DataSourceLab-Core": {"BucketName": "datasourcelab-data-123456789012-us-east-1", "SubnetId": "subnet-0123456789abcdef0",
+                           "TrainingSecurityGroupId": "sg-0123456789abcdef0", "EfsFileSystemId": "fs-0fedcba9876543210",
+                           "TrainingRoleArn": "arn:aws:iam::123456789012:role/Training", "TrainingCodeVersion": "abc",
+                           "TrainingCodeUri": "s3://cdk-hnb659fds-assets-123456789012-us-east-1/abc.tar.gz"},
+    "DataSourceLab-Fsx": {"FsxFileSystemId": "fs-0123456789abcdef1", "FsxMountName": "mnt1234"},
+    "DataSourceLab": {"StateMachineArn": "arn:aws:states:us-east-1:123456789012:stateMachine:W",
+                      "TrainingImageUri": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.6.0-gpu-py312",
+                      "TrainingImageUriCpu": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.6.0-cpu-py312"},
+}
+
+
+def test_plan_prints_exact_requests_from_outputs_file(tmp_path):
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps(OUTPUTS))
+    result = dslab("plan", "--experiment", str(REPO / "experiments/post-12-jobs.yaml"), "--outputs", str(outputs), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert len(data["jobs"]) == 12
+    from dslab.validation import validate_request
+    for job in data["jobs"]:
+        validate_request("sagemaker", "CreateTrainingJob", job["request"])
+    fsx = next(j for j in data["jobs"] if j["mode"] == "FSx")
+    assert fsx["request"]["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["DirectoryPath"].startswith("/mnt1234/datasets/")
+    down = {k: v for k, v in OUTPUTS.items() if k != "DataSourceLab-Fsx"}
+    outputs.write_text(json.dumps(down))
+    skipped = json.loads(dslab("plan", "--experiment", str(REPO / "experiments/post-12-jobs.yaml"), "--outputs", str(outputs), "--json").stdout)
+    assert sum(1 for j in skipped["jobs"] if j["skip_reason"]) == 4
+    text = dslab("plan", "--experiment", str(REPO / "experiments/smoke.yaml"), "--outputs", str(outputs))
+    assert text.returncode == 0 and "2 jobs" in text.stdout
+
+
+def test_aws_commands_without_credentials_say_what_to_do(tmp_path):
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("AWS_")}
+    env.update({"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"), "AWS_CONFIG_FILE": str(tmp_path / "none"),
+                "AWS_EC2_METADATA_DISABLED": "true", "AWS_DEFAULT_REGION": "us-east-1"})
+    for args in (["plan", "--experiment", str(REPO / "experiments/smoke.yaml")], ["status"], ["fsx", "status"],
+                 ["run", "--experiment", str(REPO / "experiments/smoke.yaml")]):
+        result = dslab(*args, env=env)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "credentials" in (result.stderr + result.stdout).lower()
+        assert "Traceback" not in result.stderr
+
+
+def test_every_command_has_help_with_an_example():
+    for command in (["plan"], ["run"], ["status"], ["report"], ["estimate"], ["recommend"], ["fsx"], ["local"],
+                    ["dataset", "generate"], ["dataset", "pack"], ["dataset", "upload"], ["job", "run-local"]):
+        result = dslab(*command, "-h")
+        assert result.returncode == 0 and "example:" in result.stdout, command
