@@ -146,6 +146,8 @@ class EmulatedLab:
             self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.server_port, verbose=False)
             self._server.start()
             import urllib.request
+            # A fresh stand-in: backends live per process, so clear what an earlier lab left there.
+            urllib.request.urlopen(urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST"), timeout=10).read()
             urllib.request.urlopen(urllib.request.Request(
                 f"{self.endpoint}/moto-api/config", data=json.dumps(config).encode(), method="POST",
                 headers={"Content-Type": "application/json"}), timeout=10).read()

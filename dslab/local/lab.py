@@ -33,7 +33,11 @@ from ..experiment_file import load_experiment
 from ..packaging import build_sourcedir
 from ..report import write_report
 from .runner import kill_running, run_training_job
-from .storage import LabStorage, S3Mounts, fuse_available, unmount_all
+from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
+
+
+def local_fuse_help() -> str:
+    return FUSE_HELP
 
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_EXPERIMENT = REPO / "experiments" / "local.yaml"
@@ -172,6 +176,8 @@ class LocalLab:
                 self.lab.__exit__(*exc)
             finally:
                 self.lab = None
+        if self.mounts is not None:
+            self.mounts.unmount_all()
         unmount_all(self.work)
         shutil.rmtree(self.work, ignore_errors=True)
 
@@ -198,7 +204,8 @@ class LocalLab:
     # ---- jobs -----------------------------------------------------------------------------------
     def _execute(self, request: dict, update: Callable[[dict], None]) -> dict:
         storage = LabStorage(self.lab.client("s3"), self.mounts, self.work / "efs", self.fsx_root,
-                             self.lab.fsx_id, self.lab.efs_id)
+                             self.lab.fsx_id, self.lab.efs_id,
+                             fsx_problem=None if fuse_available() else local_fuse_help())
         workdir = self.work / "jobs" / request["TrainingJobName"]
         workdir.mkdir(parents=True, exist_ok=True)
         outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))

@@ -63,6 +63,7 @@ class S3Mounts:
         self.endpoint, self.root = endpoint, root
         self._lock = threading.Lock()
         self._count = 0
+        self._processes: dict[Path, subprocess.Popen] = {}
 
     def mount(self, bucket: str, prefix: str, name: str, cache_dir: Path | None = None) -> Path:
         if not fuse_available():
@@ -78,32 +79,52 @@ class S3Mounts:
             cache_dir.mkdir(parents=True, exist_ok=True)
             options += ["-o", f"use_cache={cache_dir}"]
         env = {**os.environ, "AWSACCESSKEYID": "testing", "AWSSECRETACCESSKEY": "testing"}
-        result = subprocess.run(["s3fs", source, str(point), *options], env=env, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise StorageError(f"s3fs could not mount {source}: {result.stderr.strip()[:300]}")
+        # Foreground (-f) as our own child: unmounting ends it and we reap it (no orphaned daemons).
+        proc = subprocess.Popen(["s3fs", source, str(point), "-f", *options], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 10
         while not os.path.ismount(point):
+            if proc.poll() is not None:
+                raise StorageError(f"s3fs could not mount {source}: {proc.stderr.read().strip()[:300]}")
             if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
                 raise StorageError(f"s3fs mount of {source} did not appear at {point}")
             time.sleep(0.02)
+        with self._lock:
+            self._processes[point] = proc
         return point
 
-    @staticmethod
-    def unmount(point: Path) -> None:
+    def unmount(self, point: Path) -> None:
         if os.path.ismount(point):
             _unmount(point)
+        with self._lock:
+            proc = self._processes.pop(point, None)
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         try:
             point.rmdir()
         except OSError:
             pass
+
+    def unmount_all(self) -> None:
+        with self._lock:
+            points = list(self._processes)
+        for point in points:
+            self.unmount(point)
 
 
 class LabStorage:
     """One job's view of the lab (the runner's Storage): S3 through boto3, mounts per mode."""
 
     def __init__(self, s3_client, mounts: S3Mounts, efs_root: Path, fsx_root: Path | None, fsx_id: str | None,
-                 efs_id: str):
+                 efs_id: str, fsx_problem: str | None = None):
         self.s3, self.mounts, self.efs_root = s3_client, mounts, efs_root
+        self.fsx_problem = fsx_problem
         self.fsx_root, self.fsx_id, self.efs_id = fsx_root, fsx_id, efs_id
         self._job_mounts: list[Path] = []
 
@@ -139,6 +160,8 @@ class LabStorage:
             if file_system_id != self.efs_id:
                 raise StorageError(f"EFS file system {file_system_id} does not exist in the lab")
             return self.efs_root
+        if self.fsx_problem:
+            raise StorageError(self.fsx_problem)
         if self.fsx_root is None or file_system_id != self.fsx_id:
             raise StorageError(f"FSx file system {file_system_id} does not exist (FSx is down?)")
         return self.fsx_root

@@ -1,0 +1,171 @@
+"""`dslab local`: the whole lab offline, for real — the default experiment, failures, clean-up."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dslab.contracts import validate_results
+from dslab.experiment_file import load_experiment
+from dslab.local import lab as local_lab
+from dslab.local import storage as local_storage
+from dslab.local.lab import LocalLab, run_local
+from dslab.local.storage import fuse_available, mounts_under
+
+from .conftest import REPO
+
+pytestmark = pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev/fuse are needed (.ci/run installs them)")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("lab-cache")
+
+
+def s3fs_processes() -> list[str]:
+    result = subprocess.run(["pgrep", "-a", "s3fs"], capture_output=True, text=True)
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def script_processes() -> list[str]:
+    result = subprocess.run(["pgrep", "-af", "train.py"], capture_output=True, text=True)
+    return [line for line in result.stdout.splitlines() if "pgrep" not in line and "pytest" not in line]
+
+
+def assert_clean(cache: Path) -> None:
+    assert mounts_under(cache) == [], "a FUSE mount was left behind"
+    assert s3fs_processes() == []
+    assert script_processes() == []
+    assert not list(cache.glob("dslab-lab-*")), "the lab's work folder (FIFOs, job trees) was left behind"
+
+
+def test_default_local_experiment_end_to_end(cache, tmp_path):
+    out = tmp_path / "lab-out"
+    lines: list[str] = []
+    run = run_local(None, out, cache=cache, say=lines.append)
+    assert run.execution_status == "SUCCEEDED", run.execution_error
+    results = run.results
+    validate_results(results)
+    assert results["backend"] == "local"
+    experiment = load_experiment(REPO / "experiments" / "local.yaml")
+    images = {d.name: d.generate["images"] for d in experiment.datasets}
+    records = results["records"]
+    assert len(records) == 10
+    assert {(r["dataset"], r["mode"]) for r in records} == {(d, m) for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
+    for r in records:
+        assert r["status"] == "Completed", (r["mode"], r["dataset"], r["failure_reason"])
+        assert r["metrics"]["samples"] == images[r["dataset"]]
+        assert r["billable_seconds"] >= 1 and "Training" in r["phases"]
+        assert ("Downloading" in r["phases"]) == (r["mode"] == "File")
+        assert r["metrics"]["au_percent"] is not None
+    for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png"):
+        assert (out / name).exists()
+    assert (out / "breakdown.png").read_bytes()[:4] == b"\x89PNG"
+    report = (out / "report.md").read_text()
+    assert "LOCAL run" in report and "estimated (not measured)" in report
+    assert len(run.estimates) == 10 and {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
+    assert_clean(cache)
+
+
+def test_corrupted_shard_fails_one_real_job_others_complete_results_stored_teardown_runs(cache, tmp_path):
+    experiment = load_experiment_text(tmp_path, """
+name: failure-scenario
+teardown_fsx: true
+max_concurrency: 1
+instance_type: ml.m5.xlarge
+volume_size_gb: 5
+compute: {batch_size: 32, seconds_per_batch: 0.01}
+trials:
+  - name: good
+    datasets: [{name: good-tfr, format: tfrecord, generate: {images: 120, classes: 4, seed: 5, shard_size_mb: 1}}]
+    modes: [File, FastFile, FSx, EFS]
+  - name: bad
+    datasets: [{name: bad-tfr, format: tfrecord, generate: {images: 120, classes: 4, seed: 6, shard_size_mb: 1}}]
+    modes: [Pipe]
+""")
+    out = tmp_path / "out"
+    with LocalLab(experiment, out, cache, say=lambda _: None) as lab:
+        lab.upload()
+        s3 = lab.lab.client("s3")
+        keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=lab.lab.bucket, Prefix="datasets/bad-tfr/")["Contents"])
+        body = bytearray(s3.get_object(Bucket=lab.lab.bucket, Key=keys[0])["Body"].read())
+        body[2] ^= 0xFF  # the first record's length: its CRC no longer matches
+        s3.put_object(Bucket=lab.lab.bucket, Key=keys[0], Body=bytes(body))
+        run = lab.run()
+        assert not lab.lab.fsx_present  # torn down after the failure, through the FSx stack's deletion
+    assert run.execution_status == "FAILED" and run.execution_error == "JobsFailed"
+    records = {(r["dataset"], r["mode"]): r for r in run.results["records"]}
+    failed = records[("bad-tfr", "Pipe")]
+    assert failed["status"] == "Failed" and "CRC" in failed["failure_reason"] and "byte offset 0" in failed["failure_reason"]
+    assert all(records[("good-tfr", m)]["status"] == "Completed" for m in ("File", "FastFile", "FSx", "EFS"))
+    stored = json.loads((out / "results.json").read_text())
+    assert len(stored["records"]) == 5
+    assert_clean(cache)
+
+
+def test_without_fuse_fastfile_and_fsx_fail_and_say_how_to_enable_it(cache, tmp_path, monkeypatch):
+    monkeypatch.setattr(local_storage, "fuse_available", lambda: False)
+    monkeypatch.setattr(local_lab, "fuse_available", lambda: False)
+    experiment = load_experiment_text(tmp_path, """
+name: no-fuse
+instance_type: ml.m5.xlarge
+volume_size_gb: 5
+compute: {batch_size: 32, seconds_per_batch: 0.01}
+datasets: [{name: nofuse-tfr, format: tfrecord, generate: {images: 60, classes: 3, seed: 2, shard_size_mb: 1}}]
+modes: [File, FastFile, FSx]
+""")
+    with LocalLab(experiment, tmp_path / "out", cache, say=lambda _: None) as lab:
+        lab.upload()
+        run = lab.run()
+    records = {r["mode"]: r for r in run.results["records"]}
+    assert records["File"]["status"] == "Completed"
+    for mode in ("FastFile", "FSx"):
+        assert records[mode]["status"] == "Failed"
+        assert "apt-get install s3fs fuse3" in records[mode]["failure_reason"]
+    assert_clean(cache)
+
+
+def test_interrupt_stops_everything_and_a_second_run_needs_no_clean_up(cache, tmp_path):
+    experiment = tmp_path / "slow.yaml"
+    experiment.write_text("""
+name: interrupted
+instance_type: ml.m5.xlarge
+volume_size_gb: 5
+compute: {batch_size: 16, seconds_per_batch: 2.0}
+datasets: [{name: slow-tfr, format: tfrecord, generate: {images: 200, classes: 4, seed: 3, shard_size_mb: 1}}]
+modes: [FastFile, Pipe]
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment),
+                             "--out", str(tmp_path / "out"), "--cache", str(cache)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    deadline = time.monotonic() + 240
+    for line in proc.stdout:
+        seen.append(line)
+        if "InProgress/Training" in line:
+            break
+        assert time.monotonic() < deadline, "".join(seen)
+    time.sleep(1.0)
+    assert mounts_under(cache), "a FastFile mount should be up while its job trains"
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + rest
+    assert_clean(cache)
+    # A second run works straight away.
+    run = run_local(experiment, tmp_path / "out2", cache=cache, say=lambda _: None)
+    assert run.execution_status in ("SUCCEEDED", "FAILED")
+    assert {r["status"] for r in run.results["records"]} == {"Completed"}
+    assert_clean(cache)
+
+
+def load_experiment_text(tmp_path: Path, text: str):
+    path = tmp_path / "experiment.yaml"
+    path.write_text(text)
+    return load_experiment(path)
+
