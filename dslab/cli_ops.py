@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -149,7 +150,9 @@ def cmd_run(args) -> int:
     arn, bucket = _workflow(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:
-        started = _sfn(_region(args)).start_execution(stateMachineArn=arn, input=json.dumps(experiment.document))
+        # A readable, unique execution name: it names the results folder, results/<name>/.
+        name = f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"[:80]
+        started = _sfn(_region(args)).start_execution(stateMachineArn=arn, name=name, input=json.dumps(experiment.document))
     except NoCredentialsError:
         raise ConfigError("AWS credentials", "none found: set AWS_PROFILE or keys") from None
     except ClientError as err:

@@ -67,3 +67,15 @@ def test_upload_sends_only_what_changed_and_writes_a_manifest(tmp_path, capsys):
     changed.write_bytes(changed.read_bytes() + b"\0")
     assert main(["dataset", "upload", "--src", str(tmp_path / "jpg"), "--to", to]) == 0
     assert "1 files uploaded" in capsys.readouterr().out
+
+
+@mock_aws
+def test_stats_of_an_s3_prefix(tmp_path, capsys):
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="lab")
+    for i, size in enumerate((1000, 3000, 5000)):
+        s3.put_object(Bucket="lab", Key=f"datasets/d/{i}.jpg", Body=b"x" * size)
+    assert main(["dataset", "stats", "s3://lab/datasets/d/", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["files"] == 3 and stats["bytes"] == 9000 and stats["median_bytes"] == 3000 and stats["format"] == "jpg"
+    assert main(["dataset", "stats", "s3://lab/datasets/none/"]) == 2

@@ -332,3 +332,25 @@ def test_lanes_bound_concurrency():
     assert len(lanes) == 3 and sorted(i["index"] for lane in lanes for i in lane) == list(range(7))
     assert deal_into_lanes(items[:2], 5) == [[{"index": 0}], [{"index": 1}]]
     assert sorted(flatten_outcomes(copy.deepcopy(lanes))) == list(range(7))
+
+
+def test_dslab_run_and_status_against_the_emulated_lab(tmp_path, capsys):
+    """`dslab run` starts the deployed workflow; `dslab status --json` reports jobs by state and spend."""
+    from dslab.cli import main
+    jobs = ScriptedJobs()
+    with emulated(tmp_path, jobs) as lab:
+        put_datasets(lab, ["smoke-tfr"])
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn},
+                                       "DataSourceLab-Core": {"BucketName": lab.bucket}}))
+        assert main(["run", "--experiment", str(REPO / "experiments/smoke.yaml"), "--outputs", str(outputs)]) == 0
+        started = capsys.readouterr().out
+        execution = started.split("started ", 1)[1].split()[0]
+        finished = lab.wait(execution)
+        assert finished.status == "SUCCEEDED", finished.cause
+        assert main(["status", execution, "--outputs", str(outputs), "--json"]) == 0
+        state = json.loads(capsys.readouterr().out)
+        assert state["status"] == "SUCCEEDED" and state["jobs"] == {"Completed": 2}
+        assert state["spend_usd"] > 0 and state["results"].endswith(f"results/{finished.name}/results.json")
+        assert main(["status", "--outputs", str(outputs), "--json"]) == 0  # the latest execution by default
+        assert json.loads(capsys.readouterr().out)["execution"] == execution
