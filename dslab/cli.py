@@ -27,7 +27,7 @@ def _console():
 
 
 def _progress(description: str, total: int | None):
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TimeRemainingColumn(), console=_console(), transient=True)
 

@@ -7,7 +7,6 @@ import os
 import subprocess
 
 import pytest
-from aws_cdk.assertions import Match
 
 from stacks.config import LabConfig, LabConfigError
 

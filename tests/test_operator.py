@@ -7,12 +7,10 @@ import datetime as dt
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from dslab.cli import main
 from dslab.contracts import validate_results
 from dslab.core.estimate import DatasetShape, compute_rate, estimate_mode, mape
 from dslab.core.experiment import parse_experiment

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
-from .modes import EFS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, FSX, JPG, MODES, PIPE, SOURCES, TFRECORD, canonical_mode
+from .modes import EFS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, JPG, MODES, PIPE, SOURCES, TFRECORD, canonical_mode
 
 # MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
 # Source: ../shared/reference/anchors.md (ResNet-50; V100 batch 64 0.195 s, A100 batch 400 0.435 s,

@@ -140,7 +140,6 @@ class BenchmarkWorkflow(Construct):
     # ------------------------------------------------------------------------------------------
     def _definition(self, training_role: iam.IRole, fsx_stack_name: str) -> sfn.IChainable:
         stack = Stack.of(self)
-        bucket = self.bucket
 
         invalid = sfn.Fail(self, "ExperimentInvalid", error="ExperimentInvalid", cause_path="$.error.Cause")
         plan = tasks.LambdaInvoke(
