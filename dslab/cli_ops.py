@@ -31,22 +31,10 @@ def _prices(path: str | None):
 
 # ---- stack outputs -------------------------------------------------------------------------------
 
-OUTPUT_KEYS = {
-    "BucketName": "bucket", "SubnetId": "subnet_ids", "TrainingSecurityGroupId": "security_group_ids",
-    "TrainingRoleArn": "role_arn", "TrainingCodeUri": "code_uri", "TrainingCodeVersion": "code_version",
-    "EfsFileSystemId": "efs", "FsxFileSystemId": "fsx_id", "FsxMountName": "fsx_mount",
-    "TrainingImageUri": "image_uri", "TrainingImageUriCpu": "image_uri_cpu", "StateMachineArn": "state_machine_arn",
-}
-
-
 def outputs_from_file(path: Path) -> dict[str, str]:
     """Flatten `cdk deploy --outputs-file` JSON ({stack: {key: value}}) into one mapping."""
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise ConfigError("--outputs", f"cannot read {path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError("--outputs", f"{path} is not JSON ({err})") from None
+    from .experiment_file import read_json_file
+    data = read_json_file(path, "--outputs")
     if not isinstance(data, dict):
         raise ConfigError("--outputs", f"{path} is not a cdk --outputs-file document ({{stack: {{output: value}}}})")
     flat: dict[str, str] = {}

@@ -1,6 +1,9 @@
-"""Experiment files (YAML): loaded strictly, every error naming the file and the key path."""
+"""Input files: experiment files (YAML), loaded strictly, and JSON documents; every error names the
+option, the file and, for experiments, the key path."""
 
 from __future__ import annotations
+
+import json
 
 from pathlib import Path
 from typing import Any
@@ -46,3 +49,13 @@ def read_document(path: Path) -> Any:
 
 def load_experiment(path: Path) -> Experiment:
     return parse_experiment(read_document(path), source=str(path))
+
+
+def read_json_file(path: Path, option: str) -> Any:
+    """A JSON document given on the command line; a bad one is a ConfigError naming the option."""
+    try:
+        return json.loads(path.read_text())
+    except OSError as err:
+        raise ConfigError(option, f"cannot read {path}: {err.strerror}") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(option, f"{path} is not JSON ({err})") from None

@@ -20,6 +20,7 @@ from .core.errors import ConfigError
 from .core.modes import MODES
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
+from .experiment_file import read_json_file
 
 DISAGREEMENT = 0.05
 LOCAL_NOTE = ("This is a LOCAL run on the embedded AWS stand-in: its seconds measure loopback networking, "
@@ -27,12 +28,7 @@ LOCAL_NOTE = ("This is a LOCAL run on the embedded AWS stand-in: its seconds mea
 
 
 def load_results(path: Path) -> dict[str, Any]:
-    try:
-        results = json.loads(path.read_text())
-    except OSError as err:
-        raise ConfigError("--results", f"cannot read {path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError("--results", f"{path} is not JSON ({err})") from None
+    results = read_json_file(path, "--results")
     try:
         validate_results(results)
     except Exception as err:
@@ -50,10 +46,7 @@ def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, 
                           "one DescribeTrainingJob output per file")
     records = []
     for path in files:
-        try:
-            describe = json.loads(path.read_text())
-        except json.JSONDecodeError as err:
-            raise ConfigError("--describe-json", f"{path.name} is not JSON ({err})") from None
+        describe = read_json_file(path, "--describe-json")
         if not isinstance(describe, dict) or "TrainingJobName" not in describe:
             raise ConfigError("--describe-json", f"{path.name} is not a DescribeTrainingJob output (no TrainingJobName)")
         tags = {t["Key"]: t["Value"] for t in describe.get("Tags", [])} if isinstance(describe.get("Tags"), list) else None

@@ -22,7 +22,6 @@ cells: their constants are public figures and say so in the assumptions.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,6 +220,3 @@ def mape(pairs: list[tuple[float, float]]) -> float:
     """Mean absolute percentage error of (predicted, measured) pairs, in percent."""
     return 100.0 * sum(abs(p - m) / m for p, m in pairs) / len(pairs)
 
-
-def round_up(value: float) -> int:
-    return int(math.ceil(value))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import math
+import json
 from typing import Any, Iterable
 
 from .modes import EFS, FASTFILE, FILE, FSX, PIPE
@@ -176,7 +176,6 @@ def _hyperparameter(describe: dict[str, Any], key: str) -> Any:
     if value is None:
         return None
     try:
-        import json
         return json.loads(value)
     except ValueError:
         return value
@@ -216,6 +215,3 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
             "cost_usd": round(sum(r["cost_usd"]["total"] for r in records), 6),
             "message": "; ".join(lines)[:32000]}
 
-
-def is_finite_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

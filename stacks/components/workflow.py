@@ -80,7 +80,7 @@ class BenchmarkWorkflow(Construct):
         # ---- The state machine ------------------------------------------------------------------
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,
                                   removal_policy=RemovalPolicy.DESTROY)
-        definition = self._definition(training_role, fsx_stack_name)
+        definition = self._definition(fsx_stack_name)
         self.state_machine = sfn.StateMachine(
             self, "StateMachine",
             definition_body=sfn.DefinitionBody.from_chainable(definition),
@@ -138,7 +138,7 @@ class BenchmarkWorkflow(Construct):
         return task
 
     # ------------------------------------------------------------------------------------------
-    def _definition(self, training_role: iam.IRole, fsx_stack_name: str) -> sfn.IChainable:
+    def _definition(self, fsx_stack_name: str) -> sfn.IChainable:
         stack = Stack.of(self)
 
         invalid = sfn.Fail(self, "ExperimentInvalid", error="ExperimentInvalid", cause_path="$.error.Cause")
@@ -168,7 +168,7 @@ class BenchmarkWorkflow(Construct):
         start_sync.add_catch(staging_failed, result_path="$.stagingError")
         describe_sync.add_catch(staging_failed, result_path="$.stagingError")
 
-        run_jobs = self._run_map(training_role)
+        run_jobs = self._run_map()
         stage_choice = (sfn.Choice(self, "NeedEfsStaging?")
                         .when(sfn.Condition.string_equals("$.plan.efs_include", ""), run_jobs)
                         .otherwise(start_sync))
@@ -222,7 +222,7 @@ class BenchmarkWorkflow(Construct):
         run_jobs.next(collect)
         return plan.next(stage_choice)
 
-    def _run_map(self, training_role: iam.IRole) -> sfn.Map:
+    def _run_map(self) -> sfn.Map:
         # Concurrency: Plan deals the jobs round-robin into `max_concurrency` lanes; lanes run side
         # by side and each lane runs its jobs one at a time. (MaxConcurrencyPath would say the same
         # in one Map, but the ASL validators in use do not know that field yet.)
