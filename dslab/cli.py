@@ -26,7 +26,7 @@ def _console():
     return Console(stderr=True)
 
 
-def _progress(description: str, total: int | None):
+def _progress():
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
     return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                     TimeRemainingColumn(), console=_console(), transient=True)
@@ -40,7 +40,7 @@ def _print_json(data) -> None:
 
 def cmd_dataset_generate(args) -> int:
     from . import datasets
-    with _progress("generating", args.images) as progress:
+    with _progress() as progress:
         task = progress.add_task("generating JPEGs", total=args.images)
         result = datasets.generate(Path(args.out), images=args.images, classes=args.classes, seed=args.seed,
                                    mean_kb=args.mean_kb, progress=lambda n: progress.advance(task, n))
@@ -52,10 +52,10 @@ def cmd_dataset_generate(args) -> int:
 def cmd_dataset_pack(args) -> int:
     from . import datasets
     shard_size = datasets.parse_size(args.shard_size)
-    files, _ = datasets.list_jpgs(Path(args.src)) if Path(args.src).is_dir() else ([], [])
     if not Path(args.src).is_dir():
         raise ConfigError("--src", f"{args.src} is not a folder")
-    with _progress("packing", len(files)) as progress:
+    files, _ = datasets.list_jpgs(Path(args.src))
+    with _progress() as progress:
         task = progress.add_task("packing records", total=len(files))
         manifest = datasets.pack(Path(args.src), Path(args.out), shard_size=shard_size, seed=args.seed,
                                  progress=lambda n: progress.advance(task, n))
@@ -92,7 +92,7 @@ def cmd_dataset_stats(args) -> int:
 
 def cmd_dataset_upload(args) -> int:
     from . import datasets
-    with _progress("uploading", None) as progress:
+    with _progress() as progress:
         task = progress.add_task("uploading bytes", total=None)
         result = datasets.upload(Path(args.src), args.to, progress=lambda n: progress.advance(task, n),
                                  total_cb=lambda total: progress.update(task, total=total))

@@ -42,9 +42,8 @@ class WorkflowStack(Stack):
         }
         self.workflow = BenchmarkWorkflow(
             self, "Workflow", repo_root=repo_root, bucket=bucket, training_role=core.training.role,
-            vpc=core.network.vpc, subnet=core.network.subnet, training_sg=core.network.training_sg,
-            efs_file_system_arn=core.efs.file_system.file_system_arn,
-            efs_file_system_id=core.efs.file_system.file_system_id, environment=environment,
+            subnet=core.network.subnet, training_sg=core.network.training_sg,
+            efs_file_system_arn=core.efs.file_system.file_system_arn, environment=environment,
             fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER))
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)

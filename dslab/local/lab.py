@@ -35,10 +35,6 @@ from ..report import write_report
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
 
-
-def local_fuse_help() -> str:
-    return FUSE_HELP
-
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_EXPERIMENT = REPO / "experiments" / "local.yaml"
 SYNTH_INPUTS = ("app.py", "cdk.json", "stacks", "dslab/core", "dslab/workflow", "training")
@@ -205,7 +201,7 @@ class LocalLab:
     def _execute(self, request: dict, update: Callable[[dict], None]) -> dict:
         storage = LabStorage(self.lab.client("s3"), self.mounts, self.work / "efs", self.fsx_root,
                              self.lab.fsx_id, self.lab.efs_id,
-                             fsx_problem=None if fuse_available() else local_fuse_help())
+                             fsx_problem=None if fuse_available() else FUSE_HELP)
         workdir = self.work / "jobs" / request["TrainingJobName"]
         workdir.mkdir(parents=True, exist_ok=True)
         outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))
@@ -221,16 +217,20 @@ class LocalLab:
         seen: dict[str, str] = {}
 
         def progress() -> None:
+            # Every call is a request to the stand-in, which the FUSE-backed jobs need too: describe
+            # only the jobs that have not ended.
             sagemaker = self.lab.client("sagemaker")
             for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
                 name = summary["TrainingJobName"]
+                if seen.get(name, "").split("/")[0] in ("Completed", "Failed", "Stopped"):
+                    continue
                 state = sagemaker.describe_training_job(TrainingJobName=name)
                 status = f"{state['TrainingJobStatus']}/{state.get('SecondaryStatus', '')}"
                 if seen.get(name) != status:
                     seen[name] = status
                     self.say(f"  [{time.monotonic() - self._started:6.1f}s] {name}: {status}")
 
-        execution = self.lab.wait(execution_arn, timeout=3600, poll=0.5, on_poll=progress)
+        execution = self.lab.wait(execution_arn, timeout=3600, poll=2.0, on_poll=progress)
         progress()
         self.timings["jobs"] = time.monotonic() - t0
         t1 = time.monotonic()

@@ -30,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Protocol
 
 from ..core.requests import ENTRY_POINT
 from ..validation import RequestInvalid, validate_request
@@ -521,8 +521,3 @@ def run_request_file(request_path: Path, s3_root: Path, fs_root: Path | None, ou
             shutil.copyfile(s3_root / bucket / key, out / archive)
     return outcome
 
-
-def iter_phase_seconds(describe: dict[str, Any]) -> Iterator[tuple[str, float]]:
-    for t in describe.get("SecondaryStatusTransitions", []):
-        if t.get("EndTime"):
-            yield t["Status"], (dt.datetime.fromisoformat(t["EndTime"]) - dt.datetime.fromisoformat(t["StartTime"])).total_seconds()

@@ -42,8 +42,8 @@ def build_lambda_package(repo_root: Path, out_dir: Path) -> Path:
 
 class BenchmarkWorkflow(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, repo_root: Path, bucket: s3.IBucket,
-                 training_role: iam.IRole, vpc: ec2.IVpc, subnet: ec2.ISubnet,
-                 training_sg: ec2.ISecurityGroup, efs_file_system_arn: str, efs_file_system_id: str,
+                 training_role: iam.IRole, subnet: ec2.ISubnet,
+                 training_sg: ec2.ISecurityGroup, efs_file_system_arn: str,
                  environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str]) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
