@@ -107,7 +107,7 @@ def run(ctx: JobContext) -> dict:
     batch_size = compute.batch_size
     config = PipelineConfig(
         batch_size=batch_size, workers=workers,
-        prefetch=_int(hp, "prefetch", 0) or max(2 * batch_size, 4 * workers),
+        prefetch=_int(hp, "prefetch", 0) or min(2048, max(4 * batch_size, 4 * workers)),  # four batches absorb decode jitter
         reader_threads=_int(hp, "reader_threads", 4),
         shuffle_buffer=_int(hp, "shuffle_buffer", 1024),
         seed=_int(hp, "seed", 0),
