@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import json
 import subprocess
 import sys
@@ -11,8 +12,8 @@ import sys
 import pytest
 from PIL import Image
 
-from dslab.contracts import validate_results
-from dslab.core.estimate import DatasetShape, compute_rate, estimate_mode, mape
+from dslab.contracts import VENDORED_MANIFEST, validate_results
+from dslab.core.estimate import CALIBRATION_PATH, DatasetShape, calibration_cells, compute_rate, estimate_mode, mape
 from dslab.core.experiment import parse_experiment
 from dslab.core.prices import PriceTable
 from dslab.core.recommend import recommend
@@ -20,7 +21,6 @@ from dslab.report import aggregate, breakdown_chart, results_from_describe_dir, 
 
 from .conftest import REPO, SHARED
 
-CALIBRATION = SHARED / "calibration" / "bencher-measured.csv"
 
 
 def dslab(*args, **kwargs):
@@ -77,19 +77,28 @@ def test_order_options():
 
 # ---- estimate --------------------------------------------------------------------------------------
 
-def calibration_rows():
-    with open(CALIBRATION) as handle:
-        return list(csv.DictReader(line for line in handle if not line.startswith("#")))
+def test_vendored_copies_match():
+    """The vendored copies of ../shared (contract, calibration) equal their recorded sha256, and ../shared
+    itself where it is beside the checkout: a fresh clone checks the copies, a full checkout checks the drift."""
+    manifest = json.loads(VENDORED_MANIFEST.read_text())["files"]
+    assert set(manifest) == {"results-record.schema.json", "bencher-measured.csv"}
+    for name, entry in manifest.items():
+        copy = VENDORED_MANIFEST.with_name(name)
+        assert hashlib.sha256(copy.read_bytes()).hexdigest() == entry["sha256"], f"{copy} changed: update vendored.json"
+        shared = SHARED / entry["shared"]
+        if shared.exists():
+            assert shared.read_bytes() == copy.read_bytes(), f"{copy} differs from {shared}: copy it again"
+    assert CALIBRATION_PATH == VENDORED_MANIFEST.with_name("bencher-measured.csv")
 
 
 def test_estimate_calibration():
     """Within 10% MAPE on the measured cells, and the measured order of modes in every scenario."""
-    if not CALIBRATION.exists():
-        pytest.skip("../shared/calibration is not beside this checkout")
     rate, _ = compute_rate("v100")
     prices = PriceTable()
     pairs, scenarios = [], {}
-    for row in calibration_rows():
+    rows = calibration_cells()
+    assert len(rows) == 9
+    for row in rows:
         shape = DatasetShape(files=int(row["files"]), bytes=int(float(row["dataset_gb"]) * 1e9),
                              samples=30607 * int(row["copies"]))
         estimate = estimate_mode(row["mode"], shape, rate=rate, prices=prices)

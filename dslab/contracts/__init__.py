@@ -1,4 +1,11 @@
-"""The results-record contract (a copy of ../shared/contracts/results-record.schema.json; a test keeps them equal)."""
+"""Material vendored from ../shared, so a fresh clone without ../shared runs every check.
+
+- ``results-record.schema.json``: the results-record contract (../shared/contracts/).
+- ``bencher-measured.csv``: the measured SageMaker jobs the estimate model is fitted on (../shared/calibration/).
+
+``vendored.json`` records each copy's sha256; tests/test_operator.py::test_vendored_copies_match keeps
+the copies equal to it, and to ../shared where it exists.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_PATH = Path(__file__).with_name("results-record.schema.json")
+CALIBRATION_PATH = Path(__file__).with_name("bencher-measured.csv")
+VENDORED_MANIFEST = Path(__file__).with_name("vendored.json")
 
 
 @functools.lru_cache(maxsize=1)

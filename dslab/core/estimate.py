@@ -15,14 +15,17 @@ The model (every constant below names its source):
   and I/O is what the data source needs to deliver the epoch (per-file latency spread over the
   readers, plus bytes at the source's throughput). FSx's first epoch lazy-loads from S3.
 
-Fitted on ../shared/calibration/bencher-measured.csv (ml.p3.2xlarge, ResNet-50, one epoch); the
-test ``test_estimate_calibration`` computes the error on those cells. Pipe and EFS have no measured
+Fitted on the measured cells in ``dslab/contracts/bencher-measured.csv`` (ml.p3.2xlarge, ResNet-50, one
+epoch; a vendored copy of ../shared/calibration/bencher-measured.csv, read by ``calibration_cells``);
+the test ``test_estimate_calibration`` computes the error on those cells. Pipe and EFS have no measured
 cells: their constants are public figures and say so in the assumptions.
 """
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
@@ -214,6 +217,19 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
 
 def estimate_all(shape: DatasetShape, modes=MODES, **kwargs) -> list[Estimate]:
     return [estimate_mode(mode, shape, **kwargs) for mode in modes]
+
+
+# The measured cells the constants above are fitted on (vendored; see dslab/contracts/vendored.json).
+CALIBRATION_PATH = Path(__file__).resolve().parent.parent / "contracts" / "bencher-measured.csv"
+
+
+def calibration_cells(path: Path = CALIBRATION_PATH) -> list[dict[str, str]]:
+    """The measured cells, one dict per CSV row ('#' lines are the file's provenance notes)."""
+    with open(path, newline="") as handle:
+        rows = list(csv.DictReader(line for line in handle if not line.startswith("#")))
+    if not rows:
+        raise ValueError(f"{path}: no calibration cells")
+    return rows
 
 
 def mape(pairs: list[tuple[float, float]]) -> float:
