@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack, aws_s3 as s3
 from constructs import Construct
 
-from dslab.images import pytorch_training_image
+from dslab.images import lab_training_images
 
 from .components.data_bucket import data_bucket_name
 from .components.workflow import BenchmarkWorkflow
@@ -22,8 +22,10 @@ class WorkflowStack(Stack):
         super().__init__(scope, construct_id, description="DataSourceLab: the benchmark workflow (Step Functions)", **kwargs)
         # By name, not by reference: IAM statements then read as plain ARNs in this stack.
         bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name(self))
-        image_gpu = self.node.try_get_context("trainingImage") or pytorch_training_image(config.region, "gpu")
-        image_cpu = self.node.try_get_context("trainingImageCpu") or pytorch_training_image(config.region, "cpu")
+        # Per instance family, the newest image whose CUDA supports its GPU (dslab/images.py has the rule).
+        images = lab_training_images(config.region, self.node.try_get_context("trainingImage"),
+                                     self.node.try_get_context("trainingImageCpu"))
+        image_gpu, image_cpu = images.gpu, images.cpu
         # The Plan function's view of the lab: everything a CreateTrainingJob request needs.
         environment = {
             "DSLAB_BUCKET": bucket.bucket_name,
@@ -32,6 +34,7 @@ class WorkflowStack(Stack):
             "DSLAB_SECURITY_GROUP_IDS": core.network.training_sg.security_group_id,
             "DSLAB_IMAGE_URI": image_gpu,
             "DSLAB_IMAGE_URI_CPU": image_cpu,
+            "DSLAB_IMAGE_URIS": images.by_family_json(),
             "DSLAB_CODE_URI": core.code.s3_uri,
             "DSLAB_CODE_VERSION": core.code.version,
             "DSLAB_EFS_ID": core.efs.file_system.file_system_id,
@@ -48,5 +51,7 @@ class WorkflowStack(Stack):
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)
         CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)
+        CfnOutput(self, "TrainingImageUris", value=images.by_family_json(),
+                  description="Per instance family, the image replacing TrainingImageUri (\"\" = none runs there)")
         CfnOutput(self, "EfsSyncTaskArn", value=self.workflow.sync_task.attr_task_arn)
         acknowledge_workflow(self)

@@ -280,3 +280,76 @@ def test_cdk_synth_refuses_bad_capacity_before_building_anything(tmp_path):
     assert result.returncode != 0
     assert "fsxCapacity" in result.stderr and "1200, 2400 or a multiple of 2400" in result.stderr
     assert not list((tmp_path / "out").glob("*.template.json")) if (tmp_path / "out").exists() else True
+
+
+# ---- Training images -------------------------------------------------------------------------
+
+GPU_NEWEST = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch:2.14-cu133-amzn2023-sagemaker"
+CPU_NEWEST = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch:2.14-cpu-amzn2023-sagemaker"
+VOLTA_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.8.0-gpu-py312"
+
+
+def test_every_sdk_pytorch_training_image_has_a_known_cuda_version():
+    """An SDK bump that adds an Ubuntu pytorch-training version without a CUDA entry fails here, not in a deploy."""
+    from dslab.images import LEGACY_DLC_CUDA, candidates
+    found = candidates()
+    assert [c.version for c in found if c.framework == "pytorch"] == list(LEGACY_DLC_CUDA)
+    assert all(c.cuda[0] in (12, 13) for c in found)
+    assert found[-1].framework == "pytorch-amzn2023" and found[-1].cuda >= (13, 0)
+
+
+@pytest.mark.parametrize("instance_type, expected", [
+    ("ml.p3.2xlarge", VOLTA_IMAGE), ("ml.p3.16xlarge", VOLTA_IMAGE), ("ml.p3dn.24xlarge", VOLTA_IMAGE),
+    ("ml.g4dn.xlarge", GPU_NEWEST), ("ml.g5.2xlarge", GPU_NEWEST), ("ml.g6.xlarge", GPU_NEWEST),
+    ("ml.p4d.24xlarge", GPU_NEWEST), ("ml.p5.48xlarge", GPU_NEWEST), ("ml.p6-b200.48xlarge", GPU_NEWEST),
+    ("ml.m5.xlarge", CPU_NEWEST), ("ml.c5.2xlarge", CPU_NEWEST),
+])
+def test_image_per_instance_family(instance_type, expected):
+    """V100 (CUDA 13 dropped Volta) keeps the newest CUDA 12 image; newer GPUs and CPUs get the newest."""
+    from dslab.core.requests import LabEnvironment
+    from dslab.images import training_images
+    images = training_images("us-east-1")
+    assert images.for_instance(instance_type) == expected
+    # The Plan function sees the same choice through the Lambda environment's JSON map.
+    env = LabEnvironment.from_dict({"bucket": "b", "region": "us-east-1", "role_arn": "r", "subnet_ids": "s",
+                                    "security_group_ids": "g", "code_uri": "s3://b/c.tar.gz", "image_uri": images.gpu,
+                                    "image_uri_cpu": images.cpu, "image_uris": images.by_family_json()})
+    assert env.image_for(instance_type) == expected
+
+
+def test_volta_image_ships_cuda_12_and_the_newest_ships_cuda_13():
+    from dslab.images import MAX_CUDA_MAJOR, newest_for
+    volta, _ = newest_for("volta", "us-east-1")
+    newest, _ = newest_for(None, "us-east-1")
+    assert volta.cuda[0] == 12 <= MAX_CUDA_MAJOR["volta"] and newest.cuda[0] >= 13
+
+
+@pytest.mark.parametrize("instance_type", ["ml.p2.xlarge", "ml.trn1.2xlarge", "ml.inf2.xlarge"])
+def test_plan_refuses_instance_types_no_image_runs_on(instance_type):
+    from dslab.core.errors import ConfigError
+    from dslab.core.requests import LabEnvironment
+    from dslab.images import training_images
+    images = training_images("us-east-1")
+    env = LabEnvironment.from_dict({"bucket": "b", "region": "us-east-1", "role_arn": "r", "subnet_ids": "s",
+                                    "security_group_ids": "g", "code_uri": "s3://b/c.tar.gz", "image_uri": images.gpu,
+                                    "image_uris": images.by_family_json()})
+    with pytest.raises(ConfigError) as err:
+        env.image_for(instance_type)
+    assert "instance_type" in str(err.value) and instance_type in str(err.value) and "image_uri" in str(err.value)
+
+
+def test_training_image_setting_replaces_the_rule():
+    from dslab.images import lab_training_images
+    images = lab_training_images("us-east-1", "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1", None)
+    assert images.for_instance("ml.p3.2xlarge") == "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1"
+    assert images.for_instance("ml.m5.xlarge") == CPU_NEWEST
+
+
+def test_workflow_stack_hands_the_per_family_images_to_the_plan_function(lab):
+    functions = resources(lab.workflow, "AWS::Lambda::Function")
+    plan = next(f for n, f in functions.items() if "Plan" in n)
+    variables = plan["Properties"]["Environment"]["Variables"]
+    assert variables["DSLAB_IMAGE_URI"] == GPU_NEWEST and variables["DSLAB_IMAGE_URI_CPU"] == CPU_NEWEST
+    assert json.loads(variables["DSLAB_IMAGE_URIS"])["p3"] == VOLTA_IMAGE
+    outputs = lab.raw("DataSourceLab")["Outputs"]
+    assert json.loads(outputs["TrainingImageUris"]["Value"])["p3"] == VOLTA_IMAGE

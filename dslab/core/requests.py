@@ -68,9 +68,18 @@ class LabEnvironment:
     efs: FileSystemRef | None = None
     extra_tags: dict[str, str] = field(default_factory=dict)
     image_uri_cpu: str | None = None
+    # Per instance family, an image that replaces image_uri ("" = no image the lab knows runs on that
+    # accelerator). dslab/images.py derives it: GPU architecture -> newest CUDA it runs -> image.
+    image_uris: dict[str, str] = field(default_factory=dict)
 
     def image_for(self, instance_type: str) -> str:
         family = instance_type.split(".")[1] if instance_type.count(".") >= 2 else ""
+        if family in self.image_uris:
+            if not self.image_uris[family]:
+                raise ConfigError("instance_type", f"{instance_type}: no training image of the lab runs on its "
+                                  "accelerator (see dslab/images.py); choose another instance type, or set "
+                                  "image_uri in the experiment to an image that supports it")
+            return self.image_uris[family]
         accelerated = family[:1] in ("p", "g") or family.startswith(("trn", "inf"))
         return self.image_uri if accelerated or not self.image_uri_cpu else self.image_uri_cpu
 
@@ -95,6 +104,7 @@ class LabEnvironment:
             fsx=fs(data.get("fsx")), efs=fs(data.get("efs")),
             extra_tags=dict(data.get("extra_tags") or {}),
             image_uri_cpu=data.get("image_uri_cpu") or None,
+            image_uris=_image_map(data.get("image_uris")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -104,8 +114,22 @@ class LabEnvironment:
             "image_uri": self.image_uri, "image_uri_cpu": self.image_uri_cpu, "code_uri": self.code_uri, "code_version": self.code_version,
             "fsx": None if self.fsx is None else {"file_system_id": self.fsx.file_system_id, "mount_name": self.fsx.mount_name},
             "efs": None if self.efs is None else {"file_system_id": self.efs.file_system_id},
-            "extra_tags": dict(self.extra_tags),
+            "extra_tags": dict(self.extra_tags), "image_uris": dict(self.image_uris),
         }
+
+
+def _image_map(value: Any) -> dict[str, str]:
+    """image_uris as a dict, or as its JSON text (the Lambda environment's DSLAB_IMAGE_URIS)."""
+    if value in (None, ""):
+        return {}
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ConfigError("environment.image_uris", f"{value[:60]!r} is not JSON: expected {{family: image URI}}") from None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise ConfigError("environment.image_uris", "expected a JSON object {instance family: image URI}")
+    return dict(value)
 
 
 def _as_list(value: Any) -> list[str]:

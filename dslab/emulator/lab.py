@@ -235,6 +235,9 @@ class EmulatedLab:
             "DSLAB_SECURITY_GROUP_IDS": self.security_group_id,
             "DSLAB_IMAGE_URI": f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.6.0-gpu-py312",
             "DSLAB_IMAGE_URI_CPU": f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.6.0-cpu-py312",
+            # Per-family images as the stacks derive them (dslab/images.py): V100 families keep a CUDA 12 image.
+            "DSLAB_IMAGE_URIS": json.dumps({family: f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.8.0-gpu-py312"
+                                            for family in ("p3", "p3dn")}),
             "DSLAB_CODE_URI": f"s3://{self.bucket}/code/local/sourcedir.tar.gz",
             "DSLAB_CODE_VERSION": "local",
             "DSLAB_EFS_ID": self.efs_id,
