@@ -18,6 +18,17 @@ FSX_LINKS = ("dra", "import-path")
 EFS_PERFORMANCE = ("maxIO", "generalPurpose")
 EFS_THROUGHPUT = ("bursting", "provisioned")
 EFS_MOUNT_AUTH = ("anonymous", "iam")
+# An Availability Zone ID: "<region abbreviation><region number>-az<N>", e.g. use1-az4 for us-east-1.
+AZ_ID_RE = re.compile(r"^([a-z]+)(\d+)-az(\d+)$")
+# Region part words -> their letters in zone IDs: us-east-1 -> use1, ap-northeast-1 -> apne1,
+# cn-northwest-1 -> cnnw1, us-gov-west-1 -> usgw1 (AWS Regions and Availability Zones, "AZ IDs":
+# https://docs.aws.amazon.com/global-infrastructure/latest/regions/az-ids.html, and the zone ID tables of
+# https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html).
+_DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": "c",
+               "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"}
+AZ_ID_HELP = ("find the zone IDs of your account with: aws ec2 describe-availability-zones --region {region} "
+              "--query 'AvailabilityZones[].[ZoneName,ZoneId]' --output text; `dslab doctor` says which offer "
+              "the experiment's instance types")
 
 CORE_STACK = "DataSourceLab-Core"
 FSX_STACK = "DataSourceLab-Fsx"
@@ -34,7 +45,7 @@ class LabConfigError(ValueError):
 @dataclass(frozen=True)
 class LabConfig:
     region: str
-    az: str
+    az_id: str
     account: str | None
     vpc_cidr: str
     fsx_capacity_gib: int
@@ -44,6 +55,7 @@ class LabConfig:
     efs_provisioned_mibps: int | None
     efs_mount_auth: str
     disposable_bucket: bool
+    adopt_bucket: bool = False
 
     @classmethod
     def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
@@ -54,11 +66,12 @@ class LabConfig:
         region = _text(get("region"), "region")
         if not REGION_RE.match(region):
             raise LabConfigError(f"context 'region'={region!r} is not an AWS region name (e.g. us-east-1)")
-        az = _text(get("az"), "az")
-        if not re.match(rf"^{re.escape(region)}[a-z]$", az):
+        if get("az") not in (None, ""):
             raise LabConfigError(
-                f"context 'az'={az!r} is not an Availability Zone of region {region}: "
-                f"expected {region} followed by one letter, e.g. {region}a (set with -c az={region}a)")
+                f"context 'az'={get('az')!r} is no longer read: zone names (us-east-1a) map to different physical "
+                f"zones in each account. Set the zone by ID instead, e.g. -c azId={region_zone_prefix_or_example(region)}-az4 "
+                f"(and remove 'az' from cdk.json); " + AZ_ID_HELP.format(region=region))
+        az_id = validate_az_id(_text(get("azId"), "azId"), region)
         cidr = _text(get("vpcCidr") or "10.42.0.0/16", "vpcCidr")
         try:
             net = ipaddress.ip_network(cidr)
@@ -91,9 +104,45 @@ class LabConfig:
                 "set -c efsThroughput=provisioned, or drop efsProvisionedMibps")
         auth = _choice(get("efsMountAuth") or "anonymous", "efsMountAuth", EFS_MOUNT_AUTH)
         disposable = _bool(get("disposableBucket"), "disposableBucket")
-        return cls(region=region, az=az, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
+        adopt = _bool(get("adoptBucket"), "adoptBucket")
+        if adopt and disposable:
+            raise LabConfigError("context 'adoptBucket'=true and 'disposableBucket'=true exclude each other: an adopted "
+                                 "bucket is not managed by the stack, so it cannot be deleted with it; drop one of them")
+        return cls(region=region, az_id=az_id, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
                    fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
-                   efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable)
+                   efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable,
+                   adopt_bucket=adopt)
+
+
+def region_zone_prefix(region: str) -> str:
+    """The zone-ID prefix of a region: us-east-1 -> use1, eu-west-1 -> euw1, us-gov-west-1 -> usgw1."""
+    parts = region.split("-")
+    if len(parts) == 3 and parts[1] in _DIRECTIONS:
+        return f"{parts[0]}{_DIRECTIONS[parts[1]]}{parts[2]}"
+    if len(parts) == 4 and parts[1] == "gov" and parts[2] in _DIRECTIONS:
+        return f"{parts[0]}g{_DIRECTIONS[parts[2]]}{parts[3]}"
+    raise LabConfigError(f"context 'region'={region!r}: no zone-ID rule is known for this region's name; "
+                         "use a standard or GovCloud region (e.g. us-east-1, eu-west-1, us-gov-west-1)")
+
+
+def region_zone_prefix_or_example(region: str) -> str:
+    try:
+        return region_zone_prefix(region)
+    except LabConfigError:
+        return "use1"
+
+
+def validate_az_id(az_id: str, region: str) -> str:
+    """A zone ID of ``region`` (format only: which IDs exist is the account's business, see `dslab doctor`)."""
+    prefix = region_zone_prefix(region)
+    found = AZ_ID_RE.match(az_id)
+    if not found:
+        raise LabConfigError(f"context 'azId'={az_id!r} is not an Availability Zone ID: expected {prefix}-az<N>, "
+                             f"e.g. {prefix}-az4 (set with -c azId={prefix}-az4); " + AZ_ID_HELP.format(region=region))
+    if f"{found.group(1)}{found.group(2)}" != prefix:
+        raise LabConfigError(f"context 'azId'={az_id!r} is not a zone of region {region}: its zone IDs start with "
+                             f"{prefix}- (e.g. {prefix}-az4); " + AZ_ID_HELP.format(region=region))
+    return az_id
 
 
 def _text(value: Any, key: str) -> str:

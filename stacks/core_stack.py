@@ -20,8 +20,8 @@ class CoreStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, repo_root: Path, **kwargs) -> None:
         super().__init__(scope, construct_id, description="DataSourceLab: network, bucket, EFS, training role and code", **kwargs)
         self.config = config
-        self.network = LabNetwork(self, "Network", az=config.az, cidr=config.vpc_cidr)
-        self.data = DataBucket(self, "Data", disposable=config.disposable_bucket)
+        self.network = LabNetwork(self, "Network", az_id=config.az_id, cidr=config.vpc_cidr)
+        self.data = DataBucket(self, "Data", disposable=config.disposable_bucket, adopt=config.adopt_bucket)
         self.efs = LabEfs(self, "Efs", vpc=self.network.vpc, subnet=self.network.subnet,
                           security_group=self.network.efs_sg, performance=config.efs_performance,
                           throughput=config.efs_throughput, provisioned_mibps=config.efs_provisioned_mibps,
@@ -36,7 +36,9 @@ class CoreStack(Stack):
         outputs = {
             "BucketName": self.data.bucket.bucket_name,
             "SubnetId": self.network.subnet.subnet_id,
-            "AvailabilityZone": config.az,
+            "AvailabilityZoneId": config.az_id,
+            # The zone's name in this account (names differ per account; the ID does not).
+            "AvailabilityZone": self.network.subnet_zone_name,
             "TrainingSecurityGroupId": self.network.training_sg.security_group_id,
             "FsxSecurityGroupId": self.network.fsx_sg.security_group_id,
             "EfsSecurityGroupId": self.network.efs_sg.security_group_id,

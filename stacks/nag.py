@@ -23,7 +23,9 @@ def _policy(stack: cdk.Stack, path: str) -> IConstruct:
 
 def acknowledge_core(stack: cdk.Stack) -> None:
     policy = _policy(stack, "Training/Role/DefaultPolicy/Resource")
-    bucket = "<DataBucketE6B0FAA8.Arn>"
+    # An adopted bucket (-c adoptBucket=true) is referenced by its fixed name, not by the stack's resource.
+    bucket = (f"arn:aws:s3:::datasourcelab-data-<AWS::AccountId>-{stack.region}" if stack.config.adopt_bucket
+              else "<DataBucketE6B0FAA8.Arn>")
     for prefix, why in (("datasets", "training jobs read every object of every dataset under datasets/"),
                         ("code", "training jobs read code uploaded under code/ by `dslab run`"),
                         ("output", "SageMaker writes each job's model and output archives under output/<experiment>/<job>/")):

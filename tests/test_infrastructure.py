@@ -19,12 +19,42 @@ def resources(template, type_name: str) -> dict:
 
 # ---- Network ---------------------------------------------------------------------------------
 
-def test_subnets_all_in_the_one_configured_az(lab):
+def test_subnets_all_in_the_one_configured_zone_id(lab):
+    """Placed by zone ID (the same physical zone in every account), never by an account-relative zone name."""
     subnets = resources(lab.core, "AWS::EC2::Subnet")
     assert subnets, "the lab needs a subnet"
-    assert {s["Properties"]["AvailabilityZone"] for s in subnets.values()} == {"us-east-1a"}
+    assert {s["Properties"]["AvailabilityZoneId"] for s in subnets.values()} == {"use1-az4"}
     for subnet in subnets.values():
+        assert "AvailabilityZone" not in subnet["Properties"]
         assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
+    assert "zone-set-by-azId" not in json.dumps(lab.raw("DataSourceLab-Core"))
+    outputs = lab.raw("DataSourceLab-Core")["Outputs"]
+    assert outputs["AvailabilityZoneId"]["Value"] == "use1-az4"
+    assert outputs["AvailabilityZone"]["Value"] == {"Fn::GetAtt": [next(iter(subnets)), "AvailabilityZone"]}
+
+
+def test_zone_id_setting_places_the_subnet(tmp_path):
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from stacks.core_stack import CoreStack
+    app = cdk.App(context=cdk_context(region="eu-west-1", azId="euw1-az2"), outdir=str(tmp_path))
+    config = LabConfig.from_node(app.node)
+    core = CoreStack(app, "Core", config=config, repo_root=REPO, env=cdk.Environment(region="eu-west-1"))
+    subnets = Template.from_stack(core).find_resources("AWS::EC2::Subnet")
+    assert {s["Properties"]["AvailabilityZoneId"] for s in subnets.values()} == {"euw1-az2"}
+
+
+@pytest.mark.parametrize("region, prefix", [
+    ("us-east-1", "use1"), ("us-east-2", "use2"), ("us-west-2", "usw2"), ("eu-west-1", "euw1"),
+    ("eu-central-1", "euc1"), ("eu-north-1", "eun1"), ("ap-northeast-1", "apne1"), ("ap-southeast-2", "apse2"),
+    ("ap-south-1", "aps1"), ("ca-central-1", "cac1"), ("sa-east-1", "sae1"), ("il-central-1", "ilc1"),
+    ("cn-northwest-1", "cnnw1"), ("us-gov-west-1", "usgw1"),
+])
+def test_zone_id_prefix_of_each_region(region, prefix):
+    from stacks.config import region_zone_prefix, validate_az_id
+    assert region_zone_prefix(region) == prefix
+    assert validate_az_id(f"{prefix}-az3", region) == f"{prefix}-az3"
 
 
 def test_no_internet_gateway_or_nat(lab):
@@ -101,12 +131,68 @@ def test_data_bucket_protections_and_retention(lab):
     assert len(tls_denials) == 2, "both buckets refuse plain HTTP"
 
 
+def _policies_follow_their_buckets(template) -> None:
+    buckets = resources(template, "AWS::S3::Bucket")
+    policies = resources(template, "AWS::S3::BucketPolicy")
+    assert len(policies) == len(buckets) == 2
+    for policy in policies.values():
+        bucket = buckets[policy["Properties"]["Bucket"]["Ref"]]
+        assert policy.get("DeletionPolicy", "Delete") == bucket.get("DeletionPolicy", "Delete")
+        assert policy.get("UpdateReplacePolicy", "Delete") == bucket.get("UpdateReplacePolicy", "Delete")
+
+
+def test_kept_buckets_keep_their_policies(lab):
+    """A bucket kept by `make destroy` stays TLS-only: its policy is kept with it (the L2 alone would delete it)."""
+    _policies_follow_their_buckets(lab.core)
+    for policy in resources(lab.core, "AWS::S3::BucketPolicy").values():
+        assert policy["DeletionPolicy"] == "Retain"
+
+
 def test_disposable_bucket_switch_deletes_with_the_stack(tmp_path):
     from .conftest import SynthesizedLab
     disposable = SynthesizedLab(tmp_path, disposableBucket=True)
     for bucket in resources(disposable.core, "AWS::S3::Bucket").values():
         assert bucket["DeletionPolicy"] == "Delete"
+    _policies_follow_their_buckets(disposable.core)
     disposable.core.resource_count_is("Custom::S3AutoDeleteObjects", 2)
+
+
+BUCKET_NAME = {"Fn::Join": ["", ["datasourcelab-data-", {"Ref": "AWS::AccountId"}, "-us-east-1"]]}
+BUCKET_ARN = "arn:aws:s3:::datasourcelab-data-"
+
+
+def test_come_back_after_destroy_adopts_the_kept_bucket(tmp_path):
+    """-c adoptBucket=true (make deploy-again): no bucket or bucket policy is created, every reference names the kept bucket."""
+    from .conftest import SynthesizedLab
+    again = SynthesizedLab(tmp_path, adoptBucket=True)
+    for template in (again.core, again.fsx, again.workflow):
+        template.resource_count_is("AWS::S3::Bucket", 0)
+        template.resource_count_is("AWS::S3::BucketPolicy", 0)
+        template.resource_count_is("Custom::S3AutoDeleteObjects", 0)
+    core = again.raw("DataSourceLab-Core")
+    assert "DataBucketE6B0FAA8" not in json.dumps(core) and "DataAccessLogs" not in json.dumps(core)
+    assert core["Outputs"]["BucketName"]["Value"] == BUCKET_NAME
+    # The training role: every S3 statement on the kept bucket's name.
+    s3_resources = [r for st in _statements(again.core) if "s3:" in json.dumps(st["Action"])
+                    for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])]
+    data_resources = [r for r in s3_resources if "cdk-hnb659fds-assets" not in json.dumps(r)]  # the code asset
+    assert len(data_resources) == 4
+    for resource in data_resources:
+        assert BUCKET_ARN in json.dumps(resource) and "Fn::GetAtt" not in json.dumps(resource)
+    # FSx links the kept bucket's datasets prefix.
+    (dra,) = resources(again.fsx, "AWS::FSx::DataRepositoryAssociation").values()
+    assert dra["Properties"]["DataRepositoryPath"] == {"Fn::Join": ["", ["s3://datasourcelab-data-", {"Ref": "AWS::AccountId"}, "-us-east-1/datasets/"]]}
+    assert "DataBucket" not in json.dumps(again.raw("DataSourceLab-Fsx"))  # no export of a bucket that is not there
+    # The workflow's functions and policies read the same name.
+    functions = resources(again.workflow, "AWS::Lambda::Function")
+    for function in functions.values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "DSLAB_BUCKET" in variables:
+            assert variables["DSLAB_BUCKET"] == BUCKET_NAME
+    assert "DataBucketE6B0FAA8" not in json.dumps(again.raw("DataSourceLab"))
+    report = json.loads((again.outdir / "validation-report.json").read_text())
+    (nag,) = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert nag["conclusion"] == "success" and nag["violations"] == []
 
 
 # ---- FSx -------------------------------------------------------------------------------------
@@ -168,7 +254,7 @@ def test_efs_max_io_bursting_encrypted_one_mount_target(lab):
     assert len(targets) == 1
     (target,) = targets.values()
     subnet_ref = target["Properties"]["SubnetId"]["Ref"]
-    assert resources(lab.core, "AWS::EC2::Subnet")[subnet_ref]["Properties"]["AvailabilityZone"] == "us-east-1a"
+    assert resources(lab.core, "AWS::EC2::Subnet")[subnet_ref]["Properties"]["AvailabilityZoneId"] == "use1-az4"
 
 
 def test_efs_mountable_by_training_jobs(lab):
@@ -259,8 +345,14 @@ def test_cfn_lint_clean(lab):
 @pytest.mark.parametrize("overrides, words", [
     ({"fsxCapacity": 1000}, ["fsxCapacity", "1200, 2400 or a multiple of 2400"]),
     ({"fsxCapacity": 3600}, ["fsxCapacity", "multiple of 2400"]),
-    ({"az": "us-east-1"}, ["'az'", "us-east-1a"]),
-    ({"az": "eu-west-1a"}, ["'az'", "region us-east-1"]),
+    ({"az": "us-east-1a"}, ["'az'", "azId", "use1-az4", "describe-availability-zones"]),
+    ({"azId": "us-east-1a"}, ["'azId'", "use1-az<N>", "describe-availability-zones"]),
+    ({"azId": "use1-az"}, ["'azId'", "use1-az<N>"]),
+    ({"azId": "euw1-az1"}, ["'azId'", "region us-east-1", "use1-"]),
+    ({"azId": None}, ["'azId'", "required"]),
+    ({"region": "us-iso-east-1", "azId": "usie1-az1"}, ["'region'", "zone-ID rule"]),
+    ({"adoptBucket": True, "disposableBucket": True}, ["adoptBucket", "disposableBucket", "exclude each other"]),
+    ({"adoptBucket": "yes"}, ["adoptBucket", "true or false"]),
     ({"efsThroughput": "provisioned", "efsProvisionedMibps": None}, ["efsProvisionedMibps", "1 to 3414"]),
     ({"efsThroughput": "elastic"}, ["efsThroughput", "bursting, provisioned"]),
     ({"fsxLink": "magic"}, ["fsxLink", "dra, import-path"]),

@@ -16,14 +16,35 @@ def data_bucket_name(stack: Stack) -> str:
 class DataBucket(Construct):
     """Private, encrypted, TLS-only bucket with server access logs.
 
-    It survives ``cdk destroy`` by default (datasets and results are the lab's memory);
-    ``-c disposableBucket=true`` empties and deletes it with the stack for throw-away labs.
+    It survives ``cdk destroy`` by default (datasets and results are the lab's memory), and so do the
+    policies that guard it: each bucket policy gets the removal policy of its bucket, so a kept bucket
+    stays TLS-only (and its access-log bucket keeps the grant that lets S3 deliver logs).
+    ``-c disposableBucket=true`` empties and deletes both buckets with the stack for throw-away labs.
+
+    Coming back after a destroy (``-c adoptBucket=true``, `make deploy-again`): the bucket's fixed name
+    now belongs to the kept bucket, so creating it again fails ("already exists"). The stack then
+    references the kept bucket by name and creates no S3 resource at all. Why not the alternatives:
+      - a new AWS::S3::BucketPolicy for the referenced bucket: the kept bucket still has its policy
+        (retained above), and CloudFormation refuses to create a bucket policy where one exists
+        ("The bucket policy already exists on bucket", e.g. aws-samples/aws-cdk-examples#1022);
+        the kept policy is the same TLS-only document this stack wrote, so nothing is lost;
+      - CloudFormation resource import (`cdk import`) of both buckets and both policies: possible
+        (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/resource-import-supported-resources.html),
+        but it needs the access-log bucket's generated name, an import-only first deployment and then a
+        second one, and cannot be exercised without an account; adopting by name is one command, and
+        every IAM statement and path reads the same fixed name either way.
+    An adopted bucket is no longer the stack's: `make destroy` leaves it (and its policy) untouched.
     """
 
     PREFIXES = {"datasets": DATASETS_PREFIX, "code": CODE_PREFIX, "output": OUTPUT_PREFIX, "results": RESULTS_PREFIX}
 
-    def __init__(self, scope: Construct, construct_id: str, *, disposable: bool) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, disposable: bool, adopt: bool = False) -> None:
         super().__init__(scope, construct_id)
+        self.adopted = adopt
+        self.access_logs: s3.IBucket | None = None
+        if adopt:
+            self.bucket: s3.IBucket = s3.Bucket.from_bucket_name(self, "Bucket", data_bucket_name(Stack.of(self)))
+            return
         removal = RemovalPolicy.DESTROY if disposable else RemovalPolicy.RETAIN
         common = dict(
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
@@ -44,6 +65,10 @@ class DataBucket(Construct):
             lifecycle_rules=[s3.LifecycleRule(prefix=f"{OUTPUT_PREFIX}/", expiration=Duration.days(180)),
                              s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(2))],
             **common)
+        # The L2 gives each bucket policy DeletionPolicy Delete whatever the bucket's: a kept bucket
+        # would lose its TLS-only guard with the stack. Keep each policy exactly as long as its bucket.
+        for bucket in (self.bucket, self.access_logs):
+            bucket.policy.apply_removal_policy(removal)
 
     def arn_for(self, prefix_key: str) -> str:
         return self.bucket.arn_for_objects(f"{self.PREFIXES[prefix_key]}/*")

@@ -1,4 +1,4 @@
-"""The lab's network: one AZ, isolated subnets only, an S3 gateway endpoint, flow logs, security groups."""
+"""The lab's network: one AZ (placed by zone ID), isolated subnets only, an S3 gateway endpoint, flow logs, security groups."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from constructs import Construct
 # "File system access control with Amazon VPC").
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 NFS_PORT = ec2.Port.tcp(2049)
+# ec2.Vpc needs a zone name to lay out its subnets; the template carries the zone ID instead (below).
+PLACEHOLDER_ZONE_NAME = "zone-set-by-azId"
 
 
 class LabNetwork(Construct):
@@ -19,12 +21,20 @@ class LabNetwork(Construct):
     touches a rule the rest of the lab depends on.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, az: str, cidr: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, az_id: str, cidr: str) -> None:
         super().__init__(scope, construct_id)
+        # ec2.Vpc places subnets by zone *name*, and names map to different physical zones in each
+        # account; the zone *ID* is the same everywhere. So the VPC is laid out for one placeholder zone
+        # name (never looked up: synthesis needs no credentials) and the subnet's AvailabilityZone is then
+        # replaced by AvailabilityZoneId (AWS::EC2::Subnet accepts either:
+        # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-ec2-subnet.html).
+        # Nothing else in the lab reads the subnet's zone name at synthesis (FSx, EFS and the jobs take
+        # the subnet ID); the real name is the subnet's GetAtt AvailabilityZone (output AvailabilityZone).
+        self.az_id = az_id
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            availability_zones=[az],
+            availability_zones=[PLACEHOLDER_ZONE_NAME],
             nat_gateways=0,
             subnet_configuration=[
                 ec2.SubnetConfiguration(name="training", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=20),
@@ -35,6 +45,11 @@ class LabNetwork(Construct):
                                        removal_policy=RemovalPolicy.DESTROY)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))
         self.subnet = self.vpc.isolated_subnets[0]
+        for subnet in self.vpc.isolated_subnets:
+            cfn_subnet = subnet.node.default_child
+            cfn_subnet.add_property_deletion_override("AvailabilityZone")
+            cfn_subnet.add_property_override("AvailabilityZoneId", az_id)
+        self.subnet_zone_name = self.subnet.node.default_child.attr_availability_zone
 
         self.training_sg = ec2.SecurityGroup(
             self, "TrainingSg", vpc=self.vpc, allow_all_outbound=True,
