@@ -80,13 +80,15 @@ def cmd_dataset_import(args) -> int:
 
 def cmd_dataset_stats(args) -> int:
     from . import datasets
-    info = datasets.stats(args.path)
+    info = datasets.stats(args.path, write=args.write)
     if args.json:
         _print_json(info)
     else:
         print(f"{info['path']}: {info['files']} files, {info['bytes'] / 1e6:.1f} MB, format {info['format']}; "
               f"size mean {info['mean_bytes'] / 1024:.1f} KiB, median {info['median_bytes'] / 1024:.1f} KiB, "
               f"p10 {info['p10_bytes'] / 1024:.1f} KiB, p90 {info['p90_bytes'] / 1024:.1f} KiB")
+        if info.get("stats_file"):
+            print(f"written to {info['stats_file']}: the workflow now plans this dataset without listing it")
     return 0
 
 
@@ -97,7 +99,7 @@ def cmd_dataset_upload(args) -> int:
         result = datasets.upload(Path(args.src), args.to, progress=lambda n: progress.advance(task, n),
                                  total_cb=lambda total: progress.update(task, total=total))
     print(f"{result['to']}: {result['uploaded']} files uploaded ({result['bytes_uploaded'] / 1e6:.1f} MB), "
-          f"{result['skipped']} already there; manifest {result['manifest']}")
+          f"{result['skipped']} already there; manifest {result['manifest']}, stats {result['stats']}")
     return 0
 
 
@@ -162,10 +164,13 @@ def build_parser() -> argparse.ArgumentParser:
              "dslab dataset import --src ~/photos --out data/my-photos")
     p.add_argument("--src", required=True)
     p.add_argument("--out", required=True)
-    p = _add(dsub, "stats", cmd_dataset_stats, "File count, bytes and size distribution of a folder or S3 prefix.",
-             "dslab dataset stats s3://my-bucket/datasets/caltech-jpg-1x/ --json")
+    p = _add(dsub, "stats", cmd_dataset_stats, "File count, bytes and size distribution of a folder or S3 prefix; "
+             "--write stores them beside the prefix, where the workflow reads them (for datasets uploaded by other tools).",
+             "dslab dataset stats s3://my-bucket/datasets/caltech-jpg-1x/ --write")
     p.add_argument("path", metavar="PATH|s3://...")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--write", action="store_true",
+                   help="store the stats as s3://.../<prefix>.stats.json (what the workflow's Plan reads)")
     p = _add(dsub, "upload", cmd_dataset_upload, "Upload a dataset to S3; only missing or changed files are sent.",
              "dslab dataset upload --src data/caltech-jpg --to s3://datasourcelab-data-123456789012-us-east-1/datasets/caltech-jpg-1x/")
     p.add_argument("--src", required=True)

@@ -15,6 +15,7 @@ import os
 import shutil
 import statistics
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from .core.errors import ConfigError
+from .core.requests import stats_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
 from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
@@ -286,12 +288,19 @@ def _summary(sizes: list[int], where: str) -> dict:
 METADATA_FILES = {"dataset.json", "manifest.json"}
 
 
-def stats(path: str, s3_client=None) -> dict:
+def stats(path: str, s3_client=None, write: bool = False) -> dict:
+    """File count, bytes and size distribution of a folder or an S3 prefix.
+
+    ``write`` (S3 only) stores the result as the dataset's stats file beside the prefix, which is
+    what the workflow's Plan reads instead of listing a prefix of maybe millions of objects.
+    """
+    if write and not path.startswith("s3://"):
+        raise ConfigError("--write", "only an S3 prefix has a stats file", "s3://<bucket>/datasets/<name>/")
     if path.startswith("s3://"):
-        bucket, _, prefix = path[5:].partition("/")
+        bucket, prefix = parse_s3_uri(path, "PATH")
         client = s3_client or _s3_client()
         sizes, names = [], []
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""):
             for obj in page.get("Contents", []):
                 if obj["Key"].rsplit("/", 1)[-1] not in METADATA_FILES:
                     sizes.append(obj["Size"])
@@ -303,9 +312,25 @@ def stats(path: str, s3_client=None) -> dict:
         files = [p for p in root.rglob("*") if p.is_file() and p.name not in METADATA_FILES]
         sizes, names = [p.stat().st_size for p in files], [p.name for p in files]
     result = _summary(sizes, path)
-    jpgs = sum(1 for n in names if Path(n).suffix.lower() in JPEG_SUFFIXES)
-    result["format"] = "jpg" if jpgs > len(names) / 2 else "tfrecord" if any(n.endswith(".tfrecord") for n in names) else "other"
+    result["format"] = _format_of(names)
+    if write:
+        result["stats_file"] = _put_stats(client, bucket, prefix, result, "dslab dataset stats --write")
     return result
+
+
+def _format_of(names: list[str]) -> str:
+    jpgs = sum(1 for n in names if Path(n).suffix.lower() in JPEG_SUFFIXES)
+    return "jpg" if jpgs > len(names) / 2 else "tfrecord" if any(n.endswith(".tfrecord") for n in names) else "other"
+
+
+def _put_stats(client, bucket: str, prefix: str, summary: dict, written_by: str) -> str:
+    """The stats file the workflow's Plan reads (one GetObject, whatever the dataset's size)."""
+    document = {**{k: v for k, v in summary.items() if k != "path"}, "prefix": f"s3://{bucket}/{prefix}/",
+                "written_by": written_by, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    key = stats_key(prefix)
+    client.put_object(Bucket=bucket, Key=key, Body=json.dumps(document, indent=2).encode(),
+                      ContentType="application/json")
+    return f"s3://{bucket}/{key}"
 
 
 # ---- upload ----------------------------------------------------------------------------------
@@ -362,9 +387,11 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
     config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size, max_concurrency=4,
                             use_threads=True)
     todo = []
+    sized = []
     for path in files:
         key = f"{prefix}/{path.relative_to(src).as_posix()}"
         size = path.stat().st_size
+        sized.append((path, key, size))
         known = existing.get(key)
         if known and known[0] == size and known[1] == s3_etag(path, part_size, part_size):
             continue
@@ -383,6 +410,9 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
     client.put_object(Bucket=bucket, Key=f"{prefix}.manifest", Body=json.dumps(manifest).encode())
     for path in metadata:
         client.put_object(Bucket=bucket, Key=f"{prefix}.{path.name}", Body=path.read_bytes())
+    summary = {**_summary([size for _, _, size in sized], f"s3://{bucket}/{prefix}/"), "format": _format_of(keys)}
+    stats_file = _put_stats(client, bucket, prefix, summary, "dslab dataset upload")
     return {"to": f"s3://{bucket}/{prefix}/", "files": len(files), "uploaded": len(todo),
-            "skipped": len(files) - len(todo), "bytes_uploaded": sent, "manifest": f"s3://{bucket}/{prefix}.manifest"}
+            "skipped": len(files) - len(todo), "bytes_uploaded": sent, "manifest": f"s3://{bucket}/{prefix}.manifest",
+            "stats": stats_file}
 

@@ -45,30 +45,42 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
     bucket = f"arn:aws:s3:::datasourcelab-data-<AWS::AccountId>-{stack.region}"
     results = f"{IAM5}[Resource::{bucket}/results/*]"
     results_why = "Prefix-scoped: results/<execution>/ objects are named at run time"
+    functions = {
+        "Plan": (XRAY_REASON + "; fsx:DescribeFileSystems and servicequotas:List* have no resource types "
+                 "(service authorization reference for FSx and Service Quotas)"),
+        "FsxData": XRAY_REASON + "; fsx:Describe* (file systems, data repository associations and tasks) have no resource types",
+        "Collect": XRAY_REASON,
+        "Teardown": XRAY_REASON,
+    }
+    logs_ids = {"Plan": "WorkflowPlanFunctionLogs73A54556", "FsxData": "WorkflowFsxDataFunctionLogsE8F72503",
+                "Collect": "WorkflowCollectFunctionLogsCD149F1F", "Teardown": "WorkflowTeardownFunctionLogs6BBC32F0"}
+    for name, star_reason in functions.items():
+        policy = _policy(stack, f"Workflow/{name}FunctionRole/DefaultPolicy/Resource")
+        ack(policy, results, results_why)
+        ack(policy, f"{IAM5}[Resource::<{logs_ids[name]}.Arn>:*]", "Log streams of this function's own log group")
+        ack(policy, f"{IAM5}[Resource::*]", star_reason)
     plan = _policy(stack, "Workflow/PlanFunctionRole/DefaultPolicy/Resource")
-    ack(plan, results, results_why)
-    ack(plan, f"{IAM5}[Resource::<WorkflowPlanFunctionLogs73A54556.Arn>:*]", "Log streams of this function's own log group")
-    ack(plan, f"{IAM5}[Resource::*]", XRAY_REASON + "; fsx:DescribeFileSystems is a list call without resource scoping")
-
+    ack(plan, f"{IAM5}[Resource::{bucket}/datasets/*.stats.json]",
+        "Reads only the stats files beside dataset prefixes (datasets/<name>.stats.json); names come with each experiment")
     collect = _policy(stack, "Workflow/CollectFunctionRole/DefaultPolicy/Resource")
-    ack(collect, results, results_why)
-    ack(collect, f"{IAM5}[Resource::<WorkflowCollectFunctionLogsCD149F1F.Arn>:*]", "Log streams of this function's own log group")
     ack(collect, f"{IAM5}[Resource::{bucket}/output/*]", "Reads metrics.json from each job's output archive, named per job at run time")
     ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
         "Describes the experiment's jobs, whose names are generated per execution")
-    ack(collect, f"{IAM5}[Resource::*]", XRAY_REASON)
+    ack(_policy(stack, "Workflow/TeardownFunctionRole/DefaultPolicy/Resource"),
+        f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:<AWS::AccountId>:stack/DataSourceLab-Fsx/*]",
+        "DescribeStacks and DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
 
     ack(_policy(stack, "Workflow/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
         "DataSync copies the datasets the EFS jobs need; dataset names come with each experiment")
 
     machine = _policy(stack, "Workflow/StateMachine/Role/DefaultPolicy/Resource")
-    ack(machine, results, "LoadRequest reads results/<execution>/requests/<job>.json written by Plan")
-    ack(machine, f"{IAM5}[Resource::<WorkflowPlanFunctionF2DC5A8A.Arn>:*]", "Invoking any version of the Plan function (CDK's LambdaInvoke grant)")
-    ack(machine, f"{IAM5}[Resource::<WorkflowCollectFunctionF8175F06.Arn>:*]", "Invoking any version of the Collect function (CDK's LambdaInvoke grant)")
+    ack(machine, results, "LoadRequest reads results/<execution>/requests/<job>.json written by Plan; "
+        "KeepFailureCause writes results/<execution>/failures/<job>.txt")
+    for fn, logical in (("Plan", "WorkflowPlanFunctionF2DC5A8A"), ("FsxData", "WorkflowFsxDataFunction93EF087E"),
+                        ("Collect", "WorkflowCollectFunctionF8175F06"), ("Teardown", "WorkflowTeardownFunction09D807BD")):
+        ack(machine, f"{IAM5}[Resource::<{logical}.Arn>:*]", f"Invoking any version of the {fn} function (CDK's LambdaInvoke grant)")
     ack(machine, f"{IAM5}[Resource::<WorkflowEfsSyncTask8C2D1299.TaskArn>/execution/*]",
         "Describing executions of the lab's one DataSync task; execution IDs are made at run time")
-    ack(machine, f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:<AWS::AccountId>:stack/DataSourceLab-Fsx/*]",
-        "DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
     ack(machine, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
         "createTrainingJob.sync creates, describes, tags and stops the experiment's jobs, named per execution")
     ack(machine, f"{IAM5}[Resource::*]", XRAY_REASON + " (state-machine tracing)")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
+from .limits import FSX_DATA_MAX_WAIT_MINUTES
 from .modes import EFS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, JPG, MODES, PIPE, SOURCES, TFRECORD, canonical_mode
 
 # MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
@@ -46,7 +47,7 @@ TRIAL_KEYS = {
 }
 TOP_LEVEL_KEYS = TRIAL_KEYS | {
     "name", "description", "dataset_catalog", "repeats", "order", "seed", "max_concurrency",
-    "teardown_fsx", "trials", "job_prefix",
+    "teardown_fsx", "trials", "job_prefix", "fsx_import_wait_minutes",
 }
 DATASET_KEYS = {"name", "format", "prefix", "source", "files", "bytes", "generate"}
 GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_kb"}
@@ -81,6 +82,8 @@ DEFAULTS: dict[str, Any] = {
     "max_run_seconds": 6 * 3600,
     "max_concurrency": 4,
     "teardown_fsx": False,
+    # How long FSx jobs may wait for the S3 metadata import of a new file system (then Skipped).
+    "fsx_import_wait_minutes": FSX_DATA_MAX_WAIT_MINUTES,
     "hyperparameters": {},
     "image_uri": None,
     "s3_data_type": "S3Prefix",
@@ -172,6 +175,7 @@ class Experiment:
     max_concurrency: int
     teardown_fsx: bool
     job_prefix: str
+    fsx_import_wait_minutes: int
     document: dict[str, Any]  # the normalised experiment as run, for results and reproduction
 
     @property
@@ -456,6 +460,7 @@ def _parse_experiment(document: Any) -> Experiment:
         max_concurrency=_int(merged["max_concurrency"], "max_concurrency", 1, 40),
         teardown_fsx=_bool(merged["teardown_fsx"], "teardown_fsx"),
         job_prefix=job_prefix,
+        fsx_import_wait_minutes=_int(merged["fsx_import_wait_minutes"], "fsx_import_wait_minutes", 0, 24 * 60),
         document={},
     )
     normalised = normalise(experiment)
@@ -473,6 +478,7 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
         "seed": experiment.seed,
         "max_concurrency": experiment.max_concurrency,
         "teardown_fsx": experiment.teardown_fsx,
+        "fsx_import_wait_minutes": experiment.fsx_import_wait_minutes,
         "job_prefix": experiment.job_prefix,
         "trials": [
             {

@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .experiment import Experiment, JobSpec, expand
+from .limits import MAX_JOBS
 from .modes import EFS, FASTFILE, FILE, FSX, JPG, PIPE
 
 CHANNEL = "train"
@@ -33,6 +34,14 @@ RESULTS_PREFIX = "results"
 # Where datasets sit inside the file systems: FSx links /datasets to s3://bucket/datasets/ and the
 # staging step copies the same prefix to /datasets on EFS.
 FS_DATASETS_PATH = "/datasets"
+# Beside each dataset prefix: ``datasets/<name>.stats.json`` ({"files", "bytes", ...}), written by
+# `dslab dataset upload` or `dslab dataset stats --write`. The workflow reads it instead of listing.
+STATS_SUFFIX = ".stats.json"
+
+
+def stats_key(key_prefix: str) -> str:
+    """``<prefix>.stats.json`` beside a prefix (never inside it: a Pipe channel streams every object there)."""
+    return f"{key_prefix.strip('/')}{STATS_SUFFIX}"
 
 # What the training script prints, and the regexes SageMaker scrapes (training/metric_definitions.json
 # holds the same list for tools that read files; a test keeps the two equal).
@@ -300,9 +309,14 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
+    specs = expand(experiment)
+    if len(specs) > MAX_JOBS:
+        raise ConfigError("repeats", f"the experiment expands to {len(specs)} jobs; one workflow execution runs at most "
+                          f"{MAX_JOBS} (Step Functions' 25,000-event history and 256 KiB state limits)",
+                          "lower repeats, datasets, modes or trials, or split the experiment into several files")
     jobs: list[PlannedJob] = []
     names: set[str] = set()
-    for spec in expand(experiment):
+    for spec in specs:
         name = job_name(experiment, spec, execution_id)
         if name in names:
             raise ConfigError("job_prefix", f"two jobs would share the name {name}")

@@ -12,6 +12,7 @@ import json
 from typing import Any, Iterable
 
 from .modes import EFS, FASTFILE, FILE, FSX, PIPE
+from .limits import SUMMARY_MESSAGE_CHARS
 from .prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
@@ -205,13 +206,18 @@ def to_csv(records: list[dict[str, Any]]) -> str:
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts, spend and a message of bounded size (it flows through the state machine, whose states
+    are capped at 256 KiB: see limits.py); results.json has every failure in full."""
     counts = {s: sum(1 for r in records if r["status"] == s) for s in ("Completed", "Failed", "Stopped", "Skipped")}
     failed = counts["Failed"] + counts["Stopped"]
-    lines = [f"{len(records)} jobs: {counts['Completed']} completed, {failed} failed, {counts['Skipped']} skipped"]
-    for r in records:
-        if r["status"] in ("Failed", "Stopped"):
-            lines.append(f"{r['job_name']} ({r['mode']}, {r['dataset']}): {r.get('failure_reason') or r['status']}")
+    message = f"{len(records)} jobs: {counts['Completed']} completed, {failed} failed, {counts['Skipped']} skipped"
+    failures = [r for r in records if r["status"] in ("Failed", "Stopped")]
+    for shown, r in enumerate(failures):
+        line = f"; {r['job_name']} ({r['mode']}, {r['dataset']}): {(r.get('failure_reason') or r['status'])[:300]}"
+        if len(message) + len(line) > SUMMARY_MESSAGE_CHARS - 80:
+            message += f"; and {len(failures) - shown} more failed (results.json has every reason)"
+            break
+        message += line
     return {"total": len(records), "completed": counts["Completed"], "failed": failed, "skipped": counts["Skipped"],
-            "cost_usd": round(sum(r["cost_usd"]["total"] for r in records), 6),
-            "message": "; ".join(lines)[:32000]}
+            "cost_usd": round(sum(r["cost_usd"]["total"] for r in records), 6), "message": message}
 

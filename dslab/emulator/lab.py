@@ -28,6 +28,7 @@ STACK = "DataSourceLab"
 FSX_STACK = "DataSourceLab-Fsx"
 FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
 FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
+FUNCTIONS = ("PlanFunction", "FsxDataFunction", "CollectFunction", "TeardownFunction")
 
 
 class TemplateError(RuntimeError):
@@ -86,6 +87,15 @@ def resolve(value: Any, refs: dict[str, Any], region: str = "us-east-1") -> Any:
     return value
 
 
+# The stand-in account's SageMaker training quotas (Service Quotas answers them, CreateTrainingJob
+# enforces them). Instance types not listed are neither answered nor enforced.
+TRAINING_INSTANCE_TYPES = ("ml.m5.large", "ml.m5.xlarge", "ml.c5.2xlarge", "ml.p3.2xlarge", "ml.p3.8xlarge",
+                           "ml.p3.16xlarge", "ml.g5.xlarge", "ml.g5.2xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge")
+DEFAULT_QUOTAS = {**{f"{t} for training job usage": 8.0 for t in TRAINING_INSTANCE_TYPES},
+                  **{f"{t} for spot training job usage": 8.0 for t in TRAINING_INSTANCE_TYPES},
+                  "Number of instances across all training jobs": 40.0}
+
+
 @dataclass
 class Execution:
     arn: str
@@ -95,6 +105,8 @@ class Execution:
     error: str | None
     cause: str | None
     history: list[dict[str, Any]] = field(default_factory=list)
+    history_events: int = 0       # every event of the execution (AWS fails one at 25,000)
+    max_state_bytes: int = 0      # the largest state input/output the stand-in saw (AWS limit: 256 KiB)
 
 
 class EmulatedLab:
@@ -103,8 +115,18 @@ class EmulatedLab:
     def __init__(self, assembly_dir: Path, *, executor: patches.JobExecutor,
                  efs_root: Path, fsx: bool = True, time_scale: float = 0.01, region: str = "us-east-1",
                  server_port: int | None = None, backend: str = "local",
-                 on_fsx_down: Callable[[], None] | None = None):
+                 on_fsx_down: Callable[[], None] | None = None, quotas: dict[str, float] | None = None,
+                 fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
+                 fsx_delete_failure: str | None = None):
+        """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
+        metadata import runs after the file system exists; ``fsx_delete_seconds`` /
+        ``fsx_delete_failure``: how DeleteStack of the FSx stack ends."""
         self.template = load_template(assembly_dir)
+        self.quotas = dict(DEFAULT_QUOTAS if quotas is None else quotas)
+        self.fsx_import_seconds, self.fsx_delete_seconds = fsx_import_seconds, fsx_delete_seconds
+        self.fsx_delete_failure = fsx_delete_failure
+        self._fsx_created = 0.0
+        self._fsx_repository: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.executor, self.efs_root, self.with_fsx = executor, efs_root, fsx
         self.time_scale, self.region, self.server_port, self.backend = time_scale, region, server_port, backend
         self.on_fsx_down = on_fsx_down
@@ -139,6 +161,10 @@ class EmulatedLab:
         patches.HOOKS.stager = self._stage_efs
         patches.HOOKS.on_stack_delete = self._on_stack_delete
         patches.HOOKS.time_scale = self.time_scale
+        patches.HOOKS.quotas = self.quotas
+        patches.HOOKS.fsx_repository = self._fsx_repository_now
+        patches.HOOKS.stack_deletion = lambda name: ((self.fsx_delete_seconds, self.fsx_delete_failure)
+                                                     if name == FSX_STACK else (0.0, None))
         config = {"stepfunctions": {"execute_state_machine": True}}
         if self.server_port:
             from moto.server import ThreadedMotoServer
@@ -199,7 +225,7 @@ class EmulatedLab:
 
         # The Lambda functions, as the template defines them (handler, environment keys).
         functions = {}
-        for part in ("PlanFunction", "CollectFunction"):
+        for part in FUNCTIONS:
             logical, resource = find_resource(self.template, f"Workflow/{part}/Resource", "AWS::Lambda::Function")
             props = resource["Properties"]
             template_env = set(props.get("Environment", {}).get("Variables", {}))
@@ -245,6 +271,7 @@ class EmulatedLab:
             "DSLAB_FSX_MOUNT_PARAMETER": FSX_MOUNT_PARAMETER,
             "DSLAB_FSX_CAPACITY_GIB": "1200",
             "DSLAB_EFS_THROUGHPUT_MIBPS": "0",
+            "DSLAB_FSX_STACK": FSX_STACK,
             "DSLAB_BACKEND": self.backend,
         }
         if self.endpoint:
@@ -258,17 +285,45 @@ class EmulatedLab:
             LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]
         self.fsx_id = fsx["FileSystemId"]
         self.fsx_mount = fsx.get("LustreConfiguration", {}).get("MountName") or "emulated"
-        ssm = self.client("ssm")
-        ssm.put_parameter(Name=FSX_ID_PARAMETER, Value=self.fsx_id, Type="String", Overwrite=True)
-        ssm.put_parameter(Name=FSX_MOUNT_PARAMETER, Value=self.fsx_mount, Type="String", Overwrite=True)
+        # The FSx stack, as CloudFormation knows it: it owns the two SSM parameters (the file system
+        # itself is made above: moto's CloudFormation skips AWS::FSx::FileSystem).
+        template = {"Resources": {
+            "IdParameter": {"Type": "AWS::SSM::Parameter",
+                            "Properties": {"Name": FSX_ID_PARAMETER, "Type": "String", "Value": self.fsx_id}},
+            "MountNameParameter": {"Type": "AWS::SSM::Parameter",
+                                   "Properties": {"Name": FSX_MOUNT_PARAMETER, "Type": "String", "Value": self.fsx_mount}}}}
+        self.client("cloudformation").create_stack(StackName=FSX_STACK, TemplateBody=json.dumps(template))
+        self._fsx_created = time.monotonic()
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        association = {"AssociationId": "dra-0123456789abcdef0", "FileSystemId": self.fsx_id, "Lifecycle": "AVAILABLE",
+                       "FileSystemPath": "/datasets", "DataRepositoryPath": f"s3://{self.bucket}/{DATASETS_PREFIX}/",
+                       "BatchImportMetaDataOnCreate": True, "CreationTime": now}
+        task = {"TaskId": "task-0123456789abcdef0", "Type": "IMPORT_METADATA_FROM_REPOSITORY", "FileSystemId": self.fsx_id,
+                "Paths": ["/datasets"], "CreationTime": now}
+        self._fsx_repository = (association, task)
+
+    def _fsx_repository_now(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The association and its import task as they stand now: the import runs
+        ``fsx_import_seconds`` (stand-in time) after the file system was created."""
+        if self._fsx_repository is None or self.fsx_id is None:
+            return [], []
+        association, task = self._fsx_repository
+        elapsed = (time.monotonic() - self._fsx_created) / max(self.time_scale, 1e-9)
+        s3 = self.client("s3")
+        total = s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{DATASETS_PREFIX}/").get("KeyCount", 0)
+        done = total if elapsed >= self.fsx_import_seconds else int(total * elapsed / self.fsx_import_seconds)
+        lifecycle = "SUCCEEDED" if elapsed >= self.fsx_import_seconds else "EXECUTING"
+        return [association], [{**task, "Lifecycle": lifecycle,
+                                "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}]
 
     def _on_stack_delete(self, name: str) -> None:
         if name != FSX_STACK or self.fsx_id is None:
             return
-        # What deleting the FSx stack deletes: the file system and its two parameters.
+        # What deleting the FSx stack deletes besides its parameters (CloudFormation removed those).
         self.client("ssm").delete_parameters(Names=[FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER])
         self.client("fsx").delete_file_system(FileSystemId=self.fsx_id)
         self.fsx_id = self.fsx_mount = None
+        self._fsx_repository = None
         if self.on_fsx_down:
             self.on_fsx_down()
 
@@ -312,8 +367,11 @@ class EmulatedLab:
             time.sleep(poll)
         output = json.loads(described["output"]) if described.get("output") else None
         history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000).get("events", [])
-        return Execution(arn=execution_arn, name=described.get("name") or execution_arn.rsplit(":", 1)[-1], status=described["status"], output=output,
-                         error=described.get("error"), cause=described.get("cause"), history=history)
+        return Execution(arn=execution_arn, name=described.get("name") or execution_arn.rsplit(":", 1)[-1],
+                         status=described["status"], output=output, error=described.get("error"),
+                         cause=described.get("cause"), history=history,
+                         history_events=max(patches.HOOKS.history_events.values(), default=0),
+                         max_state_bytes=patches.HOOKS.max_state_bytes)
 
     def run(self, experiment: dict[str, Any], timeout: float = 600.0, **kwargs) -> Execution:
         return self.wait(self.start(experiment), timeout=timeout, **kwargs)

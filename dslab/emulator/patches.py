@@ -18,6 +18,20 @@
 - Time: Wait states and retry intervals are compressed by ``time_scale`` so a test need not wait
   minutes; the state-machine definition itself is unchanged.
 
+Limits, names and lifecycles AWS enforces and the product depends on (moto copies API shapes only):
+- 256 KiB per state input and output; ``States.DataLimitExceeded`` (and ``States.Runtime``) are
+  terminal: ``States.ALL`` does not catch them. The largest payload seen is recorded.
+- History events per execution are counted (AWS fails an execution at 25,000).
+- SageMaker API errors reach the state machine as Step Functions names them:
+  ``SageMaker.<Modelled>Exception`` or ``SageMaker.AmazonSageMakerException`` with the service's
+  error code in the Cause. CreateTrainingJob enforces the account's training quotas, with SageMaker's
+  own ResourceLimitExceeded message; tests can inject throttling and validation errors.
+- Service Quotas answers SageMaker's per-instance-type training quotas (list calls, paginated).
+- FSx data repository associations and their S3 metadata import task, which finishes some
+  (stand-in) time after the file system exists.
+- CloudFormation DeleteStack of the FSx stack is asynchronous: DELETE_IN_PROGRESS, then
+  DELETE_COMPLETE (its resources go) or DELETE_FAILED.
+
 All patches are installed once per process and do nothing unless an emulator has set its hooks.
 """
 
@@ -50,6 +64,16 @@ class Hooks:
     time_scale: float = 1.0
     threads: list[threading.Thread] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # (request) -> (error code, message) to refuse a CreateTrainingJob call, or None
+    create_fault: Callable[[dict], tuple[str, str] | None] | None = None
+    # quota name -> value (SageMaker training quotas the stand-in answers and enforces)
+    quotas: dict[str, float] = field(default_factory=dict)
+    # () -> (associations, tasks) of the FSx file system, for the DescribeDataRepository* calls
+    fsx_repository: Callable[[], tuple[list[dict], list[dict]]] | None = None
+    # stack name -> (seconds until the deletion ends, failure reason or None)
+    stack_deletion: Callable[[str], tuple[float, str | None]] | None = None
+    max_state_bytes: int = 0
+    history_events: dict[int, int] = field(default_factory=dict)  # per execution (event manager)
 
 
 HOOKS = Hooks()
@@ -58,9 +82,13 @@ HOOKS = Hooks()
 def reset_hooks() -> None:
     global HOOKS
     HOOKS.job_executor = HOOKS.stager = HOOKS.on_stack_delete = None
+    HOOKS.create_fault = HOOKS.fsx_repository = HOOKS.stack_deletion = None
     HOOKS.time_scale = 1.0
     HOOKS.threads.clear()
     HOOKS.errors.clear()
+    HOOKS.quotas = {}
+    HOOKS.max_state_bytes = 0
+    HOOKS.history_events = {}
 
 
 def _snake(name: str) -> str:
@@ -118,10 +146,12 @@ def _sagemaker_task_class():
 
         def _from_error(self, env, ex):
             if isinstance(ex, ClientError):
-                name = f"SageMaker.{ex.response['Error']['Code']}"
+                name, cause = step_functions_error(ex.response["Error"].get("Code", ""),
+                                                   ex.response["Error"].get("Message", ""),
+                                                   ex.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400))
                 return FailureEvent(env=env, error_name=CustomErrorName(name), event_type=HistoryEventType.TaskFailed,
                                     event_details=EventDetails(taskFailedEventDetails=TaskFailedEventDetails(
-                                        error=name, cause=ex.response["Error"].get("Message", ""),
+                                        error=name, cause=cause,
                                         resource=self._get_sfn_resource(), resourceType=self._get_sfn_resource_type())))
             return super()._from_error(env=env, ex=ex)
 
@@ -158,6 +188,35 @@ def _sagemaker_task_class():
     return StateTaskServiceSageMaker
 
 
+def step_functions_error(code: str, message: str, status: int = 400) -> tuple[str, str]:
+    """(Error, Cause) as Step Functions reports a SageMaker API error of the optimized integration.
+
+    Errors the service model declares for the call become "SageMaker.<Name>Exception"; every other
+    code (throttling, validation) becomes "SageMaker.AmazonSageMakerException", with the service's
+    code in the Cause (AWS's example retries exactly these two names:
+    https://docs.aws.amazon.com/step-functions/latest/dg/connect-sagemaker.html). The Cause is the
+    AWS SDK for Java's message format, which the integration passes on.
+    """
+    import uuid
+
+    import botocore.session
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    modelled = {shape.name for shape in model.operation_model("CreateTrainingJob").error_shapes}
+    name = (f"SageMaker.{code}" + ("" if code.endswith("Exception") else "Exception")) if code in modelled \
+        else "SageMaker.AmazonSageMakerException"
+    cause = (f"{message} (Service: AmazonSageMaker; Status Code: {status}; Error Code: {code}; "
+             f"Request ID: {uuid.uuid4()}; Proxy: null)")
+    return name, cause
+
+
+def training_quota_message(name: str, limit: float, in_use: int, delta: int) -> str:
+    """SageMaker's own wording when a CreateTrainingJob would exceed a quota."""
+    return (f"The account-level service limit '{name}' is {limit:g} Instances, with current utilization of "
+            f"{in_use} Instances and a request delta of {delta} Instances. Please use AWS Service Quotas to "
+            "request an increase for this quota. If AWS Service Quotas is not available, contact AWS support "
+            "to request an increase for this quota.")
+
+
 # ---- install ---------------------------------------------------------------------------------
 
 def install() -> None:
@@ -172,6 +231,9 @@ def install() -> None:
         _patch_cloudformation()
         _patch_time()
         _patch_aws_sdk_streams()
+        _patch_state_limits()
+        _patch_service_quotas()
+        _patch_fsx_repository()
         _INSTALLED = True
 
 
@@ -197,9 +259,16 @@ def _patch_sagemaker() -> None:
     original = SageMakerResponse.create_training_job
 
     def create_training_job(self):
+        from moto.core.exceptions import JsonRESTError
+        request = json.loads(self.body) if isinstance(self.body, (str, bytes)) and self.body else {}
+        fault = HOOKS.create_fault(request) if HOOKS.create_fault else None
+        if fault:
+            raise JsonRESTError(*fault)
+        refusal = _quota_refusal(self.sagemaker_backend, request)
+        if refusal:
+            raise JsonRESTError("ResourceLimitExceeded", refusal)
         result = original(self)
         executor = HOOKS.job_executor
-        request = json.loads(self.body) if isinstance(self.body, (str, bytes)) and self.body else {}
         name = request.get("TrainingJobName")
         job = self.sagemaker_backend.training_jobs.get(name)
         if job is None or executor is None:
@@ -225,6 +294,25 @@ def _patch_sagemaker() -> None:
         return result
 
     SageMakerResponse.create_training_job = create_training_job
+
+
+def _quota_refusal(backend, request: dict) -> str | None:
+    """The message SageMaker gives when this job would take the account over a training quota."""
+    if not HOOKS.quotas:
+        return None
+    resources = request.get("ResourceConfig") or {}
+    instance_type, count = resources.get("InstanceType", ""), int(resources.get("InstanceCount") or 1)
+    spot = bool(request.get("EnableManagedSpotTraining"))
+    name = f"{instance_type} for {'spot ' if spot else ''}training job usage"
+    if name not in HOOKS.quotas:
+        return None
+    in_use = sum(int(getattr(job, "resource_config", {}).get("InstanceCount", 1))
+                 for job in list(backend.training_jobs.values())
+                 if getattr(job, "training_job_status", "") in ("InProgress", "Stopping")
+                 and getattr(job, "resource_config", {}).get("InstanceType") == instance_type
+                 and bool(getattr(job, "enable_managed_spot_training", False)) == spot)
+    limit = HOOKS.quotas[name]
+    return training_quota_message(name, limit, in_use, count) if in_use + count > limit else None
 
 
 def _patch_lambda() -> None:
@@ -288,16 +376,144 @@ def _patch_datasync() -> None:
 
 
 def _patch_cloudformation() -> None:
+    """DeleteStack returns at once and the deletion ends later, as on AWS ("Once the call completes
+    successfully, stack deletion starts"): DELETE_IN_PROGRESS, then DELETE_COMPLETE (the stack's
+    resources go, and it is visible only by its ID) or DELETE_FAILED."""
     from moto.cloudformation.models import CloudFormationBackend
 
     original = CloudFormationBackend.delete_stack
 
     def delete_stack(self, name_or_stack_id: str) -> None:
-        original(self, name_or_stack_id)
-        if HOOKS.on_stack_delete is not None:
-            HOOKS.on_stack_delete(name_or_stack_id)
+        stack = next((st for st in self.stacks.values() if name_or_stack_id in (st.name, st.stack_id)), None)
+        if stack is None:
+            return original(self, name_or_stack_id)
+        if stack.status == "DELETE_IN_PROGRESS":
+            return None  # DeleteStack on a stack being deleted: nothing new
+        seconds, failure = HOOKS.stack_deletion(stack.name) if HOOKS.stack_deletion else (0.0, None)
+        stack.status = "DELETE_IN_PROGRESS"
+
+        def finish() -> None:
+            if failure:
+                stack.status, stack.status_reason = "DELETE_FAILED", failure
+                return
+            original(self, stack.stack_id)
+            if HOOKS.on_stack_delete is not None:
+                HOOKS.on_stack_delete(stack.name)
+
+        if seconds <= 0:
+            finish()
+        else:
+            timer = threading.Timer(seconds * HOOKS.time_scale, finish)
+            timer.daemon = True
+            HOOKS.threads.append(timer)
+            timer.start()
+        return None
 
     CloudFormationBackend.delete_stack = delete_stack
+
+
+def _patch_state_limits() -> None:
+    """256 KiB per state input and output, terminal when exceeded; the largest payload is recorded."""
+    from moto.stepfunctions.parser import quotas
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import ErrorEqualsDecl
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import StatesErrorNameType
+    from moto.stepfunctions.parser.asl.component.state import state as state_module
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import state_task_lambda
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    def is_within_size_quota(value: Any) -> bool:
+        size = len((value if isinstance(value, str) else to_json_str(value)).encode("utf-8"))
+        HOOKS.max_state_bytes = max(HOOKS.max_state_bytes, size)
+        return size <= quotas.MAX_STATE_SIZE_UTF8_BYTES
+
+    for module in (quotas, state_module, state_task_lambda, state_task_service):
+        module.is_within_size_quota = is_within_size_quota
+
+    # Every state's input too (an ItemSelector or Parameters can build one larger than what came in);
+    # raised outside the state's Catch, like the output check.
+    original_input = state_module.CommonStateField._eval_state_input
+
+    def _eval_state_input(self, env) -> None:
+        original_input(self, env)
+        self._verify_size_quota(env=env, value=env.stack[-1])
+
+    state_module.CommonStateField._eval_state_input = _eval_state_input
+
+    # "The States.ALL error type ... cannot catch the States.DataLimitExceeded terminal error or
+    # Runtime error types" (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html).
+    terminal = [StatesErrorName(typ=StatesErrorNameType.StatesStatesDataLimitExceeded),
+                StatesErrorName(typ=StatesErrorNameType.StatesRuntime)]
+    original_match = ErrorEqualsDecl._eval_body
+
+    def _eval_body(self, env) -> None:
+        error_name = env.stack[-1]
+        if error_name in terminal and error_name not in self.error_names:
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original_match(self, env)
+
+    ErrorEqualsDecl._eval_body = _eval_body
+
+    original_add = EventManager.add_event
+
+    def add_event(self, *args, **kwargs):
+        original_add(self, *args, **kwargs)
+        HOOKS.history_events[id(self)] = HOOKS.history_events.get(id(self), 0) + 1
+
+    EventManager.add_event = add_event
+
+
+def _patch_service_quotas() -> None:
+    """SageMaker's training quotas, as ListAWSDefaultServiceQuotas and ListServiceQuotas list them."""
+    import hashlib
+
+    from moto.servicequotas.responses import ServiceQuotasResponse
+
+    def _page(self, applied: bool) -> str:
+        params = json.loads(self.body or "{}")
+        service = params.get("ServiceCode")
+        if service != "sagemaker":
+            raise NotImplementedError(f"the stand-in answers Service Quotas for sagemaker only, not {service}")
+        names = sorted(HOOKS.quotas)
+        quotas = []
+        for name in names:
+            code = "L-" + hashlib.sha256(name.encode()).hexdigest()[:8].upper()
+            # AWS's default for GPU training is 0 in many accounts; the applied value is the lab's.
+            default = 0.0 if name.startswith(("ml.p", "ml.g")) else 2.0
+            quotas.append({"ServiceCode": "sagemaker", "ServiceName": "Amazon SageMaker", "QuotaCode": code,
+                           "QuotaArn": f"arn:aws:servicequotas:{self.region}:{self.current_account}:sagemaker/{code}",
+                           "QuotaName": name, "Value": HOOKS.quotas[name] if applied else default,
+                           "Unit": "None", "Adjustable": True, "GlobalQuota": False})
+        start = int(params.get("NextToken") or 0)
+        size = int(params.get("MaxResults") or 100)
+        body: dict[str, Any] = {"Quotas": quotas[start:start + size]}
+        if start + size < len(quotas):
+            body["NextToken"] = str(start + size)
+        return json.dumps(body)
+
+    ServiceQuotasResponse.list_aws_default_service_quotas = lambda self: _page(self, applied=False)
+    ServiceQuotasResponse.list_service_quotas = lambda self: _page(self, applied=True)
+
+
+def _patch_fsx_repository() -> None:
+    """DescribeDataRepositoryAssociations / DescribeDataRepositoryTasks from the emulator's FSx model."""
+    from moto.fsx.responses import FSxResponse
+
+    def _answer(self, key: str) -> str:
+        associations, tasks = HOOKS.fsx_repository() if HOOKS.fsx_repository else ([], [])
+        params = json.loads(self.body or "{}")
+        wanted = {v for f in params.get("Filters", []) if f.get("Name") == "file-system-id" for v in f.get("Values", [])}
+        items = associations if key == "Associations" else tasks
+        if wanted:
+            items = [i for i in items if i.get("FileSystemId") in wanted]
+        return json.dumps({key: items}, default=str)
+
+    FSxResponse.describe_data_repository_associations = lambda self: _answer(self, "Associations")
+    FSxResponse.describe_data_repository_tasks = lambda self: _answer(self, "DataRepositoryTasks")
 
 
 def _patch_time() -> None:

@@ -16,11 +16,12 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.experiment import parse_experiment
 from ..core.prices import PriceTable
-from ..core.requests import DATASETS_PREFIX, RESULTS_PREFIX, FileSystemRef, LabEnvironment, plan as plan_jobs
+from ..core.limits import FSX_DATA_POLL_SECONDS, TEARDOWN_MAX_CHECKS
+from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, check_training_quotas
+from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
+                             plan as plan_jobs, stats_key)
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
-
-MAX_JOBS = 500  # Map items are tiny (the requests live in S3), so this is a sanity bound only
-
+from .fsx_data import import_status
 
 class ExperimentInvalid(Exception):
     """The experiment cannot run; the state machine fails at Plan before any job is created."""
@@ -30,23 +31,31 @@ class ResultsNotStored(Exception):
     """Results could not be written."""
 
 
+SERVICES = ("s3", "ssm", "fsx", "sagemaker", "service-quotas", "cloudformation", "stepfunctions")
+
+
 def _clients():
     import boto3
     endpoint = os.environ.get("DSLAB_AWS_ENDPOINT")  # the local lab's stand-in; unset on AWS
     kwargs = {"endpoint_url": endpoint} if endpoint else {}
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return {name: boto3.client(name, region_name=region, **kwargs) for name in ("s3", "ssm", "fsx", "sagemaker")}
+    region = _region(os.environ)
+    return {name: boto3.client(name, region_name=region, **kwargs) for name in SERVICES}
+
+
+def _region(environ) -> str:
+    return environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
 def lab_environment_from_env(environ: dict[str, str], fsx: FileSystemRef | None) -> LabEnvironment:
     return LabEnvironment.from_dict({
         "bucket": environ.get("DSLAB_BUCKET"),
-        "region": environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+        "region": _region(environ),
         "role_arn": environ.get("DSLAB_ROLE_ARN"),
         "subnet_ids": environ.get("DSLAB_SUBNET_IDS", ""),
         "security_group_ids": environ.get("DSLAB_SECURITY_GROUP_IDS", ""),
         "image_uri": environ.get("DSLAB_IMAGE_URI"),
         "image_uri_cpu": environ.get("DSLAB_IMAGE_URI_CPU"),
+        "image_uris": environ.get("DSLAB_IMAGE_URIS"),
         "code_uri": environ.get("DSLAB_CODE_URI"),
         "code_version": environ.get("DSLAB_CODE_VERSION"),
         "fsx": None if fsx is None else {"file_system_id": fsx.file_system_id, "mount_name": fsx.mount_name},
@@ -70,16 +79,44 @@ def look_up_fsx(clients, environ: dict[str, str]) -> tuple[FileSystemRef | None,
     return FileSystemRef(fs_id, mount), ""
 
 
-def dataset_stats(s3, bucket: str, prefix: str, max_pages: int = 2000) -> tuple[int, int]:
-    files = size = 0
-    pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{DATASETS_PREFIX}/{prefix}/")
-    for i, page in enumerate(pages):
-        for obj in page.get("Contents", []):
-            files += 1
-            size += obj["Size"]
-        if i + 1 >= max_pages:
-            break
-    return files, size
+def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
+    """A dataset's file count and bytes in S3_REQUESTS_PER_DATASET requests, whatever its size.
+
+    ListObjectsV2 returns at most 1,000 keys a request, so counting a 1.5-million-object prefix would
+    take 1,500 requests inside Plan's Lambda timeout. Instead: one ListObjectsV2 with MaxKeys=1 (is
+    the prefix empty?) and one GetObject of the stats file `dslab dataset upload` writes beside it.
+    """
+    where = f"s3://{bucket}/{DATASETS_PREFIX}/{prefix}/"
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{DATASETS_PREFIX}/{prefix}/", MaxKeys=1)
+    if not listed.get("KeyCount") and not listed.get("Contents"):
+        raise ExperimentInvalid(f"{where} is empty; upload it first (dslab dataset upload --src DIR --to {where}) "
+                                "or fix its prefix")
+    key = stats_key(f"{DATASETS_PREFIX}/{prefix}")
+    write_it = (f"write it once with `dslab dataset stats {where} --write` (it lists the prefix from your machine), "
+                "or upload with `dslab dataset upload`, which writes it")
+    try:
+        document = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except s3.exceptions.NoSuchKey:
+        raise ExperimentInvalid(f"{where} has no stats file (s3://{bucket}/{key}): the workflow reads a dataset's "
+                                f"file count and size from it instead of listing every object; {write_it}") from None
+    except ValueError:
+        raise ExperimentInvalid(f"s3://{bucket}/{key} is not JSON; {write_it}") from None
+    files, size = document.get("files"), document.get("bytes")
+    if not isinstance(files, int) or not isinstance(size, int) or files <= 0 or size < 0:
+        raise ExperimentInvalid(f"s3://{bucket}/{key} has no valid 'files' and 'bytes'; {write_it}")
+    return {"files": files, "bytes": size, "stats_file": f"s3://{bucket}/{key}",
+            "written_at": document.get("written_at"), "written_by": document.get("written_by")}
+
+
+def read_training_quotas(service_quotas) -> dict[str, Quota]:
+    """SageMaker's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only
+    quotas with an applied value, so both lists are read; ~10 requests of 100 quotas each)."""
+    quotas: dict[str, Quota] = {}
+    for operation in ("list_aws_default_service_quotas", "list_service_quotas"):
+        for page in service_quotas.get_paginator(operation).paginate(ServiceCode=QUOTA_SERVICE, PaginationConfig={"PageSize": 100}):
+            for q in page.get("Quotas", []):
+                quotas[q["QuotaName"]] = Quota(q["QuotaName"], q.get("QuotaCode", "?"), float(q.get("Value", 0)))
+    return quotas
 
 
 def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -97,38 +134,40 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         raise ExperimentInvalid(str(err)) from None
     bucket = env.bucket
 
-    stats: dict[str, dict[str, int]] = {}
-    for i, dataset in enumerate(experiment.datasets):
+    stats: dict[str, dict[str, Any]] = {}
+    for dataset in experiment.datasets:
         if dataset.source != "s3":
             continue
-        files, size = dataset_stats(clients["s3"], bucket, dataset.prefix)
-        if files == 0:
-            raise ExperimentInvalid(
-                f"experiment: dataset '{dataset.name}': s3://{bucket}/{DATASETS_PREFIX}/{dataset.prefix}/ is empty; "
-                f"upload it first (dslab dataset upload --src DIR --to s3://{bucket}/{DATASETS_PREFIX}/{dataset.prefix}/) "
-                "or fix its prefix")
-        stats[dataset.name] = {"files": files, "bytes": size}
+        try:
+            stats[dataset.name] = dataset_stats(clients["s3"], bucket, dataset.prefix)
+        except ExperimentInvalid as err:
+            raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
     try:
         jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None)
     except ConfigError as err:
         raise ExperimentInvalid(f"experiment: {err}") from None
-    if len(jobs) > MAX_JOBS:
-        raise ExperimentInvalid(f"experiment: {len(jobs)} jobs is more than {MAX_JOBS}; lower repeats or split it")
+
+    try:
+        quotas = read_training_quotas(clients["service-quotas"])
+        decision = check_training_quotas(experiment, quotas, env.region)
+    except ConfigError as err:
+        raise ExperimentInvalid(f"experiment: {err}") from None
+    except Exception as err:  # no permission or throttled: the run goes on, the plan says so
+        decision = QuotaDecision(experiment.max_concurrency, [f"training quotas not checked ({type(err).__name__}: {err})"])
 
     base = f"{RESULTS_PREFIX}/{execution}"
     items = []
     for job in jobs:
-        item = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode, "dataset": job.spec.dataset.name,
-                "repeat": job.spec.repeat}
+        item: dict[str, Any] = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode}
         if job.request is None:
-            item["skip_reason"] = fsx_reason or job.skip_reason
+            item["skip"] = True
         else:
-            key = f"{base}/requests/{job.name}.json"
-            clients["s3"].put_object(Bucket=bucket, Key=key, Body=json.dumps(job.request).encode(),
+            clients["s3"].put_object(Bucket=bucket, Key=request_key(base, job.name), Body=json.dumps(job.request).encode(),
                                      ContentType="application/json")
-            item["request_key"] = key
         items.append(item)
     efs_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.mode == "EFS" and j.request is not None})
+    fsx_paths = sorted({f"{FS_DATASETS_PATH}/{j.spec.dataset.prefix}" for j in jobs
+                        if j.spec.mode == "FSx" and j.request is not None})
     plan_document = {
         "execution": execution,
         "experiment": experiment.document,
@@ -137,27 +176,63 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "fsx_available": fsx is not None,
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(environ.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
+        "fsx_paths": fsx_paths,
         "dataset_stats": stats,
+        "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
         "backend": environ.get("DSLAB_BACKEND", "aws"),
-        "jobs": [{**item, "trial": j.spec.trial.name, "instance_type": j.spec.trial.instance_type,
+        "jobs": [{"index": j.spec.index, "name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
+                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "instance_type": j.spec.trial.instance_type,
                   "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
-                  "format": j.spec.dataset.format} for item, j in zip(items, jobs)],
+                  "format": j.spec.dataset.format, "skip_reason": (fsx_reason or j.skip_reason) if j.request is None else None}
+                 for j in jobs],
     }
     clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
                              ContentType="application/json")
+    # What flows on through the state machine: small and bounded (see dslab/core/limits.py).
     return {
-        "experiment": experiment.name,
-        "experiment_hash": experiment.content_hash,
-        "bucket": bucket,
-        "plan_key": f"{base}/plan.json",
-        "lanes": deal_into_lanes(items, experiment.max_concurrency),
-        "job_count": len(items),
-        "modes": {mode: sum(1 for j in jobs if j.spec.mode == mode) for mode in experiment.modes},
-        "max_concurrency": experiment.max_concurrency,
-        "efs_include": "|".join(f"/{p}" for p in efs_prefixes),
-        "teardown_fsx": experiment.teardown_fsx,
-        "fsx_available": fsx is not None,
+        "plan": {
+            "experiment": experiment.name,
+            "bucket": bucket,
+            "base": base,
+            "plan_key": f"{base}/plan.json",
+            "job_count": len(items),
+            "max_concurrency": decision.concurrency,
+            "efs_include": "|".join(f"/{p}" for p in efs_prefixes),
+            "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
+            "fsx_wait_checks": max(1, experiment.fsx_import_wait_minutes * 60 // FSX_DATA_POLL_SECONDS),
+            "teardown_fsx": experiment.teardown_fsx,
+            "fsx_available": fsx is not None,
+        },
+        "lanes": deal_into_lanes(items, decision.concurrency),
     }
+
+
+def request_key(base: str, job_name: str) -> str:
+    """Where Plan stores a job's request; the state machine builds the same key with States.Format."""
+    return f"{base}/requests/{job_name}.json"
+
+
+def failure_key(base: str, job_name: str) -> str:
+    """Where the state machine stores a failed attempt's full Cause (never carried in the state)."""
+    return f"{base}/failures/{job_name}.txt"
+
+
+def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """One readiness check of the data the FSx jobs read (the state machine loops, bounded)."""
+    clients = _clients()
+    checks = int(event.get("checks") or 0) + 1
+    summary = event["plan"]
+    paths = json.loads(clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())["fsx_paths"]
+    fsx, reason = look_up_fsx(clients, dict(os.environ))
+    if fsx is None:
+        status = {"ready": False, "final": True, "reason": reason}
+    else:
+        status = import_status(clients["fsx"], fsx.file_system_id, paths)
+    out = {"ready": status["ready"], "final": status["final"], "checks": checks,
+           "reason": status["reason"][:500]}
+    if not out["ready"] and not out["final"] and checks >= int(summary.get("fsx_wait_checks") or 1):
+        out.update(final=True, reason=f"still not ready after {checks} checks: {out['reason']}"[:500])
+    return out
 
 
 def deal_into_lanes(items: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
@@ -196,32 +271,42 @@ def _json_default(value: Any) -> Any:
     return value.isoformat() if hasattr(value, "isoformat") else str(value)
 
 
+# Why a job has no training job of its own, by the code the state machine records.
+OUTCOME_REASONS = {
+    "EfsStagingFailed": "Copying the dataset from S3 to EFS (DataSync) failed; see the DataSync task's log group",
+    "FsxDataNotReady": "FSx's S3 metadata import did not finish in time",
+}
+
+
 def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     clients = _clients()
     s3, sagemaker = clients["s3"], clients["sagemaker"]
     summary_plan = event["plan"]
-    bucket = summary_plan["bucket"]
+    bucket, base = summary_plan["bucket"], summary_plan["base"]
     plan_document = json.loads(s3.get_object(Bucket=bucket, Key=summary_plan["plan_key"])["Body"].read())
     outcomes = flatten_outcomes(event.get("results") or [])
+    prepared = event.get("prepared") or {}
+    fsx_reason = (prepared.get("fsx_data") or {}).get("reason")
     prices = PriceTable.with_overrides(json.loads(os.environ["DSLAB_PRICES"]) if os.environ.get("DSLAB_PRICES") else None)
     records = []
     for job in plan_document["jobs"]:
-        outcome = outcomes.get(int(job["index"]), {"status": "Failed", "reason": "the workflow returned no outcome for this job"})
+        outcome = outcomes.get(int(job["index"]), {"status": "Failed", "error": "the workflow returned no outcome for this job"})
         status = outcome.get("status")
         name = outcome.get("name") or job["name"]
         stats = plan_document["dataset_stats"].get(job["dataset"], {})
+        common = dict(mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
+                      instance_type=job["instance_type"], instance_count=job["instance_count"])
         if status == "Skipped":
-            records.append(skipped_record(name, mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
-                                          instance_type=job["instance_type"], instance_count=job["instance_count"],
-                                          reason=outcome.get("reason") or "skipped"))
+            reason = job.get("skip_reason") or "skipped"
+            if outcome.get("error") == "FsxDataNotReady":
+                reason = f"{OUTCOME_REASONS['FsxDataNotReady']}: {fsx_reason}" if fsx_reason else OUTCOME_REASONS["FsxDataNotReady"]
+            records.append(skipped_record(name, **common, reason=reason))
             continue
         try:
             describe = sagemaker.describe_training_job(TrainingJobName=name)
         except Exception:
-            # The job was never created (its request could not be loaded, or staging failed first).
-            records.append(skipped_record(name, mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
-                                          instance_type=job["instance_type"], instance_count=job["instance_count"],
-                                          reason=_reason(outcome), status="Failed"))
+            # The job was never created (its request could not be loaded, the API refused it, staging failed).
+            records.append(skipped_record(name, **common, reason=_reason(s3, bucket, base, name, outcome), status="Failed"))
             continue
         describe.pop("ResponseMetadata", None)
         record = record_from_describe(
@@ -229,11 +314,10 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             dataset=job["dataset"], repeat=job["repeat"], files=stats.get("files"), total_bytes=stats.get("bytes"),
             epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200))
         if record["status"] == "Failed" and not record["failure_reason"]:
-            record["failure_reason"] = _reason(outcome)
+            record["failure_reason"] = _reason(s3, bucket, base, name, outcome)
         records.append(record)
 
     summary = summarise(records)
-    base = summary_plan["plan_key"].rsplit("/", 1)[0]
     results = {
         "experiment": plan_document["experiment"],
         "backend": plan_document.get("backend", "aws"),
@@ -243,24 +327,141 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "code_version": plan_document["environment"].get("code_version"),
         "environment": plan_document["environment"],
         "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"]},
+        "quotas": plan_document.get("quotas"),
+        "staging": prepared.get("staging"),
+        "fsx_data": prepared.get("fsx_data"),
         "summary": summary,
     }
-    s3.put_object(Bucket=bucket, Key=f"{base}/results.json",
-                  Body=json.dumps(results, indent=2, default=_json_default).encode(), ContentType="application/json")
+    _put_json(s3, bucket, f"{base}/results.json", results)
     s3.put_object(Bucket=bucket, Key=f"{base}/results.csv", Body=to_csv(records).encode(), ContentType="text/csv")
     summary["results_uri"] = f"s3://{bucket}/{base}/results.json"
     return summary
 
 
-def _reason(outcome: dict[str, Any]) -> str:
-    reason = outcome.get("reason") or outcome.get("error") or "failed"
-    try:  # a .sync failure's Cause is the job's DescribeTrainingJob output as JSON
-        parsed = json.loads(reason)
-        if isinstance(parsed, dict):
-            return parsed.get("FailureReason") or parsed.get("errorMessage") or reason
-    except (TypeError, ValueError):
+def _put_json(s3, bucket: str, key: str, document: Any) -> None:
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(document, indent=2, default=_json_default).encode(),
+                  ContentType="application/json")
+
+
+def _reason(s3, bucket: str, base: str, name: str, outcome: dict[str, Any]) -> str:
+    """The failure's reason: the Cause the state machine stored in S3, else the recorded code."""
+    error = str(outcome.get("error") or "failed")
+    cause = ""
+    try:
+        cause = s3.get_object(Bucket=bucket, Key=failure_key(base, name))["Body"].read().decode("utf-8", "replace")
+    except Exception:
         pass
-    return str(reason)
+    if not cause:
+        return OUTCOME_REASONS.get(error, error)
+    try:  # a .sync failure's Cause is the job's DescribeTrainingJob output as JSON
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict):
+            return parsed.get("FailureReason") or parsed.get("errorMessage") or cause
+    except ValueError:
+        pass
+    return f"{error}: {cause}"
 
 
-__all__ = ["plan", "collect", "ExperimentInvalid"]
+# ---- teardown ------------------------------------------------------------------------------------
+
+def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Delete the FSx stack and follow the deletion to its end (the state machine loops, bounded).
+
+    ``{"action": "start"}``: unless another running execution of this workflow still has FSx jobs
+    to run, DeleteStack (asynchronous: "Once the call completes successfully, stack deletion starts").
+    ``{"action": "check"}``: DescribeStacks by stack ID (a deleted stack is only visible by its ID)
+    until DELETE_COMPLETE, DELETE_FAILED, or TEARDOWN_MAX_CHECKS checks. Final outcomes are
+    written into the execution's results.json and teardown.json.
+    """
+    clients = _clients()
+    cfn, s3 = clients["cloudformation"], clients["s3"]
+    summary = event["plan"]
+    bucket, base = summary["bucket"], summary["base"]
+    stack_name = os.environ.get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
+    previous = event.get("teardown") or {}
+    checks = int(previous.get("checks") or 0)
+    if event.get("action") == "start":
+        blocker = teardown_blocker(clients, bucket, event.get("state_machine", ""), event.get("execution_arn", ""))
+        if blocker:
+            outcome = {"status": "DEFERRED", "final": True, "message": f"FSx kept: {blocker}. The last execution with FSx "
+                       "jobs tears it down if it asks to; otherwise `dslab fsx down`"}
+            return _record_teardown(s3, bucket, base, outcome)
+        stack = _describe_stack(cfn, stack_name)
+        if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":
+            return _record_teardown(s3, bucket, base, {"status": "ALREADY_GONE", "final": True,
+                                                       "message": f"{stack_name} does not exist: nothing to tear down"})
+        cfn.delete_stack(StackName=stack["StackId"])
+        return {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack["StackId"], "checks": 0,
+                "message": f"deleting {stack_name}"}
+    stack = _describe_stack(cfn, previous["stack_id"])
+    checks += 1
+    status = stack["StackStatus"] if stack else "DELETE_COMPLETE"
+    if status == "DELETE_COMPLETE":
+        outcome = {"status": "DELETE_COMPLETE", "final": True, "message": f"{stack_name} deleted: FSx no longer bills"}
+    elif status == "DELETE_FAILED":
+        outcome = {"status": "DELETE_FAILED", "final": True,
+                   "message": f"{stack_name} is DELETE_FAILED ({(stack.get('StackStatusReason') or '')[:300]}): FSx may "
+                              "still exist and bill; fix the cause and run `dslab fsx down`, or delete it in the console"}
+    elif checks >= TEARDOWN_MAX_CHECKS:
+        outcome = {"status": "TIMED_OUT", "final": True,
+                   "message": f"{stack_name} is still {status} after {checks} checks: follow it with `dslab fsx status`"}
+    else:
+        return {**previous, "status": status, "final": False, "checks": checks, "message": f"{stack_name} is {status}"}
+    return _record_teardown(s3, bucket, base, {**outcome, "stack_id": previous.get("stack_id"), "checks": checks})
+
+
+def _describe_stack(cfn, name_or_id: str) -> dict[str, Any] | None:
+    try:
+        stacks = cfn.describe_stacks(StackName=name_or_id).get("Stacks", [])
+    except cfn.exceptions.ClientError as err:
+        if "does not exist" in str(err):  # ValidationError: "Stack with id X does not exist"
+            return None
+        raise
+    return stacks[0] if stacks else None
+
+
+def teardown_blocker(clients, bucket: str, state_machine: str, own_execution: str) -> str:
+    """Why FSx must stay: another RUNNING execution of this workflow that still has FSx jobs to run.
+
+    An execution has FSx jobs to run while its plan.json lists FSx jobs with requests and its
+    results.json (written by Collect, after every job ended) does not exist yet. One that has not
+    written plan.json is still planning, and may plan FSx jobs. ListExecutions "is eventually
+    consistent": an execution started in the last seconds can be missed; its own FSx readiness step
+    then finds FSx DELETING and skips its FSx jobs with that reason, so nothing runs on a vanishing FSx.
+    """
+    if not state_machine:
+        return ""
+    s3 = clients["s3"]
+    pages = clients["stepfunctions"].get_paginator("list_executions").paginate(
+        stateMachineArn=state_machine, statusFilter="RUNNING")
+    for page in pages:
+        for execution in page.get("executions", []):
+            if execution["executionArn"] == own_execution:
+                continue
+            name = execution["name"]
+            try:
+                plan_document = json.loads(s3.get_object(Bucket=bucket, Key=f"{RESULTS_PREFIX}/{name}/plan.json")["Body"].read())
+            except s3.exceptions.NoSuchKey:
+                return f"execution {name} is still planning (it may run FSx jobs)"
+            if not plan_document.get("fsx_paths"):
+                continue
+            try:
+                s3.head_object(Bucket=bucket, Key=f"{RESULTS_PREFIX}/{name}/results.json")
+            except s3.exceptions.ClientError:
+                return f"execution {name} still has FSx jobs to run"
+    return ""
+
+
+def _record_teardown(s3, bucket: str, base: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The outcome goes into results.json (and teardown.json) as well as the execution's output."""
+    _put_json(s3, bucket, f"{base}/teardown.json", outcome)
+    try:
+        results = json.loads(s3.get_object(Bucket=bucket, Key=f"{base}/results.json")["Body"].read())
+        results["teardown"] = outcome
+        _put_json(s3, bucket, f"{base}/results.json", results)
+    except s3.exceptions.NoSuchKey:
+        pass  # Collect could not store results; the execution fails with ResultsNotStored anyway
+    return outcome
+
+
+__all__ = ["plan", "fsx_data", "collect", "teardown", "ExperimentInvalid"]

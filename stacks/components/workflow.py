@@ -10,21 +10,35 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack, aws_datasync as datasync, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_datasync as datasync, aws_ec2 as ec2, aws_iam as iam
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn, aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX
+from dslab.core import limits
+from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX, STATS_SUFFIX
 
-# Errors worth retrying with backoff: API throttling and account quotas that free up as jobs end.
-THROTTLING_ERRORS = ["SageMaker.ThrottlingException", "SageMaker.ResourceLimitExceededException",
-                     "SageMaker.ResourceLimitExceeded", "ThrottlingException"]
-# A job that fails for lack of capacity is retried under a new name ("-a2", "-a3").
-CAPACITY_ATTEMPTS = 3
-CAPACITY_BACKOFF_SECONDS = 120
+# A fixed name: IAM statements (the teardown guard lists this machine's executions) and people can
+# name it without a reference, which would be circular (the machine references the functions).
+STATE_MACHINE_NAME = "DataSourceLab-Benchmark"
 MAX_LANES = 40  # the experiment's max_concurrency is validated to 1..40
 LAMBDA_PACKAGES = ("core", "workflow")
+
+# How Step Functions reports SageMaker API errors from the optimized integration: service errors
+# with a modelled exception come as "SageMaker.<Name>Exception", the rest (throttling, validation)
+# as "SageMaker.AmazonSageMakerException" with the service's error code in the Cause. AWS's own
+# training-job example retries exactly SageMaker.AmazonSageMakerException and
+# SageMaker.ResourceLimitExceededException
+# (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sagemaker.html). A failed .sync
+# job is States.TaskFailed with its DescribeTrainingJob JSON as the Cause.
+SAGEMAKER_API_ERRORS = ["SageMaker.AmazonSageMakerException", "SageMaker.ResourceLimitExceededException"]
+# Which of those are worth retrying, by what the Cause says: throttling, and a busy quota (jobs
+# end and free it). A quota of 0 can never free up, and validation errors never pass on retry.
+RETRYABLE_CAUSES = ["*ThrottlingException*", "*Rate exceeded*", "*ResourceLimitExceeded*"]
+HOPELESS_CAUSES = ["*is 0 Instances*"]
+# AWS's recommended retrier for Lambda tasks adds TooManyRequests to the service exceptions
+# (https://docs.aws.amazon.com/step-functions/latest/dg/sfn-best-practices.html#bp-lambda-serviceexception).
+LAMBDA_THROTTLED = ["Lambda.TooManyRequestsException"]
 
 
 def build_lambda_package(repo_root: Path, out_dir: Path) -> Path:
@@ -48,31 +62,57 @@ class BenchmarkWorkflow(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.bucket = bucket
+        self.state_machine_arn = stack.format_arn(service="states", resource="stateMachine",
+                                                  resource_name=STATE_MACHINE_NAME, arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        environment = {**environment, "DSLAB_FSX_STACK": fsx_stack_name}
 
         # ---- Lambda functions: the shared domain core --------------------------------------
+        # Timeouts: Plan makes S3_REQUESTS_PER_DATASET requests per dataset, ~20 Service Quotas pages
+        # and one PutObject per job (at most MAX_JOBS): a few hundred requests, seconds, against 5 minutes.
         package_dir = build_lambda_package(repo_root, repo_root / "build" / "lambda")
         code = lambda_.Code.from_asset(str(package_dir))
         self.plan_fn = self._function("PlanFunction", code, "dslab.workflow.handlers.plan", environment,
                                       "Validates an experiment and writes its CreateTrainingJob requests")
+        self.fsx_data_fn = self._function("FsxDataFunction", code, "dslab.workflow.handlers.fsx_data", environment,
+                                          "Checks that FSx has imported the S3 listing the FSx jobs read")
         self.collect_fn = self._function("CollectFunction", code, "dslab.workflow.handlers.collect", environment,
                                          "Turns finished training jobs into result records in S3")
+        self.teardown_fn = self._function("TeardownFunction", code, "dslab.workflow.handlers.teardown", environment,
+                                          "Deletes the FSx stack unless another execution still needs it, and follows the deletion")
         results_objects = bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
+        fsx_parameter_arns = [stack.format_arn(service="ssm", resource="parameter", resource_name=p.lstrip("/"))
+                              for p in fsx_parameters]
+        # Without s3:ListBucket a missing object answers 403 instead of 404; the handlers tell the two
+        # apart only with it (scoped to the prefix each function reads).
+        def list_prefix(prefix: str) -> iam.PolicyStatement:
+            return iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                                       conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}})
+
         self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[results_objects]))
         self.plan_fn.add_to_role_policy(iam.PolicyStatement(
-            actions=["ssm:GetParameters"],
-            resources=[stack.format_arn(service="ssm", resource="parameter", resource_name=p.lstrip("/"))
-                       for p in fsx_parameters]))
-        self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"]))
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*{STATS_SUFFIX}")]))
+        self.plan_fn.add_to_role_policy(list_prefix(DATASETS_PREFIX))
+        # Service Quotas' List* actions have no resource type: "*" is the only resource they take
+        # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_servicequotas.html).
         self.plan_fn.add_to_role_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{DATASETS_PREFIX}/*"]}}))
+            actions=["servicequotas:ListServiceQuotas", "servicequotas:ListAWSDefaultServiceQuotas"], resources=["*"]))
+        for fn in (self.plan_fn, self.fsx_data_fn):
+            fn.add_to_role_policy(iam.PolicyStatement(actions=["ssm:GetParameters"], resources=fsx_parameter_arns))
+        # FSx Describe* actions have no resource type either (list_amazonfsx.html).
+        self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"]))
+        self.fsx_data_fn.add_to_role_policy(iam.PolicyStatement(
+            actions=["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations", "fsx:DescribeDataRepositoryTasks"],
+            resources=["*"]))
+        self.fsx_data_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[results_objects]))
         self.collect_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["s3:GetObject", "s3:PutObject"], resources=[results_objects]))
+        self.collect_fn.add_to_role_policy(list_prefix(RESULTS_PREFIX))
         self.collect_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{OUTPUT_PREFIX}/*")]))
         self.collect_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"],
             resources=[stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")]))
+        self._grant_teardown(fsx_stack_name, results_objects, list_prefix(RESULTS_PREFIX))
 
         # ---- EFS staging with DataSync -------------------------------------------------------
         self.sync_task = self._efs_sync_task(bucket, subnet, training_sg, efs_file_system_arn)
@@ -80,16 +120,16 @@ class BenchmarkWorkflow(Construct):
         # ---- The state machine ------------------------------------------------------------------
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,
                                   removal_policy=RemovalPolicy.DESTROY)
-        definition = self._definition(fsx_stack_name)
+        definition = self._definition()
         self.state_machine = sfn.StateMachine(
             self, "StateMachine",
+            state_machine_name=STATE_MACHINE_NAME,
             definition_body=sfn.DefinitionBody.from_chainable(definition),
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
             tracing_enabled=True,
             comment="DataSourceLab: one SageMaker training job per data-source mode, every result kept",
         )
         self._grant_training_jobs(training_role)
-        self._grant_teardown(fsx_stack_name)
 
     # ------------------------------------------------------------------------------------------
     def _function(self, cid: str, code: lambda_.Code, handler: str, environment: dict[str, str],
@@ -103,6 +143,13 @@ class BenchmarkWorkflow(Construct):
             self, cid, runtime=lambda_.Runtime.PYTHON_3_14, handler=handler, code=code,
             timeout=Duration.minutes(5), memory_size=512, environment=environment, role=role,
             log_group=log_group, description=description, tracing=lambda_.Tracing.ACTIVE)
+
+    def _invoke(self, cid: str, fn: lambda_.IFunction, payload: dict, comment: str, **kwargs) -> tasks.LambdaInvoke:
+        task = tasks.LambdaInvoke(self, cid, lambda_function=fn, comment=comment,
+                                  payload=sfn.TaskInput.from_object(payload), **kwargs)
+        task.add_retry(errors=LAMBDA_THROTTLED, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2,
+                       jitter_strategy=sfn.JitterType.FULL)
+        return task
 
     def _efs_sync_task(self, bucket: s3.IBucket, subnet: ec2.ISubnet, training_sg: ec2.ISecurityGroup,
                        efs_file_system_arn: str) -> datasync.CfnTask:
@@ -138,19 +185,64 @@ class BenchmarkWorkflow(Construct):
         return task
 
     # ------------------------------------------------------------------------------------------
-    def _definition(self, fsx_stack_name: str) -> sfn.IChainable:
-        stack = Stack.of(self)
-
+    def _definition(self) -> sfn.IChainable:
+        # What flows between states stays small and bounded per job (dslab/core/limits.py): Plan
+        # returns a summary and the lanes; the Run map writes its outcomes over the lanes; failure
+        # causes go to S3; Collect's summary message is capped.
         invalid = sfn.Fail(self, "ExperimentInvalid", error="ExperimentInvalid", cause_path="$.error.Cause")
-        plan = tasks.LambdaInvoke(
-            self, "Plan", lambda_function=self.plan_fn,
-            comment="Validate the experiment and write one CreateTrainingJob request per job",
-            payload=sfn.TaskInput.from_object({"experiment.$": "$", "execution.$": "$$.Execution.Name"}),
-            result_selector={"plan.$": "$.Payload", "staging": {"status": "NOT_NEEDED"}},
-            result_path="$")
+        plan = self._invoke(
+            "Plan", self.plan_fn, {"experiment.$": "$", "execution.$": "$$.Execution.Name"},
+            "Validate the experiment, check quotas and write one CreateTrainingJob request per job",
+            result_selector={"plan.$": "$.Payload.plan", "lanes.$": "$.Payload.lanes"}, result_path="$")
         plan.add_catch(invalid, errors=["ExperimentInvalid"], result_path="$.error")
 
-        # Stage: copy the datasets the EFS jobs need from S3 into EFS (only what changed).
+        # Prepare: fill EFS and wait for FSx's S3 import side by side, before any job starts.
+        prepare = sfn.Parallel(self, "PrepareData", parameters={"plan.$": "$.plan"},
+                               comment="Data ready before jobs: EFS staged by DataSync, FSx's S3 listing imported",
+                               result_selector={"staging.$": "$[0].status", "fsx_data.$": "$[1]"},
+                               result_path="$.prepared")
+        prepare.branch(self._efs_staging())
+        prepare.branch(self._fsx_data_wait())
+        run_jobs = self._run_map()
+
+        # Collect: describe every job, price it, store results.json and results.csv.
+        collect = self._invoke(
+            "Collect", self.collect_fn,
+            {"plan.$": "$.plan", "results.$": "$.lanes", "execution.$": "$$.Execution.Name", "prepared.$": "$.prepared"},
+            "Describe every job and store results.json / results.csv before any teardown",
+            result_selector={"summary.$": "$.Payload"}, result_path="$.collected")
+        collect_failed = sfn.Pass(self, "CollectFailed", parameters={
+            "failed": -1, "message": "Collect could not store the results: see the Collect state's error in the execution history"},
+            result_path="$.collected.summary")
+        collect.add_catch(collect_failed, result_path="$.collectError")
+
+        jobs_failed = sfn.Fail(self, "JobsFailed", error="JobsFailed", cause_path="$.collected.summary.message")
+        results_not_stored = sfn.Fail(self, "ResultsNotStored", error="ResultsNotStored",
+                                      cause_path="$.collected.summary.message")
+        teardown_failed = sfn.Fail(self, "FsxTeardownFailed", error="FsxTeardownFailed", cause_path="$.teardown.message")
+        done = sfn.Succeed(self, "AllJobsCompleted")
+        teardown_bad = sfn.Condition.and_(
+            sfn.Condition.is_present("$.teardown.status"),
+            sfn.Condition.or_(*(sfn.Condition.string_equals("$.teardown.status", s)
+                                for s in ("DELETE_FAILED", "TIMED_OUT", "ERROR"))))
+        verdict = (sfn.Choice(self, "Verdict")
+                   .when(sfn.Condition.number_less_than("$.collected.summary.failed", 0), results_not_stored)
+                   .when(teardown_bad, teardown_failed)
+                   .when(sfn.Condition.number_greater_than("$.collected.summary.failed", 0), jobs_failed)
+                   .otherwise(done))
+        teardown = self._teardown(verdict)
+        teardown_choice = (sfn.Choice(self, "TeardownFsx?")
+                           .when(sfn.Condition.and_(sfn.Condition.boolean_equals("$.plan.teardown_fsx", True),
+                                                    sfn.Condition.boolean_equals("$.plan.fsx_available", True)),
+                                 teardown)
+                           .otherwise(verdict))
+        collect.next(teardown_choice)
+        collect_failed.next(teardown_choice)
+        run_jobs.next(collect)
+        return plan.next(prepare).next(run_jobs)
+
+    def _efs_staging(self) -> sfn.IChainable:
+        """Copy the datasets the EFS jobs need from S3 into EFS (only what changed). Ends {"status"}."""
         start_sync = tasks.CallAwsService(
             self, "StartEfsSync", service="datasync", action="startTaskExecution",
             parameters={"TaskArn": self.sync_task.attr_task_arn,
@@ -163,89 +255,107 @@ class BenchmarkWorkflow(Construct):
             parameters={"TaskExecutionArn.$": "$.staging.arn"},
             iam_resources=[f"{self.sync_task.attr_task_arn}/execution/*"],
             result_selector={"arn.$": "$.TaskExecutionArn", "status.$": "$.Status"}, result_path="$.staging")
-        staging_failed = sfn.Pass(self, "EfsStagingFailed", result=sfn.Result.from_object({"status": "ERROR"}),
-                                  result_path="$.staging")
+        staging_failed = sfn.Pass(self, "EfsStagingFailed", result=sfn.Result.from_object({"status": "ERROR"}))
         start_sync.add_catch(staging_failed, result_path="$.stagingError")
         describe_sync.add_catch(staging_failed, result_path="$.stagingError")
-
-        run_jobs = self._run_map()
-        stage_choice = (sfn.Choice(self, "NeedEfsStaging?")
-                        .when(sfn.Condition.string_equals("$.plan.efs_include", ""), run_jobs)
-                        .otherwise(start_sync))
+        staged = sfn.Pass(self, "EfsStaged", parameters={"status.$": "$.staging.status"})
+        not_needed = sfn.Pass(self, "NoEfsStaging", result=sfn.Result.from_object({"status": "NOT_NEEDED"}))
         start_sync.next(wait_sync)
         wait_sync.next(describe_sync)
-        staging_failed.next(run_jobs)
         describe_sync.next(sfn.Choice(self, "EfsSyncDone?")
-                           .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), run_jobs)
-                           .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), run_jobs)
+                           .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), staged)
+                           .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), staged)
                            .otherwise(wait_sync))
+        return (sfn.Choice(self, "NeedEfsStaging?")
+                .when(sfn.Condition.string_equals("$.plan.efs_include", ""), not_needed)
+                .otherwise(start_sync))
 
-        # Collect: describe every job, price it, store results.json and results.csv.
-        collect = tasks.LambdaInvoke(
-            self, "Collect", lambda_function=self.collect_fn,
-            comment="Describe every job and store results.json / results.csv before any teardown",
-            payload=sfn.TaskInput.from_object({"plan.$": "$.plan", "results.$": "$.jobResults",
-                                               "execution.$": "$$.Execution.Name",
-                                               "staging.$": "$.staging"}),
-            result_selector={"summary.$": "$.Payload"}, result_path="$.collected")
-        collect_failed = sfn.Pass(self, "CollectFailed", parameters={"failed": -1, "message.$": "$.collectError.Cause"},
-                                  result_path="$.collected.summary")
-        collect.add_catch(collect_failed, result_path="$.collectError")
+    def _fsx_data_wait(self) -> sfn.IChainable:
+        """Until FSx has imported the S3 listing the FSx jobs read, bounded. Ends {"ready", "reason", ...}."""
+        first = sfn.Pass(self, "FirstFsxCheck", result=sfn.Result.from_object({"checks": 0}), result_path="$.fsx")
+        check = self._invoke("CheckFsxData", self.fsx_data_fn, {"plan.$": "$.plan", "checks.$": "$.fsx.checks"},
+                             "Is the S3 metadata import of FSx's data repository association complete?",
+                             result_selector={"ready.$": "$.Payload.ready", "final.$": "$.Payload.final",
+                                              "checks.$": "$.Payload.checks", "reason.$": "$.Payload.reason"},
+                             result_path="$.fsx")
+        wait = sfn.Wait(self, "WaitFsxData", time=sfn.WaitTime.duration(Duration.seconds(limits.FSX_DATA_POLL_SECONDS)))
+        check_failed = sfn.Pass(self, "FsxCheckFailed", result=sfn.Result.from_object({
+            "ready": False, "final": True, "checks": -1,
+            "reason": "the FSx readiness check failed: see the CheckFsxData state's error in the execution history"}))
+        check.add_catch(check_failed, result_path="$.fsxError")
+        settled = sfn.Pass(self, "FsxDataSettled", parameters={"ready.$": "$.fsx.ready", "reason.$": "$.fsx.reason",
+                                                               "checks.$": "$.fsx.checks"})
+        no_fsx_jobs = sfn.Pass(self, "NoFsxJobs", result=sfn.Result.from_object(
+            {"ready": True, "reason": "no FSx jobs to wait for", "checks": 0}))
+        first.next(check)
+        wait.next(check)
+        check.next(sfn.Choice(self, "FsxDataReady?")
+                   .when(sfn.Condition.boolean_equals("$.fsx.ready", True), settled)
+                   .when(sfn.Condition.boolean_equals("$.fsx.final", True), settled)
+                   .otherwise(wait))
+        return (sfn.Choice(self, "NeedFsxData?")
+                .when(sfn.Condition.number_greater_than("$.plan.fsx_jobs", 0), first)
+                .otherwise(no_fsx_jobs))
 
-        teardown = tasks.CallAwsService(
-            self, "TeardownFsx", service="cloudformation", action="deleteStack",
-            comment="The same mechanism as `make fsx-down`: delete the FSx stack through CloudFormation",
-            parameters={"StackName": fsx_stack_name},
-            iam_resources=[stack.format_arn(service="cloudformation", resource="stack",
-                                            resource_name=f"{fsx_stack_name}/*")],
-            result_path=sfn.JsonPath.DISCARD)
-        teardown_failed = sfn.Pass(self, "TeardownFailed", result_path=sfn.JsonPath.DISCARD)
-        teardown.add_catch(teardown_failed, result_path="$.teardownError")
+    def _teardown(self, verdict: sfn.IChainable) -> sfn.IChainable:
+        """DeleteStack of the FSx stack, unless another execution needs FSx, then follow it to its end."""
+        def step(cid: str, payload: dict, comment: str) -> tasks.LambdaInvoke:
+            return self._invoke(cid, self.teardown_fn, {"plan.$": "$.plan", **payload}, comment,
+                                payload_response_only=True, result_path="$.teardown")
 
-        jobs_failed = sfn.Fail(self, "JobsFailed", error="JobsFailed", cause_path="$.collected.summary.message")
-        results_not_stored = sfn.Fail(self, "ResultsNotStored", error="ResultsNotStored",
-                                      cause_path="$.collected.summary.message")
-        done = sfn.Succeed(self, "AllJobsCompleted")
-        verdict = (sfn.Choice(self, "Verdict")
-                   .when(sfn.Condition.number_less_than("$.collected.summary.failed", 0), results_not_stored)
-                   .when(sfn.Condition.number_greater_than("$.collected.summary.failed", 0), jobs_failed)
-                   .otherwise(done))
-        teardown.next(verdict)
-        teardown_failed.next(verdict)
-        teardown_choice = (sfn.Choice(self, "TeardownFsx?")
-                           .when(sfn.Condition.and_(sfn.Condition.boolean_equals("$.plan.teardown_fsx", True),
-                                                    sfn.Condition.boolean_equals("$.plan.fsx_available", True)),
-                                 teardown)
-                           .otherwise(verdict))
-        collect.next(teardown_choice)
-        collect_failed.next(teardown_choice)
-        run_jobs.next(collect)
-        return plan.next(stage_choice)
+        start = step("StartTeardown", {"action": "start", "state_machine.$": "$$.StateMachine.Id",
+                                       "execution_arn.$": "$$.Execution.Id"},
+                     "The same mechanism as `make fsx-down`: delete the FSx stack through CloudFormation")
+        check = step("CheckTeardown", {"action": "check", "teardown.$": "$.teardown"},
+                     "DeleteStack is asynchronous: follow the FSx stack to DELETE_COMPLETE or DELETE_FAILED")
+        wait = sfn.Wait(self, "WaitTeardown", time=sfn.WaitTime.duration(Duration.seconds(limits.TEARDOWN_POLL_SECONDS)))
+        error = sfn.Pass(self, "TeardownError", parameters={
+            "status": "ERROR", "final": True,
+            "message.$": "States.Format('Tearing FSx down failed ({}): FSx may still exist and bill; check with `dslab fsx status`', $.teardownError.Error)"},
+            result_path="$.teardown")
+        for task in (start, check):
+            task.add_catch(error, result_path="$.teardownError")
+        error.next(verdict)
+        done = (sfn.Choice(self, "TeardownSettled?")
+                .when(sfn.Condition.boolean_equals("$.teardown.final", True), verdict)
+                .otherwise(wait))
+        start.next(done)
+        wait.next(check)
+        check.next(done)
+        return start
 
     def _run_map(self) -> sfn.Map:
-        # Concurrency: Plan deals the jobs round-robin into `max_concurrency` lanes; lanes run side
-        # by side and each lane runs its jobs one at a time. (MaxConcurrencyPath would say the same
-        # in one Map, but the ASL validators in use do not know that field yet.)
+        # Concurrency: Plan deals the jobs round-robin into lanes (max_concurrency, lowered to what
+        # the account's quotas allow); lanes run side by side and each runs its jobs one at a time.
+        # (MaxConcurrencyPath would say the same in one Map, but the ASL validators in use do not know it.)
+        # The outcomes are written over $.lanes: the job list is not needed once the jobs have run.
         lanes = sfn.Map(
-            self, "RunLanes", items_path="$.plan.lanes", max_concurrency=MAX_LANES,
-            item_selector={"lane.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket", "staging.$": "$.staging.status"},
-            result_path="$.jobResults")
+            self, "RunLanes", items_path="$.lanes", max_concurrency=MAX_LANES,
+            item_selector={"lane.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket", "base.$": "$.plan.base",
+                           "staging.$": "$.prepared.staging", "fsx_ready.$": "$.prepared.fsx_data.ready"},
+            result_path="$.lanes")
         run = sfn.Map(
             self, "RunJobs", items_path="$.lane", max_concurrency=1,
-            item_selector={"job.$": "$$.Map.Item.Value", "bucket.$": "$.bucket", "staging.$": "$.staging"})
+            item_selector={"job.$": "$$.Map.Item.Value", "bucket.$": "$.bucket", "base.$": "$.base",
+                           "staging.$": "$.staging", "fsx_ready.$": "$.fsx_ready",
+                           "backoff": list(limits.API_BACKOFF_SECONDS)})
 
-        skipped = sfn.Pass(self, "RecordSkipped", parameters={
-            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Skipped", "reason.$": "$.job.skip_reason"})
-        staging_failed = sfn.Pass(self, "RecordStagingFailed", parameters={
-            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Failed", "error": "EfsStagingFailed",
-            "reason": "Copying the dataset from S3 to EFS (DataSync) failed; see the DataSync task's log group"})
+        def record(cid: str, status: str, error: str | None = None, name_path: str = "$.job.name") -> sfn.Pass:
+            fields = {"index.$": "$.job.index", "name.$": name_path, "status": status}
+            if error:
+                fields["error"] = error
+            return sfn.Pass(self, cid, parameters=fields)
+
+        skipped = record("RecordSkipped", "Skipped")
+        staging_failed = record("RecordStagingFailed", "Failed", "EfsStagingFailed")
+        fsx_not_ready = record("RecordFsxNotReady", "Skipped", "FsxDataNotReady")
+        first_attempt = sfn.Pass(self, "FirstAttempt", parameters={"jobName.$": "$.job.name", "attempt": 1, "retries": 0},
+                                 result_path="$.run")
         load = tasks.CallAwsService(
             self, "LoadRequest", service="s3", action="getObject",
-            parameters={"Bucket.$": "$.bucket", "Key.$": "$.job.request_key"},
+            parameters={"Bucket.$": "$.bucket", "Key.$": "States.Format('{}/requests/{}.json', $.base, $.job.name)"},
             iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")],
             result_selector={"request.$": "States.StringToJson($.Body)"}, result_path="$.loaded")
-        first_attempt = sfn.Pass(self, "FirstAttempt", parameters={"jobName.$": "$.job.name", "attempt": 1},
-                                 result_path="$.run")
         parameters = {key + ".$": f"$.loaded.request.{key}" for key in REQUEST_KEYS}
         parameters["TrainingJobName.$"] = "$.run.jobName"
         train = sfn.CustomState(self, "RunTrainingJob", state_json={
@@ -255,34 +365,67 @@ class BenchmarkWorkflow(Construct):
             "ResultSelector": {"name.$": "$.TrainingJobName", "status.$": "$.TrainingJobStatus"},
             "ResultPath": "$.outcome",
         })
-        train.add_retry(errors=THROTTLING_ERRORS, interval=Duration.seconds(30), max_attempts=8, backoff_rate=2,
-                        max_delay=Duration.seconds(900), jitter_strategy=sfn.JitterType.FULL)
         completed = sfn.Pass(self, "RecordCompleted", parameters={
             "index.$": "$.job.index", "name.$": "$.outcome.name", "status.$": "$.outcome.status"})
+
+        # A failed attempt: its full Cause goes to S3 (Collect reads it), only the error name stays.
         failed = sfn.Pass(self, "RecordFailed", parameters={
-            "index.$": "$.job.index", "name.$": "$.run.jobName", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
-        back_off = sfn.Wait(self, "CapacityBackOff", time=sfn.WaitTime.duration(Duration.seconds(CAPACITY_BACKOFF_SECONDS)))
+            "index.$": "$.job.index", "name.$": "$.run.jobName", "status": "Failed", "error.$": "$.error.Error"})
+        keep_cause = tasks.CallAwsService(
+            self, "KeepFailureCause", service="s3", action="putObject",
+            parameters={"Bucket.$": "$.bucket", "Key.$": "States.Format('{}/failures/{}.txt', $.base, $.run.jobName)",
+                        "Body.$": "$.error.Cause", "ContentType": "text/plain"},
+            iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")], result_path=sfn.JsonPath.DISCARD)
+        keep_cause.add_catch(failed, result_path=sfn.JsonPath.DISCARD)
+        keep_cause.next(failed)
+        has_cause = (sfn.Choice(self, "HasCause?")
+                     .when(sfn.Condition.is_present("$.error.Cause"), keep_cause)
+                     .otherwise(failed))
+
+        # Capacity shortage: the job failed with CapacityError; try again later under a new name.
+        capacity_wait = sfn.Wait(self, "CapacityBackOff",
+                                 time=sfn.WaitTime.duration(Duration.seconds(limits.CAPACITY_BACKOFF_SECONDS)))
         next_attempt = sfn.Pass(self, "NextAttempt", parameters={
             "jobName.$": "States.Format('{}-a{}', $.job.name, States.MathAdd($.run.attempt, 1))",
-            "attempt.$": "States.MathAdd($.run.attempt, 1)"}, result_path="$.run")
-        capacity = (sfn.Choice(self, "CapacityError?")
-                    .when(sfn.Condition.and_(sfn.Condition.string_matches("$.error.Cause", "*CapacityError*"),
-                                             sfn.Condition.number_less_than("$.run.attempt", CAPACITY_ATTEMPTS)),
-                          back_off)
-                    .otherwise(failed))
-        request_missing = sfn.Pass(self, "RecordRequestMissing", parameters={
-            "index.$": "$.job.index", "name.$": "$.job.name", "status": "Failed", "error.$": "$.error.Error", "reason.$": "$.error.Cause"})
-        load.add_catch(request_missing, result_path="$.error")
-        # Every failure of a job becomes data (a result record); one job never stops the others.
-        train.add_catch(capacity, errors=["States.ALL"], result_path="$.error")
-        back_off.next(next_attempt)
+            "attempt.$": "States.MathAdd($.run.attempt, 1)", "retries.$": "$.run.retries"}, result_path="$.run")
+        # Throttling or a busy quota: the same request again after a random wait up to the step's cap
+        # ("full jitter"), at most API_RETRIES times.
+        api_delay = sfn.Pass(self, "ApiBackOffDelay", parameters={
+            "seconds.$": "States.MathRandom(1, States.ArrayGetItem($.backoff, $.run.retries))"}, result_path="$.delay")
+        api_wait = sfn.Wait(self, "ApiBackOff", time=sfn.WaitTime.seconds_path("$.delay.seconds"))
+        api_retry = sfn.Pass(self, "ApiRetry", parameters={
+            "jobName.$": "$.run.jobName", "attempt.$": "$.run.attempt",
+            "retries.$": "States.MathAdd($.run.retries, 1)"}, result_path="$.run")
+        cause = "$.error.Cause"
+        capacity = sfn.Condition.and_(sfn.Condition.is_present(cause),
+                                      sfn.Condition.string_matches(cause, "*CapacityError*"),
+                                      sfn.Condition.number_less_than("$.run.attempt", limits.CAPACITY_ATTEMPTS))
+        retryable = sfn.Condition.and_(
+            sfn.Condition.is_present(cause),
+            sfn.Condition.or_(*(sfn.Condition.string_equals("$.error.Error", e) for e in SAGEMAKER_API_ERRORS)),
+            sfn.Condition.or_(*(sfn.Condition.string_matches(cause, p) for p in RETRYABLE_CAUSES)),
+            sfn.Condition.not_(sfn.Condition.or_(*(sfn.Condition.string_matches(cause, p) for p in HOPELESS_CAUSES))),
+            sfn.Condition.number_less_than("$.run.retries", limits.API_RETRIES))
+        classify = (sfn.Choice(self, "ClassifyError")
+                    .when(capacity, capacity_wait)
+                    .when(retryable, api_delay)
+                    .otherwise(has_cause))
+        capacity_wait.next(next_attempt)
         next_attempt.next(train)
+        api_delay.next(api_wait)
+        api_wait.next(api_retry)
+        api_retry.next(train)
+        load.add_catch(has_cause, result_path="$.error")
+        # Every failure of a job becomes data (a result record); one job never stops the others.
+        train.add_catch(classify, errors=["States.ALL"], result_path="$.error")
         train.next(completed)
         iteration = (sfn.Choice(self, "Skipped?")
-                     .when(sfn.Condition.is_present("$.job.skip_reason"), skipped)
+                     .when(sfn.Condition.is_present("$.job.skip"), skipped)
                      .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "EFS"),
                                               sfn.Condition.string_equals("$.staging", "ERROR")), staging_failed)
-                     .otherwise(load.next(first_attempt).next(train)))
+                     .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "FSx"),
+                                              sfn.Condition.boolean_equals("$.fsx_ready", False)), fsx_not_ready)
+                     .otherwise(first_attempt.next(load).next(train)))
         run.item_processor(iteration)
         lanes.item_processor(run)
         return lanes
@@ -304,11 +447,16 @@ class BenchmarkWorkflow(Construct):
             sid="PassTrainingRole", actions=["iam:PassRole"], resources=[training_role.role_arn],
             conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}))
 
-    def _grant_teardown(self, fsx_stack_name: str) -> None:
+    def _grant_teardown(self, fsx_stack_name: str, results_objects: str, list_results: iam.PolicyStatement) -> None:
         stack = Stack.of(self)
-        # DeleteStack reuses the role the stack was deployed with (the CDK bootstrap's CloudFormation
-        # execution role); the caller must be allowed to pass it.
-        self.state_machine.role.add_to_principal_policy(iam.PolicyStatement(
-            sid="PassCloudFormationExecutionRole", actions=["iam:PassRole"],
-            resources=[f"arn:{stack.partition}:iam::{stack.account}:role/cdk-hnb659fds-cfn-exec-role-{stack.account}-{stack.region}"],
-            conditions={"StringEquals": {"iam:PassedToService": "cloudformation.amazonaws.com"}}))
+        fn = self.teardown_fn
+        fn.add_to_role_policy(iam.PolicyStatement(
+            actions=["cloudformation:DescribeStacks", "cloudformation:DeleteStack"],
+            resources=[stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{fsx_stack_name}/*")]))
+        # No iam:PassRole: DeleteStack without RoleARN "uses the role that was previously associated
+        # with the stack" (the CDK bootstrap's cfn-exec-role), and CloudFormation "uses this role even
+        # if the users don't have permission to pass it" (API_CreateStack, RoleARN;
+        # https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/API_DeleteStack.html).
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[results_objects]))
+        fn.add_to_role_policy(list_results)

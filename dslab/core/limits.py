@@ -1,0 +1,68 @@
+"""AWS service limits the workflow is built around, and the arithmetic that sizes it.
+
+Every number here comes from AWS documentation (cited) or is measured in the embedded stand-in,
+which enforces the same rules (``dslab/emulator/patches.py``); the tests run the largest experiment
+``MAX_JOBS`` allows and check the measured figures against this arithmetic.
+"""
+
+from __future__ import annotations
+
+# ---- Step Functions (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html) ----
+# "Maximum input or output size for a task, state, or execution: 256 KiB of data as a UTF-8 encoded
+# string." Exceeding it raises States.DataLimitExceeded, "a terminal error which cannot be caught by
+# the States.ALL error type" (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html):
+# the execution dies before Collect, so no results and no teardown. Hence everything below.
+MAX_STATE_BYTES = 256 * 1024
+# "25,000 events in a single state machine execution history. If the execution history reaches this
+# quota, the execution will fail." (same quotas page)
+MAX_HISTORY_EVENTS = 25_000
+
+# ---- What flows through the state machine per job (bytes of JSON, worst case) ------------------
+# A lane item: {"index":1234,"name":"<59 chars>","mode":"FastFile","skip":true}            <= 110 B
+# A job outcome: {"index":1234,"name":"<59>-a3","status":"Completed","error":"<= 80 chars>"} <= 190 B
+# The lanes list is replaced by the outcomes (the Run map writes its result over it), so the state
+# holds one or the other, never both. Failure causes (a failed .sync job's Cause is its whole
+# DescribeTrainingJob JSON, several KB) go to S3 and never into the state.
+JOB_ITEM_BYTES = 110
+JOB_OUTCOME_BYTES = 190
+# Everything that does not grow with the job count: the plan summary, staging and FSx readiness,
+# Collect's summary (its message is capped at SUMMARY_MESSAGE_CHARS), the teardown outcome.
+FIXED_STATE_BYTES = 24 * 1024
+SUMMARY_MESSAGE_CHARS = 4000
+# Error names are identifiers (e.g. SageMaker.AmazonSageMakerException); longer ones are cut.
+ERROR_NAME_CHARS = 80
+
+# ---- History events per job, worst case (measured in the stand-in, see tests) ------------------
+# A completed job costs ~20 events (map iteration, choice, request load, the .sync task, record).
+# The worst job exhausts every retry: API_RETRIES throttling/quota retries and CAPACITY_ATTEMPTS - 1
+# capacity retries (each ~10 events: catch, classify, wait, bump, task again), then stores its
+# cause and is recorded failed. ``tests/test_workflow.py`` measures it and keeps this bound true.
+HISTORY_EVENTS_PER_JOB_WORST = 120
+HISTORY_EVENTS_FIXED = 400  # plan, staging loop, FSx readiness loop, collect, teardown loop
+
+# ---- The bound ----------------------------------------------------------------------------------
+# payload: (262,144 - 24,576) / 190 = 1,250 jobs; history: (25,000 - 400) / 120 = 205 jobs.
+# History is the tighter rule; 200 keeps a margin. (Bigger studies: split into several executions.)
+MAX_JOBS = min((MAX_STATE_BYTES - FIXED_STATE_BYTES) // max(JOB_ITEM_BYTES, JOB_OUTCOME_BYTES),
+               (MAX_HISTORY_EVENTS - HISTORY_EVENTS_FIXED) // HISTORY_EVENTS_PER_JOB_WORST) // 10 * 10
+
+# ---- Retries of CreateTrainingJob -----------------------------------------------------------------
+# Throttling and busy quotas are retried with full jitter (a random wait up to the capped
+# exponential step), at most API_RETRIES times; validation errors never; capacity errors (a failed
+# job whose reason says CapacityError) under a new name, CAPACITY_ATTEMPTS attempts in all.
+API_RETRIES = 5
+API_BACKOFF_SECONDS = (30, 60, 120, 240, 480)
+CAPACITY_ATTEMPTS = 3
+CAPACITY_BACKOFF_SECONDS = 120
+
+# ---- Waiting for data and for teardown ------------------------------------------------------------
+FSX_DATA_POLL_SECONDS = 60
+FSX_DATA_MAX_WAIT_MINUTES = 120     # default of the experiment's fsx_import_wait_minutes
+TEARDOWN_POLL_SECONDS = 30
+TEARDOWN_MAX_CHECKS = 90            # 45 minutes; deleting a Scratch 2 file system takes minutes
+
+# ---- Plan's cost per dataset --------------------------------------------------------------------
+# ListObjectsV2 returns at most 1,000 keys a page, so listing 1.5 million objects is 1,500 requests:
+# Plan never lists. It reads the stats file `dslab dataset upload` writes beside the prefix (one
+# GetObject) and checks the prefix is not empty (one ListObjectsV2 with MaxKeys=1).
+S3_REQUESTS_PER_DATASET = 2
