@@ -5,7 +5,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab test synth lint deploy destroy fsx-up fsx-down bench-reader bench-lab clean
+.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab clean
 
 setup: .venv/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh
@@ -38,6 +38,16 @@ deploy: setup
 
 destroy: setup
 	$(CDK) destroy --all
+
+# Come back after `make destroy`: the kept data bucket (fixed name, datasets and results inside) is
+# adopted by name instead of created again (-c adoptBucket=true); its kept TLS-only policy stays as is.
+# Use it for every later deploy of this lab too (a plain `make deploy` would try to create the bucket).
+deploy-again: setup
+	$(CDK) deploy DataSourceLab -c adoptBucket=true --outputs-file cdk-outputs.json
+
+# With your credentials: does the configured zone (azId) offer the experiment's instance types and FSx?
+doctor: setup
+	.venv/bin/dslab doctor $(if $(EXPERIMENT),--experiment $(EXPERIMENT),)
 
 fsx-down: setup
 	$(CDK) destroy DataSourceLab-Fsx --exclusively --force

@@ -84,6 +84,7 @@ def environment_from_outputs(outputs: dict[str, str], region: str):
         "bucket": outputs["BucketName"], "region": region, "role_arn": outputs["TrainingRoleArn"],
         "subnet_ids": outputs["SubnetId"], "security_group_ids": outputs["TrainingSecurityGroupId"],
         "image_uri": outputs["TrainingImageUri"], "image_uri_cpu": outputs.get("TrainingImageUriCpu"),
+        "image_uris": outputs.get("TrainingImageUris"),
         "code_uri": outputs["TrainingCodeUri"], "code_version": outputs.get("TrainingCodeVersion"),
         "fsx": fsx, "efs": {"file_system_id": outputs["EfsFileSystemId"]} if outputs.get("EfsFileSystemId") else None,
     })
@@ -394,6 +395,43 @@ def cmd_local(args) -> int:
     return 0 if run.execution_status == "SUCCEEDED" else 1
 
 
+# ---- doctor --------------------------------------------------------------------------------------
+
+DEFAULT_DOCTOR_EXPERIMENT = REPO / "experiments" / "all-modes-20-jobs.yaml"
+
+
+def lab_context(path: Path = REPO / "cdk.json") -> dict[str, Any]:
+    """The lab's deploy settings (cdk.json's context), for commands that check them before a deploy."""
+    try:
+        return json.loads(path.read_text()).get("context", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def cmd_doctor(args) -> int:
+    import boto3
+
+    from .doctor import check_zone
+    context = lab_context()
+    region = args.region or context.get("region") or _region(args)
+    az_id = args.az_id or context.get("azId")
+    if not az_id:
+        raise ConfigError("azId", "not set: pass --az-id or set azId in cdk.json", "a zone ID such as use1-az4")
+    instance_types = list(args.instance_type or [])
+    if args.experiment or not instance_types:
+        from .core.experiment import expand
+        from .experiment_file import load_experiment
+        experiment = load_experiment(Path(args.experiment) if args.experiment else DEFAULT_DOCTOR_EXPERIMENT)
+        instance_types += [spec.trial.instance_type for spec in expand(experiment)]
+    report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
+                        region=region, az_id=az_id, instance_types=instance_types)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.ok else 1
+
+
 def _num(value, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
@@ -460,6 +498,15 @@ def register(sub, add) -> None:
             "dslab fsx down")
     p.add_argument("action", choices=["status", "down", "up"])
     p.add_argument("--region")
+
+    p = add(sub, "doctor", cmd_doctor, "With your credentials: does the lab's zone (azId) offer the experiment's "
+            "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not.",
+            "dslab doctor --experiment experiments/post-12-jobs.yaml --az-id use1-az4")
+    p.add_argument("--experiment", help=f"experiment whose instance types to check (default {DEFAULT_DOCTOR_EXPERIMENT.relative_to(REPO)})")
+    p.add_argument("--instance-type", action="append", help="a SageMaker training instance type (repeatable), e.g. ml.g5.xlarge")
+    p.add_argument("--az-id", help="zone ID to check (default: azId in cdk.json)")
+    p.add_argument("--region", help="region (default: region in cdk.json)")
+    p.add_argument("--json", action="store_true")
 
     p = add(sub, "local", cmd_local, "Run the whole lab offline on the embedded AWS stand-in and write its report.",
             "dslab local --out lab-out --experiment experiments/local.yaml")

@@ -13,22 +13,15 @@ from typing import Any
 
 from constructs import Node
 
+from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, region_zone_prefix
+
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FSX_LINKS = ("dra", "import-path")
 EFS_PERFORMANCE = ("maxIO", "generalPurpose")
 EFS_THROUGHPUT = ("bursting", "provisioned")
 EFS_MOUNT_AUTH = ("anonymous", "iam")
-# An Availability Zone ID: "<region abbreviation><region number>-az<N>", e.g. use1-az4 for us-east-1.
-AZ_ID_RE = re.compile(r"^([a-z]+)(\d+)-az(\d+)$")
-# Region part words -> their letters in zone IDs: us-east-1 -> use1, ap-northeast-1 -> apne1,
-# cn-northwest-1 -> cnnw1, us-gov-west-1 -> usgw1 (AWS Regions and Availability Zones, "AZ IDs":
-# https://docs.aws.amazon.com/global-infrastructure/latest/regions/az-ids.html, and the zone ID tables of
-# https://docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html).
-_DIRECTIONS = {"east": "e", "west": "w", "north": "n", "south": "s", "central": "c",
-               "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"}
-AZ_ID_HELP = ("find the zone IDs of your account with: aws ec2 describe-availability-zones --region {region} "
-              "--query 'AvailabilityZones[].[ZoneName,ZoneId]' --output text; `dslab doctor` says which offer "
-              "the experiment's instance types")
+AZ_ID_HELP = ("find the zone IDs of your account with: " + FIND_ZONE_IDS + "; `dslab doctor` says which "
+              "of them offer the experiment's instance types")
 
 CORE_STACK = "DataSourceLab-Core"
 FSX_STACK = "DataSourceLab-Fsx"
@@ -114,35 +107,23 @@ class LabConfig:
                    adopt_bucket=adopt)
 
 
-def region_zone_prefix(region: str) -> str:
-    """The zone-ID prefix of a region: us-east-1 -> use1, eu-west-1 -> euw1, us-gov-west-1 -> usgw1."""
-    parts = region.split("-")
-    if len(parts) == 3 and parts[1] in _DIRECTIONS:
-        return f"{parts[0]}{_DIRECTIONS[parts[1]]}{parts[2]}"
-    if len(parts) == 4 and parts[1] == "gov" and parts[2] in _DIRECTIONS:
-        return f"{parts[0]}g{_DIRECTIONS[parts[2]]}{parts[3]}"
-    raise LabConfigError(f"context 'region'={region!r}: no zone-ID rule is known for this region's name; "
-                         "use a standard or GovCloud region (e.g. us-east-1, eu-west-1, us-gov-west-1)")
-
-
 def region_zone_prefix_or_example(region: str) -> str:
     try:
         return region_zone_prefix(region)
-    except LabConfigError:
+    except ZoneIdError:
         return "use1"
 
 
 def validate_az_id(az_id: str, region: str) -> str:
-    """A zone ID of ``region`` (format only: which IDs exist is the account's business, see `dslab doctor`)."""
-    prefix = region_zone_prefix(region)
-    found = AZ_ID_RE.match(az_id)
-    if not found:
-        raise LabConfigError(f"context 'azId'={az_id!r} is not an Availability Zone ID: expected {prefix}-az<N>, "
-                             f"e.g. {prefix}-az4 (set with -c azId={prefix}-az4); " + AZ_ID_HELP.format(region=region))
-    if f"{found.group(1)}{found.group(2)}" != prefix:
-        raise LabConfigError(f"context 'azId'={az_id!r} is not a zone of region {region}: its zone IDs start with "
-                             f"{prefix}- (e.g. {prefix}-az4); " + AZ_ID_HELP.format(region=region))
-    return az_id
+    """A zone ID of ``region`` by its form (which IDs exist is the account's business: `dslab doctor`)."""
+    try:
+        region_zone_prefix(region)
+    except ZoneIdError as err:
+        raise LabConfigError(f"context 'region': {err}") from None
+    try:
+        return check_zone_id(az_id, region)
+    except ZoneIdError as err:
+        raise LabConfigError(f"context 'azId'={az_id!r}: {err} (set it with -c azId=...)") from None
 
 
 def _text(value: Any, key: str) -> str:

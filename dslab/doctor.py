@@ -1,0 +1,142 @@
+"""`dslab doctor`: with the user's credentials, does the configured zone (azId) suit the experiment?
+
+What can be checked, and how honestly:
+
+- **Training instance types**: EC2 ``DescribeInstanceTypeOfferings`` with ``LocationType=availability-zone-id``
+  lists the zone IDs that offer an EC2 instance type
+  (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeInstanceTypeOfferings.html).
+  SageMaker runs ``ml.<type>`` on the EC2 ``<type>`` hardware, but it publishes no per-zone offering of
+  its own (its API reference only points to "Supported Instance Types and Availability Zones"), so the
+  EC2 offering is a **proxy**: a zone without the EC2 type will not run the job; a zone with it very
+  likely will, capacity and the account's SageMaker quotas permitting.
+- **FSx for Lustre**: AWS publishes no per-zone offering list or API for FSx for Lustre. Checked: the
+  zone is a standard Availability Zone of the region in state ``available`` (``DescribeAvailabilityZones``)
+  and FSx answers in the region (``DescribeFileSystems``). Only creating the file system (`make fsx-up`)
+  proves the zone.
+
+Bad input (a zone ID of the wrong form or not in the region, a type SageMaker does not train on) is a
+``ConfigError`` naming the field; the boto3 clients are passed in so tests use the stand-in.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from .core.errors import ConfigError
+from .zones import ZoneIdError, check_zone_id
+
+TRAINING_PROXY_NOTE = ("training: SageMaker runs ml.<type> on EC2 <type> hardware but publishes no per-zone offering; "
+                       "the EC2 offering per zone ID is a proxy (without it the job cannot run there; with it, it very likely can)")
+FSX_PROXY_NOTE = ("FSx for Lustre: AWS publishes no per-zone offering; checked that the zone is a standard, available "
+                  "zone and that FSx answers in the region; only `make fsx-up` proves the zone")
+
+
+@functools.lru_cache(maxsize=1)
+def sagemaker_training_types() -> tuple[str, ...]:
+    """The instance types CreateTrainingJob accepts, from botocore's SageMaker service model (offline)."""
+    import botocore.session
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return tuple(model.shape_for("TrainingInstanceType").enum)
+
+
+@dataclass
+class ZoneReport:
+    region: str
+    az_id: str
+    zone_name: str | None
+    zone_ok: bool
+    offered: dict[str, list[str]]           # instance type -> zone IDs that offer it (EC2 proxy)
+    fsx_ok: bool
+    fsx_detail: str
+    standard_zones: list[str]
+    notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE])
+
+    @property
+    def missing(self) -> list[str]:
+        return [t for t, zones in self.offered.items() if self.az_id not in zones]
+
+    @property
+    def suitable_zones(self) -> list[str]:
+        return [z for z in self.standard_zones if all(z in zones for zones in self.offered.values())]
+
+    @property
+    def ok(self) -> bool:
+        return self.zone_ok and self.fsx_ok and not self.missing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"region": self.region, "az_id": self.az_id, "zone_name": self.zone_name, "ok": self.ok,
+                "zone_available": self.zone_ok, "training_offered_in": self.offered, "missing_in_zone": self.missing,
+                "fsx_ok": self.fsx_ok, "fsx_detail": self.fsx_detail, "suitable_zones": self.suitable_zones,
+                "notes": self.notes}
+
+    def lines(self) -> list[str]:
+        name = f" ({self.zone_name} in this account)" if self.zone_name else ""
+        out = [f"zone {self.az_id}{name}, region {self.region}: "
+               + ("available" if self.zone_ok else "NOT an available standard Availability Zone")]
+        for instance_type, zones in self.offered.items():
+            here = "offered" if self.az_id in zones else "NOT offered"
+            out.append(f"  {instance_type}: {here} in {self.az_id} (EC2 offering; offered in: {', '.join(zones) or 'no zone of the region'})")
+        out.append(f"  FSx for Lustre: {self.fsx_detail}")
+        suitable = self.suitable_zones
+        out.append("zone IDs offering every instance type: " + (", ".join(suitable) if suitable else "none in this region"))
+        if not self.ok and suitable:
+            out.append(f"to move the lab: -c azId={suitable[0]} (in cdk.json or on the deploy command); "
+                       "a deployed lab moves by `make destroy` then `make deploy-again`")
+        out += [f"note: {n}" for n in self.notes]
+        return out
+
+
+def validate_instance_types(instance_types: list[str]) -> list[str]:
+    if not instance_types:
+        raise ConfigError("instance_type", "no instance type to check", "e.g. --instance-type ml.p3.2xlarge")
+    known = set(sagemaker_training_types())
+    for instance_type in instance_types:
+        if instance_type not in known:
+            examples = ", ".join(t for t in ("ml.p3.2xlarge", "ml.g5.xlarge", "ml.p4d.24xlarge", "ml.p5.48xlarge") if t in known)
+            raise ConfigError("instance_type", f"{instance_type!r} is not a SageMaker training instance type",
+                              f"one CreateTrainingJob accepts, e.g. {examples}")
+    return list(dict.fromkeys(instance_types))
+
+
+def _offering_zones(ec2, ec2_type: str) -> list[str]:
+    zones: set[str] = set()
+    paginator = ec2.get_paginator("describe_instance_type_offerings")
+    for page in paginator.paginate(LocationType="availability-zone-id",
+                                   Filters=[{"Name": "instance-type", "Values": [ec2_type]}]):
+        zones.update(o["Location"] for o in page.get("InstanceTypeOfferings", []))
+    return sorted(zones)
+
+
+def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str]) -> ZoneReport:
+    """Check ``az_id`` of ``region`` for ``instance_types`` (SageMaker names, ml.*) and FSx for Lustre."""
+    try:
+        check_zone_id(az_id, region)
+    except ZoneIdError as err:
+        raise ConfigError("azId", str(err)) from None
+    instance_types = validate_instance_types(instance_types)
+
+    zones = ec2.describe_availability_zones(AllAvailabilityZones=True)["AvailabilityZones"]
+    by_id = {z["ZoneId"]: z for z in zones}
+    if az_id not in by_id:
+        raise ConfigError("azId", f"{az_id} is not a zone of {region} in this account",
+                          sorted(z for z, info in by_id.items() if info.get("ZoneType", "availability-zone") == "availability-zone"))
+    standard = sorted(z for z, info in by_id.items()
+                      if info.get("ZoneType", "availability-zone") == "availability-zone" and info.get("State") == "available")
+    zone = by_id[az_id]
+    zone_ok = az_id in standard
+
+    offered = {t: _offering_zones(ec2, t.removeprefix("ml.")) for t in instance_types}
+
+    from botocore.exceptions import BotoCoreError, ClientError
+    try:
+        fsx.describe_file_systems(MaxResults=1)
+        fsx_ok = zone_ok
+        fsx_detail = ("FSx answers in the region and the zone is a standard, available zone (no per-zone offering "
+                      "is published: a proxy)" if zone_ok else "the zone is not a standard, available zone")
+    except (ClientError, BotoCoreError) as err:
+        code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
+        fsx_ok, fsx_detail = False, f"FSx did not answer in {region} ({code})"
+    return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
+                      fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard)

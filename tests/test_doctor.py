@@ -1,0 +1,143 @@
+"""`dslab doctor` against the stand-in (moto's EC2 zones and instance-type offerings, FSx), and its bad input."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from dslab.cli import main
+from dslab.core.errors import ConfigError
+from dslab.doctor import check_zone, sagemaker_training_types
+
+
+@pytest.fixture
+def aws():
+    with mock_aws():
+        yield boto3.client("ec2", region_name="us-east-1"), boto3.client("fsx", region_name="us-east-1")
+
+
+def offered_in(ec2, ec2_type: str) -> list[str]:
+    """What the stand-in itself says, so the test follows moto's data rather than a copy of it."""
+    offerings = ec2.describe_instance_type_offerings(
+        LocationType="availability-zone-id", Filters=[{"Name": "instance-type", "Values": [ec2_type]}])
+    return sorted(o["Location"] for o in offerings["InstanceTypeOfferings"])
+
+
+def test_zone_offering_the_type_passes_and_names_every_suitable_zone(aws):
+    ec2, fsx = aws
+    zones = offered_in(ec2, "p4d.24xlarge")
+    assert zones and len(zones) < 6, "the stand-in offers p4d in some zones of us-east-1 but not all"
+    report = check_zone(ec2, fsx, region="us-east-1", az_id=zones[0], instance_types=["ml.p4d.24xlarge"])
+    assert report.ok and report.missing == []
+    assert report.suitable_zones == zones
+    assert report.zone_name and report.zone_name.startswith("us-east-1")
+    assert report.offered == {"ml.p4d.24xlarge": zones}
+
+
+def test_zone_without_the_type_fails_and_says_where_to_go(aws):
+    ec2, fsx = aws
+    zones = offered_in(ec2, "p4d.24xlarge")
+    lacking = next(z for z in offered_in(ec2, "g5.xlarge") if z not in zones)
+    report = check_zone(ec2, fsx, region="us-east-1", az_id=lacking, instance_types=["ml.p4d.24xlarge", "ml.g5.xlarge"])
+    assert not report.ok and report.missing == ["ml.p4d.24xlarge"]
+    both = sorted(set(zones) & set(offered_in(ec2, "g5.xlarge")))
+    assert report.suitable_zones == both
+    text = "\n".join(report.lines())
+    assert f"ml.p4d.24xlarge: NOT offered in {lacking}" in text
+    assert f"-c azId={both[0]}" in text
+    assert "proxy" in text and "FSx for Lustre" in text and "no per-zone offering" in text
+
+
+def test_doctor_command_exit_codes_and_json(aws, capsys):
+    ec2, _ = aws
+    zones = offered_in(ec2, "g5.xlarge")
+    assert main(["doctor", "--az-id", zones[0], "--instance-type", "ml.g5.xlarge", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] and data["az_id"] == zones[0] and data["suitable_zones"] == zones
+    assert any("proxy" in note for note in data["notes"])
+    lacking = next(z["ZoneId"] for z in ec2.describe_availability_zones()["AvailabilityZones"]
+                   if z["ZoneId"] not in offered_in(ec2, "p4d.24xlarge"))
+    assert main(["doctor", "--az-id", lacking, "--instance-type", "ml.p4d.24xlarge"]) == 1
+    assert "NOT offered" in capsys.readouterr().out
+
+
+def test_doctor_reads_the_experiment_instance_types(aws, tmp_path, capsys):
+    ec2, _ = aws
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text("name: zcheck\ninstance_type: ml.g5.xlarge\ntrials:\n  - name: small\n  - name: big\n    instance_type: ml.p5.48xlarge\n")
+    zone = sorted(set(offered_in(ec2, "g5.xlarge")) & set(offered_in(ec2, "p5.48xlarge")))[0]
+    assert main(["doctor", "--az-id", zone, "--experiment", str(experiment), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["training_offered_in"]) == {"ml.g5.xlarge", "ml.p5.48xlarge"}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--az-id", "us-east-1a", "--instance-type", "ml.g5.xlarge"], ["azId", "use1-az<N>", "describe-availability-zones"]),
+    (["--az-id", "euw1-az1", "--instance-type", "ml.g5.xlarge"], ["azId", "not a zone of region us-east-1"]),
+    (["--az-id", "use1-az9", "--instance-type", "ml.g5.xlarge"], ["azId", "use1-az9 is not a zone of us-east-1", "use1-az1"]),
+    (["--az-id", "use1-az1", "--instance-type", "ml.p9.2xlarge"], ["instance_type", "ml.p9.2xlarge", "not a SageMaker training instance type"]),
+    (["--az-id", "use1-az1", "--instance-type", "p3.2xlarge"], ["instance_type", "'p3.2xlarge'", "ml.p3.2xlarge"]),
+])
+def test_bad_input_names_the_field_and_exits_2(aws, capsys, argv, words):
+    assert main(["doctor", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    for word in words:
+        assert word in err, err
+
+
+def test_training_types_come_from_the_sagemaker_model():
+    types = sagemaker_training_types()
+    assert "ml.p3.2xlarge" in types and "ml.p5.48xlarge" in types and "ml.t2.micro" not in types
+
+
+class FakeEc2:
+    """The real API's answers for a V100 type (moto's data has no p3): offered in two zone IDs."""
+
+    def __init__(self, zones, offered):
+        self.zones, self.offered = zones, offered
+
+    def describe_availability_zones(self, **_):
+        return {"AvailabilityZones": [{"ZoneId": z, "ZoneName": f"us-east-1{chr(97 + i)}", "State": "available",
+                                       "ZoneType": "availability-zone"} for i, z in enumerate(self.zones)]}
+
+    def get_paginator(self, name):
+        assert name == "describe_instance_type_offerings"
+        offered = self.offered
+
+        class Paginator:
+            def paginate(self, LocationType, Filters):
+                assert LocationType == "availability-zone-id"
+                ec2_type = Filters[0]["Values"][0]
+                yield {"InstanceTypeOfferings": [{"InstanceType": ec2_type, "LocationType": LocationType, "Location": z}
+                                                 for z in offered.get(ec2_type, [])]}
+        return Paginator()
+
+
+class FakeFsx:
+    def __init__(self, error=None):
+        self.error = error
+
+    def describe_file_systems(self, **_):
+        if self.error:
+            raise self.error
+        return {"FileSystems": []}
+
+
+def test_injected_clients_p3_and_an_fsx_that_does_not_answer():
+    from botocore.exceptions import ClientError
+    ec2 = FakeEc2(["use1-az1", "use1-az2", "use1-az3", "use1-az4"], {"p3.2xlarge": ["use1-az2", "use1-az4"]})
+    good = check_zone(ec2, FakeFsx(), region="us-east-1", az_id="use1-az4", instance_types=["ml.p3.2xlarge"])
+    assert good.ok and good.suitable_zones == ["use1-az2", "use1-az4"]
+    denied = ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, "DescribeFileSystems")
+    bad = check_zone(ec2, FakeFsx(denied), region="us-east-1", az_id="use1-az3", instance_types=["ml.p3.2xlarge"])
+    assert not bad.ok and bad.missing == ["ml.p3.2xlarge"] and not bad.fsx_ok
+    assert "AccessDeniedException" in "\n".join(bad.lines())
+
+
+def test_no_instance_type_is_bad_input():
+    with pytest.raises(ConfigError) as err:
+        check_zone(FakeEc2(["use1-az1"], {}), FakeFsx(), region="us-east-1", az_id="use1-az1", instance_types=[])
+    assert "instance_type" in str(err.value)
