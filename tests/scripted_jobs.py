@@ -29,6 +29,13 @@ class ScriptedJobs:
     capacity_failures: Callable[[dict], bool] = lambda request: False
     requests: list[dict] = field(default_factory=list)
     training_seconds: float = 100.0
+    _client: object = None
+
+    def _s3(self):
+        """One client for every job: creating a boto3 client costs more than a scripted job."""
+        if self._client is None:
+            self._client = boto3.client("s3", region_name="us-east-1")
+        return self._client
 
     def __call__(self, request: dict, update) -> dict:
         self.requests.append(request)
@@ -69,7 +76,7 @@ class ScriptedJobs:
                    "epochs": 1}
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         bucket, _, prefix = output[5:].partition("/")
-        s3 = boto3.client("s3", region_name="us-east-1")
+        s3 = self._s3()
         s3.put_object(Bucket=bucket, Key=f"{prefix}/{request['TrainingJobName']}/output/output.tar.gz",
                       Body=_tar({"metrics.json": json.dumps(metrics).encode()}))
         return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", "SecondaryStatusTransitions": transitions,

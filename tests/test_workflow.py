@@ -17,7 +17,7 @@ from dslab.core.requests import METRIC_DEFINITIONS, REQUEST_KEYS, plan
 from dslab.emulator.lab import EmulatedLab, find_resource, resolve
 from dslab.validation import validate_request
 
-from .conftest import REPO, SHARED
+from .conftest import REPO
 from .helpers import lab_environment
 from .scripted_jobs import ScriptedJobs
 
@@ -346,13 +346,6 @@ def test_default_experiment_runs_all_twenty_jobs(tmp_path):
         assert {r["instance_type"] for r in results["records"]} == {"ml.p3.2xlarge"}
         assert results["experiment"]["trials"][0]["compute"]["preset"] == "v100"
         assert len(jobs.requests) == 20
-
-
-def test_vendored_contract_matches_shared():
-    shared = SHARED / "contracts" / "results-record.schema.json"
-    if not shared.exists():
-        pytest.skip("../shared is not beside this checkout")
-    assert json.loads(shared.read_text()) == json.loads((REPO / "dslab/contracts/results-record.schema.json").read_text())
 
 
 def test_lanes_bound_concurrency():

@@ -37,6 +37,7 @@ All patches are installed once per process and do nothing unless an emulator has
 
 from __future__ import annotations
 
+import functools
 import importlib
 import io
 import json
@@ -89,6 +90,7 @@ def reset_hooks() -> None:
     HOOKS.quotas = {}
     HOOKS.max_state_bytes = 0
     HOOKS.history_events = {}
+    _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
 
 
 def _snake(name: str) -> str:
@@ -108,6 +110,15 @@ def _apply(job: Any, fields: dict[str, Any]) -> None:
 
 
 # ---- the .sync SageMaker service task ----------------------------------------------------------
+
+_CLIENTS: dict[tuple[str, str], Any] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _sagemaker_model():
+    import botocore.session
+    return botocore.session.get_session().get_service_model("sagemaker")
+
 
 def _sagemaker_task_class():
     from botocore.exceptions import ClientError
@@ -132,17 +143,18 @@ def _sagemaker_task_class():
             super().__init__(supported_integration_patterns={ResourceCondition.Sync, ResourceCondition.WaitForTaskToken})
 
         def _get_supported_parameters(self):
-            import botocore.session
-            model = botocore.session.get_session().get_service_model("sagemaker")
             action = self.resource.api_action
             operation = action[0].upper() + action[1:]
             if operation not in ("CreateTrainingJob",):
                 return None  # only what the lab's workflow uses is emulated
-            return set(model.operation_model(operation).input_shape.members)
+            return set(_sagemaker_model().operation_model(operation).input_shape.members)
 
         def _client(self, resource_runtime_part, state_credentials):
-            return boto_client_for(region=resource_runtime_part.region, service="sagemaker",
-                                   state_credentials=state_credentials)
+            key = (resource_runtime_part.region, json.dumps(state_credentials, sort_keys=True, default=str))
+            if key not in _CLIENTS:  # a client per call would cost more than the emulated call
+                _CLIENTS[key] = boto_client_for(region=resource_runtime_part.region, service="sagemaker",
+                                                state_credentials=state_credentials)
+            return _CLIENTS[key]
 
         def _from_error(self, env, ex):
             if isinstance(ex, ClientError):
@@ -199,9 +211,7 @@ def step_functions_error(code: str, message: str, status: int = 400) -> tuple[st
     """
     import uuid
 
-    import botocore.session
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    modelled = {shape.name for shape in model.operation_model("CreateTrainingJob").error_shapes}
+    modelled = {shape.name for shape in _sagemaker_model().operation_model("CreateTrainingJob").error_shapes}
     name = (f"SageMaker.{code}" + ("" if code.endswith("Exception") else "Exception")) if code in modelled \
         else "SageMaker.AmazonSageMakerException"
     cause = (f"{message} (Service: AmazonSageMaker; Status Code: {status}; Error Code: {code}; "

@@ -1,0 +1,405 @@
+"""The workflow against the limits, names and lifecycles of the real services, enforced by the stand-in.
+
+Each test runs the synthesized state machine in the embedded stand-in (dslab/emulator), which now
+enforces what a first real run would hit: 256 KiB per state (terminal), Step Functions' error names
+for SageMaker, the account's training quotas, FSx's S3 import finishing after the stack, and
+DeleteStack ending later (or failing).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import boto3
+import pytest
+
+from dslab import datasets
+from dslab.core import limits
+from dslab.emulator.lab import EmulatedLab
+from dslab.emulator.patches import training_quota_message
+
+from .scripted_jobs import ScriptedJobs
+from .test_workflow import TINY, put_datasets
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def emulated(lab, tmp_path):
+    def make(executor, **kwargs) -> EmulatedLab:
+        kwargs.setdefault("time_scale", 0.001)
+        return EmulatedLab(lab.outdir, executor=executor, efs_root=tmp_path / "efs", **kwargs)
+    return make
+
+
+def put_many(lab: EmulatedLab, prefix: str, count: int) -> tuple[int, int]:
+    """``count`` objects straight into the stand-in's S3 (the API would take minutes); (files, bytes)."""
+    from moto.s3.models import s3_backends
+    backend = s3_backends[lab.client("sts").get_caller_identity()["Account"]]["global"]
+    total = 0
+    for i in range(count):
+        body = b"j" * (20 + i % 13)
+        backend.put_object(lab.bucket, f"datasets/{prefix}/{i // 1000:03d}/image-{i:06d}.jpg", body)
+        total += len(body)
+    return count, total
+
+
+class S3Calls:
+    """Every S3 API call made through boto3's default session (the in-process Lambda functions'
+    clients), with its operation and parameters."""
+
+    def __init__(self):
+        self.calls: list[tuple[str, dict]] = []
+        self._session = boto3._get_default_session()
+        self._session.events.register("before-call.s3", self._record)
+
+    def _record(self, model, params, **_):
+        self.calls.append((model.name, {"url": params.get("url_path", ""), "query": params.get("query_string") or {}}))
+
+    def touching(self, fragment: str) -> list[tuple[str, dict]]:
+        return [c for c in self.calls if fragment in json.dumps(c[1])]
+
+    def close(self):
+        self._session.events.unregister("before-call.s3", self._record)
+
+
+# ---- 1. Plan never lists a dataset ---------------------------------------------------------------
+
+def test_plan_of_a_100k_object_dataset_makes_two_s3_requests_and_reads_its_stats(emulated):
+    jobs = ScriptedJobs()
+    with emulated(jobs) as lab:
+        files, size = put_many(lab, "big-jpg", 100_000)
+        # The stats file beside the prefix, as `dslab dataset upload` writes it (its writers are
+        # checked against real listings in test_stats_file_is_written_by_upload_and_by_stats_write).
+        lab.client("s3").put_object(Bucket=lab.bucket, Key="datasets/big-jpg.stats.json",
+                                    Body=json.dumps({"files": files, "bytes": size, "format": "jpg"}).encode())
+        calls = S3Calls()
+        try:
+            started = time.monotonic()
+            execution = lab.run({"name": "big", "datasets": [{"name": "big-jpg", "format": "jpg"}],
+                                 "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"})
+            seconds = time.monotonic() - started
+        finally:
+            calls.close()
+        assert execution.status == "SUCCEEDED", execution.cause
+        dataset_calls = calls.touching("datasets/big-jpg")
+        # One ListObjectsV2 (MaxKeys=1) and one GetObject of the stats file: not 100 pages of 1,000.
+        assert sorted(op for op, _ in dataset_calls) == ["GetObject", "ListObjectsV2"], dataset_calls
+        assert len(dataset_calls) == limits.S3_REQUESTS_PER_DATASET
+        plan = lab.read_json(f"results/{execution.name}/plan.json")
+        assert plan["dataset_stats"]["big-jpg"]["files"] == 100_000
+        assert plan["dataset_stats"]["big-jpg"]["bytes"] == size
+        records = lab.results(execution)["records"]
+        assert {r["status"] for r in records} == {"Completed"}
+        print(f"\nPlan on 100,000 objects: {len(dataset_calls)} S3 requests for the dataset; whole execution {seconds:.1f} s")
+
+
+def test_a_dataset_without_stats_file_fails_at_plan_saying_how_to_write_it(emulated):
+    jobs = ScriptedJobs()
+    with emulated(jobs) as lab:
+        lab.client("s3").put_object(Bucket=lab.bucket, Key="datasets/other-tool/a.jpg", Body=b"x")
+        execution = lab.run({"name": "nostats", "datasets": [{"name": "other-tool", "format": "jpg"}],
+                             "modes": ["File"], "instance_type": "ml.m5.xlarge"})
+        assert execution.status == "FAILED" and execution.error == "ExperimentInvalid"
+        assert "other-tool" in execution.cause and "no stats file" in execution.cause
+        assert f"dslab dataset stats s3://{lab.bucket}/datasets/other-tool/ --write" in execution.cause
+        assert jobs.requests == []
+
+
+def test_stats_file_is_written_by_upload_and_by_stats_write(emulated, tmp_path):
+    with emulated(ScriptedJobs()) as lab:
+        s3 = lab.client("s3")
+        src = tmp_path / "mine"
+        for i in range(40):
+            (src / f"class-{i % 4}").mkdir(parents=True, exist_ok=True)
+            (src / f"class-{i % 4}" / f"{i}.jpg").write_bytes(b"y" * (100 + i))
+        result = datasets.upload(src, f"s3://{lab.bucket}/datasets/mine/", s3_client=s3)
+        written = lab.read_json("datasets/mine.stats.json")
+        assert result["stats"] == f"s3://{lab.bucket}/datasets/mine.stats.json"
+        assert written["files"] == 40 and written["bytes"] == sum(100 + i for i in range(40))
+        assert written["format"] == "jpg" and written["written_by"] == "dslab dataset upload"
+        # A prefix filled by another tool, over several ListObjectsV2 pages: `stats --write`.
+        files, size = put_many(lab, "synced", 2_345)
+        info = datasets.stats(f"s3://{lab.bucket}/datasets/synced/", s3_client=s3, write=True)
+        stored = lab.read_json("datasets/synced.stats.json")
+        assert stored["files"] == info["files"] == files == 2_345
+        assert stored["bytes"] == size and stored["format"] == "jpg"
+        assert stored["written_by"] == "dslab dataset stats --write"
+
+
+# ---- 2. The 256 KiB state limit ------------------------------------------------------------------
+
+def test_the_stand_in_fails_an_execution_past_256_kib_even_with_a_catch_all(emulated):
+    """What AWS does: States.DataLimitExceeded is terminal, States.ALL does not catch it."""
+    with emulated(ScriptedJobs()) as lab:
+        sfn = lab.client("stepfunctions")
+        lab.client("s3").put_object(Bucket=lab.bucket, Key="results/big.txt", Body=b"x" * 300_000)
+        definition = {"StartAt": "Read", "States": {
+            "Read": {"Type": "Task", "Resource": "arn:aws:states:::aws-sdk:s3:getObject",
+                     "Parameters": {"Bucket": lab.bucket, "Key": "results/big.txt"}, "Next": "Done",
+                     "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Caught"}]},
+            "Caught": {"Type": "Succeed"}, "Done": {"Type": "Succeed"}}}
+        arn = sfn.create_state_machine(name="too-big", definition=json.dumps(definition),
+                                       roleArn=lab.training_role_arn)["stateMachineArn"]
+        execution = lab.wait(sfn.start_execution(stateMachineArn=arn, name="big", input="{}")["executionArn"])
+        assert execution.status == "FAILED" and execution.error == "States.DataLimitExceeded"
+        entered = [e["stateEnteredEventDetails"]["name"] for e in execution.history if "stateEnteredEventDetails" in e]
+        assert "Caught" not in entered
+
+
+def test_largest_experiment_with_30_percent_failures_stores_results_and_tears_down(emulated):
+    """MAX_JOBS jobs, 30% failing with multi-KB causes: every state stays under 256 KiB, the history
+    under 25,000 events, results are stored, and FSx is torn down."""
+    datasets_ = [f"ds-{i:02d}" for i in range(limits.MAX_JOBS // 5)]      # x 5 modes = MAX_JOBS jobs
+    long_reason = "AlgorithmError: " + ("Traceback line of a failing user script; " * 100)  # ~4.3 KB
+    failures: dict[str, bool] = {}
+
+    def decide(request):
+        name = request["TrainingJobName"]
+        failures.setdefault(name, len(failures) % 10 < 3)
+        return long_reason if failures[name] else None
+
+    jobs = ScriptedJobs(fail=decide)
+    with emulated(jobs) as lab:
+        put_datasets(lab, datasets_)
+        experiment = {"name": "max", "datasets": [{"name": d, "format": "jpg"} for d in datasets_],
+                      "instance_type": "ml.m5.xlarge", "max_concurrency": 40, "teardown_fsx": True}
+        execution = lab.run(experiment, timeout=900)
+        assert execution.error == "JobsFailed", execution.cause
+        results = lab.results(execution)
+        records = results["records"]
+        assert len(records) == limits.MAX_JOBS
+        failed = [r for r in records if r["status"] == "Failed"]
+        assert len(failed) == sum(failures.values()) and 0.25 * len(records) <= len(failed) <= 0.35 * len(records)
+        assert all(r["failure_reason"].startswith("AlgorithmError") for r in failed)
+        assert len(execution.cause) <= limits.SUMMARY_MESSAGE_CHARS
+        assert results["teardown"]["status"] == "DELETE_COMPLETE" and not lab.fsx_present
+        assert execution.max_state_bytes < limits.MAX_STATE_BYTES
+        assert execution.history_events < limits.MAX_HISTORY_EVENTS
+        print(f"\nMAX_JOBS={limits.MAX_JOBS}: largest state {execution.max_state_bytes:,} bytes "
+              f"(limit {limits.MAX_STATE_BYTES:,}); {execution.history_events:,} history events (limit 25,000)")
+
+
+def test_history_events_of_the_worst_job_fit_the_max_jobs_arithmetic(emulated):
+    """One job that exhausts every retry (throttled API_RETRIES times, capacity-refused until its
+    last attempt, then failed): its events times MAX_JOBS must fit in 25,000."""
+    attempts = {}
+
+    def throttle(request):
+        name = request["TrainingJobName"]
+        attempts[name] = attempts.get(name, 0) + 1
+        return ("ThrottlingException", "Rate exceeded") if attempts[name] <= limits.API_RETRIES else None
+
+    jobs = ScriptedJobs(capacity_failures=lambda r: True)
+    with emulated(jobs) as lab:
+        from dslab.emulator import patches
+        put_datasets(lab, ["tiny-jpg"])
+        patches.HOOKS.create_fault = throttle
+        baseline = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"],
+                            "job_prefix": "base"})
+        patches.HOOKS.history_events.clear()
+        attempts.clear()
+        two = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FastFile"],
+                       "job_prefix": "pair"})
+        assert baseline.status == two.status == "FAILED"
+        per_job = two.history_events - baseline.history_events
+        fixed = baseline.history_events - per_job
+        assert per_job <= limits.HISTORY_EVENTS_PER_JOB_WORST, per_job
+        assert fixed <= limits.HISTORY_EVENTS_FIXED, fixed
+        assert fixed + per_job * limits.MAX_JOBS < limits.MAX_HISTORY_EVENTS
+        print(f"\nworst job: {per_job} history events; fixed part {fixed}; "
+              f"x MAX_JOBS={limits.MAX_JOBS}: {fixed + per_job * limits.MAX_JOBS:,} of 25,000")
+
+
+# ---- 3. Error names as Step Functions reports them ------------------------------------------------
+
+def test_throttled_create_is_retried_with_backoff_then_succeeds(emulated):
+    calls = []
+
+    def throttle_twice(request):
+        calls.append(request["TrainingJobName"])
+        return ("ThrottlingException", "Rate exceeded") if len(calls) <= 2 else None
+
+    jobs = ScriptedJobs()
+    with emulated(jobs) as lab:
+        from dslab.emulator import patches
+        put_datasets(lab, ["tiny-jpg"])
+        patches.HOOKS.create_fault = throttle_twice
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert len(calls) == 3 and len(set(calls)) == 1           # the same name: nothing was created
+        failures = [e for e in execution.history if e["type"] == "TaskFailed"]
+        assert all(e["taskFailedEventDetails"]["error"] == "SageMaker.AmazonSageMakerException" for e in failures)
+        assert "Error Code: ThrottlingException" in failures[0]["taskFailedEventDetails"]["cause"]
+        waits = [e for e in execution.history if e["type"] == "WaitStateEntered"
+                 and e["stateEnteredEventDetails"]["name"] == "ApiBackOff"]
+        assert len(waits) == 2
+        delays = [json.loads(e["stateEnteredEventDetails"]["input"])["delay"]["seconds"] for e in waits]
+        assert 1 <= delays[0] <= limits.API_BACKOFF_SECONDS[0] and 1 <= delays[1] <= limits.API_BACKOFF_SECONDS[1]
+        assert lab.results(execution)["records"][0]["status"] == "Completed"
+
+
+def test_validation_error_is_recorded_and_never_retried(emulated):
+    calls = []
+
+    def refuse(request):
+        calls.append(request["TrainingJobName"])
+        return ("ValidationException", "1 validation error detected: Value 'ml.m5.xlarge' at 'resourceConfig.volumeSizeInGB' failed")
+
+    jobs = ScriptedJobs()
+    with emulated(jobs) as lab:
+        from dslab.emulator import patches
+        put_datasets(lab, ["tiny-jpg"])
+        patches.HOOKS.create_fault = refuse
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"]})
+        assert execution.status == "FAILED" and execution.error == "JobsFailed"
+        assert len(calls) == 1
+        (record,) = lab.results(execution)["records"]
+        assert record["status"] == "Failed"
+        assert record["failure_reason"].startswith("SageMaker.AmazonSageMakerException: 1 validation error")
+        assert "Error Code: ValidationException" in record["failure_reason"]
+
+
+def test_quota_of_zero_is_refused_at_plan_naming_the_quota(emulated):
+    jobs = ScriptedJobs()
+    with emulated(jobs, quotas={"ml.p3.2xlarge for training job usage": 0.0}) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"],
+                             "instance_type": "ml.p3.2xlarge"})
+        assert execution.status == "FAILED" and execution.error == "ExperimentInvalid"
+        assert "'ml.p3.2xlarge for training job usage'" in execution.cause and "is 0" in execution.cause
+        assert "request-service-quota-increase" in execution.cause and "--service-code sagemaker" in execution.cause
+        assert jobs.requests == [] and lab.training_job_names() == []
+
+
+def test_quota_below_the_concurrency_lowers_it_and_no_job_is_refused(emulated):
+    jobs = ScriptedJobs()
+    with emulated(jobs, quotas={"ml.m5.xlarge for training job usage": 2.0}) as lab:
+        put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
+        execution = lab.run({**TINY, "modes": ["File", "FastFile", "Pipe"], "max_concurrency": 6})
+        assert execution.status == "SUCCEEDED", execution.cause
+        plan = lab.read_json(f"results/{execution.name}/plan.json")
+        assert plan["quotas"]["concurrency"] == 2 and "lowered from 6 to 2" in plan["quotas"]["notes"][0]
+        assert not [e for e in execution.history if e["type"] == "TaskFailed"]  # no ResourceLimitExceeded
+
+
+def test_busy_quota_is_retried_until_a_job_ends(emulated):
+    """The stand-in enforces quotas with SageMaker's own message; Plan capped the lanes at the quota,
+    but another workload took one instance meanwhile: the refused job waits and then runs."""
+    jobs = ScriptedJobs()
+    with emulated(jobs, quotas={"ml.m5.xlarge for training job usage": 1.0}) as lab:
+        from dslab.emulator import patches
+        put_datasets(lab, ["tiny-jpg"])
+        refusals = []
+
+        def busy_once(request):
+            if not refusals:
+                refusals.append(request["TrainingJobName"])
+                return ("ResourceLimitExceeded", training_quota_message("ml.m5.xlarge for training job usage", 1, 1, 1))
+            return None
+
+        patches.HOOKS.create_fault = busy_once
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        failures = [e["taskFailedEventDetails"] for e in execution.history if e["type"] == "TaskFailed"]
+        assert [f["error"] for f in failures] == ["SageMaker.ResourceLimitExceededException"]
+        assert "is 1 Instances, with current utilization of 1 Instances" in failures[0]["cause"]
+
+
+# ---- 4. FSx data ready before FSx jobs ----------------------------------------------------------
+
+def test_fsx_jobs_wait_for_the_s3_metadata_import(emulated):
+    created = {}
+
+    class Timed(ScriptedJobs):
+        def __call__(self, request, update):
+            created[request["TrainingJobName"]] = time.monotonic()
+            return super().__call__(request, update)
+
+    jobs = Timed()
+    # The import runs 50 stand-in minutes (3 s here); FSx readiness is checked every minute.
+    with emulated(jobs, fsx_import_seconds=3000) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        fsx = lab.client("fsx")
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        (task,) = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert task["Lifecycle"] == "SUCCEEDED"
+        checks = [e for e in execution.history if e["type"] == "TaskStateEntered"
+                  and e["stateEnteredEventDetails"]["name"] == "CheckFsxData"]
+        assert len(checks) >= 3   # it waited through the import, minute by minute
+        done_at = lab._fsx_created + 3000 * lab.time_scale
+        assert all(t >= done_at for t in created.values())
+        results = lab.results(execution)
+        assert results["fsx_data"]["ready"] is True and results["records"][0]["status"] == "Completed"
+
+
+def test_fsx_jobs_are_skipped_with_the_reason_when_the_import_outlasts_the_wait(emulated):
+    jobs = ScriptedJobs()
+    with emulated(jobs, fsx_import_seconds=6 * 3600) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx"],
+                             "fsx_import_wait_minutes": 5})
+        assert execution.status == "SUCCEEDED", execution.cause
+        by_mode = {r["mode"]: r for r in lab.results(execution)["records"]}
+        assert by_mode["File"]["status"] == "Completed"
+        assert by_mode["FSx"]["status"] == "Skipped"
+        assert "import" in by_mode["FSx"]["failure_reason"] and "EXECUTING" in by_mode["FSx"]["failure_reason"]
+        assert not [r for r in jobs.requests if "fsx" in r["TrainingJobName"]]
+
+
+# ---- 5. Teardown that really happens, and never under a running job ------------------------------
+
+def test_teardown_waits_for_delete_complete_and_records_it(emulated):
+    with emulated(ScriptedJobs(), fsx_delete_seconds=600) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx"],
+                             "teardown_fsx": True})
+        assert execution.status == "SUCCEEDED", execution.cause
+        teardown = lab.results(execution)["teardown"]
+        assert teardown["status"] == "DELETE_COMPLETE" and teardown["checks"] >= 2  # it followed DELETE_IN_PROGRESS
+        assert execution.output["teardown"]["status"] == "DELETE_COMPLETE"
+        assert not lab.fsx_present
+        stack = lab.client("cloudformation").describe_stacks(StackName=teardown["stack_id"])["Stacks"][0]
+        assert stack["StackStatus"] == "DELETE_COMPLETE"
+
+
+def test_failed_delete_fails_the_execution_and_says_fsx_still_bills(emulated):
+    with emulated(ScriptedJobs(), fsx_delete_seconds=120,
+                  fsx_delete_failure="The following resource(s) failed to delete: [FileSystem]") as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx"],
+                             "teardown_fsx": True})
+        assert execution.status == "FAILED" and execution.error == "FsxTeardownFailed"
+        assert "DELETE_FAILED" in execution.cause and "dslab fsx down" in execution.cause
+        results = lab.results(execution)
+        assert results["teardown"]["status"] == "DELETE_FAILED"
+        assert {r["status"] for r in results["records"]} == {"Completed"}   # results were kept
+        assert lab.fsx_present
+
+
+def test_a_running_execution_with_fsx_jobs_blocks_teardown(emulated):
+    release = threading.Event()
+
+    class Slow(ScriptedJobs):
+        def __call__(self, request, update):
+            if request["TrainingJobName"].startswith("slow"):
+                release.wait(60)
+            return super().__call__(request, update)
+
+    with emulated(Slow()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        one_dataset = {**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}]}
+        slow = lab.start({**one_dataset, "modes": ["FSx"], "job_prefix": "slow"}, name="slow-execution")
+        deadline = time.monotonic() + 60
+        while not lab.training_job_names() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        quick = lab.run({**one_dataset, "modes": ["File"], "job_prefix": "quick", "teardown_fsx": True})
+        assert quick.status == "SUCCEEDED", quick.cause
+        teardown = lab.results(quick)["teardown"]
+        assert teardown["status"] == "DEFERRED" and "slow-execution" in teardown["message"]
+        assert lab.fsx_present
+        release.set()
+        assert lab.wait(slow).status == "SUCCEEDED"
