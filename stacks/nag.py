@@ -70,7 +70,7 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
         f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:<AWS::AccountId>:stack/DataSourceLab-Fsx/*]",
         "DescribeStacks and DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
 
-    ack(_policy(stack, "Workflow/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
+    ack(_policy(stack, "Workflow/EfsStaging/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
         "DataSync copies the datasets the EFS jobs need; dataset names come with each experiment")
 
     machine = _policy(stack, "Workflow/StateMachine/Role/DefaultPolicy/Resource")
@@ -79,7 +79,7 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
     for fn, logical in (("Plan", "WorkflowPlanFunctionF2DC5A8A"), ("FsxData", "WorkflowFsxDataFunction93EF087E"),
                         ("Collect", "WorkflowCollectFunctionF8175F06"), ("Teardown", "WorkflowTeardownFunction09D807BD")):
         ack(machine, f"{IAM5}[Resource::<{logical}.Arn>:*]", f"Invoking any version of the {fn} function (CDK's LambdaInvoke grant)")
-    ack(machine, f"{IAM5}[Resource::<WorkflowEfsSyncTask8C2D1299.TaskArn>/execution/*]",
+    ack(machine, f"{IAM5}[Resource::<WorkflowEfsStagingEfsSyncTaskEE592268.TaskArn>/execution/*]",
         "Describing executions of the lab's one DataSync task; execution IDs are made at run time")
     ack(machine, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
         "createTrainingJob.sync creates, describes, tags and stops the experiment's jobs, named per execution")

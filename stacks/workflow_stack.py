@@ -47,7 +47,8 @@ class WorkflowStack(Stack):
             self, "Workflow", repo_root=repo_root, bucket=bucket, training_role=core.training.role,
             subnet=core.network.subnet, training_sg=core.network.training_sg,
             efs_file_system_arn=core.efs.file_system.file_system_arn, environment=environment,
-            fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER))
+            fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER),
+            efs_mount_auth=config.efs_mount_auth)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)
         CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)

@@ -266,7 +266,7 @@ def test_efs_mountable_by_training_jobs(lab):
         assert "ClientMount" in actions
 
 
-def test_efs_provisioned_throughput_by_context(tmp_path):
+def test_efs_provisioned_throughput_and_iam_mounts_by_context(tmp_path):
     from .conftest import SynthesizedLab
     provisioned = SynthesizedLab(tmp_path, efsThroughput="provisioned", efsProvisionedMibps=256, efsMountAuth="iam")
     provisioned.core.has_resource_properties("AWS::EFS::FileSystem", {
@@ -274,6 +274,35 @@ def test_efs_provisioned_throughput_by_context(tmp_path):
     (fs,) = resources(provisioned.core, "AWS::EFS::FileSystem").values()
     statements = fs["Properties"]["FileSystemPolicy"]["Statement"]
     assert any("elasticfilesystem:ClientMount" in json.dumps(s["Action"]) and s["Effect"] == "Allow" for s in statements)
+    # DataSync must stage EFS in this mode too: it mounts with an access role, over TLS.
+    (location,) = resources(provisioned.workflow, "AWS::DataSync::LocationEFS").items()
+    logical, props = location[0], location[1]["Properties"]
+    assert props["InTransitEncryption"] == "TLS1_2"
+    role_logical = props["FileSystemAccessRoleArn"]["Fn::GetAtt"][0]
+    role = resources(provisioned.workflow, "AWS::IAM::Role")[role_logical]
+    assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"] == {"Service": "datasync.amazonaws.com"}
+    granted = [st for p in resources(provisioned.workflow, "AWS::IAM::Policy").values()
+               if {"Ref": role_logical} in p["Properties"]["Roles"] for st in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert sorted(granted[0]["Action"]) == ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientRootAccess",
+                                            "elasticfilesystem:ClientWrite"]
+    assert "DataSourceLab-Core" in json.dumps(granted[0]["Resource"])  # the lab's EFS, by its exported ARN
+    assert any(d.startswith(role_logical) for d in location[1].get("DependsOn", []))
+
+
+def test_datasync_waits_for_its_role_policy_and_may_write_its_logs(lab):
+    template = lab.raw("DataSourceLab")["Resources"]
+    (policy_logical,) = [k for k, v in template.items() if v["Type"] == "AWS::IAM::Policy" and "DataSyncRole" in k]
+    for kind in ("AWS::DataSync::LocationS3", "AWS::DataSync::Task"):
+        (resource,) = [v for v in template.values() if v["Type"] == kind]
+        assert policy_logical in resource.get("DependsOn", []), kind   # CreateLocationS3 checks the role
+    (task_logical,) = [k for k, v in template.items() if v["Type"] == "AWS::DataSync::Task"]
+    (logs_policy,) = [v for v in template.values() if v["Type"] == "AWS::Logs::ResourcePolicy"]
+    document = json.dumps(logs_policy["Properties"]["PolicyDocument"])
+    assert '"Principal\\":{\\"Service\\":\\"datasync.amazonaws.com' in document
+    assert "logs:PutLogEvents" in document and "aws:SourceAccount" in document
+    assert task_logical in document and "aws:SourceArn" in document
+    log_group = template[task_logical]["Properties"]["CloudWatchLogGroupArn"]["Fn::GetAtt"][0]
+    assert log_group in document
 
 
 # ---- IAM -------------------------------------------------------------------------------------

@@ -239,7 +239,7 @@ class EmulatedLab:
                 Environment={"Variables": environment})["FunctionArn"]
             functions[f"{logical}.Arn"] = arn
 
-        sync_logical, sync_resource = find_resource(self.template, "Workflow/EfsSyncTask", "AWS::DataSync::Task")
+        sync_logical, sync_resource = find_resource(self.template, "Workflow/EfsStaging/EfsSyncTask", "AWS::DataSync::Task")
         datasync = self.client("datasync")
         source = datasync.create_location_s3(S3BucketArn=f"arn:aws:s3:::{self.bucket}", Subdirectory=f"/{DATASETS_PREFIX}/",
                                              S3Config={"BucketAccessRoleArn": roles["DataSourceLabWorkflow"]})["LocationArn"]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_datasync as datasync, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_ec2 as ec2, aws_iam as iam
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn, aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
+from .efs_staging import EfsStaging
+
 from dslab.core import limits
-from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX, STATS_SUFFIX
+from dslab.core.requests import DATASETS_PREFIX, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX, STATS_SUFFIX
 
 # A fixed name: IAM statements (the teardown guard lists this machine's executions) and people can
 # name it without a reference, which would be circular (the machine references the functions).
@@ -58,7 +60,8 @@ class BenchmarkWorkflow(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, repo_root: Path, bucket: s3.IBucket,
                  training_role: iam.IRole, subnet: ec2.ISubnet,
                  training_sg: ec2.ISecurityGroup, efs_file_system_arn: str,
-                 environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str]) -> None:
+                 environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str],
+                 efs_mount_auth: str = "anonymous") -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.bucket = bucket
@@ -115,7 +118,9 @@ class BenchmarkWorkflow(Construct):
         self._grant_teardown(fsx_stack_name, results_objects, list_prefix(RESULTS_PREFIX))
 
         # ---- EFS staging with DataSync -------------------------------------------------------
-        self.sync_task = self._efs_sync_task(bucket, subnet, training_sg, efs_file_system_arn)
+        self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet=subnet, security_group=training_sg,
+                                  efs_file_system_arn=efs_file_system_arn, efs_mount_auth=efs_mount_auth)
+        self.sync_task = self.staging.task
 
         # ---- The state machine ------------------------------------------------------------------
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,
@@ -149,39 +154,6 @@ class BenchmarkWorkflow(Construct):
                                   payload=sfn.TaskInput.from_object(payload), **kwargs)
         task.add_retry(errors=LAMBDA_THROTTLED, interval=Duration.seconds(2), max_attempts=6, backoff_rate=2,
                        jitter_strategy=sfn.JitterType.FULL)
-        return task
-
-    def _efs_sync_task(self, bucket: s3.IBucket, subnet: ec2.ISubnet, training_sg: ec2.ISecurityGroup,
-                       efs_file_system_arn: str) -> datasync.CfnTask:
-        stack = Stack.of(self)
-        role = iam.Role(self, "DataSyncRole", assumed_by=iam.ServicePrincipal("datasync.amazonaws.com"),
-                        description="DataSourceLab: DataSync reads datasets/ to fill EFS")
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
-            resources=[bucket.bucket_arn]))
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion", "s3:GetObjectVersionTagging"],
-            resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*")]))
-        source = datasync.CfnLocationS3(
-            self, "DatasetsLocation", s3_bucket_arn=bucket.bucket_arn, subdirectory=f"/{DATASETS_PREFIX}/",
-            s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
-        destination = datasync.CfnLocationEFS(
-            self, "EfsLocation", efs_filesystem_arn=efs_file_system_arn, subdirectory=FS_DATASETS_PATH,
-            in_transit_encryption="TLS1_2",
-            ec2_config=datasync.CfnLocationEFS.Ec2ConfigProperty(
-                subnet_arn=stack.format_arn(service="ec2", resource="subnet", resource_name=subnet.subnet_id),
-                security_group_arns=[stack.format_arn(service="ec2", resource="security-group",
-                                                      resource_name=training_sg.security_group_id)]))
-        sync_logs = logs.LogGroup(self, "DataSyncLogs", retention=logs.RetentionDays.THREE_MONTHS,
-                                  removal_policy=RemovalPolicy.DESTROY)
-        task = datasync.CfnTask(
-            self, "EfsSyncTask", name="datasourcelab-datasets-to-efs",
-            source_location_arn=source.attr_location_arn, destination_location_arn=destination.attr_location_arn,
-            cloud_watch_log_group_arn=sync_logs.log_group_arn,
-            options=datasync.CfnTask.OptionsProperty(
-                transfer_mode="CHANGED",  # only what is missing or changed: re-staging is cheap
-                verify_mode="ONLY_FILES_TRANSFERRED", overwrite_mode="ALWAYS",
-                preserve_deleted_files="PRESERVE", log_level="BASIC"))
         return task
 
     # ------------------------------------------------------------------------------------------

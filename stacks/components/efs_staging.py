@@ -1,0 +1,84 @@
+"""EFS staging: the DataSync task that copies the datasets EFS jobs read from S3 into EFS.
+
+Three things a first real deploy depends on:
+- CreateLocationS3 checks the bucket-access role when the location is created, so the location and
+  the task wait for the role *and its policy* (an IAM change takes time to propagate; created side
+  by side, the location can fail with an access error).
+- In BASIC log mode DataSync writes to the task's log group only if a CloudWatch Logs resource
+  policy lets ``datasync.amazonaws.com`` do so ("Allowing DataSync to upload logs to Amazon
+  CloudWatch log groups", https://docs.aws.amazon.com/datasync/latest/userguide/using-identity-based-policies.html);
+  without it the group stays empty while the workflow tells operators to look there. Scoped to this
+  account and this task.
+- With ``efsMountAuth=iam`` an EFS location without an access role mounts without IAM and is
+  refused; DataSync then needs a role it assumes for the mount, with ClientMount, ClientWrite and
+  ClientRootAccess (it writes as root to keep ownership), and TLS in transit
+  (https://docs.aws.amazon.com/datasync/latest/userguide/create-efs-location.html).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Stack, aws_datasync as datasync, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import aws_logs as logs, aws_s3 as s3
+from constructs import Construct
+
+from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH
+
+EFS_WRITER_ACTIONS = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite",
+                      "elasticfilesystem:ClientRootAccess"]
+
+
+class EfsStaging(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, bucket: s3.IBucket, subnet: ec2.ISubnet,
+                 security_group: ec2.ISecurityGroup, efs_file_system_arn: str, efs_mount_auth: str) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        role = iam.Role(self, "DataSyncRole", assumed_by=iam.ServicePrincipal("datasync.amazonaws.com"),
+                        description="DataSourceLab: DataSync reads datasets/ to fill EFS")
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:GetBucketLocation", "s3:ListBucket", "s3:ListBucketMultipartUploads"],
+            resources=[bucket.bucket_arn]))
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion", "s3:GetObjectVersionTagging"],
+            resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*")]))
+        self.source = datasync.CfnLocationS3(
+            self, "DatasetsLocation", s3_bucket_arn=bucket.bucket_arn, subdirectory=f"/{DATASETS_PREFIX}/",
+            s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
+        self.source.node.add_dependency(role)  # the role and its DefaultPolicy
+
+        self.efs_access_role: iam.Role | None = None
+        if efs_mount_auth == "iam":
+            self.efs_access_role = iam.Role(
+                self, "DataSyncEfsRole", assumed_by=iam.ServicePrincipal("datasync.amazonaws.com"),
+                description="DataSourceLab: DataSync mounts EFS with IAM to write the datasets")
+            self.efs_access_role.add_to_policy(iam.PolicyStatement(actions=EFS_WRITER_ACTIONS,
+                                                                   resources=[efs_file_system_arn]))
+        self.destination = datasync.CfnLocationEFS(
+            self, "EfsLocation", efs_filesystem_arn=efs_file_system_arn, subdirectory=FS_DATASETS_PATH,
+            in_transit_encryption="TLS1_2",
+            file_system_access_role_arn=self.efs_access_role.role_arn if self.efs_access_role else None,
+            ec2_config=datasync.CfnLocationEFS.Ec2ConfigProperty(
+                subnet_arn=stack.format_arn(service="ec2", resource="subnet", resource_name=subnet.subnet_id),
+                security_group_arns=[stack.format_arn(service="ec2", resource="security-group",
+                                                      resource_name=security_group.security_group_id)]))
+        if self.efs_access_role:
+            self.destination.node.add_dependency(self.efs_access_role)
+
+        self.log_group = logs.LogGroup(self, "DataSyncLogs", retention=logs.RetentionDays.THREE_MONTHS,
+                                       removal_policy=RemovalPolicy.DESTROY)
+        self.task = datasync.CfnTask(
+            self, "EfsSyncTask", name="datasourcelab-datasets-to-efs",
+            source_location_arn=self.source.attr_location_arn,
+            destination_location_arn=self.destination.attr_location_arn,
+            cloud_watch_log_group_arn=self.log_group.log_group_arn,
+            options=datasync.CfnTask.OptionsProperty(
+                transfer_mode="CHANGED",  # only what is missing or changed: re-staging is cheap
+                verify_mode="ONLY_FILES_TRANSFERRED", overwrite_mode="ALWAYS",
+                preserve_deleted_files="PRESERVE", log_level="BASIC"))
+        self.task.node.add_dependency(role)
+        self.logs_policy = logs.ResourcePolicy(self, "DataSyncLogsPolicy", policy_statements=[iam.PolicyStatement(
+            sid="DataSyncLogsToCloudWatchLogs",
+            principals=[iam.ServicePrincipal("datasync.amazonaws.com")],
+            actions=["logs:PutLogEvents", "logs:CreateLogStream"],
+            resources=[f"{self.log_group.log_group_arn}"],
+            conditions={"ArnLike": {"aws:SourceArn": [self.task.attr_task_arn]},
+                        "StringEquals": {"aws:SourceAccount": stack.account}})])
