@@ -33,8 +33,14 @@ synth: setup
 lint: synth
 	.venv/bin/cfn-lint --config-file .cfnlintrc.yaml cdk.out/*.template.json
 
+# Every deploy says what FSx (billed per hour) should be: FSX=up (create it, or keep it up),
+# FSX=keep (leave it as it is, up or down) or FSX=down (remove it once the rest is deployed).
+FSX_CHOICE = case "$(FSX)" in up|keep|down) ;; *) echo 'make $@: say what FSx should be: FSX=up (create or keep it; $$0.23/h for 1,200 GiB), FSX=keep (as it is now) or FSX=down (remove it)' >&2; exit 2;; esac
+DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep)
 deploy: setup
-	$(CDK) deploy DataSourceLab --outputs-file cdk-outputs.json
+	@$(FSX_CHOICE)
+	$(DEPLOY) --outputs-file cdk-outputs.json
+	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force)
 
 destroy: setup
 	$(CDK) destroy --all
@@ -43,7 +49,9 @@ destroy: setup
 # adopted by name instead of created again (-c adoptBucket=true); its kept TLS-only policy stays as is.
 # Use it for every later deploy of this lab too (a plain `make deploy` would try to create the bucket).
 deploy-again: setup
-	$(CDK) deploy DataSourceLab -c adoptBucket=true --outputs-file cdk-outputs.json
+	@$(FSX_CHOICE)
+	$(DEPLOY) -c adoptBucket=true --outputs-file cdk-outputs.json
+	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force)
 
 # With your credentials: does the configured zone (azId) offer the experiment's instance types and FSx?
 doctor: setup

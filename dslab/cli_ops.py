@@ -349,26 +349,67 @@ def cmd_recommend(args) -> int:
 
 # ---- fsx -----------------------------------------------------------------------------------------
 
+FSX_STACK = "DataSourceLab-Fsx"
+FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
+
+
+def fsx_state(region: str, state_machine_arn: str, idle_hours: float, capacity_gib: int) -> dict[str, Any]:
+    """FSx as it is: stack, file system, age, cost per hour, the idle guard's deadline, and how far the
+    S3 metadata import of the datasets has come (the same checks the workflow makes)."""
+    import boto3
+    from .core.prices import HOURS_PER_MONTH, PriceTable
+    from .workflow.fsx_data import import_status
+    from .workflow.fsx_guard import idle_status
+    hourly = PriceTable()["fsx_scratch2_gb_month"] * capacity_gib / HOURS_PER_MONTH
+    cfn, sfn = boto3.client("cloudformation", region_name=region), boto3.client("stepfunctions", region_name=region)
+    state = {**idle_status(cfn, sfn, FSX_STACK, state_machine_arn, idle_hours), "capacity_gib": capacity_gib,
+             "usd_per_hour": round(hourly, 4)}
+    if not state["up"]:
+        return state
+    state["cost_so_far_usd"] = round(hourly * state["age_hours"], 2)
+    found = boto3.client("ssm", region_name=region).get_parameters(Names=[FSX_ID_PARAMETER]).get("Parameters", [])
+    if found:
+        state["file_system_id"] = found[0]["Value"]
+        state["data"] = import_status(boto3.client("fsx", region_name=region), found[0]["Value"], ["/datasets"])
+    return state
+
+
 def cmd_fsx(args) -> int:
     from .core.prices import HOURS_PER_MONTH, PriceTable
-    prices = PriceTable()
-    capacity = int(json.loads((REPO / "cdk.json").read_text())["context"].get("fsxCapacity", 1200))
-    hourly = prices["fsx_scratch2_gb_month"] * capacity / HOURS_PER_MONTH
+    context = json.loads((REPO / "cdk.json").read_text())["context"]
+    capacity = int(context.get("fsxCapacity", 1200))
+    hourly = PriceTable()["fsx_scratch2_gb_month"] * capacity / HOURS_PER_MONTH
     cdk = REPO / "node_modules" / ".bin" / "cdk"
     if args.action == "status":
-        try:
-            outputs = outputs_from_cloudformation(_region(args))
-        except ConfigError as err:
-            print(f"FSx: unknown ({err})")
-            return EXIT_BAD_INPUT
-        if outputs.get("FsxFileSystemId"):
-            print(f"FSx: UP ({outputs['FsxFileSystemId']}, mount name {outputs.get('FsxMountName')}), "
-                  f"{capacity} GiB Scratch 2 costs ${hourly:.3f} per hour (${hourly * 24:.2f} per day) while up")
+        outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+        idle_hours = float(outputs.get("FsxIdleHours", context.get("fsxIdleHours", 0)) or 0)
+        state = fsx_state(_region(args), outputs.get("StateMachineArn", ""), idle_hours,
+                          int(outputs.get("FsxCapacityGiB", capacity)))
+        if args.json:
+            _print_json(state)
+            return 0
+        if not state["up"]:
+            print(f"FSx: DOWN (no {FSX_STACK} stack); `dslab fsx up` brings it back "
+                  f"(${state['usd_per_hour']:.3f} per hour while up)")
+            return 0
+        print(f"FSx: UP ({state.get('file_system_id', '?')}, stack {state['stack_status']}), up {state['age_hours']:.1f} h: "
+              f"{state['capacity_gib']} GiB Scratch 2 at ${state['usd_per_hour']:.3f}/h (${state['usd_per_hour'] * 24:.2f}/day), "
+              f"about ${state['cost_so_far_usd']:.2f} so far")
+        if state["running_executions"]:
+            print(f"in use: execution {', '.join(state['running_executions'])} is running")
+        elif state["deadline"]:
+            print(f"idle guard: deletes FSx at {state['deadline']} ({state['idle_hours']:g} h after the last activity, "
+                  f"{state['last_activity']}) unless a workflow execution runs")
         else:
-            print(f"FSx: DOWN (no DataSourceLab-Fsx stack); `dslab fsx up` brings it back (${hourly:.3f} per hour while up)")
+            print("idle guard: off (deploy with -c fsxIdleHours=N to turn it on); `dslab fsx down` when done")
+        data = state.get("data")
+        if data:
+            print(f"datasets: {'ready' if data['ready'] else 'NOT READY'}: {data['reason']}")
+            for task in data.get("imports", []):
+                print(f"  S3 metadata import {task['task']}: {task['lifecycle']}, {task['done']:,} of {task['total']:,} objects")
         return 0
-    command = ([str(cdk), "destroy", "DataSourceLab-Fsx", "--exclusively", "--force"] if args.action == "down"
-               else [str(cdk), "deploy", "DataSourceLab-Fsx", "--exclusively", "--require-approval", "never"])
+    command = ([str(cdk), "destroy", FSX_STACK, "--exclusively", "--force"] if args.action == "down"
+               else [str(cdk), "deploy", FSX_STACK, "--exclusively", "--require-approval", "never"])
     print(f"{'removing' if args.action == 'down' else 'creating'} FSx ({capacity} GiB, ${hourly:.3f}/hour while up): {' '.join(command[1:])}")
     return subprocess.call(command, cwd=REPO)
 
@@ -494,10 +535,12 @@ def register(sub, add) -> None:
             p.add_argument("--random-access", action="store_true")
             p.add_argument("--data-in-efs", action="store_true")
 
-    p = add(sub, "fsx", cmd_fsx, "FSx for Lustre: status, down (delete its stack), up (deploy it again).",
-            "dslab fsx down")
+    p = add(sub, "fsx", cmd_fsx, "FSx for Lustre: status (age, cost per hour, the idle guard's deadline, S3 import "
+            "progress), down (delete its stack), up (deploy it again).", "dslab fsx status")
     p.add_argument("action", choices=["status", "down", "up"])
     p.add_argument("--region")
+    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--json", action="store_true")
 
     p = add(sub, "doctor", cmd_doctor, "With your credentials: does the lab's zone (azId) offer the experiment's "
             "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not.",

@@ -19,9 +19,11 @@ def build_app(app: cdk.App, repo_root: Path, account: str | None = None, nag: bo
     core = CoreStack(app, CORE_STACK, config=config, repo_root=repo_root, env=env)
     fsx = FsxStack(app, FSX_STACK, config=config, core=core, env=env)
     workflow = WorkflowStack(app, WORKFLOW_STACK, config=config, core=core, repo_root=repo_root, env=env)
-    # Order only, no reference: `cdk deploy DataSourceLab` brings FSx up first, and deleting the
-    # FSx stack is never blocked by an export the workflow imports.
-    workflow.add_stack_dependency(fsx, "The workflow runs FSx jobs; it finds the file system through SSM at run time")
+    # No reference either way: the workflow finds FSx through SSM at run time, so deleting the FSx
+    # stack is never blocked. Whether deploying the workflow deploys FSx is explicit (-c fsx=up|keep):
+    # an update never silently recreates a torn-down file system that bills by the hour.
+    if config.fsx_deploy == "up":
+        workflow.add_stack_dependency(fsx, "-c fsx=up: deploying the workflow deploys FSx for Lustre too")
     for stack in (core, fsx, workflow):
         cdk.Tags.of(stack).add("project", "DataSourceLab")
     if nag:

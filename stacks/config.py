@@ -20,6 +20,9 @@ FSX_LINKS = ("dra", "import-path")
 EFS_PERFORMANCE = ("maxIO", "generalPurpose")
 EFS_THROUGHPUT = ("bursting", "provisioned")
 EFS_MOUNT_AUTH = ("anonymous", "iam")
+# What deploying the workflow stack does to FSx: "keep" leaves it as it is (up or torn down), "up"
+# deploys it too. Never implicit: a torn-down FSx is not silently brought back by an update.
+FSX_DEPLOY = ("keep", "up")
 AZ_ID_HELP = ("find the zone IDs of your account with: " + FIND_ZONE_IDS + "; `dslab doctor` says which "
               "of them offer the experiment's instance types")
 
@@ -49,6 +52,8 @@ class LabConfig:
     efs_mount_auth: str
     disposable_bucket: bool
     adopt_bucket: bool = False
+    fsx_deploy: str = "keep"           # "up": deploying the workflow deploys FSx too; "keep": FSx untouched
+    fsx_idle_hours: float = 8.0        # the idle guard deletes FSx after this long unused (0 = off)
 
     @classmethod
     def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
@@ -101,10 +106,19 @@ class LabConfig:
         if adopt and disposable:
             raise LabConfigError("context 'adoptBucket'=true and 'disposableBucket'=true exclude each other: an adopted "
                                  "bucket is not managed by the stack, so it cannot be deleted with it; drop one of them")
+        fsx_deploy = _choice(get("fsx") or "keep", "fsx", FSX_DEPLOY)
+        raw_idle = get("fsxIdleHours")
+        try:
+            idle = float(8 if raw_idle in (None, "") else raw_idle)
+        except (TypeError, ValueError):
+            idle = -1.0
+        if isinstance(raw_idle, bool) or not 0 <= idle <= 24 * 14:
+            raise LabConfigError(f"context 'fsxIdleHours'={raw_idle!r}: hours of FSx without a running workflow "
+                                 "before the idle guard deletes it, 0 (off) to 336 (e.g. -c fsxIdleHours=8)")
         return cls(region=region, az_id=az_id, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
                    fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
                    efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable,
-                   adopt_bucket=adopt)
+                   adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle)
 
 
 def region_zone_prefix_or_example(region: str) -> str:

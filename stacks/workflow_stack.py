@@ -48,11 +48,13 @@ class WorkflowStack(Stack):
             subnet=core.network.subnet, training_sg=core.network.training_sg,
             efs_file_system_arn=core.efs.file_system.file_system_arn, environment=environment,
             fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER),
-            efs_mount_auth=config.efs_mount_auth)
+            efs_mount_auth=config.efs_mount_auth, fsx_idle_hours=config.fsx_idle_hours)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)
         CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)
         CfnOutput(self, "TrainingImageUris", value=images.by_family_json(),
                   description="Per instance family, the image replacing TrainingImageUri (\"\" = none runs there)")
         CfnOutput(self, "EfsSyncTaskArn", value=self.workflow.sync_task.attr_task_arn)
+        CfnOutput(self, "FsxIdleHours", value=f"{config.fsx_idle_hours:g}",
+                  description="Hours without a workflow execution before the idle guard deletes FSx (0: off)")
         acknowledge_workflow(self)

@@ -107,7 +107,8 @@ def test_security_group_rules_exactly(lab):
     assert rules_into(fsx) == sorted([("tcp", 988, 988, training), ("tcp", 1018, 1023, training),
                                       ("tcp", 988, 988, fsx), ("tcp", 1018, 1023, fsx)])
     assert rules_into(efs) == [("tcp", 2049, 2049, training)]
-    assert rules_into(training) == [("-1", None, None, training)]
+    # Lustre clients accept 988 and 1018-1023 from the file system (the FSx guide's client rules).
+    assert rules_into(training) == sorted([("-1", None, None, training), ("tcp", 988, 988, fsx), ("tcp", 1018, 1023, fsx)])
     # No CIDR ingress anywhere: nothing is reachable from an address range.
     for group in groups.values():
         assert not group["Properties"].get("SecurityGroupIngress")
@@ -241,8 +242,29 @@ def test_removing_fsx_leaves_every_other_resource(lab):
     manifest = json.loads((lab.outdir / "manifest.json").read_text())
     core_deps = manifest["artifacts"]["DataSourceLab-Core"].get("dependencies", [])
     assert not [d for d in core_deps if "Fsx" in d]
-    # The workflow only orders itself after FSx (so `cdk deploy DataSourceLab` brings FSx up).
+    # By default deploying the workflow leaves FSx as it is: an update never recreates a torn-down FSx.
+    assert "DataSourceLab-Fsx" not in manifest["artifacts"]["DataSourceLab"].get("dependencies", [])
+
+
+def test_idle_guard_rule_deletes_fsx_after_the_configured_hours(lab):
+    (rule,) = resources(lab.workflow, "AWS::Events::Rule").values()
+    assert rule["Properties"]["ScheduleExpression"] == "rate(30 minutes)" and rule["Properties"]["State"] == "ENABLED"
+    (target,) = rule["Properties"]["Targets"]
+    assert "TeardownFunction" in json.dumps(target["Arn"])
+    # The input, with the account token filled in, is what the teardown function's idle guard reads.
+    text = "".join(p if isinstance(p, str) else "123456789012" for p in target["Input"]["Fn::Join"][1])
+    assert json.loads(text) == {"action": "idle", "idle_hours": 8,
+                                "state_machine": "arn:aws:states:us-east-1:123456789012:stateMachine:DataSourceLab-Benchmark"}
+    outputs = lab.raw("DataSourceLab")["Outputs"]
+    assert outputs["FsxIdleHours"]["Value"] == "8"
+
+
+def test_fsx_up_deploys_fsx_with_the_workflow_and_the_guard_can_be_off(tmp_path):
+    from .conftest import SynthesizedLab
+    up = SynthesizedLab(tmp_path, fsx="up", fsxIdleHours=0)
+    manifest = json.loads((up.outdir / "manifest.json").read_text())
     assert "DataSourceLab-Fsx" in manifest["artifacts"]["DataSourceLab"]["dependencies"]
+    assert not resources(up.workflow, "AWS::Events::Rule")
 
 
 # ---- EFS -------------------------------------------------------------------------------------
@@ -385,6 +407,9 @@ def test_cfn_lint_clean(lab):
     ({"efsThroughput": "provisioned", "efsProvisionedMibps": None}, ["efsProvisionedMibps", "1 to 3414"]),
     ({"efsThroughput": "elastic"}, ["efsThroughput", "bursting, provisioned"]),
     ({"fsxLink": "magic"}, ["fsxLink", "dra, import-path"]),
+    ({"fsx": "maybe"}, ["'fsx'", "keep, up"]),
+    ({"fsxIdleHours": -1}, ["fsxIdleHours", "0 (off) to 336"]),
+    ({"fsxIdleHours": "soon"}, ["fsxIdleHours", "0 (off) to 336"]),
 ])
 def test_bad_configuration_is_refused_with_the_setting_named(overrides, words):
     context = cdk_context(**overrides)

@@ -403,3 +403,53 @@ def test_a_running_execution_with_fsx_jobs_blocks_teardown(emulated):
         assert lab.fsx_present
         release.set()
         assert lab.wait(slow).status == "SUCCEEDED"
+
+
+# ---- FSx costs only while it is used (the idle guard, `dslab fsx status`) -----------------------
+
+def _guard_round(lab: EmulatedLab, idle_hours: float) -> dict:
+    """One scheduled round of the idle guard: the teardown function invoked as the EventBridge rule does."""
+    response = lab.client("lambda").invoke(FunctionName="DataSourceLab-TeardownFunction", Payload=json.dumps(
+        {"action": "idle", "state_machine": lab.state_machine_arn, "idle_hours": idle_hours}).encode())
+    return json.loads(response["Payload"].read())
+
+
+def test_idle_guard_keeps_fsx_while_in_use_and_deletes_it_when_idle(emulated):
+    release = threading.Event()
+
+    class Held(ScriptedJobs):
+        def __call__(self, request, update):
+            release.wait(60)
+            return super().__call__(request, update)
+
+    with emulated(Held()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        running = lab.start({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"]})
+        deadline = time.monotonic() + 60
+        while not lab.training_job_names() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        busy = _guard_round(lab, idle_hours=0.0001)
+        assert busy["action"] == "kept" and "is running" in busy["why"] and lab.fsx_present
+        release.set()
+        assert lab.wait(running).status == "SUCCEEDED"
+        fresh = _guard_round(lab, idle_hours=8)
+        assert fresh["action"] == "kept" and fresh["deadline"] and not fresh["due"]
+        due = _guard_round(lab, idle_hours=0.0001)   # 0.36 s without an execution: due
+        assert due["action"] == "deleted" and not lab.fsx_present
+        assert _guard_round(lab, idle_hours=0.0001)["action"] == "none"
+
+
+def test_dslab_fsx_status_shows_age_cost_guard_deadline_and_import_progress(emulated, tmp_path, capsys):
+    from dslab.cli import main
+    with emulated(ScriptedJobs(), fsx_import_seconds=10 ** 6) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "FsxIdleHours": "8"}}))
+        assert main(["fsx", "status", "--outputs", str(outputs), "--json"]) == 0
+        state = json.loads(capsys.readouterr().out)
+        assert state["up"] and state["usd_per_hour"] > 0.2 and state["age_hours"] >= 0
+        assert state["deadline"] and state["idle_hours"] == 8
+        assert state["data"]["ready"] is False and "EXECUTING" in state["data"]["reason"]
+        assert main(["fsx", "status", "--outputs", str(outputs)]) == 0
+        text = capsys.readouterr().out
+        assert "FSx: UP" in text and "idle guard: deletes FSx at" in text and "S3 metadata import" in text

@@ -21,7 +21,9 @@ from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, c
 from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
                              plan as plan_jobs, stats_key)
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
+from . import fsx_guard
 from .fsx_data import import_status
+from .fsx_guard import describe_stack
 
 class ExperimentInvalid(Exception):
     """The experiment cannot run; the state machine fails at Plan before any job is created."""
@@ -367,6 +369,9 @@ def _reason(s3, bucket: str, base: str, name: str, outcome: dict[str, Any]) -> s
 def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Delete the FSx stack and follow the deletion to its end (the state machine loops, bounded).
 
+    ``{"action": "idle", "state_machine", "idle_hours"}``: one round of the scheduled idle guard
+    (fsx_guard.py); every other action belongs to an execution's teardown:
+
     ``{"action": "start"}``: unless another running execution of this workflow still has FSx jobs
     to run, DeleteStack (asynchronous: "Once the call completes successfully, stack deletion starts").
     ``{"action": "check"}``: DescribeStacks by stack ID (a deleted stack is only visible by its ID)
@@ -375,9 +380,12 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """
     clients = _clients()
     cfn, s3 = clients["cloudformation"], clients["s3"]
+    stack_name = os.environ.get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
+    if event.get("action") == "idle":  # the scheduled idle guard, not an execution's teardown
+        return fsx_guard.guard(cfn, clients["stepfunctions"], stack_name, event.get("state_machine", ""),
+                               float(event.get("idle_hours") or 0))
     summary = event["plan"]
     bucket, base = summary["bucket"], summary["base"]
-    stack_name = os.environ.get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
     previous = event.get("teardown") or {}
     checks = int(previous.get("checks") or 0)
     if event.get("action") == "start":
@@ -386,14 +394,14 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             outcome = {"status": "DEFERRED", "final": True, "message": f"FSx kept: {blocker}. The last execution with FSx "
                        "jobs tears it down if it asks to; otherwise `dslab fsx down`"}
             return _record_teardown(s3, bucket, base, outcome)
-        stack = _describe_stack(cfn, stack_name)
+        stack = describe_stack(cfn, stack_name)
         if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":
             return _record_teardown(s3, bucket, base, {"status": "ALREADY_GONE", "final": True,
                                                        "message": f"{stack_name} does not exist: nothing to tear down"})
         cfn.delete_stack(StackName=stack["StackId"])
         return {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack["StackId"], "checks": 0,
                 "message": f"deleting {stack_name}"}
-    stack = _describe_stack(cfn, previous["stack_id"])
+    stack = describe_stack(cfn, previous["stack_id"])
     checks += 1
     status = stack["StackStatus"] if stack else "DELETE_COMPLETE"
     if status == "DELETE_COMPLETE":
@@ -408,16 +416,6 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     else:
         return {**previous, "status": status, "final": False, "checks": checks, "message": f"{stack_name} is {status}"}
     return _record_teardown(s3, bucket, base, {**outcome, "stack_id": previous.get("stack_id"), "checks": checks})
-
-
-def _describe_stack(cfn, name_or_id: str) -> dict[str, Any] | None:
-    try:
-        stacks = cfn.describe_stacks(StackName=name_or_id).get("Stacks", [])
-    except cfn.exceptions.ClientError as err:
-        if "does not exist" in str(err):  # ValidationError: "Stack with id X does not exist"
-            return None
-        raise
-    return stacks[0] if stacks else None
 
 
 def teardown_blocker(clients, bucket: str, state_machine: str, own_execution: str) -> str:

@@ -67,6 +67,11 @@ class LabNetwork(Construct):
             self.fsx_sg.add_ingress_rule(self.fsx_sg, port, "Lustre between file-system servers")
             self.fsx_sg.add_egress_rule(self.fsx_sg, port, "Lustre between file-system servers")
             self.fsx_sg.add_egress_rule(self.training_sg, port, "Lustre replies to training jobs")
+            # The clients' group too: the FSx for Lustre guide ("File system access control with
+            # Amazon VPC", table "Lustre client VPC security group rules") has clients accept 988 and
+            # 1018-1023 from the file system's group, because LNet connects in both directions
+            # (https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html).
+            self.training_sg.add_ingress_rule(self.fsx_sg, port, "Lustre from the FSx file system (LNet connects both ways)")
 
         self.efs_sg = ec2.SecurityGroup(
             self, "EfsSg", vpc=self.vpc, allow_all_outbound=False,

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import aws_events as events, aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn, aws_stepfunctions_tasks as tasks
 from constructs import Construct
@@ -18,6 +19,7 @@ from constructs import Construct
 from .efs_staging import EfsStaging
 
 from dslab.core import limits
+from dslab.workflow.fsx_guard import GUARD_SCHEDULE_MINUTES
 from dslab.core.requests import DATASETS_PREFIX, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX, STATS_SUFFIX
 
 # A fixed name: IAM statements (the teardown guard lists this machine's executions) and people can
@@ -61,7 +63,7 @@ class BenchmarkWorkflow(Construct):
                  training_role: iam.IRole, subnet: ec2.ISubnet,
                  training_sg: ec2.ISecurityGroup, efs_file_system_arn: str,
                  environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str],
-                 efs_mount_auth: str = "anonymous") -> None:
+                 efs_mount_auth: str = "anonymous", fsx_idle_hours: float = 0.0) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.bucket = bucket
@@ -135,6 +137,7 @@ class BenchmarkWorkflow(Construct):
             comment="DataSourceLab: one SageMaker training job per data-source mode, every result kept",
         )
         self._grant_training_jobs(training_role)
+        self.idle_guard = self._idle_guard(fsx_idle_hours) if fsx_idle_hours > 0 else None
 
     # ------------------------------------------------------------------------------------------
     def _function(self, cid: str, code: lambda_.Code, handler: str, environment: dict[str, str],
@@ -403,6 +406,15 @@ class BenchmarkWorkflow(Construct):
         return lanes
 
     # ------------------------------------------------------------------------------------------
+    def _idle_guard(self, idle_hours: float) -> events.Rule:
+        """FSx bills by the hour: delete it after ``idle_hours`` without a workflow execution
+        (dslab/workflow/fsx_guard.py). Costs ~1,500 Lambda invocations a month (cents at most)."""
+        return events.Rule(
+            self, "FsxIdleGuard", schedule=events.Schedule.rate(Duration.minutes(GUARD_SCHEDULE_MINUTES)),
+            description=f"DataSourceLab: delete FSx for Lustre after {idle_hours:g} h without a workflow execution",
+            targets=[targets.LambdaFunction(self.teardown_fn, retry_attempts=2, event=events.RuleTargetInput.from_object(
+                {"action": "idle", "state_machine": self.state_machine_arn, "idle_hours": idle_hours}))])
+
     def _grant_training_jobs(self, training_role: iam.IRole) -> None:
         stack = Stack.of(self)
         role = self.state_machine.role

@@ -1,0 +1,90 @@
+"""FSx costs only while it is used: the idle guard, and the state `dslab fsx status` shows.
+
+Scratch 2 bills per provisioned GiB-hour whether or not a job reads it (1,200 GiB: about $0.23 an
+hour, $168 a month). The guard runs on a schedule in the lab itself (an EventBridge rule, every 30
+minutes) and deletes the FSx stack through CloudFormation when no execution of the workflow is
+running and none has ended, nor has the stack changed, for ``idle_hours``. Deleting the stack (not
+the file system) keeps CloudFormation truthful: `dslab fsx up` brings it back.
+
+ListExecutions "is eventually consistent": an execution started in the last seconds may be missed.
+Its FSx readiness step then finds FSx DELETING and skips its FSx jobs with that reason.
+Standard library and boto3 clients only (it runs in the Lambda runtime).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+GUARD_SCHEDULE_MINUTES = 30
+
+
+def _as_time(value: Any) -> dt.datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def describe_stack(cfn, name_or_id: str) -> dict[str, Any] | None:
+    """DescribeStacks of one stack, None if there is none ("Stack with id X does not exist"; a
+    deleted stack is visible only by its ID, as DELETE_COMPLETE)."""
+    try:
+        stacks = cfn.describe_stacks(StackName=name_or_id).get("Stacks", [])
+    except cfn.exceptions.ClientError as err:
+        if "does not exist" in str(err):
+            return None
+        raise
+    return stacks[0] if stacks else None
+
+
+def fsx_stack(cfn, stack_name: str) -> dict[str, Any] | None:
+    """The FSx stack as it stands, or None when it does not exist."""
+    stack = describe_stack(cfn, stack_name)
+    return None if stack is None or stack["StackStatus"] == "DELETE_COMPLETE" else stack
+
+
+def idle_status(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: float,
+                now: dt.datetime | None = None) -> dict[str, Any]:
+    """Whether FSx exists, since when, whether the workflow uses it, and when the guard would delete it."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    stack = fsx_stack(cfn, stack_name)
+    if stack is None:
+        return {"up": False, "stack": stack_name}
+    created = _as_time(stack.get("CreationTime")) or now
+    changed = _as_time(stack.get("LastUpdatedTime")) or created
+    running, last_end = [], None
+    if state_machine_arn:
+        recent = sfn.list_executions(stateMachineArn=state_machine_arn, maxResults=50).get("executions", [])
+        running = [e["name"] for e in recent if e.get("status") == "RUNNING"]
+        ends = [_as_time(e.get("stopDate")) for e in recent if e.get("stopDate")]
+        last_end = max(ends) if ends else None
+    last_activity = max(t for t in (changed, last_end) if t is not None)
+    deadline = None
+    if idle_hours > 0 and not running:
+        deadline = last_activity + dt.timedelta(hours=idle_hours)
+    return {"up": True, "stack": stack_name, "stack_id": stack["StackId"], "stack_status": stack["StackStatus"],
+            "created": created.isoformat(), "age_hours": round((now - created).total_seconds() / 3600, 2),
+            "running_executions": running, "last_activity": last_activity.isoformat(),
+            "idle_hours": idle_hours, "deadline": deadline.isoformat() if deadline else None,
+            "due": bool(deadline and now >= deadline)}
+
+
+def guard(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: float,
+          now: dt.datetime | None = None) -> dict[str, Any]:
+    """One round of the idle guard: delete the FSx stack if it is due, otherwise say why not."""
+    status = idle_status(cfn, sfn, stack_name, state_machine_arn, idle_hours, now)
+    if not status["up"]:
+        return {**status, "action": "none", "why": "FSx is down"}
+    if status["stack_status"].endswith("_IN_PROGRESS"):
+        return {**status, "action": "none", "why": f"the FSx stack is {status['stack_status']}"}
+    if status["running_executions"]:
+        return {**status, "action": "kept", "why": f"execution {status['running_executions'][0]} is running"}
+    if idle_hours <= 0:
+        return {**status, "action": "kept", "why": "the idle guard is off (fsxIdleHours=0)"}
+    if not status["due"]:
+        return {**status, "action": "kept", "why": f"idle until {status['deadline']}"}
+    cfn.delete_stack(StackName=status["stack_id"])
+    return {**status, "action": "deleted",
+            "why": f"no workflow execution for {idle_hours:g} hours (since {status['last_activity']})"}
