@@ -62,7 +62,7 @@ def outputs_from_cloudformation(region: str | None = None) -> dict[str, str]:
         raise ConfigError("AWS credentials", "none found: set AWS_PROFILE or keys, or pass --outputs cdk-outputs.json") from None
     except ClientError as err:
         if "does not exist" in str(err):
-            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy` "
+            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up` "
                               "(or pass --outputs cdk-outputs.json)") from None
         raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
     except BotoCoreError as err:
@@ -76,7 +76,7 @@ def environment_from_outputs(outputs: dict[str, str], region: str):
                            "TrainingImageUri") if k not in outputs]
     if missing:
         raise ConfigError("--outputs", f"stack output {missing[0]} is missing; deploy the whole lab with "
-                          "`make deploy` (cdk deploy DataSourceLab --outputs-file cdk-outputs.json)")
+                          "`make deploy FSX=up` (cdk deploy DataSourceLab -c fsx=up --outputs-file cdk-outputs.json)")
     fsx = None
     if outputs.get("FsxFileSystemId") and outputs.get("FsxMountName"):
         fsx = {"file_system_id": outputs["FsxFileSystemId"], "mount_name": outputs["FsxMountName"]}
@@ -129,7 +129,7 @@ def _workflow(args) -> tuple[str, str | None]:
     """(state machine ARN, bucket) of the deployed lab."""
     outputs = outputs_from_file(Path(args.outputs)) if getattr(args, "outputs", None) else outputs_from_cloudformation(_region(args))
     if "StateMachineArn" not in outputs:
-        raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy`")
+        raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy FSX=keep`")
     return outputs["StateMachineArn"], outputs.get("BucketName")
 
 
