@@ -7,13 +7,20 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
 .PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab clean
 
-setup: .venv/.installed node_modules/.installed
+setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh
 
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+# checkov (tests/test_scanners.py) gets its own venv: it pins boto3==1.35.49, networkx<2.7 and
+# packaging<24, which conflict with requirements.txt (boto3 1.44.5) and cfn-lint (networkx 3).
+.venv-scan/.installed: requirements-scan.txt
+	test -x .venv-scan/bin/python || python3 -m venv .venv-scan
+	.venv-scan/bin/python -m pip install -q --disable-pip-version-check -r requirements-scan.txt
 	touch $@
 
 node_modules/.installed: package.json package-lock.json

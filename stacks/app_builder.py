@@ -7,6 +7,7 @@ from pathlib import Path
 import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
+from .checkov import suppress_checkov
 from .config import CORE_STACK, FSX_STACK, WORKFLOW_STACK, LabConfig
 from .core_stack import CoreStack
 from .fsx_stack import FsxStack
@@ -26,6 +27,7 @@ def build_app(app: cdk.App, repo_root: Path, account: str | None = None, nag: bo
         workflow.add_stack_dependency(fsx, "-c fsx=up: deploying the workflow deploys FSx for Lustre too")
     for stack in (core, fsx, workflow):
         cdk.Tags.of(stack).add("project", "DataSourceLab")
+    suppress_checkov(core, fsx, workflow)  # each checkov finding acknowledged with its reason (stacks/checkov.py)
     if nag:
         # cdk-nag 3.x is a policy-validation plugin: findings fail synthesis unless acknowledged.
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(verbose=True))

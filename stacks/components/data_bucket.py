@@ -62,8 +62,16 @@ class DataBucket(Construct):
             # A readable, predictable name: the CLI, IAM statements and people can find it.
             bucket_name=data_bucket_name(stack),
             server_access_logs_bucket=self.access_logs, server_access_logs_prefix="data-bucket/",
+            # Versioned: results and uploaded code are the lab's memory, and an overwrite or a delete
+            # (a wrong `aws s3 rm --recursive`, a re-run writing the same key) stays recoverable for a
+            # week. The cost stays bounded: a re-uploaded dataset keeps its old copy for 7 days, then
+            # S3 expires it; delete markers left alone are removed
+            # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-configuration-examples.html).
+            versioned=True,
             lifecycle_rules=[s3.LifecycleRule(prefix=f"{OUTPUT_PREFIX}/", expiration=Duration.days(180)),
-                             s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(2))],
+                             s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(2),
+                                              noncurrent_version_expiration=Duration.days(7)),
+                             s3.LifecycleRule(expired_object_delete_marker=True)],
             **common)
         # The L2 gives each bucket policy DeletionPolicy Delete whatever the bucket's: a kept bucket
         # would lose its TLS-only guard with the stack. Keep each policy exactly as long as its bucket.

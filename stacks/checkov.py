@@ -1,0 +1,125 @@
+"""checkov suppressions: each one names the exact check, on the exact resource, and why.
+
+checkov (tests/test_scanners.py runs it on every synthesized template) reads a suppression from the
+resource's own metadata: ``Metadata: {checkov: {skip: [{id: CKV_AWS_nn, comment: why}]}}``
+(https://www.checkov.io/2.Basics/Suppressing%20and%20Skipping%20Policies.html, CloudFormation section).
+No check is skipped globally: a new resource that fails a check fails the test until it is fixed or
+acknowledged here, like cdk-nag's acknowledgements in stacks/nag.py.
+
+Fixed rather than suppressed: the data bucket is versioned (CKV_AWS_21), with old versions expiring
+after a week (stacks/components/data_bucket.py).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import IConstruct
+
+# -- reasons shared by several resources of one kind ---------------------------------------------
+LOGS_KMS = ("CKV_AWS_158 (log group KMS): CloudWatch Logs always encrypts log data at rest; a customer managed "
+            "key would add a key ($1/month), a key policy for logs.<region>.amazonaws.com and a way to lock "
+            "operators out of {what}, which holds no secret "
+            "(https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)")
+LAMBDA_DLQ = ("CKV_AWS_116 (DLQ): {fn} is only invoked synchronously (RequestResponse) by the state machine's "
+              "LambdaInvoke tasks, which retry and catch its errors; Lambda sends events to a dead-letter queue "
+              "only for asynchronous invocations "
+              "(https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-retain-records.html)")
+LAMBDA_VPC = ("CKV_AWS_117 (VPC): {fn} reaches no resource inside the VPC, only AWS APIs ({apis}); the lab's "
+              "VPC has isolated subnets (no NAT), so attaching it would need one interface endpoint per API, "
+              "billed per hour, for nothing (https://docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html)")
+LAMBDA_CONCURRENCY = ("CKV_AWS_115 (reserved concurrency): {fn} runs {how}, bounded by the state machine "
+                      "(at most 40 Map lanes per execution). Reserving concurrency takes it from the account's "
+                      "unreserved pool, which must keep 100: on new accounts with a low concurrency quota the "
+                      "deployment would fail (https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)")
+LAMBDA_ENV = ("CKV_AWS_173 (environment encryption): Lambda encrypts environment variables at rest with an AWS "
+              "managed key; {fn}'s variables hold no secret, only resource names and IDs (bucket, role ARN, "
+              "subnet and security-group IDs, image URIs, SSM parameter and stack names) "
+              "(https://docs.aws.amazon.com/lambda/latest/dg/security-encryption-at-rest.html)")
+CDK_PROVIDER = ("{check}: this function is aws-cdk-lib's own custom-resource provider ({what}); CloudFormation "
+                "invokes it during deployments and reports its failure on the stack; the construct exposes none "
+                "of these properties")
+
+WORKFLOW_FUNCTIONS = {
+    # construct ID -> (how the state machine calls it, the AWS APIs it uses)
+    "PlanFunction": ("once per execution", "S3, SSM, FSx, Service Quotas"),
+    "FsxDataFunction": ("once per FSx import poll, for the FSx jobs", "S3, SSM, FSx"),
+    "CollectFunction": ("once per finished training job, one per Map lane at a time", "S3, SageMaker"),
+    "TeardownFunction": ("at the end of an execution that used FSx", "S3, Step Functions, CloudFormation"),
+}
+
+
+def skip(scope: IConstruct, check_id: str, reason: str) -> None:
+    """Adds one checkov suppression to the CloudFormation resource behind ``scope``."""
+    resource = scope if isinstance(scope, cdk.CfnResource) else scope.node.default_child
+    assert isinstance(resource, cdk.CfnResource), scope.node.path
+    current = resource.get_metadata("checkov") or {}
+    skips = [s for s in current.get("skip", []) if s["id"] != check_id]
+    resource.add_metadata("checkov", {"skip": skips + [{"id": check_id, "comment": reason}]})
+
+
+def _find(stack: cdk.Stack, suffix: str) -> cdk.CfnResource:
+    """The one CloudFormation resource of ``stack`` whose construct path ends with ``suffix``."""
+    found = [c for c in stack.node.find_all()
+             if isinstance(c, cdk.CfnResource) and f"/{c.node.path}".endswith(f"/{suffix}")]
+    if len(found) != 1:
+        raise LookupError(f"checkov suppressions: expected one resource at */{suffix} in {stack.stack_name}, "
+                          f"found {[c.node.path for c in found]}")
+    return found[0]
+
+
+def _cdk_providers(stack: cdk.Stack) -> list[cdk.CfnResource]:
+    return [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource)
+            and c.cfn_resource_type == "AWS::Lambda::Function"
+            and c.node.path.split("/")[1].startswith("Custom::") and c.node.path.endswith("CustomResourceProvider/Handler")]
+
+
+def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
+    skip(_find(stack, "Network/FlowLogs/Resource"), "CKV_AWS_158",
+         LOGS_KMS.format(what="the VPC flow logs (addresses, ports, accept/reject)"))
+    for provider in _cdk_providers(stack):
+        what = provider.node.path.split("/")[1].removeprefix("Custom::").removesuffix("CustomResourceProvider")
+        for check, detail in (("CKV_AWS_116", "a DLQ would only hold the deployment event CloudFormation already failed on"),
+                              ("CKV_AWS_117", "it calls AWS APIs only (EC2 to strip the default security group, S3 to empty a "
+                                               "disposable bucket) and reaches nothing inside the VPC"),
+                              ("CKV_AWS_115", "one invocation per custom resource per deployment; reserving concurrency "
+                                               "would only take from the account's unreserved pool")):
+            skip(provider, check, CDK_PROVIDER.format(check=check, what=what) + f"; {detail}")
+    if adopt_bucket:
+        return  # the kept bucket is referenced, not created: no S3 resource in this stack
+    access_logs = _find(stack, "Data/AccessLogs/Resource")
+    skip(access_logs, "CKV_AWS_18",
+         "CKV_AWS_18 (access logging): this is the access-log bucket of the data bucket; logging it into itself "
+         "would log each log delivery, and another bucket would only move the question. S3 recommends a "
+         "separate destination (https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html)")
+    skip(access_logs, "CKV_AWS_21",
+         "CKV_AWS_21 (versioning): server access logs are written once by the S3 logging service and expire "
+         "after 90 days by lifecycle rule; versions of write-once log objects would only add cost")
+
+
+def _suppress_workflow(stack: cdk.Stack) -> None:
+    for cid, (how, apis) in WORKFLOW_FUNCTIONS.items():
+        fn = _find(stack, f"Workflow/{cid}/Resource")
+        name = cid.removesuffix("Function")
+        skip(fn, "CKV_AWS_116", LAMBDA_DLQ.format(fn=name))
+        skip(fn, "CKV_AWS_117", LAMBDA_VPC.format(fn=name, apis=apis))
+        skip(fn, "CKV_AWS_115", LAMBDA_CONCURRENCY.format(fn=name, how=how))
+        skip(fn, "CKV_AWS_173", LAMBDA_ENV.format(fn=name))
+        skip(_find(stack, f"Workflow/{cid}Logs/Resource"), "CKV_AWS_158",
+             LOGS_KMS.format(what=f"the {name} function's log (experiment names, job names, S3 keys)"))
+    skip(_find(stack, "DataSyncLogs/Resource"), "CKV_AWS_158",
+         LOGS_KMS.format(what="DataSync's transfer log (file names and counts)"))
+    skip(_find(stack, "Workflow/Logs/Resource"), "CKV_AWS_158",
+         LOGS_KMS.format(what="the state machine's execution history (experiment and job requests)"))
+    skip(_find(stack, "Workflow/StateMachine/Role/DefaultPolicy/Resource"), "CKV_AWS_108",
+         "CKV_AWS_108 (data exfiltration) is a false positive: cloudsplaining matches action names case-"
+         "sensitively, so the 's3:getObject' that CDK derives from the LoadRequest task (CallAwsService "
+         "s3 getObject) counts as unconstrained although its Resource is results/* of the data bucket only; "
+         "IAM action names are case-insensitive "
+         "(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_action.html). "
+         "Remove once the task sets iam_action='s3:GetObject'")
+
+
+def suppress_checkov(core: cdk.Stack, fsx: cdk.Stack, workflow: cdk.Stack) -> None:
+    """Adds every checkov suppression of the lab (the FSx stack needs none)."""
+    _suppress_core(core, adopt_bucket=core.config.adopt_bucket)
+    _suppress_workflow(workflow)
