@@ -110,13 +110,6 @@ def _suppress_workflow(stack: cdk.Stack) -> None:
          LOGS_KMS.format(what="DataSync's transfer log (file names and counts)"))
     skip(_find(stack, "Workflow/Logs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="the state machine's execution history (experiment and job requests)"))
-    skip(_find(stack, "Workflow/StateMachine/Role/DefaultPolicy/Resource"), "CKV_AWS_108",
-         "CKV_AWS_108 (data exfiltration) is a false positive: cloudsplaining matches action names case-"
-         "sensitively, so the 's3:getObject' that CDK derives from the LoadRequest task (CallAwsService "
-         "s3 getObject) counts as unconstrained although its Resource is results/* of the data bucket only; "
-         "IAM action names are case-insensitive "
-         "(https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_action.html). "
-         "Remove once the task sets iam_action='s3:GetObject'")
 
 
 def suppress_checkov(core: cdk.Stack, fsx: cdk.Stack, workflow: cdk.Stack) -> None:

@@ -159,7 +159,7 @@ def test_state_machine_role_can_do_what_the_states_do(lab):
         actions.update(s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     assert {"sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
             "sagemaker:AddTags", "sagemaker:ListTags", "events:PutTargets", "events:PutRule", "events:DescribeRule",
-            "iam:PassRole", "lambda:InvokeFunction", "s3:getObject", "s3:putObject", "datasync:startTaskExecution",
+            "iam:PassRole", "lambda:InvokeFunction", "s3:GetObject", "s3:PutObject", "datasync:startTaskExecution",
             "datasync:describeTaskExecution"} <= actions
     pass_role = [s for s in statements if s["Action"] == "iam:PassRole"]
     assert all("Condition" in s for s in pass_role)

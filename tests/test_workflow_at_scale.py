@@ -434,6 +434,7 @@ def test_idle_guard_keeps_fsx_while_in_use_and_deletes_it_when_idle(emulated):
         assert lab.wait(running).status == "SUCCEEDED"
         fresh = _guard_round(lab, idle_hours=8)
         assert fresh["action"] == "kept" and fresh["deadline"] and not fresh["due"]
+        time.sleep(0.5)
         due = _guard_round(lab, idle_hours=0.0001)   # 0.36 s without an execution: due
         assert due["action"] == "deleted" and not lab.fsx_present
         assert _guard_round(lab, idle_hours=0.0001)["action"] == "none"

@@ -41,7 +41,6 @@ import functools
 import importlib
 import io
 import json
-import os
 import threading
 import time
 import traceback
@@ -328,6 +327,8 @@ def _quota_refusal(backend, request: dict) -> str | None:
 def _patch_lambda() -> None:
     from moto.awslambda.models import LambdaFunction
 
+    from ..workflow.runtime import function_environment
+
     original = LambdaFunction._invoke_lambda
 
     def _invoke_lambda(self, event=None):
@@ -341,9 +342,10 @@ def _patch_lambda() -> None:
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
                        **dict(getattr(self, "environment_vars", {}) or {})}
         logs = io.StringIO()
-        with _ENV_LOCK:  # one in-process invocation at a time: it borrows the process environment
-            saved = {k: os.environ.get(k) for k in environment}
-            os.environ.update({k: str(v) for k, v in environment.items()})
+        # The function's own environment for this thread only (dslab.workflow.runtime): rewriting
+        # os.environ would race with other threads reading it. One invocation at a time still, as
+        # print() output is captured through the process-wide stdout.
+        with _ENV_LOCK, function_environment(environment):
             try:
                 function = getattr(importlib.import_module(module_name), func_name)
                 payload = event if isinstance(event, dict) else json.loads(event or "{}")
@@ -354,12 +356,6 @@ def _patch_lambda() -> None:
                 body = {"errorMessage": str(err), "errorType": type(err).__name__,
                         "stackTrace": traceback.format_exc().splitlines()}
                 return json.dumps(body), True, logs.getvalue()
-            finally:
-                for key, value in saved.items():
-                    if value is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = value
 
     LambdaFunction._invoke_lambda = _invoke_lambda
 

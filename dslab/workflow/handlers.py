@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tarfile
 from typing import Any
 
@@ -24,6 +23,7 @@ from ..core.results import record_from_describe, skipped_record, summarise, to_c
 from . import fsx_guard
 from .fsx_data import import_status
 from .fsx_guard import describe_stack
+from .runtime import environ as function_environ
 
 class ExperimentInvalid(Exception):
     """The experiment cannot run; the state machine fails at Plan before any job is created."""
@@ -38,10 +38,13 @@ SERVICES = ("s3", "ssm", "fsx", "sagemaker", "service-quotas", "cloudformation",
 
 def _clients():
     import boto3
-    endpoint = os.environ.get("DSLAB_AWS_ENDPOINT")  # the local lab's stand-in; unset on AWS
-    kwargs = {"endpoint_url": endpoint} if endpoint else {}
-    region = _region(os.environ)
-    return {name: boto3.client(name, region_name=region, **kwargs) for name in SERVICES}
+    env = function_environ()
+    endpoint = env.get("DSLAB_AWS_ENDPOINT")  # the local lab's stand-in; unset on AWS
+    kwargs: dict[str, Any] = {"endpoint_url": endpoint} if endpoint else {}
+    if env.get("AWS_ACCESS_KEY_ID"):  # what the Lambda runtime puts in the function's environment
+        kwargs.update(aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
+                      aws_session_token=env.get("AWS_SESSION_TOKEN"))
+    return {name: boto3.client(name, region_name=_region(env), **kwargs) for name in SERVICES}
 
 
 def _region(environ) -> str:
@@ -98,7 +101,9 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
                 "or upload with `dslab dataset upload`, which writes it")
     try:
         document = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    except s3.exceptions.NoSuchKey:
+    except s3.exceptions.ClientError as err:
+        if not _missing(err):
+            raise
         raise ExperimentInvalid(f"{where} has no stats file (s3://{bucket}/{key}): the workflow reads a dataset's "
                                 f"file count and size from it instead of listing every object; {write_it}") from None
     except ValueError:
@@ -108,6 +113,12 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
         raise ExperimentInvalid(f"s3://{bucket}/{key} has no valid 'files' and 'bytes'; {write_it}")
     return {"files": files, "bytes": size, "stats_file": f"s3://{bucket}/{key}",
             "written_at": document.get("written_at"), "written_by": document.get("written_by")}
+
+
+def _missing(err) -> bool:
+    """A missing object: 404 NoSuchKey, or 403 where the caller may not list that prefix (S3 answers
+    AccessDenied for a missing key to callers without s3:ListBucket on it)."""
+    return err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "AccessDenied", "403", "NotFound")
 
 
 def read_training_quotas(service_quotas) -> dict[str, Quota]:
@@ -122,16 +133,16 @@ def read_training_quotas(service_quotas) -> dict[str, Quota]:
 
 
 def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    environ = dict(os.environ)
+    env_vars = function_environ()
     clients = _clients()
     execution = str(event.get("execution") or "manual")
     try:
         experiment = parse_experiment(event.get("experiment") or {}, source="experiment")
     except ConfigError as err:
         raise ExperimentInvalid(str(err)) from None
-    fsx, fsx_reason = look_up_fsx(clients, environ)
+    fsx, fsx_reason = look_up_fsx(clients, env_vars)
     try:
-        env = lab_environment_from_env(environ, fsx)
+        env = lab_environment_from_env(env_vars, fsx)
     except ConfigError as err:
         raise ExperimentInvalid(str(err)) from None
     bucket = env.bucket
@@ -177,11 +188,11 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "environment": env.to_dict(),
         "fsx_available": fsx is not None,
         "fsx_reason": fsx_reason,
-        "fsx_capacity_gib": int(environ.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
+        "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
         "fsx_paths": fsx_paths,
         "dataset_stats": stats,
         "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
-        "backend": environ.get("DSLAB_BACKEND", "aws"),
+        "backend": env_vars.get("DSLAB_BACKEND", "aws"),
         "jobs": [{"index": j.spec.index, "name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
                   "repeat": j.spec.repeat, "trial": j.spec.trial.name, "instance_type": j.spec.trial.instance_type,
                   "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
@@ -225,7 +236,7 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     checks = int(event.get("checks") or 0) + 1
     summary = event["plan"]
     paths = json.loads(clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())["fsx_paths"]
-    fsx, reason = look_up_fsx(clients, dict(os.environ))
+    fsx, reason = look_up_fsx(clients, function_environ())
     if fsx is None:
         status = {"ready": False, "final": True, "reason": reason}
     else:
@@ -289,7 +300,8 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     outcomes = flatten_outcomes(event.get("results") or [])
     prepared = event.get("prepared") or {}
     fsx_reason = (prepared.get("fsx_data") or {}).get("reason")
-    prices = PriceTable.with_overrides(json.loads(os.environ["DSLAB_PRICES"]) if os.environ.get("DSLAB_PRICES") else None)
+    overrides = function_environ().get("DSLAB_PRICES")
+    prices = PriceTable.with_overrides(json.loads(overrides) if overrides else None)
     records = []
     for job in plan_document["jobs"]:
         outcome = outcomes.get(int(job["index"]), {"status": "Failed", "error": "the workflow returned no outcome for this job"})
@@ -380,7 +392,7 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """
     clients = _clients()
     cfn, s3 = clients["cloudformation"], clients["s3"]
-    stack_name = os.environ.get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
+    stack_name = function_environ().get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
     if event.get("action") == "idle":  # the scheduled idle guard, not an execution's teardown
         return fsx_guard.guard(cfn, clients["stepfunctions"], stack_name, event.get("state_machine", ""),
                                float(event.get("idle_hours") or 0))
@@ -439,7 +451,9 @@ def teardown_blocker(clients, bucket: str, state_machine: str, own_execution: st
             name = execution["name"]
             try:
                 plan_document = json.loads(s3.get_object(Bucket=bucket, Key=f"{RESULTS_PREFIX}/{name}/plan.json")["Body"].read())
-            except s3.exceptions.NoSuchKey:
+            except s3.exceptions.ClientError as err:
+                if not _missing(err):
+                    raise
                 return f"execution {name} is still planning (it may run FSx jobs)"
             if not plan_document.get("fsx_paths"):
                 continue
@@ -457,8 +471,10 @@ def _record_teardown(s3, bucket: str, base: str, outcome: dict[str, Any]) -> dic
         results = json.loads(s3.get_object(Bucket=bucket, Key=f"{base}/results.json")["Body"].read())
         results["teardown"] = outcome
         _put_json(s3, bucket, f"{base}/results.json", results)
-    except s3.exceptions.NoSuchKey:
-        pass  # Collect could not store results; the execution fails with ResultsNotStored anyway
+    except s3.exceptions.ClientError as err:
+        if not _missing(err):
+            raise
+        # Collect could not store results; the execution fails with ResultsNotStored anyway
     return outcome
 
 

@@ -329,7 +329,7 @@ class BenchmarkWorkflow(Construct):
         load = tasks.CallAwsService(
             self, "LoadRequest", service="s3", action="getObject",
             parameters={"Bucket.$": "$.bucket", "Key.$": "States.Format('{}/requests/{}.json', $.base, $.job.name)"},
-            iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")],
+            iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")], iam_action="s3:GetObject",
             result_selector={"request.$": "States.StringToJson($.Body)"}, result_path="$.loaded")
         parameters = {key + ".$": f"$.loaded.request.{key}" for key in REQUEST_KEYS}
         parameters["TrainingJobName.$"] = "$.run.jobName"
@@ -350,7 +350,8 @@ class BenchmarkWorkflow(Construct):
             self, "KeepFailureCause", service="s3", action="putObject",
             parameters={"Bucket.$": "$.bucket", "Key.$": "States.Format('{}/failures/{}.txt', $.base, $.run.jobName)",
                         "Body.$": "$.error.Cause", "ContentType": "text/plain"},
-            iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")], result_path=sfn.JsonPath.DISCARD)
+            iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")], iam_action="s3:PutObject",
+            result_path=sfn.JsonPath.DISCARD)
         keep_cause.add_catch(failed, result_path=sfn.JsonPath.DISCARD)
         keep_cause.next(failed)
         has_cause = (sfn.Choice(self, "HasCause?")
