@@ -298,7 +298,7 @@ def test_efs_provisioned_throughput_and_iam_mounts_by_context(tmp_path):
     assert any("elasticfilesystem:ClientMount" in json.dumps(s["Action"]) and s["Effect"] == "Allow" for s in statements)
     # DataSync must stage EFS in this mode too: it mounts with an access role, over TLS.
     (location,) = resources(provisioned.workflow, "AWS::DataSync::LocationEFS").items()
-    logical, props = location[0], location[1]["Properties"]
+    props = location[1]["Properties"]
     assert props["InTransitEncryption"] == "TLS1_2"
     role_logical = props["FileSystemAccessRoleArn"]["Fn::GetAtt"][0]
     role = resources(provisioned.workflow, "AWS::IAM::Role")[role_logical]
