@@ -252,3 +252,27 @@ def test_job_run_local_cli(stand, tmp_path):
                           "--s3-root", str(stand.s3_root), "--out", str(tmp_path / "o2")], capture_output=True, text=True,
                          cwd=TRAINING.parent)
     assert bad.returncode == 2 and "--request" in bad.stderr
+
+
+def test_shuffle_buffer_starts_early_and_yields_every_record_once():
+    """A Pipe FIFO or a shard is read sequentially: the shuffle buffer must not wait to be full
+    (1,024 records) before the first record, or time to first batch is most of a small epoch."""
+    import random
+
+    from dslab_train.pipeline import SHUFFLE_INITIAL, _shuffled
+
+    consumed = []
+
+    def source(n):
+        for i in range(n):
+            consumed.append(i)
+            yield i
+
+    stream = _shuffled(source(5000), 1024, random.Random(3))
+    first = next(stream)
+    assert len(consumed) <= SHUFFLE_INITIAL + 1 and first in consumed
+    rest = list(stream)
+    assert sorted([first, *rest]) == list(range(5000))
+    assert [first, *rest][:50] != list(range(50))            # still shuffled
+    for n, size in ((0, 10), (3, 1024), (50, 1)):
+        assert sorted(_shuffled(iter(range(n)), size, random.Random(0))) == list(range(n))

@@ -13,6 +13,7 @@ per bucket, one per file-system ID); the embedded lab gives it a real S3 endpoin
 from __future__ import annotations
 
 import datetime as dt
+from collections import deque
 import errno
 import io
 import json
@@ -188,6 +189,10 @@ def check_request(request: dict[str, Any]) -> None:
             raise RequestInvalid(f"{where}: DataSource needs S3DataSource or FileSystemDataSource")
 
 
+PIPE_PREFETCH = 8                    # small objects fetched ahead of the FIFO
+PIPE_LARGE_OBJECT = 8 * 1024 * 1024  # from this size, two ahead only
+
+
 class PipeFeeder(threading.Thread):
     """Feeds ``<channel>_<epoch>`` FIFOs, one per epoch, each read once to EOF, as SageMaker does."""
 
@@ -218,10 +223,10 @@ class PipeFeeder(threading.Thread):
                     random.Random(self.seed + epoch).shuffle(order)
                 try:
                     with os.fdopen(fd, "wb", buffering=1024 * 1024) as pipe:
-                        for bucket, key in order:
-                            data = self.read(bucket, key)
+                        for data in self._prefetched(order):
                             chunk = recordio_frame(data) if self.wrapper == "RecordIO" else data
                             pipe.write(chunk)
+                            pipe.flush()  # the reader gets each object as soon as it is fetched
                             self.bytes_fed += len(chunk)
                 except BrokenPipeError:
                     pass  # the script stopped reading this epoch early (max_samples): fine
@@ -229,6 +234,26 @@ class PipeFeeder(threading.Thread):
                 epoch += 1
         except BaseException as err:
             self.error = err
+
+    def _prefetched(self, order: list[tuple[str, str]]):
+        """The objects in order, fetched up to PIPE_PREFETCH at a time (SageMaker's Pipe mode streams
+        from S3 with parallel requests, so one object's latency never holds up the stream); large
+        objects (TFRecord shards) two at a time, which bounds the memory held."""
+        with ThreadPoolExecutor(PIPE_PREFETCH, thread_name_prefix=f"pipe-{self.channel}-get") as pool:
+            pending: deque = deque()
+            objects = iter(order)
+            depth = PIPE_PREFETCH
+            while True:
+                while len(pending) < depth:
+                    following = next(objects, None)
+                    if following is None:
+                        break
+                    pending.append(pool.submit(self.read, *following))
+                if not pending or self._halt.is_set():
+                    return
+                data = pending.popleft().result()
+                depth = PIPE_PREFETCH if len(data) < PIPE_LARGE_OBJECT else 2
+                yield data
 
     def _open_when_read(self, path: Path) -> int | None:
         while not self._halt.is_set() and self.alive():

@@ -276,18 +276,36 @@ def jpg_records(source: JpgSource):
     return records
 
 
-def _shuffled(items: Iterator[tuple[bytes, int, str]], buffer_size: int, rng: random.Random):
-    """A shuffle buffer, as tf.data and WebDataset use on sequential shards."""
+# Records a shuffle buffer holds before it yields the first one. A buffer that must fill completely
+# first (tf.data's) makes a sequential source (a Pipe FIFO, a shard) wait for buffer_size records
+# before the first batch: 1,024 JPEGs through a FIFO was most of a small epoch. WebDataset's shuffle
+# starts after `initial` records and grows the buffer to its full size while it yields.
+SHUFFLE_INITIAL = 100
+
+
+def _shuffled(items: Iterator[tuple[bytes, int, str]], buffer_size: int, rng: random.Random,
+              initial: int = SHUFFLE_INITIAL):
+    """A shuffle buffer on a sequential source: yields from ``initial`` records on, reading two
+    records per yield until it holds ``buffer_size``, then one (WebDataset's shuffle(bufsize, initial))."""
+    initial = max(1, min(initial, buffer_size))
     buffer: list = []
-    for item in items:
+    source = iter(items)
+    for item in source:
+        buffer.append(item)
         if len(buffer) < buffer_size:
-            buffer.append(item)
+            extra = next(source, _END)
+            if extra is not _END:
+                buffer.append(extra)
+        if len(buffer) < initial:
             continue
         i = rng.randrange(len(buffer))
-        buffer[i], item = item, buffer[i]
-        yield item
+        buffer[i], buffer[-1] = buffer[-1], buffer[i]
+        yield buffer.pop()
     rng.shuffle(buffer)
     yield from buffer
+
+
+_END = object()
 
 
 def _read_shards_in_parallel(shards: list[Path], threads: int, verify: bool, stop: threading.Event):
