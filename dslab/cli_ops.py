@@ -422,11 +422,13 @@ def cmd_local(args) -> int:
                     cache=Path(args.cache) if args.cache else None)
     print()
     print(f"local run {run.execution_status}" + (f" ({run.execution_error})" if run.execution_error else ""))
-    print(f"{'mode':9s} {'dataset':12s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'billable s':>10s}")
+    print(f"{'mode':9s} {'dataset':12s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
+          f"{'1st batch s':>11s} {'billable s':>10s}")
     for r in run.results["records"]:
         m = r["metrics"]
         print(f"{r['mode']:9s} {r['dataset'][:12]:12s} {r['status']:10s} {_num(m.get('samples_per_second')):>10s} "
-              f"{_num(m.get('mb_per_second')):>8s} {_num(m.get('au_percent')):>6s} {_num(r['billable_seconds'], 0):>10s}")
+              f"{_num(m.get('mb_per_second')):>8s} {_num(m.get('au_percent')):>6s} {_num(m.get('end_to_end_efficiency_percent')):>6s} "
+              f"{_num(m.get('time_to_first_batch_seconds'), 2):>11s} {_num(r['billable_seconds'], 0):>10s}")
     t = run.timings
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])
     print(f"wall time {t.get('total', 0):.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "

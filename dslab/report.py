@@ -88,6 +88,9 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "samples_per_second": _mean(done, lambda r: r["metrics"].get("samples_per_second")),
             "mb_per_second": _mean(done, lambda r: r["metrics"].get("mb_per_second")),
             "au_percent": _mean(done, lambda r: r["metrics"].get("au_percent")),
+            "end_to_end_percent": _mean(done, lambda r: r["metrics"].get("end_to_end_efficiency_percent")),
+            "first_batch_seconds": _mean(done, lambda r: r["metrics"].get("time_to_first_batch_seconds")),
+            "slow_first_batch": any(_slow_first_batch(r) for r in done),
             "cost_instance": _mean(done, lambda r: r["cost_usd"]["instance"]),
             "cost_storage": _mean(done, lambda r: r["cost_usd"].get("storage", 0.0)),
             "cost_requests": _mean(done, lambda r: r["cost_usd"].get("requests", 0.0)),
@@ -96,6 +99,23 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         rows.append(row)
     return rows
+
+
+# A first batch that takes more than this share of its epoch is flagged: AU leaves the first step
+# out, so such a job can show a high AU while the instance waited (billed) for its data.
+SLOW_FIRST_BATCH = 0.10
+
+
+def _slow_first_batch(record: dict[str, Any]) -> bool:
+    metrics = record["metrics"]
+    first, epochs = metrics.get("time_to_first_batch_seconds"), metrics.get("epoch_seconds") or []
+    return bool(first and epochs and epochs[0] and first > SLOW_FIRST_BATCH * epochs[0])
+
+
+def ranking(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Modes per dataset by what the user pays for: cost, then billable time; never by AU alone."""
+    done = [r for r in rows if r["cost_total"] is not None]
+    return sorted(done, key=lambda r: (r["dataset"], r["cost_total"], r["billable_mean"] or 0.0))
 
 
 def _mean(items, key):
@@ -169,13 +189,23 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
               f"{results.get('prices', {}).get('source', '-')}",
               f"- jobs: {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}", ""]
     lines += ["## Billable time per mode (seconds, mean over completed repeats)", "",
-              "| dataset | mode | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | status |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| dataset | mode | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         flag = " ⚠ repeats disagree >5%" if r["disagree"] else ""
+        slow = " ⚠ >10% of the epoch" if r["slow_first_batch"] else ""
         lines.append(f"| {r['dataset']} | {r['mode']} | {r['completed']}/{r['runs']} | {_fmt(r['downloading'])} | "
                      f"{_fmt(r['training'])} | {_fmt(r['other'])} | {_fmt(r['billable_mean'])} | ±{_fmt(r['billable_spread'] / 2 if r['billable_spread'] else 0.0)}{flag} | "
-                     f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | {', '.join(r['statuses'])} |")
+                     f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | "
+                     f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
+    lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
+              "first batch included. Modes are ranked below by what you pay for, not by AU.", "",
+              "## Ranking by cost, then billable time", "", "| dataset | rank | mode | cost | billable s |", "|---|---|---|---|---|"]
+    rank, current = 0, None
+    for r in ranking(rows):
+        rank = rank + 1 if r["dataset"] == current else 1
+        current = r["dataset"]
+        lines.append(f"| {r['dataset']} | {rank} | {r['mode']} | {_fmt(r['cost_total'], 4, '$')} | {_fmt(r['billable_mean'])} |")
     lines += ["", "![Downloading / Training / Other per mode](breakdown.png)", "",
               "## Cost per job (US dollars, mean)", "",
               "| dataset | mode | instance | storage (volume, FSx uptime) | requests | total |", "|---|---|---|---|---|---|"]

@@ -397,3 +397,27 @@ def test_every_command_has_help_with_an_example():
                     ["dataset", "generate"], ["dataset", "pack"], ["dataset", "upload"], ["job", "run-local"]):
         result = dslab(*command, "-h")
         assert result.returncode == 0 and "example:" in result.stdout, command
+
+
+def test_report_flags_a_slow_first_batch_and_ranks_by_cost_not_au(tmp_path):
+    """A job whose first batch took >10% of its epoch is flagged (AU leaves the first step out), and
+    modes are ranked by cost, then billable time: a cheaper mode ranks first even with a lower AU."""
+    prices = PriceTable()
+    from dslab.core.results import record_from_describe
+    from dslab.report import ranking
+    pipe = record_from_describe(_describe("p", "Pipe", downloading=0, training=100), prices=prices,
+                                script_metrics={"samples_per_second": 118.0, "au_percent": 97.0,
+                                                "end_to_end_efficiency_percent": 35.0,
+                                                "time_to_first_batch_seconds": 5.3, "epoch_seconds": [8.5]})
+    file = record_from_describe(_describe("f", "File", downloading=10, training=60), prices=prices,
+                                script_metrics={"samples_per_second": 328.0, "au_percent": 90.0,
+                                                "end_to_end_efficiency_percent": 88.0,
+                                                "time_to_first_batch_seconds": 0.2, "epoch_seconds": [3.0]})
+    assert pipe["metrics"]["end_to_end_efficiency_percent"] == 35.0
+    rows = {r["mode"]: r for r in aggregate([pipe, file])}
+    assert rows["Pipe"]["slow_first_batch"] is True and rows["File"]["slow_first_batch"] is False
+    assert [r["mode"] for r in ranking(list(rows.values()))] == ["File", "Pipe"]  # AU would say Pipe
+    text = write_report({"experiment": {"name": "honest"}, "backend": "aws", "records": [pipe, file]},
+                        tmp_path / "o")["report.md"].read_text()
+    assert "⚠ >10% of the epoch" in text and "## Ranking by cost, then billable time" in text
+    assert "| caltech-jpg-1x | 1 | File |" in text and "| caltech-jpg-1x | 2 | Pipe |" in text

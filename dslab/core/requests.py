@@ -49,6 +49,7 @@ METRIC_DEFINITIONS = [
     {"Name": "samples_per_second", "Regex": r"dslab_metric samples_per_second=([0-9.eE+-]+)"},
     {"Name": "mb_per_second", "Regex": r"dslab_metric mb_per_second=([0-9.eE+-]+)"},
     {"Name": "au_percent", "Regex": r"dslab_metric au_percent=([0-9.eE+-]+)"},
+    {"Name": "end_to_end_efficiency_percent", "Regex": r"dslab_metric end_to_end_efficiency_percent=([0-9.eE+-]+)"},
     {"Name": "time_to_first_batch_seconds", "Regex": r"dslab_metric time_to_first_batch_seconds=([0-9.eE+-]+)"},
     {"Name": "epoch_seconds", "Regex": r"dslab_metric epoch_seconds=([0-9.eE+-]+)"},
     {"Name": "data_stall_seconds", "Regex": r"dslab_metric data_stall_seconds=([0-9.eE+-]+)"},

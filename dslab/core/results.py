@@ -17,7 +17,8 @@ from .prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
                "billable_seconds", "training_time_seconds", "phases", "breakdown", "metrics", "cost_usd")
-METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "time_to_first_batch_seconds")
+METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
+               "time_to_first_batch_seconds")
 TERMINAL = ("Completed", "Failed", "Stopped")
 
 
@@ -184,7 +185,8 @@ def _hyperparameter(describe: dict[str, Any], key: str) -> Any:
 
 CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type", "instance_count",
                "billable_seconds", "training_time_seconds", "downloading", "training", "other",
-               "samples_per_second", "mb_per_second", "au_percent", "time_to_first_batch_seconds",
+               "samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
+               "time_to_first_batch_seconds",
                "cost_instance", "cost_storage", "cost_requests", "cost_total", "failure_reason"]
 
 
