@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .core.errors import ConfigError
+from .core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_STACK, WORKFLOW_STACK
 
 REPO = Path(__file__).resolve().parent.parent
 EXIT_BAD_INPUT = 2
@@ -50,11 +51,11 @@ def outputs_from_cloudformation(region: str | None = None) -> dict[str, str]:
     client = boto3.client("cloudformation", region_name=region)
     flat: dict[str, str] = {}
     try:
-        for stack in ("DataSourceLab-Core", "DataSourceLab-Fsx", "DataSourceLab"):
+        for stack in (CORE_STACK, FSX_STACK, WORKFLOW_STACK):
             try:
                 described = client.describe_stacks(StackName=stack)["Stacks"][0]
             except ClientError as err:
-                if "does not exist" in str(err) and stack == "DataSourceLab-Fsx":
+                if "does not exist" in str(err) and stack == FSX_STACK:
                     continue  # FSx is down: that is a state, not an error
                 raise
             flat.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
@@ -349,18 +350,14 @@ def cmd_recommend(args) -> int:
 
 # ---- fsx -----------------------------------------------------------------------------------------
 
-FSX_STACK = "DataSourceLab-Fsx"
-FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
-
-
 def fsx_state(region: str, state_machine_arn: str, idle_hours: float, capacity_gib: int) -> dict[str, Any]:
     """FSx as it is: stack, file system, age, cost per hour, the idle guard's deadline, and how far the
     S3 metadata import of the datasets has come (the same checks the workflow makes)."""
     import boto3
-    from .core.prices import HOURS_PER_MONTH, PriceTable
+    from .core.prices import PriceTable
     from .workflow.fsx_data import import_status
     from .workflow.fsx_guard import idle_status
-    hourly = PriceTable()["fsx_scratch2_gb_month"] * capacity_gib / HOURS_PER_MONTH
+    hourly = PriceTable().fsx_hourly(capacity_gib)
     cfn, sfn = boto3.client("cloudformation", region_name=region), boto3.client("stepfunctions", region_name=region)
     state = {**idle_status(cfn, sfn, FSX_STACK, state_machine_arn, idle_hours), "capacity_gib": capacity_gib,
              "usd_per_hour": round(hourly, 4)}
@@ -375,10 +372,10 @@ def fsx_state(region: str, state_machine_arn: str, idle_hours: float, capacity_g
 
 
 def cmd_fsx(args) -> int:
-    from .core.prices import HOURS_PER_MONTH, PriceTable
+    from .core.prices import PriceTable
     context = json.loads((REPO / "cdk.json").read_text())["context"]
     capacity = int(context.get("fsxCapacity", 1200))
-    hourly = PriceTable()["fsx_scratch2_gb_month"] * capacity / HOURS_PER_MONTH
+    hourly = PriceTable().fsx_hourly(capacity)
     cdk = REPO / "node_modules" / ".bin" / "cdk"
     if args.action == "status":
         outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))

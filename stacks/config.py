@@ -13,6 +13,10 @@ from typing import Any
 
 from constructs import Node
 
+# The stack names and the FSx stack's SSM parameters: one definition, in the domain core.
+from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
+                                 FSX_STACK, WORKFLOW_STACK)
+
 from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -26,12 +30,6 @@ FSX_DEPLOY = ("keep", "up")
 AZ_ID_HELP = ("find the zone IDs of your account with: " + FIND_ZONE_IDS + "; `dslab doctor` says which "
               "of them offer the experiment's instance types")
 
-CORE_STACK = "DataSourceLab-Core"
-FSX_STACK = "DataSourceLab-Fsx"
-WORKFLOW_STACK = "DataSourceLab"
-# SSM parameters the FSx stack publishes (and takes away with it), read by the workflow and CLI.
-FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
-FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
 
 
 class LabConfigError(ValueError):

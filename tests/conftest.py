@@ -55,3 +55,14 @@ class SynthesizedLab:
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory) -> SynthesizedLab:
     return SynthesizedLab(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture
+def emulated(lab, tmp_path):
+    """Makes an EmulatedLab that runs this session's synthesized workflow, Waits compressed 1000-fold."""
+    from dslab.emulator.lab import EmulatedLab
+
+    def make(executor, **kwargs) -> EmulatedLab:
+        kwargs.setdefault("time_scale", 0.001)
+        return EmulatedLab(lab.outdir, executor=executor, efs_root=tmp_path / "efs", **kwargs)
+    return make

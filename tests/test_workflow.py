@@ -230,23 +230,9 @@ def put_datasets(lab: EmulatedLab, names) -> None:
                       Body=json.dumps({"files": 3, "bytes": 303, "format": "other"}).encode())
 
 
-_ASSEMBLY: list[Path] = []
-
-
-@pytest.fixture(autouse=True)
-def _remember_assembly(lab):
-    """The session's synthesized cloud assembly: the emulator runs that very template."""
-    if not _ASSEMBLY:
-        _ASSEMBLY.append(lab.outdir)
-
-
-def emulated(tmp_path, executor, fsx=True):
-    return EmulatedLab(_ASSEMBLY[0], executor=executor, efs_root=tmp_path / "efs", fsx=fsx, time_scale=0.001)
-
-
-def test_all_modes_succeed_and_every_result_is_stored(tmp_path):
+def test_all_modes_succeed_and_every_result_is_stored(emulated, tmp_path):
     jobs = ScriptedJobs()
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
         execution = lab.run({**TINY, "teardown_fsx": True})
         assert execution.status == "SUCCEEDED", execution.cause
@@ -275,10 +261,10 @@ def test_all_modes_succeed_and_every_result_is_stored(tmp_path):
         assert len(requests) == 10
 
 
-def test_one_failed_job_is_recorded_others_complete_and_teardown_still_runs(tmp_path):
+def test_one_failed_job_is_recorded_others_complete_and_teardown_still_runs(emulated):
     jobs = ScriptedJobs(fail=lambda r: "AlgorithmError: tfrecord shard-00001.tfrecord at byte offset 4096: corrupted"
                         if "tfr-pipe" in r["TrainingJobName"] else None)
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
         execution = lab.run({**TINY, "teardown_fsx": True})
         assert execution.status == "FAILED" and execution.error == "JobsFailed"
@@ -290,9 +276,9 @@ def test_one_failed_job_is_recorded_others_complete_and_teardown_still_runs(tmp_
         assert not lab.fsx_present  # torn down although a job failed
 
 
-def test_fsx_absent_skips_fsx_jobs_and_runs_the_rest(tmp_path):
+def test_fsx_absent_skips_fsx_jobs_and_runs_the_rest(emulated):
     jobs = ScriptedJobs()
-    with emulated(tmp_path, jobs, fsx=False) as lab:
+    with emulated(jobs, fsx=False) as lab:
         put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
         execution = lab.run(TINY)
         assert execution.status == "SUCCEEDED", execution.cause
@@ -304,9 +290,9 @@ def test_fsx_absent_skips_fsx_jobs_and_runs_the_rest(tmp_path):
         assert not [r for r in jobs.requests if "fsx" in r["TrainingJobName"]]
 
 
-def test_capacity_error_is_retried_under_a_new_name(tmp_path):
+def test_capacity_error_is_retried_under_a_new_name(emulated):
     jobs = ScriptedJobs(capacity_failures=lambda r: "tfr-file" in r["TrainingJobName"] and not r["TrainingJobName"].endswith("-a3"))
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["tiny-tfr"])
         execution = lab.run({**TINY, "datasets": [{"name": "tiny-tfr", "format": "tfrecord"}], "modes": ["File", "EFS"]})
         assert execution.status == "SUCCEEDED", execution.cause
@@ -324,9 +310,9 @@ def test_capacity_error_is_retried_under_a_new_name(tmp_path):
     ({**TINY, "epocs": 2}, ["epocs", "epochs"]),
     ({**TINY, "datasets": [{"name": "nothing-here", "format": "jpg"}]}, ["nothing-here", "empty", "dslab dataset upload"]),
 ])
-def test_impossible_experiment_fails_at_plan_before_any_job(tmp_path, experiment, words):
+def test_impossible_experiment_fails_at_plan_before_any_job(emulated, experiment, words):
     jobs = ScriptedJobs()
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
         execution = lab.run(experiment)
         assert execution.status == "FAILED" and execution.error == "ExperimentInvalid"
@@ -335,9 +321,9 @@ def test_impossible_experiment_fails_at_plan_before_any_job(tmp_path, experiment
         assert jobs.requests == [] and lab.training_job_names() == []
 
 
-def test_default_experiment_runs_all_twenty_jobs(tmp_path):
+def test_default_experiment_runs_all_twenty_jobs(emulated):
     jobs = ScriptedJobs()
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x"])
         execution = lab.run({})
         assert execution.status == "SUCCEEDED", execution.cause
@@ -357,11 +343,11 @@ def test_lanes_bound_concurrency():
     assert sorted(flatten_outcomes(copy.deepcopy(lanes))) == list(range(7))
 
 
-def test_dslab_run_and_status_against_the_emulated_lab(tmp_path, capsys):
+def test_dslab_run_and_status_against_the_emulated_lab(emulated, tmp_path, capsys):
     """`dslab run` starts the deployed workflow; `dslab status --json` reports jobs by state and spend."""
     from dslab.cli import main
     jobs = ScriptedJobs()
-    with emulated(tmp_path, jobs) as lab:
+    with emulated(jobs) as lab:
         put_datasets(lab, ["smoke-tfr"])
         outputs = tmp_path / "cdk-outputs.json"
         outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn},

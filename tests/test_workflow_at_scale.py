@@ -26,14 +26,6 @@ from .test_workflow import TINY, put_datasets
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def emulated(lab, tmp_path):
-    def make(executor, **kwargs) -> EmulatedLab:
-        kwargs.setdefault("time_scale", 0.001)
-        return EmulatedLab(lab.outdir, executor=executor, efs_root=tmp_path / "efs", **kwargs)
-    return make
-
-
 def put_many(lab: EmulatedLab, prefix: str, count: int) -> tuple[int, int]:
     """``count`` objects straight into the stand-in's S3 (the API would take minutes); (files, bytes)."""
     from moto.s3.models import s3_backends

@@ -74,6 +74,10 @@ class PriceTable:
     def __getitem__(self, key: str) -> float:
         return self.data[key]
 
+    def fsx_hourly(self, capacity_gib: int) -> float:
+        """What a Scratch 2 file system of this size bills per hour, used or not."""
+        return self["fsx_scratch2_gb_month"] * capacity_gib / HOURS_PER_MONTH
+
     @classmethod
     def with_overrides(cls, overrides: dict[str, Any] | None, source: str = "prices file") -> "PriceTable":
         data = copy.deepcopy(DEFAULT_TABLE)

@@ -34,6 +34,14 @@ RESULTS_PREFIX = "results"
 # Where datasets sit inside the file systems: FSx links /datasets to s3://bucket/datasets/ and the
 # staging step copies the same prefix to /datasets on EFS.
 FS_DATASETS_PATH = "/datasets"
+# The lab's stacks and the SSM parameters the FSx stack publishes (and takes away with it): the
+# stacks, the workflow's functions, the CLI and the stand-in all name them from here.
+CORE_STACK = "DataSourceLab-Core"
+FSX_STACK = "DataSourceLab-Fsx"
+WORKFLOW_STACK = "DataSourceLab"
+FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
+FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
+
 # Beside each dataset prefix: ``datasets/<name>.stats.json`` ({"files", "bytes", ...}), written by
 # `dslab dataset upload` or `dslab dataset stats --write`. The workflow reads it instead of listing.
 STATS_SUFFIX = ".stats.json"

@@ -20,14 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.requests import DATASETS_PREFIX
+from ..core.requests import DATASETS_PREFIX, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK
 from . import patches
 
 ACCOUNT = "123456789012"
 STACK = "DataSourceLab"
-FSX_STACK = "DataSourceLab-Fsx"
-FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
-FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
 FUNCTIONS = ("PlanFunction", "FsxDataFunction", "CollectFunction", "TeardownFunction")
 
 

@@ -80,7 +80,6 @@ HOOKS = Hooks()
 
 
 def reset_hooks() -> None:
-    global HOOKS
     HOOKS.job_executor = HOOKS.stager = HOOKS.on_stack_delete = None
     HOOKS.create_fault = HOOKS.fsx_repository = HOOKS.stack_deletion = None
     HOOKS.time_scale = 1.0

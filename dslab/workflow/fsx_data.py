@@ -101,28 +101,32 @@ def import_status(fsx, file_system_id: str, paths: list[str], now: dt.datetime |
             return _result(False, False, f"the S3 metadata import {task.get('TaskId')} is {task.get('Lifecycle')} "
                            f"({view['done']:,} of {view['total']:,} objects)", imports=progress)
         finished = sorted((t for t in relevant if t.get("Lifecycle") in ("SUCCEEDED", "FAILED", "CANCELED")),
-                          key=lambda t: _time(t.get("EndTime") or t.get("CreationTime")))
+                          key=lambda t: as_utc(t.get("EndTime") or t.get("CreationTime")) or _EARLIEST)
         if finished and finished[-1].get("Lifecycle") != "SUCCEEDED":
             task = finished[-1]
             return _result(False, True, f"the S3 metadata import {task.get('TaskId')} ended {task.get('Lifecycle')}: "
                            f"{(task.get('FailureDetails') or {}).get('Message', 'see the FSx console')}",
                            imports=progress)
         batch = [a for a in covering if a.get("BatchImportMetaDataOnCreate")]
-        young = [a for a in batch if a.get("CreationTime") and now - _time(a["CreationTime"]) < IMPORT_APPEAR_GRACE]
+        young = [a for a in batch if a.get("CreationTime") and now - as_utc(a["CreationTime"]) < IMPORT_APPEAR_GRACE]
         if young and not relevant:
             return _result(False, False, "waiting for the S3 metadata import of the new association to start",
                            imports=progress)
     return _result(True, False, "the S3 listing is imported", imports=progress)
 
 
-def _time(value: Any) -> dt.datetime:
+def as_utc(value: Any) -> dt.datetime | None:
+    """An AWS timestamp as boto3 or a JSON document gives it (datetime, epoch seconds, ISO text), in UTC."""
     if isinstance(value, dt.datetime):
         return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
     if isinstance(value, (int, float)):
         return dt.datetime.fromtimestamp(value, dt.timezone.utc)
     if isinstance(value, str) and value:
         return dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return dt.datetime.min.replace(tzinfo=dt.timezone.utc)
+    return None
+
+
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.timezone.utc)
 
 
 def _task_view(task: dict[str, Any]) -> dict[str, Any]:

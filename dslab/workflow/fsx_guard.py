@@ -16,15 +16,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from .fsx_data import as_utc
+
 GUARD_SCHEDULE_MINUTES = 30
-
-
-def _as_time(value: Any) -> dt.datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
-    return dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
 def describe_stack(cfn, name_or_id: str) -> dict[str, Any] | None:
@@ -52,13 +46,13 @@ def idle_status(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: f
     stack = fsx_stack(cfn, stack_name)
     if stack is None:
         return {"up": False, "stack": stack_name}
-    created = _as_time(stack.get("CreationTime")) or now
-    changed = _as_time(stack.get("LastUpdatedTime")) or created
+    created = as_utc(stack.get("CreationTime")) or now
+    changed = as_utc(stack.get("LastUpdatedTime")) or created
     running, last_end = [], None
     if state_machine_arn:
         recent = sfn.list_executions(stateMachineArn=state_machine_arn, maxResults=50).get("executions", [])
         running = [e["name"] for e in recent if e.get("status") == "RUNNING"]
-        ends = [_as_time(e.get("stopDate")) for e in recent if e.get("stopDate")]
+        ends = [as_utc(e.get("stopDate")) for e in recent if e.get("stopDate")]
         last_end = max(ends) if ends else None
     last_activity = max(t for t in (changed, last_end) if t is not None)
     deadline = None

@@ -17,7 +17,7 @@ from ..core.experiment import parse_experiment
 from ..core.prices import PriceTable
 from ..core.limits import FSX_DATA_POLL_SECONDS, TEARDOWN_MAX_CHECKS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, check_training_quotas
-from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
+from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, FSX_STACK, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
                              plan as plan_jobs, stats_key)
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
 from . import fsx_guard
@@ -392,7 +392,7 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """
     clients = _clients()
     cfn, s3 = clients["cloudformation"], clients["s3"]
-    stack_name = function_environ().get("DSLAB_FSX_STACK", "DataSourceLab-Fsx")
+    stack_name = function_environ().get("DSLAB_FSX_STACK", FSX_STACK)
     if event.get("action") == "idle":  # the scheduled idle guard, not an execution's teardown
         return fsx_guard.guard(cfn, clients["stepfunctions"], stack_name, event.get("state_machine", ""),
                                float(event.get("idle_hours") or 0))
