@@ -53,6 +53,7 @@ def test_normalised_experiment_reparses_to_itself():
     ("name: [unclosed\n", ["bad.yaml", "not valid YAML", "line"]),
     ("name: x\norder: shuffled\n", ["bad.yaml", "order", "interleave"]),
     ("name: x\ncompute: {preset: v100, model: resnet50}\n", ["compute", "either"]),
+    ("name: x\nfsx_import_wait_minutes: -5\n", ["bad.yaml", "fsx_import_wait_minutes"]),
 ])
 def test_experiment_file_errors_name_file_key_and_allowed_values(tmp_path, text, words):
     path = tmp_path / "bad.yaml"
@@ -421,3 +422,21 @@ def test_report_flags_a_slow_first_batch_and_ranks_by_cost_not_au(tmp_path):
                         tmp_path / "o")["report.md"].read_text()
     assert "⚠ >10% of the epoch" in text and "## Ranking by cost, then billable time" in text
     assert "| caltech-jpg-1x | 1 | File |" in text and "| caltech-jpg-1x | 2 | Pipe |" in text
+
+
+def test_an_experiment_over_max_jobs_is_refused_before_any_request():
+    from dslab.core.errors import ConfigError
+    from dslab.core.limits import MAX_JOBS
+    from dslab.core.requests import plan
+
+    from .helpers import lab_environment
+    experiment = parse_experiment({"name": "huge", "repeats": 11})   # 4 datasets x 5 modes x 11 = 220
+    with pytest.raises(ConfigError) as caught:
+        plan(experiment, lab_environment(), "exec")
+    assert f"at most {MAX_JOBS}" in str(caught.value) and "repeats" in str(caught.value)
+
+
+def test_stats_write_needs_an_s3_prefix(tmp_path):
+    (tmp_path / "a.jpg").write_bytes(b"x")
+    result = dslab("dataset", "stats", str(tmp_path), "--write")
+    assert result.returncode == 2 and "--write" in result.stderr and "s3://" in result.stderr
