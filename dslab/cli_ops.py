@@ -15,6 +15,7 @@ from .core.errors import ConfigError
 from .core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_STACK, WORKFLOW_STACK
 
 REPO = Path(__file__).resolve().parent.parent
+BUILD_DIR = REPO / "build" / "user-code"  # packaged user code (dslab/user_code.py)
 EXIT_BAD_INPUT = 2
 
 
@@ -100,9 +101,12 @@ def _region(args) -> str:
 def cmd_plan(args) -> int:
     from .core.requests import plan
     from .experiment_file import load_experiment
+    from . import user_code
     experiment = load_experiment(Path(args.experiment))
     outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
     env = environment_from_outputs(outputs, _region(args))
+    # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
+    experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR)
     jobs = plan(experiment, env, args.execution)
     if args.json:
         _print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
@@ -136,10 +140,19 @@ def _workflow(args) -> tuple[str, str | None]:
 
 def cmd_run(args) -> int:
     from .experiment_file import load_experiment
+    from . import user_code
     experiment = load_experiment(Path(args.experiment))
+    user_code.package(experiment, Path(args.experiment).resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
     arn, bucket = _workflow(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:
+        if any(t.script is not None and t.script.source_dir for t in experiment.trials):
+            if not bucket:
+                raise ConfigError("stack", "the DataSourceLab stack has no BucketName output to upload the script to: "
+                                  "run `make deploy FSX=keep`")
+            import boto3
+            experiment = user_code.prepare(experiment, Path(args.experiment), bucket, BUILD_DIR,
+                                           s3_client=boto3.client("s3", region_name=_region(args)))
         # A readable, unique execution name: it names the results folder, results/<name>/.
         name = f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"[:80]
         started = _sfn(_region(args)).start_execution(stateMachineArn=arn, name=name, input=json.dumps(experiment.document))
@@ -419,11 +432,14 @@ def cmd_local(args) -> int:
                     cache=Path(args.cache) if args.cache else None)
     print()
     print(f"local run {run.execution_status}" + (f" ({run.execution_error})" if run.execution_error else ""))
-    print(f"{'mode':9s} {'dataset':12s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
+    from .report import scenario
+    several_trials = len({r.get("trial") for r in run.results["records"]}) > 1
+    width = 28 if several_trials else 12
+    print(f"{'mode':9s} {'dataset':{width}s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
           f"{'1st batch s':>11s} {'billable s':>10s}")
     for r in run.results["records"]:
         m = r["metrics"]
-        print(f"{r['mode']:9s} {r['dataset'][:12]:12s} {r['status']:10s} {_num(m.get('samples_per_second')):>10s} "
+        print(f"{r['mode']:9s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {_num(m.get('samples_per_second')):>10s} "
               f"{_num(m.get('mb_per_second')):>8s} {_num(m.get('au_percent')):>6s} {_num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{_num(m.get('time_to_first_batch_seconds'), 2):>11s} {_num(r['billable_seconds'], 0):>10s}")
     t = run.timings

@@ -17,17 +17,21 @@ def _files(source_dir: Path) -> list[Path]:
                   and p.suffix != ".pyc")
 
 
-def build_sourcedir(source_dir: Path, build_dir: Path) -> tuple[Path, str]:
+def build_sourcedir(source_dir: Path, build_dir: Path, extra_files: dict[str, Path] | None = None) -> tuple[Path, str]:
     """Write ``build_dir/sourcedir-<hash>.tar.gz`` from ``source_dir``; return its path and sha256.
 
     Entries are sorted with fixed owners, modes and times, so the same sources give the same bytes
-    (and the same CDK asset hash) on every machine.
+    (and the same CDK asset hash) on every machine. ``extra_files`` adds files (archive name ->
+    local file) that the folder does not have itself.
     """
+    entries = {str(p.relative_to(source_dir)): p for p in _files(source_dir)}
+    for name, path in (extra_files or {}).items():
+        entries.setdefault(name, path)
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for path in _files(source_dir):
-            data = path.read_bytes()
-            info = tarfile.TarInfo(str(path.relative_to(source_dir)))
+        for name in sorted(entries, key=Path):  # the order of the paths, as before extra_files existed
+            data = entries[name].read_bytes()
+            info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(data), 0, 0o644
             info.uid = info.gid = 0
             info.uname = info.gname = ""

@@ -62,10 +62,17 @@ def _ordered_modes(records) -> list[str]:
     return [m for m in MODES if m in present]
 
 
+def scenario(record: dict[str, Any], several_trials: bool) -> str:
+    """The group a job's bars belong to: its dataset, and its trial when the experiment compares
+    several (two scripts, two instance types) on the same data."""
+    return f"{record['dataset']} · {record['trial']}" if several_trials and record.get("trial") else record["dataset"]
+
+
 def group(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    several_trials = len({r.get("trial") for r in records}) > 1
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[(r["dataset"], r["mode"])].append(r)
+        groups[(scenario(r, several_trials), r["mode"])].append(r)
     return groups
 
 

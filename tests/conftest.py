@@ -53,6 +53,12 @@ class SynthesizedLab:
 
 
 @pytest.fixture(scope="session")
+def lab_cache(tmp_path_factory) -> Path:
+    """One local-lab cache (synthesized templates, generated datasets) for every local-lab test."""
+    return tmp_path_factory.mktemp("lab-cache")
+
+
+@pytest.fixture(scope="session")
 def lab(tmp_path_factory) -> SynthesizedLab:
     return SynthesizedLab(tmp_path_factory.mktemp("cdk.out"))
 

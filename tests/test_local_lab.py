@@ -24,8 +24,8 @@ pytestmark = pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("lab-cache")
+def cache(lab_cache) -> Path:
+    return lab_cache
 
 
 def s3fs_processes() -> list[str]:

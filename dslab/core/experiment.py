@@ -43,7 +43,7 @@ JOB_PREFIX_MAX = 20
 TRIAL_KEYS = {
     "datasets", "modes", "instance_type", "instance_count", "volume_size_gb", "epochs", "compute",
     "max_run_seconds", "hyperparameters", "image_uri", "s3_data_type", "distribution",
-    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot",
+    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script",
 }
 TOP_LEVEL_KEYS = TRIAL_KEYS | {
     "name", "description", "dataset_catalog", "repeats", "order", "seed", "max_concurrency",
@@ -52,6 +52,12 @@ TOP_LEVEL_KEYS = TRIAL_KEYS | {
 DATASET_KEYS = {"name", "format", "prefix", "source", "files", "bytes", "generate"}
 GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_kb"}
 TRIAL_ONLY_KEYS = {"name"}
+# The user's own training code instead of the lab's (see Script).
+SCRIPT_KEYS = {"source_dir", "entry_point", "metric_definitions", "packages_in_image", "code_uri"}
+ENTRY_POINT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}\.(py|sh)$")
+CODE_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+\.tar\.gz$")
+# CreateTrainingJob allows 40 metric definitions; the lab's own documented lines take 8 of them.
+MAX_USER_METRICS = 32
 
 # The source post's datasets: Caltech-256 as small JPEGs and as ~110 MB TFRecord shards, 1x and 50x.
 # files/bytes are the published sizes (../shared/calibration/bencher-measured.csv), used by the
@@ -94,6 +100,7 @@ DEFAULTS: dict[str, Any] = {
     "workers": 0,
     "prefetch": 0,
     "spot": False,
+    "script": None,
     "job_prefix": "dsl",
 }
 
@@ -141,6 +148,26 @@ class Compute:
 
 
 @dataclass(frozen=True)
+class Script:
+    """The user's training code, run the way SageMaker's framework containers run an entry point.
+
+    ``source_dir`` is a local folder (relative to the experiment file); the CLI packages it
+    byte-reproducibly and uploads it, and records where in ``code_uri`` (content-addressed), so the
+    experiment as run names the exact code. The workflow only ever sees ``code_uri``.
+    """
+    entry_point: str
+    source_dir: str | None = None
+    code_uri: str | None = None
+    metric_definitions: tuple[tuple[str, str], ...] = ()
+    packages_in_image: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source_dir": self.source_dir, "entry_point": self.entry_point, "code_uri": self.code_uri,
+                "metric_definitions": [{"Name": n, "Regex": r} for n, r in self.metric_definitions],
+                "packages_in_image": self.packages_in_image}
+
+
+@dataclass(frozen=True)
 class Trial:
     """One configuration of the job side; the experiment's base trial merged with one override."""
     name: str
@@ -162,6 +189,7 @@ class Trial:
     workers: int
     prefetch: int
     spot: bool
+    script: Script | None = None
 
 
 @dataclass(frozen=True)
@@ -288,6 +316,52 @@ def _parse_compute(value: Any, path: str) -> Compute:
     return Compute(batch_size=batch, seconds_per_batch=float(seconds), preset=preset)
 
 
+def _parse_script(value: Any, path: str) -> Script | None:
+    if value is None:
+        return None
+    _check_keys(value, SCRIPT_KEYS, path)
+    source_dir, code_uri = value.get("source_dir"), value.get("code_uri")
+    if source_dir is None and code_uri is None:
+        raise ConfigError(path, "names no code: give source_dir (a local folder the CLI packages and uploads)",
+                          ["source_dir", "code_uri"])
+    if source_dir is not None and (not isinstance(source_dir, str) or not source_dir.strip()):
+        raise ConfigError(f"{path}.source_dir", f"{source_dir!r} is not a folder path")
+    if code_uri is not None and (not isinstance(code_uri, str) or not CODE_URI_RE.match(code_uri)):
+        raise ConfigError(f"{path}.code_uri", f"{code_uri!r} is not the S3 URI of a .tar.gz",
+                          "s3://<bucket>/<key>.tar.gz (leave it out: the CLI uploads source_dir and fills it in)")
+    entry_point = value.get("entry_point", "train.py")
+    if not isinstance(entry_point, str) or not ENTRY_POINT_RE.match(entry_point) or ".." in entry_point.split("/"):
+        raise ConfigError(f"{path}.entry_point", f"{entry_point!r} is not a script inside source_dir",
+                          "a relative path to a .py (or .sh) file, e.g. train.py")
+    definitions = value.get("metric_definitions") or []
+    if not isinstance(definitions, list):
+        raise ConfigError(f"{path}.metric_definitions", "must be a list of {Name, Regex}")
+    if len(definitions) > MAX_USER_METRICS:
+        raise ConfigError(f"{path}.metric_definitions", f"has {len(definitions)} entries; SageMaker takes 40 metric "
+                          f"definitions per job and the lab's own metric lines use 8, so at most {MAX_USER_METRICS}")
+    parsed: list[tuple[str, str]] = []
+    for i, entry in enumerate(definitions):
+        where = f"{path}.metric_definitions[{i}]"
+        _check_keys(entry, {"Name", "Regex"}, where)
+        name, regex = entry.get("Name"), entry.get("Regex")
+        if not isinstance(name, str) or not re.match(r"^.{1,255}$", name):
+            raise ConfigError(f"{where}.Name", f"{name!r} is not a metric name (1-255 characters)")
+        if not isinstance(regex, str) or not 1 <= len(regex) <= 500:
+            raise ConfigError(f"{where}.Regex", "must be a regular expression of 1-500 characters")
+        try:
+            compiled = re.compile(regex)
+        except re.error as err:
+            raise ConfigError(f"{where}.Regex", f"{regex!r} is not a regular expression ({err})") from None
+        if compiled.groups < 1:
+            raise ConfigError(f"{where}.Regex", "has no capturing group: SageMaker records the first group's number",
+                              "e.g. 'loss=([0-9.]+)'")
+        if name in (n for n, _ in parsed):
+            raise ConfigError(f"{where}.Name", f"metric {name!r} is defined twice")
+        parsed.append((name, regex))
+    return Script(entry_point=entry_point, source_dir=source_dir, code_uri=code_uri, metric_definitions=tuple(parsed),
+                  packages_in_image=_bool(value.get("packages_in_image", False), f"{path}.packages_in_image"))
+
+
 def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) -> Dataset:
     if isinstance(value, str):
         if value not in catalog:
@@ -388,6 +462,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         workers=_int(merged["workers"], f"{path}workers", 0, 256),
         prefetch=_int(merged["prefetch"], f"{path}prefetch", 0, 4096),
         spot=_bool(merged["spot"], f"{path}spot"),
+        script=_parse_script(merged["script"], f"{path}script"),
     )
 
 
@@ -501,6 +576,7 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
                 "workers": t.workers,
                 "prefetch": t.prefetch,
                 "spot": t.spot,
+                "script": None if t.script is None else t.script.to_dict(),
             }
             for t in experiment.trials
         ],

@@ -256,17 +256,47 @@ def encode_hyperparameters(values: dict[str, Any]) -> dict[str, str]:
     return {k: json.dumps(v) for k, v in values.items()}
 
 
+def metric_definitions(spec: JobSpec) -> list[dict[str, str]]:
+    """The user's metric definitions first, then the lab's documented metric lines (which a user's
+    script may print too, or emit through training/dslab_report.py)."""
+    script = spec.trial.script
+    if script is None:
+        return METRIC_DEFINITIONS
+    own = [{"Name": name, "Regex": regex} for name, regex in script.metric_definitions]
+    names = {d["Name"] for d in own}
+    return own + [d for d in METRIC_DEFINITIONS if d["Name"] not in names]
+
+
+def user_code_version(code_uri: str) -> str:
+    """The code-version tag of a user's script: its content-addressed upload names its hash."""
+    parts = code_uri.rstrip("/").split("/")
+    return f"user-{parts[-2]}" if len(parts) >= 2 and re.fullmatch(r"[0-9a-f]{16,64}", parts[-2]) else "user"
+
+
 def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str) -> dict[str, Any]:
     """The complete CreateTrainingJob request for one job."""
     name = job_name(experiment, spec, execution_id)
     channel = build_channel(spec, env)
     image = spec.trial.image_uri or env.image_for(spec.trial.instance_type)
+    script = spec.trial.script
+    if script is None:
+        program, code_uri, code_version = ENTRY_POINT, env.code_uri, env.code_version
+        script_values = script_hyperparameters(spec)
+    else:
+        if not script.code_uri:
+            raise ConfigError(f"trials.{spec.trial.name}.script.code_uri",
+                              f"the script in {script.source_dir} has not been uploaded",
+                              "start the run with `dslab run` or `dslab local`, which package and upload source_dir")
+        # A user's script gets only its own hyperparameters: the framework container passes each one
+        # as a command-line argument, and an argparse script refuses arguments it does not know.
+        program, code_uri, code_version = script.entry_point, script.code_uri, user_code_version(script.code_uri)
+        script_values = dict(spec.trial.hyperparameters)
     hyperparameters = {
-        "sagemaker_program": ENTRY_POINT,
-        "sagemaker_submit_directory": env.code_uri,
+        "sagemaker_program": program,
+        "sagemaker_submit_directory": code_uri,
         "sagemaker_region": env.region,
         "sagemaker_container_log_level": 20,
-        **script_hyperparameters(spec),
+        **script_values,
     }
     request: dict[str, Any] = {
         "TrainingJobName": name,
@@ -274,7 +304,7 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         "AlgorithmSpecification": {
             "TrainingImage": image,
             "TrainingInputMode": channel["InputMode"],
-            "MetricDefinitions": METRIC_DEFINITIONS,
+            "MetricDefinitions": metric_definitions(spec),
         },
         "HyperParameters": encode_hyperparameters(hyperparameters),
         "InputDataConfig": [channel],
@@ -295,7 +325,8 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
             {"Key": "dslab:mode", "Value": spec.mode},
             {"Key": "dslab:repeat", "Value": str(spec.repeat)},
             {"Key": "dslab:trial", "Value": spec.trial.name},
-            {"Key": "dslab:code-version", "Value": env.code_version},
+            {"Key": "dslab:code-version", "Value": code_version},
+            *([{"Key": "dslab:script", "Value": script.entry_point}] if script else []),
             *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
         ],
     }

@@ -20,6 +20,8 @@ RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reaso
 METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
                "time_to_first_batch_seconds")
 TERMINAL = ("Completed", "Failed", "Stopped")
+# Every metric the lab's own metric lines define (dslab/core/requests.py METRIC_DEFINITIONS).
+LAB_METRIC_NAMES = frozenset(METRIC_KEYS) | {"samples", "epoch_seconds", "data_stall_seconds"}
 
 
 def parse_time(value: Any) -> dt.datetime | None:
@@ -99,9 +101,15 @@ def identify(describe: dict[str, Any], tags: dict[str, str] | None = None) -> tu
 
 
 def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None) -> dict[str, Any]:
-    """The script's metrics.json where it was stored, else the final values SageMaker scraped from the log."""
+    """The script's metrics.json where it was stored, else the final values SageMaker scraped from the log.
+
+    Metrics of the user's own metric definitions (a loss, an accuracy) are kept under ``user``."""
     out: dict[str, Any] = {key: None for key in METRIC_KEYS}
     out["epoch_seconds"] = []
+    own = {e["MetricName"]: float(e["Value"]) for e in describe.get("FinalMetricDataList") or []
+           if e.get("MetricName") not in LAB_METRIC_NAMES and isinstance(e.get("Value"), (int, float))}
+    if own:
+        out["user"] = own
     if script_metrics:
         for key in METRIC_KEYS:
             value = script_metrics.get(key)
@@ -119,12 +127,22 @@ def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None
     return out
 
 
+def bytes_read(mode: str, metrics: dict[str, Any], dataset_bytes: int | None) -> int | None:
+    """Bytes the job read: what the script counted, else what the mode itself tells. File mode
+    downloads the whole channel before the script starts, so any script's job read the dataset
+    once; the other modes read on demand, and only the script can say how much."""
+    if isinstance(metrics.get("bytes"), (int, float)):
+        return int(metrics["bytes"])
+    return int(dataset_bytes) if mode == FILE and dataset_bytes else None
+
+
 def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: dict[str, str] | None = None,
                          script_metrics: dict[str, Any] | None = None, mode: str | None = None,
                          dataset: str | None = None, repeat: int | None = None, files: int | None = None,
                          total_bytes: int | None = None, epochs: int | None = None,
-                         fsx_capacity_gib: int = 1200) -> dict[str, Any]:
+                         fsx_capacity_gib: int = 1200, trial: str | None = None) -> dict[str, Any]:
     inferred_mode, inferred_dataset, inferred_repeat = identify(describe, tags)
+    trial = trial or (tags or {}).get("dslab:trial")
     mode = mode or inferred_mode
     resources = describe.get("ResourceConfig") or {}
     count = int(resources.get("InstanceCount") or 1)
@@ -135,6 +153,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
     billable = describe.get("BillableTimeInSeconds")
     training_time = describe.get("TrainingTimeInSeconds")
     metrics = metrics_from(describe, script_metrics)
+    metrics["bytes_read"] = bytes_read(mode, metrics, total_bytes)
     if epochs is None:
         epochs = int(metrics.get("epochs") or _hyperparameter(describe, "epochs") or 1)
     wall = training_time if training_time is not None else sum(phases.values())
@@ -157,13 +176,15 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         "breakdown": breakdown(None if billable is None else float(billable), phases, count),
         "metrics": metrics,
         "cost_usd": cost.to_dict(),
+        **({"trial": trial} if trial else {}),
     }
 
 
 def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, instance_type: str,
-                   instance_count: int, reason: str, status: str = "Skipped") -> dict[str, Any]:
+                   instance_count: int, reason: str, status: str = "Skipped", trial: str | None = None) -> dict[str, Any]:
     """A job that never ran (FSx down, its request never created): the record says why."""
     return {
+        **({"trial": trial} if trial else {}),
         "job_name": job_name, "mode": mode, "dataset": dataset, "repeat": repeat, "status": status,
         "failure_reason": reason, "instance_type": instance_type, "instance_count": instance_count,
         "billable_seconds": None, "training_time_seconds": None, "phases": {},

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import datasets as dataset_tools
+from .. import user_code
 from ..core.errors import ConfigError
 from ..core.estimate import DatasetShape, compute_rate, estimate_mode
 from ..core.experiment import Experiment, JPG
@@ -124,8 +125,9 @@ class LocalLab:
     """The embedded lab: a context manager that owns the stand-in, the mounts and the job processes."""
 
     def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
-                 time_scale: float = 0.01, fsx: bool = True):
+                 time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None):
         self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
+        self.user_code = list(user_code_packages or [])  # checked and packaged before the lab starts
         self.time_scale, self.with_fsx = time_scale, fsx
         cache.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="dslab-lab-", dir=str(cache)))
@@ -190,6 +192,11 @@ class LocalLab:
         env = self.lab.function_environment()
         code_bucket, _, code_key = env["DSLAB_CODE_URI"][5:].partition("/")
         s3.upload_file(str(tarball), code_bucket, code_key)
+        if self.user_code:
+            user_code.upload(self.user_code, self.lab.bucket, s3)
+            self.experiment = user_code.with_code_uris(self.experiment, self.lab.bucket, self.user_code)
+            for code in self.user_code:
+                self.say(f"code: {code.folder} uploaded for trial {code.trial} (sha256 {code.sha256[:12]})")
         for dataset in self.experiment.datasets:
             local = prepare_dataset(dataset, self.cache, self.say)
             self.local_datasets[dataset.name] = local
@@ -276,8 +283,9 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a folder")
     cache = cache or REPO / ".lab-cache"
+    packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
-    with LocalLab(experiment, out, cache, say=say, fsx=fsx) as lab:
+    with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged) as lab:
         lab.upload()
         run = lab.run()
     run.timings["total"] = time.monotonic() - started

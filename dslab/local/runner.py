@@ -411,7 +411,12 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                "SM_CHANNELS": json.dumps([c["ChannelName"] for c in channels]), "TRAINING_JOB_NAME": name}
         for channel in channels:
             env[f"SM_CHANNEL_{channel['ChannelName'].upper()}"] = str(data_dir / channel["ChannelName"])
-        proc = subprocess.Popen([python, program], cwd=base / "code", env=env, stdout=subprocess.PIPE,
+        env["SM_INPUT_DATA_CONFIG"] = (config_dir / "inputdataconfig.json").read_text()
+        env["SM_USER_ARGS"] = json.dumps(script_arguments(hps))
+        if (base / "code" / "requirements.txt").exists():
+            install_requirements(base / "code", python, log_lines)
+        command = ["/bin/sh" if program.endswith(".sh") else python, program, *script_arguments(hps)]
+        proc = subprocess.Popen(command, cwd=base / "code", env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         with _RUNNING_LOCK:
             RUNNING.add(proc)
@@ -444,7 +449,10 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                 raise _JobFailed(f"InternalServerError: feeding Pipe input failed: {feeder.error}")
         metrics_file = base / "output" / "data" / "metrics.json"
         if metrics_file.exists():
-            metrics = json.loads(metrics_file.read_text())
+            try:
+                metrics = json.loads(metrics_file.read_text())
+            except json.JSONDecodeError:
+                metrics = None  # a user's file of that name that is not the lab's: the log's metric lines still count
         if timed_out:
             status, secondary = "Stopped", "MaxRuntimeExceeded"
             failure = f"Training job reached MaxRuntimeInSeconds ({request['StoppingCondition']['MaxRuntimeInSeconds']} s)"
@@ -495,16 +503,54 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         describe["FailureReason"] = failure
     if "model.tar.gz" in artifacts:
         describe["ModelArtifacts"] = {"S3ModelArtifacts": artifacts["model.tar.gz"]}
-    if metrics:
-        describe["FinalMetricDataList"] = [
-            {"MetricName": key, "Value": float(metrics[key]), "Timestamp": end.isoformat()}
-            for key in ("samples_per_second", "mb_per_second", "au_percent", "time_to_first_batch_seconds", "samples")
-            if isinstance(metrics.get(key), (int, float))]
+    final = scrape_metrics(request["AlgorithmSpecification"].get("MetricDefinitions") or [], log_lines)
+    if final:
+        describe["FinalMetricDataList"] = [{"MetricName": key, "Value": value, "Timestamp": end.isoformat()}
+                                           for key, value in final.items()]
     return JobOutcome(describe=describe, metrics=metrics, log="".join(log_lines), artifacts=artifacts)
 
 
 class _JobFailed(Exception):
     pass
+
+
+def script_arguments(hyperparameters: dict[str, str]) -> list[str]:
+    """The entry point's command line, as SageMaker's framework containers build it: every
+    hyperparameter but the ``sagemaker_*`` ones as ``--name value``, values JSON-decoded."""
+    args: list[str] = []
+    for key, raw in hyperparameters.items():
+        if key.startswith("sagemaker_"):
+            continue
+        args += [f"--{key}", str(_decode(raw))]
+    return args
+
+
+def install_requirements(code_dir: Path, python: str, log_lines: list[str]) -> None:
+    """The container's start-up ``pip install -r requirements.txt``, offline as in the lab's isolated
+    subnets: it passes only when every package is already installed (the image has them)."""
+    result = subprocess.run([python, "-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q",
+                             "-r", "requirements.txt"], cwd=code_dir, capture_output=True, text=True)
+    log_lines.append(result.stdout + result.stderr)
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or ["pip failed"])[-1]
+        raise _JobFailed(f"AlgorithmError: installing requirements.txt failed without internet access ({last})")
+
+
+def scrape_metrics(definitions: list[dict[str, str]], log_lines: list[str]) -> dict[str, float]:
+    """What SageMaker does with MetricDefinitions: match each regex against the log and keep, per
+    metric, the last value (DescribeTrainingJob's FinalMetricDataList)."""
+    import re
+    compiled = [(d["Name"], re.compile(d["Regex"])) for d in definitions]
+    final: dict[str, float] = {}
+    for line in "".join(log_lines).splitlines():
+        for name, regex in compiled:
+            match = regex.search(line)
+            if match:
+                try:
+                    final[name] = float(match.group(1))
+                except (IndexError, ValueError):
+                    pass
+    return final
 
 
 def _common_prefix(s3: dict[str, Any]) -> str:

@@ -309,7 +309,7 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         name = outcome.get("name") or job["name"]
         stats = plan_document["dataset_stats"].get(job["dataset"], {})
         common = dict(mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
-                      instance_type=job["instance_type"], instance_count=job["instance_count"])
+                      instance_type=job["instance_type"], instance_count=job["instance_count"], trial=job.get("trial"))
         if status == "Skipped":
             reason = job.get("skip_reason") or "skipped"
             if outcome.get("error") == "FsxDataNotReady":
@@ -326,7 +326,7 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         record = record_from_describe(
             describe, prices=prices, script_metrics=_script_metrics(s3, describe), mode=job["mode"],
             dataset=job["dataset"], repeat=job["repeat"], files=stats.get("files"), total_bytes=stats.get("bytes"),
-            epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200))
+            epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200), trial=job.get("trial"))
         if record["status"] == "Failed" and not record["failure_reason"]:
             record["failure_reason"] = _reason(s3, bucket, base, name, outcome)
         records.append(record)

@@ -1,0 +1,263 @@
+"""Bring your own script: the user's code is checked, packaged, run in every mode and reported."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from dslab import user_code
+from dslab.contracts import validate_results
+from dslab.core.errors import ConfigError
+from dslab.core.experiment import parse_experiment
+from dslab.core.requests import METRIC_DEFINITIONS, LabEnvironment, plan
+from dslab.experiment_file import load_experiment
+from dslab.local.runner import FolderStorage, run_training_job
+from dslab.local.storage import fuse_available
+from dslab.validation import validate_request
+
+from .conftest import REPO
+from .test_operator import OUTPUTS, dslab
+
+EXAMPLE = REPO / "examples" / "own-script"
+ENV = LabEnvironment.from_dict({
+    "bucket": "datasourcelab-data-123456789012-us-east-1", "region": "us-east-1",
+    "role_arn": "arn:aws:iam::123456789012:role/Training", "subnet_ids": "subnet-0123456789abcdef0",
+    "security_group_ids": "sg-0123456789abcdef0", "code_uri": "s3://assets/lab.tar.gz", "code_version": "lab",
+    "image_uri": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.6.0-gpu-py312",
+    "fsx": {"file_system_id": "fs-0123456789abcdef1", "mount_name": "mnt1234"},
+    "efs": {"file_system_id": "fs-0fedcba9876543210"}})
+
+
+def own_experiment(tmp_path: Path, script: str, extra: str = "") -> Path:
+    path = tmp_path / "experiment.yaml"
+    path.write_text(f"""
+name: mine
+datasets: [{{name: mine-jpg, format: jpg, generate: {{images: 10, classes: 2}}}}]
+modes: [File, FastFile, Pipe, FSx, EFS]
+hyperparameters: {{epochs: 2, lr: 0.1}}
+script: {script}
+{extra}""")
+    return path
+
+
+def copy_example_code(tmp_path: Path) -> Path:
+    code = tmp_path / "code"
+    shutil.copytree(EXAMPLE / "code", code, ignore=shutil.ignore_patterns("__pycache__"))
+    return code
+
+
+# ---- the experiment and the requests -------------------------------------------------------------
+
+def test_requests_run_the_users_entry_point_with_only_its_hyperparameters_and_metrics(tmp_path):
+    copy_example_code(tmp_path)
+    path = own_experiment(tmp_path, "{source_dir: code, entry_point: train.py, "
+                                    "metric_definitions: [{Name: loss, Regex: 'loss=([0-9.]+)'}]}")
+    experiment = user_code.prepare(load_experiment(path), path, ENV.bucket, tmp_path / "build")
+    jobs = plan(experiment, ENV, "exec-1")
+    assert len(jobs) == 5
+    code_uri = experiment.trials[0].script.code_uri
+    assert code_uri.startswith(f"s3://{ENV.bucket}/code/user/") and code_uri.endswith("/sourcedir.tar.gz")
+    for job in jobs:
+        request = job.request
+        validate_request("sagemaker", "CreateTrainingJob", request)  # botocore's model
+        hps = {k: json.loads(v) for k, v in request["HyperParameters"].items()}
+        # The framework container turns every non-sagemaker_ hyperparameter into --name value: only the user's.
+        assert hps == {"sagemaker_program": "train.py", "sagemaker_submit_directory": code_uri,
+                       "sagemaker_region": "us-east-1", "sagemaker_container_log_level": 20, "epochs": 2, "lr": 0.1}
+        definitions = request["AlgorithmSpecification"]["MetricDefinitions"]
+        assert definitions[0] == {"Name": "loss", "Regex": "loss=([0-9.]+)"} and definitions[1:] == METRIC_DEFINITIONS
+        tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+        assert tags["dslab:script"] == "train.py" and tags["dslab:code-version"] == f"user-{code_uri.split('/')[-2]}"
+    # The experiment as run names the exact code: packaging is byte-reproducible, so the URI is stable.
+    again = user_code.prepare(load_experiment(path), path, ENV.bucket, tmp_path / "build2")
+    assert again.trials[0].script.code_uri == code_uri and again.content_hash == experiment.content_hash
+    assert experiment.document["trials"][0]["script"]["code_uri"] == code_uri
+
+
+def test_package_holds_the_users_files_and_the_reporting_helper(tmp_path):
+    code = copy_example_code(tmp_path)
+    (code / "__pycache__").mkdir()
+    (code / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    path = own_experiment(tmp_path, "{source_dir: code}")
+    [packaged] = user_code.package(load_experiment(path), tmp_path, tmp_path / "build")
+    with tarfile.open(packaged.tarball) as tar:
+        names = sorted(tar.getnames())
+        helper = tar.extractfile("dslab_report.py").read()
+    assert names == ["dslab_report.py", "train.py", "train_reporting.py"]
+    assert helper == (REPO / "training" / "dslab_report.py").read_bytes()
+    # A folder with its own dslab_report.py keeps it.
+    (code / "dslab_report.py").write_text("# mine\n")
+    [own] = user_code.package(load_experiment(path), tmp_path, tmp_path / "build")
+    with tarfile.open(own.tarball) as tar:
+        assert tar.extractfile("dslab_report.py").read() == b"# mine\n"
+
+
+def test_requirements_txt_is_refused_at_plan_with_what_to_do(tmp_path):
+    code = copy_example_code(tmp_path)
+    (code / "requirements.txt").write_text("torchdata==0.9.0\n")
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps(OUTPUTS))
+    path = own_experiment(tmp_path, "{source_dir: code}")
+    result = dslab("plan", "--experiment", str(path), "--outputs", str(outputs))
+    assert result.returncode == 2
+    assert "script.source_dir" in result.stderr and "requirements.txt" in result.stderr
+    assert "no internet" in result.stderr and "image_uri" in result.stderr and "packages_in_image" in result.stderr
+    # `dslab run` refuses it before looking for the deployed lab (no AWS call is made).
+    run = dslab("run", "--experiment", str(path), "--outputs", str(tmp_path / "missing.json"))
+    assert run.returncode == 2 and "requirements.txt" in run.stderr
+    declared = own_experiment(tmp_path, "{source_dir: code, packages_in_image: true}")
+    ok = dslab("plan", "--experiment", str(declared), "--outputs", str(outputs), "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert len(json.loads(ok.stdout)["jobs"]) == 5
+
+
+@pytest.mark.parametrize("script, field, words", [
+    ("{source_dir: nowhere}", "script.source_dir", "is not a folder"),
+    ("{source_dir: code, entry_point: missing.py}", "script.entry_point", "is not a file"),
+    ("{source_dir: code, entry_point: ../up.py}", "script.entry_point", "inside source_dir"),
+    ("{source_dir: code, entrypoint: train.py}", "script.entrypoint", "did you mean 'entry_point'"),
+    ("{entry_point: train.py}", "script", "names no code"),
+    ("{source_dir: code, metric_definitions: [{Name: loss, Regex: 'loss=[0-9.]+'}]}",
+     "script.metric_definitions[0].Regex", "capturing group"),
+    ("{source_dir: code, metric_definitions: [{Name: loss, Regex: 'loss=([0-9.]+'}]}",
+     "script.metric_definitions[0].Regex", "not a regular expression"),
+])
+def test_bad_script_settings_name_the_field(tmp_path, script, field, words):
+    copy_example_code(tmp_path)
+    path = own_experiment(tmp_path, script)
+    with pytest.raises(ConfigError) as err:
+        user_code.prepare(load_experiment(path), path, ENV.bucket, tmp_path / "build")
+    assert err.value.field.endswith(field) and words in str(err.value)
+
+
+def test_a_script_never_uploaded_cannot_be_planned():
+    experiment = parse_experiment({"datasets": [{"name": "d", "format": "jpg"}], "modes": ["File"],
+                                   "script": {"source_dir": "code"}})
+    with pytest.raises(ConfigError) as err:
+        plan(experiment, ENV, "exec")
+    assert "script.code_uri" in err.value.field and "dslab run" in str(err.value)
+
+
+# ---- the container: arguments, requirements, metric definitions -----------------------------------
+
+def folder_job(tmp_path: Path, code: Path, hyperparameters: dict, definitions: list | None = None) -> tuple[dict, FolderStorage]:
+    s3 = tmp_path / "s3"
+    for i in range(3):
+        (s3 / "bkt" / "datasets" / "d").mkdir(parents=True, exist_ok=True)
+        (s3 / "bkt" / "datasets" / "d" / f"{i}.jpg").write_bytes(bytes(100 + i))
+    tarball, _ = user_code.build_sourcedir(code, tmp_path / "build", extra_files={"dslab_report.py": user_code.HELPER})
+    (s3 / "bkt" / "code.tar.gz").write_bytes(tarball.read_bytes())
+    request = {
+        "TrainingJobName": "own-1", "RoleArn": ENV.role_arn,
+        "AlgorithmSpecification": {"TrainingImage": ENV.image_uri, "TrainingInputMode": "File",
+                                   "MetricDefinitions": definitions or METRIC_DEFINITIONS},
+        "HyperParameters": {"sagemaker_program": json.dumps("train.py"),
+                            "sagemaker_submit_directory": json.dumps("s3://bkt/code.tar.gz"),
+                            **{k: json.dumps(v) for k, v in hyperparameters.items()}},
+        "InputDataConfig": [{"ChannelName": "train", "InputMode": "File", "DataSource": {"S3DataSource": {
+            "S3DataType": "S3Prefix", "S3Uri": "s3://bkt/datasets/d/", "S3DataDistributionType": "FullyReplicated"}}}],
+        "OutputDataConfig": {"S3OutputPath": "s3://bkt/output/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 600}}
+    return request, FolderStorage(s3)
+
+
+def test_container_passes_hyperparameters_as_arguments_and_scrapes_the_users_metric(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import argparse, os, sys\n"
+        "p = argparse.ArgumentParser(); p.add_argument('--epochs', type=int); p.add_argument('--name')\n"
+        "a = p.parse_args()\n"
+        "print('argv', sys.argv[1:])\n"
+        "for e in range(a.epochs): print(f'epoch {e} accuracy={0.5 + e / 10}')\n"
+        "print(sorted(os.listdir(os.environ['SM_CHANNEL_TRAIN'])))\n")
+    definitions = [{"Name": "accuracy", "Regex": r"accuracy=([0-9.]+)"}, *METRIC_DEFINITIONS]
+    request, storage = folder_job(tmp_path, code, {"epochs": 3, "name": "run a"}, definitions)
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert "argv ['--epochs', '3', '--name', 'run a']" in outcome.log
+    assert "['0.jpg', '1.jpg', '2.jpg']" in outcome.log
+    final = {m["MetricName"]: m["Value"] for m in outcome.describe["FinalMetricDataList"]}
+    assert final == {"accuracy": 0.7}  # the last value, as SageMaker's FinalMetricDataList
+
+
+def test_requirements_declared_present_install_offline_or_fail_the_job(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("import numpy\nprint('ok', numpy.__name__)\n")
+    (code / "requirements.txt").write_text("numpy\n")  # in the "image" (this interpreter): satisfied offline
+    request, storage = folder_job(tmp_path, code, {})
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    (code / "requirements.txt").write_text("dslab-no-such-package==1.0\n")
+    request, storage = folder_job(tmp_path, code, {})
+    failed = run_training_job(request, storage, tmp_path / "work2")
+    assert failed.status == "Failed" and "requirements.txt failed without internet access" in failed.describe["FailureReason"]
+
+
+# ---- the helper ------------------------------------------------------------------------------------
+
+def test_reporting_helper_measures_stall_compute_and_first_batch_like_the_lab(tmp_path, capsys):
+    import sys
+    sys.path.insert(0, str(REPO / "training"))
+    from dslab_report import Meter
+    now = [0.0]
+
+    class Loader:  # each batch takes 3 s to arrive (the first 5 s), the step 1 s
+        def __iter__(self):
+            for i in range(4):
+                now[0] += 5.0 if i == 0 else 3.0
+                yield list(range(10))
+
+    meter = Meter(output_dir=tmp_path, clock=lambda: now[0])
+    for _ in meter.epoch(Loader(), nbytes=lambda b: 1000 * len(b)):
+        now[0] += 1.0
+    summary = meter.finish()
+    # epoch: 5 + 1 + 3 * (3 + 1) = 18 s; AU leaves the first step out: 3 s of compute in 12 s.
+    assert summary["epoch_seconds"] == [18.0] and summary["time_to_first_batch_seconds"] == 5.0
+    assert summary["au_percent"] == pytest.approx(25.0)
+    assert summary["end_to_end_efficiency_percent"] == pytest.approx(100 * 4 / 18)
+    assert summary["data_stall_seconds"] == 9.0 and summary["samples"] == 40 and summary["bytes"] == 40_000
+    assert json.loads((tmp_path / "metrics.json").read_text())["au_percent"] == pytest.approx(25.0)
+    printed = capsys.readouterr().out
+    for definition in METRIC_DEFINITIONS:  # every line the lab's metric definitions scrape
+        if definition["Name"] != "epoch_seconds":
+            import re
+            assert re.search(definition["Regex"], printed), definition["Name"]
+
+
+# ---- the whole lab -----------------------------------------------------------------------------------
+
+@pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev/fuse are needed (.ci/run installs them)")
+def test_users_script_runs_in_every_mode_in_the_local_lab_and_appears_in_the_report(lab_cache, tmp_path):
+    from dslab.local.lab import run_local
+    out = tmp_path / "out"
+    run = run_local(EXAMPLE / "experiment.yaml", out, cache=lab_cache, say=lambda _: None)
+    assert run.execution_status == "SUCCEEDED", run.execution_error
+    validate_results(run.results)
+    records = {(r["trial"], r["mode"]): r for r in run.results["records"]}
+    modes = ("File", "FastFile", "Pipe", "FSx", "EFS")
+    assert set(records) == {(t, m) for t in ("contract-only", "with-helper") for m in modes}
+    dataset_bytes = sum(p.stat().st_size for p in (lab_cache / "datasets").glob("jpg-200-8-3-*/**/*.jpg"))
+    for mode in modes:
+        plain, helped = records[("contract-only", mode)], records[("with-helper", mode)]
+        for record in (plain, helped):
+            assert record["status"] == "Completed", (record["trial"], mode, record["failure_reason"])
+            # Without any cooperation: phases, billable time and cost, from the job itself.
+            assert record["billable_seconds"] >= 1 and "Training" in record["phases"] and record["cost_usd"]["total"] > 0
+        assert plain["metrics"]["au_percent"] is None and plain["metrics"]["user"] == {"loss": 1.0}
+        assert plain["metrics"]["bytes_read"] == (dataset_bytes if mode == "File" else None)
+        assert helped["metrics"]["au_percent"] is not None and helped["metrics"]["time_to_first_batch_seconds"] is not None
+        assert helped["metrics"]["end_to_end_efficiency_percent"] is not None
+        if mode != "Pipe":  # Pipe's stream is read in 1 MiB chunks, not files
+            assert helped["metrics"]["samples"] == 200 and helped["metrics"]["bytes_read"] == dataset_bytes
+    report = (out / "report.md").read_text()
+    assert "own-jpg · contract-only" in report and "own-jpg · with-helper" in report
+    script = run.results["experiment"]["trials"][0]["script"]
+    assert script["entry_point"] == "train.py" and script["code_uri"].startswith("s3://")
