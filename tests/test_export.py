@@ -1,0 +1,216 @@
+"""`dslab export`: the exported SDK code, run with the real SageMaker SDK (sagemaker-core) against a
+stubbed SageMaker, sends the very CreateTrainingJob request the lab builds, for every data source."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import runpy
+import sys
+
+import botocore.client
+import pytest
+from botocore.validate import validate_parameters
+
+from dslab.cli import main
+from dslab.core.experiment import parse_experiment
+from dslab.core.requests import JOB_NAME_RE, plan
+from dslab.export import SDK_REQUIREMENT, generate
+
+from .conftest import REPO
+from .helpers import lab_environment
+from .test_operator import OUTPUTS
+
+BASE = {"name": "export", "instance_type": "ml.g5.2xlarge", "volume_size_gb": 50, "max_run_seconds": 7200}
+CASES = {
+    "File": {"modes": ["File"], "datasets": ["caltech-jpg-1x"]},
+    "FastFile": {"modes": ["FastFile"], "datasets": ["caltech-tfr-1x"], "distribution": "ShardedByS3Key"},
+    "Pipe-S3Prefix": {"modes": ["Pipe"], "datasets": ["caltech-jpg-1x"], "shuffle_seed": 7},
+    "Pipe-ManifestFile": {"modes": ["Pipe"], "datasets": ["caltech-tfr-1x"], "s3_data_type": "ManifestFile"},
+    "FSx": {"modes": ["FSx"], "datasets": ["caltech-jpg-50x"]},
+    "EFS": {"modes": ["EFS"], "datasets": ["caltech-jpg-1x"]},
+    "spot": {"modes": ["FastFile"], "datasets": ["caltech-jpg-1x"], "spot": True, "instance_count": 2},
+}
+
+
+@pytest.fixture
+def sagemaker_api(monkeypatch):
+    """Every AWS call the SDK makes lands here (nothing reaches the network): each is checked against
+    botocore's model, CreateTrainingJob's parameters are kept, anything but Create/Describe fails."""
+    calls: list[tuple[str, dict]] = []
+
+    def api_call(client, operation, params):
+        validate_parameters(params, client.meta.service_model.operation_model(operation).input_shape)
+        assert client.meta.service_model.service_name == "sagemaker", f"unexpected call {operation}"
+        calls.append((operation, params))
+        if operation == "CreateTrainingJob":
+            return {"TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{params['TrainingJobName']}"}
+        assert operation == "DescribeTrainingJob", f"unexpected call {operation}"
+        create = dict(calls[0][1])
+        return {"TrainingJobName": params["TrainingJobName"], "TrainingJobArn": "arn:aws:sagemaker:us-east-1:1:training-job/x",
+                "TrainingJobStatus": "InProgress", "SecondaryStatus": "Starting", "CreationTime": dt.datetime.now(dt.timezone.utc),
+                **{k: create[k] for k in ("AlgorithmSpecification", "ResourceConfig", "StoppingCondition", "RoleArn")}}
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", api_call)
+    return calls
+
+
+def run_exported(code: str, tmp_path, monkeypatch, capsys) -> None:
+    """Run the code as `python exported.py` does (the stub keeps what it sends)."""
+    path = tmp_path / "exported.py"
+    path.write_text(code)
+    monkeypatch.setattr(sys, "argv", [str(path)])
+    runpy.run_path(str(path), run_name="__main__")
+    assert "started training job" in capsys.readouterr().out
+
+
+def lab_request(case: dict, env=None) -> dict:
+    jobs = plan(parse_experiment({**BASE, **case}), env or lab_environment(), "export")
+    assert len(jobs) >= 1 and jobs[0].request is not None
+    return jobs[0].request
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_exported_code_sends_the_labs_request(case, sagemaker_api, tmp_path, monkeypatch, capsys):
+    request = lab_request(CASES[case])
+    run_exported(generate(request, "us-east-1"), tmp_path, monkeypatch, capsys)
+    assert [op for op, _ in sagemaker_api] == ["CreateTrainingJob", "DescribeTrainingJob"]
+    sent = sagemaker_api[0][1]
+    for key in ("InputDataConfig", "VpcConfig", "ResourceConfig", "StoppingCondition", "RoleArn", "AlgorithmSpecification",
+                "HyperParameters", "EnableManagedSpotTraining", "OutputDataConfig", "Tags"):
+        assert sent[key] == request[key], key
+    assert set(sent) == set(request)  # nothing added, nothing dropped
+    # A fresh name per run, from the lab's: valid for SageMaker.
+    assert sent["TrainingJobName"].startswith(request["TrainingJobName"].rsplit("-", 1)[0] + "-")
+    assert len(sent["TrainingJobName"]) <= 63 and JOB_NAME_RE.match(sent["TrainingJobName"])
+    # The case is what it says (the request builder's rules, checked here only to keep the cases honest).
+    channel = request["InputDataConfig"][0]
+    source = channel["DataSource"]
+    expected = {
+        "File": lambda: channel["InputMode"] == "File" and "S3DataSource" in source,
+        "FastFile": lambda: channel["InputMode"] == "FastFile" and source["S3DataSource"]["S3DataDistributionType"] == "ShardedByS3Key",
+        "Pipe-S3Prefix": lambda: channel["RecordWrapperType"] == "RecordIO" and channel["ShuffleConfig"] == {"Seed": 7},
+        "Pipe-ManifestFile": lambda: source["S3DataSource"]["S3DataType"] == "ManifestFile" and channel["RecordWrapperType"] == "None",
+        "FSx": lambda: source["FileSystemDataSource"]["FileSystemType"] == "FSxLustre"
+        and source["FileSystemDataSource"]["DirectoryPath"] == "/abcdefgh/datasets/caltech-jpg-50x",
+        "EFS": lambda: source["FileSystemDataSource"]["FileSystemType"] == "EFS",
+        "spot": lambda: request["EnableManagedSpotTraining"] is True and request["StoppingCondition"]["MaxWaitTimeInSeconds"] == 14400,
+    }[case]
+    assert expected()
+
+
+def test_s3_express_directory_bucket_is_exported_unchanged(sagemaker_api, tmp_path, monkeypatch, capsys):
+    from dslab.core import experiment
+    if "storage" not in experiment.TRIAL_KEYS:
+        pytest.skip("S3 Express One Zone storage is not in this tree's request builder yet")
+    env = dataclasses.replace(lab_environment(), express_bucket="dslab-data--use1-az4--x-s3")
+    request = lab_request({"modes": ["FastFile"], "datasets": ["caltech-jpg-1x"], "storage": "express"}, env)
+    assert request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3Uri"].startswith("s3://dslab-data--use1-az4--x-s3/")
+    run_exported(generate(request, "us-east-1"), tmp_path, monkeypatch, capsys)
+    assert sagemaker_api[0][1]["InputDataConfig"] == request["InputDataConfig"]
+
+
+def test_header_names_job_mode_dataset_and_experiment_hash():
+    request = lab_request(CASES["FSx"])
+    tags = {t["Key"]: t["Value"] for t in request["Tags"]}
+    header = generate(request, "us-east-1").splitlines()[:3]
+    assert all(line.startswith("# ") for line in header)
+    assert request["TrainingJobName"] in header[0] and "FSx" in header[0] and "caltech-jpg-50x" in header[0]
+    assert "dslab export" in header[1] and tags["dslab:experiment-hash"] in header[1]
+    assert SDK_REQUIREMENT in header[2]
+
+
+def test_a_parameter_the_sdk_does_not_know_fails_instead_of_being_dropped():
+    request = lab_request(CASES["File"])
+    with pytest.raises(ValueError, match="Bogus"):
+        generate({**request, "Bogus": 1}, "us-east-1")
+    channel = {**request["InputDataConfig"][0], "NotAField": "x"}
+    with pytest.raises(ValueError, match="NotAField"):
+        generate({**request, "InputDataConfig": [channel]}, "us-east-1")
+
+
+def test_the_sdk_named_in_the_code_is_the_pinned_one():
+    assert SDK_REQUIREMENT in (REPO / "requirements.txt").read_text().splitlines()
+
+
+# ---- the command -----------------------------------------------------------------------------------
+
+@pytest.fixture
+def outputs(tmp_path):
+    path = tmp_path / "cdk-outputs.json"
+    path.write_text(json.dumps(OUTPUTS))
+    return path
+
+
+def export(*args):
+    return main(["export", "--experiment", str(REPO / "experiments/post-12-jobs.yaml"), *args])
+
+
+def test_export_prints_code_for_the_chosen_mode(outputs, capsys, tmp_path):
+    assert export("--outputs", str(outputs), "--mode", "fastfile", "--dataset", "caltech-tfr-1x") == 0
+    code = capsys.readouterr().out
+    assert "input_mode='FastFile'" in code and "datasets/caltech-tfr-1x/" in code
+    assert "role_arn='arn:aws:iam::123456789012:role/Training'" in code
+    path = tmp_path / "winner.py"
+    assert export("--outputs", str(outputs), "--mode", "FSx", "--out", str(path)) == 0
+    assert capsys.readouterr().out == "" and "FileSystemDataSource" in path.read_text()
+    assert "/mnt1234/datasets/caltech-jpg-1x" in path.read_text()
+
+
+def test_export_defaults_to_the_recommended_mode(outputs, capsys):
+    assert main(["recommend", "--files", "30607", "--bytes", "1100000000", "--instance", "ml.p3.2xlarge", "--json"]) == 0
+    recommended = json.loads(capsys.readouterr().out)["mode"]
+    assert export("--outputs", str(outputs)) == 0
+    captured = capsys.readouterr()
+    assert f"dslab:mode', value='{recommended}'" in captured.out and "caltech-jpg-1x" in captured.out
+    assert f"recommended for caltech-jpg-1x: {recommended}" in captured.err
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--mode", "Stream"], ["--mode", "unknown mode 'Stream'", "FastFile"]),
+    (["--mode", "EFS"], ["--mode", "does not run EFS", "File, FastFile, FSx"]),
+    (["--dataset", "mine"], ["--dataset", "caltech-jpg-1x"]),
+    (["--repeat", "3"], ["--repeat", "0..0"]),
+])
+def test_bad_choices_exit_2_naming_the_flag(outputs, capsys, args, words):
+    assert export("--outputs", str(outputs), *args) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+
+
+def test_a_skipped_fsx_job_says_how_to_bring_fsx_back(tmp_path, capsys):
+    path = tmp_path / "cdk-outputs.json"
+    path.write_text(json.dumps({k: v for k, v in OUTPUTS.items() if k != "DataSourceLab-Fsx"}))
+    assert export("--outputs", str(path), "--mode", "FSx") == 2
+    err = capsys.readouterr().err
+    assert "--mode" in err and "dslab fsx up" in err
+
+
+def test_export_from_results_picks_the_cheapest_completed_job(outputs, capsys, tmp_path):
+    from dslab.experiment_file import load_experiment
+    experiment = load_experiment(REPO / "experiments/post-12-jobs.yaml")
+    jobs = {j.spec.mode: j for j in plan(experiment, lab_environment(), "run-1") if j.spec.dataset.name == "caltech-jpg-1x"}
+
+    def record(mode, cost, status="Completed"):
+        return {"job_name": jobs[mode].name, "mode": mode, "dataset": "caltech-jpg-1x", "repeat": 0, "status": status,
+                "instance_type": "ml.p3.2xlarge", "instance_count": 1, "billable_seconds": 100.0, "phases": {},
+                "breakdown": {"downloading": 0.0, "training": 100.0, "other": 0.0}, "metrics": {},
+                "cost_usd": {"instance": cost, "total": cost}}
+    results = {"experiment": experiment.document, "experiment_hash": experiment.content_hash, "execution": "run-1",
+               "backend": "aws", "records": [record("File", 0.30), record("FastFile", 0.20), record("FSx", 0.10, "Failed")]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    assert export("--outputs", str(outputs), "--results", str(path)) == 0
+    captured = capsys.readouterr()
+    assert "value='FastFile'" in captured.out and "value='run-1'" in captured.out
+    assert jobs["FastFile"].name in captured.err
+    path.write_text(json.dumps({**results, "experiment_hash": "0" * 16}))
+    assert export("--outputs", str(outputs), "--results", str(path)) == 2
+    assert "--results" in capsys.readouterr().err
+
+
+def test_export_has_help_with_an_example(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["export", "-h"])
+    assert exit_.value.code == 0 and "example:" in capsys.readouterr().out
