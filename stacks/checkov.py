@@ -45,6 +45,7 @@ WORKFLOW_FUNCTIONS = {
     "FsxDataFunction": ("once per FSx import poll, for the FSx jobs", "S3, SSM, FSx"),
     "CollectFunction": ("once per finished training job, one per Map lane at a time", "S3, SageMaker"),
     "TeardownFunction": ("at the end of an execution that used FSx", "S3, Step Functions, CloudFormation"),
+    "ExpressStagingFunction": ("once per copy slice, for the Express jobs' datasets", "S3, S3 Express One Zone"),
 }
 
 
@@ -76,6 +77,8 @@ def _cdk_providers(stack: cdk.Stack) -> list[cdk.CfnResource]:
 def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
     skip(_find(stack, "Network/FlowLogs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="the VPC flow logs (addresses, ports, accept/reject)"))
+    if stack.config.express:
+        _suppress_express_emptier(stack)
     for provider in _cdk_providers(stack):
         what = provider.node.path.split("/")[1].removeprefix("Custom::").removesuffix("CustomResourceProvider")
         for check, detail in (("CKV_AWS_116", "a DLQ would only hold the deployment event CloudFormation already failed on"),
@@ -94,6 +97,31 @@ def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
     skip(access_logs, "CKV_AWS_21",
          "CKV_AWS_21 (versioning): server access logs are written once by the S3 logging service and expire "
          "after 90 days by lifecycle rule; versions of write-once log objects would only add cost")
+
+
+def _suppress_express_emptier(stack: cdk.Stack) -> None:
+    """The custom resource that empties the S3 Express directory bucket before CloudFormation deletes it
+    (stacks/components/express_bucket.py)."""
+    fn = _find(stack, "Express/EmptyFunction/Resource")
+    skip(fn, "CKV_AWS_116",
+         "CKV_AWS_116 (DLQ): the bucket emptier is a custom-resource function invoked by CloudFormation once per "
+         "stack deletion (or bucket replacement); it answers FAILED itself on any error, with the fix "
+         "(`dslab express empty --yes`, then delete again), and an event it never answered fails the stack "
+         "deletion. A dead-letter queue would only hold a deletion event whose pre-signed response URL nobody "
+         "can use any more")
+    skip(fn, "CKV_AWS_117",
+         "CKV_AWS_117 (VPC): the bucket emptier reaches nothing inside the VPC, only the directory bucket's Zonal "
+         "endpoint and CloudFormation's pre-signed response URL. In the VPC it would give the isolated subnets "
+         "Lambda network interfaces that this same stack's deletion must wait for before it can delete the subnet "
+         "and the VPC (https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/"
+         "aws-properties-lambda-function-vpcconfig.html)")
+    skip(fn, "CKV_AWS_115",
+         "CKV_AWS_115 (reserved concurrency): the bucket emptier runs once per stack deletion or bucket "
+         "replacement. Reserving concurrency takes it from the account's unreserved pool, which must keep 100: "
+         "on new accounts with a low concurrency quota the deployment would fail "
+         "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)")
+    skip(_find(stack, "Express/EmptyFunctionLogs/Resource"), "CKV_AWS_158",
+         LOGS_KMS.format(what="the bucket emptier's log (the bucket's name and counts of deleted objects)"))
 
 
 def _suppress_workflow(stack: cdk.Stack) -> None:

@@ -52,6 +52,7 @@ class LabConfig:
     adopt_bucket: bool = False
     fsx_deploy: str = "keep"           # "up": deploying the workflow deploys FSx too; "keep": FSx untouched
     fsx_idle_hours: float = 8.0        # the idle guard deletes FSx after this long unused (0 = off)
+    express: bool = True               # an S3 Express One Zone directory bucket in the lab's zone (and its endpoint)
 
     @classmethod
     def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
@@ -113,10 +114,13 @@ class LabConfig:
         if isinstance(raw_idle, bool) or not 0 <= idle <= 24 * 14:
             raise LabConfigError(f"context 'fsxIdleHours'={raw_idle!r}: hours of FSx without a running workflow "
                                  "before the idle guard deletes it, 0 (off) to 336 (e.g. -c fsxIdleHours=8)")
+        # The directory bucket costs storage while data sits in it; -c express=false leaves it (and its
+        # endpoint, grants and outputs) out. Unset means on: the sixth data source is part of the lab.
+        express = _bool(True if get("express") in (None, "") else get("express"), "express")
         return cls(region=region, az_id=az_id, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
                    fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
                    efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable,
-                   adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle)
+                   adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle, express=express)
 
 
 def region_zone_prefix_or_example(region: str) -> str:

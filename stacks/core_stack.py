@@ -9,6 +9,7 @@ from constructs import Construct
 
 from .components.data_bucket import DataBucket
 from .components.efs import LabEfs
+from .components.express_bucket import ExpressBucket
 from .components.network import LabNetwork
 from .components.training_code import TrainingCode
 from .components.training_role import TrainingRole
@@ -20,14 +21,18 @@ class CoreStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, repo_root: Path, **kwargs) -> None:
         super().__init__(scope, construct_id, description="DataSourceLab: network, bucket, EFS, training role and code", **kwargs)
         self.config = config
-        self.network = LabNetwork(self, "Network", az_id=config.az_id, cidr=config.vpc_cidr)
+        self.network = LabNetwork(self, "Network", az_id=config.az_id, cidr=config.vpc_cidr, express=config.express)
         self.data = DataBucket(self, "Data", disposable=config.disposable_bucket, adopt=config.adopt_bucket)
+        # The S3 Express One Zone directory bucket in the lab's zone (None with -c express=false).
+        self.express: ExpressBucket | None = (ExpressBucket(self, "Express", az_id=config.az_id)
+                                              if config.express else None)
         self.efs = LabEfs(self, "Efs", vpc=self.network.vpc, subnet=self.network.subnet,
                           security_group=self.network.efs_sg, performance=config.efs_performance,
                           throughput=config.efs_throughput, provisioned_mibps=config.efs_provisioned_mibps,
                           mount_auth=config.efs_mount_auth)
         self.training = TrainingRole(self, "Training", data=self.data, vpc=self.network.vpc,
-                                     subnet=self.network.subnet, security_group=self.network.training_sg)
+                                     subnet=self.network.subnet, security_group=self.network.training_sg,
+                                     express=self.express)
         self.efs.grant_mount(self.training.role)
         self.code = TrainingCode(self, "TrainingCode", source_dir=repo_root / "training",
                                  build_dir=repo_root / "build")
@@ -47,7 +52,15 @@ class CoreStack(Stack):
             "TrainingCodeUri": self.code.s3_uri,
             "TrainingCodeVersion": self.code.version,
             "VpcId": self.network.vpc.vpc_id,
+            # Says whether the lab has the directory bucket: "false" when deployed with -c express=false.
+            "ExpressEnabled": "true" if self.express else "false",
         }
+        if self.express:
+            outputs.update({
+                "ExpressBucketName": self.express.bucket_name,   # <generated>--<azid>--x-s3
+                "ExpressBucketArn": self.express.bucket_arn,     # arn:aws:s3express:<region>:<account>:bucket/<name>
+                "ExpressZoneId": config.az_id,
+            })
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
         acknowledge_core(self)

@@ -41,8 +41,12 @@ def test_zone_id_setting_places_the_subnet(tmp_path):
     app = cdk.App(context=cdk_context(region="eu-west-1", azId="euw1-az2"), outdir=str(tmp_path))
     config = LabConfig.from_node(app.node)
     core = CoreStack(app, "Core", config=config, repo_root=REPO, env=cdk.Environment(region="eu-west-1"))
-    subnets = Template.from_stack(core).find_resources("AWS::EC2::Subnet")
+    template = Template.from_stack(core)
+    subnets = template.find_resources("AWS::EC2::Subnet")
     assert {s["Properties"]["AvailabilityZoneId"] for s in subnets.values()} == {"euw1-az2"}
+    # The directory bucket follows the zone ID (a new zone replaces it; its emptier clears the old one).
+    (bucket,) = template.find_resources("AWS::S3Express::DirectoryBucket").values()
+    assert bucket["Properties"]["LocationName"] == "euw1-az2"
 
 
 @pytest.mark.parametrize("region, prefix", [
@@ -66,13 +70,23 @@ def test_no_internet_gateway_or_nat(lab):
     assert not [r for r in routes.values() if r["Properties"].get("DestinationCidrBlock") == "0.0.0.0/0"]
 
 
+def _endpoint_service(endpoint: dict) -> str:
+    """The endpoint's service name with the region filled in (com.amazonaws.us-east-1.s3)."""
+    name = endpoint["Properties"]["ServiceName"]
+    return "".join(p if isinstance(p, str) else "us-east-1" for p in name["Fn::Join"][1]) if isinstance(name, dict) else name
+
+
+def _route_tables_of_subnets(template) -> list[dict]:
+    return sorted(({"Ref": a["Properties"]["RouteTableId"]["Ref"]}
+                   for a in resources(template, "AWS::EC2::SubnetRouteTableAssociation").values()), key=json.dumps)
+
+
 def test_s3_gateway_endpoint_on_the_training_route_table(lab):
-    endpoints = resources(lab.core, "AWS::EC2::VPCEndpoint")
-    assert len(endpoints) == 1
-    (endpoint,) = endpoints.values()
+    endpoints = {_endpoint_service(e): e for e in resources(lab.core, "AWS::EC2::VPCEndpoint").values()}
+    assert set(endpoints) == {"com.amazonaws.us-east-1.s3", "com.amazonaws.us-east-1.s3express"}
+    endpoint = endpoints["com.amazonaws.us-east-1.s3"]
     assert endpoint["Properties"]["VpcEndpointType"] == "Gateway"
-    assert "s3" in json.dumps(endpoint["Properties"]["ServiceName"])
-    assert endpoint["Properties"]["RouteTableIds"]
+    assert sorted(endpoint["Properties"]["RouteTableIds"], key=json.dumps) == _route_tables_of_subnets(lab.core)
 
 
 def test_vpc_flow_logs(lab):
@@ -194,6 +208,117 @@ def test_come_back_after_destroy_adopts_the_kept_bucket(tmp_path):
     report = json.loads((again.outdir / "validation-report.json").read_text())
     (nag,) = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
     assert nag["conclusion"] == "success" and nag["violations"] == []
+
+
+# ---- S3 Express One Zone ----------------------------------------------------------------------
+
+def _directory_bucket(template) -> tuple[str, dict]:
+    (found,) = resources(template, "AWS::S3Express::DirectoryBucket").items()
+    return found
+
+
+def test_express_directory_bucket_in_the_configured_zone_id(lab):
+    """One zone, by zone ID; SSE-S3 written out; no BucketName (CloudFormation names it <id>--<azid>--x-s3)."""
+    logical, bucket = _directory_bucket(lab.core)
+    props = bucket["Properties"]
+    assert props["DataRedundancy"] == "SingleAvailabilityZone" and props["LocationName"] == "use1-az4"
+    assert "BucketName" not in props
+    assert props["BucketEncryption"] == {"ServerSideEncryptionConfiguration": [
+        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]}
+    (rule,) = props["LifecycleConfiguration"]["Rules"]
+    assert rule["Status"] == "Enabled" and rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    assert bucket["DeletionPolicy"] == "Delete"   # copies only: the datasets stay in the data bucket
+    outputs = lab.raw("DataSourceLab-Core")["Outputs"]
+    assert outputs["ExpressBucketName"]["Value"] == {"Ref": logical}
+    assert outputs["ExpressBucketArn"]["Value"] == {"Fn::GetAtt": [logical, "Arn"]}
+    assert outputs["ExpressZoneId"]["Value"] == "use1-az4" and outputs["ExpressEnabled"]["Value"] == "true"
+
+
+def test_express_gateway_endpoint_on_the_training_route_table(lab):
+    """The S3 gateway endpoint does not cover directory buckets: S3 Express has its own gateway endpoint."""
+    (endpoint,) = [e for e in resources(lab.core, "AWS::EC2::VPCEndpoint").values()
+                   if _endpoint_service(e) == "com.amazonaws.us-east-1.s3express"]
+    props = endpoint["Properties"]
+    assert props["VpcEndpointType"] == "Gateway"
+    (vpc,) = resources(lab.core, "AWS::EC2::VPC")
+    assert props["VpcId"] == {"Ref": vpc}
+    assert sorted(props["RouteTableIds"], key=json.dumps) == _route_tables_of_subnets(lab.core)
+
+
+def _role_statements(template, role_logical: str) -> list[dict]:
+    return [st for p in resources(template, "AWS::IAM::Policy").values() if {"Ref": role_logical} in p["Properties"]["Roles"]
+            for st in p["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def test_training_role_reads_the_express_bucket_in_read_only_sessions(lab):
+    logical, _ = _directory_bucket(lab.core)
+    roles = resources(lab.core, "AWS::IAM::Role")
+    training = next(n for n, r in roles.items() if "sagemaker.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"]))
+    express = [st for st in _role_statements(lab.core, training) if "s3express" in json.dumps(st["Action"])]
+    assert express == [{"Sid": "ReadExpressBucket", "Action": "s3express:CreateSession", "Effect": "Allow",
+                        "Resource": {"Fn::GetAtt": [logical, "Arn"]},
+                        "Condition": {"StringEquals": {"s3express:SessionMode": "ReadOnly"}}}]
+    for template in (lab.core, lab.fsx, lab.workflow):  # no s3express wildcard anywhere in the lab
+        for statement in _statements(template):
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert not [a for a in actions if a.startswith("s3express:") and "*" in a], actions
+
+
+def test_express_bucket_is_emptied_before_it_is_deleted(lab):
+    """A directory bucket is deleted only when empty: a custom resource (not in the VPC) empties it first."""
+    logical, _ = _directory_bucket(lab.core)
+    (emptier,) = resources(lab.core, "Custom::ExpressBucketEmptier").values()
+    assert emptier["Properties"]["BucketName"] == {"Ref": logical}   # refers to the bucket: deleted before it
+    function_logical = emptier["Properties"]["ServiceToken"]["Fn::GetAtt"][0]
+    function = resources(lab.core, "AWS::Lambda::Function")[function_logical]
+    assert "VpcConfig" not in function["Properties"] and function["Properties"]["Handler"] == "index.handler"
+    assert function["Properties"]["Timeout"] == 900
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = _role_statements(lab.core, role)
+    assert {json.dumps(st["Action"]) for st in statements} == {'"s3express:CreateSession"',
+                                                              '["logs:CreateLogStream", "logs:PutLogEvents"]'}
+    (session,) = [st for st in statements if st["Action"] == "s3express:CreateSession"]
+    assert session["Resource"] == {"Fn::GetAtt": [logical, "Arn"]} and "Condition" not in session  # ReadWrite: DeleteObjects
+    assert not resources(lab.core, "AWS::IAM::Role")[role]["Properties"].get("ManagedPolicyArns")
+    # Its permissions outlive it: the custom resource waits for the role's policy.
+    assert any(d.startswith(role) for d in emptier["DependsOn"])
+
+
+def test_express_off_leaves_bucket_endpoint_grants_and_outputs_out(tmp_path):
+    from .conftest import SynthesizedLab
+    off = SynthesizedLab(tmp_path, express=False)
+    assert off.stacks["DataSourceLab-Core"].express is None
+    for name in ("DataSourceLab-Core", "DataSourceLab-Fsx", "DataSourceLab"):
+        text = json.dumps(off.raw(name))
+        assert "s3express" not in text and "S3Express" not in text and "ExpressBucket" not in text, name
+    off.core.resource_count_is("Custom::ExpressBucketEmptier", 0)
+    assert [_endpoint_service(e) for e in resources(off.core, "AWS::EC2::VPCEndpoint").values()] == ["com.amazonaws.us-east-1.s3"]
+    outputs = off.raw("DataSourceLab-Core")["Outputs"]
+    assert outputs["ExpressEnabled"]["Value"] == "false"
+    assert not [k for k in outputs if k.startswith("Express") and k != "ExpressEnabled"]
+    report = json.loads((off.outdir / "validation-report.json").read_text())
+    (nag,) = [r for r in report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert nag["conclusion"] == "success" and nag["violations"] == []
+
+
+def test_bad_express_value_stops_synthesis_before_anything_is_built(tmp_path):
+    import aws_cdk as cdk
+
+    from stacks.app_builder import build_app
+    app = cdk.App(context=cdk_context(express="yes please"), outdir=str(tmp_path))
+    with pytest.raises(LabConfigError) as err:
+        build_app(app, REPO)
+    assert str(err.value) == "context 'express'='yes please' must be true or false"
+    assert not app.node.children
+
+
+@pytest.mark.parametrize("value, expected", [(None, True), (True, True), ("true", True), (False, False), ("false", False)])
+def test_express_setting_defaults_to_on(value, expected):
+    context = cdk_context()
+    context.pop("express")
+    if value is not None:
+        context["express"] = value
+    assert LabConfig.from_mapping(context.get).express is expected
 
 
 # ---- FSx -------------------------------------------------------------------------------------
@@ -410,6 +535,8 @@ def test_cfn_lint_clean(lab):
     ({"fsx": "maybe"}, ["'fsx'", "keep, up"]),
     ({"fsxIdleHours": -1}, ["fsxIdleHours", "0 (off) to 336"]),
     ({"fsxIdleHours": "soon"}, ["fsxIdleHours", "0 (off) to 336"]),
+    ({"express": "maybe"}, ["'express'", "true or false"]),
+    ({"express": "onezone"}, ["'express'", "true or false"]),
 ])
 def test_bad_configuration_is_refused_with_the_setting_named(overrides, words):
     context = cdk_context(**overrides)

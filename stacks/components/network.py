@@ -1,4 +1,4 @@
-"""The lab's network: one AZ (placed by zone ID), isolated subnets only, an S3 gateway endpoint, flow logs, security groups."""
+"""The lab's network: one AZ (placed by zone ID), isolated subnets only, S3 (and S3 Express) gateway endpoints, flow logs, security groups."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class LabNetwork(Construct):
     touches a rule the rest of the lab depends on.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, az_id: str, cidr: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, az_id: str, cidr: str, express: bool = False) -> None:
         super().__init__(scope, construct_id)
         # ec2.Vpc places subnets by zone *name*, and names map to different physical zones in each
         # account; the zone *ID* is the same everywhere. So the VPC is laid out for one placeholder zone
@@ -41,6 +41,15 @@ class LabNetwork(Construct):
             ],
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
         )
+        if express:
+            # The S3 gateway endpoint does not cover directory buckets: S3 Express One Zone has its own
+            # gateway endpoint service (com.amazonaws.<region>.s3express) for both the Regional and the
+            # Zonal API operations ("You can access both Zonal and Regional API operations through gateway
+            # virtual private cloud (VPC) endpoints ... There is no additional charge for using gateway
+            # endpoints", https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-networking.html).
+            # Without it, jobs in the isolated subnets have no route to the directory bucket.
+            self.vpc.add_gateway_endpoint("S3Express", service=ec2.GatewayVpcEndpointAwsService.S3_EXPRESS,
+                                          subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
         flow_log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_MONTH,
                                        removal_policy=RemovalPolicy.DESTROY)
         self.vpc.add_flow_log("FlowLog", destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group))

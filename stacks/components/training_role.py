@@ -6,6 +6,7 @@ from aws_cdk import ArnFormat, Stack, aws_ec2 as ec2, aws_iam as iam
 from constructs import Construct
 
 from .data_bucket import DataBucket
+from .express_bucket import ExpressBucket
 
 # AWS Deep Learning Containers are published from this account in most commercial regions
 # (https://github.com/aws/deep-learning-containers/blob/master/available_images.md).
@@ -21,7 +22,7 @@ class TrainingRole(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, data: DataBucket, vpc: ec2.IVpc,
-                 subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup) -> None:
+                 subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, express: ExpressBucket | None = None) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -36,6 +37,13 @@ class TrainingRole(Construct):
         self.role.add_to_policy(iam.PolicyStatement(
             sid="WriteOutput", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
             resources=[data.arn_for("output")]))
+        if express is not None:
+            # Training reads the directory bucket: SageMaker (like every client) gets temporary credentials
+            # scoped to the bucket with CreateSession; ReadOnly sessions only, as in AWS's example policy
+            # "This policy uses the s3express:SessionMode condition key with the ReadOnly value to set a
+            # read-only session" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-security-iam-example-bucket-policies.html).
+            # Job output goes to the data bucket (WriteOutput), never to the directory bucket.
+            express.grant_read_session(self.role, sid="ReadExpressBucket")
 
         # SageMaker creates and deletes the job's ENIs in the lab subnet; Describe* calls take no resource.
         self.role.add_to_policy(iam.PolicyStatement(
