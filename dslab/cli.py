@@ -171,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--write", action="store_true",
                    help="store the stats as s3://.../<prefix>.stats.json (what the workflow's Plan reads)")
-    p = _add(dsub, "upload", cmd_dataset_upload, "Upload a dataset to S3; only missing or changed files are sent.",
+    p = _add(dsub, "upload", cmd_dataset_upload, "Upload a dataset to S3 (the lab's bucket, or its S3 Express One Zone "
+             "bucket: stack output ExpressBucketName); only missing or changed files are sent.",
              "dslab dataset upload --src data/caltech-jpg --to s3://datasourcelab-data-123456789012-us-east-1/datasets/caltech-jpg-1x/")
     p.add_argument("--src", required=True)
     p.add_argument("--to", required=True)

@@ -1,4 +1,4 @@
-"""The operator commands: plan, run, status, report, estimate, recommend, fsx, local."""
+"""The operator commands: plan, run, status, report, estimate, recommend, export, fsx, local."""
 
 from __future__ import annotations
 
@@ -89,6 +89,7 @@ def environment_from_outputs(outputs: dict[str, str], region: str):
         "image_uris": outputs.get("TrainingImageUris"),
         "code_uri": outputs["TrainingCodeUri"], "code_version": outputs.get("TrainingCodeVersion"),
         "fsx": fsx, "efs": {"file_system_id": outputs["EfsFileSystemId"]} if outputs.get("EfsFileSystemId") else None,
+        "express_bucket": outputs.get("ExpressBucketName") or None,
     })
 
 
@@ -321,23 +322,34 @@ def cmd_estimate(args) -> int:
     from .core.modes import MODES, canonical_mode
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
+    from .core.modes import EXPRESS, S3_MODES
     modes = MODES
     if args.mode:
         mode = canonical_mode(args.mode)
         if mode is None:
             raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
         modes = (mode,)
-    estimates = estimate_all(shape, modes=modes, **kwargs)
+    if args.storage == "express":
+        from .core.estimate import estimate_mode
+        bad = [m for m in modes if m not in S3_MODES]
+        if args.mode and bad:
+            raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone", list(S3_MODES))
+        estimates = [estimate_mode(m, shape, storage=EXPRESS, **kwargs) for m in modes if m in S3_MODES]
+    else:
+        # Without --storage the S3 modes are shown on both buckets (unless one mode was asked for).
+        estimates = estimate_all(shape, modes=modes, express=args.storage is None and not args.mode, **kwargs)
     for e in estimates:
         e.assumptions.insert(0, rate_note)
     if args.json:
         _print_json({"estimates": [e.to_dict() for e in estimates], "prices": kwargs["prices"].label()})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
-    print(f"{'mode':9s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'cost':>9s}  bound")
+    print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'cost':>9s}  bound")
     for e in sorted(estimates, key=lambda e: e.cost_usd["total"]):
-        print(f"{e.mode:9s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
-              f"${e.cost_usd['total']:8.2f}  {e.bound}")
+        staging = (f"  (+ staging once: ~{(e.staging_seconds or 0) / 60:.0f} min, ${e.staging_cost_usd or 0:.2f})"
+                   if e.staging_cost_usd is not None else "")
+        print(f"{e.source:17s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
+              f"${e.cost_usd['total']:8.2f}  {e.bound}{staging}")
     print(kwargs["prices"].label())
     return 0
 
@@ -350,15 +362,112 @@ def cmd_recommend(args) -> int:
     if args.json:
         _print_json(result.to_dict())
         return 0
-    print(f"recommended: {result.mode} ({result.source})")
+    from .core.modes import source_label
+    print(f"recommended: {source_label(result.mode, result.storage)} ({result.source})")
     for step in result.branch:
         print(f"  because {step}")
     print("estimates (cheapest first):")
     for e in sorted(result.estimates, key=lambda e: e.cost_usd["total"]):
-        print(f"  {e.mode:9s} {e.billable_seconds:8.0f} s billable  ${e.cost_usd['total']:8.2f}  ({e.bound}-bound)")
+        staging = f", + ${e.staging_cost_usd:.2f} staging once" if e.staging_cost_usd is not None else ""
+        print(f"  {e.source:17s} {e.billable_seconds:8.0f} s billable  ${e.cost_usd['total']:8.2f}  ({e.bound}-bound{staging})")
     for line in result.advice:
         print(f"advice: {line}")
     return 0
+
+
+# ---- export --------------------------------------------------------------------------------------
+
+def cmd_export(args) -> int:
+    """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code."""
+    from .core.modes import MODES, canonical_mode
+    from .core.requests import plan
+    from .experiment_file import load_experiment
+    from .export import generate
+    experiment = load_experiment(Path(args.experiment))
+    datasets = {d.name: d for d in experiment.datasets}
+    dataset = datasets.get(args.dataset or next(iter(datasets)))
+    if dataset is None:
+        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of the experiment", sorted(datasets))
+    readers = [t for t in experiment.trials if dataset.name in (d.name for d in t.datasets)]
+    trials = [t for t in readers if not args.trial or t.name == args.trial]
+    if not trials:
+        raise ConfigError("--trial", f"no trial {args.trial!r} reads {dataset.name}", [t.name for t in readers])
+    if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
+        raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
+    modes = [m for m in MODES if any(m in t.modes for t in trials)]
+    mode = canonical_mode(args.mode) if args.mode else None
+    if args.mode and mode is None:
+        raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
+    outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+    env = environment_from_outputs(outputs, _region(args))
+    execution, record = "export", None
+    if args.results:
+        if args.trial or args.repeat is not None:
+            raise ConfigError("--trial/--repeat", "--results picks the job (the cheapest completed one); "
+                              "drop --trial/--repeat, or drop --results to choose the job yourself")
+        record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode)
+        mode = record["mode"]
+    elif mode is None:
+        mode = _recommended_mode(dataset, trials[0], modes)
+    if mode not in modes:
+        raise ConfigError("--mode", f"the experiment does not run {mode} on {dataset.name}", modes)
+    repeat = record["repeat"] if record else (args.repeat or 0)
+    jobs = [j for j in plan(experiment, env, execution) if j.spec.dataset.name == dataset.name and j.spec.mode == mode
+            and j.spec.repeat == repeat and j.spec.trial in trials]
+    if not jobs:  # only a results file of another experiment gets here
+        raise ConfigError("--results", f"the experiment has no {mode} job of {dataset.name}, repeat {repeat}")
+    # A results record names its job (a capacity retry adds "-a<N>"): that job's trial, not just the first.
+    job = next((j for j in jobs if record and record["job_name"].startswith(j.name)), jobs[0])
+    if job.request is None:
+        raise ConfigError("--mode", f"the {mode} job of {dataset.name} is skipped: {job.skip_reason}",
+                          [m for m in modes if m != mode] or None)
+    code = generate(job.request, env.region)
+    if args.out:
+        Path(args.out).write_text(code)
+        print(f"wrote {args.out}: job {job.name} ({mode} on {dataset.name}); run it with: python {args.out} [--wait]",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(code)
+    return 0
+
+
+def _recommended_mode(dataset, trial, modes: list[str]) -> str:
+    """The mode `dslab recommend` picks for the dataset's shape (its experiment entry's files and bytes)."""
+    from .core.estimate import DatasetShape, compute_rate
+    from .core.prices import PriceTable
+    from .core.recommend import recommend
+    if not (dataset.files and dataset.bytes):
+        raise ConfigError("--mode", f"dataset {dataset.name} has no files/bytes in the experiment, so there is no "
+                          "shape to recommend a mode for: give --mode", modes)
+    compute = trial.compute
+    rate = compute.batch_size / compute.seconds_per_batch if compute.seconds_per_batch else compute_rate()[0]
+    result = recommend(DatasetShape(files=dataset.files, bytes=dataset.bytes), data_in_efs=dataset.source == "efs",
+                       instance_type=trial.instance_type, epochs=trial.epochs, rate=rate, prices=PriceTable(),
+                       volume_size_gb=trial.volume_size_gb)
+    print(f"recommended for {dataset.name}: {result.mode} (as `dslab recommend --files {dataset.files} --bytes "
+          f"{dataset.bytes} --instance {trial.instance_type} --epochs {trial.epochs} --compute-rate {rate:g}"
+          f"{' --data-in-efs' if dataset.source == 'efs' else ''}`); --mode chooses another", file=sys.stderr)
+    return result.mode
+
+
+def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None) -> tuple[dict[str, Any], str]:
+    """The completed job the report ranks first for the dataset (cost, then billable time), and the run's execution."""
+    from .report import aggregate, load_results, ranking
+    results = load_results(path)
+    if results.get("experiment_hash") not in (None, experiment.content_hash):
+        raise ConfigError("--results", f"{path} is a run of experiment hash {results['experiment_hash']}, not of "
+                          f"--experiment ({experiment.content_hash}): give the experiment file that run used")
+    done = [r for r in results["records"] if r["dataset"] == dataset and r["status"] == "Completed"
+            and r["billable_seconds"] is not None and (mode is None or r["mode"] == mode)]
+    ranked = ranking(aggregate(done))
+    if not ranked:
+        raise ConfigError("--results", f"{path} has no completed {mode or ''} job on {dataset}".replace("  ", " "),
+                          sorted({r["dataset"] for r in results["records"] if r["status"] == "Completed"}) or None)
+    best = min((r for r in done if r["mode"] == ranked[0]["mode"]),
+               key=lambda r: (r["cost_usd"]["total"], r["billable_seconds"]))
+    print(f"cheapest completed job on {dataset} in {path}: {best['job_name']} ({best['mode']}, "
+          f"${best['cost_usd']['total']:.4f})", file=sys.stderr)
+    return best, results.get("execution") or "export"
 
 
 # ---- fsx -----------------------------------------------------------------------------------------
@@ -432,14 +541,14 @@ def cmd_local(args) -> int:
                     cache=Path(args.cache) if args.cache else None)
     print()
     print(f"local run {run.execution_status}" + (f" ({run.execution_error})" if run.execution_error else ""))
-    from .report import scenario
-    several_trials = len({r.get("trial") for r in run.results["records"]}) > 1
+    from .report import scenario, source, trials_collide
+    several_trials = trials_collide(run.results["records"])
     width = 28 if several_trials else 12
-    print(f"{'mode':9s} {'dataset':{width}s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
+    print(f"{'source':16s} {'dataset':{width}s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
           f"{'1st batch s':>11s} {'billable s':>10s}")
     for r in run.results["records"]:
         m = r["metrics"]
-        print(f"{r['mode']:9s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {_num(m.get('samples_per_second')):>10s} "
+        print(f"{source(r):16s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {_num(m.get('samples_per_second')):>10s} "
               f"{_num(m.get('mb_per_second')):>8s} {_num(m.get('au_percent')):>6s} {_num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{_num(m.get('time_to_first_batch_seconds'), 2):>11s} {_num(r['billable_seconds'], 0):>10s}")
     t = run.timings
@@ -546,9 +655,24 @@ def register(sub, add) -> None:
         p.add_argument("--json", action="store_true")
         if name == "estimate":
             p.add_argument("--mode")
+            p.add_argument("--storage", choices=["standard", "express"],
+                           help="where the S3 modes read (default: both, the general purpose bucket and S3 Express One Zone)")
         else:
             p.add_argument("--random-access", action="store_true")
             p.add_argument("--data-in-efs", action="store_true")
+
+    p = add(sub, "export", cmd_export, "Print one job of an experiment (the recommended mode by default, or the "
+            "cheapest completed job of --results) as ready-to-run SageMaker Python SDK code: the lab's own request.",
+            "dslab export --experiment experiments/post-12-jobs.yaml --outputs cdk-outputs.json --out winner.py")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--region")
+    p.add_argument("--mode", help="the job's mode (default: what `dslab recommend` picks for the dataset's files/bytes)")
+    p.add_argument("--dataset", help="the job's dataset (default: the experiment's first)")
+    p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset)")
+    p.add_argument("--repeat", type=int, help="the job's repeat (default 0)")
+    p.add_argument("--results", help="a finished run's results.json: export its cheapest completed job, as the report ranks")
+    p.add_argument("--out", help="write the code to this file instead of printing it")
 
     p = add(sub, "fsx", cmd_fsx, "FSx for Lustre: status (age, cost per hour, the idle guard's deadline, S3 import "
             "progress), down (delete its stack), up (deploy it again).", "dslab fsx status")
@@ -556,6 +680,9 @@ def register(sub, add) -> None:
     p.add_argument("--region")
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--json", action="store_true")
+
+    from .express_ops import register_express
+    register_express(sub, add)  # dslab express status|empty: the S3 Express One Zone bucket
 
     p = add(sub, "doctor", cmd_doctor, "With your credentials: does the lab's zone (azId) offer the experiment's "
             "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not.",

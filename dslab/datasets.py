@@ -25,7 +25,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from .core.errors import ConfigError
-from .core.requests import stats_key
+from .core.requests import is_express_bucket, stats_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
 from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
@@ -361,6 +361,17 @@ def parse_s3_uri(uri: str, field: str = "--to") -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
+DIGEST_METADATA = "dslab-etag"  # on directory buckets: the ETag a general purpose bucket would give
+
+
+def _stored_digest(client, bucket: str, key: str) -> str | None:
+    from botocore.exceptions import ClientError
+    try:
+        return client.head_object(Bucket=bucket, Key=key).get("Metadata", {}).get(DIGEST_METADATA)
+    except ClientError:
+        return None
+
+
 def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int = 16 * 1024 * 1024,
            progress: Callable[[int], None] = _noop, total_cb: Callable[[int], None] = _noop) -> dict:
     """Upload a dataset folder; only what is missing or changed (size and ETag) is sent.
@@ -386,6 +397,9 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
             existing[obj["Key"]] = (obj["Size"], obj["ETag"].strip('"'))
     config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size, max_concurrency=4,
                             use_threads=True)
+    # A directory bucket's ETag is not the object's MD5 (PutObject API reference), so there the MD5
+    # travels as metadata and an existing object of the same size is compared through HeadObject.
+    directory = is_express_bucket(bucket)
     todo = []
     sized = []
     for path in files:
@@ -393,14 +407,17 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
         size = path.stat().st_size
         sized.append((path, key, size))
         known = existing.get(key)
-        if known and known[0] == size and known[1] == s3_etag(path, part_size, part_size):
-            continue
+        if known and known[0] == size:
+            digest = s3_etag(path, part_size, part_size)
+            if (_stored_digest(client, bucket, key) if directory else known[1]) == digest:
+                continue
         todo.append((path, key, size))
     total_cb(sum(size for _, _, size in todo))
 
     def send(item):
         path, key, size = item
-        client.upload_file(str(path), bucket, key, Config=config, Callback=progress)
+        extra = {"Metadata": {DIGEST_METADATA: s3_etag(path, part_size, part_size)}} if directory else None
+        client.upload_file(str(path), bucket, key, Config=config, Callback=progress, ExtraArgs=extra)
         return size
 
     with ThreadPoolExecutor(threads) as pool:

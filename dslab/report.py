@@ -17,7 +17,7 @@ from typing import Any
 
 from .contracts import validate_results
 from .core.errors import ConfigError
-from .core.modes import MODES
+from .core.modes import SOURCE_ORDER, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
 from .experiment_file import read_json_file
@@ -57,29 +57,41 @@ def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, 
 
 # ---- aggregation -----------------------------------------------------------------------------
 
-def _ordered_modes(records) -> list[str]:
-    present = {r["mode"] for r in records}
-    return [m for m in MODES if m in present]
+def source(record: dict[str, Any]) -> str:
+    """The data source a record's bars are labelled with: its mode, "Express <mode>" on the directory bucket."""
+    return source_label(record["mode"], record.get("storage"))
+
+
+def _source_rank(label: str) -> int:
+    return SOURCE_ORDER.index(label) if label in SOURCE_ORDER else len(SOURCE_ORDER)
+
+
+def trials_collide(records: list[dict[str, Any]]) -> bool:
+    """Do two trials share a dataset and a source (two scripts, two instance types)? Only then does
+    a bar need its trial's name; Express jobs in a trial of their own sit beside the others."""
+    seen: dict[tuple[str, str], set] = defaultdict(set)
+    for r in records:
+        seen[(r["dataset"], source(r))].add(r.get("trial"))
+    return any(len(trials) > 1 for trials in seen.values())
 
 
 def scenario(record: dict[str, Any], several_trials: bool) -> str:
-    """The group a job's bars belong to: its dataset, and its trial when the experiment compares
-    several (two scripts, two instance types) on the same data."""
+    """The group a job's bars belong to: its dataset, and its trial when trials collide."""
     return f"{record['dataset']} · {record['trial']}" if several_trials and record.get("trial") else record["dataset"]
 
 
 def group(records: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    several_trials = len({r.get("trial") for r in records}) > 1
+    several_trials = trials_collide(records)
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[(scenario(r, several_trials), r["mode"])].append(r)
+        groups[(scenario(r, several_trials), source(r))].append(r)
     return groups
 
 
 def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per (dataset, mode): means over completed repeats, spread, and the >5% flag."""
     rows = []
-    for (dataset, mode), items in sorted(group(records).items(), key=lambda kv: (kv[0][0], MODES.index(kv[0][1]) if kv[0][1] in MODES else 99)):
+    for (dataset, mode), items in sorted(group(records).items(), key=lambda kv: (kv[0][0], _source_rank(kv[0][1]))):
         done = [r for r in items if r["status"] == "Completed" and r["billable_seconds"] is not None]
         totals = [r["billable_seconds"] for r in done]
         mean = statistics.fmean(totals) if totals else None
@@ -140,7 +152,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     import matplotlib.pyplot as plt
 
     datasets = sorted({r["dataset"] for r in rows})
-    modes = [m for m in MODES if any(r["mode"] == m for r in rows)]
+    modes = sorted({r["mode"] for r in rows}, key=_source_rank)
     drawn = [r for r in rows if r["billable_mean"] is not None]
     width = 0.8 / max(1, len(modes))
     fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(datasets) * max(1, len(modes)) * 0.5 + 2), 4.8), dpi=110)

@@ -51,9 +51,11 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
         "FsxData": XRAY_REASON + "; fsx:Describe* (file systems, data repository associations and tasks) have no resource types",
         "Collect": XRAY_REASON,
         "Teardown": XRAY_REASON,
+        "ExpressStaging": XRAY_REASON,
     }
     logs_ids = {"Plan": "WorkflowPlanFunctionLogs73A54556", "FsxData": "WorkflowFsxDataFunctionLogsE8F72503",
-                "Collect": "WorkflowCollectFunctionLogsCD149F1F", "Teardown": "WorkflowTeardownFunctionLogs6BBC32F0"}
+                "Collect": "WorkflowCollectFunctionLogsCD149F1F", "Teardown": "WorkflowTeardownFunctionLogs6BBC32F0",
+                "ExpressStaging": "WorkflowExpressStagingFunctionLogs469C7C26"}
     for name, star_reason in functions.items():
         policy = _policy(stack, f"Workflow/{name}FunctionRole/DefaultPolicy/Resource")
         ack(policy, results, results_why)
@@ -62,6 +64,8 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
     plan = _policy(stack, "Workflow/PlanFunctionRole/DefaultPolicy/Resource")
     ack(plan, f"{IAM5}[Resource::{bucket}/datasets/*.stats.json]",
         "Reads only the stats files beside dataset prefixes (datasets/<name>.stats.json); names come with each experiment")
+    ack(_policy(stack, "Workflow/ExpressStagingFunctionRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
+        "Copies the datasets the Express jobs read into the directory bucket; dataset names come with each experiment")
     collect = _policy(stack, "Workflow/CollectFunctionRole/DefaultPolicy/Resource")
     ack(collect, f"{IAM5}[Resource::{bucket}/output/*]", "Reads metrics.json from each job's output archive, named per job at run time")
     ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
@@ -77,7 +81,8 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
     ack(machine, results, "LoadRequest reads results/<execution>/requests/<job>.json written by Plan; "
         "KeepFailureCause writes results/<execution>/failures/<job>.txt")
     for fn, logical in (("Plan", "WorkflowPlanFunctionF2DC5A8A"), ("FsxData", "WorkflowFsxDataFunction93EF087E"),
-                        ("Collect", "WorkflowCollectFunctionF8175F06"), ("Teardown", "WorkflowTeardownFunction09D807BD")):
+                        ("Collect", "WorkflowCollectFunctionF8175F06"), ("Teardown", "WorkflowTeardownFunction09D807BD"),
+                        ("ExpressStaging", "WorkflowExpressStagingFunctionB484084E")):
         ack(machine, f"{IAM5}[Resource::<{logical}.Arn>:*]", f"Invoking any version of the {fn} function (CDK's LambdaInvoke grant)")
     ack(machine, f"{IAM5}[Resource::<WorkflowEfsStagingEfsSyncTaskEE592268.TaskArn>/execution/*]",
         "Describing executions of the lab's one DataSync task; execution IDs are made at run time")

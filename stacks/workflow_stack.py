@@ -43,12 +43,16 @@ class WorkflowStack(Stack):
             "DSLAB_FSX_CAPACITY_GIB": str(config.fsx_capacity_gib),
             "DSLAB_EFS_THROUGHPUT_MIBPS": str(config.efs_provisioned_mibps or 0),
         }
+        express = getattr(core, "express", None)  # None when deployed with -c express=false
+        if express is not None:
+            environment["DSLAB_EXPRESS_BUCKET"] = express.bucket_name
         self.workflow = BenchmarkWorkflow(
             self, "Workflow", repo_root=repo_root, bucket=bucket, training_role=core.training.role,
             subnet=core.network.subnet, training_sg=core.network.training_sg,
             efs_file_system_arn=core.efs.file_system.file_system_arn, environment=environment,
             fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER),
-            efs_mount_auth=config.efs_mount_auth, fsx_idle_hours=config.fsx_idle_hours)
+            efs_mount_auth=config.efs_mount_auth, fsx_idle_hours=config.fsx_idle_hours,
+            express_bucket_arn=express.bucket_arn if express is not None else None)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)
         CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)

@@ -56,20 +56,25 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     experiment = load_experiment(REPO / "experiments" / "local.yaml")
     images = {d.name: d.generate["images"] for d in experiment.datasets}
     records = results["records"]
-    assert len(records) == 10
-    assert {(r["dataset"], r["mode"]) for r in records} == {(d, m) for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
+    assert len(records) == 12
+    sources = {(r["dataset"], r["mode"], r.get("storage", "standard")) for r in records}
+    assert sources == {(d, m, "standard") for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS")} | {
+        ("local-jpg", "File", "express"), ("local-jpg", "FastFile", "express")}
     for r in records:
         assert r["status"] == "Completed", (r["mode"], r["dataset"], r["failure_reason"])
         assert r["metrics"]["samples"] == images[r["dataset"]]
         assert r["billable_seconds"] >= 1 and "Training" in r["phases"]
         assert ("Downloading" in r["phases"]) == (r["mode"] == "File")
         assert r["metrics"]["au_percent"] is not None
+    # The Express jobs read the stand-in's directory bucket, staged by the workflow before they ran.
+    assert results["express_staging"]["ready"] is True and "1,000 objects copied" in results["express_staging"]["reason"]
     for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png"):
         assert (out / name).exists()
     assert (out / "breakdown.png").read_bytes()[:4] == b"\x89PNG"
     report = (out / "report.md").read_text()
     assert "LOCAL run" in report and "estimated (not measured)" in report
-    assert len(run.estimates) == 10 and {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
+    assert "Express FastFile" in report and "Express File" in report
+    assert len(run.estimates) == 12 and {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
     assert_clean(cache)
 
 

@@ -35,7 +35,7 @@ def test_shipped_experiments_parse(name):
     experiment = load_experiment(REPO / "experiments" / name)
     from dslab.core.experiment import expand
     count = len(expand(experiment))
-    assert count == {"local.yaml": 10, "smoke.yaml": 2, "post-12-jobs.yaml": 12, "all-modes-20-jobs.yaml": 20}[name]
+    assert count == {"local.yaml": 12, "smoke.yaml": 2, "post-12-jobs.yaml": 12, "all-modes-20-jobs.yaml": 20}[name]
 
 
 def test_normalised_experiment_reparses_to_itself():
@@ -129,7 +129,10 @@ def test_estimate_command_json(tmp_path):
     result = dslab("estimate", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p3.2xlarge", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS"]
+    # Without --storage the S3 modes are estimated on both buckets: the lab's and S3 Express One Zone.
+    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS", "File", "FastFile", "Pipe"]
+    assert [e.get("source") for e in data["estimates"][5:]] == ["Express File", "Express FastFile", "Express Pipe"]
+    assert all(e["staging_cost_usd"] > 0 for e in data["estimates"][5:])
     for e in data["estimates"]:
         assert set(e) >= {"mode", "downloading", "training", "other", "billable_seconds", "cost_usd", "assumptions"}
         assert e["billable_seconds"] == pytest.approx(e["downloading"] + e["training"] + e["other"], abs=0.5)
@@ -137,6 +140,11 @@ def test_estimate_command_json(tmp_path):
         assert e["assumptions"]
     one = json.loads(dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--json").stdout)
     assert [e["mode"] for e in one["estimates"]] == ["FastFile"]
+    express = json.loads(dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--storage", "express",
+                               "--json").stdout)
+    assert [e["source"] for e in express["estimates"]] == ["Express FastFile"]
+    refused = dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fsx", "--storage", "express")
+    assert refused.returncode == 2 and "--storage" in refused.stderr
 
 
 @pytest.mark.parametrize("args, words", [
@@ -191,7 +199,8 @@ def test_recommend_command():
     result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["mode"] == "FSx" and data["branch"] and data["advice"] and len(data["estimates"]) == 5
+    assert data["mode"] == "FSx" and data["branch"] and data["advice"] and len(data["estimates"]) == 8
+    assert data["storage"] == "standard" and data["fsx_express_break_even"]["crossover_epochs"] > 1
     text = dslab("recommend", "--files", "2000", "--bytes", "400GB")
     assert text.returncode == 0 and "recommended: FastFile" in text.stdout
 

@@ -202,11 +202,14 @@ def test_every_planned_request_is_valid_for_sagemaker(overrides):
 
 
 def test_default_experiment_requests_are_valid_and_complete():
-    jobs = plan(parse_experiment({}), lab_environment(), "exec")
-    assert len(jobs) == 20
-    assert {(j.spec.dataset.name, j.spec.mode) for j in jobs} == {
-        (d, m) for d in ("caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x")
-        for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
+    from dslab.core.requests import LabEnvironment
+    env = LabEnvironment.from_dict({**lab_environment().to_dict(), "express_bucket": "lab--use1-az4--x-s3"})
+    jobs = plan(parse_experiment({}), env, "exec")
+    assert len(jobs) == 22
+    assert {(j.spec.dataset.name, j.spec.mode, j.spec.trial.storage) for j in jobs} == {
+        (d, m, "standard") for d in ("caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x")
+        for m in ("File", "FastFile", "Pipe", "FSx", "EFS")} | {
+        ("caltech-jpg-1x", "FastFile", "express"), ("caltech-jpg-50x", "FastFile", "express")}
     fsx = next(j.request for j in jobs if j.spec.mode == "FSx")
     source = fsx["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]
     assert source == {"FileSystemId": "fs-0123456789abcdef0", "FileSystemType": "FSxLustre",
@@ -321,17 +324,19 @@ def test_impossible_experiment_fails_at_plan_before_any_job(emulated, experiment
         assert jobs.requests == [] and lab.training_job_names() == []
 
 
-def test_default_experiment_runs_all_twenty_jobs(emulated):
+def test_default_experiment_runs_all_twenty_two_jobs(emulated):
     jobs = ScriptedJobs()
     with emulated(jobs) as lab:
         put_datasets(lab, ["caltech-jpg-1x", "caltech-tfr-1x", "caltech-jpg-50x", "caltech-tfr-50x"])
         execution = lab.run({})
         assert execution.status == "SUCCEEDED", execution.cause
         results = lab.results(execution)
-        assert len(results["records"]) == 20 and {r["status"] for r in results["records"]} == {"Completed"}
+        # The post's 4 datasets x 5 sources, and Express FastFile on the two JPEG datasets (staged first).
+        assert len(results["records"]) == 22 and {r["status"] for r in results["records"]} == {"Completed"}
+        assert sorted(r["dataset"] for r in results["records"] if r.get("storage") == "express") == ["caltech-jpg-1x", "caltech-jpg-50x"]
         assert {r["instance_type"] for r in results["records"]} == {"ml.p3.2xlarge"}
         assert results["experiment"]["trials"][0]["compute"]["preset"] == "v100"
-        assert len(jobs.requests) == 20
+        assert len(jobs.requests) == 22
 
 
 def test_lanes_bound_concurrency():

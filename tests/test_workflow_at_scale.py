@@ -311,8 +311,8 @@ def test_fsx_jobs_wait_for_the_s3_metadata_import(emulated):
             return super().__call__(request, update)
 
     jobs = Timed()
-    # The import runs 50 stand-in minutes (3 s here); FSx readiness is checked every minute.
-    with emulated(jobs, fsx_import_seconds=3000) as lab:
+    # The import runs 100 stand-in minutes (6 s here); FSx readiness is checked every minute.
+    with emulated(jobs, fsx_import_seconds=6000) as lab:
         put_datasets(lab, ["tiny-jpg"])
         fsx = lab.client("fsx")
         execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"]})
@@ -322,7 +322,7 @@ def test_fsx_jobs_wait_for_the_s3_metadata_import(emulated):
         checks = [e for e in execution.history if e["type"] == "TaskStateEntered"
                   and e["stateEnteredEventDetails"]["name"] == "CheckFsxData"]
         assert len(checks) >= 3   # it waited through the import, minute by minute
-        done_at = lab._fsx_created + 3000 * lab.time_scale
+        done_at = lab._fsx_created + 6000 * lab.time_scale
         assert all(t >= done_at for t in created.values())
         results = lab.results(execution)
         assert results["fsx_data"]["ready"] is True and results["records"][0]["status"] == "Completed"

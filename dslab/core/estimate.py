@@ -30,8 +30,9 @@ from typing import Any
 
 from .errors import ConfigError
 from .experiment import COMPUTE_PRESETS
-from .modes import EFS, FASTFILE, FILE, FSX, MODES, PIPE
-from .prices import PriceTable, job_cost
+from .limits import EXPRESS_COPY_THREADS
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_MODES, STANDARD, source_label
+from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
 
 # ---- constants -------------------------------------------------------------------------------
 # Start-up per mode, seconds (fitted: calibration "other" + "download" where the download is short).
@@ -53,6 +54,14 @@ FSX_FIRST_READ_LATENCY = 0.010   # FSx lazy load: first read of a file fetches i
 FSX_READ_LATENCY = 0.0005     # FSx cached read, sub-millisecond (the post: "low-latency")
 FSX_MBPS_PER_TIB = 200.0      # Scratch 2 baseline throughput per TiB (AWS FSx for Lustre performance docs)
 FSX_IMPORT_RATE = 2_000_000 / 3600.0   # objects indexed per second on creation (the post: ~1 h per ~2 M objects)
+# S3 Express One Zone: "consistent single-digit millisecond first-byte read and write request latencies —
+# up to 10x faster than S3 Standard" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html).
+# No measured cell: FastFile's measured 42 ms per small file is taken as ~40 ms of S3 Standard first-byte
+# latency plus ~2 ms of the FUSE mount, and Express replaces the 40 ms by 5 ms (assumptions, labelled).
+S3_STANDARD_FIRST_BYTE = 0.040  # assumption: the S3 share of FASTFILE_GET_LATENCY
+EXPRESS_FIRST_BYTE = 0.005      # assumption: "single-digit millisecond", taken as 5 ms
+EXPRESS_COPY_LATENCY = 0.030    # assumption: one CopyObject from S3 Standard into the directory bucket
+EXPRESS_STAGING_MBPS = 1000.0   # assumption: the staging Lambda's copies together (server-side copies)
 EFS_READ_LATENCY = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
 EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
 SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
@@ -111,6 +120,14 @@ class Estimate:
     assumptions: list[str] = field(default_factory=list)
     bound: str = "compute"
     fsx_provisioning_seconds: float | None = None
+    storage: str = STANDARD
+    # Express: copying the dataset into the directory bucket once (not billed to the job).
+    staging_seconds: float | None = None
+    staging_cost_usd: float | None = None
+
+    @property
+    def source(self) -> str:
+        return source_label(self.mode, self.storage)
 
     def to_dict(self) -> dict[str, Any]:
         out = {"mode": self.mode, "downloading": round(self.downloading, 1), "training": round(self.training, 1),
@@ -118,6 +135,9 @@ class Estimate:
                "cost_usd": self.cost_usd, "bound": self.bound, "assumptions": self.assumptions}
         if self.fsx_provisioning_seconds is not None:
             out["fsx_provisioning_seconds"] = round(self.fsx_provisioning_seconds, 1)
+        if self.storage == EXPRESS:
+            out.update(storage=EXPRESS, source=self.source, staging_seconds=round(self.staging_seconds or 0.0, 1),
+                       staging_cost_usd=round(self.staging_cost_usd or 0.0, 4))
         return out
 
 
@@ -144,9 +164,16 @@ def instance_properties(instance_type: str) -> tuple[int, float, bool, str | Non
 
 def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3.2xlarge", instance_count: int = 1,
                   epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
-                  fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None) -> Estimate:
+                  fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
+                  storage: str = STANDARD) -> Estimate:
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
+    if storage == EXPRESS and mode not in S3_MODES:
+        raise ConfigError("--mode", f"{mode} does not read from S3: S3 Express One Zone serves File, FastFile and Pipe",
+                          S3_MODES)
+    express = storage == EXPRESS
+    # Seconds of S3 request latency the S3 modes save per object on the directory bucket.
+    latency_cut = (S3_STANDARD_FIRST_BYTE - EXPRESS_FIRST_BYTE) if express else 0.0
     if epochs < 1:
         raise ConfigError("--epochs", "must be at least 1")
     vcpus, gbps, nvme, instance_note = instance_properties(instance_type)
@@ -160,24 +187,29 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
 
     if mode == FILE:
         throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, gbps * 125 * 0.8)
-        downloading = FILE_DOWNLOAD_FIXED + megabytes / throughput + files * FILE_PER_OBJECT
+        # File's per-object cost is taken as request latency over its parallel downloads: on Express it
+        # shrinks with the first-byte latency (assumption, no measured cell).
+        per_object = FILE_PER_OBJECT * (EXPRESS_FIRST_BYTE / S3_STANDARD_FIRST_BYTE if express else 1.0)
+        downloading = FILE_DOWNLOAD_FIXED + megabytes / throughput + files * per_object
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
         assumptions.append(f"File: downloads {shape.bytes / 1e9:.2f} GB in {files:,} objects to the "
-                           f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {FILE_PER_OBJECT * 1000:.1f} ms per object")
+                           f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {per_object * 1000:.1f} ms per object")
         if shape.bytes / 1e9 * 1.05 > volume_size_gb:
             assumptions.append(f"File: the dataset does not fit the {volume_size_gb} GB volume; raise volume_size_gb")
     elif mode == FASTFILE:
         downloading = FASTFILE_FIXED + files / FASTFILE_LIST_RATE
-        per_epoch = files * FASTFILE_GET_LATENCY / readers + megabytes / min(S3_STREAM_MBPS, gbps * 125 * 0.8)
+        latency = FASTFILE_GET_LATENCY - latency_cut
+        per_epoch = files * latency / readers + megabytes / min(S3_STREAM_MBPS, gbps * 125 * 0.8)
         io_epochs = [per_epoch] * epochs
         assumptions.append(f"FastFile: lists {FASTFILE_LIST_RATE:,.0f} objects/s; each file read is a GET of "
-                           f"~{FASTFILE_GET_LATENCY * 1000:.0f} ms spread over {readers} readers; streams up to {S3_STREAM_MBPS:.0f} MB/s")
+                           f"~{latency * 1000:.0f} ms spread over {readers} readers; streams up to {S3_STREAM_MBPS:.0f} MB/s")
     elif mode == PIPE:
         downloading = MOUNT_FIXED
-        per_epoch = files * PIPE_OBJECT_LATENCY / 8 + megabytes / PIPE_MBPS
+        latency = EXPRESS_FIRST_BYTE if express else PIPE_OBJECT_LATENCY
+        per_epoch = files * latency / 8 + megabytes / PIPE_MBPS
         io_epochs = [per_epoch] * epochs
-        assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{PIPE_OBJECT_LATENCY * 1000:.0f} ms "
+        assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{latency * 1000:.0f} ms "
                            "per object, prefetched 8 deep (no measured cell: public figures)")
     elif mode == FSX:
         downloading = MOUNT_FIXED
@@ -207,16 +239,84 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
                     volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=files,
-                    total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=fsx_capacity_gib)
+                    total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=fsx_capacity_gib, storage=storage)
     if prices.instance_hourly(instance_type) is None:
         assumptions.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
+    staging_seconds = staging_cost = None
+    if express:
+        staging_seconds = files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + megabytes / EXPRESS_STAGING_MBPS
+        staging_cost = express_staging_cost(prices, files, shape.bytes)
+        assumptions.append(
+            f"S3 Express One Zone: ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first-byte latency instead of ~"
+            f"{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms (AWS: single-digit ms, up to 10x faster; no measured cell); staging "
+            f"copies {files:,} objects once in ~{staging_seconds / 60:.0f} min ({EXPRESS_COPY_THREADS} copies at a time, "
+            f"~{EXPRESS_COPY_LATENCY * 1000:.0f} ms each: assumption) for ${staging_cost:.2f}; storage "
+            f"${prices['express_gb_month'] * shape.bytes / 1e9:.2f} per month while the copy is kept")
     return Estimate(mode=mode, downloading=downloading * instance_count, training=training * instance_count,
                     other=other * instance_count, billable_seconds=billable, cost_usd=cost.to_dict(),
-                    assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning)
+                    assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning,
+                    storage=storage, staging_seconds=staging_seconds, staging_cost_usd=staging_cost)
 
 
-def estimate_all(shape: DatasetShape, modes=MODES, **kwargs) -> list[Estimate]:
-    return [estimate_mode(mode, shape, **kwargs) for mode in modes]
+def estimate_all(shape: DatasetShape, modes=MODES, express: bool = False, **kwargs) -> list[Estimate]:
+    """Every mode; with ``express``, also the S3 modes on the S3 Express One Zone bucket."""
+    out = [estimate_mode(mode, shape, **kwargs) for mode in modes]
+    if express:
+        out += [estimate_mode(mode, shape, storage=EXPRESS, **kwargs) for mode in modes if mode in S3_MODES]
+    return out
+
+
+@dataclass
+class BreakEven:
+    """FSx (an hourly file system) against Express FastFile (staging once, then storage and requests)
+    for 1..max epochs, each as one run that creates what it needs and removes it afterwards."""
+    epochs: list[int]
+    fsx_usd: list[float]
+    express_usd: list[float]
+    crossover: int | None          # the first epoch count at which the cheaper one changes
+    cheaper_at_start: str
+    assumptions: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"epochs": self.epochs, "fsx_usd": [round(v, 4) for v in self.fsx_usd],
+                "express_usd": [round(v, 4) for v in self.express_usd], "crossover_epochs": self.crossover,
+                "cheaper_at_start": self.cheaper_at_start, "assumptions": self.assumptions}
+
+    def sentence(self) -> str:
+        other = "Express FastFile" if self.cheaper_at_start == "FSx" else "FSx"
+        if self.crossover is None:
+            return (f"{self.cheaper_at_start} is cheaper at every epoch count from 1 to {self.epochs[-1]} "
+                    f"(${self.fsx_usd[0]:.2f} FSx vs ${self.express_usd[0]:.2f} Express at 1 epoch, "
+                    f"${self.fsx_usd[-1]:.2f} vs ${self.express_usd[-1]:.2f} at {self.epochs[-1]})")
+        i = self.epochs.index(self.crossover)
+        return (f"break-even at {self.crossover} epochs: below it {self.cheaper_at_start} is cheaper, from it {other} "
+                f"(${self.fsx_usd[i]:.2f} FSx vs ${self.express_usd[i]:.2f} Express at {self.crossover} epochs)")
+
+
+def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices: PriceTable,
+                           fsx_capacity_gib: int = 1200, **kwargs) -> BreakEven:
+    """What one run costs with each, per epoch count: FSx bills by the hour from its creation (the
+    S3 metadata import included) until the run ends; Express bills the staging copy once, then its
+    requests and the copy's storage while the run lasts (emptied afterwards, `dslab express empty`)."""
+    epochs = list(range(1, max_epochs + 1))
+    fsx_usd, express_usd = [], []
+    hourly = prices.fsx_hourly(fsx_capacity_gib)
+    for n in epochs:
+        fsx = estimate_mode(FSX, shape, epochs=n, prices=prices, fsx_capacity_gib=fsx_capacity_gib, **kwargs)
+        # The job's cost already holds FSx's storage during the job; add the import before it.
+        fsx_usd.append(fsx.cost_usd["total"] + hourly * (fsx.fsx_provisioning_seconds or 0.0) / 3600)
+        express = estimate_mode(FASTFILE, shape, epochs=n, prices=prices, storage=EXPRESS, **kwargs)
+        storage_during_staging = (prices["express_gb_month"] * shape.bytes / 1e9
+                                  * (express.staging_seconds or 0.0) / 3600 / HOURS_PER_MONTH)
+        express_usd.append(express.cost_usd["total"] + (express.staging_cost_usd or 0.0) + storage_during_staging)
+    cheaper = ["FSx" if f <= e else "Express FastFile" for f, e in zip(fsx_usd, express_usd)]
+    crossover = next((n for n, c in zip(epochs, cheaper) if c != cheaper[0]), None)
+    notes = [f"FSx: Scratch 2, {fsx_capacity_gib} GiB at ${hourly:.3f}/h from creation (S3 import of {shape.files:,} "
+             "objects included) to the end of the run, then torn down",
+             "Express: the staging copy once per run, the job's GETs and retrieval, the copy's storage while it exists, "
+             "emptied after the run (`dslab express empty`); keeping it costs "
+             f"${prices['express_gb_month'] * shape.bytes / 1e9:.2f} per month"]
+    return BreakEven(epochs, fsx_usd, express_usd, crossover, cheaper[0], notes)
 
 
 # The measured cells the constants above are fitted on (vendored; see dslab/contracts/vendored.json).

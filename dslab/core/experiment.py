@@ -18,7 +18,8 @@ from typing import Any
 
 from .errors import ConfigError
 from .limits import FSX_DATA_MAX_WAIT_MINUTES
-from .modes import EFS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, JPG, MODES, PIPE, SOURCES, TFRECORD, canonical_mode
+from .modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, JPG, MODES, PIPE, S3_MODES, SOURCES,
+                    STANDARD, STORAGES, TFRECORD, canonical_mode)
 
 # MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
 # Source: ../shared/reference/anchors.md (ResNet-50; V100 batch 64 0.195 s, A100 batch 400 0.435 s,
@@ -43,7 +44,7 @@ JOB_PREFIX_MAX = 20
 TRIAL_KEYS = {
     "datasets", "modes", "instance_type", "instance_count", "volume_size_gb", "epochs", "compute",
     "max_run_seconds", "hyperparameters", "image_uri", "s3_data_type", "distribution",
-    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script",
+    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script", "storage",
 }
 TOP_LEVEL_KEYS = TRIAL_KEYS | {
     "name", "description", "dataset_catalog", "repeats", "order", "seed", "max_concurrency",
@@ -101,6 +102,9 @@ DEFAULTS: dict[str, Any] = {
     "prefetch": 0,
     "spot": False,
     "script": None,
+    # Where the S3 modes read: the lab's bucket, or the S3 Express One Zone directory bucket, to which
+    # the workflow stages the trial's datasets first.
+    "storage": STANDARD,
     "job_prefix": "dsl",
 }
 
@@ -190,6 +194,7 @@ class Trial:
     prefetch: int
     spot: bool
     script: Script | None = None
+    storage: str = STANDARD
 
 
 @dataclass(frozen=True)
@@ -463,6 +468,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         prefetch=_int(merged["prefetch"], f"{path}prefetch", 0, 4096),
         spot=_bool(merged["spot"], f"{path}spot"),
         script=_parse_script(merged["script"], f"{path}script"),
+        storage=_choice(merged["storage"], f"{path}storage", STORAGES),
     )
 
 
@@ -476,10 +482,19 @@ def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any
     return out
 
 
+# The default experiment (``{}``, what the workflow runs without input): the source post's matrix over
+# all five modes, plus Express FastFile on the small-files datasets — the question the post's hardest
+# case (1.5 million JPEGs, where FastFile waits on per-request latency) leaves open.
+DEFAULT_DOCUMENT: dict[str, Any] = {"trials": [
+    {"name": "base"},
+    {"name": "express", "modes": [FASTFILE], "storage": EXPRESS, "datasets": ["caltech-jpg-1x", "caltech-jpg-50x"]},
+]}
+
+
 def parse_experiment(document: Any, source: str | None = None) -> Experiment:
     """Validate an experiment document and return it normalised. Raises ConfigError naming the key."""
     try:
-        return _parse_experiment(document if document is not None else {})
+        return _parse_experiment(document if document not in (None, {}) else DEFAULT_DOCUMENT)
     except ConfigError as err:
         raise err.with_source(source) if source else err
 
@@ -577,6 +592,7 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
                 "prefetch": t.prefetch,
                 "spot": t.spot,
                 "script": None if t.script is None else t.script.to_dict(),
+                "storage": t.storage,
             }
             for t in experiment.trials
         ],
@@ -598,6 +614,15 @@ def check_combinations(experiment: Experiment) -> None:
                                   f"{mode} is a mounted file system: every instance sees all files, "
                                   "ShardedByS3Key applies to S3 channels only; shard inside the script instead",
                                   ["FullyReplicated"])
+            if trial.storage == EXPRESS and mode not in S3_MODES:
+                raise ConfigError(f"{base}storage",
+                                  f"storage: express is where the S3 modes read; {mode} reads its own file system. "
+                                  "Put the Express modes in a trial of their own (see experiments/local.yaml)",
+                                  list(S3_MODES))
+            if trial.storage == EXPRESS and trial.s3_data_type != "S3Prefix":
+                raise ConfigError(f"{base}s3_data_type",
+                                  "the workflow stages dataset prefixes into the directory bucket, not manifests; "
+                                  "use S3Prefix with storage: express", ["S3Prefix"])
             if mode != PIPE and trial.record_wrapper == "RecordIO":
                 raise ConfigError(f"{base}record_wrapper",
                                   f"RecordIO wrapping exists only for Pipe mode, not {mode}", ["auto", "None"])

@@ -18,12 +18,12 @@ MAX_STATE_BYTES = 256 * 1024
 MAX_HISTORY_EVENTS = 25_000
 
 # ---- What flows through the state machine per job (bytes of JSON, worst case) ------------------
-# A lane item: {"index":1234,"name":"<59 chars>","mode":"FastFile","skip":true}            <= 110 B
+# A lane item: {"index":1234,"name":"<59 chars>","mode":"FastFile","express":true,"skip":true} <= 130 B
 # A job outcome: {"index":1234,"name":"<59>-a3","status":"Completed","error":"<= 80 chars>"} <= 190 B
 # The lanes list is replaced by the outcomes (the Run map writes its result over it), so the state
 # holds one or the other, never both. Failure causes (a failed .sync job's Cause is its whole
 # DescribeTrainingJob JSON, several KB) go to S3 and never into the state.
-JOB_ITEM_BYTES = 110
+JOB_ITEM_BYTES = 130
 JOB_OUTCOME_BYTES = 190
 # Everything that does not grow with the job count: the plan summary, staging and FSx readiness,
 # Collect's summary (its message is capped at SUMMARY_MESSAGE_CHARS), the teardown outcome.
@@ -38,10 +38,10 @@ ERROR_NAME_CHARS = 80
 # capacity retries (each ~10 events: catch, classify, wait, bump, task again), then stores its
 # cause and is recorded failed. ``tests/test_workflow.py`` measures it and keeps this bound true.
 HISTORY_EVENTS_PER_JOB_WORST = 120
-HISTORY_EVENTS_FIXED = 400  # plan, staging loop, FSx readiness loop, collect, teardown loop
+HISTORY_EVENTS_FIXED = 560  # plan, staging loops (EFS, Express: 8 events an invocation), FSx readiness, collect, teardown
 
 # ---- The bound ----------------------------------------------------------------------------------
-# payload: (262,144 - 24,576) / 190 = 1,250 jobs; history: (25,000 - 400) / 120 = 205 jobs.
+# payload: (262,144 - 24,576) / 190 = 1,250 jobs; history: (25,000 - 560) / 120 = 203 jobs.
 # History is the tighter rule; 200 keeps a margin. (Bigger studies: split into several executions.)
 MAX_JOBS = min((MAX_STATE_BYTES - FIXED_STATE_BYTES) // max(JOB_ITEM_BYTES, JOB_OUTCOME_BYTES),
                (MAX_HISTORY_EVENTS - HISTORY_EVENTS_FIXED) // HISTORY_EVENTS_PER_JOB_WORST) // 10 * 10
@@ -66,3 +66,17 @@ TEARDOWN_MAX_CHECKS = 90            # 45 minutes; deleting a Scratch 2 file syst
 # Plan never lists. It reads the stats file `dslab dataset upload` writes beside the prefix (one
 # GetObject) and checks the prefix is not empty (one ListObjectsV2 with MaxKeys=1).
 S3_REQUESTS_PER_DATASET = 2
+
+
+# ---- Staging into the S3 Express One Zone bucket ---------------------------------------------------
+# One Lambda invocation copies for at most EXPRESS_STAGING_BUDGET_SECONDS of its 15-minute timeout
+# (Lambda's maximum), EXPRESS_COPY_THREADS CopyObject calls at a time, then hands the state machine a
+# cursor (dataset index + ListObjectsV2 continuation token: small and bounded) to go on from. At
+# ~30 ms per copy that is ~2,000 objects/s: 1.5 million JPEGs in ~13 minutes, two invocations.
+EXPRESS_STAGING_TIMEOUT_SECONDS = 15 * 60
+EXPRESS_STAGING_BUDGET_SECONDS = 12 * 60
+EXPRESS_COPY_THREADS = 64
+EXPRESS_STAGING_MAX_INVOCATIONS = 20   # 4 hours of copying; then the Express jobs are skipped
+# CopyObject copies up to 5 GB in one call; larger objects go through multipart UploadPartCopy
+# (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html).
+COPY_OBJECT_MAX_BYTES = 5 * 1024**3

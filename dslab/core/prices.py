@@ -42,6 +42,13 @@ DEFAULT_TABLE: dict[str, Any] = {
     "efs_standard_gb_month": 0.30,        # EFS Standard storage
     "efs_provisioned_mibps_month": 6.00,  # EFS Provisioned throughput, per MiB/s-month
     "datasync_per_gb": 0.0125,            # DataSync data copied (EFS staging)
+    # S3 Express One Zone (aws.amazon.com/s3/pricing, storage class S3 Express One Zone, us-east-1; the
+    # S3 FAQ's worked example charges the per-GB upload/retrieval fees on every request's bytes).
+    "express_gb_month": 0.11,             # storage, per GB-month
+    "express_put_per_thousand": 0.00113,  # PUT, COPY, POST, LIST requests
+    "express_get_per_thousand": 0.00003,  # GET and all other requests
+    "express_upload_per_gb": 0.0032,      # data uploaded (a copy's bytes are uploaded)
+    "express_retrieval_per_gb": 0.0006,   # data retrieved
 }
 
 
@@ -134,15 +141,32 @@ def s3_get_requests(mode: str, files: int | None, total_bytes: int | None, epoch
 
 def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_count: int, volume_size_gb: int,
              billable_seconds: float | None, wall_seconds: float | None, files: int | None = None,
-             total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200) -> JobCost:
+             total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200,
+             storage: str | None = None) -> JobCost:
     """Instance time (billable seconds, which already count every instance and any spot saving),
-    the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs."""
+    the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
+    (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged
+    copy's storage while the job ran; staging itself is priced once per dataset, express_staging_cost)."""
     hourly = prices.instance_hourly(instance_type) or 0.0
     billable = billable_seconds or 0.0
     wall = wall_seconds or 0.0
     instance = hourly * billable / 3600.0
-    storage = prices["ml_storage_gb_month"] * volume_size_gb * instance_count * wall / SECONDS_PER_MONTH
+    volumes = prices["ml_storage_gb_month"] * volume_size_gb * instance_count * wall / SECONDS_PER_MONTH
     if mode == "FSx":
-        storage += prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH
-    requests = s3_get_requests(mode, files, total_bytes, epochs) * prices["s3_get_per_million"] / 1e6
-    return JobCost(instance, storage, requests)
+        volumes += prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH
+    gets = s3_get_requests(mode, files, total_bytes, epochs)
+    if storage == "express":
+        reads = {"File": 1, "FastFile": epochs, "Pipe": epochs}.get(mode, 0)
+        requests = (gets * prices["express_get_per_thousand"] / 1000
+                    + (total_bytes or 0) / 1e9 * reads * prices["express_retrieval_per_gb"])
+        storage_cost = prices["express_gb_month"] * (total_bytes or 0) / 1e9 * wall / SECONDS_PER_MONTH
+        return JobCost(instance, volumes + storage_cost, requests)
+    requests = gets * prices["s3_get_per_million"] / 1e6
+    return JobCost(instance, volumes, requests)
+
+
+def express_staging_cost(prices: PriceTable, files: int, total_bytes: int) -> float:
+    """Copying a dataset into the directory bucket once: a COPY (PUT-priced) per object plus the
+    uploaded bytes, and a GET per object on the source (S3 Standard)."""
+    return (files * prices["express_put_per_thousand"] / 1000 + total_bytes / 1e9 * prices["express_upload_per_gb"]
+            + files * prices["s3_get_per_million"] / 1e6)

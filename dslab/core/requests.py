@@ -14,7 +14,7 @@ from typing import Any
 from .errors import ConfigError
 from .experiment import Experiment, JobSpec, expand
 from .limits import MAX_JOBS
-from .modes import EFS, FASTFILE, FILE, FSX, JPG, PIPE
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE
 
 CHANNEL = "train"
 ENTRY_POINT = "train.py"
@@ -84,6 +84,8 @@ class LabEnvironment:
     code_version: str
     fsx: FileSystemRef | None = None
     efs: FileSystemRef | None = None
+    # The S3 Express One Zone directory bucket (None: deployed with -c express=false).
+    express_bucket: str | None = None
     extra_tags: dict[str, str] = field(default_factory=dict)
     image_uri_cpu: str | None = None
     # Per instance family, an image that replaces image_uri ("" = no image the lab knows runs on that
@@ -120,6 +122,7 @@ class LabEnvironment:
             image_uri=data["image_uri"], code_uri=data["code_uri"],
             code_version=data.get("code_version") or "unknown",
             fsx=fs(data.get("fsx")), efs=fs(data.get("efs")),
+            express_bucket=_express_bucket(data.get("express_bucket")),
             extra_tags=dict(data.get("extra_tags") or {}),
             image_uri_cpu=data.get("image_uri_cpu") or None,
             image_uris=_image_map(data.get("image_uris")),
@@ -132,8 +135,28 @@ class LabEnvironment:
             "image_uri": self.image_uri, "image_uri_cpu": self.image_uri_cpu, "code_uri": self.code_uri, "code_version": self.code_version,
             "fsx": None if self.fsx is None else {"file_system_id": self.fsx.file_system_id, "mount_name": self.fsx.mount_name},
             "efs": None if self.efs is None else {"file_system_id": self.efs.file_system_id},
+            "express_bucket": self.express_bucket,
             "extra_tags": dict(self.extra_tags), "image_uris": dict(self.image_uris),
         }
+
+
+# Directory bucket names: "<base>--<zone-id>--x-s3", 3-63 characters
+# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/directory-bucket-naming-rules.html).
+EXPRESS_BUCKET_RE = re.compile(r"^[a-z0-9][a-z0-9-]*--[a-z0-9]+-az[0-9]+--x-s3$")
+
+
+def _express_bucket(value: Any) -> str | None:
+    if not value:
+        return None
+    if not isinstance(value, str) or len(value) > 63 or not EXPRESS_BUCKET_RE.match(value):
+        raise ConfigError("environment.express_bucket", f"{value!r} is not a directory bucket name",
+                          "<base>--<zone-id>--x-s3, e.g. lab--use1-az4--x-s3")
+    return value
+
+
+def is_express_bucket(bucket: str) -> bool:
+    """What botocore tests too (botocore.utils.is_s3express_bucket): the --x-s3 suffix."""
+    return bucket.endswith("--x-s3")
 
 
 def _image_map(value: Any) -> dict[str, str]:
@@ -162,15 +185,24 @@ def job_name(experiment: Experiment, spec: JobSpec, execution_id: str) -> str:
     The suffix hashes the execution and the job's index so names never collide across runs.
     """
     digest = hashlib.sha256(f"{execution_id}/{spec.index}".encode()).hexdigest()[:8]
-    dataset = re.sub(r"[^a-zA-Z0-9]+", "-", spec.dataset.name).strip("-")[:16].strip("-")
-    name = f"{experiment.job_prefix}-{dataset}-{spec.mode.lower()}-r{spec.repeat}-{digest}"
+    mode = ("x" if spec.trial.storage == EXPRESS else "") + spec.mode.lower()  # "xfastfile": Express FastFile
+    room = 16 - max(0, len(mode) - len("fastfile"))
+    dataset = re.sub(r"[^a-zA-Z0-9]+", "-", spec.dataset.name).strip("-")[:room].strip("-")
+    name = f"{experiment.job_prefix}-{dataset}-{mode}-r{spec.repeat}-{digest}"
     name = re.sub(r"-{2,}", "-", name)
     if len(name) > JOB_NAME_MAX or not JOB_NAME_RE.match(name):  # cannot happen with validated parts; guard the contract anyway
         raise ConfigError("job_prefix", f"job name {name!r} is not a valid SageMaker training-job name")
     return name
 
 
-def dataset_s3_uri(env: LabEnvironment, prefix: str) -> str:
+def dataset_s3_uri(env: LabEnvironment, prefix: str, storage: str | None = None) -> str:
+    # Ends in "/": directory buckets accept only prefixes that end in the delimiter (ListObjectsV2,
+    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-differences.html).
+    if storage == EXPRESS:
+        if not env.express_bucket:
+            raise ConfigError("storage", "the lab has no S3 Express One Zone bucket (deployed with -c express=false)",
+                              "deploy with -c express=true, or drop storage: express")
+        return f"s3://{env.express_bucket}/{DATASETS_PREFIX}/{prefix.strip('/')}/"
     return f"s3://{env.bucket}/{DATASETS_PREFIX}/{prefix.strip('/')}/"
 
 
@@ -196,7 +228,10 @@ def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any]:
         s3_data_type = trial.s3_data_type
         if mode == FASTFILE and s3_data_type != "S3Prefix":
             raise ConfigError("s3_data_type", "FastFile supports only S3Prefix", ["S3Prefix"])
-        uri = dataset_s3_uri(env, dataset.prefix) if s3_data_type == "S3Prefix" else manifest_s3_uri(env, dataset.prefix)
+        # SageMaker takes a directory bucket's S3Uri directly in File, FastFile and Pipe mode; the role needs
+        # s3express:CreateSession (stacks/components/training_role.py).
+        uri = (dataset_s3_uri(env, dataset.prefix, spec.trial.storage) if s3_data_type == "S3Prefix"
+               else manifest_s3_uri(env, dataset.prefix))
         channel: dict[str, Any] = {
             "ChannelName": CHANNEL,
             "InputMode": mode,
@@ -323,6 +358,7 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
             {"Key": "dslab:dataset", "Value": spec.dataset.name},
             {"Key": "dslab:format", "Value": spec.dataset.format},
             {"Key": "dslab:mode", "Value": spec.mode},
+            {"Key": "dslab:storage", "Value": spec.trial.storage},
             {"Key": "dslab:repeat", "Value": str(spec.repeat)},
             {"Key": "dslab:trial", "Value": spec.trial.name},
             {"Key": "dslab:code-version", "Value": code_version},
@@ -364,6 +400,10 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
         if spec.mode == FSX and not fsx_available:
             jobs.append(PlannedJob(spec, name, None,
                                    "FSx for Lustre is not deployed (torn down?): bring it back with `dslab fsx up`"))
+            continue
+        if spec.trial.storage == EXPRESS and not env.express_bucket:
+            jobs.append(PlannedJob(spec, name, None, "the lab has no S3 Express One Zone bucket: it was deployed with "
+                                   "-c express=false; deploy with -c express=true to run the Express jobs"))
             continue
         jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id)))
     return jobs

@@ -11,7 +11,7 @@ import io
 import json
 from typing import Any, Iterable
 
-from .modes import EFS, FASTFILE, FILE, FSX, PIPE
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, STANDARD
 from .limits import SUMMARY_MESSAGE_CHARS
 from .prices import PriceTable, job_cost
 
@@ -74,6 +74,15 @@ def infer_mode(channel: dict[str, Any], default_input_mode: str = "File") -> str
         return FSX if source["FileSystemDataSource"].get("FileSystemType") == "FSxLustre" else EFS
     mode = channel.get("InputMode") or default_input_mode
     return {"File": FILE, "FastFile": FASTFILE, "Pipe": PIPE}.get(mode, FILE)
+
+
+def infer_storage(describe: dict[str, Any], tags: dict[str, str] | None = None) -> str:
+    """express when the job read the S3 Express One Zone bucket (its tag, or its channel's bucket)."""
+    if (tags or {}).get("dslab:storage"):
+        return tags["dslab:storage"]
+    channels = describe.get("InputDataConfig") or [{}]
+    uri = channels[0].get("DataSource", {}).get("S3DataSource", {}).get("S3Uri", "")
+    return EXPRESS if uri[5:].split("/", 1)[0].endswith("--x-s3") else STANDARD
 
 
 def infer_dataset(channel: dict[str, Any]) -> str:
@@ -140,9 +149,11 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
                          script_metrics: dict[str, Any] | None = None, mode: str | None = None,
                          dataset: str | None = None, repeat: int | None = None, files: int | None = None,
                          total_bytes: int | None = None, epochs: int | None = None,
-                         fsx_capacity_gib: int = 1200, trial: str | None = None) -> dict[str, Any]:
+                         fsx_capacity_gib: int = 1200, trial: str | None = None,
+                         storage: str | None = None) -> dict[str, Any]:
     inferred_mode, inferred_dataset, inferred_repeat = identify(describe, tags)
     trial = trial or (tags or {}).get("dslab:trial")
+    storage = storage or infer_storage(describe, tags)
     mode = mode or inferred_mode
     resources = describe.get("ResourceConfig") or {}
     count = int(resources.get("InstanceCount") or 1)
@@ -160,7 +171,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
     cost = job_cost(prices, mode=mode, instance_type=resources.get("InstanceType", ""), instance_count=count,
                     volume_size_gb=int(resources.get("VolumeSizeInGB") or 0), billable_seconds=billable,
                     wall_seconds=wall, files=files, total_bytes=total_bytes, epochs=epochs,
-                    fsx_capacity_gib=fsx_capacity_gib)
+                    fsx_capacity_gib=fsx_capacity_gib, storage=storage)
     return {
         "job_name": describe["TrainingJobName"],
         "mode": mode,
@@ -177,14 +188,17 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         "metrics": metrics,
         "cost_usd": cost.to_dict(),
         **({"trial": trial} if trial else {}),
+        **({"storage": EXPRESS} if storage == EXPRESS else {}),
     }
 
 
 def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, instance_type: str,
-                   instance_count: int, reason: str, status: str = "Skipped", trial: str | None = None) -> dict[str, Any]:
+                   instance_count: int, reason: str, status: str = "Skipped", trial: str | None = None,
+                   storage: str | None = None) -> dict[str, Any]:
     """A job that never ran (FSx down, its request never created): the record says why."""
     return {
         **({"trial": trial} if trial else {}),
+        **({"storage": EXPRESS} if storage == EXPRESS else {}),
         "job_name": job_name, "mode": mode, "dataset": dataset, "repeat": repeat, "status": status,
         "failure_reason": reason, "instance_type": instance_type, "instance_count": instance_count,
         "billable_seconds": None, "training_time_seconds": None, "phases": {},
@@ -208,7 +222,9 @@ CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type
                "billable_seconds", "training_time_seconds", "downloading", "training", "other",
                "samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
                "time_to_first_batch_seconds",
-               "cost_instance", "cost_storage", "cost_requests", "cost_total", "failure_reason"]
+               "cost_instance", "cost_storage", "cost_requests", "cost_total", "failure_reason",
+               # Added with S3 Express One Zone and own scripts: where the S3 modes read, and the trial.
+               "storage", "trial", "bytes_read"]
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
@@ -224,6 +240,8 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "cost_instance": r["cost_usd"]["instance"], "cost_storage": r["cost_usd"].get("storage", 0.0),
             "cost_requests": r["cost_usd"].get("requests", 0.0), "cost_total": r["cost_usd"]["total"],
             "failure_reason": r.get("failure_reason") or "",
+            "storage": r.get("storage", STANDARD) if r.get("mode") in (FILE, FASTFILE, PIPE) else "",
+            "trial": r.get("trial") or "", "bytes_read": r["metrics"].get("bytes_read"),
         })
     return buffer.getvalue()
 

@@ -25,7 +25,11 @@ from . import patches
 
 ACCOUNT = "123456789012"
 STACK = "DataSourceLab"
-FUNCTIONS = ("PlanFunction", "FsxDataFunction", "CollectFunction", "TeardownFunction")
+FUNCTIONS = ("PlanFunction", "FsxDataFunction", "CollectFunction", "TeardownFunction", "ExpressStagingFunction")
+# The directory bucket's name as CloudFormation would generate it: "<base>--<zone-id>--x-s3".
+EXPRESS_ZONE_ID = "use1-az4"
+# Environment keys the emulator may add that the template does not have (endpoint, backend, test knobs).
+EMULATOR_ONLY_ENV = {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND", "DSLAB_STAGING_BUDGET_SECONDS"}
 
 
 class TemplateError(RuntimeError):
@@ -50,6 +54,12 @@ def find_resource(template: dict[str, Any], path_suffix: str, type_name: str) ->
         if (path and path.endswith(path_suffix)) or (not path and logical.startswith(prefix) and len(logical) == len(prefix) + 8):
             return logical, resource
     raise TemplateError(f"no {type_name} at .../{path_suffix} in the template")
+
+
+def _has_env_key(template: dict[str, Any], key: str) -> bool:
+    """Does the workflow's Plan function get ``key`` in its environment (what the stacks decided)?"""
+    _, resource = find_resource(template, "Workflow/PlanFunction/Resource", "AWS::Lambda::Function")
+    return key in resource["Properties"].get("Environment", {}).get("Variables", {})
 
 
 def resolve(value: Any, refs: dict[str, Any], region: str = "us-east-1") -> Any:
@@ -114,7 +124,7 @@ class EmulatedLab:
                  server_port: int | None = None, backend: str = "local",
                  on_fsx_down: Callable[[], None] | None = None, quotas: dict[str, float] | None = None,
                  fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
-                 fsx_delete_failure: str | None = None):
+                 fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None):
         """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
         metadata import runs after the file system exists; ``fsx_delete_seconds`` /
         ``fsx_delete_failure``: how DeleteStack of the FSx stack ends."""
@@ -128,6 +138,13 @@ class EmulatedLab:
         self.time_scale, self.region, self.server_port, self.backend = time_scale, region, server_port, backend
         self.on_fsx_down = on_fsx_down
         self.bucket = f"datasourcelab-data-{ACCOUNT}-{region}"
+        # The S3 Express One Zone bucket, when the synthesized lab has one (-c express=true).
+        self.express_bucket: str | None = (f"datasourcelab-express--{EXPRESS_ZONE_ID}--x-s3"
+                                           if _has_env_key(self.template, "DSLAB_EXPRESS_BUCKET") else None)
+        # Test knobs for the functions' environment (EMULATOR_ONLY_ENV), e.g. the staging time budget.
+        self.extra_env: dict[str, str] = dict(extra_env or {})
+        if set(self.extra_env) - EMULATOR_ONLY_ENV:
+            raise ValueError(f"extra_env may set only {sorted(EMULATOR_ONLY_ENV)}")
         self._mock = None
         self._server = None
         self.state_machine_arn = ""
@@ -162,6 +179,10 @@ class EmulatedLab:
         patches.HOOKS.fsx_repository = self._fsx_repository_now
         patches.HOOKS.stack_deletion = lambda name: ((self.fsx_delete_seconds, self.fsx_delete_failure)
                                                      if name == FSX_STACK else (0.0, None))
+        # moto has no CreateSession: clients reach the stand-in's directory bucket with plain SigV4
+        # (botocore's switch; the stand-in lists it the way AWS does, see patches._patch_directory_buckets).
+        self._express_auth = os.environ.get("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH")
+        os.environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = "true"
         config = {"stepfunctions": {"execute_state_machine": True}}
         if self.server_port:
             from moto.server import ThreadedMotoServer
@@ -196,11 +217,17 @@ class EmulatedLab:
             self._server.stop()
             self._server = None
             os.environ.pop("MOTO_PORT", None)
+        if getattr(self, "_express_auth", None) is None:
+            os.environ.pop("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH", None)
+        else:
+            os.environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = self._express_auth
 
     # ---- resources -------------------------------------------------------------------------
     def _create_resources(self) -> None:
         s3 = self.client("s3")
         s3.create_bucket(Bucket=self.bucket)
+        if self.express_bucket:
+            patches.create_directory_bucket(self.express_bucket, self.region, ACCOUNT)
         iam = self.client("iam")
         trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                  "Principal": {"Service": ["sagemaker.amazonaws.com", "lambda.amazonaws.com", "states.amazonaws.com"]}}]}
@@ -227,7 +254,7 @@ class EmulatedLab:
             props = resource["Properties"]
             template_env = set(props.get("Environment", {}).get("Variables", {}))
             environment = self.function_environment()
-            if set(environment) - {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND"} != template_env:
+            if set(environment) - EMULATOR_ONLY_ENV != template_env:
                 raise TemplateError(f"{part}'s environment in the template ({sorted(template_env)}) differs from "
                                     f"what the emulator provides ({sorted(environment)})")
             arn = self.client("lambda").create_function(
@@ -271,8 +298,11 @@ class EmulatedLab:
             "DSLAB_FSX_STACK": FSX_STACK,
             "DSLAB_BACKEND": self.backend,
         }
+        if self.express_bucket:
+            env["DSLAB_EXPRESS_BUCKET"] = self.express_bucket
         if self.endpoint:
             env["DSLAB_AWS_ENDPOINT"] = self.endpoint
+        env.update(self.extra_env)
         return env
 
     # ---- FSx up / down -----------------------------------------------------------------------

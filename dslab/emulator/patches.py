@@ -242,6 +242,7 @@ def install() -> None:
         _patch_state_limits()
         _patch_service_quotas()
         _patch_fsx_repository()
+        _patch_directory_buckets()
         _INSTALLED = True
 
 
@@ -560,3 +561,110 @@ def _patch_aws_sdk_streams() -> None:
                     response[key] = value.isoformat()
 
     StateTaskServiceAwsSdk._eval_service_task = _eval_service_task
+
+
+# ---- S3 Express One Zone directory buckets -----------------------------------------------------
+# moto has no directory buckets: a bucket named "<base>--<zone-id>--x-s3" is an ordinary moto bucket
+# (clients reach it with session auth off: AWS_S3_DISABLE_EXPRESS_SESSION_AUTH, set by EmulatedLab).
+# What breaks tools is how such a bucket lists, so the stand-in lists the way AWS documents it
+# (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-differences.html and the
+# ListObjectsV2 API reference): not in lexicographic order; a Prefix must end in the delimiter "/";
+# "/" is the only delimiter; no StartAfter; ListObjects (v1) is not supported at all.
+DIRECTORY_PREFIX_MESSAGE = ("This bucket does not support a prefix that does not end in a delimiter. "
+                            "Specify a prefix path ending with a delimiter and try again.")
+
+
+def create_directory_bucket(name: str, region: str = "us-east-1", account: str = "123456789012") -> None:
+    """The stand-in's directory bucket, made in moto's backend: botocore sends CreateBucket for a
+    "--x-s3" name to the s3express-control endpoint, which moto does not serve."""
+    from moto.s3.models import s3_backends
+    s3_backends[account]["global"].create_bucket(name, region)
+
+
+def is_directory_bucket(name: str) -> bool:
+    return name.endswith("--x-s3")
+
+
+def directory_listing_order(name: str) -> str:
+    """A stable order that is not lexicographic (AWS gives no order at all)."""
+    import hashlib
+    return hashlib.sha256(name.encode()).hexdigest()
+
+
+def _patch_directory_buckets() -> None:
+    from moto.s3.exceptions import S3ClientError
+    from moto.s3.models import FakeKey, S3Backend
+    from moto.s3.responses import S3Response
+
+    def refuse(message: str):
+        return S3ClientError("InvalidRequest", message)
+
+    original_v2 = S3Backend.list_objects_v2
+
+    def list_objects_v2(self, bucket, prefix, delimiter, continuation_token, start_after, max_keys):
+        if not is_directory_bucket(bucket.name):
+            return original_v2(self, bucket, prefix, delimiter, continuation_token, start_after, max_keys)
+        if prefix and not prefix.endswith("/"):
+            raise refuse(DIRECTORY_PREFIX_MESSAGE)
+        if delimiter and delimiter != "/":
+            raise refuse("Only the '/' delimiter is supported for directory buckets.")
+        if start_after:
+            raise refuse("StartAfter is not supported for directory buckets.")
+        keys, folders, _, _ = self.list_objects(bucket, prefix, delimiter, marker=None, max_keys=None)
+        ordered = sorted([*keys, *folders], key=lambda k: directory_listing_order(k.name if isinstance(k, FakeKey) else k))
+        start = 0
+        if continuation_token:
+            start = self._pagination_tokens.get(continuation_token)
+            if not isinstance(start, int):
+                from moto.s3.exceptions import InvalidContinuationToken
+                raise InvalidContinuationToken()
+        page = ordered[start:start + max_keys] if max_keys else []
+        truncated = start + len(page) < len(ordered) and max_keys > 0
+        token = None
+        if truncated:
+            token = uuid_token()
+            self._pagination_tokens[token] = start + len(page)
+        return page, truncated, token
+
+    S3Backend.list_objects_v2 = list_objects_v2
+
+    original_v1 = S3Response.list_objects
+
+    def list_objects(self):
+        if is_directory_bucket(self.bucket_name):
+            raise refuse("ListObjects is not supported for directory buckets: use ListObjectsV2.")
+        return original_v1(self)
+
+    S3Response.list_objects = list_objects
+
+    # ListMultipartUploads: the same prefix rule; upload-id-marker is not supported for directory buckets.
+    original_uploads = S3Response.list_multipart_uploads
+
+    def list_multipart_uploads(self):
+        if is_directory_bucket(self.bucket_name):
+            prefix = self.querystring.get("prefix", [None])[0]
+            if prefix and not prefix.endswith("/"):
+                raise refuse(DIRECTORY_PREFIX_MESSAGE)
+            if self.querystring.get("upload-id-marker", [None])[0]:
+                raise refuse("UploadIdMarker is not supported for directory buckets.")
+        return original_uploads(self)
+
+    S3Response.list_multipart_uploads = list_multipart_uploads
+
+    # "The ETag for the object in a directory bucket isn't the MD5 digest of the object" (PutObject
+    # API reference): tools that compare ETags with local MD5s must not find them equal here either.
+    original_etag = FakeKey.etag
+
+    def etag(self) -> str:
+        value = original_etag.fget(self)
+        if self.bucket_name and is_directory_bucket(self.bucket_name):
+            import hashlib
+            return f'"{hashlib.sha256(value.encode()).hexdigest()[:32]}"'
+        return value
+
+    FakeKey.etag = property(etag)
+
+
+def uuid_token() -> str:
+    import uuid
+    return uuid.uuid4().hex

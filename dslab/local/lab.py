@@ -266,8 +266,8 @@ class LocalLab:
                 for mode in trial.modes:
                     estimate = estimate_mode(mode, shape, instance_type=trial.instance_type,
                                              instance_count=trial.instance_count, epochs=trial.epochs, rate=rate,
-                                             volume_size_gb=trial.volume_size_gb, prices=prices)
-                    out.append({"dataset": dataset.name, **estimate.to_dict()})
+                                             volume_size_gb=trial.volume_size_gb, prices=prices, storage=trial.storage)
+                    out.append({"dataset": dataset.name, **estimate.to_dict(), "mode": estimate.source})
         return out
 
 

@@ -75,6 +75,9 @@ class S3Mounts:
         source = f"{bucket}:/{prefix.strip('/')}" if prefix.strip("/") else bucket
         options = ["-o", f"url={self.endpoint}", "-o", "use_path_request_style", "-o", "ro", "-o", "endpoint=us-east-1",
                    "-o", "dbglevel=err", "-o", "stat_cache_expire=600", "-o", "multireq_max=8"]
+        if bucket.endswith("--x-s3"):
+            # A directory bucket answers ListObjectsV2 only (s3fs's default is ListObjects v1).
+            options += ["-o", "listobjectsv2"]
         if cache_dir is not None:
             cache_dir.mkdir(parents=True, exist_ok=True)
             options += ["-o", f"use_cache={cache_dir}"]

@@ -15,7 +15,9 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.experiment import parse_experiment
 from ..core.prices import PriceTable
-from ..core.limits import FSX_DATA_POLL_SECONDS, TEARDOWN_MAX_CHECKS
+from ..core.limits import (COPY_OBJECT_MAX_BYTES, EXPRESS_COPY_THREADS, EXPRESS_STAGING_BUDGET_SECONDS,
+                           EXPRESS_STAGING_MAX_INVOCATIONS, FSX_DATA_POLL_SECONDS, TEARDOWN_MAX_CHECKS)
+from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, check_training_quotas
 from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, FSX_STACK, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
                              plan as plan_jobs, stats_key)
@@ -65,6 +67,7 @@ def lab_environment_from_env(environ: dict[str, str], fsx: FileSystemRef | None)
         "code_version": environ.get("DSLAB_CODE_VERSION"),
         "fsx": None if fsx is None else {"file_system_id": fsx.file_system_id, "mount_name": fsx.mount_name},
         "efs": {"file_system_id": environ.get("DSLAB_EFS_ID")} if environ.get("DSLAB_EFS_ID") else None,
+        "express_bucket": environ.get("DSLAB_EXPRESS_BUCKET") or None,
     })
 
 
@@ -148,13 +151,20 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     bucket = env.bucket
 
     stats: dict[str, dict[str, Any]] = {}
+    # A dataset only Express jobs read may have been uploaded straight into the directory bucket.
+    standard_users = {d.name for t in experiment.trials if t.storage != EXPRESS for d in t.datasets}
     for dataset in experiment.datasets:
         if dataset.source != "s3":
             continue
         try:
             stats[dataset.name] = dataset_stats(clients["s3"], bucket, dataset.prefix)
         except ExperimentInvalid as err:
-            raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
+            if dataset.name in standard_users or not env.express_bucket:
+                raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
+            try:
+                stats[dataset.name] = dataset_stats(clients["s3"], env.express_bucket, dataset.prefix)
+            except ExperimentInvalid:
+                raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
     try:
         jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None)
     except ConfigError as err:
@@ -172,6 +182,8 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     items = []
     for job in jobs:
         item: dict[str, Any] = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode}
+        if job.spec.trial.storage == EXPRESS:
+            item["express"] = True  # waits for the Express staging (the Run map's choice reads it)
         if job.request is None:
             item["skip"] = True
         else:
@@ -181,7 +193,10 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     efs_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.mode == "EFS" and j.request is not None})
     fsx_paths = sorted({f"{FS_DATASETS_PATH}/{j.spec.dataset.prefix}" for j in jobs
                         if j.spec.mode == "FSx" and j.request is not None})
+    express_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.trial.storage == EXPRESS and j.request is not None})
     plan_document = {
+        "express_prefixes": express_prefixes,
+        "express_bucket": env.express_bucket,
         "execution": execution,
         "experiment": experiment.document,
         "experiment_hash": experiment.content_hash,
@@ -194,7 +209,8 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
         "backend": env_vars.get("DSLAB_BACKEND", "aws"),
         "jobs": [{"index": j.spec.index, "name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
-                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "instance_type": j.spec.trial.instance_type,
+                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "storage": j.spec.trial.storage,
+                  "instance_type": j.spec.trial.instance_type,
                   "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
                   "format": j.spec.dataset.format, "skip_reason": (fsx_reason or j.skip_reason) if j.request is None else None}
                  for j in jobs],
@@ -212,6 +228,8 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             "max_concurrency": decision.concurrency,
             "efs_include": "|".join(f"/{p}" for p in efs_prefixes),
             "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
+            "express_datasets": len(express_prefixes),
+            "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
             "fsx_wait_checks": max(1, experiment.fsx_import_wait_minutes * 60 // FSX_DATA_POLL_SECONDS),
             "teardown_fsx": experiment.teardown_fsx,
             "fsx_available": fsx is not None,
@@ -246,6 +264,119 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     if not out["ready"] and not out["final"] and checks >= int(summary.get("fsx_wait_checks") or 1):
         out.update(final=True, reason=f"still not ready after {checks} checks: {out['reason']}"[:500])
     return out
+
+
+def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Copy the datasets the Express jobs read from the data bucket into the directory bucket.
+
+    One invocation copies until its time budget is spent and returns a cursor (the state machine
+    loops, bounded). A dataset is skipped when the directory bucket already holds its stats file
+    with the same files and bytes as the source's: the marker is written only after every object
+    of the prefix was copied, so a half-copied dataset is never taken for a staged one.
+
+    Mechanism: CopyObject from the general purpose bucket into the directory bucket, which AWS
+    supports ("You can copy individual objects between general purpose buckets and directory
+    buckets", CopyObject API reference); DataSync documents no directory-bucket location and
+    `aws s3 sync` refuses directory buckets, and S3 Batch Operations would add a manifest, a job role
+    and a report bucket for the same CopyObject calls. Listing is of the *source* bucket (lexicographic,
+    any prefix), so the directory bucket's listing rules never matter here.
+    """
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    clients = _clients()
+    s3 = clients["s3"]
+    started = time.monotonic()
+    budget = float(function_environ().get("DSLAB_STAGING_BUDGET_SECONDS") or EXPRESS_STAGING_BUDGET_SECONDS)
+    summary = event["plan"]
+    cursor = dict(event.get("cursor") or {})
+    invocations = int(cursor.get("invocations") or 0) + 1
+    document = json.loads(s3.get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())
+    source, target = summary["bucket"], document.get("express_bucket")
+    prefixes: list[str] = document.get("express_prefixes") or []
+    stats_by_prefix = {d["prefix"]: document["dataset_stats"][d["name"]]
+                       for t in document["experiment"]["trials"] for d in t["datasets"]
+                       if d["name"] in document["dataset_stats"]}
+    index, token = int(cursor.get("index") or 0), cursor.get("token")
+    copied, skipped = int(cursor.get("copied") or 0), int(cursor.get("skipped") or 0)
+    removed = int(cursor.get("removed") or 0)  # stale objects of an earlier staging, deleted first
+    if not target:
+        return {"done": True, "ready": False, "invocations": invocations, "cursor": {},
+                "reason": "the lab has no S3 Express One Zone bucket (deployed with -c express=false)"}
+
+    def copy(key: str, size: int) -> None:
+        if size > COPY_OBJECT_MAX_BYTES:  # multipart UploadPartCopy above CopyObject's 5 GB
+            s3.copy({"Bucket": source, "Key": key}, target, key)
+        else:
+            s3.copy_object(Bucket=target, Key=key, CopySource={"Bucket": source, "Key": key})
+
+    with ThreadPoolExecutor(EXPRESS_COPY_THREADS) as pool:
+        while index < len(prefixes):
+            prefix = prefixes[index]
+            expected = stats_by_prefix.get(prefix, {})
+            marker = stats_key(f"{DATASETS_PREFIX}/{prefix}")
+            if token is None:
+                if _same_stats(s3, target, marker, expected):
+                    skipped += 1
+                    index += 1
+                    continue
+                # A dataset staged from another version of the source: start from an empty prefix, so no
+                # object the source no longer has is left for the jobs to read.
+                removed += _clear_prefix(s3, target, f"{DATASETS_PREFIX}/{prefix}/", marker)
+            while True:
+                kwargs = {"Bucket": source, "Prefix": f"{DATASETS_PREFIX}/{prefix}/", "MaxKeys": 1000}
+                if token:
+                    kwargs["ContinuationToken"] = token
+                page = s3.list_objects_v2(**kwargs)
+                objects = [(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
+                list(pool.map(lambda o: copy(*o), objects))
+                copied += len(objects)
+                token = page.get("NextContinuationToken") if page.get("IsTruncated") else None
+                if token is None:
+                    break
+                if time.monotonic() - started > budget:
+                    return {"done": False, "ready": False, "invocations": invocations,
+                            "cursor": {"index": index, "token": token, "copied": copied, "skipped": skipped,
+                                       "removed": removed, "invocations": invocations},
+                            "reason": f"copied {copied:,} objects so far"}
+            s3.put_object(Bucket=target, Key=marker, Body=json.dumps({**{k: expected.get(k) for k in ("files", "bytes")},
+                                                                      "staged_from": f"s3://{source}/{DATASETS_PREFIX}/{prefix}/"}).encode(),
+                          ContentType="application/json")
+            index += 1
+            if index < len(prefixes) and time.monotonic() - started > budget:
+                return {"done": False, "ready": False, "invocations": invocations,
+                        "cursor": {"index": index, "token": None, "copied": copied, "skipped": skipped,
+                                   "removed": removed, "invocations": invocations},
+                        "reason": f"copied {copied:,} objects so far"}
+    return {"done": True, "ready": True, "invocations": invocations, "cursor": {},
+            "reason": f"{len(prefixes)} datasets in s3://{target}/: {copied:,} objects copied, {skipped} already there"
+                      + (f", {removed:,} stale objects removed first" if removed else "")}
+
+
+def _clear_prefix(s3, bucket: str, prefix: str, marker: str) -> int:
+    """Delete the stats marker, then every object under ``prefix`` in the directory bucket (its
+    ListObjectsV2 takes only prefixes ending in "/" and lists in no order: every page is deleted as read)."""
+    s3.delete_object(Bucket=bucket, Key=marker)
+    removed = 0
+    while True:
+        page = s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1000)
+        keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+        if not keys:
+            return removed
+        s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+        removed += len(keys)
+
+
+def _same_stats(s3, bucket: str, key: str, expected: dict[str, Any]) -> bool:
+    """Is the dataset already staged: the directory bucket's stats file says the source's files and bytes."""
+    try:
+        staged = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except s3.exceptions.ClientError as err:
+        if _missing(err):
+            return False
+        raise
+    except ValueError:
+        return False
+    return bool(expected) and staged.get("files") == expected.get("files") and staged.get("bytes") == expected.get("bytes")
 
 
 def deal_into_lanes(items: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
@@ -288,6 +419,7 @@ def _json_default(value: Any) -> Any:
 OUTCOME_REASONS = {
     "EfsStagingFailed": "Copying the dataset from S3 to EFS (DataSync) failed; see the DataSync task's log group",
     "FsxDataNotReady": "FSx's S3 metadata import did not finish in time",
+    "ExpressNotStaged": "Copying the dataset into the S3 Express One Zone bucket did not finish",
 }
 
 
@@ -309,11 +441,15 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         name = outcome.get("name") or job["name"]
         stats = plan_document["dataset_stats"].get(job["dataset"], {})
         common = dict(mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
-                      instance_type=job["instance_type"], instance_count=job["instance_count"], trial=job.get("trial"))
+                      instance_type=job["instance_type"], instance_count=job["instance_count"], trial=job.get("trial"),
+                      storage=job.get("storage"))
         if status == "Skipped":
             reason = job.get("skip_reason") or "skipped"
             if outcome.get("error") == "FsxDataNotReady":
                 reason = f"{OUTCOME_REASONS['FsxDataNotReady']}: {fsx_reason}" if fsx_reason else OUTCOME_REASONS["FsxDataNotReady"]
+            elif outcome.get("error") == "ExpressNotStaged":
+                express_reason = (prepared.get("express") or {}).get("reason")
+                reason = f"{OUTCOME_REASONS['ExpressNotStaged']}: {express_reason}" if express_reason else OUTCOME_REASONS["ExpressNotStaged"]
             records.append(skipped_record(name, **common, reason=reason))
             continue
         try:
@@ -326,7 +462,8 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         record = record_from_describe(
             describe, prices=prices, script_metrics=_script_metrics(s3, describe), mode=job["mode"],
             dataset=job["dataset"], repeat=job["repeat"], files=stats.get("files"), total_bytes=stats.get("bytes"),
-            epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200), trial=job.get("trial"))
+            epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200), trial=job.get("trial"),
+            storage=job.get("storage"))
         if record["status"] == "Failed" and not record["failure_reason"]:
             record["failure_reason"] = _reason(s3, bucket, base, name, outcome)
         records.append(record)
@@ -343,6 +480,7 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"]},
         "quotas": plan_document.get("quotas"),
         "staging": prepared.get("staging"),
+        "express_staging": prepared.get("express"),
         "fsx_data": prepared.get("fsx_data"),
         "summary": summary,
     }

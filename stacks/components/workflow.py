@@ -63,7 +63,8 @@ class BenchmarkWorkflow(Construct):
                  training_role: iam.IRole, subnet: ec2.ISubnet,
                  training_sg: ec2.ISecurityGroup, efs_file_system_arn: str,
                  environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str],
-                 efs_mount_auth: str = "anonymous", fsx_idle_hours: float = 0.0) -> None:
+                 efs_mount_auth: str = "anonymous", fsx_idle_hours: float = 0.0,
+                 express_bucket_arn: str | None = None) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.bucket = bucket
@@ -84,6 +85,10 @@ class BenchmarkWorkflow(Construct):
                                          "Turns finished training jobs into result records in S3")
         self.teardown_fn = self._function("TeardownFunction", code, "dslab.workflow.handlers.teardown", environment,
                                           "Deletes the FSx stack unless another execution still needs it, and follows the deletion")
+        # Copies for up to EXPRESS_STAGING_BUDGET_SECONDS per invocation, so it gets Lambda's 15-minute maximum.
+        self.express_fn = self._function("ExpressStagingFunction", code, "dslab.workflow.handlers.stage_express",
+                                         environment, "Copies the Express jobs' datasets into the S3 Express One Zone bucket",
+                                         timeout=Duration.seconds(limits.EXPRESS_STAGING_TIMEOUT_SECONDS))
         results_objects = bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")
         fsx_parameter_arns = [stack.format_arn(service="ssm", resource="parameter", resource_name=p.lstrip("/"))
                               for p in fsx_parameters]
@@ -118,6 +123,15 @@ class BenchmarkWorkflow(Construct):
             actions=["sagemaker:DescribeTrainingJob", "sagemaker:ListTags"],
             resources=[stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")]))
         self._grant_teardown(fsx_stack_name, results_objects, list_prefix(RESULTS_PREFIX))
+        # Express staging: CopyObject from a general purpose bucket into a directory bucket needs
+        # s3:GetObject on the source and s3express:CreateSession (not ReadOnly) on the destination
+        # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html).
+        self.express_fn.add_to_role_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*"), results_objects]))
+        self.express_fn.add_to_role_policy(list_prefix(DATASETS_PREFIX))
+        if express_bucket_arn:
+            self.express_fn.add_to_role_policy(iam.PolicyStatement(
+                actions=["s3express:CreateSession"], resources=[express_bucket_arn]))
 
         # ---- EFS staging with DataSync -------------------------------------------------------
         self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet=subnet, security_group=training_sg,
@@ -141,7 +155,7 @@ class BenchmarkWorkflow(Construct):
 
     # ------------------------------------------------------------------------------------------
     def _function(self, cid: str, code: lambda_.Code, handler: str, environment: dict[str, str],
-                  description: str) -> lambda_.Function:
+                  description: str, timeout: Duration = Duration.minutes(5)) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{cid}Logs", retention=logs.RetentionDays.THREE_MONTHS,
                                   removal_policy=RemovalPolicy.DESTROY)
         role = iam.Role(self, f"{cid}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
@@ -149,7 +163,7 @@ class BenchmarkWorkflow(Construct):
                                                resources=[f"{log_group.log_group_arn}:*"]))
         return lambda_.Function(
             self, cid, runtime=lambda_.Runtime.PYTHON_3_14, handler=handler, code=code,
-            timeout=Duration.minutes(5), memory_size=512, environment=environment, role=role,
+            timeout=timeout, memory_size=512, environment=environment, role=role,
             log_group=log_group, description=description, tracing=lambda_.Tracing.ACTIVE)
 
     def _invoke(self, cid: str, fn: lambda_.IFunction, payload: dict, comment: str, **kwargs) -> tasks.LambdaInvoke:
@@ -173,11 +187,13 @@ class BenchmarkWorkflow(Construct):
 
         # Prepare: fill EFS and wait for FSx's S3 import side by side, before any job starts.
         prepare = sfn.Parallel(self, "PrepareData", parameters={"plan.$": "$.plan"},
-                               comment="Data ready before jobs: EFS staged by DataSync, FSx's S3 listing imported",
-                               result_selector={"staging.$": "$[0].status", "fsx_data.$": "$[1]"},
+                               comment="Data ready before jobs: EFS staged by DataSync, FSx's S3 listing imported, "
+                                       "the Express datasets copied into the directory bucket",
+                               result_selector={"staging.$": "$[0].status", "fsx_data.$": "$[1]", "express.$": "$[2]"},
                                result_path="$.prepared")
         prepare.branch(self._efs_staging())
         prepare.branch(self._fsx_data_wait())
+        prepare.branch(self._express_staging())
         run_jobs = self._run_map()
 
         # Collect: describe every job, price it, store results.json and results.csv.
@@ -272,6 +288,38 @@ class BenchmarkWorkflow(Construct):
                 .when(sfn.Condition.number_greater_than("$.plan.fsx_jobs", 0), first)
                 .otherwise(no_fsx_jobs))
 
+    def _express_staging(self) -> sfn.IChainable:
+        """Copy the Express jobs' datasets into the directory bucket, one bounded invocation after
+        another (each returns a small cursor). Ends {"ready", "reason", "invocations"}."""
+        first = sfn.Pass(self, "FirstExpressCopy", result=sfn.Result.from_object({"cursor": {}, "invocations": 0}),
+                         result_path="$.express")
+        copy = self._invoke("StageExpress", self.express_fn, {"plan.$": "$.plan", "cursor.$": "$.express.cursor"},
+                            "Copy the datasets the Express jobs read into the S3 Express One Zone bucket",
+                            result_selector={"done.$": "$.Payload.done", "ready.$": "$.Payload.ready",
+                                             "cursor.$": "$.Payload.cursor", "reason.$": "$.Payload.reason",
+                                             "invocations.$": "$.Payload.invocations"},
+                            result_path="$.express")
+        failed = sfn.Pass(self, "ExpressStagingFailed", result=sfn.Result.from_object({
+            "ready": False, "invocations": -1,
+            "reason": "copying into the S3 Express One Zone bucket failed: see the StageExpress state's error"}))
+        copy.add_catch(failed, result_path="$.expressError")
+        settled = sfn.Pass(self, "ExpressStaged", parameters={"ready.$": "$.express.ready", "reason.$": "$.express.reason",
+                                                             "invocations.$": "$.express.invocations"})
+        out_of_time = sfn.Pass(self, "ExpressStagingTooLong", parameters={
+            "ready": False, "invocations.$": "$.express.invocations",
+            "reason.$": "States.Format('still copying after {} invocations: {}', $.express.invocations, $.express.reason)"})
+        nothing = sfn.Pass(self, "NoExpressJobs", result=sfn.Result.from_object(
+            {"ready": True, "reason": "no Express jobs", "invocations": 0}))
+        first.next(copy)
+        copy.next(sfn.Choice(self, "ExpressStagingDone?")
+                  .when(sfn.Condition.boolean_equals("$.express.done", True), settled)
+                  .when(sfn.Condition.number_greater_than_equals_json_path("$.express.invocations",
+                                                                          "$.plan.express_wait_checks"), out_of_time)
+                  .otherwise(copy))
+        return (sfn.Choice(self, "NeedExpressStaging?")
+                .when(sfn.Condition.number_greater_than("$.plan.express_datasets", 0), first)
+                .otherwise(nothing))
+
     def _teardown(self, verdict: sfn.IChainable) -> sfn.IChainable:
         """DeleteStack of the FSx stack, unless another execution needs FSx, then follow it to its end."""
         def step(cid: str, payload: dict, comment: str) -> tasks.LambdaInvoke:
@@ -307,12 +355,13 @@ class BenchmarkWorkflow(Construct):
         lanes = sfn.Map(
             self, "RunLanes", items_path="$.lanes", max_concurrency=MAX_LANES,
             item_selector={"lane.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket", "base.$": "$.plan.base",
-                           "staging.$": "$.prepared.staging", "fsx_ready.$": "$.prepared.fsx_data.ready"},
+                           "staging.$": "$.prepared.staging", "fsx_ready.$": "$.prepared.fsx_data.ready",
+                           "express_ready.$": "$.prepared.express.ready"},
             result_path="$.lanes")
         run = sfn.Map(
             self, "RunJobs", items_path="$.lane", max_concurrency=1,
             item_selector={"job.$": "$$.Map.Item.Value", "bucket.$": "$.bucket", "base.$": "$.base",
-                           "staging.$": "$.staging", "fsx_ready.$": "$.fsx_ready",
+                           "staging.$": "$.staging", "fsx_ready.$": "$.fsx_ready", "express_ready.$": "$.express_ready",
                            "backoff": list(limits.API_BACKOFF_SECONDS)})
 
         def record(cid: str, status: str, error: str | None = None, name_path: str = "$.job.name") -> sfn.Pass:
@@ -324,6 +373,7 @@ class BenchmarkWorkflow(Construct):
         skipped = record("RecordSkipped", "Skipped")
         staging_failed = record("RecordStagingFailed", "Failed", "EfsStagingFailed")
         fsx_not_ready = record("RecordFsxNotReady", "Skipped", "FsxDataNotReady")
+        express_not_staged = record("RecordExpressNotStaged", "Skipped", "ExpressNotStaged")
         first_attempt = sfn.Pass(self, "FirstAttempt", parameters={"jobName.$": "$.job.name", "attempt": 1, "retries": 0},
                                  result_path="$.run")
         load = tasks.CallAwsService(
@@ -401,6 +451,8 @@ class BenchmarkWorkflow(Construct):
                                               sfn.Condition.string_equals("$.staging", "ERROR")), staging_failed)
                      .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "FSx"),
                                               sfn.Condition.boolean_equals("$.fsx_ready", False)), fsx_not_ready)
+                     .when(sfn.Condition.and_(sfn.Condition.is_present("$.job.express"),
+                                              sfn.Condition.boolean_equals("$.express_ready", False)), express_not_staged)
                      .otherwise(first_attempt.next(load).next(train)))
         run.item_processor(iteration)
         lanes.item_processor(run)
