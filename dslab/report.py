@@ -146,7 +146,7 @@ def _mean(items, key):
 # ---- chart -------------------------------------------------------------------------------------
 
 def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[str, Any]:
-    """Stacked bars per mode, grouped by dataset. Returns what was drawn (for tests and the report)."""
+    """Stacked bars per data source (mode, and storage for the S3 modes), grouped by dataset. Returns what was drawn (for tests and the report)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -207,8 +207,8 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
               f"- prices: {results.get('prices', {}).get('date', '-')} ({results.get('prices', {}).get('region', '-')}): "
               f"{results.get('prices', {}).get('source', '-')}",
               f"- jobs: {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}", ""]
-    lines += ["## Billable time per mode (seconds, mean over completed repeats)", "",
-              "| dataset | mode | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
+    lines += ["## Billable time per data source (seconds, mean over completed repeats)", "",
+              "| dataset | source | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         flag = " ⚠ repeats disagree >5%" if r["disagree"] else ""
@@ -219,7 +219,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
     lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
               "first batch included. Modes are ranked below by what you pay for, not by AU.", "",
-              "## Ranking by cost, then billable time", "", "| dataset | rank | mode | cost | billable s |", "|---|---|---|---|---|"]
+              "## Ranking by cost, then billable time", "", "| dataset | rank | source | cost | billable s |", "|---|---|---|---|---|"]
     rank, current = 0, None
     for r in ranking(rows):
         rank = rank + 1 if r["dataset"] == current else 1
@@ -227,7 +227,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
         lines.append(f"| {r['dataset']} | {rank} | {r['mode']} | {_fmt(r['cost_total'], 4, '$')} | {_fmt(r['billable_mean'])} |")
     lines += ["", "![Downloading / Training / Other per mode](breakdown.png)", "",
               "## Cost per job (US dollars, mean)", "",
-              "| dataset | mode | instance | storage (volume, FSx uptime) | requests | total |", "|---|---|---|---|---|---|"]
+              "| dataset | source | instance | storage (volume, FSx uptime, Express copy) | requests | total |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['dataset']} | {r['mode']} | {_fmt(r['cost_instance'], 4, '$')} | {_fmt(r['cost_storage'], 4, '$')} | "
                      f"{_fmt(r['cost_requests'], 4, '$')} | {_fmt(r['cost_total'], 4, '$')} |")
@@ -237,7 +237,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
         lines += [f"- {r['dataset']} / {r['mode']}: {reason}" for r, reason in failures]
     if estimates:
         lines += ["", "## The same experiment on AWS, estimated (not measured)", "",
-                  "| dataset | mode | downloading | training | other | billable | cost | bound |", "|---|---|---|---|---|---|---|---|"]
+                  "| dataset | source | downloading | training | other | billable | cost | bound |", "|---|---|---|---|---|---|---|---|"]
         for e in estimates:
             lines.append(f"| {e['dataset']} | {e['mode']} | {_fmt(e['downloading'])} | {_fmt(e['training'])} | {_fmt(e['other'])} | "
                          f"{_fmt(e['billable_seconds'])} | {_fmt(e['cost_usd']['total'], 4, '$')} | {e['bound']} |")
@@ -295,7 +295,7 @@ def write_report(results: dict[str, Any], out: Path, estimates: list[dict[str, A
     paths = {name: out / name for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png")}
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))
     paths["results.csv"].write_text(to_csv(results["records"]))
-    breakdown_chart(rows, paths["breakdown.png"], f"Billable time per mode: {title}")
+    breakdown_chart(rows, paths["breakdown.png"], f"Billable time per data source: {title}")
     text = markdown(results, rows, estimates)
     paths["report.md"].write_text(text)
     paths["report.html"].write_text(html_document(text, paths["breakdown.png"].read_bytes(), title))
