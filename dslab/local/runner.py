@@ -189,8 +189,39 @@ def check_request(request: dict[str, Any]) -> None:
             raise RequestInvalid(f"{where}: DataSource needs S3DataSource or FileSystemDataSource")
 
 
-PIPE_PREFETCH = 8                    # small objects fetched ahead of the FIFO
-PIPE_LARGE_OBJECT = 8 * 1024 * 1024  # from this size, two ahead only
+PIPE_PREFETCH = 8                    # GETs in flight at once
+PIPE_READ_AHEAD_BYTES = 64 * 1024 * 1024  # fetched and held ahead of the reader (128 small objects at most)
+PIPE_READ_AHEAD_MAX = 128
+
+
+class ReadAhead:
+    """An epoch's objects in order, fetched PIPE_PREFETCH at a time and held up to PIPE_READ_AHEAD_BYTES
+    ahead of the reader. It starts fetching when made, before the script opens the FIFO: SageMaker's
+    Pipe mode streams from S3 as the job starts, so the script's own start-up overlaps the first GETs."""
+
+    def __init__(self, pool: ThreadPoolExecutor, objects: list[tuple[str, str]], read: Callable[[str, str], bytes],
+                 halt: threading.Event):
+        self.pool, self.objects, self.read, self.halt = pool, iter(objects), read, halt
+        self.pending: deque = deque()
+        self.depth = PIPE_PREFETCH  # until the first object's size is known
+        self._fill()
+
+    def _fill(self) -> None:
+        while len(self.pending) < self.depth:
+            following = next(self.objects, None)
+            if following is None:
+                return
+            self.pending.append(self.pool.submit(self.read, *following))
+
+    def __iter__(self):
+        while True:
+            self._fill()
+            if not self.pending or self.halt.is_set():
+                return
+            data = self.pending.popleft().result()
+            # Small objects (JPEGs) many ahead; large ones (TFRecord shards) two, which bounds the memory held.
+            self.depth = max(2, min(PIPE_READ_AHEAD_MAX, PIPE_READ_AHEAD_BYTES // max(1, len(data))))
+            yield data
 
 
 class PipeFeeder(threading.Thread):
@@ -212,48 +243,30 @@ class PipeFeeder(threading.Thread):
     def run(self) -> None:
         try:
             epoch = 0
-            while not self._halt.is_set():
-                path = self.fifo_dir / f"{self.channel}_{epoch}"
-                os.mkfifo(path)
-                fd = self._open_when_read(path)
-                if fd is None:
-                    return
-                order = list(self.objects)
-                if self.seed is not None:
-                    random.Random(self.seed + epoch).shuffle(order)
-                try:
-                    with os.fdopen(fd, "wb", buffering=1024 * 1024) as pipe:
-                        for data in self._prefetched(order):
-                            chunk = recordio_frame(data) if self.wrapper == "RecordIO" else data
-                            pipe.write(chunk)
-                            pipe.flush()  # the reader gets each object as soon as it is fetched
-                            self.bytes_fed += len(chunk)
-                except BrokenPipeError:
-                    pass  # the script stopped reading this epoch early (max_samples): fine
-                self.epochs_fed += 1
-                epoch += 1
+            with ThreadPoolExecutor(PIPE_PREFETCH, thread_name_prefix=f"pipe-{self.channel}-get") as pool:
+                while not self._halt.is_set():
+                    path = self.fifo_dir / f"{self.channel}_{epoch}"
+                    os.mkfifo(path)
+                    order = list(self.objects)
+                    if self.seed is not None:
+                        random.Random(self.seed + epoch).shuffle(order)
+                    ahead = ReadAhead(pool, order, self.read, self._halt)  # fetching starts now
+                    fd = self._open_when_read(path)
+                    if fd is None:
+                        return
+                    try:
+                        with os.fdopen(fd, "wb", buffering=1024 * 1024) as pipe:
+                            for data in ahead:
+                                chunk = recordio_frame(data) if self.wrapper == "RecordIO" else data
+                                pipe.write(chunk)
+                                pipe.flush()  # the reader gets each object as soon as it is fetched
+                                self.bytes_fed += len(chunk)
+                    except BrokenPipeError:
+                        pass  # the script stopped reading this epoch early (max_samples): fine
+                    self.epochs_fed += 1
+                    epoch += 1
         except BaseException as err:
             self.error = err
-
-    def _prefetched(self, order: list[tuple[str, str]]):
-        """The objects in order, fetched up to PIPE_PREFETCH at a time (SageMaker's Pipe mode streams
-        from S3 with parallel requests, so one object's latency never holds up the stream); large
-        objects (TFRecord shards) two at a time, which bounds the memory held."""
-        with ThreadPoolExecutor(PIPE_PREFETCH, thread_name_prefix=f"pipe-{self.channel}-get") as pool:
-            pending: deque = deque()
-            objects = iter(order)
-            depth = PIPE_PREFETCH
-            while True:
-                while len(pending) < depth:
-                    following = next(objects, None)
-                    if following is None:
-                        break
-                    pending.append(pool.submit(self.read, *following))
-                if not pending or self._halt.is_set():
-                    return
-                data = pending.popleft().result()
-                depth = PIPE_PREFETCH if len(data) < PIPE_LARGE_OBJECT else 2
-                yield data
 
     def _open_when_read(self, path: Path) -> int | None:
         while not self._halt.is_set() and self.alive():
