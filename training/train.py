@@ -27,12 +27,7 @@ from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, PipelineC
                                   default_workers, detect_format, jpg_records, pipe_records, shard_records)
 from dslab_train.records import RecordError  # noqa: E402
 
-METRIC_PREFIX = "dslab_metric"
-
-
-def metric(name: str, value: float, **labels) -> None:
-    extra = "".join(f" {k}={v}" for k, v in labels.items())
-    print(f"{METRIC_PREFIX} {name}={value:.6g}{extra}", flush=True)
+from dslab_report import metric  # noqa: E402  one format for the lab's metric lines and users'
 
 
 def _int(hp: dict, key: str, default: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any, Iterable
 
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, STANDARD
 from .limits import SUMMARY_MESSAGE_CHARS
+from .requests import METRIC_DEFINITIONS
 from .prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
@@ -21,7 +22,7 @@ METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "end_to_end_
                "time_to_first_batch_seconds")
 TERMINAL = ("Completed", "Failed", "Stopped")
 # Every metric the lab's own metric lines define (dslab/core/requests.py METRIC_DEFINITIONS).
-LAB_METRIC_NAMES = frozenset(METRIC_KEYS) | {"samples", "epoch_seconds", "data_stall_seconds"}
+LAB_METRIC_NAMES = frozenset(d["Name"] for d in METRIC_DEFINITIONS)
 
 
 def parse_time(value: Any) -> dt.datetime | None:

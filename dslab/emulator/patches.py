@@ -582,7 +582,8 @@ def create_directory_bucket(name: str, region: str = "us-east-1", account: str =
 
 
 def is_directory_bucket(name: str) -> bool:
-    return name.endswith("--x-s3")
+    from ..core.requests import is_express_bucket  # the one naming rule, as botocore's
+    return is_express_bucket(name)
 
 
 def directory_listing_order(name: str) -> str:
