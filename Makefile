@@ -42,15 +42,19 @@ lint: synth
 
 # Every deploy says what FSx (billed per hour) should be: FSX=up (create it, or keep it up),
 # FSX=keep (leave it as it is, up or down) or FSX=down (remove it once the rest is deployed).
+# Settings for this deploy on top of cdk.json's, e.g. CONTEXT="express=false" or CONTEXT="azId=use1-az6"
+# (each word becomes -c key=value; every target that synthesizes takes them, so all see the same lab).
+CDK_CONTEXT = $(foreach setting,$(CONTEXT),-c $(setting))
 FSX_CHOICE = case "$(FSX)" in up|keep|down) ;; *) echo 'make $@: say what FSx should be: FSX=up (create or keep it; $$0.23/h for 1,200 GiB), FSX=keep (as it is now) or FSX=down (remove it)' >&2; exit 2;; esac
-DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep)
+DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep) $(CDK_CONTEXT)
 deploy: setup
 	@$(FSX_CHOICE)
 	$(DEPLOY) --outputs-file cdk-outputs.json
-	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force)
+	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force $(CDK_CONTEXT))
 
+# Asks before deleting (the CDK CLI's prompt); FORCE=yes skips it where no terminal is attached (scripts).
 destroy: setup
-	$(CDK) destroy --all
+	$(CDK) destroy --all $(if $(filter yes,$(FORCE)),--force) $(CDK_CONTEXT)
 
 # Come back after `make destroy`: the kept data bucket (fixed name, datasets and results inside) is
 # adopted by name instead of created again (-c adoptBucket=true); its kept TLS-only policy stays as is.
@@ -58,17 +62,17 @@ destroy: setup
 deploy-again: setup
 	@$(FSX_CHOICE)
 	$(DEPLOY) -c adoptBucket=true --outputs-file cdk-outputs.json
-	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force)
+	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force -c adoptBucket=true $(CDK_CONTEXT))
 
 # With your credentials: does the configured zone (azId) offer the experiment's instance types and FSx?
 doctor: setup
 	.venv/bin/dslab doctor $(if $(EXPERIMENT),--experiment $(EXPERIMENT),)
 
 fsx-down: setup
-	$(CDK) destroy DataSourceLab-Fsx --exclusively --force
+	$(CDK) destroy DataSourceLab-Fsx --exclusively --force $(CDK_CONTEXT)
 
 fsx-up: setup
-	$(CDK) deploy DataSourceLab-Fsx --exclusively --outputs-file cdk-outputs-fsx.json
+	$(CDK) deploy DataSourceLab-Fsx --exclusively --outputs-file cdk-outputs-fsx.json $(CDK_CONTEXT)
 
 bench-reader: setup
 	$(PY) -m benchmarks.bench_reader

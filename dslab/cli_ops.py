@@ -583,13 +583,16 @@ def cmd_doctor(args) -> int:
     if not az_id:
         raise ConfigError("azId", "not set: pass --az-id or set azId in cdk.json", "a zone ID such as use1-az4")
     instance_types = list(args.instance_type or [])
+    needs_express = False
     if args.experiment or not instance_types:
         from .core.experiment import expand
         from .experiment_file import load_experiment
         experiment = load_experiment(Path(args.experiment) if args.experiment else DEFAULT_DOCTOR_EXPERIMENT)
-        instance_types += [spec.trial.instance_type for spec in expand(experiment)]
+        specs = expand(experiment)
+        instance_types += [spec.trial.instance_type for spec in specs]
+        needs_express = any(spec.trial.storage == "express" for spec in specs)
     report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
-                        region=region, az_id=az_id, instance_types=instance_types)
+                        region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express)
     if args.json:
         _print_json(report.to_dict())
     else:

@@ -9,6 +9,9 @@ What can be checked, and how honestly:
   its own (its API reference only points to "Supported Instance Types and Availability Zones"), so the
   EC2 offering is a **proxy**: a zone without the EC2 type will not run the job; a zone with it very
   likely will, capacity and the account's SageMaker quotas permitting.
+- **S3 Express One Zone**: only some zone IDs have directory buckets, listed in the S3 User Guide's table
+  (no API answers it): ``dslab/zones.py`` holds that table. The lab deploys without Express in a zone
+  that has none (``express=auto``); when the experiment has Express trials, such a zone does not suit.
 - **FSx for Lustre**: AWS publishes no per-zone offering list or API for FSx for Lustre. Checked: the
   zone is a standard Availability Zone of the region in state ``available`` (``DescribeAvailabilityZones``)
   and FSx answers in the region (``DescribeFileSystems``). Only creating the file system (`make fsx-up`)
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .core.errors import ConfigError
-from .zones import ZoneIdError, check_zone_id
+from .zones import EXPRESS_ZONES_SOURCE, ZoneIdError, check_zone_id, express_where, express_zone_ids
 
 TRAINING_PROXY_NOTE = ("training: SageMaker runs ml.<type> on EC2 <type> hardware but publishes no per-zone offering; "
                        "the EC2 offering per zone ID is a proxy (without it the job cannot run there; with it, it very likely can)")
@@ -51,7 +54,14 @@ class ZoneReport:
     fsx_ok: bool
     fsx_detail: str
     standard_zones: list[str]
-    notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE])
+    express_zones: list[str] = field(default_factory=list)   # zone IDs with S3 Express One Zone (documented)
+    needs_express: bool = False                                # the experiment has storage: express trials
+    notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE,
+                                                      f"S3 Express One Zone: the S3 User Guide's table, {EXPRESS_ZONES_SOURCE}"])
+
+    @property
+    def express_ok(self) -> bool:
+        return self.az_id in self.express_zones
 
     @property
     def missing(self) -> list[str]:
@@ -59,16 +69,18 @@ class ZoneReport:
 
     @property
     def suitable_zones(self) -> list[str]:
-        return [z for z in self.standard_zones if all(z in zones for zones in self.offered.values())]
+        return [z for z in self.standard_zones if all(z in zones for zones in self.offered.values())
+                and (not self.needs_express or z in self.express_zones)]
 
     @property
     def ok(self) -> bool:
-        return self.zone_ok and self.fsx_ok and not self.missing
+        return self.zone_ok and self.fsx_ok and not self.missing and (self.express_ok or not self.needs_express)
 
     def to_dict(self) -> dict[str, Any]:
         return {"region": self.region, "az_id": self.az_id, "zone_name": self.zone_name, "ok": self.ok,
                 "zone_available": self.zone_ok, "training_offered_in": self.offered, "missing_in_zone": self.missing,
-                "fsx_ok": self.fsx_ok, "fsx_detail": self.fsx_detail, "suitable_zones": self.suitable_zones,
+                "fsx_ok": self.fsx_ok, "fsx_detail": self.fsx_detail, "express_ok": self.express_ok,
+                "express_zones": self.express_zones, "needs_express": self.needs_express, "suitable_zones": self.suitable_zones,
                 "notes": self.notes}
 
     def lines(self) -> list[str]:
@@ -79,8 +91,16 @@ class ZoneReport:
             here = "offered" if self.az_id in zones else "NOT offered"
             out.append(f"  {instance_type}: {here} in {self.az_id} (EC2 offering; offered in: {', '.join(zones) or 'no zone of the region'})")
         out.append(f"  FSx for Lustre: {self.fsx_detail}")
+        if self.express_ok:
+            out.append(f"  S3 Express One Zone: offered in {self.az_id}")
+        else:
+            consequence = ("the experiment's Express trials cannot run here" if self.needs_express
+                           else "the lab deploys without it here (express=auto)")
+            out.append(f"  S3 Express One Zone: NOT offered in {self.az_id}: {consequence} "
+                       f"({express_where(self.region)})")
         suitable = self.suitable_zones
-        out.append("zone IDs offering every instance type: " + (", ".join(suitable) if suitable else "none in this region"))
+        wanted = "every instance type" + (" and S3 Express One Zone" if self.needs_express else "")
+        out.append(f"zone IDs offering {wanted}: " + (", ".join(suitable) if suitable else "none in this region"))
         if not self.ok and suitable:
             out.append(f"to move the lab: -c azId={suitable[0]} (in cdk.json or on the deploy command); "
                        "a deployed lab moves by `make destroy` then `make deploy-again`")
@@ -109,8 +129,9 @@ def _offering_zones(ec2, ec2_type: str) -> list[str]:
     return sorted(zones)
 
 
-def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str]) -> ZoneReport:
-    """Check ``az_id`` of ``region`` for ``instance_types`` (SageMaker names, ml.*) and FSx for Lustre."""
+def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], needs_express: bool = False) -> ZoneReport:
+    """Check ``az_id`` of ``region`` for ``instance_types`` (SageMaker names, ml.*), FSx for Lustre and
+    (needed when ``needs_express``) S3 Express One Zone."""
     try:
         check_zone_id(az_id, region)
     except ZoneIdError as err:
@@ -139,4 +160,5 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str]) 
         code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
         fsx_ok, fsx_detail = False, f"FSx did not answer in {region} ({code})"
     return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
-                      fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard)
+                      fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard,
+                      express_zones=list(express_zone_ids(region)), needs_express=needs_express)

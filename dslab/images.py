@@ -179,9 +179,31 @@ def newest_for(architecture: str | None, region: str, processor: str = "gpu") ->
     return None
 
 
+# Resolving the images imports the SDK and walks its registry (~5 s, each synthesis): the answer is a
+# function of the pinned sagemaker-core, this module's rules and the region, so it is kept on disk by those.
+IMAGE_CACHE = Path(__file__).resolve().parent.parent / "build" / "image-cache"
+
+
 @functools.lru_cache(maxsize=None)
 def training_images(region: str) -> TrainingImages:
     """The default GPU and CPU images and the per-family exceptions for ``region``."""
+    import hashlib
+    import importlib.metadata
+    key = hashlib.sha256("|".join((importlib.metadata.version("sagemaker-core"), region,
+                                   Path(__file__).read_text())).encode()).hexdigest()[:24]
+    cached = IMAGE_CACHE / f"{region}-{key}.json"
+    if cached.exists():
+        return TrainingImages(**json.loads(cached.read_text()))
+    images = _resolve_training_images(region)
+    try:
+        IMAGE_CACHE.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(images.__dict__, sort_keys=True))
+    except OSError:
+        pass  # a read-only install resolves every time
+    return images
+
+
+def _resolve_training_images(region: str) -> TrainingImages:
     newest_gpu, newest_cpu = newest_for(None, region, "gpu"), newest_for(None, region, "cpu")
     if newest_gpu is None or newest_cpu is None:
         raise ImageError(f"the pinned SageMaker SDK knows no PyTorch training image (>= 2.6) in region {region}: "

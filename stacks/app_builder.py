@@ -18,8 +18,12 @@ def build_app(app: cdk.App, repo_root: Path, account: str | None = None, nag: bo
     config = LabConfig.from_node(app.node, account=account)
     env = cdk.Environment(account=account, region=config.region)
     core = CoreStack(app, CORE_STACK, config=config, repo_root=repo_root, env=env)
-    fsx = FsxStack(app, FSX_STACK, config=config, core=core, env=env)
+    fsx = FsxStack(app, FSX_STACK, config=config, env=env)
     workflow = WorkflowStack(app, WORKFLOW_STACK, config=config, core=core, repo_root=repo_root, env=env)
+    # Order, not references: the other stacks read Core's values from SSM at deploy time (no export
+    # can then block a Core change), so Core must be deployed first.
+    fsx.add_stack_dependency(core, "FSx reads Core's network from its SSM handoff")
+    workflow.add_stack_dependency(core, "the workflow reads Core's role, network and file systems from its SSM handoff")
     # No reference either way: the workflow finds FSx through SSM at run time, so deleting the FSx
     # stack is never blocked. Whether deploying the workflow deploys FSx is explicit (-c fsx=up|keep):
     # an update never silently recreates a torn-down file system that bills by the hour.

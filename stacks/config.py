@@ -17,7 +17,7 @@ from constructs import Node
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
                                  FSX_STACK, WORKFLOW_STACK)
 
-from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, region_zone_prefix
+from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FSX_LINKS = ("dra", "import-path")
@@ -27,6 +27,7 @@ EFS_MOUNT_AUTH = ("anonymous", "iam")
 # What deploying the workflow stack does to FSx: "keep" leaves it as it is (up or torn down), "up"
 # deploys it too. Never implicit: a torn-down FSx is not silently brought back by an update.
 FSX_DEPLOY = ("keep", "up")
+EXPRESS = ("auto", "true", "false")
 AZ_ID_HELP = ("find the zone IDs of your account with: " + FIND_ZONE_IDS + "; `dslab doctor` says which "
               "of them offer the experiment's instance types")
 
@@ -53,6 +54,7 @@ class LabConfig:
     fsx_deploy: str = "keep"           # "up": deploying the workflow deploys FSx too; "keep": FSx untouched
     fsx_idle_hours: float = 8.0        # the idle guard deletes FSx after this long unused (0 = off)
     express: bool = True               # an S3 Express One Zone directory bucket in the lab's zone (and its endpoint)
+    express_note: str | None = None    # why express=auto left it out (the zone has no S3 Express One Zone)
 
     @classmethod
     def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
@@ -115,12 +117,27 @@ class LabConfig:
             raise LabConfigError(f"context 'fsxIdleHours'={raw_idle!r}: hours of FSx without a running workflow "
                                  "before the idle guard deletes it, 0 (off) to 336 (e.g. -c fsxIdleHours=8)")
         # The directory bucket costs storage while data sits in it; -c express=false leaves it (and its
-        # endpoint, grants and outputs) out. Unset means on: the sixth data source is part of the lab.
-        express = _bool(True if get("express") in (None, "") else get("express"), "express")
+        # endpoint, grants and outputs) out. "auto" (the default) has it wherever the zone offers S3
+        # Express One Zone, which only some zone IDs do (dslab/zones.py), and says so where it does not.
+        raw_express = get("express")
+        raw_express = "auto" if raw_express in (None, "") else str(raw_express).lower()
+        if raw_express in ("1", "0"):
+            raw_express = {"1": "true", "0": "false"}[raw_express]
+        express_choice = _choice(raw_express, "express", EXPRESS)
+        express, express_note = express_choice != "false", None
+        if express and not offers_express(az_id, region):
+            if express_choice == "true":
+                raise LabConfigError(
+                    f"context 'express'=true but 'azId'={az_id} has no S3 Express One Zone ({express_where(region)}): "
+                    f"set -c azId to one of those, or -c express=auto (leave it out where the zone has none) "
+                    "or -c express=false")
+            express, express_note = False, (f"S3 Express One Zone is not offered in {az_id}: the lab is deployed without it "
+                                            f"({express_where(region)}; -c azId=... to have it)")
         return cls(region=region, az_id=az_id, account=account, vpc_cidr=cidr, fsx_capacity_gib=capacity,
                    fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
                    efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable,
-                   adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle, express=express)
+                   adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle, express=express,
+                   express_note=express_note)
 
 
 def region_zone_prefix_or_example(region: str) -> str:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from constructs import Construct
 
 from .components.data_bucket import DataBucket
 from .components.efs import LabEfs
 from .components.express_bucket import ExpressBucket
+from .components.handoff import CoreHandoff
 from .components.network import LabNetwork
 from .components.training_code import TrainingCode
 from .components.training_role import TrainingRole
@@ -61,6 +62,22 @@ class CoreStack(Stack):
                 "ExpressBucketArn": self.express.bucket_arn,     # arn:aws:s3express:<region>:<account>:bucket/<name>
                 "ExpressZoneId": config.az_id,
             })
+        if config.express_note:
+            # -c express=auto in a zone without S3 Express One Zone: said at synthesis and in the outputs.
+            outputs["ExpressNote"] = config.express_note
+            Annotations.of(self).add_warning_v2("dslab:express-unavailable", config.express_note)
         for key, value in outputs.items():
             CfnOutput(self, key, value=value)
+        handoff = {
+            "vpc-id": self.network.vpc.vpc_id,
+            "subnet-id": self.network.subnet.subnet_id,
+            "training-security-group-id": self.network.training_sg.security_group_id,
+            "fsx-security-group-id": self.network.fsx_sg.security_group_id,
+            "efs-file-system-id": self.efs.file_system.file_system_id,
+            "efs-file-system-arn": self.efs.file_system.file_system_arn,
+            "training-role-arn": self.training.role.role_arn,
+        }
+        if self.express:
+            handoff.update({"express-bucket-name": self.express.bucket_name, "express-bucket-arn": self.express.bucket_arn})
+        CoreHandoff(self, "Handoff", values=handoff)
         acknowledge_core(self)

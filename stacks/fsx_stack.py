@@ -7,23 +7,30 @@ and CloudFormation always describes what exists.
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack, aws_ec2 as ec2
+from aws_cdk import Aws, CfnOutput, Stack, aws_ec2 as ec2, aws_s3 as s3
 from constructs import Construct
 
+from .components.data_bucket import data_bucket_name
 from .components.fsx import LabFsx
+from .components.handoff import from_core
 from .config import FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, LabConfig
-from .core_stack import CoreStack
 
 
 class FsxStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, core: CoreStack, **kwargs) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, **kwargs) -> None:
         super().__init__(scope, construct_id, description="DataSourceLab: FSx for Lustre Scratch 2 linked to the datasets prefix", **kwargs)
+        # Core's network, read from its SSM handoff at deploy time (components/handoff.py), never imported.
         # Immutable: the Lustre rules live in the Core stack with the group; the FSx construct would
         # otherwise add its own 988-1023 self-rule there, a Core resource owned by this stack's code.
         fsx_sg = ec2.SecurityGroup.from_security_group_id(
-            self, "FsxSg", core.network.fsx_sg.security_group_id, mutable=False, allow_all_outbound=False)
-        self.fsx = LabFsx(self, "Fsx", vpc=core.network.vpc, subnet=core.network.subnet,
-                          security_group=fsx_sg, bucket=core.data.bucket,
+            self, "FsxSg", from_core(self, "fsx-security-group-id"), mutable=False, allow_all_outbound=False)
+        subnet = ec2.Subnet.from_subnet_id(self, "Subnet", from_core(self, "subnet-id"))
+        # The construct takes a VPC only to make a security group when none is given (one is given), so the
+        # VPC's ID is never rendered: AWS::NoValue, which CloudFormation would refuse if it ever were.
+        vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=Aws.NO_VALUE, availability_zones=[Aws.NO_VALUE])
+        bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name(self))
+        self.fsx = LabFsx(self, "Fsx", vpc=vpc, subnet=subnet,
+                          security_group=fsx_sg, bucket=bucket,
                           capacity_gib=config.fsx_capacity_gib, link=config.fsx_link,
                           id_parameter=FSX_ID_PARAMETER, mount_parameter=FSX_MOUNT_PARAMETER)
         CfnOutput(self, "FsxFileSystemId", value=self.fsx.file_system.file_system_id)

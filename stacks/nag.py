@@ -14,6 +14,13 @@ def ack(scope: IConstruct, finding: str, reason: str) -> None:
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
 
 
+def account_text(stack: cdk.Stack) -> str:
+    """The account as cdk-nag writes it in a finding: ``<AWS::AccountId>`` for an environment-agnostic
+    stack, the literal account once ``cdk deploy`` binds the stack to one (ARNs built with it are then
+    plain strings, and a finding written for the token form would no longer match)."""
+    return "<AWS::AccountId>" if cdk.Token.is_unresolved(stack.account) else stack.account
+
+
 def _policy(stack: cdk.Stack, path: str) -> IConstruct:
     node = stack
     for part in path.split("/"):
@@ -23,8 +30,9 @@ def _policy(stack: cdk.Stack, path: str) -> IConstruct:
 
 def acknowledge_core(stack: cdk.Stack) -> None:
     policy = _policy(stack, "Training/Role/DefaultPolicy/Resource")
+    account = account_text(stack)
     # An adopted bucket (-c adoptBucket=true) is referenced by its fixed name, not by the stack's resource.
-    bucket = (f"arn:aws:s3:::datasourcelab-data-<AWS::AccountId>-{stack.region}" if stack.config.adopt_bucket
+    bucket = (f"arn:aws:s3:::datasourcelab-data-{account}-{stack.region}" if stack.config.adopt_bucket
               else "<DataBucketE6B0FAA8.Arn>")
     for prefix, why in (("datasets", "training jobs read every object of every dataset under datasets/"),
                         ("code", "training jobs read code uploaded under code/ by `dslab run`"),
@@ -33,16 +41,17 @@ def acknowledge_core(stack: cdk.Stack) -> None:
     ack(policy, f"{IAM5}[Resource::*]",
         "ec2:Describe* for the job's network set-up, ecr:GetAuthorizationToken and cloudwatch:PutMetricData "
         "(limited by the cloudwatch:namespace condition) take no resource-level scoping")
-    ack(policy, f"{IAM5}[Resource::arn:aws:ec2:{stack.region}:<AWS::AccountId>:network-interface/*]",
+    ack(policy, f"{IAM5}[Resource::arn:aws:ec2:{stack.region}:{account}:network-interface/*]",
         "SageMaker creates the job's ENIs at run time; their IDs cannot be known in advance")
     ack(policy, f"{IAM5}[Resource::arn:aws:ecr:{stack.region}:763104351884:repository/*]",
         "Pull-only access to the AWS Deep Learning Containers registry account; the repository follows the image")
-    ack(policy, f"{IAM5}[Resource::arn:aws:logs:{stack.region}:<AWS::AccountId>:log-group:/aws/sagemaker/TrainingJobs:*]",
+    ack(policy, f"{IAM5}[Resource::arn:aws:logs:{stack.region}:{account}:log-group:/aws/sagemaker/TrainingJobs:*]",
         "SageMaker writes one log stream per job in this log group; stream names are made at run time")
 
 
 def acknowledge_workflow(stack: cdk.Stack) -> None:
-    bucket = f"arn:aws:s3:::datasourcelab-data-<AWS::AccountId>-{stack.region}"
+    account = account_text(stack)
+    bucket = f"arn:aws:s3:::datasourcelab-data-{account}-{stack.region}"
     results = f"{IAM5}[Resource::{bucket}/results/*]"
     results_why = "Prefix-scoped: results/<execution>/ objects are named at run time"
     functions = {
@@ -68,10 +77,10 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
         "Copies the datasets the Express jobs read into the directory bucket; dataset names come with each experiment")
     collect = _policy(stack, "Workflow/CollectFunctionRole/DefaultPolicy/Resource")
     ack(collect, f"{IAM5}[Resource::{bucket}/output/*]", "Reads metrics.json from each job's output archive, named per job at run time")
-    ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
+    ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:{account}:training-job/*]",
         "Describes the experiment's jobs, whose names are generated per execution")
     ack(_policy(stack, "Workflow/TeardownFunctionRole/DefaultPolicy/Resource"),
-        f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:<AWS::AccountId>:stack/DataSourceLab-Fsx/*]",
+        f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:{account}:stack/DataSourceLab-Fsx/*]",
         "DescribeStacks and DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
 
     ack(_policy(stack, "Workflow/EfsStaging/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
@@ -86,6 +95,6 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
         ack(machine, f"{IAM5}[Resource::<{logical}.Arn>:*]", f"Invoking any version of the {fn} function (CDK's LambdaInvoke grant)")
     ack(machine, f"{IAM5}[Resource::<WorkflowEfsStagingEfsSyncTaskEE592268.TaskArn>/execution/*]",
         "Describing executions of the lab's one DataSync task; execution IDs are made at run time")
-    ack(machine, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:<AWS::AccountId>:training-job/*]",
+    ack(machine, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:{account}:training-job/*]",
         "createTrainingJob.sync creates, describes, tags and stops the experiment's jobs, named per execution")
     ack(machine, f"{IAM5}[Resource::*]", XRAY_REASON + " (state-machine tracing)")

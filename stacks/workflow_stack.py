@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import CfnOutput, Stack, aws_s3 as s3
+from aws_cdk import CfnOutput, Stack, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from dslab.images import lab_training_images
 
 from .components.data_bucket import data_bucket_name
+from .components.handoff import from_core
 from .components.workflow import BenchmarkWorkflow
 from .config import FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, LabConfig
 from .core_stack import CoreStack
@@ -26,33 +27,40 @@ class WorkflowStack(Stack):
         images = lab_training_images(config.region, self.node.try_get_context("trainingImage"),
                                      self.node.try_get_context("trainingImageCpu"))
         image_gpu, image_cpu = images.gpu, images.cpu
+        # Core's values, read from its SSM handoff at deploy time (components/handoff.py), never imported.
+        role_arn = from_core(self, "training-role-arn")
+        subnet_id = from_core(self, "subnet-id")
+        training_sg_id = from_core(self, "training-security-group-id")
+        efs_id, efs_arn = from_core(self, "efs-file-system-id"), from_core(self, "efs-file-system-arn")
         # The Plan function's view of the lab: everything a CreateTrainingJob request needs.
         environment = {
             "DSLAB_BUCKET": bucket.bucket_name,
-            "DSLAB_ROLE_ARN": core.training.role.role_arn,
-            "DSLAB_SUBNET_IDS": core.network.subnet.subnet_id,
-            "DSLAB_SECURITY_GROUP_IDS": core.network.training_sg.security_group_id,
+            "DSLAB_ROLE_ARN": role_arn,
+            "DSLAB_SUBNET_IDS": subnet_id,
+            "DSLAB_SECURITY_GROUP_IDS": training_sg_id,
             "DSLAB_IMAGE_URI": image_gpu,
             "DSLAB_IMAGE_URI_CPU": image_cpu,
             "DSLAB_IMAGE_URIS": images.by_family_json(),
             "DSLAB_CODE_URI": core.code.s3_uri,
             "DSLAB_CODE_VERSION": core.code.version,
-            "DSLAB_EFS_ID": core.efs.file_system.file_system_id,
+            "DSLAB_EFS_ID": efs_id,
             "DSLAB_FSX_ID_PARAMETER": FSX_ID_PARAMETER,
             "DSLAB_FSX_MOUNT_PARAMETER": FSX_MOUNT_PARAMETER,
             "DSLAB_FSX_CAPACITY_GIB": str(config.fsx_capacity_gib),
             "DSLAB_EFS_THROUGHPUT_MIBPS": str(config.efs_provisioned_mibps or 0),
         }
-        express = getattr(core, "express", None)  # None when deployed with -c express=false
-        if express is not None:
-            environment["DSLAB_EXPRESS_BUCKET"] = express.bucket_name
+        express_arn = None
+        if config.express:  # off with -c express=false, or where the zone has no S3 Express One Zone
+            environment["DSLAB_EXPRESS_BUCKET"] = from_core(self, "express-bucket-name")
+            express_arn = from_core(self, "express-bucket-arn")
         self.workflow = BenchmarkWorkflow(
-            self, "Workflow", repo_root=repo_root, bucket=bucket, training_role=core.training.role,
-            subnet=core.network.subnet, training_sg=core.network.training_sg,
-            efs_file_system_arn=core.efs.file_system.file_system_arn, environment=environment,
+            self, "Workflow", repo_root=repo_root, bucket=bucket,
+            training_role=iam.Role.from_role_arn(self, "TrainingRole", role_arn, mutable=False),
+            subnet_id=subnet_id, training_sg_id=training_sg_id,
+            efs_file_system_arn=efs_arn, environment=environment,
             fsx_stack_name=FSX_STACK, fsx_parameters=(FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER),
             efs_mount_auth=config.efs_mount_auth, fsx_idle_hours=config.fsx_idle_hours,
-            express_bucket_arn=express.bucket_arn if express is not None else None)
+            express_bucket_arn=express_arn)
         CfnOutput(self, "StateMachineArn", value=self.workflow.state_machine.state_machine_arn)
         CfnOutput(self, "TrainingImageUri", value=image_gpu)
         CfnOutput(self, "TrainingImageUriCpu", value=image_cpu)

@@ -28,15 +28,35 @@ def cdk_context(**overrides) -> dict:
     return context
 
 
+ACCOUNT = "123456789012"
+# The zone names a region's lookup answers (the CLI caches them in cdk.context.json under this key).
+ZONE_NAMES = {"us-east-1": [f"us-east-1{c}" for c in "abcdef"], "eu-west-1": [f"eu-west-1{c}" for c in "abc"],
+              "us-west-2": [f"us-west-2{c}" for c in "abcd"], "ap-southeast-2": [f"ap-southeast-2{c}" for c in "abc"]}
+
+
+def bound_context(account: str = ACCOUNT, **overrides) -> dict:
+    """cdk.json's context plus the AZ lookup as `cdk deploy` caches it for a concrete account."""
+    context = cdk_context(**overrides)
+    region = context["region"]
+    context[f"availability-zones:account={account}:region={region}"] = ZONE_NAMES[region]
+    return context
+
+
 class SynthesizedLab:
-    def __init__(self, outdir: Path, **context):
+    """The lab synthesized as `cdk synth` does (cdk.json's context), environment-agnostic, or with
+    ``account`` bound to a concrete account after the CLI's context lookups, as `cdk deploy` does
+    with credentials."""
+
+    def __init__(self, outdir: Path, *, account: str | None = None, **context):
         import aws_cdk as cdk
         from aws_cdk.assertions import Template
 
         from stacks.app_builder import build_app
         from stacks.config import CORE_STACK, FSX_STACK, WORKFLOW_STACK
 
-        self.app = build_app(cdk.App(context=cdk_context(**context), outdir=str(outdir)), REPO)
+        self.account = account
+        app_context = bound_context(account, **context) if account else cdk_context(**context)
+        self.app = build_app(cdk.App(context=app_context, outdir=str(outdir)), REPO, account=account)
         self.assembly = self.app.synth()
         self.outdir = outdir
         stacks = {s.stack_name: s for s in self.app.node.children if isinstance(s, cdk.Stack)}
@@ -58,17 +78,36 @@ def lab_cache(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("lab-cache")
 
 
+_SYNTHESIZED: dict[str, SynthesizedLab] = {}
+
+
+def synthesized(form: str, tmp_path_factory) -> SynthesizedLab:
+    """One synthesis per form per test session."""
+    if form not in _SYNTHESIZED:
+        outdir = tmp_path_factory.mktemp(f"cdk.out-{form}")
+        _SYNTHESIZED[form] = SynthesizedLab(outdir, account=ACCOUNT if form == "bound" else None)
+    return _SYNTHESIZED[form]
+
+
+@pytest.fixture(scope="session", params=["agnostic", "bound"])
+def lab(request, tmp_path_factory) -> SynthesizedLab:
+    """The synthesized lab in both forms every check runs on: environment-agnostic (`cdk synth`
+    without credentials) and bound to an account with the lookups supplied (`cdk deploy` with them)."""
+    return synthesized(request.param, tmp_path_factory)
+
+
 @pytest.fixture(scope="session")
-def lab(tmp_path_factory) -> SynthesizedLab:
-    return SynthesizedLab(tmp_path_factory.mktemp("cdk.out"))
+def bound_lab(tmp_path_factory) -> SynthesizedLab:
+    return synthesized("bound", tmp_path_factory)
 
 
 @pytest.fixture
-def emulated(lab, tmp_path):
-    """Makes an EmulatedLab that runs this session's synthesized workflow, Waits compressed 1000-fold."""
+def emulated(bound_lab, tmp_path):
+    """Makes an EmulatedLab that deploys this session's synthesized lab (bound to the stand-in's account,
+    as `cdk deploy` would synthesize it) and runs its workflow, Waits compressed 1000-fold."""
     from dslab.emulator.lab import EmulatedLab
 
     def make(executor, **kwargs) -> EmulatedLab:
         kwargs.setdefault("time_scale", 0.001)
-        return EmulatedLab(lab.outdir, executor=executor, efs_root=tmp_path / "efs", **kwargs)
+        return EmulatedLab(bound_lab.outdir, executor=executor, efs_root=tmp_path / "efs", **kwargs)
     return make

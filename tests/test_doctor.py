@@ -141,3 +141,37 @@ def test_no_instance_type_is_bad_input():
     with pytest.raises(ConfigError) as err:
         check_zone(FakeEc2(["use1-az1"], {}), FakeFsx(), region="us-east-1", az_id="use1-az1", instance_types=[])
     assert "instance_type" in str(err.value)
+
+
+def test_express_zone_table_decides_when_the_experiment_has_express_trials(aws):
+    """S3 Express One Zone exists only in the S3 User Guide's listed zone IDs (use1-az4/5/6 in us-east-1)."""
+    ec2, fsx = aws
+    g5 = offered_in(ec2, "g5.xlarge")
+    with_express = [z for z in g5 if z in ("use1-az4", "use1-az5", "use1-az6")]
+    without = [z for z in g5 if z not in ("use1-az4", "use1-az5", "use1-az6")]
+    assert with_express and without, "the stand-in offers g5 in zones with and without Express"
+    lacking = check_zone(ec2, fsx, region="us-east-1", az_id=without[0], instance_types=["ml.g5.xlarge"], needs_express=True)
+    assert not lacking.ok and not lacking.express_ok
+    assert lacking.suitable_zones == with_express
+    text = "\n".join(lacking.lines())
+    assert f"S3 Express One Zone: NOT offered in {without[0]}: the experiment's Express trials cannot run here" in text
+    assert "use1-az4, use1-az5, use1-az6" in text and f"-c azId={with_express[0]}" in text
+    # Without Express trials the same zone suits: the lab deploys there without the directory bucket.
+    plain = check_zone(ec2, fsx, region="us-east-1", az_id=without[0], instance_types=["ml.g5.xlarge"])
+    assert plain.ok and "deploys without it here" in "\n".join(plain.lines())
+    here = check_zone(ec2, fsx, region="us-east-1", az_id=with_express[0], instance_types=["ml.g5.xlarge"], needs_express=True)
+    assert here.ok and "S3 Express One Zone: offered in" in "\n".join(here.lines())
+
+
+def test_doctor_reads_express_trials_from_the_experiment(aws, capsys, tmp_path):
+    """An experiment with an Express trial needs a zone with S3 Express One Zone."""
+    ec2, _ = aws
+    g5 = offered_in(ec2, "g5.xlarge")
+    without = [z for z in g5 if z not in ("use1-az4", "use1-az5", "use1-az6")]
+    assert without
+    experiment = tmp_path / "express.yaml"
+    experiment.write_text("name: x\ndatasets: [caltech-jpg-1x]\ninstance_type: ml.g5.xlarge\n"
+                          "trials:\n  - {name: base, modes: [File]}\n  - {name: express, storage: express, modes: [FastFile]}\n")
+    assert main(["doctor", "--az-id", without[0], "--experiment", str(experiment), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["needs_express"] and not data["express_ok"] and data["express_zones"] == ["use1-az4", "use1-az5", "use1-az6"]

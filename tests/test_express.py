@@ -4,8 +4,6 @@ rules, the project's own S3 code under them, staging in the workflow, estimates 
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import boto3
 import pytest

@@ -17,6 +17,29 @@ def resources(template, type_name: str) -> dict:
     return template.find_resources(type_name)
 
 
+def rendered(value) -> str:
+    """A string-valued property with its intrinsics written as <Ref>/<Logical.Attr> (Fn::Join flattened)."""
+    if isinstance(value, str):
+        return value
+    (key, arg), = value.items()
+    if key == "Fn::Join":
+        return arg[0].join(rendered(part) for part in arg[1])
+    if key == "Ref":
+        return f"<{arg}>"
+    if key == "Fn::GetAtt":
+        return f"<{'.'.join(arg)}>"
+    raise AssertionError(f"unexpected intrinsic {key}")
+
+
+def core_parameter_ref(template: dict, value, key: str) -> bool:
+    """Is ``value`` a Ref to a deploy-time SSM parameter that reads Core's handoff ``key``?"""
+    if not (isinstance(value, dict) and set(value) == {"Ref"}):
+        return False
+    parameter = template.get("Parameters", {}).get(value["Ref"], {})
+    return (parameter.get("Type") == "AWS::SSM::Parameter::Value<String>"
+            and parameter.get("Default") == f"/datasourcelab/core/{key}")
+
+
 # ---- Network ---------------------------------------------------------------------------------
 
 def test_subnets_all_in_the_one_configured_zone_id(lab):
@@ -27,26 +50,61 @@ def test_subnets_all_in_the_one_configured_zone_id(lab):
     for subnet in subnets.values():
         assert "AvailabilityZone" not in subnet["Properties"]
         assert subnet["Properties"]["MapPublicIpOnLaunch"] is False
-    assert "zone-set-by-azId" not in json.dumps(lab.raw("DataSourceLab-Core"))
+    assert "AWS::NoValue" not in json.dumps(lab.raw("DataSourceLab-Core"))  # the zone name is never rendered
     outputs = lab.raw("DataSourceLab-Core")["Outputs"]
     assert outputs["AvailabilityZoneId"]["Value"] == "use1-az4"
     assert outputs["AvailabilityZone"]["Value"] == {"Fn::GetAtt": [next(iter(subnets)), "AvailabilityZone"]}
 
 
-def test_zone_id_setting_places_the_subnet(tmp_path):
+def _core_template(tmp_path, **context):
     import aws_cdk as cdk
     from aws_cdk.assertions import Template
 
     from stacks.core_stack import CoreStack
-    app = cdk.App(context=cdk_context(region="eu-west-1", azId="euw1-az2"), outdir=str(tmp_path))
+    app = cdk.App(context=cdk_context(**context), outdir=str(tmp_path))
     config = LabConfig.from_node(app.node)
-    core = CoreStack(app, "Core", config=config, repo_root=REPO, env=cdk.Environment(region="eu-west-1"))
-    template = Template.from_stack(core)
+    core = CoreStack(app, "Core", config=config, repo_root=REPO, env=cdk.Environment(region=context["region"]))
+    return Template.from_stack(core)
+
+
+def test_zone_id_setting_places_the_subnet(tmp_path):
+    template = _core_template(tmp_path, region="eu-west-1", azId="euw1-az1")
     subnets = template.find_resources("AWS::EC2::Subnet")
-    assert {s["Properties"]["AvailabilityZoneId"] for s in subnets.values()} == {"euw1-az2"}
+    assert {s["Properties"]["AvailabilityZoneId"] for s in subnets.values()} == {"euw1-az1"}
     # The directory bucket follows the zone ID (a new zone replaces it; its emptier clears the old one).
     (bucket,) = template.find_resources("AWS::S3Express::DirectoryBucket").values()
-    assert bucket["Properties"]["LocationName"] == "euw1-az2"
+    assert bucket["Properties"]["LocationName"] == "euw1-az1"
+
+
+def test_subnet_block_follows_the_zone_so_a_zone_move_can_replace_it(tmp_path):
+    """EC2 refuses overlapping subnets: the new zone's subnet must not take the old one's CIDR."""
+    blocks = {}
+    for az_id in ("use1-az4", "use1-az6"):
+        subnets = _core_template(tmp_path / az_id, region="us-east-1", azId=az_id).find_resources("AWS::EC2::Subnet")
+        (subnet,) = subnets.values()
+        blocks[az_id] = subnet["Properties"]["CidrBlock"]
+    assert blocks == {"use1-az4": "10.42.48.0/20", "use1-az6": "10.42.80.0/20"}
+
+
+@pytest.mark.parametrize("region, az_id", [("eu-west-1", "euw1-az2"), ("ap-southeast-2", "apse2-az1")])
+def test_express_auto_leaves_express_out_where_the_zone_has_none_and_says_so(tmp_path, region, az_id):
+    """The S3 User Guide's table lists the zone IDs with S3 Express One Zone: elsewhere no directory bucket."""
+    template = _core_template(tmp_path, region=region, azId=az_id)
+    template.resource_count_is("AWS::S3Express::DirectoryBucket", 0)
+    outputs = template.to_json()["Outputs"]
+    assert outputs["ExpressEnabled"]["Value"] == "false"
+    note = outputs["ExpressNote"]["Value"]
+    assert az_id in note and "not offered" in note
+
+
+def test_express_true_in_a_zone_without_it_names_azid_express_and_the_zones_that_have_it():
+    with pytest.raises(LabConfigError) as err:
+        LabConfig.from_mapping(lambda k: {"region": "eu-west-1", "azId": "euw1-az2", "express": "true"}.get(k))
+    message = str(err.value)
+    assert "'express'=true" in message and "'azId'=euw1-az2" in message and "euw1-az1, euw1-az3" in message
+    with pytest.raises(LabConfigError) as err:
+        LabConfig.from_mapping(lambda k: {"region": "ap-southeast-2", "azId": "apse2-az1", "express": "true"}.get(k))
+    assert "no zone of ap-southeast-2 has it" in str(err.value)
 
 
 @pytest.mark.parametrize("region, prefix", [
@@ -308,7 +366,7 @@ def test_bad_express_value_stops_synthesis_before_anything_is_built(tmp_path):
     app = cdk.App(context=cdk_context(express="yes please"), outdir=str(tmp_path))
     with pytest.raises(LabConfigError) as err:
         build_app(app, REPO)
-    assert str(err.value) == "context 'express'='yes please' must be true or false"
+    assert str(err.value) == "context 'express'='yes please' is not allowed: use one of auto, true, false"
     assert not app.node.children
 
 
@@ -334,7 +392,8 @@ def test_fsx_scratch2_lustre_215_linked_to_datasets(lab):
     assert len(props["SubnetIds"]) == 1
     (link,) = resources(lab.fsx, "AWS::FSx::DataRepositoryAssociation").values()
     assert link["Properties"]["FileSystemPath"] == "/datasets"
-    assert link["Properties"]["DataRepositoryPath"]["Fn::Join"][1][-1] == "/datasets/"
+    account = lab.account or "<AWS::AccountId>"  # a literal once bound to an account
+    assert rendered(link["Properties"]["DataRepositoryPath"]) == f"s3://datasourcelab-data-{account}-us-east-1/datasets/"
     assert link["Properties"]["S3"]["AutoImportPolicy"]["Events"] == ["NEW", "CHANGED", "DELETED"]
     assert link["Properties"]["BatchImportMetaDataOnCreate"] is True
 
@@ -345,7 +404,7 @@ def test_fsx_capacity_is_configurable(tmp_path):
     (fs,) = resources(big.fsx, "AWS::FSx::FileSystem").values()
     assert fs["Properties"]["StorageCapacity"] == 4800
     # The legacy link is one switch: ImportPath on the bucket root, so /datasets stays the same path.
-    assert fs["Properties"]["LustreConfiguration"]["ImportPath"]["Fn::Join"][1][0] == "s3://"
+    assert rendered(fs["Properties"]["LustreConfiguration"]["ImportPath"]) == "s3://datasourcelab-data-<AWS::AccountId>-us-east-1"
     big.fsx.resource_count_is("AWS::FSx::DataRepositoryAssociation", 0)
 
 
@@ -376,8 +435,9 @@ def test_idle_guard_rule_deletes_fsx_after_the_configured_hours(lab):
     assert rule["Properties"]["ScheduleExpression"] == "rate(30 minutes)" and rule["Properties"]["State"] == "ENABLED"
     (target,) = rule["Properties"]["Targets"]
     assert "TeardownFunction" in json.dumps(target["Arn"])
-    # The input, with the account token filled in, is what the teardown function's idle guard reads.
-    text = "".join(p if isinstance(p, str) else "123456789012" for p in target["Input"]["Fn::Join"][1])
+    # The input, with the account token filled in (a literal once bound), is what the idle guard reads.
+    given = target["Input"]
+    text = given if isinstance(given, str) else "".join(p if isinstance(p, str) else "123456789012" for p in given["Fn::Join"][1])
     assert json.loads(text) == {"action": "idle", "idle_hours": 8,
                                 "state_machine": "arn:aws:states:us-east-1:123456789012:stateMachine:DataSourceLab-Benchmark"}
     outputs = lab.raw("DataSourceLab")["Outputs"]
@@ -432,7 +492,8 @@ def test_efs_provisioned_throughput_and_iam_mounts_by_context(tmp_path):
                if {"Ref": role_logical} in p["Properties"]["Roles"] for st in p["Properties"]["PolicyDocument"]["Statement"]]
     assert sorted(granted[0]["Action"]) == ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientRootAccess",
                                             "elasticfilesystem:ClientWrite"]
-    assert "DataSourceLab-Core" in json.dumps(granted[0]["Resource"])  # the lab's EFS, by its exported ARN
+    # the lab's EFS, by the ARN Core hands over through SSM (read at deploy time, never imported)
+    assert core_parameter_ref(provisioned.raw("DataSourceLab"), granted[0]["Resource"], "efs-file-system-arn")
     assert any(d.startswith(role_logical) for d in location[1].get("DependsOn", []))
 
 
@@ -516,6 +577,39 @@ def test_cfn_lint_clean(lab):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.parametrize("region, az_id", [("us-east-1", "use1-az4"), ("eu-west-1", "euw1-az1"), ("us-west-2", "usw2-az1")])
+def test_synthesis_bound_to_an_account_is_clean_in_several_regions(tmp_path, region, az_id):
+    """What `cdk deploy` synthesizes with credentials: the account concrete, the zone lookup cached as
+    the CLI caches it. cdk-nag runs as a validation plugin (an unacknowledged finding fails synthesis),
+    no error annotation is left, and cfn-lint passes every template."""
+    from .conftest import ACCOUNT, SynthesizedLab
+    bound = SynthesizedLab(tmp_path, account=ACCOUNT, region=region, azId=az_id)
+    errors = [m for artifact in bound.assembly.artifacts for m in getattr(artifact, "messages", [])
+              if str(m.level).lower().endswith("error")]
+    assert errors == []
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["artifacts"]["DataSourceLab-Core"]["environment"] == f"aws://{ACCOUNT}/{region}"
+    (subnet,) = resources(bound.core, "AWS::EC2::Subnet").values()
+    assert subnet["Properties"]["AvailabilityZoneId"] == az_id
+    assert resources(bound.core, "AWS::S3Express::DirectoryBucket")   # each of these zones has S3 Express
+    result = subprocess.run([str(REPO / ".venv/bin/cfn-lint"), "--config-file", str(REPO / ".cfnlintrc.yaml"),
+                             *[str(p) for p in bound.template_files()]], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_no_stack_imports_from_another(lab):
+    """Core hands its values over through SSM parameters read at deploy time: no export can block a setting change."""
+    for name in ("DataSourceLab-Core", "DataSourceLab-Fsx", "DataSourceLab"):
+        raw = lab.raw(name)
+        assert "Fn::ImportValue" not in json.dumps(raw), name
+        assert all("Export" not in o for o in raw.get("Outputs", {}).values()), name
+    handoff = {r["Properties"]["Name"] for r in resources(lab.core, "AWS::SSM::Parameter").values()}
+    for name in ("DataSourceLab-Fsx", "DataSourceLab"):
+        reads = {p["Default"] for p in lab.raw(name)["Parameters"].values()
+                 if p["Type"].startswith("AWS::SSM::Parameter::Value") and not p["Default"].startswith("/cdk-bootstrap/")}
+        assert reads and reads <= handoff, f"{name} reads a parameter Core does not write: {reads - handoff}"
+
+
 # ---- Bad configuration -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("overrides, words", [
@@ -535,8 +629,9 @@ def test_cfn_lint_clean(lab):
     ({"fsx": "maybe"}, ["'fsx'", "keep, up"]),
     ({"fsxIdleHours": -1}, ["fsxIdleHours", "0 (off) to 336"]),
     ({"fsxIdleHours": "soon"}, ["fsxIdleHours", "0 (off) to 336"]),
-    ({"express": "maybe"}, ["'express'", "true or false"]),
-    ({"express": "onezone"}, ["'express'", "true or false"]),
+    ({"express": "maybe"}, ["'express'", "auto, true, false"]),
+    ({"express": "onezone"}, ["'express'", "auto, true, false"]),
+    ({"azId": "euw1-az2", "region": "eu-west-1", "express": "true"}, ["'express'=true", "euw1-az1, euw1-az3"]),
 ])
 def test_bad_configuration_is_refused_with_the_setting_named(overrides, words):
     context = cdk_context(**overrides)

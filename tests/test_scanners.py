@@ -121,7 +121,7 @@ VARIANT = dict(efsMountAuth="iam", disposableBucket=True, fsx="up")
 def labs(lab, tmp_path_factory) -> dict:
     from tests.conftest import SynthesizedLab
 
-    return {"default": lab, "variant": SynthesizedLab(tmp_path_factory.mktemp("cdk.out.variant"), **VARIANT)}
+    return {"default": lab, "variant": SynthesizedLab(tmp_path_factory.mktemp("cdk.out.variant"), account=lab.account, **VARIANT)}
 
 
 @pytest.fixture(scope="module")
@@ -211,8 +211,9 @@ def _uid(*parts: str, length: int = 17) -> str:
 class TokenResolver:
     """Resolves CloudFormation intrinsics in the lab's templates to plausible values of the right type:
     pseudo parameters, Ref and Fn::GetAtt (per resource type, as documented in each resource's "Return
-    values"), Fn::Join, Fn::Sub, Fn::Select, Fn::Split and Fn::ImportValue (through the exporting
-    stack's Outputs). A token it does not know fails the test rather than passing as a placeholder.
+    values"), Fn::Join, Fn::Sub, Fn::Select, Fn::Split, Fn::ImportValue (through the exporting
+    stack's Outputs) and deploy-time SSM parameters (through the stack that writes the parameter). A
+    token it does not know fails the test rather than passing as a placeholder.
     https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/intrinsic-function-reference.html
     """
 
@@ -240,6 +241,17 @@ class TokenResolver:
             return self.resolve(stack, props["BucketName"])
         return f"{_uid(stack, logical_id, length=12)}--{self.resolve(stack, props['LocationName'])}--x-s3"
 
+    def _ssm_parameter(self, parameter: dict) -> str:
+        """A deploy-time SSM parameter (Core's handoff): the value the stack that writes it puts there."""
+        if not parameter.get("Type", "").startswith("AWS::SSM::Parameter::Value<"):
+            raise KeyError(f"no plausible value for a template parameter of type {parameter.get('Type')}")
+        for stack, template in self.templates.items():
+            for resource in template["Resources"].values():
+                props = resource.get("Properties", {})
+                if resource["Type"] == "AWS::SSM::Parameter" and props.get("Name") == parameter["Default"]:
+                    return self.resolve(stack, props["Value"])
+        raise KeyError(f"no stack writes the SSM parameter {parameter['Default']}")
+
     def _arn(self, service: str, resource: str, region: bool = True, account: bool = True) -> str:
         return f"arn:{PARTITION}:{service}:{self.region if region else ''}:{ACCOUNT if account else ''}:{resource}"
 
@@ -249,6 +261,9 @@ class TokenResolver:
                   "AWS::StackId": self._arn("cloudformation", f"stack/{stack}/{_uid(stack, length=8)}-1234-5678-9abc-def012345678")}
         if logical_id in pseudo:
             return pseudo[logical_id]
+        parameter = self.templates[stack].get("Parameters", {}).get(logical_id)
+        if parameter is not None:
+            return self._ssm_parameter(parameter)
         rtype = self.templates[stack]["Resources"][logical_id]["Type"]
         uid = _uid(stack, logical_id)
         refs = {

@@ -400,9 +400,14 @@ def test_a_running_execution_with_fsx_jobs_blocks_teardown(emulated):
 # ---- FSx costs only while it is used (the idle guard, `dslab fsx status`) -----------------------
 
 def _guard_round(lab: EmulatedLab, idle_hours: float) -> dict:
-    """One scheduled round of the idle guard: the teardown function invoked as the EventBridge rule does."""
-    response = lab.client("lambda").invoke(FunctionName="DataSourceLab-TeardownFunction", Payload=json.dumps(
-        {"action": "idle", "state_machine": lab.state_machine_arn, "idle_hours": idle_hours}).encode())
+    """One scheduled round of the idle guard: the deployed EventBridge rule's target (the teardown
+    function) invoked with the rule's own input, its idle hours shortened for the test."""
+    events = lab.client("events")
+    (rule,) = [r for r in events.list_rules()["Rules"] if r.get("ScheduleExpression")]
+    (target,) = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    payload = {**json.loads(target["Input"]), "idle_hours": idle_hours}
+    assert payload["action"] == "idle" and payload["state_machine"] == lab.state_machine_arn
+    response = lab.client("lambda").invoke(FunctionName=target["Arn"], Payload=json.dumps(payload).encode())
     return json.loads(response["Payload"].read())
 
 

@@ -41,6 +41,23 @@ FSX_STACK = "DataSourceLab-Fsx"
 WORKFLOW_STACK = "DataSourceLab"
 FSX_ID_PARAMETER = "/datasourcelab/fsx/file-system-id"
 FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
+# What the Core stack hands the FSx and workflow stacks, as SSM parameters they read at deploy time
+# (CloudFormation parameters of type AWS::SSM::Parameter::Value<String>). Not exports: CloudFormation
+# refuses to change or delete an export another stack imports, so `-c express=false` or a new azId
+# could not deploy ("After another stack imports an output value, you can't delete the stack that is
+# exporting the output value or modify the exported output value",
+# https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html).
+CORE_PARAMETER_PREFIX = "/datasourcelab/core"
+CORE_PARAMETERS = ("vpc-id", "subnet-id", "training-security-group-id", "fsx-security-group-id",
+                   "efs-file-system-id", "efs-file-system-arn", "training-role-arn",
+                   "express-bucket-name", "express-bucket-arn")
+
+
+def core_parameter(key: str) -> str:
+    """The SSM parameter through which Core hands ``key`` to the other stacks."""
+    if key not in CORE_PARAMETERS:
+        raise KeyError(f"{key} is not one of the Core stack's parameters {CORE_PARAMETERS}")
+    return f"{CORE_PARAMETER_PREFIX}/{key}"
 
 # Beside each dataset prefix: ``datasets/<name>.stats.json`` ({"files", "bytes", ...}), written by
 # `dslab dataset upload` or `dslab dataset stats --write`. The workflow reads it instead of listing.

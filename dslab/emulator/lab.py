@@ -1,35 +1,39 @@
-"""The lab inside the embedded AWS stand-in: the synthesized workflow, executed for real.
+"""The lab inside the embedded AWS stand-in: the synthesized stacks deployed, the workflow executed for real.
 
-``EmulatedLab`` reads the ``DataSourceLab`` template that ``cdk synth`` wrote — the state-machine
-definition ``cdk deploy`` would ship, its Lambda functions' handlers and environment, the DataSync
-task — creates the lab's resources in moto (bucket, roles, network, EFS, FSx and its SSM
-parameters, functions, the DataSync task) and the state machine from that very definition, with
-only CloudFormation's tokens substituted by the stand-in's ARNs.
+``EmulatedLab`` deploys the cloud assembly `cdk synth` wrote (or the CDK CLI writes as it deploys)
+through the stand-in's CloudFormation (``cloudformation/``): the three stacks with every resource
+they define — bucket, roles, network, EFS, FSx and its association, the functions with their real
+code assets and environment, the DataSync task, the state machine from its very definition, the
+directory bucket and its emptier. Nothing is made beside the templates; what the lab uses is read
+from the stacks' outputs.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
+import tempfile
 import time
 import uuid
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.requests import DATASETS_PREFIX, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK
+from ..core.requests import (CORE_STACK, DATASETS_PREFIX, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK,
+                             WORKFLOW_STACK)
+from ..zones import express_zone_ids
 from . import patches
+from .cloudformation import CloudFormationStandIn
+from .deploy import CliDeployer, InProcessDeployer
 
 ACCOUNT = "123456789012"
-STACK = "DataSourceLab"
-FUNCTIONS = ("PlanFunction", "FsxDataFunction", "CollectFunction", "TeardownFunction", "ExpressStagingFunction")
-# The directory bucket's name as CloudFormation would generate it: "<base>--<zone-id>--x-s3".
-EXPRESS_ZONE_ID = "use1-az4"
+STACK = WORKFLOW_STACK
 # Environment keys the emulator may add that the template does not have (endpoint, backend, test knobs).
 EMULATOR_ONLY_ENV = {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND", "DSLAB_STAGING_BUDGET_SECONDS"}
+# The process's own settings while a stand-in runs: moto has no S3 Express CreateSession, so clients
+# reach directory buckets with plain SigV4 (botocore's switch).
+PROCESS_ENV = {"AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true"}
 
 
 class TemplateError(RuntimeError):
@@ -54,12 +58,6 @@ def find_resource(template: dict[str, Any], path_suffix: str, type_name: str) ->
         if (path and path.endswith(path_suffix)) or (not path and logical.startswith(prefix) and len(logical) == len(prefix) + 8):
             return logical, resource
     raise TemplateError(f"no {type_name} at .../{path_suffix} in the template")
-
-
-def _has_env_key(template: dict[str, Any], key: str) -> bool:
-    """Does the workflow's Plan function get ``key`` in its environment (what the stacks decided)?"""
-    _, resource = find_resource(template, "Workflow/PlanFunction/Resource", "AWS::Lambda::Function")
-    return key in resource["Properties"].get("Environment", {}).get("Variables", {})
 
 
 def resolve(value: Any, refs: dict[str, Any], region: str = "us-east-1") -> Any:
@@ -117,18 +115,31 @@ class Execution:
 
 
 class EmulatedLab:
-    """Use as a context manager. ``executor`` runs each training job (see ``patches.Hooks``)."""
+    """Use as a context manager. ``executor`` runs each training job (see ``patches.Hooks``).
 
-    def __init__(self, assembly_dir: Path, *, executor: patches.JobExecutor,
+    On entry the stand-in starts and the lab is deployed into it from ``assembly_dir`` through the
+    stand-in's CloudFormation: in-process (tests), or by the real CDK CLI against the server
+    (``via_cli``; ``assembly_dir`` None lets the CLI synthesize bound to the stand-in's account, as
+    `cdk deploy` does with credentials). Every value the lab then uses (bucket, role, subnet, file
+    systems, state machine, directory bucket) is read from the stacks' outputs.
+    """
+
+    def __init__(self, assembly_dir: Path | None, *, executor: patches.JobExecutor,
                  efs_root: Path, fsx: bool = True, time_scale: float = 0.01, region: str = "us-east-1",
                  server_port: int | None = None, backend: str = "local",
                  on_fsx_down: Callable[[], None] | None = None, quotas: dict[str, float] | None = None,
                  fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
-                 fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None):
+                 fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None,
+                 via_cli: bool = False, cli_workdir: Path | None = None, say: Callable[[str], None] | None = None,
+                 deploy: bool = True):
         """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
         metadata import runs after the file system exists; ``fsx_delete_seconds`` /
         ``fsx_delete_failure``: how DeleteStack of the FSx stack ends."""
-        self.template = load_template(assembly_dir)
+        if (via_cli or not deploy) and not server_port:
+            raise ValueError("the CDK CLI needs the stand-in's server: give server_port")
+        self.deploy_on_enter = deploy
+        self.assembly_dir = Path(assembly_dir) if assembly_dir else None
+        self.via_cli, self.cli_workdir, self.say = via_cli, cli_workdir, say or (lambda line: None)
         self.quotas = dict(DEFAULT_QUOTAS if quotas is None else quotas)
         self.fsx_import_seconds, self.fsx_delete_seconds = fsx_import_seconds, fsx_delete_seconds
         self.fsx_delete_failure = fsx_delete_failure
@@ -137,17 +148,19 @@ class EmulatedLab:
         self.executor, self.efs_root, self.with_fsx = executor, efs_root, fsx
         self.time_scale, self.region, self.server_port, self.backend = time_scale, region, server_port, backend
         self.on_fsx_down = on_fsx_down
-        self.bucket = f"datasourcelab-data-{ACCOUNT}-{region}"
-        # The S3 Express One Zone bucket, when the synthesized lab has one (-c express=true).
-        self.express_bucket: str | None = (f"datasourcelab-express--{EXPRESS_ZONE_ID}--x-s3"
-                                           if _has_env_key(self.template, "DSLAB_EXPRESS_BUCKET") else None)
         # Test knobs for the functions' environment (EMULATOR_ONLY_ENV), e.g. the staging time budget.
         self.extra_env: dict[str, str] = dict(extra_env or {})
         if set(self.extra_env) - EMULATOR_ONLY_ENV:
             raise ValueError(f"extra_env may set only {sorted(EMULATOR_ONLY_ENV)}")
         self._mock = None
         self._server = None
+        self._clients: dict[str, Any] = {}
+        self.cloudformation: CloudFormationStandIn | None = None
+        self.deployer: InProcessDeployer | CliDeployer | None = None
+        self.outputs: dict[str, dict[str, str]] = {}
         self.state_machine_arn = ""
+        self.bucket = ""
+        self.express_bucket: str | None = None
         self.fsx_id: str | None = None
         self.fsx_mount: str | None = None
         self.efs_id = ""
@@ -158,10 +171,14 @@ class EmulatedLab:
         return f"http://127.0.0.1:{self.server_port}" if self.server_port else None
 
     def client(self, service: str):
+        """A client of the stand-in, one per service (clients are thread-safe; making one reads its
+        service model from disk, which would dominate a deployment's time)."""
         import boto3
-        kwargs = {"endpoint_url": self.endpoint} if self.endpoint else {}
-        return boto3.client(service, region_name=self.region, aws_access_key_id="testing",
-                            aws_secret_access_key="testing", **kwargs)
+        if service not in self._clients:
+            kwargs = {"endpoint_url": self.endpoint} if self.endpoint else {}
+            self._clients[service] = boto3.client(service, region_name=self.region, aws_access_key_id="testing",
+                                                  aws_secret_access_key="testing", **kwargs)
+        return self._clients[service]
 
     # ---- lifecycle -----------------------------------------------------------------------
     def __enter__(self) -> "EmulatedLab":
@@ -179,10 +196,11 @@ class EmulatedLab:
         patches.HOOKS.fsx_repository = self._fsx_repository_now
         patches.HOOKS.stack_deletion = lambda name: ((self.fsx_delete_seconds, self.fsx_delete_failure)
                                                      if name == FSX_STACK else (0.0, None))
+        patches.HOOKS.function_env = self._emulator_env()
         # moto has no CreateSession: clients reach the stand-in's directory bucket with plain SigV4
         # (botocore's switch; the stand-in lists it the way AWS does, see patches._patch_directory_buckets).
-        self._express_auth = os.environ.get("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH")
-        os.environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = "true"
+        self._saved_env = {k: os.environ.get(k) for k in PROCESS_ENV}
+        os.environ.update(PROCESS_ENV)
         config = {"stepfunctions": {"execute_state_machine": True}}
         if self.server_port:
             from moto.server import ThreadedMotoServer
@@ -200,7 +218,7 @@ class EmulatedLab:
             self._mock = mock_aws(config=config)
             self._mock.start()
         try:
-            self._create_resources()
+            self._deploy()
         except BaseException:
             self.__exit__(None, None, None)
             raise
@@ -209,7 +227,11 @@ class EmulatedLab:
     def __exit__(self, *exc) -> None:
         for thread in list(patches.HOOKS.threads):
             thread.join(timeout=60)
+        if self.cloudformation is not None:
+            self.cloudformation.close()
+            self.cloudformation = None
         patches.reset_hooks()
+        self._clients.clear()
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -217,122 +239,105 @@ class EmulatedLab:
             self._server.stop()
             self._server = None
             os.environ.pop("MOTO_PORT", None)
-        if getattr(self, "_express_auth", None) is None:
-            os.environ.pop("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH", None)
-        else:
-            os.environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = self._express_auth
+        for key, value in getattr(self, "_saved_env", {}).items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
-    # ---- resources -------------------------------------------------------------------------
-    def _create_resources(self) -> None:
-        s3 = self.client("s3")
-        s3.create_bucket(Bucket=self.bucket)
-        if self.express_bucket:
-            patches.create_directory_bucket(self.express_bucket, self.region, ACCOUNT)
-        iam = self.client("iam")
-        trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-                 "Principal": {"Service": ["sagemaker.amazonaws.com", "lambda.amazonaws.com", "states.amazonaws.com"]}}]}
-        roles = {}
-        for name in ("DataSourceLabTraining", "DataSourceLabWorkflow", "DataSourceLabFunctions"):
-            roles[name] = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
-        self.training_role_arn = roles["DataSourceLabTraining"]
-        ec2 = self.client("ec2")
-        vpc = ec2.create_vpc(CidrBlock="10.42.0.0/16")["Vpc"]["VpcId"]
-        self.subnet_id = ec2.create_subnet(VpcId=vpc, CidrBlock="10.42.0.0/20",
-                                           AvailabilityZone=f"{self.region}a")["Subnet"]["SubnetId"]
-        self.security_group_id = ec2.create_security_group(GroupName="training", Description="training",
-                                                           VpcId=vpc)["GroupId"]
-        self.efs_id = self.client("efs").create_file_system(PerformanceMode="maxIO", Encrypted=True,
-                                                            CreationToken="dslab")["FileSystemId"]
-        self.efs_root.mkdir(parents=True, exist_ok=True)
-        if self.with_fsx:
-            self.fsx_up()
-
-        # The Lambda functions, as the template defines them (handler, environment keys).
-        functions = {}
-        for part in FUNCTIONS:
-            logical, resource = find_resource(self.template, f"Workflow/{part}/Resource", "AWS::Lambda::Function")
-            props = resource["Properties"]
-            template_env = set(props.get("Environment", {}).get("Variables", {}))
-            environment = self.function_environment()
-            if set(environment) - EMULATOR_ONLY_ENV != template_env:
-                raise TemplateError(f"{part}'s environment in the template ({sorted(template_env)}) differs from "
-                                    f"what the emulator provides ({sorted(environment)})")
-            arn = self.client("lambda").create_function(
-                FunctionName=f"{STACK}-{part}", Runtime="python3.12", Role=roles["DataSourceLabFunctions"],
-                Handler=props["Handler"], Code={"ZipFile": _tiny_zip()}, Timeout=int(props.get("Timeout", 300)),
-                Environment={"Variables": environment})["FunctionArn"]
-            functions[f"{logical}.Arn"] = arn
-
-        sync_logical, sync_resource = find_resource(self.template, "Workflow/EfsStaging/EfsSyncTask", "AWS::DataSync::Task")
-        datasync = self.client("datasync")
-        source = datasync.create_location_s3(S3BucketArn=f"arn:aws:s3:::{self.bucket}", Subdirectory=f"/{DATASETS_PREFIX}/",
-                                             S3Config={"BucketAccessRoleArn": roles["DataSourceLabWorkflow"]})["LocationArn"]
-        destination = datasync.create_location_s3(S3BucketArn=f"arn:aws:s3:::{self.bucket}-efs-stand-in",
-                                                  S3Config={"BucketAccessRoleArn": roles["DataSourceLabWorkflow"]})["LocationArn"]
-        self.sync_task_arn = datasync.create_task(SourceLocationArn=source, DestinationLocationArn=destination,
-                                                  Name=sync_resource["Properties"].get("Name", "efs-sync"))["TaskArn"]
-        refs = {**functions, f"{sync_logical}.TaskArn": self.sync_task_arn}
-        _, machine = find_resource(self.template, "Workflow/StateMachine/Resource", "AWS::StepFunctions::StateMachine")
-        self.definition = resolve(machine["Properties"]["DefinitionString"], refs, self.region)
-        self.state_machine_arn = self.client("stepfunctions").create_state_machine(
-            name="DataSourceLabWorkflow", definition=self.definition, roleArn=roles["DataSourceLabWorkflow"])["stateMachineArn"]
-
-    def function_environment(self) -> dict[str, str]:
-        env = {
-            "DSLAB_BUCKET": self.bucket,
-            "DSLAB_ROLE_ARN": self.training_role_arn,
-            "DSLAB_SUBNET_IDS": self.subnet_id,
-            "DSLAB_SECURITY_GROUP_IDS": self.security_group_id,
-            "DSLAB_IMAGE_URI": f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.6.0-gpu-py312",
-            "DSLAB_IMAGE_URI_CPU": f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.6.0-cpu-py312",
-            # Per-family images as the stacks derive them (dslab/images.py): V100 families keep a CUDA 12 image.
-            "DSLAB_IMAGE_URIS": json.dumps({family: f"763104351884.dkr.ecr.{self.region}.amazonaws.com/pytorch-training:2.8.0-gpu-py312"
-                                            for family in ("p3", "p3dn")}),
-            "DSLAB_CODE_URI": f"s3://{self.bucket}/code/local/sourcedir.tar.gz",
-            "DSLAB_CODE_VERSION": "local",
-            "DSLAB_EFS_ID": self.efs_id,
-            "DSLAB_FSX_ID_PARAMETER": FSX_ID_PARAMETER,
-            "DSLAB_FSX_MOUNT_PARAMETER": FSX_MOUNT_PARAMETER,
-            "DSLAB_FSX_CAPACITY_GIB": "1200",
-            "DSLAB_EFS_THROUGHPUT_MIBPS": "0",
-            "DSLAB_FSX_STACK": FSX_STACK,
-            "DSLAB_BACKEND": self.backend,
-        }
-        if self.express_bucket:
-            env["DSLAB_EXPRESS_BUCKET"] = self.express_bucket
+    def _emulator_env(self) -> dict[str, str]:
+        """What the stand-in adds to its functions' environment (the template's comes with each function)."""
+        env = {"DSLAB_BACKEND": self.backend, **self.extra_env}
         if self.endpoint:
             env["DSLAB_AWS_ENDPOINT"] = self.endpoint
-        env.update(self.extra_env)
         return env
+
+    # ---- deployment ------------------------------------------------------------------------------
+    def _deploy(self) -> None:
+        self.cloudformation = CloudFormationStandIn(
+            self.client, account=ACCOUNT, region=self.region, hooks=patches.HOOKS,
+            express_zones=set(express_zone_ids(self.region)),
+            function_env=lambda: {"AWS_ENDPOINT_URL": self.endpoint} if self.endpoint else {},
+            on_fsx_created=self._on_fsx_created, on_association=self._on_association)
+        if not self.deploy_on_enter:
+            return  # an empty account: the user's own `cdk bootstrap` / `make deploy` come next (refresh() after)
+        stacks = [CORE_STACK] + ([FSX_STACK] if self.with_fsx else []) + [WORKFLOW_STACK]
+        if self.via_cli:
+            self.deployer = CliDeployer(self.endpoint, self.cli_workdir or Path(tempfile.mkdtemp(prefix="dslab-cdk-")),
+                                        region=self.region)
+            self.say("stacks: cdk bootstrap, then cdk deploy into the stand-in ...")
+            self.deployer.bootstrap(ACCOUNT)
+            self.deployer.deploy(*stacks, app=self.assembly_dir)
+        else:
+            if self.assembly_dir is None:
+                raise ValueError("the in-process deployer needs a synthesized assembly")
+            self.deployer = InProcessDeployer(self.cloudformation, self.assembly_dir)
+            self.deployer.deploy(*stacks)
+        self._read_outputs()
+        self.efs_root.mkdir(parents=True, exist_ok=True)
+
+    def stack_outputs(self, stack: str) -> dict[str, str]:
+        """A stack's outputs as CloudFormation reports them (DescribeStacks), {} if the stack is not there."""
+        try:
+            described = self.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0]
+        except Exception:  # noqa: BLE001 - absent
+            return {}
+        return {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
+
+    def refresh(self) -> None:
+        """Read the stacks' outputs again (after a deployment made from outside, by the CLI)."""
+        self._read_outputs()
+
+    def _read_outputs(self) -> None:
+        core, workflow = self.stack_outputs(CORE_STACK), self.stack_outputs(WORKFLOW_STACK)
+        self.outputs = {CORE_STACK: core, WORKFLOW_STACK: workflow, FSX_STACK: self.stack_outputs(FSX_STACK)}
+        self.bucket = core["BucketName"]
+        self.training_role_arn = core["TrainingRoleArn"]
+        self.subnet_id = core["SubnetId"]
+        self.security_group_id = core["TrainingSecurityGroupId"]
+        self.efs_id = core["EfsFileSystemId"]
+        self.express_bucket = core.get("ExpressBucketName") if core.get("ExpressEnabled") == "true" else None
+        self.state_machine_arn = workflow["StateMachineArn"]
+        self.sync_task_arn = workflow["EfsSyncTaskArn"]
+        self.definition = self.client("stepfunctions").describe_state_machine(
+            stateMachineArn=self.state_machine_arn)["definition"]
+        fsx = self.outputs[FSX_STACK]
+        self.fsx_id, self.fsx_mount = fsx.get("FsxFileSystemId"), fsx.get("FsxMountName")
+
+    def function_environment(self) -> dict[str, str]:
+        """The Plan function's environment as deployed (the template's), with what the stand-in adds."""
+        functions = self.client("lambda").list_functions()["Functions"]
+        plan = next(f for f in functions if f.get("Handler") == "dslab.workflow.handlers.plan")
+        return {**plan.get("Environment", {}).get("Variables", {}), **self._emulator_env()}
 
     # ---- FSx up / down -----------------------------------------------------------------------
     def fsx_up(self) -> None:
-        fsx = self.client("fsx").create_file_system(
-            FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=[self.subnet_id],
-            LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]
-        self.fsx_id = fsx["FileSystemId"]
-        self.fsx_mount = fsx.get("LustreConfiguration", {}).get("MountName") or "emulated"
-        # The FSx stack, as CloudFormation knows it: it owns the two SSM parameters (the file system
-        # itself is made above: moto's CloudFormation skips AWS::FSx::FileSystem).
-        template = {"Resources": {
-            "IdParameter": {"Type": "AWS::SSM::Parameter",
-                            "Properties": {"Name": FSX_ID_PARAMETER, "Type": "String", "Value": self.fsx_id}},
-            "MountNameParameter": {"Type": "AWS::SSM::Parameter",
-                                   "Properties": {"Name": FSX_MOUNT_PARAMETER, "Type": "String", "Value": self.fsx_mount}}}}
-        self.client("cloudformation").create_stack(StackName=FSX_STACK, TemplateBody=json.dumps(template))
+        """`make fsx-up`: deploy the FSx stack (through the same deployer as the rest)."""
+        if self.via_cli:
+            self.deployer.deploy(FSX_STACK, app=self.assembly_dir)
+        else:
+            self.deployer.deploy(FSX_STACK)
+        fsx = self.outputs[FSX_STACK] = self.stack_outputs(FSX_STACK)
+        self.fsx_id, self.fsx_mount = fsx.get("FsxFileSystemId"), fsx.get("FsxMountName")
+
+    def _on_fsx_created(self, file_system_id: str, props: dict[str, Any]) -> None:
         self._fsx_created = time.monotonic()
+
+    def _on_association(self, association_id: str, props: dict[str, Any]) -> None:
+        """The FSx stack made its data repository association: its S3 metadata import starts now."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        association = {"AssociationId": "dra-0123456789abcdef0", "FileSystemId": self.fsx_id, "Lifecycle": "AVAILABLE",
-                       "FileSystemPath": "/datasets", "DataRepositoryPath": f"s3://{self.bucket}/{DATASETS_PREFIX}/",
-                       "BatchImportMetaDataOnCreate": True, "CreationTime": now}
-        task = {"TaskId": "task-0123456789abcdef0", "Type": "IMPORT_METADATA_FROM_REPOSITORY", "FileSystemId": self.fsx_id,
-                "Paths": ["/datasets"], "CreationTime": now}
+        association = {"AssociationId": association_id, "FileSystemId": props["FileSystemId"], "Lifecycle": "AVAILABLE",
+                       "FileSystemPath": props.get("FileSystemPath", "/datasets"),
+                       "DataRepositoryPath": props["DataRepositoryPath"],
+                       "BatchImportMetaDataOnCreate": bool(props.get("BatchImportMetaDataOnCreate")), "CreationTime": now}
+        task = {"TaskId": f"task-{uuid.uuid4().hex[:17]}", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
+                "FileSystemId": props["FileSystemId"], "Paths": [association["FileSystemPath"]], "CreationTime": now}
         self._fsx_repository = (association, task)
 
     def _fsx_repository_now(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The association and its import task as they stand now: the import runs
         ``fsx_import_seconds`` (stand-in time) after the file system was created."""
-        if self._fsx_repository is None or self.fsx_id is None:
+        if self._fsx_repository is None:
             return [], []
         association, task = self._fsx_repository
         elapsed = (time.monotonic() - self._fsx_created) / max(self.time_scale, 1e-9)
@@ -344,11 +349,9 @@ class EmulatedLab:
                                 "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}]
 
     def _on_stack_delete(self, name: str) -> None:
-        if name != FSX_STACK or self.fsx_id is None:
+        if name != FSX_STACK:
             return
-        # What deleting the FSx stack deletes besides its parameters (CloudFormation removed those).
-        self.client("ssm").delete_parameters(Names=[FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER])
-        self.client("fsx").delete_file_system(FileSystemId=self.fsx_id)
+        # CloudFormation deleted the file system, its association and its SSM parameters.
         self.fsx_id = self.fsx_mount = None
         self._fsx_repository = None
         if self.on_fsx_down:
@@ -411,14 +414,6 @@ class EmulatedLab:
 
     def training_job_names(self) -> list[str]:
         return [j["TrainingJobName"] for j in self.client("sagemaker").list_training_jobs(MaxResults=100)["TrainingJobSummaries"]]
-
-
-def _tiny_zip() -> bytes:
-    """The functions run in-process from the installed dslab package; the zip only satisfies the API."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("README.txt", "DataSourceLab functions run in-process from the dslab package.\n")
-    return buffer.getvalue()
 
 
 __all__ = ["EmulatedLab", "Execution", "load_template", "resolve", "TemplateError"]

@@ -11,8 +11,8 @@
   ``dslab`` package itself, so they run in-process with the function's environment.
 - DataSync: a started task execution runs the project's stager (S3 objects copied into EFS's
   stand-in folder) and ends SUCCESS or ERROR.
-- CloudFormation DeleteStack of the FSx stack removes what the stack owns (SSM parameters, the file
-  system), so the workflow's teardown leaves the stand-in as AWS would.
+- CloudFormation: the stand-in's own engine (``cloudformation/``) replaces moto's: change sets,
+  exports and imports, asynchronous operations and their statuses, every resource provisioned.
 - ``aws-sdk:s3:getObject``: Step Functions returns the object's Body as text; moto hands back a
   stream, which no intrinsic can read. The body is read into a string, as AWS does.
 - Time: Wait states and retry intervals are compressed by ``time_scale`` so a test need not wait
@@ -29,8 +29,8 @@ Limits, names and lifecycles AWS enforces and the product depends on (moto copie
 - Service Quotas answers SageMaker's per-instance-type training quotas (list calls, paginated).
 - FSx data repository associations and their S3 metadata import task, which finishes some
   (stand-in) time after the file system exists.
-- CloudFormation DeleteStack of the FSx stack is asynchronous: DELETE_IN_PROGRESS, then
-  DELETE_COMPLETE (its resources go) or DELETE_FAILED.
+- Bucket policies are evaluated as for an HTTPS request, and a statement whose condition does not
+  hold does not apply (moto denies on any condition it cannot evaluate).
 
 All patches are installed once per process and do nothing unless an emulator has set its hooks.
 """
@@ -74,6 +74,8 @@ class Hooks:
     stack_deletion: Callable[[str], tuple[float, str | None]] | None = None
     max_state_bytes: int = 0
     history_events: dict[int, int] = field(default_factory=dict)  # per execution (event manager)
+    # added to every function's own environment (the template's): the stand-in's endpoint, test knobs
+    function_env: dict[str, str] = field(default_factory=dict)
 
 
 HOOKS = Hooks()
@@ -88,6 +90,7 @@ def reset_hooks() -> None:
     HOOKS.quotas = {}
     HOOKS.max_state_bytes = 0
     HOOKS.history_events = {}
+    HOOKS.function_env = {}
     _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
 
 
@@ -236,14 +239,64 @@ def install() -> None:
         _patch_sagemaker()
         _patch_lambda()
         _patch_datasync()
-        _patch_cloudformation()
         _patch_time()
         _patch_aws_sdk_streams()
         _patch_state_limits()
         _patch_service_quotas()
         _patch_fsx_repository()
         _patch_directory_buckets()
+        _patch_bucket_policy_transport()
         _INSTALLED = True
+
+
+def _patch_bucket_policy_transport() -> None:
+    """Every AWS request is TLS; the stand-in's arrive over plain HTTP on loopback. moto evaluates a
+    bucket policy without the request's context, so a TLS-only policy (Deny when aws:SecureTransport is
+    false: the CDK bootstrap bucket's, the lab's data bucket's) would refuse every request. The stand-in
+    evaluates it as AWS would for an HTTPS request."""
+    import fnmatch
+
+    from moto.iam import policy_conditions
+    from moto.iam.access_control import IAMPolicyStatement, PermissionResult
+    from moto.s3.models import FakeBucket
+
+    # moto evaluates StringEquals only and takes every other operator as matched, which makes any
+    # conditional Deny deny everything. The operators the lab's and CDK's bucket policies use:
+    def _any(expected, actual: str, test) -> bool:
+        return any(test(str(e), actual) for e in (expected if isinstance(expected, list) else [expected]))
+
+    policy_conditions.CONDITION_OPERATIONS.update({
+        "Bool": lambda expected, actual: _any(expected, actual, lambda e, a: e.lower() == a.lower()),
+        "StringLike": lambda expected, actual: _any(expected, actual, fnmatch.fnmatchcase),
+        "ArnLike": lambda expected, actual: _any(expected, actual, fnmatch.fnmatchcase),
+        "ArnEquals": lambda expected, actual: _any(expected, actual, lambda e, a: e == a),
+        "StringNotEquals": lambda expected, actual: not _any(expected, actual, lambda e, a: e == a),
+    })
+
+    def get_permission(self, action: str, resource: str):
+        # moto also answers DENIED for a statement whose condition does not hold; in IAM such a statement
+        # does not apply at all (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html).
+        if self.policy is None:
+            return PermissionResult.NEUTRAL
+        document = json.loads(self.policy.decode() if isinstance(self.policy, bytes) else self.policy)
+        statements = document["Statement"] if isinstance(document["Statement"], list) else [document["Statement"]]
+        permitted = False
+        for raw in statements:
+            statement = IAMPolicyStatement(raw)
+            concerned = (not statement._check_element_matches("NotAction", action) if "NotAction" in raw
+                         else statement._check_element_matches("Action", action))
+            if not concerned or statement.is_unknown_principal(raw.get("Principal")):
+                continue
+            if not statement._check_conditions({"aws:SecureTransport": "true"}):
+                continue
+            if "Resource" in raw and not statement._check_element_matches("Resource", resource):
+                continue
+            if raw["Effect"] == "Deny":
+                return PermissionResult.DENIED
+            permitted = True
+        return PermissionResult.PERMITTED if permitted else PermissionResult.NEUTRAL
+
+    FakeBucket.get_permission = get_permission
 
 
 def _patch_state_task_factory() -> None:
@@ -340,7 +393,7 @@ def _patch_lambda() -> None:
         region = getattr(self, "region", None) or "us-east-1"
         environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": "testing",
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                       **dict(getattr(self, "environment_vars", {}) or {})}
+                       **dict(getattr(self, "environment_vars", {}) or {}), **HOOKS.function_env}
         logs = io.StringIO()
         # The function's own environment for this thread only (dslab.workflow.runtime): rewriting
         # os.environ would race with other threads reading it. One invocation at a time still, as
@@ -379,43 +432,6 @@ def _patch_datasync() -> None:
         return json.dumps({"TaskExecutionArn": arn})
 
     DataSyncResponse.start_task_execution = start_task_execution
-
-
-def _patch_cloudformation() -> None:
-    """DeleteStack returns at once and the deletion ends later, as on AWS ("Once the call completes
-    successfully, stack deletion starts"): DELETE_IN_PROGRESS, then DELETE_COMPLETE (the stack's
-    resources go, and it is visible only by its ID) or DELETE_FAILED."""
-    from moto.cloudformation.models import CloudFormationBackend
-
-    original = CloudFormationBackend.delete_stack
-
-    def delete_stack(self, name_or_stack_id: str) -> None:
-        stack = next((st for st in self.stacks.values() if name_or_stack_id in (st.name, st.stack_id)), None)
-        if stack is None:
-            return original(self, name_or_stack_id)
-        if stack.status == "DELETE_IN_PROGRESS":
-            return None  # DeleteStack on a stack being deleted: nothing new
-        seconds, failure = HOOKS.stack_deletion(stack.name) if HOOKS.stack_deletion else (0.0, None)
-        stack.status = "DELETE_IN_PROGRESS"
-
-        def finish() -> None:
-            if failure:
-                stack.status, stack.status_reason = "DELETE_FAILED", failure
-                return
-            original(self, stack.stack_id)
-            if HOOKS.on_stack_delete is not None:
-                HOOKS.on_stack_delete(stack.name)
-
-        if seconds <= 0:
-            finish()
-        else:
-            timer = threading.Timer(seconds * HOOKS.time_scale, finish)
-            timer.daemon = True
-            HOOKS.threads.append(timer)
-            timer.start()
-        return None
-
-    CloudFormationBackend.delete_stack = delete_stack
 
 
 def _patch_state_limits() -> None:

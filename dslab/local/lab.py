@@ -1,7 +1,9 @@
 """`dslab local`: the whole lab, offline, for real.
 
-1. Synthesizes the stacks with the pinned CDK CLI and takes the state machine from the template.
-2. Starts the embedded AWS stand-in (moto server on loopback) with the lab's resources.
+1. Starts the embedded AWS stand-in (moto server on loopback, with the stand-in's own CloudFormation).
+2. Deploys the lab into it the way a user does: the pinned CDK CLI runs `cdk bootstrap` and
+   `cdk deploy` (synthesizing bound to the stand-in's account, after its context lookups), publishes
+   the assets and deploys the three stacks through change sets; the lab reads the stacks' outputs.
 3. Generates (or reuses, cached) the experiment's datasets and uploads them to the stand-in's bucket.
 4. Executes the workflow in the stand-in's Step Functions engine; each training job it creates is
    run by the local container runner with real data movement per mode (see ``storage``).
@@ -13,10 +15,8 @@ Everything it started is stopped and unmounted on success, failure and Ctrl-C.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import socket
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -31,7 +31,6 @@ from ..core.experiment import Experiment, JPG
 from ..core.prices import PriceTable
 from ..emulator.lab import EmulatedLab
 from ..experiment_file import load_experiment
-from ..packaging import build_sourcedir
 from ..report import write_report
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
@@ -51,25 +50,21 @@ def _fingerprint(paths: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def synthesize(cache: Path, say: Callable[[str], None]) -> Path:
-    """`cdk synth` through the pinned CLI, reused while its inputs are unchanged."""
-    out = cache / "cdk.out"
+def cached_assembly(cache: Path, say: Callable[[str], None]) -> tuple[Path, Path | None, Callable[[], None]]:
+    """(the CLI's working folder, the assembly it synthesized last if the sources are unchanged, a
+    callback that marks a fresh synthesis as current). None: `cdk deploy` synthesizes, bound to the
+    stand-in's account after its context lookups, as it does with credentials."""
+    workdir = cache / "cdk"
+    assembly = workdir / "cdk.out"
     stamp = cache / "cdk.out.fingerprint"
     fingerprint = _fingerprint([REPO / p for p in SYNTH_INPUTS])
-    if (out / "DataSourceLab.template.json").exists() and stamp.exists() and stamp.read_text() == fingerprint:
-        say("stacks: reusing the synthesized templates (sources unchanged)")
-        return out
-    cdk = REPO / "node_modules" / ".bin" / "cdk"
-    if not cdk.exists():
+    if (assembly / "manifest.json").exists() and stamp.exists() and stamp.read_text() == fingerprint:
+        say("stacks: reusing the synthesized assembly (sources unchanged)")
+        return workdir, assembly, lambda: None
+    if not (REPO / "node_modules" / ".bin" / "cdk").exists():
         raise ConfigError("make setup", "the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
-    say("stacks: cdk synth (the templates cdk deploy would ship) ...")
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    result = subprocess.run([str(cdk), "synth", "--quiet", "--all", "-o", str(out)], cwd=REPO, env=env,
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise RuntimeError(f"cdk synth failed:\n{result.stderr[-3000:]}")
-    stamp.write_text(fingerprint)
-    return out
+    stamp.unlink(missing_ok=True)
+    return workdir, None, lambda: stamp.write_text(fingerprint)
 
 
 def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
@@ -154,12 +149,15 @@ class LocalLab:
             self.say(f"clean-up: unmounted {stale} mounts left by an earlier run")
         if not fuse_available():
             self.say("warning: FUSE is unavailable: FastFile and FSx jobs will fail and say how to enable it")
-        assembly = synthesize(self.cache, self.say)
+        workdir, assembly, synthesized = cached_assembly(self.cache, self.say)
         port = _free_port()
+        # The user's deploy path: the pinned CDK CLI bootstraps the stand-in's account and deploys the
+        # stacks into its CloudFormation (synthesizing first unless the sources are unchanged).
         self.lab = EmulatedLab(assembly, executor=self._execute, efs_root=self.work / "efs", fsx=self.with_fsx,
                                time_scale=self.time_scale, server_port=port, backend="local",
-                               on_fsx_down=self._fsx_down)
+                               on_fsx_down=self._fsx_down, via_cli=True, cli_workdir=workdir, say=self.say)
         self.lab.__enter__()
+        synthesized()
         self.mounts = S3Mounts(self.lab.endpoint, self.work / "mounts")
         if self.with_fsx and fuse_available():
             # FSx linked to the bucket: one mount for the lab's life, lazily filled cache.
@@ -188,10 +186,7 @@ class LocalLab:
     def upload(self) -> None:
         t0 = time.monotonic()
         s3 = self.lab.client("s3")
-        tarball, digest = build_sourcedir(REPO / "training", self.cache / "build")
-        env = self.lab.function_environment()
-        code_bucket, _, code_key = env["DSLAB_CODE_URI"][5:].partition("/")
-        s3.upload_file(str(tarball), code_bucket, code_key)
+        # The lab's own training code arrived as the Core stack's file asset (`cdk deploy` published it).
         if self.user_code:
             user_code.upload(self.user_code, self.lab.bucket, s3)
             self.experiment = user_code.with_code_uris(self.experiment, self.lab.bucket, self.user_code)
@@ -292,4 +287,4 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     return run
 
 
-__all__ = ["run_local", "LocalLab", "LocalRun", "synthesize", "prepare_dataset", "DEFAULT_EXPERIMENT"]
+__all__ = ["run_local", "LocalLab", "LocalRun", "cached_assembly", "prepare_dataset", "DEFAULT_EXPERIMENT"]

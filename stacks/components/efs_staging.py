@@ -17,7 +17,7 @@ Three things a first real deploy depends on:
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack, aws_datasync as datasync, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import RemovalPolicy, Stack, aws_datasync as datasync, aws_iam as iam
 from aws_cdk import aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
@@ -28,8 +28,8 @@ EFS_WRITER_ACTIONS = ["elasticfilesystem:ClientMount", "elasticfilesystem:Client
 
 
 class EfsStaging(Construct):
-    def __init__(self, scope: Construct, construct_id: str, *, bucket: s3.IBucket, subnet: ec2.ISubnet,
-                 security_group: ec2.ISecurityGroup, efs_file_system_arn: str, efs_mount_auth: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, bucket: s3.IBucket, subnet_id: str,
+                 security_group_id: str, efs_file_system_arn: str, efs_mount_auth: str) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         role = iam.Role(self, "DataSyncRole", assumed_by=iam.ServicePrincipal("datasync.amazonaws.com"),
@@ -57,9 +57,9 @@ class EfsStaging(Construct):
             in_transit_encryption="TLS1_2",
             file_system_access_role_arn=self.efs_access_role.role_arn if self.efs_access_role else None,
             ec2_config=datasync.CfnLocationEFS.Ec2ConfigProperty(
-                subnet_arn=stack.format_arn(service="ec2", resource="subnet", resource_name=subnet.subnet_id),
+                subnet_arn=stack.format_arn(service="ec2", resource="subnet", resource_name=subnet_id),
                 security_group_arns=[stack.format_arn(service="ec2", resource="security-group",
-                                                      resource_name=security_group.security_group_id)]))
+                                                      resource_name=security_group_id)]))
         if self.efs_access_role:
             self.destination.node.add_dependency(self.efs_access_role)
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, aws_ec2 as ec2, aws_logs as logs
+import ipaddress
+
+from aws_cdk import Aws, RemovalPolicy, aws_ec2 as ec2, aws_logs as logs
 from constructs import Construct
+
+from dslab.zones import subnet_block
 
 # Lustre: the clients reach the servers on 988 and 1018-1023 (AWS FSx for Lustre user guide,
 # "File system access control with Amazon VPC").
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 NFS_PORT = ec2.Port.tcp(2049)
-# ec2.Vpc needs a zone name to lay out its subnets; the template carries the zone ID instead (below).
-PLACEHOLDER_ZONE_NAME = "zone-set-by-azId"
+
 
 
 class LabNetwork(Construct):
@@ -24,20 +27,29 @@ class LabNetwork(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, az_id: str, cidr: str, express: bool = False) -> None:
         super().__init__(scope, construct_id)
         # ec2.Vpc places subnets by zone *name*, and names map to different physical zones in each
-        # account; the zone *ID* is the same everywhere. So the VPC is laid out for one placeholder zone
-        # name (never looked up: synthesis needs no credentials) and the subnet's AvailabilityZone is then
-        # replaced by AvailabilityZoneId (AWS::EC2::Subnet accepts either:
+        # account; the zone *ID* is the same everywhere. So the VPC is laid out for one zone whose name
+        # is unknown at synthesis (the token AWS::NoValue: "no value" to CloudFormation) and the subnet's
+        # AvailabilityZone property is replaced by AvailabilityZoneId (AWS::EC2::Subnet accepts either:
         # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-ec2-subnet.html).
-        # Nothing else in the lab reads the subnet's zone name at synthesis (FSx, EFS and the jobs take
-        # the subnet ID); the real name is the subnet's GetAtt AvailabilityZone (output AvailabilityZone).
+        # A token, not a placeholder name: bound to an account, `cdk deploy` looks the region's zone
+        # names up and ec2.Vpc refuses a literal name that is not among them (it skips the check for an
+        # unresolved token). Nothing renders the name (FSx, EFS and the jobs take the subnet ID; a test
+        # checks no AWS::NoValue is left); the real name is the subnet's GetAtt AvailabilityZone, the
+        # Core output AvailabilityZone.
         self.az_id = az_id
+        # The subnet is one of the VPC's 16 blocks, chosen by the zone's number (use1-az4: the 4th): moving
+        # the lab to another zone creates the new subnet beside the old one before the old goes (EC2
+        # refuses overlapping CIDRs: "The CIDR ... conflicts with another subnet").
+        network = ipaddress.ip_network(cidr)
+        subnet_prefix = network.prefixlen + 4
+        self.subnet_cidr = str(list(network.subnets(new_prefix=subnet_prefix))[subnet_block(az_id)])
         self.vpc = ec2.Vpc(
             self, "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
-            availability_zones=[PLACEHOLDER_ZONE_NAME],
+            availability_zones=[Aws.NO_VALUE],
             nat_gateways=0,
             subnet_configuration=[
-                ec2.SubnetConfiguration(name="training", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=20),
+                ec2.SubnetConfiguration(name="training", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=subnet_prefix),
             ],
             gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
         )
@@ -58,6 +70,7 @@ class LabNetwork(Construct):
             cfn_subnet = subnet.node.default_child
             cfn_subnet.add_property_deletion_override("AvailabilityZone")
             cfn_subnet.add_property_override("AvailabilityZoneId", az_id)
+            cfn_subnet.add_property_override("CidrBlock", self.subnet_cidr)
         self.subnet_zone_name = self.subnet.node.default_child.attr_availability_zone
 
         self.training_sg = ec2.SecurityGroup(

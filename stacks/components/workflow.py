@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_ec2 as ec2, aws_iam as iam
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_iam as iam
 from aws_cdk import aws_events as events, aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn, aws_stepfunctions_tasks as tasks
@@ -60,8 +60,8 @@ def build_lambda_package(repo_root: Path, out_dir: Path) -> Path:
 
 class BenchmarkWorkflow(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, repo_root: Path, bucket: s3.IBucket,
-                 training_role: iam.IRole, subnet: ec2.ISubnet,
-                 training_sg: ec2.ISecurityGroup, efs_file_system_arn: str,
+                 training_role: iam.IRole, subnet_id: str,
+                 training_sg_id: str, efs_file_system_arn: str,
                  environment: dict[str, str], fsx_stack_name: str, fsx_parameters: tuple[str, str],
                  efs_mount_auth: str = "anonymous", fsx_idle_hours: float = 0.0,
                  express_bucket_arn: str | None = None) -> None:
@@ -134,7 +134,7 @@ class BenchmarkWorkflow(Construct):
                 actions=["s3express:CreateSession"], resources=[express_bucket_arn]))
 
         # ---- EFS staging with DataSync -------------------------------------------------------
-        self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet=subnet, security_group=training_sg,
+        self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet_id=subnet_id, security_group_id=training_sg_id,
                                   efs_file_system_arn=efs_file_system_arn, efs_mount_auth=efs_mount_auth)
         self.sync_task = self.staging.task
 

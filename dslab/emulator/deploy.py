@@ -1,0 +1,206 @@
+"""Deploying a synthesized cloud assembly into the stand-in, the way the CDK CLI does it.
+
+Two paths, one CloudFormation (the stand-in's engine):
+- ``CliDeployer`` runs the pinned CDK CLI itself (``cdk bootstrap``, ``cdk deploy``, ``cdk destroy``)
+  against the stand-in's server (``AWS_ENDPOINT_URL``): STS, the bootstrap version parameter, asset
+  publishing to the bootstrap bucket, change sets, stack events and outputs, exactly as on AWS.
+- ``InProcessDeployer`` does the same steps from Python for tests that run the stand-in in-process
+  (no server for a CLI to reach): the CLI's own bootstrap template, every file asset of the
+  assembly's asset manifests published to its destination, one change set per stack, executed and
+  followed to its end.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import time
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+from .cloudformation import CloudFormationStandIn
+from .cloudformation.engine import NO_CHANGES, CloudFormationError
+
+REPO = Path(__file__).resolve().parent.parent.parent
+CDK = REPO / "node_modules" / ".bin" / "cdk"
+BOOTSTRAP_TEMPLATE = REPO / "node_modules" / "aws-cdk" / "lib" / "api" / "bootstrap" / "bootstrap-template.yaml"
+TOOLKIT_STACK = "CDKToolkit"
+QUALIFIER = "hnb659fds"
+# What `cdk bootstrap` passes by default ("Using default execution policy of
+# 'arn:aws:iam::aws:policy/AdministratorAccess'"; the asset bucket encrypted with the AWS managed key).
+BOOTSTRAP_PARAMETERS = {"CloudFormationExecutionPolicies": "arn:aws:iam::aws:policy/AdministratorAccess",
+                        "Qualifier": QUALIFIER, "FileAssetsBucketKmsKeyId": "AWS_MANAGED_KEY",
+                        "PublicAccessBlockConfiguration": "true"}
+
+
+class DeployError(RuntimeError):
+    """A stack did not deploy (or delete); the message is CloudFormation's reason."""
+
+
+def _substitute(text: str, account: str, region: str) -> str:
+    return (text.replace("${AWS::AccountId}", account).replace("${AWS::Region}", region)
+            .replace("${AWS::Partition}", "aws").replace("unknown-account", account))
+
+
+def _zip_directory(folder: Path) -> bytes:
+    """A directory asset as the CLI zips it: files in sorted order, fixed timestamps."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(str(path.relative_to(folder)), date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, path.read_bytes())
+    return buffer.getvalue()
+
+
+class InProcessDeployer:
+    """``cdk bootstrap`` / ``cdk deploy`` / ``cdk destroy`` done from Python against the engine."""
+
+    def __init__(self, standin: CloudFormationStandIn, assembly: Path):
+        self.standin, self.assembly = standin, Path(assembly)
+        self.engine = standin.engine
+        self.account, self.region = standin.env.account, standin.env.region
+
+    def client(self, service: str):
+        return self.standin.env.client(service)
+
+    def bootstrap(self) -> None:
+        if self.engine.find(TOOLKIT_STACK, deleted=False) is not None:
+            return
+        self._apply(TOOLKIT_STACK, BOOTSTRAP_TEMPLATE.read_text(), parameters=BOOTSTRAP_PARAMETERS, role_arn=None)
+
+    def publish(self, stack: str) -> None:
+        manifest = json.loads((self.assembly / f"{stack}.assets.json").read_text())
+        s3 = self.client("s3")
+        for asset in manifest.get("files", {}).values():
+            source = self.assembly / asset["source"]["path"]
+            for destination in asset["destinations"].values():
+                bucket = _substitute(destination["bucketName"], self.account, self.region)
+                key = _substitute(destination["objectKey"], self.account, self.region)
+                # The CLI checks with ListObjectsV2, not HeadObject, and skips what is there.
+                if s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("KeyCount", 0):
+                    continue
+                body = _zip_directory(source) if asset["source"].get("packaging") == "zip" and source.is_dir() else source.read_bytes()
+                s3.put_object(Bucket=bucket, Key=key, Body=body)
+
+    def deploy(self, *stacks: str) -> dict[str, dict[str, str]]:
+        """Deploys the stacks in the order given; their outputs, as `--outputs-file` writes them."""
+        self.bootstrap()
+        manifest = json.loads((self.assembly / "manifest.json").read_text())
+        outputs = {}
+        for stack in stacks:
+            artifact = manifest["artifacts"][stack]
+            self.publish(stack)
+            role = artifact["properties"].get("cloudFormationExecutionRoleArn")
+            body = (self.assembly / artifact["properties"]["templateFile"]).read_text()
+            self._apply(stack, body, parameters={}, role_arn=_substitute(role, self.account, self.region) if role else None)
+            outputs[stack] = {o["OutputKey"]: o["OutputValue"] for o in self.engine.get(stack).outputs}
+        return outputs
+
+    def _apply(self, stack: str, body: str, *, parameters: dict[str, str], role_arn: str | None) -> None:
+        existing = self.engine.find(stack, deleted=False)
+        if existing is not None and existing.status in ("ROLLBACK_COMPLETE", "REVIEW_IN_PROGRESS"):
+            self.destroy(stack)  # what the CLI does with a stack whose creation rolled back
+            existing = None
+        name = f"cdk-deploy-change-set-{int(time.time() * 1000)}"
+        change_set = self.engine.create_change_set(stack_name=stack, name=name, body=body,
+                                                   kind="UPDATE" if existing else "CREATE", parameters=parameters,
+                                                   capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM", "CAPABILITY_AUTO_EXPAND"],
+                                                   role_arn=role_arn)
+        if change_set.status == "FAILED":
+            self.engine.delete_change_set(change_set.change_set_id)
+            if change_set.reason == NO_CHANGES:
+                return
+            raise DeployError(f"{stack}: {change_set.reason}")
+        self.engine.execute_change_set(change_set.change_set_id)
+        final = self._settle(stack)
+        if not final.status.endswith("_COMPLETE") or "ROLLBACK" in final.status:
+            raise DeployError(f"{stack}: {final.status}: {final.reason}")
+
+    def destroy(self, stack: str) -> None:
+        existing = self.engine.find(stack, deleted=False)
+        if existing is None:
+            return
+        self.engine.delete_stack(existing.stack_id)
+        final = self._settle(existing.stack_id)
+        if final.status != "DELETE_COMPLETE":
+            raise DeployError(f"{stack}: {final.status}: {final.reason}")
+
+    def _settle(self, stack: str, timeout: float = 300.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            current = self.engine.get(stack)
+            if not current.status.endswith("_IN_PROGRESS"):
+                return current
+            if time.monotonic() > deadline:
+                raise DeployError(f"{stack} still {current.status} after {timeout:.0f} s")
+            time.sleep(0.02)
+
+
+class CliDeployer:
+    """The pinned CDK CLI against the stand-in's server: what `make deploy` runs, pointed at loopback.
+
+    ``workdir`` holds the CLI's ``cdk.json`` (the project's, with ``app`` pointing at this repository)
+    and its ``cdk.context.json``, so the lookups the CLI caches for the stand-in's account never land
+    in the project's own context file.
+    """
+
+    def __init__(self, endpoint: str, workdir: Path, *, region: str = "us-east-1",
+                 say: Callable[[str], None] | None = None):
+        self.endpoint, self.workdir, self.region = endpoint, Path(workdir), region
+        self.say = say or (lambda line: None)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        project = json.loads((REPO / "cdk.json").read_text())
+        project["app"] = f"{REPO / '.venv' / 'bin' / 'python'} {REPO / 'app.py'}"
+        project.pop("watch", None)
+        (self.workdir / "cdk.json").write_text(json.dumps(project, indent=2))
+
+    def environment(self) -> dict[str, str]:
+        return stand_in_environment(self.endpoint, self.region)
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        if not CDK.exists():
+            raise DeployError("the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
+        result = subprocess.run([str(CDK), *args], cwd=self.workdir, env=self.environment(), capture_output=True, text=True)
+        if check and result.returncode != 0:
+            raise DeployError(f"cdk {' '.join(args)} failed:\n{_tail(result.stdout + result.stderr)}")
+        return result
+
+    def bootstrap(self, account: str = "123456789012") -> None:
+        self.run("bootstrap", f"aws://{account}/{self.region}")
+
+    def deploy(self, *stacks: str, app: Path | None = None, context: dict[str, str] | None = None) -> dict[str, Any]:
+        outputs = self.workdir / "outputs.json"
+        args = ["deploy", *stacks, "--require-approval", "never", "--outputs-file", str(outputs), "--progress", "events"]
+        if app is not None:
+            args += ["--app", str(app)]
+        for key, value in (context or {}).items():
+            args += ["-c", f"{key}={value}"]
+        self.run(*args)
+        return json.loads(outputs.read_text()) if outputs.exists() else {}
+
+    def destroy(self, *stacks: str, exclusively: bool = False) -> None:
+        self.run("destroy", *stacks, "--force", *(["--exclusively"] if exclusively else []))
+
+
+def stand_in_environment(endpoint: str, region: str = "us-east-1") -> dict[str, str]:
+    """A process environment whose AWS clients (the CDK CLI's SDK, boto3) all reach the stand-in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") or k == "AWS_CA_BUNDLE"}
+    env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": region, "AWS_REGION": region,
+                "AWS_EC2_METADATA_DISABLED": "true", "AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true",
+                "CDK_DISABLE_VERSION_CHECK": "1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+                "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"})
+    return env
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    noise = ("!!", "NodeVersionSupportWarning", "node >=22", "January 2027", "upgrade to node", "a.co/", "--trace-warnings")
+    kept = [line for line in text.splitlines() if line.strip() and not any(n in line for n in noise)]
+    return "\n".join(kept[-lines:])
+
+
+__all__ = ["CliDeployer", "DeployError", "InProcessDeployer", "stand_in_environment", "CloudFormationError"]

@@ -1,0 +1,174 @@
+"""The user's deploy path, rehearsed offline: the real CDK CLI, run through the Makefile targets the
+README names, against the embedded stand-in's CloudFormation. Every value a step needs is read back
+from CloudFormation (DescribeStacks), never from a file the test wrote.
+
+The stand-in runs in this process (its server on loopback); training jobs are scripted (what a job
+does is the local lab's business: tests/test_local_lab.py). The CLI works in a folder that looks like
+the project to make and the CDK CLI (links to the checkout's files), so its cdk.context.json and
+cdk.out land there, not in the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from dslab.core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
+from dslab.emulator.deploy import CDK, stand_in_environment
+from dslab.emulator.lab import EmulatedLab
+
+from .conftest import REPO
+from .scripted_jobs import ScriptedJobs
+from .test_workflow import put_datasets
+
+pytestmark = pytest.mark.slow
+
+PROJECT_FILES = ("Makefile", "app.py", "cdk.json", "stacks", "dslab", "training", "scripts", "experiments", ".venv",
+                 ".venv-scan", "node_modules", "package.json", "package-lock.json", "pyproject.toml",
+                 "requirements.txt", "requirements-dev.txt", "requirements-scan.txt")
+TINY_RUN = {"name": "lifecycle", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx", "EFS"],
+            "instance_type": "ml.m5.xlarge"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    for name in PROJECT_FILES:
+        (folder / name).symlink_to(REPO / name)
+    return folder
+
+
+class Steps:
+    """Runs the user's commands against the stand-in and keeps each one's seconds."""
+
+    def __init__(self, lab: EmulatedLab, project: Path):
+        self.lab, self.project = lab, project
+        self.env = stand_in_environment(lab.endpoint)
+        self.seconds: dict[str, float] = {}
+
+    def run(self, label: str, command: list[str], *, ok: bool = True, stdin: str = "", cwd: Path | None = None) -> str:
+        started = time.monotonic()
+        result = subprocess.run(command, cwd=cwd or self.project, env=self.env, input=stdin, capture_output=True,
+                                text=True, timeout=600)
+        self.seconds[label] = round(time.monotonic() - started, 1)
+        output = result.stdout + result.stderr
+        if ok:
+            assert result.returncode == 0, f"{label} failed:\n{output[-4000:]}"
+        else:
+            assert result.returncode != 0, f"{label} should have failed:\n{output[-2000:]}"
+        return output
+
+    def make(self, label: str, *args: str, **kwargs) -> str:
+        return self.run(label, ["make", "--no-print-directory", *args], **kwargs)
+
+    def stack(self, name: str) -> dict | None:
+        """DescribeStacks, as the user's tools see the stack (None when it does not exist)."""
+        try:
+            return self.lab.client("cloudformation").describe_stacks(StackName=name)["Stacks"][0]
+        except self.lab.client("cloudformation").exceptions.ClientError:
+            return None
+
+    def outputs(self, name: str) -> dict[str, str]:
+        return {o["OutputKey"]: o["OutputValue"] for o in (self.stack(name) or {}).get("Outputs", [])}
+
+
+def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monkeypatch):
+    """bootstrap -> make deploy FSX=up -> dslab run (outputs from CloudFormation) -> make fsx-down ->
+    make fsx-up -> a deploy with express=false -> make destroy -> a plain deploy refused (the kept bucket)
+    -> make deploy-again FSX=down."""
+    with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
+                     deploy=False, time_scale=0.001) as lab:
+        for key, value in stand_in_environment(lab.endpoint).items():
+            if key.startswith(("AWS_", "CDK_")):
+                monkeypatch.setenv(key, value)   # the scripted jobs' own S3 client reaches the stand-in too
+        steps = Steps(lab, project)
+        cfn = lab.client("cloudformation")
+
+        # The CLI bootstraps the account: its own template, through the stand-in's CloudFormation.
+        steps.run("cdk bootstrap", [str(CDK), "bootstrap", "aws://123456789012/us-east-1"], cwd=tmp_path)
+        assert steps.stack("CDKToolkit")["StackStatus"] == "CREATE_COMPLETE"
+        assert lab.client("ssm").get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"]
+
+        # make deploy FSX=up: synthesized bound to the account (the CLI's lookups), assets published,
+        # three stacks created through change sets, outputs written; no stack exports anything.
+        steps.make("make deploy FSX=up", "deploy", "FSX=up")
+        for name in (CORE_STACK, FSX_STACK, WORKFLOW_STACK):
+            assert steps.stack(name)["StackStatus"] == "CREATE_COMPLETE", name
+        lab_stacks = {steps.stack(name)["StackId"] for name in (CORE_STACK, FSX_STACK, WORKFLOW_STACK)}
+        assert not [e for e in cfn.list_exports()["Exports"] if e["ExportingStackId"] in lab_stacks]
+        written = json.loads((project / "cdk-outputs.json").read_text())
+        assert written[WORKFLOW_STACK]["StateMachineArn"] == steps.outputs(WORKFLOW_STACK)["StateMachineArn"]
+        context = json.loads((project / "cdk.context.json").read_text())
+        assert "availability-zones:account=123456789012:region=us-east-1" in context
+        assert not (REPO / "cdk.context.json").exists() or "123456789012" not in (REPO / "cdk.context.json").read_text()
+        core = steps.outputs(CORE_STACK)
+        assert core["AvailabilityZoneId"] == "use1-az4" and core["ExpressEnabled"] == "true"
+        assert core["ExpressBucketName"].endswith("--use1-az4--x-s3")
+
+        # dslab run with no outputs file: every stack value comes from CloudFormation.
+        (project / "cdk-outputs.json").unlink()
+        lab.refresh()
+        put_datasets(lab, ["tiny-jpg"])
+        experiment = tmp_path / "lifecycle.json"
+        experiment.write_text(json.dumps(TINY_RUN))
+        out = steps.run("dslab run --wait", [str(REPO / ".venv" / "bin" / "dslab"), "run", "--experiment", str(experiment),
+                                             "--wait"])
+        executions = lab.client("stepfunctions").list_executions(stateMachineArn=lab.state_machine_arn)["executions"]
+        assert [e["status"] for e in executions] == ["SUCCEEDED"], out[-2000:]
+        results = lab.read_json(f"results/{executions[0]['name']}/results.json")
+        assert {r["mode"]: r["status"] for r in results["records"]} == {"File": "Completed", "FSx": "Completed",
+                                                                           "EFS": "Completed"}
+
+        # make fsx-down, make fsx-up: only the FSx stack, through CloudFormation; its parameters go and come.
+        core_before = steps.stack(CORE_STACK)["LastUpdatedTime"] if "LastUpdatedTime" in steps.stack(CORE_STACK) else None
+        steps.make("make fsx-down", "fsx-down")
+        assert steps.stack(FSX_STACK) is None
+        assert lab.client("ssm").get_parameters(Names=[FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER])["Parameters"] == []
+        assert lab.client("fsx").describe_file_systems()["FileSystems"] == []
+        steps.make("make fsx-up", "fsx-up")
+        assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"
+        assert len(lab.client("fsx").describe_file_systems()["FileSystems"]) == 1
+        assert steps.stack(CORE_STACK).get("LastUpdatedTime") == core_before  # nothing else touched
+
+        # Turning S3 Express off deploys in one step: no export can hold the directory bucket.
+        steps.make("make deploy FSX=keep CONTEXT=express=false", "deploy", "FSX=keep", "CONTEXT=express=false")
+        core = steps.outputs(CORE_STACK)
+        assert steps.stack(CORE_STACK)["StackStatus"] == "UPDATE_COMPLETE"
+        assert core["ExpressEnabled"] == "false" and "ExpressBucketName" not in core
+        assert not [b for b in lab.client("s3").list_buckets()["Buckets"] if b["Name"].endswith("--x-s3")]
+        plan = [f for f in lab.client("lambda").list_functions()["Functions"] if f["Handler"].endswith(".plan")][0]
+        assert "DSLAB_EXPRESS_BUCKET" not in plan["Environment"]["Variables"]
+        assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"   # FSX=keep: left as it was
+
+        # make destroy: every stack goes; the data bucket (datasets, results) and its policy stay.
+        steps.make("make destroy FORCE=yes", "destroy", "FORCE=yes")
+        for name in (CORE_STACK, FSX_STACK, WORKFLOW_STACK):
+            assert steps.stack(name) is None, name
+        bucket = core["BucketName"]
+        s3 = lab.client("s3")
+        assert s3.list_objects_v2(Bucket=bucket, Prefix="results/")["KeyCount"] > 0
+        assert "aws:SecureTransport" in s3.get_bucket_policy(Bucket=bucket)["Policy"]
+
+        # A plain deploy now meets the kept bucket's name, as on AWS; make deploy-again adopts it.
+        refused = steps.make("make deploy FSX=up (after destroy)", "deploy", "FSX=up", ok=False)
+        assert f"{bucket} already exists" in refused
+        steps.make("make deploy-again FSX=down", "deploy-again", "FSX=down")
+        assert steps.stack(CORE_STACK)["StackStatus"] == "CREATE_COMPLETE"
+        assert steps.stack(WORKFLOW_STACK)["StackStatus"] == "CREATE_COMPLETE"
+        assert steps.stack(FSX_STACK) is None
+        assert steps.outputs(CORE_STACK)["BucketName"] == bucket
+        assert s3.list_objects_v2(Bucket=bucket, Prefix="results/")["KeyCount"] > 0   # nothing stored was lost
+
+        print("\nlifecycle steps (seconds):", json.dumps(steps.seconds))
