@@ -47,8 +47,11 @@ lint: synth
 CDK_CONTEXT = $(foreach setting,$(CONTEXT),-c $(setting))
 FSX_CHOICE = case "$(FSX)" in up|keep|down) ;; *) echo 'make $@: say what FSx should be: FSX=up (create or keep it; $$0.23/h for 1,200 GiB), FSX=keep (as it is now) or FSX=down (remove it)' >&2; exit 2;; esac
 DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep) $(CDK_CONTEXT)
+# Moving the lab to another zone (azId) replaces its subnet: FSx, if up in the old zone, goes down first
+# (`dslab fsx follow-zone`; FSX=up brings it back in the new zone).
 deploy: setup
 	@$(FSX_CHOICE)
+	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) --outputs-file cdk-outputs.json
 	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force $(CDK_CONTEXT))
 
@@ -61,6 +64,7 @@ destroy: setup
 # Use it for every later deploy of this lab too (a plain `make deploy` would try to create the bucket).
 deploy-again: setup
 	@$(FSX_CHOICE)
+	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) -c adoptBucket=true --outputs-file cdk-outputs.json
 	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force -c adoptBucket=true $(CDK_CONTEXT))
 

@@ -9,7 +9,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .core.errors import ConfigError
 from .core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_STACK, WORKFLOW_STACK
@@ -527,10 +527,62 @@ def cmd_fsx(args) -> int:
             for task in data.get("imports", []):
                 print(f"  S3 metadata import {task['task']}: {task['lifecycle']}, {task['done']:,} of {task['total']:,} objects")
         return 0
+    if args.action == "follow-zone":
+        return cmd_fsx_follow_zone(args)
     command = ([str(cdk), "destroy", FSX_STACK, "--exclusively", "--force"] if args.action == "down"
                else [str(cdk), "deploy", FSX_STACK, "--exclusively", "--require-approval", "never"])
     print(f"{'removing' if args.action == 'down' else 'creating'} FSx ({capacity} GiB, ${hourly:.3f}/hour while up): {' '.join(command[1:])}")
     return subprocess.call(command, cwd=REPO)
+
+
+# ---- FSx follows the lab's zone ------------------------------------------------------------------------
+
+def fsx_zone(ssm, fsx, ec2) -> str | None:
+    """The zone ID FSx for Lustre is in (from its subnet), or None while the FSx stack is down."""
+    try:
+        file_system_id = ssm.get_parameter(Name=FSX_ID_PARAMETER)["Parameter"]["Value"]
+    except ssm.exceptions.ParameterNotFound:
+        return None
+    found = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+    if not found:
+        return None
+    subnets = ec2.describe_subnets(SubnetIds=found[0]["SubnetIds"][:1])["Subnets"]
+    return subnets[0].get("AvailabilityZoneId") if subnets else None
+
+
+def follow_zone(current: str | None, target: str, take_down: Callable[[], int], say: Callable[[str], None]) -> int:
+    """Before a deploy moves the lab to ``target``: FSx up in another zone goes down first.
+
+    Core replaces the subnet when the zone changes, and EC2 refuses to delete a subnet that still holds a
+    network interface ("has dependencies and cannot be deleted"): FSx's would keep the old subnet, and
+    CloudFormation would leave it behind in the clean-up (the stack still ends UPDATE_COMPLETE). So FSx
+    leaves first, through its stack; the deploy (FSX=up) brings it back in the new zone."""
+    if current is None or current == target:
+        return 0
+    say(f"FSx for Lustre is up in {current} and the lab moves to {target}: taking FSx down first (its subnet is "
+        f"replaced), through the {FSX_STACK} stack; FSX=up brings it back in {target}")
+    return take_down()
+
+
+def cmd_fsx_follow_zone(args) -> int:
+    import boto3
+    overrides = dict(item.split("=", 1) for item in (args.context or []) if "=" in item)
+    local = Path.cwd() / "cdk.json"
+    context = {**lab_context(local if local.exists() else REPO / "cdk.json"), **overrides}
+    region = args.region or context.get("region") or _region(args)
+    target = context.get("azId")
+    if not target:
+        raise ConfigError("azId", "not set in cdk.json or -c azId=...", "a zone ID such as use1-az4")
+    try:
+        current = fsx_zone(boto3.client("ssm", region_name=region), boto3.client("fsx", region_name=region),
+                           boto3.client("ec2", region_name=region))
+    except Exception as err:  # noqa: BLE001 - no credentials, no access: the deploy itself will say more
+        raise ConfigError("AWS credentials", f"could not read where FSx is ({type(err).__name__}: {err})",
+                          "credentials for the lab's account (the deploy needs them too)") from None
+    cdk = REPO / "node_modules" / ".bin" / "cdk"
+    context_args = [arg for key, value in overrides.items() for arg in ("-c", f"{key}={value}")]
+    return follow_zone(current, target, lambda: subprocess.call(
+        [str(cdk), "destroy", FSX_STACK, "--exclusively", "--force", *context_args], cwd=Path.cwd()), print)
 
 
 # ---- local ---------------------------------------------------------------------------------------
@@ -678,8 +730,11 @@ def register(sub, add) -> None:
     p.add_argument("--out", help="write the code to this file instead of printing it")
 
     p = add(sub, "fsx", cmd_fsx, "FSx for Lustre: status (age, cost per hour, the idle guard's deadline, S3 import "
-            "progress), down (delete its stack), up (deploy it again).", "dslab fsx status")
-    p.add_argument("action", choices=["status", "down", "up"])
+            "progress), down (delete its stack), up (deploy it again), follow-zone (before a deploy that moves the "
+            "lab to another zone: take FSx down first; `make deploy` runs it).", "dslab fsx status")
+    p.add_argument("action", choices=["status", "down", "up", "follow-zone"])
+    p.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",
+                   help="follow-zone: the deploy's settings on top of cdk.json's, as given to cdk (e.g. -c azId=use1-az6)")
     p.add_argument("--region")
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--json", action="store_true")

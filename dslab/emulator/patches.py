@@ -597,6 +597,12 @@ def create_directory_bucket(name: str, region: str = "us-east-1", account: str =
     s3_backends[account]["global"].create_bucket(name, region)
 
 
+def delete_directory_bucket(name: str, account: str = "123456789012") -> None:
+    """DeleteBucket likewise goes to the s3express-control endpoint: the stand-in's is made in moto's backend."""
+    from moto.s3.models import s3_backends
+    s3_backends[account]["global"].delete_bucket(name)
+
+
 def is_directory_bucket(name: str) -> bool:
     from ..core.requests import is_express_bucket  # the one naming rule, as botocore's
     return is_express_bucket(name)

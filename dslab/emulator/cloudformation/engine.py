@@ -201,6 +201,7 @@ class Engine:
             else:
                 if existing is None or existing.status == "REVIEW_IN_PROGRESS":
                     raise CloudFormationError("ValidationError", f"Stack [{stack_name}] does not exist")
+                self._require_settled(existing)
                 stack = existing
             if any(cs.name == name and cs.stack_id == stack.stack_id for cs in self.change_sets.values()):
                 raise CloudFormationError("AlreadyExistsException", f"ChangeSet [{name}] already exists")
@@ -421,10 +422,11 @@ class Engine:
                 context.import_value(name)
             props = context.evaluate(spec.get("Properties", {})) or {}
             old = live.get(lid)
+            provider = self.providers.for_type(spec["Type"])   # an unknown type fails the change set
             if old is None or old.type != spec["Type"]:
                 changes.append(_change("Add", lid, spec["Type"]))
             elif old.properties != props:
-                replace = self.providers.for_type(spec["Type"]).requires_replacement(old.properties, props)
+                replace = provider.requires_replacement(old.properties, props)
                 changes.append(_change("Modify", lid, spec["Type"], old.physical_id, "True" if replace else "False"))
         for lid, old in live.items():
             if lid not in resources:

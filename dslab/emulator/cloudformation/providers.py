@@ -189,7 +189,8 @@ class DirectoryBucket(Provider):
         uploads = s3.list_multipart_uploads(Bucket=resource.physical_id).get("Uploads", [])
         if listed.get("KeyCount", 0) or uploads:
             raise ResourceFailed(f"The bucket you tried to delete is not empty (Bucket: {resource.physical_id})")
-        s3.delete_bucket(Bucket=resource.physical_id)
+        from .. import patches
+        patches.delete_directory_bucket(resource.physical_id, self.env.account)
 
 
 # ---- SSM, IAM, Logs ----------------------------------------------------------------------------------------
@@ -448,7 +449,17 @@ class VpcEndpoint(Provider):
                                            "NetworkInterfaceIds": []}
 
     def delete(self, resource):
-        self.client("ec2").delete_vpc_endpoints(VpcEndpointIds=[resource.physical_id])
+        try:
+            self.client("ec2").delete_vpc_endpoints(VpcEndpointIds=[resource.physical_id])
+        except Exception as err:  # noqa: BLE001
+            # moto knows no prefix list for some gateway services (s3express) and then fails to remove a
+            # route it never made; the endpoint is marked deleted in its backend, as EC2 would delete it.
+            if "no route with destination" not in str(err):
+                raise
+            from moto.ec2.models import ec2_backends
+            endpoint = ec2_backends[self.env.account][self.env.region].vpc_end_points.get(resource.physical_id)
+            if endpoint is not None:
+                endpoint.state = "deleted"
 
 
 class SecurityGroup(Provider):
