@@ -400,6 +400,15 @@ def cmd_export(args) -> int:
         raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
     outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
     env = environment_from_outputs(outputs, _region(args))
+    # Your own code is packaged as `dslab plan` and `dslab run` package it (byte-reproducibly): the
+    # request names its content-addressed URI; --upload puts it there (the same object `dslab run` uploads).
+    from . import user_code
+    s3 = None
+    if args.upload:
+        import boto3
+        s3 = boto3.client("s3", region_name=_region(args))
+    experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
+    trials = [next(t for t in experiment.trials if t.name == trial.name) for trial in trials]
     execution, record = "export", None
     if args.results:
         if args.trial or args.repeat is not None:
@@ -422,6 +431,10 @@ def cmd_export(args) -> int:
         raise ConfigError("--mode", f"the {mode} job of {dataset.name} is skipped: {job.skip_reason}",
                           [m for m in modes if m != mode] or None)
     code = generate(job.request, env.region)
+    script = job.spec.trial.script
+    if script is not None and not args.upload:
+        print(f"note: the job runs your code from {script.code_uri}; it is there once `dslab run` ran this trial, "
+              "or put it there now with --upload", file=sys.stderr)
     if args.out:
         Path(args.out).write_text(code)
         print(f"wrote {args.out}: job {job.name} ({mode} on {dataset.name}); run it with: python {args.out} [--wait]",
@@ -728,6 +741,8 @@ def register(sub, add) -> None:
     p.add_argument("--repeat", type=int, help="the job's repeat (default 0)")
     p.add_argument("--results", help="a finished run's results.json: export its cheapest completed job, as the report ranks")
     p.add_argument("--out", help="write the code to this file instead of printing it")
+    p.add_argument("--upload", action="store_true",
+                   help="with your own script (script.source_dir): upload its package to the content-addressed URI the code names")
 
     p = add(sub, "fsx", cmd_fsx, "FSx for Lustre: status (age, cost per hour, the idle guard's deadline, S3 import "
             "progress), down (delete its stack), up (deploy it again), follow-zone (before a deploy that moves the "

@@ -214,3 +214,28 @@ def test_export_has_help_with_an_example(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["export", "-h"])
     assert exit_.value.code == 0 and "example:" in capsys.readouterr().out
+
+
+def test_export_of_a_trial_with_its_own_code_names_what_plan_names_and_uploads_it_when_asked(tmp_path, capsys):
+    """`dslab plan` and `dslab export` package the user's code the same way: one content-addressed URI."""
+    import boto3
+    from moto import mock_aws
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(OUTPUTS))
+    experiment = str(REPO / "examples" / "own-script" / "experiment.yaml")
+    assert main(["plan", "--experiment", experiment, "--outputs", str(outputs), "--json"]) == 0
+    planned = json.loads(capsys.readouterr().out)
+    request = next(j["request"] for j in planned["jobs"] if j["mode"] == "File" and "contract-only" in json.dumps(j["request"]["Tags"]))
+    code_uri = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
+    assert "/code/user/" in code_uri
+    args = ["export", "--experiment", experiment, "--outputs", str(outputs), "--mode", "File", "--trial", "contract-only"]
+    assert main(args) == 0
+    exported = capsys.readouterr()
+    assert code_uri in exported.out and "--upload" in exported.err
+    bucket, key = code_uri[5:].split("/", 1)
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket=bucket)
+        assert main([*args, "--upload"]) == 0
+        assert code_uri in capsys.readouterr().out
+        assert s3.head_object(Bucket=bucket, Key=key)["ContentLength"] > 0

@@ -4,6 +4,7 @@ rules, the project's own S3 code under them, staging in the workflow, estimates 
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 import pytest
@@ -211,18 +212,24 @@ def test_workflow_stages_express_datasets_before_the_express_jobs_and_skips_them
 
 
 def test_express_staging_loops_in_bounded_invocations(emulated):
-    # No time left after each page: every invocation copies one ListObjectsV2 page and hands on a cursor.
+    """No time left after each batch: every invocation copies one batch of EXPRESS_COPY_THREADS objects and
+    hands on a cursor inside the ListObjectsV2 page (the budget is checked per batch, not per 1,000 keys),
+    and the next invocation goes on exactly there: every object copied once, none missed."""
+    from dslab.core.limits import EXPRESS_COPY_THREADS
     with emulated(ScriptedJobs(), extra_env={"DSLAB_STAGING_BUDGET_SECONDS": "0"}) as lab:
         from .test_workflow_at_scale import put_many
-        files, size = put_many(lab, "many-jpg", 1500)   # two ListObjectsV2 pages of 1,000
+        files, size = put_many(lab, "many-jpg", 200)
         lab.client("s3").put_object(Bucket=lab.bucket, Key="datasets/many-jpg.stats.json",
                                     Body=json.dumps({"files": files, "bytes": size}).encode())
         execution = lab.run({"name": "many", "instance_type": "ml.m5.xlarge", "storage": "express", "modes": ["FastFile"],
                              "datasets": [{"name": "many-jpg", "format": "jpg"}]})
         assert execution.status == "SUCCEEDED", execution.cause
         staging = lab.results(execution)["express_staging"]
-        assert staging["ready"] is True and staging["invocations"] == 2
-        assert "1,500 objects copied" in staging["reason"]
+        assert staging["ready"] is True and staging["invocations"] == -(-200 // EXPRESS_COPY_THREADS)
+        assert "200 objects copied" in staging["reason"]
+        staged = [o["Key"] for page in lab.client("s3").get_paginator("list_objects_v2").paginate(
+            Bucket=lab.express_bucket, Prefix="datasets/many-jpg/") for o in page.get("Contents", [])]
+        assert len(staged) == len(set(staged)) == 200
 
 
 def test_express_jobs_are_skipped_with_the_reason_when_staging_fails(emulated):
@@ -280,3 +287,114 @@ def test_recommend_weighs_express_for_the_users_epochs():
     for rec in (one, many):
         assert any("break-even" in a for a in rec.advice)
         assert rec.to_dict()["fsx_express_break_even"]["crossover_epochs"] == one.break_even.crossover
+
+
+# ---- what would break a real run (runtime findings) -----------------------------------------------
+
+ONLY_EXPRESS = {"name": "xonly", "instance_type": "ml.m5.xlarge", "storage": "express", "modes": ["FastFile"],
+                "datasets": [{"name": "only-x", "format": "jpg"}]}
+
+
+def _put_in_directory_bucket(lab, name: str, count: int = 3) -> None:
+    s3 = lab.client("s3")
+    for i in range(count):
+        s3.put_object(Bucket=lab.express_bucket, Key=f"datasets/{name}/part-{i}.bin", Body=b"x" * 100)
+    s3.put_object(Bucket=lab.express_bucket, Key=f"datasets/{name}.stats.json",
+                  Body=json.dumps({"files": count, "bytes": 100 * count}).encode())
+
+
+def test_plan_may_open_a_read_only_session_on_the_directory_bucket(lab):
+    """Without it, Plan's ListObjectsV2 of an Express-only dataset is AccessDenied and the execution fails."""
+    from .test_infrastructure import core_parameter_ref
+    statements = [st for p in lab.workflow.find_resources("AWS::IAM::Policy").values()
+                  if "PlanFunctionRole" in json.dumps(p["Properties"]["Roles"])
+                  for st in p["Properties"]["PolicyDocument"]["Statement"]]
+    (session,) = [st for st in statements if st["Action"] == "s3express:CreateSession"]
+    assert session["Condition"] == {"StringEquals": {"s3express:SessionMode": "ReadOnly"}}
+    assert core_parameter_ref(lab.raw("DataSourceLab"), session["Resource"], "express-bucket-arn")
+
+
+def test_plan_reads_a_dataset_uploaded_only_to_the_directory_bucket(emulated):
+    with emulated(ScriptedJobs()) as lab:
+        _put_in_directory_bucket(lab, "only-x")
+        execution = lab.run(ONLY_EXPRESS)
+        assert execution.status == "SUCCEEDED", execution.cause
+        plan_document = lab.read_json(f"results/{execution.name}/plan.json")
+        assert plan_document["dataset_stats"]["only-x"]["stats_file"].startswith(f"s3://{lab.express_bucket}/")
+        assert [r["status"] for r in lab.results(execution)["records"]] == ["Completed"]
+
+
+def test_any_plan_error_ends_the_execution_with_a_readable_reason(emulated):
+    """Not only ExperimentInvalid: an S3 error Plan did not expect (a directory bucket that never wakes)
+    fails the execution as PlanFailed with what happened, not a Lambda stack trace."""
+    from dslab.emulator import patches
+    with emulated(ScriptedJobs()) as lab:
+        _put_in_directory_bucket(lab, "only-x")
+        patches.HOOKS.s3_fault = lambda method, bucket, key: ((503, "ServiceUnavailable", "Please try again")
+                                                              if bucket == lab.express_bucket else None)
+        execution = lab.run(ONLY_EXPRESS)
+        assert execution.status == "FAILED" and execution.error == "PlanFailed"
+        assert execution.cause.startswith("Plan could not finish: ClientError:") and "ServiceUnavailable" in execution.cause
+        assert "Traceback" not in execution.cause and "stackTrace" not in execution.cause
+        assert lab.training_job_names() == []
+
+
+def test_an_inactive_directory_bucket_is_waited_for_while_it_wakes(emulated):
+    """After 90 days without requests a directory bucket answers 503 "typically" for minutes: staging and
+    Plan keep asking with backoff instead of failing the run."""
+    from dslab.emulator import patches
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        asleep = {"requests": 30}   # more 503s than botocore's retries of one call
+
+        def waking(method, bucket, key):
+            if bucket == lab.express_bucket and asleep["requests"] > 0:
+                asleep["requests"] -= 1
+                return 503, "ServiceUnavailable", "The bucket is waking up"
+            return None
+        patches.HOOKS.s3_fault = waking
+        execution = lab.run(EXPRESS_TRIAL)
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert asleep["requests"] == 0
+        assert lab.results(execution)["express_staging"]["ready"] is True
+
+
+def test_staging_copies_no_tags_into_the_directory_bucket(emulated):
+    """CopyObject copies the source's tags by default, and a directory bucket answers 501 to any tag."""
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        s3 = lab.client("s3")
+        s3.put_object_tagging(Bucket=lab.bucket, Key="datasets/tiny-jpg/part-0.bin",
+                              Tagging={"TagSet": [{"Key": "owner", "Value": "data-team"}]})
+        with pytest.raises(s3.exceptions.ClientError, match="NotImplemented"):   # the rule, as the stand-in enforces it
+            s3.copy_object(Bucket=lab.express_bucket, Key="probe", CopySource={"Bucket": lab.bucket, "Key": "datasets/tiny-jpg/part-0.bin"})
+        execution = lab.run(EXPRESS_TRIAL)
+        assert execution.status == "SUCCEEDED", execution.cause
+        assert lab.results(execution)["express_staging"]["ready"] is True
+
+
+def test_two_executions_staging_the_same_dataset_take_turns(emulated):
+    """A dataset's staging lock (a conditional PUT in the directory bucket) makes the second execution
+    wait rather than clear the first one's copies."""
+    from dslab.workflow.handlers import release_staging_lock, take_staging_lock
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        s3 = lab.client("s3")
+        assert take_staging_lock(s3, lab.express_bucket, "tiny-jpg", "first", stale_after=1800) is None
+        assert take_staging_lock(s3, lab.express_bucket, "tiny-jpg", "second", stale_after=1800) == "first"
+        assert take_staging_lock(s3, lab.express_bucket, "tiny-jpg", "first", stale_after=1800) is None   # still ours
+        execution = lab.start(EXPRESS_TRIAL, name="second")
+        deadline = time.monotonic() + 30
+        history = []
+        while time.monotonic() < deadline and not any(e.get("stateEnteredEventDetails", {}).get("name") == "WaitExpressLock"
+                                                      for e in history):
+            time.sleep(0.05)
+            history = lab.client("stepfunctions").get_execution_history(executionArn=execution, maxResults=1000)["events"]
+        assert any(e.get("stateEnteredEventDetails", {}).get("name") == "WaitExpressLock" for e in history)
+        release_staging_lock(s3, lab.express_bucket, "tiny-jpg", "first")
+        finished = lab.wait(execution)
+        assert finished.status == "SUCCEEDED", finished.cause
+        staging = lab.results(finished)["express_staging"]
+        assert staging["ready"] is True and "3 objects copied" in staging["reason"]
+        with pytest.raises(s3.exceptions.ClientError):   # released once staged
+            s3.head_object(Bucket=lab.express_bucket, Key="datasets/tiny-jpg.staging-lock.json")

@@ -276,3 +276,41 @@ def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in
     assert all(f"| own-jpg | {mode} |" in report for mode in modes)
     script = run.results["experiment"]["trials"][0]["script"]
     assert script["entry_point"] == "train.py" and script["code_uri"].startswith("s3://")
+
+
+def test_hyperparameter_names_with_dashes_reach_an_argparse_script_as_sagemaker_passes_them(tmp_path):
+    """SageMaker takes any key of up to 256 characters (botocore: HyperParameterKey, pattern '.*'); users'
+    scripts commonly take --learning-rate and --batch-size."""
+    experiment = parse_experiment({"name": "dashes", "datasets": [{"name": "d", "format": "jpg"}], "modes": ["File"],
+                                   "instance_type": "ml.m5.xlarge",
+                                   "hyperparameters": {"learning-rate": 0.01, "batch-size": 32, "model.name": "tiny net"},
+                                   "script": {"source_dir": str(tmp_path), "entry_point": "train.py",
+                                              "code_uri": f"s3://{ENV.bucket}/code/user/{'a' * 64}/sourcedir.tar.gz"}})
+    (job,) = plan(experiment, ENV, "exec")
+    validate_request("sagemaker", "CreateTrainingJob", job.request)   # botocore's model
+    assert job.request["HyperParameters"]["learning-rate"] == "0.01"
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import argparse\n"
+        "p = argparse.ArgumentParser()\n"
+        "p.add_argument('--learning-rate', type=float); p.add_argument('--batch-size', type=int)\n"
+        "p.add_argument('--model.name', dest='model')\n"
+        "a = p.parse_args()\n"
+        "print(f'lr={a.learning_rate} batch={a.batch_size} model={a.model}')\n")
+    request, storage = folder_job(tmp_path, code, {"learning-rate": 0.01, "batch-size": 32, "model.name": "tiny net"})
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert "lr=0.01 batch=32 model=tiny net" in outcome.log
+
+
+@pytest.mark.parametrize("hyperparameters, field, words", [
+    ({"x" * 257: 1}, "hyperparameters", "1 to 256 characters"),
+    ({"sagemaker_program": "mine.py"}, "hyperparameters.sagemaker_program", "framework container"),
+    ({"notes": "n" * 2600}, "hyperparameters.notes", "2,500"),
+    ({f"h{i}": i for i in range(81)}, "hyperparameters", "at most 80"),
+])
+def test_hyperparameters_sagemaker_would_refuse_are_refused_naming_the_field(hyperparameters, field, words):
+    with pytest.raises(ConfigError) as err:
+        parse_experiment({"name": "bad", "datasets": [{"name": "d", "format": "jpg"}], "hyperparameters": hyperparameters})
+    assert field in err.value.field and words in str(err.value)

@@ -59,6 +59,9 @@ ENTRY_POINT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./-]{0,254}\.(py|sh)$")
 CODE_URI_RE = re.compile(r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]/\S+\.tar\.gz$")
 # CreateTrainingJob allows 40 metric definitions; the lab's own documented lines take 8 of them.
 MAX_USER_METRICS = 32
+# SageMaker takes 100 hyperparameters; the container's four (sagemaker_program, ...) and the lab's own
+# script's (compute, reader settings: under 16) come on top of the experiment's.
+MAX_USER_HYPERPARAMETERS = 80
 
 # The source post's datasets: Caltech-256 as small JPEGs and as ~110 MB TFRecord shards, 1x and 50x.
 # files/bytes are the published sizes (../shared/calibration/bencher-measured.csv), used by the
@@ -435,11 +438,26 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
     hyperparameters = merged["hyperparameters"]
     if not isinstance(hyperparameters, dict):
         raise ConfigError(f"{path}hyperparameters", "must be a mapping of names to values")
+    # What CreateTrainingJob accepts (HyperParameters: at most 100 entries, keys of 1-256 characters and
+    # values of at most 2,500, both matching ".*": no line breaks; SageMaker API reference and botocore's
+    # model), less the "sagemaker_" names the framework container keeps for itself. Dashes are fine: the
+    # container passes each one as "--learning-rate 0.01", as argparse scripts expect.
+    if len(hyperparameters) > MAX_USER_HYPERPARAMETERS:
+        raise ConfigError(f"{path}hyperparameters", f"has {len(hyperparameters)} entries; SageMaker takes 100 in all, "
+                          f"{100 - MAX_USER_HYPERPARAMETERS} of them the container's (sagemaker_program, ...)",
+                          f"at most {MAX_USER_HYPERPARAMETERS}")
     for key, val in hyperparameters.items():
-        if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]{0,255}$", key):
-            raise ConfigError(f"{path}hyperparameters.{key}", "is not a valid hyperparameter name")
+        if not isinstance(key, str) or not 1 <= len(key) <= 256 or "\n" in key or "\r" in key:
+            raise ConfigError(f"{path}hyperparameters.{str(key)[:40]}", "is not a valid hyperparameter name",
+                              "1 to 256 characters on one line (SageMaker's limit)")
+        if key.startswith("sagemaker_"):
+            raise ConfigError(f"{path}hyperparameters.{key}", "names starting with sagemaker_ belong to the framework container",
+                              "another name")
         if isinstance(val, (dict, list)):
             raise ConfigError(f"{path}hyperparameters.{key}", "must be a scalar (SageMaker passes strings)")
+        if len(json.dumps(val)) > 2500 or "\n" in json.dumps(val):
+            raise ConfigError(f"{path}hyperparameters.{key}", "is longer than SageMaker's 2,500 characters for a value",
+                              "a shorter value (or a file in the dataset or the code)")
     image_uri = merged["image_uri"]
     if image_uri is not None and (not isinstance(image_uri, str) or len(image_uri) > 255 or " " in image_uri):
         raise ConfigError(f"{path}image_uri", f"{image_uri!r} is not an image URI", "<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>")

@@ -77,6 +77,18 @@ EXPRESS_STAGING_TIMEOUT_SECONDS = 15 * 60
 EXPRESS_STAGING_BUDGET_SECONDS = 12 * 60
 EXPRESS_COPY_THREADS = 64
 EXPRESS_STAGING_MAX_INVOCATIONS = 20   # 4 hours of copying; then the Express jobs are skipped
+# Before each batch of copies the function checks it can finish the batch within its budget: a copy
+# takes EXPRESS_COPY_SECONDS plus its bytes at EXPRESS_COPY_BYTES_PER_SECOND (conservative assumptions,
+# not measured: the largest object of the batch decides), and the 3 minutes between the budget and
+# Lambda's 15-minute timeout absorb an estimate that is wrong by 25%.
+EXPRESS_COPY_SECONDS = 1.0
+EXPRESS_COPY_BYTES_PER_SECOND = 100 * 1024**2
+# An inactive directory bucket (no requests for 90 days) answers 503 while it wakes, "typically within
+# a few minutes" (S3 User Guide, directory buckets overview): staging keeps asking for up to this long.
+EXPRESS_WAKE_SECONDS = 5 * 60
+# While another execution holds a dataset's staging lock, the state machine waits between invocations.
+EXPRESS_LOCK_WAIT_SECONDS = 60
+EXPRESS_LOCK_MAX_WAITS = 240            # 4 hours behind another execution's staging, then Skipped
 # CopyObject copies up to 5 GB in one call; larger objects go through multipart UploadPartCopy
 # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html).
 COPY_OBJECT_MAX_BYTES = 5 * 1024**3

@@ -350,6 +350,10 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         "sagemaker_container_log_level": 20,
         **script_values,
     }
+    if len(hyperparameters) > 100:   # CreateTrainingJob's limit (HyperParameters: at most 100 entries)
+        raise ConfigError(f"trials.{spec.trial.name}.hyperparameters",
+                          f"the job would pass {len(hyperparameters)} hyperparameters; SageMaker takes at most 100",
+                          "fewer hyperparameters")
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "RoleArn": env.role_arn,

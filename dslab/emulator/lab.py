@@ -30,7 +30,7 @@ from .deploy import CliDeployer, InProcessDeployer
 ACCOUNT = "123456789012"
 STACK = WORKFLOW_STACK
 # Environment keys the emulator may add that the template does not have (endpoint, backend, test knobs).
-EMULATOR_ONLY_ENV = {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND", "DSLAB_STAGING_BUDGET_SECONDS"}
+EMULATOR_ONLY_ENV = {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND", "DSLAB_STAGING_BUDGET_SECONDS", "DSLAB_TIME_SCALE"}
 # The process's own settings while a stand-in runs: moto has no S3 Express CreateSession, so clients
 # reach directory buckets with plain SigV4 (botocore's switch).
 PROCESS_ENV = {"AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true"}
@@ -247,7 +247,7 @@ class EmulatedLab:
 
     def _emulator_env(self) -> dict[str, str]:
         """What the stand-in adds to its functions' environment (the template's comes with each function)."""
-        env = {"DSLAB_BACKEND": self.backend, **self.extra_env}
+        env = {"DSLAB_BACKEND": self.backend, "DSLAB_TIME_SCALE": str(self.time_scale), **self.extra_env}
         if self.endpoint:
             env["DSLAB_AWS_ENDPOINT"] = self.endpoint
         return env

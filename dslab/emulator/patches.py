@@ -76,6 +76,9 @@ class Hooks:
     history_events: dict[int, int] = field(default_factory=dict)  # per execution (event manager)
     # added to every function's own environment (the template's): the stand-in's endpoint, test knobs
     function_env: dict[str, str] = field(default_factory=dict)
+    # (method, bucket, key or None) -> (HTTP status, error code, message) to answer an S3 request with, or None:
+    # e.g. a directory bucket idle for 90 days answering 503 while it wakes up
+    s3_fault: Callable[[str, str, str | None], tuple[int, str, str] | None] | None = None
 
 
 HOOKS = Hooks()
@@ -91,6 +94,7 @@ def reset_hooks() -> None:
     HOOKS.max_state_bytes = 0
     HOOKS.history_events = {}
     HOOKS.function_env = {}
+    HOOKS.s3_fault = None
     _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
 
 
@@ -246,7 +250,64 @@ def install() -> None:
         _patch_fsx_repository()
         _patch_directory_buckets()
         _patch_bucket_policy_transport()
+        _patch_s3_faults()
         _INSTALLED = True
+
+
+def _patch_s3_faults() -> None:
+    """S3 answers the emulator's faults (HOOKS.s3_fault) with the HTTP status and XML error S3 sends, so
+    clients react as they would on AWS (botocore retries a 503, for instance)."""
+    from xml.sax.saxutils import escape
+
+    from moto.s3.responses import S3Response
+
+    original_bucket, original_key = S3Response._bucket_response, S3Response._key_response
+
+    def fault(self, request, full_url: str, key: str | None):
+        if HOOKS.s3_fault is None:
+            return None
+        bucket = self.parse_bucket_name_from_url(request, full_url)
+        answer = HOOKS.s3_fault(request.method, bucket, key) if bucket else None
+        if answer is None:
+            return None
+        status, code, message = answer
+        return status, {"content-type": "application/xml"}, (
+            f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{escape(code)}</Code><Message>{escape(message)}</Message>'
+            f"<BucketName>{escape(bucket)}</BucketName><RequestId>{uuid_token()}</RequestId></Error>")
+
+    def _bucket_response(self, request, full_url):
+        return fault(self, request, full_url, None) or original_bucket(self, request, full_url)
+
+    def _key_response(self, request, full_url):
+        key = self.parse_key_name()
+        return (fault(self, request, full_url, key) or directory_copy_refusal(self, request, full_url)
+                or original_key(self, request, full_url))
+
+    def directory_copy_refusal(self, request, full_url: str):
+        """CopyObject into a directory bucket takes only the empty tag-set: "When you don't set the
+        x-amz-tagging-directive header and the source object has non-empty tags" (its default is COPY), or
+        REPLACE with non-empty tags, S3 answers 501 Not Implemented (CopyObject API reference)."""
+        headers = request.headers
+        source = headers.get("x-amz-copy-source")
+        bucket = self.parse_bucket_name_from_url(request, full_url)
+        if request.method != "PUT" or not source or not bucket or not is_directory_bucket(bucket):
+            return None
+        from urllib.parse import unquote
+        source_bucket, _, source_key = unquote(source.split("?", 1)[0]).lstrip("/").partition("/")
+        directive = (headers.get("x-amz-tagging-directive") or "COPY").upper()
+        if directive == "REPLACE":
+            tagged = bool(headers.get("x-amz-tagging"))
+        else:
+            found = self.backend.get_object(source_bucket, source_key)
+            tagged = bool(found is not None and self.backend.get_object_tagging(found).get("Tags"))
+        if not tagged:
+            return None
+        return 501, {"content-type": "application/xml"}, (
+            '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>A header you provided '
+            f"implies functionality that is not implemented</Message><RequestId>{uuid_token()}</RequestId></Error>")
+
+    S3Response._bucket_response = _bucket_response
+    S3Response._key_response = _key_response
 
 
 def _patch_bucket_policy_transport() -> None:
@@ -557,6 +618,10 @@ def _patch_time() -> None:
             time.sleep(seconds * HOOKS.time_scale)
 
     retrier_decl.time = _ScaledTime()
+    # botocore's retry back-off (a throttled, 503 or 500 answer: the client sleeps, then asks again) on the
+    # same clock, so a test of "the bucket wakes after N 503s" does not wait real seconds per retry.
+    import botocore.endpoint
+    botocore.endpoint.time = _ScaledTime()
 
 
 def _patch_aws_sdk_streams() -> None:

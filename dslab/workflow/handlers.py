@@ -15,8 +15,11 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.experiment import parse_experiment
 from ..core.prices import PriceTable
-from ..core.limits import (COPY_OBJECT_MAX_BYTES, EXPRESS_COPY_THREADS, EXPRESS_STAGING_BUDGET_SECONDS,
-                           EXPRESS_STAGING_MAX_INVOCATIONS, FSX_DATA_POLL_SECONDS, TEARDOWN_MAX_CHECKS)
+from ..core.limits import (COPY_OBJECT_MAX_BYTES, EXPRESS_COPY_BYTES_PER_SECOND, EXPRESS_COPY_SECONDS,
+                           EXPRESS_COPY_THREADS, EXPRESS_STAGING_BUDGET_SECONDS, EXPRESS_STAGING_MAX_INVOCATIONS,
+                           EXPRESS_LOCK_MAX_WAITS, EXPRESS_STAGING_TIMEOUT_SECONDS, EXPRESS_WAKE_SECONDS,
+                           FSX_DATA_POLL_SECONDS,
+                           TEARDOWN_MAX_CHECKS)
 from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, check_training_quotas
 from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, FSX_STACK, RESULTS_PREFIX, FileSystemRef, LabEnvironment,
@@ -135,7 +138,30 @@ def read_training_quotas(service_quotas) -> dict[str, Quota]:
     return quotas
 
 
+PLAN_REASON_CHARS = 2000
+PLAN_WAKE_SECONDS = 120   # of Plan's 5 minutes, for an inactive directory bucket to answer (see wake_directory_bucket)
+
+
 def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Plan, answering every refusal in its result (never as a Lambda error, whose Cause is the runtime's
+    JSON with a stack trace): {"plan": {"error", "failed"}, "lanes": []}, and the state machine fails the
+    execution with that error name and reason. An invalid experiment is ExperimentInvalid; anything
+    else that stops Plan (an S3 or Service Quotas error, say) is PlanFailed, with what it was."""
+    try:
+        return _plan(event)
+    except ExperimentInvalid as err:
+        return _plan_refused("ExperimentInvalid", str(err))
+    except Exception as err:  # noqa: BLE001 - said in the execution's result; the trace goes to the function's log
+        import traceback
+        traceback.print_exc()
+        return _plan_refused("PlanFailed", f"Plan could not finish: {type(err).__name__}: {err}")
+
+
+def _plan_refused(error: str, reason: str) -> dict[str, Any]:
+    return {"plan": {"error": error, "failed": reason[:PLAN_REASON_CHARS]}, "lanes": []}
+
+
+def _plan(event: dict[str, Any]) -> dict[str, Any]:
     env_vars = function_environ()
     clients = _clients()
     execution = str(event.get("execution") or "manual")
@@ -162,6 +188,8 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             if dataset.name in standard_users or not env.express_bucket:
                 raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
             try:
+                import time
+                wake_directory_bucket(clients["s3"], env.express_bucket, time.monotonic() + PLAN_WAKE_SECONDS * time_scale())
                 stats[dataset.name] = dataset_stats(clients["s3"], env.express_bucket, dataset.prefix)
             except ExperimentInvalid:
                 raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
@@ -230,6 +258,7 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
             "express_datasets": len(express_prefixes),
             "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
+            "express_max_waits": EXPRESS_LOCK_MAX_WAITS,
             "fsx_wait_checks": max(1, experiment.fsx_import_wait_minutes * 60 // FSX_DATA_POLL_SECONDS),
             "teardown_fsx": experiment.teardown_fsx,
             "fsx_available": fsx is not None,
@@ -266,6 +295,49 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return out
 
 
+def express_client(s3_or_none=None):
+    """The S3 client staging uses: a connection for each of its copy threads (botocore keeps 10 by
+    default and discards the rest: "Connection pool is full, discarding connection"), and the standard
+    retry mode (exponential backoff with jitter on 500/503 and throttling)."""
+    if s3_or_none is not None:
+        return s3_or_none
+    import boto3
+    from botocore.config import Config
+    env = function_environ()
+    endpoint = env.get("DSLAB_AWS_ENDPOINT")
+    kwargs: dict[str, Any] = {"endpoint_url": endpoint} if endpoint else {}
+    if env.get("AWS_ACCESS_KEY_ID"):
+        kwargs.update(aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
+                      aws_session_token=env.get("AWS_SESSION_TOKEN"))
+    config = Config(max_pool_connections=EXPRESS_COPY_THREADS + 4, retries={"mode": "standard", "max_attempts": 8})
+    return boto3.client("s3", region_name=_region(env), config=config, **kwargs)
+
+
+def time_scale() -> float:
+    """1 on AWS; the embedded stand-in compresses time (its Wait states, its clients' retries) and says
+    by how much, so the functions' own waits (below) are compressed alike."""
+    return float(function_environ().get("DSLAB_TIME_SCALE") or 1.0)
+
+
+def wake_directory_bucket(s3, bucket: str, deadline: float) -> None:
+    """A directory bucket with no requests for 90 days is inactive and answers 503 until it is active
+    again, "typically within a few minutes" (S3 User Guide, directory buckets overview): keep asking,
+    backing off, until it answers or ``deadline`` (monotonic) passes; then the last error stands."""
+    import time
+    base = time_scale()
+    wait = base
+    while True:
+        try:
+            s3.list_objects_v2(Bucket=bucket, Prefix=f"{DATASETS_PREFIX}/", MaxKeys=1)
+            return
+        except s3.exceptions.ClientError as err:
+            status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status != 503 or time.monotonic() + wait > deadline:
+                raise
+        time.sleep(wait)
+        wait = min(wait * 2, 30 * base)
+
+
 def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Copy the datasets the Express jobs read from the data bucket into the directory bucket.
 
@@ -280,14 +352,22 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     `aws s3 sync` refuses directory buckets, and S3 Batch Operations would add a manifest, a job role
     and a report bucket for the same CopyObject calls. Listing is of the *source* bucket (lexicographic,
     any prefix), so the directory bucket's listing rules never matter here.
+
+    Bounded in time: the budget is checked before each batch of EXPRESS_COPY_THREADS copies (not per
+    1,000-key page), and a batch is not started when its largest object might not finish before the
+    budget; the cursor names the listing page and how many of its objects are done, so a new
+    invocation goes on exactly there. Serialized per dataset: a lock object in the directory bucket
+    (a conditional PUT, If-None-Match) names the execution staging it; another execution waits for it
+    (the state machine's Wait) instead of clearing its copies.
     """
     import time
     from concurrent.futures import ThreadPoolExecutor
-    clients = _clients()
-    s3 = clients["s3"]
+    s3 = express_client()
     started = time.monotonic()
-    budget = float(function_environ().get("DSLAB_STAGING_BUDGET_SECONDS") or EXPRESS_STAGING_BUDGET_SECONDS)
+    env = function_environ()
+    budget = float(env.get("DSLAB_STAGING_BUDGET_SECONDS") or EXPRESS_STAGING_BUDGET_SECONDS)
     summary = event["plan"]
+    execution = str(event.get("execution") or "manual")
     cursor = dict(event.get("cursor") or {})
     invocations = int(cursor.get("invocations") or 0) + 1
     document = json.loads(s3.get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())
@@ -296,26 +376,46 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     stats_by_prefix = {d["prefix"]: document["dataset_stats"][d["name"]]
                        for t in document["experiment"]["trials"] for d in t["datasets"]
                        if d["name"] in document["dataset_stats"]}
-    index, token = int(cursor.get("index") or 0), cursor.get("token")
+    index, token, skip = int(cursor.get("index") or 0), cursor.get("token"), int(cursor.get("skip") or 0)
     copied, skipped = int(cursor.get("copied") or 0), int(cursor.get("skipped") or 0)
     removed = int(cursor.get("removed") or 0)  # stale objects of an earlier staging, deleted first
+    waits = int(cursor.get("waits") or 0)
+    copied_now = 0
     if not target:
-        return {"done": True, "ready": False, "invocations": invocations, "cursor": {},
+        return {"done": True, "ready": False, "wait": False, "invocations": invocations, "cursor": {},
                 "reason": "the lab has no S3 Express One Zone bucket (deployed with -c express=false)"}
+    wake_directory_bucket(s3, target, started + min(budget, EXPRESS_WAKE_SECONDS * time_scale()))
+
+    def hand_on(reason: str, *, wait: bool = False) -> dict[str, Any]:
+        # A waiting invocation copied nothing: it counts as a wait, not against the copying invocations.
+        spent = invocations - 1 if wait else invocations
+        return {"done": False, "ready": False, "wait": wait, "invocations": spent,
+                "cursor": {"index": index, "token": token, "skip": skip, "copied": copied, "skipped": skipped,
+                           "removed": removed, "invocations": spent, "waits": waits + (1 if wait else 0)},
+                "reason": reason}
 
     def copy(key: str, size: int) -> None:
-        if size > COPY_OBJECT_MAX_BYTES:  # multipart UploadPartCopy above CopyObject's 5 GB
+        if size > COPY_OBJECT_MAX_BYTES:  # multipart UploadPartCopy above CopyObject's 5 GB (no tags are copied)
             s3.copy({"Bucket": source, "Key": key}, target, key)
         else:
-            s3.copy_object(Bucket=target, Key=key, CopySource={"Bucket": source, "Key": key})
+            # A directory bucket takes only the empty tag-set, and CopyObject's default is to copy the
+            # source's tags (501 Not Implemented when it has any): REPLACE them with none.
+            s3.copy_object(Bucket=target, Key=key, CopySource={"Bucket": source, "Key": key}, TaggingDirective="REPLACE")
+
+    def time_left() -> float:
+        return budget - (time.monotonic() - started)
 
     with ThreadPoolExecutor(EXPRESS_COPY_THREADS) as pool:
         while index < len(prefixes):
             prefix = prefixes[index]
             expected = stats_by_prefix.get(prefix, {})
             marker = stats_key(f"{DATASETS_PREFIX}/{prefix}")
-            if token is None:
+            holder = take_staging_lock(s3, target, prefix, execution, stale_after=2 * EXPRESS_STAGING_TIMEOUT_SECONDS)
+            if holder is not None:
+                return hand_on(f"waiting: execution {holder} is staging {prefix}", wait=True)
+            if token is None and skip == 0:
                 if _same_stats(s3, target, marker, expected):
+                    release_staging_lock(s3, target, prefix, execution)
                     skipped += 1
                     index += 1
                     continue
@@ -328,28 +428,72 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
                     kwargs["ContinuationToken"] = token
                 page = s3.list_objects_v2(**kwargs)
                 objects = [(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
-                list(pool.map(lambda o: copy(*o), objects))
-                copied += len(objects)
-                token = page.get("NextContinuationToken") if page.get("IsTruncated") else None
-                if token is None:
+                while skip < len(objects):
+                    batch = objects[skip:skip + EXPRESS_COPY_THREADS]
+                    needs = EXPRESS_COPY_SECONDS + max(size for _, size in batch) / EXPRESS_COPY_BYTES_PER_SECOND
+                    if copied_now and needs > time_left():   # each invocation copies at least one batch
+                        return hand_on(f"copied {copied:,} objects so far")
+                    list(pool.map(lambda o: copy(*o), batch))
+                    copied += len(batch)
+                    copied_now += len(batch)
+                    skip += len(batch)
+                next_token = page.get("NextContinuationToken") if page.get("IsTruncated") else None
+                if next_token is None:
+                    token, skip = None, 0
                     break
-                if time.monotonic() - started > budget:
-                    return {"done": False, "ready": False, "invocations": invocations,
-                            "cursor": {"index": index, "token": token, "copied": copied, "skipped": skipped,
-                                       "removed": removed, "invocations": invocations},
-                            "reason": f"copied {copied:,} objects so far"}
+                token, skip = next_token, 0
             s3.put_object(Bucket=target, Key=marker, Body=json.dumps({**{k: expected.get(k) for k in ("files", "bytes")},
                                                                       "staged_from": f"s3://{source}/{DATASETS_PREFIX}/{prefix}/"}).encode(),
                           ContentType="application/json")
+            release_staging_lock(s3, target, prefix, execution)
             index += 1
-            if index < len(prefixes) and time.monotonic() - started > budget:
-                return {"done": False, "ready": False, "invocations": invocations,
-                        "cursor": {"index": index, "token": None, "copied": copied, "skipped": skipped,
-                                   "removed": removed, "invocations": invocations},
-                        "reason": f"copied {copied:,} objects so far"}
-    return {"done": True, "ready": True, "invocations": invocations, "cursor": {},
+            if index < len(prefixes) and time_left() <= 0:
+                return hand_on(f"copied {copied:,} objects so far")
+    return {"done": True, "ready": True, "wait": False, "invocations": invocations, "cursor": {},
             "reason": f"{len(prefixes)} datasets in s3://{target}/: {copied:,} objects copied, {skipped} already there"
                       + (f", {removed:,} stale objects removed first" if removed else "")}
+
+
+def _lock_key(prefix: str) -> str:
+    return f"{DATASETS_PREFIX}/{prefix}.staging-lock.json"
+
+
+def take_staging_lock(s3, bucket: str, prefix: str, execution: str, stale_after: float) -> str | None:
+    """Hold the dataset's staging lock for ``execution``: None when it is ours (taken now or earlier),
+    else the execution that holds it. A lock older than ``stale_after`` seconds (its holder died
+    mid-copy) is taken over. Conditional writes (If-None-Match: "*") make taking it atomic
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html)."""
+    import time
+    key = _lock_key(prefix)
+    body = json.dumps({"execution": execution, "taken_at": time.time()}).encode()
+    for _ in range(3):
+        try:
+            s3.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*", ContentType="application/json")
+            return None
+        except s3.exceptions.ClientError as err:
+            if err.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict", "412"):
+                raise
+        try:
+            held = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        except s3.exceptions.ClientError:
+            continue  # released meanwhile: try again
+        if held.get("execution") == execution:
+            return None
+        if time.time() - float(held.get("taken_at") or 0) > stale_after:
+            s3.delete_object(Bucket=bucket, Key=key)
+            continue
+        return str(held.get("execution") or "another execution")
+    return "another execution"
+
+
+def release_staging_lock(s3, bucket: str, prefix: str, execution: str) -> None:
+    key = _lock_key(prefix)
+    try:
+        held = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except s3.exceptions.ClientError:
+        return
+    if held.get("execution") == execution:
+        s3.delete_object(Bucket=bucket, Key=key)
 
 
 def _clear_prefix(s3, bucket: str, prefix: str, marker: str) -> int:

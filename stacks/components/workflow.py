@@ -132,6 +132,12 @@ class BenchmarkWorkflow(Construct):
         if express_bucket_arn:
             self.express_fn.add_to_role_policy(iam.PolicyStatement(
                 actions=["s3express:CreateSession"], resources=[express_bucket_arn]))
+            # Plan reads the stats file of a dataset uploaded straight into the directory bucket (one only
+            # Express jobs read): its ListObjectsV2 and GetObject need a session, read-only
+            # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-security-iam-example-bucket-policies.html).
+            self.plan_fn.add_to_role_policy(iam.PolicyStatement(
+                actions=["s3express:CreateSession"], resources=[express_bucket_arn],
+                conditions={"StringEquals": {"s3express:SessionMode": "ReadOnly"}}))
 
         # ---- EFS staging with DataSync -------------------------------------------------------
         self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet_id=subnet_id, security_group_id=training_sg_id,
@@ -178,12 +184,20 @@ class BenchmarkWorkflow(Construct):
         # What flows between states stays small and bounded per job (dslab/core/limits.py): Plan
         # returns a summary and the lanes; the Run map writes its outcomes over the lanes; failure
         # causes go to S3; Collect's summary message is capped.
-        invalid = sfn.Fail(self, "ExperimentInvalid", error="ExperimentInvalid", cause_path="$.error.Cause")
+        # Plan answers a refusal in its result ({"error", "failed"}: ExperimentInvalid or PlanFailed, and a
+        # readable reason); a function that does not finish at all (timeout, throttled past its retries)
+        # is caught too, so no Plan problem ends the execution with a stack trace as its cause.
+        refused = sfn.Fail(self, "PlanRefused", error_path="$.plan.error", cause_path="$.plan.failed")
         plan = self._invoke(
             "Plan", self.plan_fn, {"experiment.$": "$", "execution.$": "$$.Execution.Name"},
             "Validate the experiment, check quotas and write one CreateTrainingJob request per job",
             result_selector={"plan.$": "$.Payload.plan", "lanes.$": "$.Payload.lanes"}, result_path="$")
-        plan.add_catch(invalid, errors=["ExperimentInvalid"], result_path="$.error")
+        unfinished = sfn.Pass(self, "PlanDidNotFinish", parameters={
+            "error": "PlanFailed",
+            "failed.$": "States.Format('Plan did not finish ({}): the Plan state in the execution history says why', $.error.Error)"},
+            result_path="$.plan")
+        plan.add_catch(unfinished, errors=["States.ALL"], result_path="$.error")
+        unfinished.next(refused)
 
         # Prepare: fill EFS and wait for FSx's S3 import side by side, before any job starts.
         prepare = sfn.Parallel(self, "PrepareData", parameters={"plan.$": "$.plan"},
@@ -230,7 +244,9 @@ class BenchmarkWorkflow(Construct):
         collect.next(teardown_choice)
         collect_failed.next(teardown_choice)
         run_jobs.next(collect)
-        return plan.next(prepare).next(run_jobs)
+        prepare.next(run_jobs)
+        plan.next(sfn.Choice(self, "Planned?").when(sfn.Condition.is_present("$.plan.failed"), refused).otherwise(prepare))
+        return plan
 
     def _efs_staging(self) -> sfn.IChainable:
         """Copy the datasets the EFS jobs need from S3 into EFS (only what changed). Ends {"status"}."""
@@ -293,11 +309,12 @@ class BenchmarkWorkflow(Construct):
         another (each returns a small cursor). Ends {"ready", "reason", "invocations"}."""
         first = sfn.Pass(self, "FirstExpressCopy", result=sfn.Result.from_object({"cursor": {}, "invocations": 0}),
                          result_path="$.express")
-        copy = self._invoke("StageExpress", self.express_fn, {"plan.$": "$.plan", "cursor.$": "$.express.cursor"},
+        copy = self._invoke("StageExpress", self.express_fn,
+                            {"plan.$": "$.plan", "cursor.$": "$.express.cursor", "execution.$": "$$.Execution.Name"},
                             "Copy the datasets the Express jobs read into the S3 Express One Zone bucket",
                             result_selector={"done.$": "$.Payload.done", "ready.$": "$.Payload.ready",
-                                             "cursor.$": "$.Payload.cursor", "reason.$": "$.Payload.reason",
-                                             "invocations.$": "$.Payload.invocations"},
+                                             "wait.$": "$.Payload.wait", "cursor.$": "$.Payload.cursor",
+                                             "reason.$": "$.Payload.reason", "invocations.$": "$.Payload.invocations"},
                             result_path="$.express")
         failed = sfn.Pass(self, "ExpressStagingFailed", result=sfn.Result.from_object({
             "ready": False, "invocations": -1,
@@ -308,11 +325,22 @@ class BenchmarkWorkflow(Construct):
         out_of_time = sfn.Pass(self, "ExpressStagingTooLong", parameters={
             "ready": False, "invocations.$": "$.express.invocations",
             "reason.$": "States.Format('still copying after {} invocations: {}', $.express.invocations, $.express.reason)"})
+        # Another execution is staging the same dataset (it holds the dataset's lock): wait, bounded.
+        wait = sfn.Wait(self, "WaitExpressLock", time=sfn.WaitTime.duration(Duration.seconds(limits.EXPRESS_LOCK_WAIT_SECONDS)))
+        waited_too_long = sfn.Pass(self, "ExpressLockHeldTooLong", parameters={
+            "ready": False, "invocations.$": "$.express.invocations",
+            "reason.$": "States.Format('gave up waiting after {} checks: {}', $.express.cursor.waits, $.express.reason)"})
         nothing = sfn.Pass(self, "NoExpressJobs", result=sfn.Result.from_object(
             {"ready": True, "reason": "no Express jobs", "invocations": 0}))
         first.next(copy)
+        wait.next(copy)
         copy.next(sfn.Choice(self, "ExpressStagingDone?")
                   .when(sfn.Condition.boolean_equals("$.express.done", True), settled)
+                  .when(sfn.Condition.boolean_equals("$.express.wait", True),
+                        sfn.Choice(self, "ExpressLockWaitOver?")
+                        .when(sfn.Condition.number_greater_than_equals_json_path("$.express.cursor.waits",
+                                                                                "$.plan.express_max_waits"), waited_too_long)
+                        .otherwise(wait))
                   .when(sfn.Condition.number_greater_than_equals_json_path("$.express.invocations",
                                                                           "$.plan.express_wait_checks"), out_of_time)
                   .otherwise(copy))

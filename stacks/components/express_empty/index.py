@@ -27,10 +27,14 @@ import json
 import logging
 import urllib.request
 
+from concurrent.futures import ThreadPoolExecutor
+
 import boto3
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 BATCH = 1000                 # DeleteObjects: "a list of up to 1,000 keys"
+DELETE_THREADS = 8           # DeleteObjects requests in flight at once (the client's pool holds as many)
 STOP_BEFORE_TIMEOUT_MS = 60_000  # answer FAILED (instead of timing out) when less than this is left
 
 log = logging.getLogger()
@@ -66,7 +70,7 @@ def handler(event, context):
 
 
 def _client():
-    return boto3.client("s3")
+    return boto3.client("s3", config=Config(max_pool_connections=DELETE_THREADS + 2))
 
 
 def empty(s3, bucket: str, context=None) -> dict:
@@ -91,23 +95,33 @@ def empty(s3, bucket: str, context=None) -> dict:
 
 
 def delete_pass(s3, bucket: str, context=None) -> int:
-    """One walk of ListObjectsV2 (no prefix, continuation tokens), deleting each page as it comes."""
+    """One walk of ListObjectsV2 (no prefix, continuation tokens), deleting the pages DELETE_THREADS at a
+    time while the walk goes on (one request after another would take an hour for millions of objects)."""
     count, token = 0, None
-    while True:
-        _check_time(context)
-        page = s3.list_objects_v2(Bucket=bucket, **({"ContinuationToken": token} if token else {}))
-        keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
-        for start in range(0, len(keys), BATCH):
-            result = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys[start:start + BATCH], "Quiet": True})
-            errors = result.get("Errors") or []
-            if errors:
-                first = errors[0]
-                raise RuntimeError(f"DeleteObjects refused {len(errors)} keys, e.g. {first.get('Key')}: "
-                                   f"{first.get('Code')} {first.get('Message')}")
-        count += len(keys)
-        token = page.get("NextContinuationToken")
-        if not page.get("IsTruncated") or not token:
-            return count
+    with ThreadPoolExecutor(DELETE_THREADS) as pool:
+        pending = []
+        while True:
+            _check_time(context)
+            page = s3.list_objects_v2(Bucket=bucket, **({"ContinuationToken": token} if token else {}))
+            keys = [{"Key": obj["Key"]} for obj in page.get("Contents", [])]
+            pending += [pool.submit(_delete_batch, s3, bucket, keys[start:start + BATCH])
+                        for start in range(0, len(keys), BATCH)]
+            count += len(keys)
+            token = page.get("NextContinuationToken")
+            if not page.get("IsTruncated") or not token:
+                break
+        for done in pending:
+            done.result()   # the first refusal, if any, fails the pass
+    return count
+
+
+def _delete_batch(s3, bucket: str, keys: list[dict]) -> None:
+    result = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True})
+    errors = result.get("Errors") or []
+    if errors:
+        first = errors[0]
+        raise RuntimeError(f"DeleteObjects refused {len(errors)} keys, e.g. {first.get('Key')}: "
+                           f"{first.get('Code')} {first.get('Message')}")
 
 
 def abort_uploads(s3, bucket: str, context=None) -> int:
