@@ -141,39 +141,6 @@ def test_the_stand_in_fails_an_execution_past_256_kib_even_with_a_catch_all(emul
         assert "Caught" not in entered
 
 
-def test_largest_experiment_with_30_percent_failures_stores_results_and_tears_down(emulated):
-    """MAX_JOBS jobs, 30% failing with multi-KB causes: every state stays under 256 KiB, the history
-    under 25,000 events, results are stored, and FSx is torn down."""
-    datasets_ = [f"ds-{i:02d}" for i in range(limits.MAX_JOBS // 5)]      # x 5 modes = MAX_JOBS jobs
-    long_reason = "AlgorithmError: " + ("Traceback line of a failing user script; " * 100)  # ~4.3 KB
-    failures: dict[str, bool] = {}
-
-    def decide(request):
-        name = request["TrainingJobName"]
-        failures.setdefault(name, len(failures) % 10 < 3)
-        return long_reason if failures[name] else None
-
-    jobs = ScriptedJobs(fail=decide)
-    with emulated(jobs) as lab:
-        put_datasets(lab, datasets_)
-        experiment = {"name": "max", "datasets": [{"name": d, "format": "jpg"} for d in datasets_],
-                      "instance_type": "ml.m5.xlarge", "max_concurrency": 40, "teardown_fsx": True}
-        execution = lab.run(experiment, timeout=900)
-        assert execution.error == "JobsFailed", execution.cause
-        results = lab.results(execution)
-        records = results["records"]
-        assert len(records) == limits.MAX_JOBS
-        failed = [r for r in records if r["status"] == "Failed"]
-        assert len(failed) == sum(failures.values()) and 0.25 * len(records) <= len(failed) <= 0.35 * len(records)
-        assert all(r["failure_reason"].startswith("AlgorithmError") for r in failed)
-        assert len(execution.cause) <= limits.SUMMARY_MESSAGE_CHARS
-        assert results["teardown"]["status"] == "DELETE_COMPLETE" and not lab.fsx_present
-        assert execution.max_state_bytes < limits.MAX_STATE_BYTES
-        assert execution.history_events < limits.MAX_HISTORY_EVENTS
-        print(f"\nMAX_JOBS={limits.MAX_JOBS}: largest state {execution.max_state_bytes:,} bytes "
-              f"(limit {limits.MAX_STATE_BYTES:,}); {execution.history_events:,} history events (limit 25,000)")
-
-
 def test_history_events_of_the_worst_job_fit_the_max_jobs_arithmetic(emulated):
     """One job that exhausts every retry (throttled API_RETRIES times, capacity-refused until its
     last attempt, then failed): its events times MAX_JOBS must fit in 25,000."""
@@ -451,3 +418,105 @@ def test_dslab_fsx_status_shows_age_cost_guard_deadline_and_import_progress(emul
         assert main(["fsx", "status", "--outputs", str(outputs)]) == 0
         text = capsys.readouterr().out
         assert "FSx: UP" in text and "idle guard: deletes FSx at" in text and "S3 metadata import" in text
+
+
+def _full_history(lab, execution_arn: str) -> list[dict]:
+    sfn, events, token = lab.client("stepfunctions"), [], None
+    while True:
+        page = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000, **({"nextToken": token} if token else {}))
+        events += page["events"]
+        token = page.get("nextToken")
+        if not token:
+            return events
+
+
+def _events_per_state(events: list[dict]) -> dict[str, int]:
+    """Every history event counted against the state it belongs to (following previousEventId back to the
+    state's StateEntered event; the execution's own events go to "")."""
+    by_id = {e["id"]: e for e in events}
+    owner: dict[int, str] = {}
+    counts: dict[str, int] = {}
+    for event in sorted(events, key=lambda e: e["id"]):
+        details = event.get("stateEnteredEventDetails") or event.get("stateExitedEventDetails")
+        if details:
+            name = details["name"]
+        else:
+            previous = by_id.get(event.get("previousEventId"))
+            name = owner.get(previous["id"], "") if previous else ""
+        owner[event["id"]] = name
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limit(emulated):
+    """The worst execution the lab allows: MAX_JOBS jobs (30% failing), while DataSync never finishes,
+    FSx's S3 import never ends, the FSx stack takes forever to delete and another execution holds the
+    Express dataset's staging lock. Every loop stops at its cap, Collect stores the results and the
+    teardown reports its outcome: the history stays under 25,000 events, as limits.py's arithmetic says,
+    and each loop's round costs what the arithmetic counts."""
+    from dslab.emulator import patches
+    from dslab.workflow.handlers import take_staging_lock
+    datasets_ = [f"ds-{i:02d}" for i in range((limits.MAX_JOBS - 5) // 5)]
+    long_reason = "AlgorithmError: " + ("Traceback line of a failing user script; " * 100)  # ~4.3 KB causes
+    failures: dict[str, bool] = {}
+
+    def decide(request):
+        failures.setdefault(request["TrainingJobName"], len(failures) % 10 < 3)
+        return long_reason if failures[request["TrainingJobName"]] else None
+
+    with emulated(ScriptedJobs(fail=decide), fsx_import_seconds=10**9, fsx_delete_seconds=10**9, time_scale=0.0002) as lab:
+        patches.HOOKS.datasync_seconds = 10**9
+        put_datasets(lab, datasets_ + ["locked"])
+        assert take_staging_lock(lab.client("s3"), lab.express_bucket, "locked", "another-execution", stale_after=10**9) is None
+        experiment = {"name": "worst", "instance_type": "ml.m5.xlarge", "max_concurrency": 40, "teardown_fsx": True,
+                      "trials": [{"name": "base", "datasets": [{"name": d, "format": "jpg"} for d in datasets_]},
+                                 {"name": "express", "storage": "express", "modes": ["FastFile"],
+                                  "datasets": [{"name": "locked", "format": "jpg"}]}]}
+        execution = lab.run(experiment, timeout=1800)
+        assert execution.status == "FAILED" and execution.error == "FsxTeardownFailed", execution.cause
+        results = lab.results(execution)
+        records = results["records"]
+        assert len(records) == len(datasets_) * 5 + 1
+        failed = [r for r in records if r["status"] == "Failed" and r["mode"] != "EFS"]
+        assert len(failed) == sum(failures.values()) and all(r["failure_reason"].startswith("AlgorithmError") for r in failed)
+        assert all(r["status"] == "Failed" for r in records if r["mode"] == "EFS")          # DataSync timed out
+        assert all(r["status"] == "Skipped" for r in records if r["mode"] == "FSx")         # the import never ended
+        assert [r["status"] for r in records if r.get("storage") == "express"] == ["Skipped"]   # the lock never freed
+        assert results["teardown"]["status"] == "TIMED_OUT"
+        assert execution.max_state_bytes < limits.MAX_STATE_BYTES
+        events = _full_history(lab, execution.arn)
+        assert len(events) == execution.history_events
+        per_state = _events_per_state(events)
+        entered: dict[str, int] = {}
+        for event in events:
+            if "stateEnteredEventDetails" in event:
+                name = event["stateEnteredEventDetails"]["name"]
+                entered[name] = entered.get(name, 0) + 1
+        rounds = {"efs": entered.get("CountEfsSyncCheck", 0), "fsx": entered.get("CheckFsxData", 0),
+                  "teardown": entered.get("CheckTeardown", 0), "express_waits": entered.get("StageExpress", 0)}
+        assert rounds == {"efs": limits.EFS_SYNC_MAX_CHECKS, "fsx": limits.FSX_DATA_MAX_CHECKS,
+                          "teardown": limits.TEARDOWN_MAX_CHECKS, "express_waits": limits.EXPRESS_LOCK_MAX_WAITS}, rounds
+        loops = {
+            "efs": sum(per_state.get(s, 0) for s in ("WaitEfsSync", "DescribeEfsSync", "CountEfsSyncCheck", "EfsSyncDone?")),
+            "fsx": sum(per_state.get(s, 0) for s in ("WaitFsxData", "CheckFsxData", "FsxDataReady?")),
+            "teardown": sum(per_state.get(s, 0) for s in ("WaitTeardown", "CheckTeardown", "TeardownSettled?")),
+            "express_waits": sum(per_state.get(s, 0) for s in ("WaitExpressLock", "StageExpress", "ExpressStagingDone?",
+                                                               "ExpressLockWaitOver?")),
+        }
+        # Each loop's events: its rounds at what limits.py counts per round, plus its first and last steps
+        # (HISTORY_EVENTS_BASE holds those).
+        per_round = {k: loops[k] / rounds[k] for k in loops}
+        expected = {"efs": limits.EVENTS_PER_EFS_CHECK, "fsx": limits.EVENTS_PER_FSX_CHECK,
+                    "teardown": limits.EVENTS_PER_TEARDOWN_CHECK, "express_waits": limits.EVENTS_PER_EXPRESS_WAIT}
+        for loop, events_per_round in expected.items():
+            assert loops[loop] <= rounds[loop] * events_per_round + 4, (loop, loops[loop], rounds[loop])
+        # The Express branch ended at its lock cap; a run could instead spend its copying invocations
+        # too: they are counted on top.
+        worst = execution.history_events + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
+        assert worst < limits.MAX_HISTORY_EVENTS
+        # And with every job at its worst too (each retried to exhaustion: measured in the test above),
+        # the loops as measured here still leave MAX_JOBS room: the bound limits.py derives.
+        assert (sum(loops.values()) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
+                + limits.HISTORY_EVENTS_BASE + limits.MAX_JOBS * limits.HISTORY_EVENTS_PER_JOB_WORST) <= limits.MAX_HISTORY_EVENTS
+        print(f"\nworst execution: {execution.history_events:,} history events ({worst:,} with every Express invocation); "
+              f"events per round {({k: round(v, 1) for k, v in per_round.items()})}; loops {loops}")

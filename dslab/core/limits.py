@@ -36,13 +36,41 @@ ERROR_NAME_CHARS = 80
 # A completed job costs ~20 events (map iteration, choice, request load, the .sync task, record).
 # The worst job exhausts every retry: API_RETRIES throttling/quota retries and CAPACITY_ATTEMPTS - 1
 # capacity retries (each ~10 events: catch, classify, wait, bump, task again), then stores its
-# cause and is recorded failed. ``tests/test_workflow.py`` measures it and keeps this bound true.
+# cause and is recorded failed. ``tests/test_workflow_at_scale.py`` measures it and keeps this bound true.
 HISTORY_EVENTS_PER_JOB_WORST = 120
-HISTORY_EVENTS_FIXED = 560  # plan, staging loops (EFS, Express: 8 events an invocation), FSx readiness, collect, teardown
+
+# ---- Polling loops: each bounded, each round's events counted -------------------------------------
+# A loop that runs as long as the work it waits for (DataSync to EFS, FSx's S3 import, the FSx stack's
+# deletion, Express staging behind another execution's lock) would, unbounded, cross 25,000 events on
+# its own (DataSync polled every 20 s: ~1,600 events an hour) and fail the execution before Collect and
+# the teardown, FSx still billing. So every loop has a cap, and every cap is in the budget below.
+EFS_SYNC_POLL_SECONDS = 120
+EFS_SYNC_MAX_CHECKS = 180           # 6 hours of DataSync; then the copy is cancelled and the EFS jobs fail
+FSX_DATA_POLL_SECONDS = 60
+FSX_DATA_MAX_CHECKS = 120           # spread over fsx_import_wait_minutes (24 h: a check every 12 minutes)
+FSX_DATA_MAX_WAIT_MINUTES = 120     # default of the experiment's fsx_import_wait_minutes
+TEARDOWN_POLL_SECONDS = 30
+TEARDOWN_MAX_CHECKS = 90            # 45 minutes; deleting a Scratch 2 file system takes minutes
+EXPRESS_STAGING_MAX_INVOCATIONS = 20   # 4 hours of copying; then the Express jobs are skipped
+EXPRESS_LOCK_WAIT_SECONDS = 120     # between checks of another execution's staging lock
+EXPRESS_LOCK_MAX_WAITS = 120        # 4 hours behind another execution's staging, then Skipped
+# Events per round, measured in the stand-in (tests/test_workflow_at_scale.py runs every loop to its cap):
+# a Wait (entered, exited), a task (entered, scheduled, started, succeeded, exited), a Pass, a Choice.
+EVENTS_PER_EFS_CHECK = 11           # Wait, DescribeEfsSync, CountEfsSyncCheck, EfsSyncDone?
+EVENTS_PER_FSX_CHECK = 9            # Wait, CheckFsxData, FsxDataReady?
+EVENTS_PER_TEARDOWN_CHECK = 9       # Wait, CheckTeardown, TeardownSettled?
+EVENTS_PER_EXPRESS_INVOCATION = 7   # StageExpress, ExpressStagingDone?
+EVENTS_PER_EXPRESS_WAIT = 11        # StageExpress, ExpressStagingDone?, ExpressLockWaitOver?, Wait
+HISTORY_EVENTS_BASE = 200           # plan, prepare, collect, verdict and the loops' first and last steps
+HISTORY_EVENTS_FIXED = (HISTORY_EVENTS_BASE + EFS_SYNC_MAX_CHECKS * EVENTS_PER_EFS_CHECK
+                        + FSX_DATA_MAX_CHECKS * EVENTS_PER_FSX_CHECK + TEARDOWN_MAX_CHECKS * EVENTS_PER_TEARDOWN_CHECK
+                        + EXPRESS_STAGING_MAX_INVOCATIONS * EVENTS_PER_EXPRESS_INVOCATION
+                        + EXPRESS_LOCK_MAX_WAITS * EVENTS_PER_EXPRESS_WAIT)
 
 # ---- The bound ----------------------------------------------------------------------------------
-# payload: (262,144 - 24,576) / 190 = 1,250 jobs; history: (25,000 - 560) / 120 = 203 jobs.
-# History is the tighter rule; 200 keeps a margin. (Bigger studies: split into several executions.)
+# payload: (262,144 - 24,576) / 190 = 1,250 jobs; history: (25,000 - 5,480) / 120 = 162 jobs, every loop
+# at its cap and every job at its worst. History is the tighter rule; 160 keeps it. (Bigger studies:
+# split into several executions.)
 MAX_JOBS = min((MAX_STATE_BYTES - FIXED_STATE_BYTES) // max(JOB_ITEM_BYTES, JOB_OUTCOME_BYTES),
                (MAX_HISTORY_EVENTS - HISTORY_EVENTS_FIXED) // HISTORY_EVENTS_PER_JOB_WORST) // 10 * 10
 
@@ -55,12 +83,6 @@ API_BACKOFF_SECONDS = (30, 60, 120, 240, 480)
 CAPACITY_ATTEMPTS = 3
 CAPACITY_BACKOFF_SECONDS = 120
 
-# ---- Waiting for data and for teardown ------------------------------------------------------------
-FSX_DATA_POLL_SECONDS = 60
-FSX_DATA_MAX_WAIT_MINUTES = 120     # default of the experiment's fsx_import_wait_minutes
-TEARDOWN_POLL_SECONDS = 30
-TEARDOWN_MAX_CHECKS = 90            # 45 minutes; deleting a Scratch 2 file system takes minutes
-
 # ---- Plan's cost per dataset --------------------------------------------------------------------
 # ListObjectsV2 returns at most 1,000 keys a page, so listing 1.5 million objects is 1,500 requests:
 # Plan never lists. It reads the stats file `dslab dataset upload` writes beside the prefix (one
@@ -71,12 +93,11 @@ S3_REQUESTS_PER_DATASET = 2
 # ---- Staging into the S3 Express One Zone bucket ---------------------------------------------------
 # One Lambda invocation copies for at most EXPRESS_STAGING_BUDGET_SECONDS of its 15-minute timeout
 # (Lambda's maximum), EXPRESS_COPY_THREADS CopyObject calls at a time, then hands the state machine a
-# cursor (dataset index + ListObjectsV2 continuation token: small and bounded) to go on from. At
+# cursor (dataset index, ListObjectsV2 continuation token, objects done in that page: small and bounded) to go on from. At
 # ~30 ms per copy that is ~2,000 objects/s: 1.5 million JPEGs in ~13 minutes, two invocations.
 EXPRESS_STAGING_TIMEOUT_SECONDS = 15 * 60
 EXPRESS_STAGING_BUDGET_SECONDS = 12 * 60
 EXPRESS_COPY_THREADS = 64
-EXPRESS_STAGING_MAX_INVOCATIONS = 20   # 4 hours of copying; then the Express jobs are skipped
 # Before each batch of copies the function checks it can finish the batch within its budget: a copy
 # takes EXPRESS_COPY_SECONDS plus its bytes at EXPRESS_COPY_BYTES_PER_SECOND (conservative assumptions,
 # not measured: the largest object of the batch decides), and the 3 minutes between the budget and
@@ -86,9 +107,6 @@ EXPRESS_COPY_BYTES_PER_SECOND = 100 * 1024**2
 # An inactive directory bucket (no requests for 90 days) answers 503 while it wakes, "typically within
 # a few minutes" (S3 User Guide, directory buckets overview): staging keeps asking for up to this long.
 EXPRESS_WAKE_SECONDS = 5 * 60
-# While another execution holds a dataset's staging lock, the state machine waits between invocations.
-EXPRESS_LOCK_WAIT_SECONDS = 60
-EXPRESS_LOCK_MAX_WAITS = 240            # 4 hours behind another execution's staging, then Skipped
 # CopyObject copies up to 5 GB in one call; larger objects go through multipart UploadPartCopy
 # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html).
 COPY_OBJECT_MAX_BYTES = 5 * 1024**3

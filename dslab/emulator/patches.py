@@ -79,6 +79,7 @@ class Hooks:
     # (method, bucket, key or None) -> (HTTP status, error code, message) to answer an S3 request with, or None:
     # e.g. a directory bucket idle for 90 days answering 503 while it wakes up
     s3_fault: Callable[[str, str, str | None], tuple[int, str, str] | None] | None = None
+    datasync_seconds: float = 0.0    # how long (stand-in seconds) a DataSync task execution transfers
 
 
 HOOKS = Hooks()
@@ -95,6 +96,8 @@ def reset_hooks() -> None:
     HOOKS.history_events = {}
     HOOKS.function_env = {}
     HOOKS.s3_fault = None
+    HOOKS.datasync_seconds = 0.0
+    _DATASYNC_RUNNING.clear()
     _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
 
 
@@ -251,7 +254,16 @@ def install() -> None:
         _patch_directory_buckets()
         _patch_bucket_policy_transport()
         _patch_s3_faults()
+        _patch_json_path_cache()
         _INSTALLED = True
+
+
+def _patch_json_path_cache() -> None:
+    """moto's Step Functions engine builds a JSONPath parser (its yacc tables included) for every path it
+    evaluates: a tenth of a long execution's time. The parsed path is the same each time: keep it."""
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
 
 
 def _patch_s3_faults() -> None:
@@ -475,7 +487,17 @@ def _patch_lambda() -> None:
 
 
 def _patch_datasync() -> None:
+    """A started task execution runs the project's stager: at once, or after HOOKS.datasync_seconds of
+    stand-in time (TRANSFERRING until then, as a long copy into EFS is); it ends SUCCESS or ERROR."""
     from moto.datasync.responses import DataSyncResponse
+
+    def finish(execution, task_arn: str, pattern: str) -> None:
+        try:
+            HOOKS.stager(task_arn, pattern)
+            execution.status = "SUCCESS"
+        except Exception:
+            HOOKS.errors.append(traceback.format_exc())
+            execution.status = "ERROR"
 
     def start_task_execution(self) -> str:
         task_arn = self._get_param("TaskArn")
@@ -484,15 +506,35 @@ def _patch_datasync() -> None:
         execution = self.datasync_backend.task_executions[arn]
         if HOOKS.stager is not None:
             pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
-            try:
-                HOOKS.stager(task_arn, pattern)
-                execution.status = "SUCCESS"
-            except Exception:
-                HOOKS.errors.append(traceback.format_exc())
-                execution.status = "ERROR"
+            if HOOKS.datasync_seconds > 0:
+                execution.status = "TRANSFERRING"
+                _DATASYNC_RUNNING[arn] = (time.monotonic(), task_arn, pattern)
+            else:
+                finish(execution, task_arn, pattern)
         return json.dumps({"TaskExecutionArn": arn})
 
+    original_describe = DataSyncResponse.describe_task_execution
+
+    def describe_task_execution(self) -> str:
+        # (moto's own describe moves an execution one status further at every call: a copy that is still
+        # running is answered here, as TRANSFERRING, until its time is up)
+        arn = self._get_param("TaskExecutionArn")
+        if arn in _DATASYNC_RUNNING:
+            started, task_arn, pattern = _DATASYNC_RUNNING[arn]
+            execution = self.datasync_backend._get_task_execution(arn)
+            if execution.status not in ("ERROR", "SUCCESS") and \
+                    (time.monotonic() - started) / max(HOOKS.time_scale, 1e-9) < HOOKS.datasync_seconds:
+                return json.dumps({"TaskExecutionArn": arn, "Status": "TRANSFERRING"})
+            _DATASYNC_RUNNING.pop(arn)
+            if execution.status not in ("ERROR", "SUCCESS"):
+                finish(execution, task_arn, pattern)
+        return original_describe(self)
+
     DataSyncResponse.start_task_execution = start_task_execution
+    DataSyncResponse.describe_task_execution = describe_task_execution
+
+
+_DATASYNC_RUNNING: dict[str, tuple[float, str, str]] = {}
 
 
 def _patch_state_limits() -> None:

@@ -18,7 +18,7 @@ from ..core.prices import PriceTable
 from ..core.limits import (COPY_OBJECT_MAX_BYTES, EXPRESS_COPY_BYTES_PER_SECOND, EXPRESS_COPY_SECONDS,
                            EXPRESS_COPY_THREADS, EXPRESS_STAGING_BUDGET_SECONDS, EXPRESS_STAGING_MAX_INVOCATIONS,
                            EXPRESS_LOCK_MAX_WAITS, EXPRESS_STAGING_TIMEOUT_SECONDS, EXPRESS_WAKE_SECONDS,
-                           FSX_DATA_POLL_SECONDS,
+                           EFS_SYNC_MAX_CHECKS, FSX_DATA_MAX_CHECKS, FSX_DATA_POLL_SECONDS,
                            TEARDOWN_MAX_CHECKS)
 from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE, Quota, QuotaDecision, check_training_quotas
@@ -41,15 +41,40 @@ class ResultsNotStored(Exception):
 SERVICES = ("s3", "ssm", "fsx", "sagemaker", "service-quotas", "cloudformation", "stepfunctions")
 
 
-def _clients():
-    import boto3
-    env = function_environ()
-    endpoint = env.get("DSLAB_AWS_ENDPOINT")  # the local lab's stand-in; unset on AWS
-    kwargs: dict[str, Any] = {"endpoint_url": endpoint} if endpoint else {}
-    if env.get("AWS_ACCESS_KEY_ID"):  # what the Lambda runtime puts in the function's environment
-        kwargs.update(aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
-                      aws_session_token=env.get("AWS_SESSION_TOKEN"))
-    return {name: boto3.client(name, region_name=_region(env), **kwargs) for name in SERVICES}
+class _Clients(dict):
+    """The function's clients, each made on first use (making one reads its service model from disk:
+    tens of milliseconds each, and most invocations need one or two of the seven)."""
+
+    def __init__(self, env: dict[str, str]):
+        super().__init__()
+        self.env = env
+
+    def __missing__(self, name: str):
+        import boto3
+        endpoint = self.env.get("DSLAB_AWS_ENDPOINT")  # the local lab's stand-in; unset on AWS
+        kwargs: dict[str, Any] = {"endpoint_url": endpoint} if endpoint else {}
+        if self.env.get("AWS_ACCESS_KEY_ID"):  # what the Lambda runtime puts in the function's environment
+            kwargs.update(aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=self.env.get("AWS_SECRET_ACCESS_KEY"),
+                          aws_session_token=self.env.get("AWS_SESSION_TOKEN"))
+        if name not in SERVICES:
+            raise KeyError(name)
+        key = (name, _region(self.env), kwargs.get("endpoint_url"), kwargs.get("aws_access_key_id"),
+               kwargs.get("aws_session_token"))
+        if key not in _CLIENT_CACHE:
+            _CLIENT_CACHE[key] = boto3.client(name, region_name=_region(self.env), **kwargs)
+        client = self[name] = _CLIENT_CACHE[key]
+        return client
+
+
+# Clients live as long as the execution environment, as AWS advises for Lambda ("initialize SDK clients
+# ... outside of the function handler", https://docs.aws.amazon.com/lambda/latest/dg/best-practices.html);
+# a new role session (other credentials) or endpoint gets its own.
+_CLIENT_CACHE: dict[tuple, Any] = {}
+
+
+def _clients() -> _Clients:
+    return _Clients(function_environ())
 
 
 def _region(environ) -> str:
@@ -259,12 +284,21 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             "express_datasets": len(express_prefixes),
             "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
             "express_max_waits": EXPRESS_LOCK_MAX_WAITS,
-            "fsx_wait_checks": max(1, experiment.fsx_import_wait_minutes * 60 // FSX_DATA_POLL_SECONDS),
+            **fsx_wait(experiment.fsx_import_wait_minutes),
+            "efs_wait_checks": EFS_SYNC_MAX_CHECKS,
             "teardown_fsx": experiment.teardown_fsx,
             "fsx_available": fsx is not None,
         },
         "lanes": deal_into_lanes(items, decision.concurrency),
     }
+
+
+def fsx_wait(minutes: int) -> dict[str, int]:
+    """How often FSx readiness is checked: every FSX_DATA_POLL_SECONDS, but never more than
+    FSX_DATA_MAX_CHECKS times (each check costs history events): a longer wait spaces them out."""
+    seconds = max(minutes * 60, FSX_DATA_POLL_SECONDS)
+    checks = max(1, min(FSX_DATA_MAX_CHECKS, seconds // FSX_DATA_POLL_SECONDS))
+    return {"fsx_wait_checks": checks, "fsx_poll_seconds": max(FSX_DATA_POLL_SECONDS, -(-seconds // checks))}
 
 
 def request_key(base: str, job_name: str) -> str:

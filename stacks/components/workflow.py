@@ -249,30 +249,44 @@ class BenchmarkWorkflow(Construct):
         return plan
 
     def _efs_staging(self) -> sfn.IChainable:
-        """Copy the datasets the EFS jobs need from S3 into EFS (only what changed). Ends {"status"}."""
+        """Copy the datasets the EFS jobs need from S3 into EFS (only what changed), polled at most
+        plan.efs_wait_checks times (every poll costs history events: dslab/core/limits.py counts them);
+        a copy still running then is cancelled. Ends {"status"}: SUCCESS, ERROR, TIMED_OUT or NOT_NEEDED."""
         start_sync = tasks.CallAwsService(
             self, "StartEfsSync", service="datasync", action="startTaskExecution",
             parameters={"TaskArn": self.sync_task.attr_task_arn,
                         "Includes": [{"FilterType": "SIMPLE_PATTERN", "Value.$": "$.plan.efs_include"}]},
             iam_resources=[self.sync_task.attr_task_arn],
-            result_selector={"arn.$": "$.TaskExecutionArn", "status": "LAUNCHING"}, result_path="$.staging")
-        wait_sync = sfn.Wait(self, "WaitEfsSync", time=sfn.WaitTime.duration(Duration.seconds(20)))
+            result_selector={"arn.$": "$.TaskExecutionArn", "status": "LAUNCHING", "checks": 0}, result_path="$.staging")
+        wait_sync = sfn.Wait(self, "WaitEfsSync", time=sfn.WaitTime.duration(Duration.seconds(limits.EFS_SYNC_POLL_SECONDS)))
         describe_sync = tasks.CallAwsService(
             self, "DescribeEfsSync", service="datasync", action="describeTaskExecution",
             parameters={"TaskExecutionArn.$": "$.staging.arn"},
             iam_resources=[f"{self.sync_task.attr_task_arn}/execution/*"],
-            result_selector={"arn.$": "$.TaskExecutionArn", "status.$": "$.Status"}, result_path="$.staging")
+            result_selector={"status.$": "$.Status"}, result_path="$.sync")
+        count = sfn.Pass(self, "CountEfsSyncCheck", parameters={
+            "arn.$": "$.staging.arn", "status.$": "$.sync.status", "checks.$": "States.MathAdd($.staging.checks, 1)"},
+            result_path="$.staging")
         staging_failed = sfn.Pass(self, "EfsStagingFailed", result=sfn.Result.from_object({"status": "ERROR"}))
         start_sync.add_catch(staging_failed, result_path="$.stagingError")
         describe_sync.add_catch(staging_failed, result_path="$.stagingError")
         staged = sfn.Pass(self, "EfsStaged", parameters={"status.$": "$.staging.status"})
+        timed_out = sfn.Pass(self, "EfsStagingTimedOut", result=sfn.Result.from_object({"status": "TIMED_OUT"}))
+        cancel = tasks.CallAwsService(
+            self, "CancelEfsSync", service="datasync", action="cancelTaskExecution",
+            parameters={"TaskExecutionArn.$": "$.staging.arn"},
+            iam_resources=[f"{self.sync_task.attr_task_arn}/execution/*"], result_path=sfn.JsonPath.DISCARD)
+        cancel.add_catch(timed_out, result_path="$.cancelError")
+        cancel.next(timed_out)
         not_needed = sfn.Pass(self, "NoEfsStaging", result=sfn.Result.from_object({"status": "NOT_NEEDED"}))
         start_sync.next(wait_sync)
         wait_sync.next(describe_sync)
-        describe_sync.next(sfn.Choice(self, "EfsSyncDone?")
-                           .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), staged)
-                           .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), staged)
-                           .otherwise(wait_sync))
+        describe_sync.next(count)
+        count.next(sfn.Choice(self, "EfsSyncDone?")
+                   .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), staged)
+                   .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), staged)
+                   .when(sfn.Condition.number_greater_than_equals_json_path("$.staging.checks", "$.plan.efs_wait_checks"), cancel)
+                   .otherwise(wait_sync))
         return (sfn.Choice(self, "NeedEfsStaging?")
                 .when(sfn.Condition.string_equals("$.plan.efs_include", ""), not_needed)
                 .otherwise(start_sync))
@@ -285,7 +299,8 @@ class BenchmarkWorkflow(Construct):
                              result_selector={"ready.$": "$.Payload.ready", "final.$": "$.Payload.final",
                                               "checks.$": "$.Payload.checks", "reason.$": "$.Payload.reason"},
                              result_path="$.fsx")
-        wait = sfn.Wait(self, "WaitFsxData", time=sfn.WaitTime.duration(Duration.seconds(limits.FSX_DATA_POLL_SECONDS)))
+        # At most FSX_DATA_MAX_CHECKS checks, spread over the experiment's fsx_import_wait_minutes (Plan says how far apart).
+        wait = sfn.Wait(self, "WaitFsxData", time=sfn.WaitTime.seconds_path("$.plan.fsx_poll_seconds"))
         check_failed = sfn.Pass(self, "FsxCheckFailed", result=sfn.Result.from_object({
             "ready": False, "final": True, "checks": -1,
             "reason": "the FSx readiness check failed: see the CheckFsxData state's error in the execution history"}))
@@ -476,7 +491,8 @@ class BenchmarkWorkflow(Construct):
         iteration = (sfn.Choice(self, "Skipped?")
                      .when(sfn.Condition.is_present("$.job.skip"), skipped)
                      .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "EFS"),
-                                              sfn.Condition.string_equals("$.staging", "ERROR")), staging_failed)
+                                              sfn.Condition.not_(sfn.Condition.string_equals("$.staging", "SUCCESS"))),
+                           staging_failed)
                      .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "FSx"),
                                               sfn.Condition.boolean_equals("$.fsx_ready", False)), fsx_not_ready)
                      .when(sfn.Condition.and_(sfn.Condition.is_present("$.job.express"),

@@ -39,6 +39,7 @@ class CloudFormationStandIn:
             raise TemplateError(f"Parameters: [ssm:{name}] cannot be found.") from None
 
     def close(self) -> None:
+        self.engine.closing.set()
         self.engine.wait(timeout=120)
         if api.ACTIVE.get(self.env.region) is self.engine:
             del api.ACTIVE[self.env.region]

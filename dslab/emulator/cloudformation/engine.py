@@ -151,6 +151,7 @@ class Engine:
         self.change_sets: dict[str, ChangeSet] = {}
         self.threads: list[threading.Thread] = []
         self.errors: list[str] = []
+        self.closing = threading.Event()   # set when the stand-in stops: a deletion still waiting gives up
 
     # ---- lookup ----------------------------------------------------------------------------------
     def find(self, name_or_id: str, *, deleted: bool = True) -> Stack | None:
@@ -613,8 +614,8 @@ class Engine:
     def _delete(self, stack: Stack) -> None:
         hooks = self.hooks
         seconds, failure = self._deletion_outcome(stack)
-        if seconds > 0:
-            time.sleep(seconds * (getattr(hooks, "time_scale", 1.0) or 1.0))
+        if seconds > 0 and self.closing.wait(seconds * (getattr(hooks, "time_scale", 1.0) or 1.0)):
+            return  # the stand-in stopped while the deletion was still running
         if failure:
             stack.status, stack.reason = "DELETE_FAILED", failure
             self._event(stack, stack.name, "AWS::CloudFormation::Stack", stack.stack_id, "DELETE_FAILED", failure)
