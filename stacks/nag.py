@@ -59,7 +59,7 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
                  "(service authorization reference for FSx and Service Quotas)"),
         "FsxData": XRAY_REASON + "; fsx:Describe* (file systems, data repository associations and tasks) have no resource types",
         "Collect": XRAY_REASON,
-        "Teardown": XRAY_REASON,
+        "Teardown": XRAY_REASON + "; sagemaker:ListTrainingJobs has no resource type (it finds InProgress jobs reading FSx)",
         "ExpressStaging": XRAY_REASON,
     }
     logs_ids = {"Plan": "WorkflowPlanFunctionLogs73A54556", "FsxData": "WorkflowFsxDataFunctionLogsE8F72503",
@@ -75,13 +75,20 @@ def acknowledge_workflow(stack: cdk.Stack) -> None:
         "Reads only the stats files beside dataset prefixes (datasets/<name>.stats.json); names come with each experiment")
     ack(_policy(stack, "Workflow/ExpressStagingFunctionRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
         "Copies the datasets the Express jobs read into the directory bucket; dataset names come with each experiment")
+    fsx_data = _policy(stack, "Workflow/FsxDataFunctionRole/DefaultPolicy/Resource")
+    for kind in ("file-system", "task"):
+        ack(fsx_data, f"{IAM5}[Resource::arn:aws:fsx:{stack.region}:{account}:{kind}/*]",
+            "CreateDataRepositoryTask imports a dataset uploaded while FSx was up: the file system comes and goes "
+            "with its stack (its ID is read at run time) and the task's ID is made by the call")
     collect = _policy(stack, "Workflow/CollectFunctionRole/DefaultPolicy/Resource")
     ack(collect, f"{IAM5}[Resource::{bucket}/output/*]", "Reads metrics.json from each job's output archive, named per job at run time")
     ack(collect, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:{account}:training-job/*]",
         "Describes the experiment's jobs, whose names are generated per execution")
-    ack(_policy(stack, "Workflow/TeardownFunctionRole/DefaultPolicy/Resource"),
-        f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:{account}:stack/DataSourceLab-Fsx/*]",
+    teardown = _policy(stack, "Workflow/TeardownFunctionRole/DefaultPolicy/Resource")
+    ack(teardown, f"{IAM5}[Resource::arn:aws:cloudformation:{stack.region}:{account}:stack/DataSourceLab-Fsx/*]",
         "DescribeStacks and DeleteStack on the FSx stack only; the suffix is the stack's generated ID")
+    ack(teardown, f"{IAM5}[Resource::arn:aws:sagemaker:{stack.region}:{account}:training-job/*]",
+        "Describes InProgress training jobs (any: an exported script's, the user's own) to keep FSx while one reads it")
 
     ack(_policy(stack, "Workflow/EfsStaging/DataSyncRole/DefaultPolicy/Resource"), f"{IAM5}[Resource::{bucket}/datasets/*]",
         "DataSync copies the datasets the EFS jobs need; dataset names come with each experiment")

@@ -17,10 +17,12 @@ import pytest
 
 from dslab import datasets
 from dslab.core import limits
+from dslab.core.requests import FSX_STACK
 from dslab.emulator.lab import EmulatedLab
 from dslab.emulator.patches import training_quota_message
 
 from .scripted_jobs import ScriptedJobs
+from .helpers import tiny_requests
 from .test_workflow import TINY, put_datasets
 
 pytestmark = pytest.mark.slow
@@ -520,3 +522,128 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
                 + limits.HISTORY_EVENTS_BASE + limits.MAX_JOBS * limits.HISTORY_EVENTS_PER_JOB_WORST) <= limits.MAX_HISTORY_EVENTS
         print(f"\nworst execution: {execution.history_events:,} history events ({worst:,} with every Express invocation); "
               f"events per round {({k: round(v, 1) for k, v in per_round.items()})}; loops {loops}")
+
+
+def test_idle_guard_sees_a_running_execution_beyond_the_first_page(emulated):
+    """ListExecutions answers the newest first: an older execution still running sits behind 50 newer
+    ones that ended. The guard lists RUNNING executions, every page."""
+    from dslab.workflow import fsx_guard
+    with emulated(ScriptedJobs()) as lab:
+        sfn = lab.client("stepfunctions")
+        definition = {"StartAt": "Long?", "States": {
+            "Long?": {"Type": "Choice", "Choices": [{"Variable": "$.long", "BooleanEquals": True, "Next": "Hold"}],
+                      "Default": "Done"},
+            "Hold": {"Type": "Wait", "Seconds": 10**7, "Next": "Done"}, "Done": {"Type": "Succeed"}}}
+        machine = sfn.create_state_machine(name="other-workflow", definition=json.dumps(definition),
+                                           roleArn=lab.training_role_arn)["stateMachineArn"]
+        held = sfn.start_execution(stateMachineArn=machine, name="old-and-running", input=json.dumps({"long": True}))
+        for i in range(60):
+            lab.wait(sfn.start_execution(stateMachineArn=machine, name=f"quick-{i:02d}", input="{}")["executionArn"])
+        newest = sfn.list_executions(stateMachineArn=machine, maxResults=50)["executions"]
+        assert "old-and-running" not in [e["name"] for e in newest]   # what the guard used to read
+        verdict = fsx_guard.guard(lab.client("cloudformation"), sfn, FSX_STACK, machine, idle_hours=1e-9,
+                                  sagemaker=lab.client("sagemaker"))
+        assert verdict["action"] == "kept" and "old-and-running" in verdict["why"]
+        sfn.stop_execution(executionArn=held["executionArn"])
+
+
+def test_idle_guard_keeps_fsx_while_a_training_job_outside_the_workflow_reads_it(emulated):
+    """An exported script's job, or the user's own, reads FSx without any workflow execution running."""
+    from dslab.workflow import fsx_guard
+    release = threading.Event()
+
+    class Held(ScriptedJobs):
+        def __call__(self, request, update):
+            release.wait(60)
+            return super().__call__(request, update)
+
+    with emulated(Held()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        request = json.loads(json.dumps(tiny_requests()[("tiny-jpg", "FSx")]))
+        request["TrainingJobName"] = "exported-fsx-job"
+        request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["FileSystemId"] = lab.fsx_id
+        lab.client("sagemaker").create_training_job(**request)
+        clients = (lab.client("cloudformation"), lab.client("stepfunctions"))
+        verdict = fsx_guard.guard(*clients, FSX_STACK, lab.state_machine_arn, idle_hours=1e-9, sagemaker=lab.client("sagemaker"))
+        assert verdict["action"] == "kept" and "exported-fsx-job" in verdict["why"] and lab.fsx_present
+        release.set()
+        deadline = time.monotonic() + 30
+        while lab.client("sagemaker").describe_training_job(TrainingJobName="exported-fsx-job")["TrainingJobStatus"] == "InProgress":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        verdict = fsx_guard.guard(*clients, FSX_STACK, lab.state_machine_arn, idle_hours=1e-9, sagemaker=lab.client("sagemaker"))
+        assert verdict["action"] == "deleted"
+
+
+def test_an_fsx_stack_without_a_service_role_is_not_deleted_with_the_functions_own_rights(emulated):
+    """DeleteStack of a stack deployed without a role would use the caller's permissions, which cannot
+    delete the file system: the stack would end DELETE_FAILED, FSx still billing. Teardown and the guard
+    say so instead."""
+    from dslab.emulator.deploy import InProcessDeployer
+    from dslab.workflow import fsx_guard
+    with emulated(ScriptedJobs()) as lab:
+        deployer = InProcessDeployer(lab.cloudformation, lab.assembly_dir)
+        deployer.destroy(FSX_STACK)
+        body = (lab.assembly_dir / "DataSourceLab-Fsx.template.json").read_text()
+        deployer._apply(FSX_STACK, body, parameters={}, role_arn=None)   # e.g. deployed by hand, no role
+        lab.refresh()
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"],
+                             "teardown_fsx": True})
+        assert execution.status == "FAILED" and execution.error == "FsxTeardownFailed", execution.cause
+        teardown = lab.results(execution)["teardown"]
+        assert teardown["status"] == "NO_SERVICE_ROLE" and "dslab fsx down" in teardown["message"]
+        assert lab.fsx_present
+        verdict = fsx_guard.guard(lab.client("cloudformation"), lab.client("stepfunctions"), FSX_STACK,
+                                  lab.state_machine_arn, idle_hours=1e-9, sagemaker=lab.client("sagemaker"))
+        assert verdict["action"] == "kept" and "service role" in verdict["why"] and lab.fsx_present
+
+
+def test_an_import_that_failed_for_some_files_says_so_and_the_fsx_jobs_run_on_the_rest(emulated):
+    """A FAILED import task (TotalCount = SucceededCount + FailedCount) used to skip every FSx job."""
+    with emulated(ScriptedJobs(), fsx_import_failures=1) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        results = lab.results(execution)
+        assert results["records"][0]["status"] == "Completed"
+        readiness = results["fsx_data"]
+        assert readiness["ready"] is True and "1 of 4 objects not imported (1 files failed to import)" in readiness["reason"]
+
+
+def test_an_import_that_imported_nothing_skips_the_fsx_jobs_with_the_reason(emulated):
+    with emulated(ScriptedJobs(), fsx_import_failures=10**6) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        records = {r["mode"]: r for r in lab.results(execution)["records"]}
+        assert records["File"]["status"] == "Completed" and records["FSx"]["status"] == "Skipped"
+        assert "imported nothing" in lab.results(execution)["fsx_data"]["reason"]
+
+
+def test_a_dataset_uploaded_while_fsx_is_up_is_imported_before_its_jobs_start(emulated):
+    """Auto-import brings new objects in "some time" later (no latency is documented): a dataset written
+    after the association exists gets an import task of its own, and its jobs wait for it."""
+    created = {}
+
+    class Timed(ScriptedJobs):
+        def __call__(self, request, update):
+            created[request["TrainingJobName"]] = time.monotonic()
+            return super().__call__(request, update)
+
+    with emulated(Timed(), fsx_import_seconds=3000) as lab:
+        put_datasets(lab, ["early"])
+        time.sleep(3000 * lab.time_scale)       # the association's own import ends
+        s3 = lab.client("s3")
+        for i in range(3):
+            s3.put_object(Bucket=lab.bucket, Key=f"datasets/late/part-{i}.bin", Body=b"x" * 100)
+        s3.put_object(Bucket=lab.bucket, Key="datasets/late.stats.json", Body=json.dumps({
+            "files": 3, "bytes": 300, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))}).encode())
+        execution = lab.run({**TINY, "datasets": [{"name": "late", "format": "jpg"}, {"name": "early", "format": "jpg"}],
+                             "modes": ["FSx"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        tasks = lab.client("fsx").describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert [t["Paths"] for t in tasks] == [["/datasets"], ["/datasets/late"]]   # none for "early": it was there
+        started = min(created.values())
+        assert started >= lab._fsx_tasks[1]["_started"] + 3000 * lab.time_scale   # after the new import ended
+        assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}

@@ -131,7 +131,7 @@ class EmulatedLab:
                  fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
                  fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None,
                  via_cli: bool = False, cli_workdir: Path | None = None, say: Callable[[str], None] | None = None,
-                 deploy: bool = True):
+                 deploy: bool = True, fsx_import_failures: int = 0):
         """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
         metadata import runs after the file system exists; ``fsx_delete_seconds`` /
         ``fsx_delete_failure``: how DeleteStack of the FSx stack ends."""
@@ -144,7 +144,9 @@ class EmulatedLab:
         self.fsx_import_seconds, self.fsx_delete_seconds = fsx_import_seconds, fsx_delete_seconds
         self.fsx_delete_failure = fsx_delete_failure
         self._fsx_created = 0.0
-        self._fsx_repository: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.fsx_import_failures = fsx_import_failures   # objects the association's first import fails on
+        self._fsx_association: dict[str, Any] | None = None
+        self._fsx_tasks: list[dict[str, Any]] = []       # import tasks, each with its start ("_started")
         self.executor, self.efs_root, self.with_fsx = executor, efs_root, fsx
         self.time_scale, self.region, self.server_port, self.backend = time_scale, region, server_port, backend
         self.on_fsx_down = on_fsx_down
@@ -194,6 +196,7 @@ class EmulatedLab:
         patches.HOOKS.time_scale = self.time_scale
         patches.HOOKS.quotas = self.quotas
         patches.HOOKS.fsx_repository = self._fsx_repository_now
+        patches.HOOKS.fsx_create_task = self._create_task
         patches.HOOKS.stack_deletion = lambda name: ((self.fsx_delete_seconds, self.fsx_delete_failure)
                                                      if name == FSX_STACK else (0.0, None))
         patches.HOOKS.function_env = self._emulator_env()
@@ -326,34 +329,57 @@ class EmulatedLab:
     def _on_association(self, association_id: str, props: dict[str, Any]) -> None:
         """The FSx stack made its data repository association: its S3 metadata import starts now."""
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        association = {"AssociationId": association_id, "FileSystemId": props["FileSystemId"], "Lifecycle": "AVAILABLE",
-                       "FileSystemPath": props.get("FileSystemPath", "/datasets"),
-                       "DataRepositoryPath": props["DataRepositoryPath"],
-                       "BatchImportMetaDataOnCreate": bool(props.get("BatchImportMetaDataOnCreate")), "CreationTime": now}
-        task = {"TaskId": f"task-{uuid.uuid4().hex[:17]}", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
-                "FileSystemId": props["FileSystemId"], "Paths": [association["FileSystemPath"]], "CreationTime": now}
-        self._fsx_repository = (association, task)
+        self._fsx_association = {"AssociationId": association_id, "FileSystemId": props["FileSystemId"], "Lifecycle": "AVAILABLE",
+                                 "FileSystemPath": props.get("FileSystemPath", "/datasets"),
+                                 "DataRepositoryPath": props["DataRepositoryPath"],
+                                 "BatchImportMetaDataOnCreate": bool(props.get("BatchImportMetaDataOnCreate")),
+                                 "CreationTime": now}
+        self._fsx_tasks = [self._new_task(props["FileSystemId"], [self._fsx_association["FileSystemPath"]],
+                                          failures=self.fsx_import_failures)]
+
+    def _new_task(self, file_system_id: str, paths: list[str], failures: int = 0) -> dict[str, Any]:
+        return {"TaskId": f"task-{uuid.uuid4().hex[:17]}", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
+                "FileSystemId": file_system_id, "Paths": paths,
+                "CreationTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "_started": time.monotonic(), "_failures": failures}
+
+    def _create_task(self, params: dict[str, Any]) -> dict[str, Any]:
+        """CreateDataRepositoryTask (an import of the given paths), as the stand-in's FSx answers it."""
+        if self._fsx_association is None or params.get("FileSystemId") != self._fsx_association["FileSystemId"]:
+            raise ValueError(f"file system {params.get('FileSystemId')} has no data repository association")
+        task = self._new_task(params["FileSystemId"], list(params.get("Paths") or ["/"]))
+        self._fsx_tasks.append(task)
+        return self._task_now(task)
+
+    def _task_now(self, task: dict[str, Any]) -> dict[str, Any]:
+        """The task as it stands: it runs ``fsx_import_seconds`` (stand-in time) from its start, then
+        SUCCEEDED, or FAILED with FailedCount objects (the others imported)."""
+        elapsed = (time.monotonic() - task["_started"]) / max(self.time_scale, 1e-9)
+        s3 = self.client("s3")
+        prefixes = [p.strip("/") for p in task["Paths"]]
+        total = sum(s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{p}/" if p else "").get("KeyCount", 0) for p in prefixes)
+        view = {k: v for k, v in task.items() if not k.startswith("_")}
+        if elapsed < self.fsx_import_seconds:
+            done = int(total * elapsed / self.fsx_import_seconds)
+            return {**view, "Lifecycle": "EXECUTING", "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}
+        failed = min(task["_failures"], total)
+        if failed:
+            return {**view, "Lifecycle": "FAILED", "Status": {"TotalCount": total, "SucceededCount": total - failed, "FailedCount": failed},
+                    "FailureDetails": {"Message": f"{failed} files failed to import"}}
+        return {**view, "Lifecycle": "SUCCEEDED", "Status": {"TotalCount": total, "SucceededCount": total, "FailedCount": 0}}
 
     def _fsx_repository_now(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """The association and its import task as they stand now: the import runs
-        ``fsx_import_seconds`` (stand-in time) after the file system was created."""
-        if self._fsx_repository is None:
+        """The association and its import tasks as they stand now."""
+        if self._fsx_association is None:
             return [], []
-        association, task = self._fsx_repository
-        elapsed = (time.monotonic() - self._fsx_created) / max(self.time_scale, 1e-9)
-        s3 = self.client("s3")
-        total = s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{DATASETS_PREFIX}/").get("KeyCount", 0)
-        done = total if elapsed >= self.fsx_import_seconds else int(total * elapsed / self.fsx_import_seconds)
-        lifecycle = "SUCCEEDED" if elapsed >= self.fsx_import_seconds else "EXECUTING"
-        return [association], [{**task, "Lifecycle": lifecycle,
-                                "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}]
+        return [self._fsx_association], [self._task_now(t) for t in self._fsx_tasks]
 
     def _on_stack_delete(self, name: str) -> None:
         if name != FSX_STACK:
             return
         # CloudFormation deleted the file system, its association and its SSM parameters.
         self.fsx_id = self.fsx_mount = None
-        self._fsx_repository = None
+        self._fsx_association, self._fsx_tasks = None, []
         if self.on_fsx_down:
             self.on_fsx_down()
 

@@ -80,6 +80,8 @@ class Hooks:
     # e.g. a directory bucket idle for 90 days answering 503 while it wakes up
     s3_fault: Callable[[str, str, str | None], tuple[int, str, str] | None] | None = None
     datasync_seconds: float = 0.0    # how long (stand-in seconds) a DataSync task execution transfers
+    # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations
+    fsx_create_task: Callable[[dict], dict] | None = None
 
 
 HOOKS = Hooks()
@@ -97,6 +99,7 @@ def reset_hooks() -> None:
     HOOKS.function_env = {}
     HOOKS.s3_fault = None
     HOOKS.datasync_seconds = 0.0
+    HOOKS.fsx_create_task = None
     _DATASYNC_RUNNING.clear()
     _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
 
@@ -639,6 +642,14 @@ def _patch_fsx_repository() -> None:
 
     FSxResponse.describe_data_repository_associations = lambda self: _answer(self, "Associations")
     FSxResponse.describe_data_repository_tasks = lambda self: _answer(self, "DataRepositoryTasks")
+
+    def create_data_repository_task(self) -> str:
+        params = json.loads(self.body or "{}")
+        if HOOKS.fsx_create_task is None:
+            raise NotImplementedError("CreateDataRepositoryTask: no emulated FSx association")
+        return json.dumps({"DataRepositoryTask": HOOKS.fsx_create_task(params)}, default=str)
+
+    FSxResponse.create_data_repository_task = create_data_repository_task
 
 
 def _patch_time() -> None:

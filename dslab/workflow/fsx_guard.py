@@ -39,6 +39,59 @@ def fsx_stack(cfn, stack_name: str) -> dict[str, Any] | None:
     return None if stack is None or stack["StackStatus"] == "DELETE_COMPLETE" else stack
 
 
+def running_executions(sfn, state_machine_arn: str) -> list[str]:
+    """Every RUNNING execution of the workflow: ListExecutions filtered by status, every page (a page
+    holds 100 by default; one unfiltered page of the newest would miss an older execution still running,
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html)."""
+    names: list[str] = []
+    for page in sfn.get_paginator("list_executions").paginate(stateMachineArn=state_machine_arn, statusFilter="RUNNING"):
+        names += [e["name"] for e in page.get("executions", [])]
+    return names
+
+
+def last_execution_end(sfn, state_machine_arn: str) -> dt.datetime | None:
+    """When the most recent of the newest executions ended (one page: the newest started, 100 of them)."""
+    recent = sfn.list_executions(stateMachineArn=state_machine_arn, maxResults=100).get("executions", [])
+    ends = [as_utc(e.get("stopDate")) for e in recent if e.get("stopDate")]
+    return max(ends) if ends else None
+
+
+def jobs_reading(sagemaker, file_system_id: str) -> list[str]:
+    """InProgress training jobs (the workflow's or anyone's: an exported script's, the user's own) that
+    read ``file_system_id``: ListTrainingJobs by status, then each job's InputDataConfig
+    (its FileSystemDataSource names the file system; the summaries do not)."""
+    if not file_system_id:
+        return []
+    found = []
+    for page in sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress"):
+        for summary in page.get("TrainingJobSummaries", []):
+            described = sagemaker.describe_training_job(TrainingJobName=summary["TrainingJobName"])
+            for channel in described.get("InputDataConfig", []):
+                source = channel.get("DataSource", {}).get("FileSystemDataSource") or {}
+                if source.get("FileSystemId") == file_system_id:
+                    found.append(summary["TrainingJobName"])
+                    break
+    return found
+
+
+def without_service_role(stack: dict[str, Any]) -> str:
+    """Why DeleteStack must not be called here: a stack deployed without a service role is deleted with
+    the caller's own permissions ("If you don't specify a value, AWS CloudFormation uses the role that was
+    previously associated with the stack. If no role is available, AWS CloudFormation uses a temporary
+    session that is generated from your user credentials", DeleteStack API reference). The guard's role
+    may delete the stack but not the file system in it: the deletion would fail and FSx would go on billing."""
+    if stack.get("RoleARN"):
+        return ""
+    return ("the FSx stack was deployed without a CloudFormation service role, so deleting it would use this "
+            "function's own permissions, which cannot delete a file system (the stack would end DELETE_FAILED and "
+            "FSx would go on billing): delete it with your credentials, `dslab fsx down`, and deploy it again with "
+            "the CDK bootstrap's role (`make fsx-up`)")
+
+
+def file_system_of(stack: dict[str, Any]) -> str:
+    return next((o["OutputValue"] for o in stack.get("Outputs", []) if o.get("OutputKey") == "FsxFileSystemId"), "")
+
+
 def idle_status(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: float,
                 now: dt.datetime | None = None) -> dict[str, Any]:
     """Whether FSx exists, since when, whether the workflow uses it, and when the guard would delete it."""
@@ -50,15 +103,14 @@ def idle_status(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: f
     changed = as_utc(stack.get("LastUpdatedTime")) or created
     running, last_end = [], None
     if state_machine_arn:
-        recent = sfn.list_executions(stateMachineArn=state_machine_arn, maxResults=50).get("executions", [])
-        running = [e["name"] for e in recent if e.get("status") == "RUNNING"]
-        ends = [as_utc(e.get("stopDate")) for e in recent if e.get("stopDate")]
-        last_end = max(ends) if ends else None
+        running = running_executions(sfn, state_machine_arn)
+        last_end = last_execution_end(sfn, state_machine_arn)
     last_activity = max(t for t in (changed, last_end) if t is not None)
     deadline = None
     if idle_hours > 0 and not running:
         deadline = last_activity + dt.timedelta(hours=idle_hours)
     return {"up": True, "stack": stack_name, "stack_id": stack["StackId"], "stack_status": stack["StackStatus"],
+            "file_system_id": file_system_of(stack), "service_role": stack.get("RoleARN"),
             "created": created.isoformat(), "age_hours": round((now - created).total_seconds() / 3600, 2),
             "running_executions": running, "last_activity": last_activity.isoformat(),
             "idle_hours": idle_hours, "deadline": deadline.isoformat() if deadline else None,
@@ -66,7 +118,7 @@ def idle_status(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: f
 
 
 def guard(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: float,
-          now: dt.datetime | None = None) -> dict[str, Any]:
+          now: dt.datetime | None = None, sagemaker=None) -> dict[str, Any]:
     """One round of the idle guard: delete the FSx stack if it is due, otherwise say why not."""
     status = idle_status(cfn, sfn, stack_name, state_machine_arn, idle_hours, now)
     if not status["up"]:
@@ -79,6 +131,12 @@ def guard(cfn, sfn, stack_name: str, state_machine_arn: str, idle_hours: float,
         return {**status, "action": "kept", "why": "the idle guard is off (fsxIdleHours=0)"}
     if not status["due"]:
         return {**status, "action": "kept", "why": f"idle until {status['deadline']}"}
+    readers = jobs_reading(sagemaker, status["file_system_id"]) if sagemaker is not None else []
+    if readers:
+        return {**status, "action": "kept", "why": f"training job {readers[0]} reads it (InProgress)"}
+    refusal = without_service_role(fsx_stack(cfn, stack_name) or {})
+    if refusal:
+        return {**status, "action": "kept", "why": refusal}
     cfn.delete_stack(StackName=status["stack_id"])
     return {**status, "action": "deleted",
             "why": f"no workflow execution for {idle_hours:g} hours (since {status['last_activity']})"}

@@ -26,7 +26,7 @@ from ..core.requests import (DATASETS_PREFIX, FS_DATASETS_PATH, FSX_STACK, RESUL
                              plan as plan_jobs, stats_key)
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
 from . import fsx_guard
-from .fsx_data import import_status
+from .fsx_data import import_status, imports_to_start
 from .fsx_guard import describe_stack
 from .runtime import environ as function_environ
 
@@ -258,6 +258,8 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
         "fsx_paths": fsx_paths,
+        "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}
+                         for d in experiment.datasets if f"{FS_DATASETS_PATH}/{d.prefix}" in fsx_paths],
         "dataset_stats": stats,
         "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
         "backend": env_vars.get("DSLAB_BACKEND", "aws"),
@@ -316,11 +318,17 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     clients = _clients()
     checks = int(event.get("checks") or 0) + 1
     summary = event["plan"]
-    paths = json.loads(clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())["fsx_paths"]
+    document = json.loads(clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())
+    paths = document["fsx_paths"]
     fsx, reason = look_up_fsx(clients, function_environ())
     if fsx is None:
         status = {"ready": False, "final": True, "reason": reason}
     else:
+        if checks == 1:   # datasets uploaded while FSx was up: import them now rather than "some time later"
+            for path in imports_to_start(clients["fsx"], fsx.file_system_id, document.get("fsx_datasets") or []):
+                clients["fsx"].create_data_repository_task(
+                    Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=fsx.file_system_id, Paths=[path],
+                    Report={"Enabled": False})
         status = import_status(clients["fsx"], fsx.file_system_id, paths)
     out = {"ready": status["ready"], "final": status["final"], "checks": checks,
            "reason": status["reason"][:500]}
@@ -711,7 +719,7 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     stack_name = function_environ().get("DSLAB_FSX_STACK", FSX_STACK)
     if event.get("action") == "idle":  # the scheduled idle guard, not an execution's teardown
         return fsx_guard.guard(cfn, clients["stepfunctions"], stack_name, event.get("state_machine", ""),
-                               float(event.get("idle_hours") or 0))
+                               float(event.get("idle_hours") or 0), sagemaker=clients["sagemaker"])
     summary = event["plan"]
     bucket, base = summary["bucket"], summary["base"]
     previous = event.get("teardown") or {}
@@ -726,6 +734,15 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":
             return _record_teardown(s3, bucket, base, {"status": "ALREADY_GONE", "final": True,
                                                        "message": f"{stack_name} does not exist: nothing to tear down"})
+        readers = fsx_guard.jobs_reading(clients["sagemaker"], fsx_guard.file_system_of(stack))
+        if readers:
+            return _record_teardown(s3, bucket, base, {
+                "status": "DEFERRED", "final": True,
+                "message": f"FSx kept: training job {readers[0]} (InProgress) reads it; `dslab fsx down` once it ends"})
+        refusal = fsx_guard.without_service_role(stack)
+        if refusal:
+            return _record_teardown(s3, bucket, base, {"status": "NO_SERVICE_ROLE", "final": True,
+                                                       "message": f"FSx not torn down: {refusal}"})
         cfn.delete_stack(StackName=stack["StackId"])
         return {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack["StackId"], "checks": 0,
                 "message": f"deleting {stack_name}"}

@@ -113,6 +113,12 @@ class BenchmarkWorkflow(Construct):
         self.fsx_data_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["fsx:DescribeFileSystems", "fsx:DescribeDataRepositoryAssociations", "fsx:DescribeDataRepositoryTasks"],
             resources=["*"]))
+        # An import of a dataset uploaded while FSx was up (fsx_data.imports_to_start): the file system's ID
+        # is known only at run time (it comes and goes with its stack), the task's when it is made.
+        self.fsx_data_fn.add_to_role_policy(iam.PolicyStatement(
+            actions=["fsx:CreateDataRepositoryTask"],
+            resources=[stack.format_arn(service="fsx", resource="file-system", resource_name="*"),
+                       stack.format_arn(service="fsx", resource="task", resource_name="*")]))
         self.fsx_data_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[results_objects]))
         self.collect_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["s3:GetObject", "s3:PutObject"], resources=[results_objects]))
@@ -229,7 +235,7 @@ class BenchmarkWorkflow(Construct):
         teardown_bad = sfn.Condition.and_(
             sfn.Condition.is_present("$.teardown.status"),
             sfn.Condition.or_(*(sfn.Condition.string_equals("$.teardown.status", s)
-                                for s in ("DELETE_FAILED", "TIMED_OUT", "ERROR"))))
+                                for s in ("DELETE_FAILED", "TIMED_OUT", "ERROR", "NO_SERVICE_ROLE"))))
         verdict = (sfn.Choice(self, "Verdict")
                    .when(sfn.Condition.number_less_than("$.collected.summary.failed", 0), results_not_stored)
                    .when(teardown_bad, teardown_failed)
@@ -541,3 +547,9 @@ class BenchmarkWorkflow(Construct):
         fn.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
         fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[results_objects]))
         fn.add_to_role_policy(list_results)
+        # FSx stays while any InProgress training job reads it, the workflow's or not: ListTrainingJobs takes
+        # no resource ("*"), DescribeTrainingJob the jobs (service authorization reference for SageMaker).
+        fn.add_to_role_policy(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs"], resources=["*"]))
+        fn.add_to_role_policy(iam.PolicyStatement(
+            actions=["sagemaker:DescribeTrainingJob"],
+            resources=[stack.format_arn(service="sagemaker", resource="training-job", resource_name="*")]))
