@@ -657,7 +657,8 @@ def cmd_doctor(args) -> int:
         instance_types += [spec.trial.instance_type for spec in specs]
         needs_express = any(spec.trial.storage == "express" for spec in specs)
     report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
-                        region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express)
+                        region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express,
+                        logs=boto3.client("logs", region_name=region))
     if args.json:
         _print_json(report.to_dict())
     else:

@@ -28,6 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .core.errors import ConfigError
+from .core.requests import LOGS_POLICY_NAME
+# CloudWatch Logs: "Resource policies: 10 per Region per account" (CloudWatch Logs quotas); the lab adds one.
+LOGS_RESOURCE_POLICIES_MAX = 10
+
 from .zones import EXPRESS_ZONES_SOURCE, ZoneIdError, check_zone_id, express_where, express_zone_ids
 
 TRAINING_PROXY_NOTE = ("training: SageMaker runs ml.<type> on EC2 <type> hardware but publishes no per-zone offering; "
@@ -55,9 +59,16 @@ class ZoneReport:
     fsx_detail: str
     standard_zones: list[str]
     express_zones: list[str] = field(default_factory=list)   # zone IDs with S3 Express One Zone (documented)
+    logs_policies: list[str] | None = None                     # CloudWatch Logs resource policies of the region
     needs_express: bool = False                                # the experiment has storage: express trials
     notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE,
                                                       f"S3 Express One Zone: the S3 User Guide's table, {EXPRESS_ZONES_SOURCE}"])
+
+    @property
+    def logs_policy_ok(self) -> bool:
+        """Room for the lab's DataSync log policy: at most 10 resource policies per account and region."""
+        return (self.logs_policies is None or LOGS_POLICY_NAME in self.logs_policies
+                or len(self.logs_policies) < LOGS_RESOURCE_POLICIES_MAX)
 
     @property
     def express_ok(self) -> bool:
@@ -74,13 +85,15 @@ class ZoneReport:
 
     @property
     def ok(self) -> bool:
-        return self.zone_ok and self.fsx_ok and not self.missing and (self.express_ok or not self.needs_express)
+        return (self.zone_ok and self.fsx_ok and not self.missing and (self.express_ok or not self.needs_express)
+                and self.logs_policy_ok)
 
     def to_dict(self) -> dict[str, Any]:
         return {"region": self.region, "az_id": self.az_id, "zone_name": self.zone_name, "ok": self.ok,
                 "zone_available": self.zone_ok, "training_offered_in": self.offered, "missing_in_zone": self.missing,
                 "fsx_ok": self.fsx_ok, "fsx_detail": self.fsx_detail, "express_ok": self.express_ok,
                 "express_zones": self.express_zones, "needs_express": self.needs_express, "suitable_zones": self.suitable_zones,
+                "logs_resource_policies": self.logs_policies, "logs_policy_ok": self.logs_policy_ok,
                 "notes": self.notes}
 
     def lines(self) -> list[str]:
@@ -98,6 +111,10 @@ class ZoneReport:
                            else "the lab deploys without it here (express=auto)")
             out.append(f"  S3 Express One Zone: NOT offered in {self.az_id}: {consequence} "
                        f"({express_where(self.region)})")
+        if not self.logs_policy_ok:
+            out.append(f"  CloudWatch Logs: the region already holds {len(self.logs_policies)} resource policies, the most "
+                       f"it takes: the lab's DataSync log policy ({LOGS_POLICY_NAME}) cannot be added and the deploy "
+                       "would fail (LimitExceededException); remove one (aws logs describe-resource-policies)")
         suitable = self.suitable_zones
         wanted = "every instance type" + (" and S3 Express One Zone" if self.needs_express else "")
         out.append(f"zone IDs offering {wanted}: " + (", ".join(suitable) if suitable else "none in this region"))
@@ -129,7 +146,8 @@ def _offering_zones(ec2, ec2_type: str) -> list[str]:
     return sorted(zones)
 
 
-def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], needs_express: bool = False) -> ZoneReport:
+def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], needs_express: bool = False,
+               logs=None) -> ZoneReport:
     """Check ``az_id`` of ``region`` for ``instance_types`` (SageMaker names, ml.*), FSx for Lustre and
     (needed when ``needs_express``) S3 Express One Zone."""
     try:
@@ -159,6 +177,12 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], 
     except (ClientError, BotoCoreError) as err:
         code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
         fsx_ok, fsx_detail = False, f"FSx did not answer in {region} ({code})"
+    policies = None
+    if logs is not None:
+        try:
+            policies = [p["policyName"] for p in logs.describe_resource_policies().get("resourcePolicies", [])]
+        except (ClientError, BotoCoreError):
+            policies = None   # not allowed to look: not checked
     return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
                       fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard,
-                      express_zones=list(express_zone_ids(region)), needs_express=needs_express)
+                      express_zones=list(express_zone_ids(region)), needs_express=needs_express, logs_policies=policies)

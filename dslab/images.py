@@ -95,6 +95,9 @@ class Candidate:
         return tuple(int(p) for p in self.version.split("."))
 
 
+ECR_URI_RE = re.compile(r"^(\d{12})\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?/")
+
+
 @dataclass(frozen=True)
 class TrainingImages:
     """What the stacks hand to the Plan function: a default GPU and CPU image and, per instance
@@ -112,6 +115,13 @@ class TrainingImages:
 
     def by_family_json(self) -> str:
         return json.dumps(self.by_family, sort_keys=True, separators=(",", ":"))
+
+    def registry_accounts(self) -> list[str]:
+        """The ECR accounts the images live in: 763104351884 in most regions, another account in about
+        twenty (af-south-1: 626614931356, me-south-1: 217643126080, ...; the SDK's image_uri_config
+        registries), or the operator's own for a trainingImage setting. The training role pulls from these."""
+        uris = [self.gpu, self.cpu, *self.by_family.values()]
+        return sorted({found.group(1) for uri in uris if (found := ECR_URI_RE.match(uri or ""))})
 
 
 def instance_family(instance_type: str) -> str:

@@ -7,6 +7,8 @@ from pathlib import Path
 from aws_cdk import Annotations, CfnOutput, Stack
 from constructs import Construct
 
+from dslab.images import lab_training_images
+
 from .components.data_bucket import DataBucket
 from .components.efs import LabEfs
 from .components.express_bucket import ExpressBucket
@@ -31,9 +33,12 @@ class CoreStack(Stack):
                           security_group=self.network.efs_sg, performance=config.efs_performance,
                           throughput=config.efs_throughput, provisioned_mibps=config.efs_provisioned_mibps,
                           mount_auth=config.efs_mount_auth)
+        # The training images (dslab/images.py) decide which ECR accounts the role may pull from.
+        self.images = lab_training_images(config.region, self.node.try_get_context("trainingImage"),
+                                          self.node.try_get_context("trainingImageCpu"))
         self.training = TrainingRole(self, "Training", data=self.data, vpc=self.network.vpc,
                                      subnet=self.network.subnet, security_group=self.network.training_sg,
-                                     express=self.express)
+                                     image_accounts=self.images.registry_accounts(), express=self.express)
         self.efs.grant_mount(self.training.role)
         self.code = TrainingCode(self, "TrainingCode", source_dir=repo_root / "training",
                                  build_dir=repo_root / "build")

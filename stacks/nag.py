@@ -43,8 +43,10 @@ def acknowledge_core(stack: cdk.Stack) -> None:
         "(limited by the cloudwatch:namespace condition) take no resource-level scoping")
     ack(policy, f"{IAM5}[Resource::arn:aws:ec2:{stack.region}:{account}:network-interface/*]",
         "SageMaker creates the job's ENIs at run time; their IDs cannot be known in advance")
-    ack(policy, f"{IAM5}[Resource::arn:aws:ecr:{stack.region}:763104351884:repository/*]",
-        "Pull-only access to the AWS Deep Learning Containers registry account; the repository follows the image")
+    for registry in stack.images.registry_accounts():
+        ack(policy, f"{IAM5}[Resource::arn:aws:ecr:{stack.region}:{registry}:repository/*]",
+            "Pull-only access to the account of the training images (AWS Deep Learning Containers' registry of the region); "
+            "the repository follows the image")
     ack(policy, f"{IAM5}[Resource::arn:aws:logs:{stack.region}:{account}:log-group:/aws/sagemaker/TrainingJobs:*]",
         "SageMaker writes one log stream per job in this log group; stream names are made at run time")
 

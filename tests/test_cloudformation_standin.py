@@ -219,3 +219,30 @@ def test_an_unknown_resource_type_is_an_error_not_a_skip(cfn):
     cfn, _ = cfn
     result = deploy(cfn, "Odd", template({"X": {"Type": "AWS::Nothing::Here", "Properties": {}}}))
     assert result["ChangeSet"]["Status"] == "FAILED" and "AWS::Nothing::Here" in result["ChangeSet"]["StatusReason"]
+
+
+def test_a_service_cannot_assume_a_role_iam_has_not_propagated_yet(cfn):
+    """CreateLocationS3 assumes its bucket-access role at once; a role made seconds earlier is refused
+    ("Unable to assume role"), which is why the lab's locations wait (efs_staging.IamPropagationWait)."""
+    cfn, client = cfn
+    client.standin.env.iam_propagation_seconds = 3600
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "datasync.amazonaws.com"},
+                                                     "Action": "sts:AssumeRole"}]}
+    client("s3").create_bucket(Bucket="source-bucket")
+    body = template({"R": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": trust}},
+                     "L": {"Type": "AWS::DataSync::LocationS3", "Properties": {
+                         "S3BucketArn": "arn:aws:s3:::source-bucket", "Subdirectory": "/datasets/",
+                         "S3Config": {"BucketAccessRoleArn": {"Fn::GetAtt": ["R", "Arn"]}}}}})
+    stack = deploy(cfn, "Eager", body)
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE" and "Unable to assume role" in reasons(cfn, "Eager")
+    client.standin.env.iam_propagation_seconds = 0
+    assert deploy(cfn, "Patient", body)["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_an_eleventh_logs_resource_policy_is_refused(cfn):
+    cfn, client = cfn
+    for i in range(10):
+        client("logs").put_resource_policy(policyName=f"other-{i}", policyDocument='{"Statement": []}')
+    body = template({"P": {"Type": "AWS::Logs::ResourcePolicy", "Properties": {
+        "PolicyName": "DataSourceLab-DataSync", "PolicyDocument": '{"Statement": []}'}}})
+    assert deploy(cfn, "Logs", body)["StackStatus"] == "ROLLBACK_COMPLETE"

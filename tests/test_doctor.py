@@ -175,3 +175,18 @@ def test_doctor_reads_express_trials_from_the_experiment(aws, capsys, tmp_path):
     assert main(["doctor", "--az-id", without[0], "--experiment", str(experiment), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["needs_express"] and not data["express_ok"] and data["express_zones"] == ["use1-az4", "use1-az5", "use1-az6"]
+
+
+def test_a_region_full_of_logs_resource_policies_is_said_before_a_deploy_fails_on_it(aws):
+    """CloudWatch Logs holds at most 10 resource policies per account and region; the lab adds one."""
+    ec2, fsx = aws
+    logs = boto3.client("logs", region_name="us-east-1")
+    zone = offered_in(ec2, "g5.xlarge")[0]
+    for i in range(10):
+        logs.put_resource_policy(policyName=f"other-{i}", policyDocument='{"Version": "2012-10-17", "Statement": []}')
+    full = check_zone(ec2, fsx, region="us-east-1", az_id=zone, instance_types=["ml.g5.xlarge"], logs=logs)
+    assert not full.ok and not full.logs_policy_ok
+    assert "10 resource policies" in "\n".join(full.lines()) and "LimitExceededException" in "\n".join(full.lines())
+    logs.delete_resource_policy(policyName="other-0")
+    logs.put_resource_policy(policyName="DataSourceLab-DataSync", policyDocument='{"Version": "2012-10-17", "Statement": []}')
+    assert check_zone(ec2, fsx, region="us-east-1", az_id=zone, instance_types=["ml.g5.xlarge"], logs=logs).ok  # the lab's own

@@ -504,13 +504,22 @@ def test_datasync_waits_for_its_role_policy_and_may_write_its_logs(lab):
         (resource,) = [v for v in template.values() if v["Type"] == kind]
         assert policy_logical in resource.get("DependsOn", []), kind   # CreateLocationS3 checks the role
     (task_logical,) = [k for k, v in template.items() if v["Type"] == "AWS::DataSync::Task"]
-    (logs_policy,) = [v for v in template.values() if v["Type"] == "AWS::Logs::ResourcePolicy"]
+    ((policy_id, logs_policy),) = [(k, v) for k, v in template.items() if v["Type"] == "AWS::Logs::ResourcePolicy"]
     document = json.dumps(logs_policy["Properties"]["PolicyDocument"])
     assert '"Principal\\":{\\"Service\\":\\"datasync.amazonaws.com' in document
     assert "logs:PutLogEvents" in document and "aws:SourceAccount" in document
-    assert task_logical in document and "aws:SourceArn" in document
+    # The DataSync guide's form: this account's tasks (task/*), so the policy exists before the task logs.
+    assert ":task/*" in document and "aws:SourceArn" in document and task_logical not in document
+    assert policy_id in template[task_logical].get("DependsOn", [])
+    assert logs_policy["Properties"]["PolicyName"] == "DataSourceLab-DataSync"   # one, reused: a region holds 10
     log_group = template[task_logical]["Properties"]["CloudWatchLogGroupArn"]["Fn::GetAtt"][0]
     assert log_group in document
+    # The locations assume their roles at once: they wait for IAM to propagate them.
+    (wait_id,) = [k for k, v in template.items() if v["Type"] == "Custom::IamPropagationWait"]
+    for kind in ("AWS::DataSync::LocationS3", "AWS::DataSync::LocationEFS"):
+        (location,) = [v for v in template.values() if v["Type"] == kind]
+        assert wait_id in location.get("DependsOn", []), kind
+    assert policy_logical in template[wait_id].get("DependsOn", [])
 
 
 # ---- IAM -------------------------------------------------------------------------------------
@@ -721,3 +730,26 @@ def test_workflow_stack_hands_the_per_family_images_to_the_plan_function(lab):
     assert json.loads(variables["DSLAB_IMAGE_URIS"])["p3"] == VOLTA_IMAGE
     outputs = lab.raw("DataSourceLab")["Outputs"]
     assert json.loads(outputs["TrainingImageUris"]["Value"])["p3"] == VOLTA_IMAGE
+
+
+@pytest.mark.parametrize("region, az_id, registry", [("af-south-1", "afs1-az1", "626614931356"),
+                                                     ("me-south-1", "mes1-az1", "217643126080"),
+                                                     ("us-east-1", "use1-az4", "763104351884")])
+def test_the_training_role_pulls_from_the_registry_account_of_its_region(tmp_path, region, az_id, registry):
+    """AWS Deep Learning Containers live in 763104351884 in most regions and in another account in about
+    twenty: a role limited to 763104351884 could not pull the image in af-south-1 or me-south-1."""
+    template = _core_template(tmp_path, region=region, azId=az_id)
+    statements = [st for p in template.find_resources("AWS::IAM::Policy").values()
+                  for st in p["Properties"]["PolicyDocument"]["Statement"] if st.get("Sid") == "PullFrameworkImage"]
+    (pull,) = statements
+    resources = pull["Resource"] if isinstance(pull["Resource"], list) else [pull["Resource"]]
+    assert [rendered(r) for r in resources] == [f"arn:aws:ecr:{region}:{registry}:repository/*"]
+
+
+def test_an_image_of_your_own_account_is_pulled_from_there(tmp_path):
+    own = "111122223333.dkr.ecr.us-east-1.amazonaws.com/my-training:1.0"
+    template = _core_template(tmp_path, region="us-east-1", azId="use1-az4", trainingImage=own, trainingImageCpu=own)
+    (pull,) = [st for p in template.find_resources("AWS::IAM::Policy").values()
+               for st in p["Properties"]["PolicyDocument"]["Statement"] if st.get("Sid") == "PullFrameworkImage"]
+    resources = pull["Resource"] if isinstance(pull["Resource"], list) else [pull["Resource"]]
+    assert [rendered(r) for r in resources] == ["arn:aws:ecr:us-east-1:111122223333:repository/*"]

@@ -647,3 +647,22 @@ def test_a_dataset_uploaded_while_fsx_is_up_is_imported_before_its_jobs_start(em
         started = min(created.values())
         assert started >= lab._fsx_tasks[1]["_started"] + 3000 * lab.time_scale   # after the new import ended
         assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}
+
+
+def test_spot_trials_are_held_to_the_spot_training_quota(emulated):
+    """Spot jobs count against "<type> for spot training job usage", a quota of their own: with no
+    on-demand ml.p3.2xlarge quota and two spot ones, a spot trial runs and an on-demand one is refused."""
+    from dslab.emulator.lab import DEFAULT_QUOTAS
+    quotas = {**DEFAULT_QUOTAS, "ml.p3.2xlarge for training job usage": 0.0, "ml.p3.2xlarge for spot training job usage": 2.0}
+    with emulated(ScriptedJobs(), quotas=quotas) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        one = {**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"], "instance_type": "ml.p3.2xlarge"}
+        spot = lab.run({**one, "spot": True, "max_concurrency": 4})
+        assert spot.status == "SUCCEEDED", spot.cause
+        plan_document = lab.read_json(f"results/{spot.name}/plan.json")
+        assert plan_document["quotas"]["checked"]["ml.p3.2xlarge for spot training job usage"] == 2.0
+        assert "ml.p3.2xlarge for training job usage" not in plan_document["quotas"]["checked"]
+        assert plan_document["quotas"]["concurrency"] == 2
+        on_demand = lab.run(one)
+        assert on_demand.status == "FAILED" and on_demand.error == "ExperimentInvalid"
+        assert "'ml.p3.2xlarge for training job usage'" in on_demand.cause and "is 0" in on_demand.cause

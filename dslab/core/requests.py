@@ -47,6 +47,8 @@ FSX_MOUNT_PARAMETER = "/datasourcelab/fsx/mount-name"
 # could not deploy ("After another stack imports an output value, you can't delete the stack that is
 # exporting the output value or modify the exported output value",
 # https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/using-cfn-stack-exports.html).
+# The one CloudWatch Logs resource policy the lab adds (DataSync's task log), by name: a region holds at most 10.
+LOGS_POLICY_NAME = "DataSourceLab-DataSync"
 CORE_PARAMETER_PREFIX = "/datasourcelab/core"
 CORE_PARAMETERS = ("vpc-id", "subnet-id", "training-security-group-id", "fsx-security-group-id",
                    "efs-file-system-id", "efs-file-system-arn", "training-role-arn",

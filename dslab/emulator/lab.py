@@ -34,6 +34,9 @@ EMULATOR_ONLY_ENV = {"DSLAB_AWS_ENDPOINT", "DSLAB_BACKEND", "DSLAB_STAGING_BUDGE
 # The process's own settings while a stand-in runs: moto has no S3 Express CreateSession, so clients
 # reach directory buckets with plain SigV4 (botocore's switch).
 PROCESS_ENV = {"AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true"}
+# A new IAM role is not assumable by a service at once: the stand-in holds it back this long (stand-in
+# seconds; IAM "usually" takes seconds, and the lab's own wait is IAM_PROPAGATION_SECONDS of efs_staging.py).
+IAM_PROPAGATION_SECONDS = 10.0
 
 
 class TemplateError(RuntimeError):
@@ -260,8 +263,10 @@ class EmulatedLab:
         self.cloudformation = CloudFormationStandIn(
             self.client, account=ACCOUNT, region=self.region, hooks=patches.HOOKS,
             express_zones=set(express_zone_ids(self.region)),
-            function_env=lambda: {"AWS_ENDPOINT_URL": self.endpoint} if self.endpoint else {},
-            on_fsx_created=self._on_fsx_created, on_association=self._on_association)
+            function_env=lambda: {"DSLAB_TIME_SCALE": str(self.time_scale),
+                                  **({"AWS_ENDPOINT_URL": self.endpoint} if self.endpoint else {})},
+            on_fsx_created=self._on_fsx_created, on_association=self._on_association,
+            iam_propagation_seconds=IAM_PROPAGATION_SECONDS, time_scale=lambda: self.time_scale)
         if not self.deploy_on_enter:
             return  # an empty account: the user's own `cdk bootstrap` / `make deploy` come next (refresh() after)
         stacks = [CORE_STACK] + ([FSX_STACK] if self.with_fsx else []) + [WORKFLOW_STACK]

@@ -665,7 +665,7 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "environment": plan_document["environment"],
         "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"]},
         "quotas": plan_document.get("quotas"),
-        "staging": prepared.get("staging"),
+        "staging": (prepared.get("staging") or {}).get("status") if isinstance(prepared.get("staging"), dict) else prepared.get("staging"),
         "express_staging": prepared.get("express"),
         "fsx_data": prepared.get("fsx_data"),
         "summary": summary,

@@ -17,14 +17,53 @@ Three things a first real deploy depends on:
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Stack, aws_datasync as datasync, aws_iam as iam
-from aws_cdk import aws_logs as logs, aws_s3 as s3
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, aws_datasync as datasync, aws_iam as iam
+from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
-from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH
+from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, LOGS_POLICY_NAME
+
+# How long a new role waits to be assumable by a service. IAM "usually" propagates in seconds; Terraform's
+# DataSync location retries "Unable to assume role" for two minutes (hashicorp/terraform-provider-aws#10984).
+IAM_PROPAGATION_SECONDS = 30
+IAM_WAIT_CODE = """
+import json, os, time, urllib.request
+
+def handler(event, context):
+    if event.get("RequestType") == "Create":
+        time.sleep(float(os.environ["WAIT_SECONDS"]) * float(os.environ.get("DSLAB_TIME_SCALE") or 1))
+    body = json.dumps({"Status": "SUCCESS", "Reason": "waited for IAM to propagate the new roles",
+                       "PhysicalResourceId": event.get("PhysicalResourceId") or "iam-propagation-wait",
+                       "StackId": event["StackId"], "RequestId": event["RequestId"],
+                       "LogicalResourceId": event["LogicalResourceId"], "Data": {}}).encode()
+    request = urllib.request.Request(event["ResponseURL"], data=body, method="PUT",
+                                     headers={"Content-Type": "", "Content-Length": str(len(body))})
+    urllib.request.urlopen(request, timeout=30).close()
+"""
 
 EFS_WRITER_ACTIONS = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite",
                       "elasticfilesystem:ClientRootAccess"]
+
+
+class IamPropagationWait(Construct):
+    """A custom resource that only waits, on creation, for IAM to propagate the roles it depends on. No API
+    says when a role is assumable by a service; the DataSync locations that assume one at once depend on it."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
+        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                        description="DataSourceLab: waits for IAM propagation (logs only)")
+        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                                               resources=[log_group.log_group_arn]))
+        function = lambda_.Function(
+            self, "Function", runtime=lambda_.Runtime.PYTHON_3_14, handler="index.handler",
+            code=lambda_.Code.from_inline(IAM_WAIT_CODE), timeout=Duration.seconds(IAM_PROPAGATION_SECONDS + 30),
+            memory_size=128, role=role, log_group=log_group, environment={"WAIT_SECONDS": str(IAM_PROPAGATION_SECONDS)},
+            description="DataSourceLab: waits for IAM to propagate new roles before DataSync assumes them")
+        self.resource = CustomResource(self, "Wait", service_token=function.function_arn,
+                                       resource_type="Custom::IamPropagationWait")
+        self.resource.node.add_dependency(role)
 
 
 class EfsStaging(Construct):
@@ -40,10 +79,15 @@ class EfsStaging(Construct):
         role.add_to_policy(iam.PolicyStatement(
             actions=["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion", "s3:GetObjectVersionTagging"],
             resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*")]))
+        # CreateLocationS3 assumes the bucket-access role at once ("Unable to assume role" while IAM has not
+        # propagated a new role, which takes seconds, rarely up to a minute): the locations wait for it.
+        self.iam_wait = IamPropagationWait(self, "IamPropagation")
+        self.iam_wait.node.add_dependency(role)  # the role and its DefaultPolicy
         self.source = datasync.CfnLocationS3(
             self, "DatasetsLocation", s3_bucket_arn=bucket.bucket_arn, subdirectory=f"/{DATASETS_PREFIX}/",
             s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
         self.source.node.add_dependency(role)  # the role and its DefaultPolicy
+        self.source.node.add_dependency(self.iam_wait)
 
         self.efs_access_role: iam.Role | None = None
         if efs_mount_auth == "iam":
@@ -62,6 +106,8 @@ class EfsStaging(Construct):
                                                       resource_name=security_group_id)]))
         if self.efs_access_role:
             self.destination.node.add_dependency(self.efs_access_role)
+            self.iam_wait.node.add_dependency(self.efs_access_role)
+        self.destination.node.add_dependency(self.iam_wait)
 
         self.log_group = logs.LogGroup(self, "DataSyncLogs", retention=logs.RetentionDays.THREE_MONTHS,
                                        removal_policy=RemovalPolicy.DESTROY)
@@ -75,10 +121,17 @@ class EfsStaging(Construct):
                 verify_mode="ONLY_FILES_TRANSFERRED", overwrite_mode="ALWAYS",
                 preserve_deleted_files="PRESERVE", log_level="BASIC"))
         self.task.node.add_dependency(role)
-        self.logs_policy = logs.ResourcePolicy(self, "DataSyncLogsPolicy", policy_statements=[iam.PolicyStatement(
+        # As the DataSync guide's example writes it: this account's DataSync tasks (task/*), not one task's ARN,
+        # so the policy exists before the task that logs under it. One policy, named: CloudWatch Logs holds
+        # at most 10 resource policies per account and region ("Resource policies: 10 per Region per account",
+        # https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/cloudwatch_limits_cwl.html); with 10 others
+        # there, this deploy fails with LimitExceededException (`dslab doctor` says so before a deploy).
+        self.logs_policy = logs.ResourcePolicy(self, "DataSyncLogsPolicy", resource_policy_name=LOGS_POLICY_NAME,
+                                               policy_statements=[iam.PolicyStatement(
             sid="DataSyncLogsToCloudWatchLogs",
             principals=[iam.ServicePrincipal("datasync.amazonaws.com")],
             actions=["logs:PutLogEvents", "logs:CreateLogStream"],
             resources=[f"{self.log_group.log_group_arn}"],
-            conditions={"ArnLike": {"aws:SourceArn": [self.task.attr_task_arn]},
+            conditions={"ArnLike": {"aws:SourceArn": [stack.format_arn(service="datasync", resource="task", resource_name="*")]},
                         "StringEquals": {"aws:SourceAccount": stack.account}})])
+        self.task.node.add_dependency(self.logs_policy)

@@ -8,9 +8,6 @@ from constructs import Construct
 from .data_bucket import DataBucket
 from .express_bucket import ExpressBucket
 
-# AWS Deep Learning Containers are published from this account in most commercial regions
-# (https://github.com/aws/deep-learning-containers/blob/master/available_images.md).
-DLC_ACCOUNT = "763104351884"
 
 
 class TrainingRole(Construct):
@@ -22,7 +19,8 @@ class TrainingRole(Construct):
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, data: DataBucket, vpc: ec2.IVpc,
-                 subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, express: ExpressBucket | None = None) -> None:
+                 subnet: ec2.ISubnet, security_group: ec2.ISecurityGroup, image_accounts: list[str],
+                 express: ExpressBucket | None = None) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
@@ -74,5 +72,8 @@ class TrainingRole(Construct):
         self.role.add_to_policy(iam.PolicyStatement(
             sid="PullFrameworkImage",
             actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-            resources=[f"arn:{stack.partition}:ecr:{stack.region}:{DLC_ACCOUNT}:repository/*"]))
+            # The accounts of the images the lab deploys: AWS Deep Learning Containers come from 763104351884 in
+            # most regions and from another account in about twenty (the SDK resolves them per region:
+            # https://github.com/aws/deep-learning-containers/blob/master/available_images.md).
+            resources=[f"arn:{stack.partition}:ecr:{stack.region}:{account}:repository/*" for account in image_accounts]))
 

@@ -209,7 +209,7 @@ class BenchmarkWorkflow(Construct):
         prepare = sfn.Parallel(self, "PrepareData", parameters={"plan.$": "$.plan"},
                                comment="Data ready before jobs: EFS staged by DataSync, FSx's S3 listing imported, "
                                        "the Express datasets copied into the directory bucket",
-                               result_selector={"staging.$": "$[0].status", "fsx_data.$": "$[1]", "express.$": "$[2]"},
+                               result_selector={"staging.$": "$[0]", "fsx_data.$": "$[1]", "express.$": "$[2]"},
                                result_path="$.prepared")
         prepare.branch(self._efs_staging())
         prepare.branch(self._fsx_data_wait())
@@ -404,7 +404,7 @@ class BenchmarkWorkflow(Construct):
         lanes = sfn.Map(
             self, "RunLanes", items_path="$.lanes", max_concurrency=MAX_LANES,
             item_selector={"lane.$": "$$.Map.Item.Value", "bucket.$": "$.plan.bucket", "base.$": "$.plan.base",
-                           "staging.$": "$.prepared.staging", "fsx_ready.$": "$.prepared.fsx_data.ready",
+                           "staging.$": "$.prepared.staging.status", "fsx_ready.$": "$.prepared.fsx_data.ready",
                            "express_ready.$": "$.prepared.express.ready"},
             result_path="$.lanes")
         run = sfn.Map(

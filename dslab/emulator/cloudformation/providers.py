@@ -626,6 +626,8 @@ class DataSyncLocation(Provider):
     replace_on = ("*",)
 
     def create(self, logical_id, kind, props, *, stack):
+        for role_arn in (props.get("S3Config", {}).get("BucketAccessRoleArn"), props.get("FileSystemAccessRoleArn")):
+            self.env.check_assumable(role_arn)
         if kind == "AWS::DataSync::LocationS3":
             subdirectory = props.get("Subdirectory", "/")
             arn = self.client("datasync").create_location_s3(S3BucketArn=props["S3BucketArn"], Subdirectory=subdirectory,
@@ -953,6 +955,25 @@ class Environment:
     on_association_deleted: Callable[[str], None] = lambda association: None
     responses: _ResponseListener | None = None
     function_env: Callable[[], dict[str, str]] = lambda: {}
+    iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
+    time_scale: Callable[[], float] = lambda: 1.0
+
+    def check_assumable(self, role_arn: str | None) -> None:
+        """A service assuming a role IAM has not propagated yet is refused ("Unable to assume role. Reason:
+        Access denied when calling sts:AssumeRole"): the stand-in holds a new role back for
+        ``iam_propagation_seconds`` of stand-in time."""
+        if not role_arn or self.iam_propagation_seconds <= 0:
+            return
+        import datetime as dt
+        name = role_arn.rsplit("/", 1)[-1]
+        try:
+            created = self.client("iam").get_role(RoleName=name)["Role"]["CreateDate"]
+        except Exception:  # noqa: BLE001 - no such role: the service says so itself
+            raise ResourceFailed(f"Unable to assume role {role_arn}: it does not exist") from None
+        age = (dt.datetime.now(dt.timezone.utc) - created).total_seconds() / max(self.time_scale(), 1e-9)
+        if age < self.iam_propagation_seconds:
+            raise ResourceFailed(f"Unable to assume role. Reason: Access denied when calling sts:AssumeRole; "
+                                 f"roleArn={role_arn} (created {age:.0f} s ago: IAM has not propagated it yet)")
 
     def aws_managed_policy(self, arn: str) -> None:
         """An AWS managed policy (AdministratorAccess, say) in the stand-in's IAM: loaded one at a time
