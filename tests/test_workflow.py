@@ -123,6 +123,7 @@ def test_every_aws_sdk_task_matches_its_service_model(lab):
         validate_request(service, operation, params, dynamic)
         seen.add((service, operation))
     assert seen == {("datasync", "StartTaskExecution"), ("datasync", "DescribeTaskExecution"),
+                    ("datasync", "CancelTaskExecution"),
                     ("s3", "GetObject"), ("s3", "PutObject")}
 
 

@@ -41,22 +41,28 @@ def put_many(lab: EmulatedLab, prefix: str, count: int) -> tuple[int, int]:
 
 
 class S3Calls:
-    """Every S3 API call made through boto3's default session (the in-process Lambda functions'
-    clients), with its operation and parameters."""
+    """Every S3 request the stand-in answers, as its operation and its key or prefix."""
 
     def __init__(self):
+        from dslab.emulator import patches
         self.calls: list[tuple[str, dict]] = []
-        self._session = boto3._get_default_session()
-        self._session.events.register("before-call.s3", self._record)
+        self._hooks = patches.HOOKS
+        self._hooks.s3_observer = self._record
 
-    def _record(self, model, params, **_):
-        self.calls.append((model.name, {"url": params.get("url_path", ""), "query": params.get("query_string") or {}}))
+    def _record(self, method: str, bucket: str, key: str | None, query: dict) -> None:
+        if key:
+            operation = {"GET": "GetObject", "PUT": "PutObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}.get(method, method)
+            self.calls.append((operation, {"key": key}))
+        elif method == "GET" and query.get("list-type") == "2":
+            self.calls.append(("ListObjectsV2", {"prefix": query.get("prefix", "")}))
+        else:
+            self.calls.append((f"{method} bucket", {"query": query}))
 
     def touching(self, fragment: str) -> list[tuple[str, dict]]:
         return [c for c in self.calls if fragment in json.dumps(c[1])]
 
     def close(self):
-        self._session.events.unregister("before-call.s3", self._record)
+        self._hooks.s3_observer = None
 
 
 # ---- 1. Plan never lists a dataset ---------------------------------------------------------------

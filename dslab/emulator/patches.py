@@ -79,6 +79,8 @@ class Hooks:
     # (method, bucket, key or None) -> (HTTP status, error code, message) to answer an S3 request with, or None:
     # e.g. a directory bucket idle for 90 days answering 503 while it wakes up
     s3_fault: Callable[[str, str, str | None], tuple[int, str, str] | None] | None = None
+    # (method, bucket, key or None, query) for every S3 request the stand-in answers (tests count them)
+    s3_observer: Callable[[str, str, str | None, dict], None] | None = None
     datasync_seconds: float = 0.0    # how long (stand-in seconds) a DataSync task execution transfers
     # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations
     fsx_create_task: Callable[[dict], dict] | None = None
@@ -97,11 +99,13 @@ def reset_hooks() -> None:
     HOOKS.max_state_bytes = 0
     HOOKS.history_events = {}
     HOOKS.function_env = {}
-    HOOKS.s3_fault = None
+    HOOKS.s3_fault = HOOKS.s3_observer = None
     HOOKS.datasync_seconds = 0.0
     HOOKS.fsx_create_task = None
     _DATASYNC_RUNNING.clear()
     _CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
+    from ..workflow import handlers
+    handlers._CLIENT_CACHE.clear()
 
 
 def _snake(name: str) -> str:
@@ -279,6 +283,10 @@ def _patch_s3_faults() -> None:
     original_bucket, original_key = S3Response._bucket_response, S3Response._key_response
 
     def fault(self, request, full_url: str, key: str | None):
+        if HOOKS.s3_observer is not None:
+            from urllib.parse import parse_qs, urlparse
+            query = {k: v[0] for k, v in parse_qs(urlparse(full_url).query, keep_blank_values=True).items()}
+            HOOKS.s3_observer(request.method, self.parse_bucket_name_from_url(request, full_url), key, query)
         if HOOKS.s3_fault is None:
             return None
         bucket = self.parse_bucket_name_from_url(request, full_url)

@@ -30,7 +30,7 @@ IAM_WAIT_CODE = """
 import json, os, time, urllib.request
 
 def handler(event, context):
-    if event.get("RequestType") == "Create":
+    if event.get("RequestType") in ("Create", "Update"):   # a role it guards is new (its Roles changed)
         time.sleep(float(os.environ["WAIT_SECONDS"]) * float(os.environ.get("DSLAB_TIME_SCALE") or 1))
     body = json.dumps({"Status": "SUCCESS", "Reason": "waited for IAM to propagate the new roles",
                        "PhysicalResourceId": event.get("PhysicalResourceId") or "iam-propagation-wait",
@@ -49,7 +49,7 @@ class IamPropagationWait(Construct):
     """A custom resource that only waits, on creation, for IAM to propagate the roles it depends on. No API
     says when a role is assumable by a service; the DataSync locations that assume one at once depend on it."""
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, roles: list[iam.IRole]) -> None:
         super().__init__(scope, construct_id)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH, removal_policy=RemovalPolicy.DESTROY)
         role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
@@ -61,9 +61,14 @@ class IamPropagationWait(Construct):
             code=lambda_.Code.from_inline(IAM_WAIT_CODE), timeout=Duration.seconds(IAM_PROPAGATION_SECONDS + 30),
             memory_size=128, role=role, log_group=log_group, environment={"WAIT_SECONDS": str(IAM_PROPAGATION_SECONDS)},
             description="DataSourceLab: waits for IAM to propagate new roles before DataSync assumes them")
+        # The roles it waits for are its properties: a new role (another efsMountAuth, say) is an Update, and
+        # the handler waits again before the location that assumes it is made.
         self.resource = CustomResource(self, "Wait", service_token=function.function_arn,
-                                       resource_type="Custom::IamPropagationWait")
+                                       resource_type="Custom::IamPropagationWait",
+                                       properties={"Roles": [r.role_arn for r in roles]})
         self.resource.node.add_dependency(role)
+        for guarded in roles:
+            self.node.add_dependency(guarded)
 
 
 class EfsStaging(Construct):
@@ -81,14 +86,6 @@ class EfsStaging(Construct):
             resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*")]))
         # CreateLocationS3 assumes the bucket-access role at once ("Unable to assume role" while IAM has not
         # propagated a new role, which takes seconds, rarely up to a minute): the locations wait for it.
-        self.iam_wait = IamPropagationWait(self, "IamPropagation")
-        self.iam_wait.node.add_dependency(role)  # the role and its DefaultPolicy
-        self.source = datasync.CfnLocationS3(
-            self, "DatasetsLocation", s3_bucket_arn=bucket.bucket_arn, subdirectory=f"/{DATASETS_PREFIX}/",
-            s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
-        self.source.node.add_dependency(role)  # the role and its DefaultPolicy
-        self.source.node.add_dependency(self.iam_wait)
-
         self.efs_access_role: iam.Role | None = None
         if efs_mount_auth == "iam":
             self.efs_access_role = iam.Role(
@@ -96,6 +93,14 @@ class EfsStaging(Construct):
                 description="DataSourceLab: DataSync mounts EFS with IAM to write the datasets")
             self.efs_access_role.add_to_policy(iam.PolicyStatement(actions=EFS_WRITER_ACTIONS,
                                                                    resources=[efs_file_system_arn]))
+        self.iam_wait = IamPropagationWait(self, "IamPropagation",
+                                           roles=[role] + ([self.efs_access_role] if self.efs_access_role else []))
+        self.source = datasync.CfnLocationS3(
+            self, "DatasetsLocation", s3_bucket_arn=bucket.bucket_arn, subdirectory=f"/{DATASETS_PREFIX}/",
+            s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
+        self.source.node.add_dependency(role)  # the role and its DefaultPolicy
+        self.source.node.add_dependency(self.iam_wait)
+
         self.destination = datasync.CfnLocationEFS(
             self, "EfsLocation", efs_filesystem_arn=efs_file_system_arn, subdirectory=FS_DATASETS_PATH,
             in_transit_encryption="TLS1_2",
@@ -106,7 +111,6 @@ class EfsStaging(Construct):
                                                       resource_name=security_group_id)]))
         if self.efs_access_role:
             self.destination.node.add_dependency(self.efs_access_role)
-            self.iam_wait.node.add_dependency(self.efs_access_role)
         self.destination.node.add_dependency(self.iam_wait)
 
         self.log_group = logs.LogGroup(self, "DataSyncLogs", retention=logs.RetentionDays.THREE_MONTHS,
