@@ -140,7 +140,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "  dslab dataset generate --out data/caltech --images 2000")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    dataset = sub.add_parser("dataset", help="generate, pack, replicate, import, describe and upload datasets")
+    dataset = sub.add_parser("dataset", help="generate, pack, replicate, import, stats and upload datasets",
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="Dataset tooling: generate, pack, replicate, import, stats, upload.\n\nexample:\n"
+                                         "  dslab dataset generate --out data/caltech-jpg --images 2000\n"
+                                         "  dslab dataset stats data/caltech-jpg")
     dsub = dataset.add_subparsers(dest="dataset_command", required=True)
     p = _add(dsub, "generate", cmd_dataset_generate, "Generate a deterministic Caltech-256-like jpg dataset.",
              "dslab dataset generate --out data/caltech-jpg --images 30607 --classes 257 --seed 0")
@@ -177,7 +181,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--src", required=True)
     p.add_argument("--to", required=True)
 
-    job = sub.add_parser("job", help="run one CreateTrainingJob request locally")
+    job = sub.add_parser("job", help="run one CreateTrainingJob request locally", formatter_class=argparse.RawDescriptionHelpFormatter,
+                         description="Run one CreateTrainingJob request on this machine.\n\nexample:\n"
+                                     "  dslab job run-local --request req.json --s3-root stand-in/s3 --out job-out")
     jsub = job.add_subparsers(dest="job_command", required=True)
     p = _add(jsub, "run-local", cmd_job_run_local,
              "Run a CreateTrainingJob request on this machine against a folder stand-in for S3 and file systems.",

@@ -46,7 +46,29 @@ def outputs_from_file(path: Path) -> dict[str, str]:
     return flat
 
 
-def outputs_from_cloudformation(region: str | None = None) -> dict[str, str]:
+# The stand-in lab's stack outputs (what `cdk deploy` writes for the embedded stand-in's account): plan
+# and export read them with --offline, to show the requests without an AWS account. A test compares the
+# file's keys with the outputs the stand-in's CloudFormation reports after a deploy.
+OFFLINE_OUTPUTS = Path(__file__).resolve().parent / "local" / "stand-in-outputs.json"
+OFFLINE_HINT = "or add --offline to use the stand-in lab's outputs (no account needed)"
+LOCAL_HINT = "offline, `make lab` (dslab local) runs the whole lab on the embedded stand-in, no account needed"
+
+
+def lab_outputs(args) -> dict[str, str]:
+    """The deployed lab's stack outputs: --outputs FILE, --offline (the stand-in's), else CloudFormation's."""
+    offline = getattr(args, "offline", None)
+    if offline:
+        if args.outputs:
+            raise ConfigError("--offline", "reads the stand-in lab's outputs: give --offline or --outputs, not both")
+        print(f"offline: the stand-in lab's stack outputs ({OFFLINE_OUTPUTS.name}, account 123456789012, us-east-1); "
+              "deploy the lab and drop --offline for your account's", file=sys.stderr)
+        return outputs_from_file(OFFLINE_OUTPUTS)
+    if getattr(args, "outputs", None):
+        return outputs_from_file(Path(args.outputs))
+    return outputs_from_cloudformation(_region(args), hint=OFFLINE_HINT if offline is not None else LOCAL_HINT)
+
+
+def outputs_from_cloudformation(region: str | None = None, hint: str = LOCAL_HINT) -> dict[str, str]:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
     client = boto3.client("cloudformation", region_name=region)
@@ -61,11 +83,12 @@ def outputs_from_cloudformation(region: str | None = None) -> dict[str, str]:
                 raise
             flat.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
     except NoCredentialsError:
-        raise ConfigError("AWS credentials", "none found: set AWS_PROFILE or keys, or pass --outputs cdk-outputs.json") from None
+        raise ConfigError("AWS credentials", f"none found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and "
+                          f"AWS_SECRET_ACCESS_KEY) for the lab's account; {hint}") from None
     except ClientError as err:
         if "does not exist" in str(err):
-            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up` "
-                              "(or pass --outputs cdk-outputs.json)") from None
+            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up`; "
+                              f"{hint}") from None
         raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
     except BotoCoreError as err:
         raise ConfigError("AWS", f"{err}") from None
@@ -77,8 +100,8 @@ def environment_from_outputs(outputs: dict[str, str], region: str):
     missing = [k for k in ("BucketName", "SubnetId", "TrainingSecurityGroupId", "TrainingRoleArn", "TrainingCodeUri",
                            "TrainingImageUri") if k not in outputs]
     if missing:
-        raise ConfigError("--outputs", f"stack output {missing[0]} is missing; deploy the whole lab with "
-                          "`make deploy FSX=up` (cdk deploy DataSourceLab -c fsx=up --outputs-file cdk-outputs.json)")
+        raise ConfigError("--outputs", f"stack outputs {', '.join(missing)} are missing; deploy the whole lab with "
+                          "`make deploy FSX=up` (it writes cdk-outputs.json), or use --offline for the stand-in lab's")
     fsx = None
     if outputs.get("FsxFileSystemId") and outputs.get("FsxMountName"):
         fsx = {"file_system_id": outputs["FsxFileSystemId"], "mount_name": outputs["FsxMountName"]}
@@ -104,7 +127,7 @@ def cmd_plan(args) -> int:
     from .experiment_file import load_experiment
     from . import user_code
     experiment = load_experiment(Path(args.experiment))
-    outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+    outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, _region(args))
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
     experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR)
@@ -133,7 +156,7 @@ def _sfn(region: str):
 
 def _workflow(args) -> tuple[str, str | None]:
     """(state machine ARN, bucket) of the deployed lab."""
-    outputs = outputs_from_file(Path(args.outputs)) if getattr(args, "outputs", None) else outputs_from_cloudformation(_region(args))
+    outputs = lab_outputs(args)
     if "StateMachineArn" not in outputs:
         raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy FSX=keep`")
     return outputs["StateMachineArn"], outputs.get("BucketName")
@@ -310,11 +333,16 @@ def _estimate_kwargs(args) -> dict[str, Any]:
     if args.compute_rate is not None and args.compute_preset:
         raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset")
     rate, rate_note = compute_rate(args.compute_preset, args.compute_rate)
+    args.instance = args.instance or "ml.p3.2xlarge"
+    args.epochs = 1 if args.epochs is None else args.epochs
+    from .validation import instance_type_problem
+    if instance_type_problem(args.instance):
+        raise ConfigError("--instance", instance_type_problem(args.instance))
     prices = _prices(args.prices)
     if prices.instance_hourly(args.instance) is None:
         prices.require_instance(args.instance, "--instance")
     return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices,
-            "volume_size_gb": args.volume_size_gb}, rate_note
+            "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}, rate_note
 
 
 def cmd_estimate(args) -> int:
@@ -340,38 +368,132 @@ def cmd_estimate(args) -> int:
         estimates = estimate_all(shape, modes=modes, express=args.storage is None and not args.mode, **kwargs)
     for e in estimates:
         e.assumptions.insert(0, rate_note)
+    from .core.decision import option_from_estimate, usd
+    from .report import duration
+    capacity = _lab_fsx_capacity(args)
+    options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=capacity,
+                                    volume_size_gb=kwargs["volume_size_gb"]) for e in estimates]
     if args.json:
-        _print_json({"estimates": [e.to_dict() for e in estimates], "prices": kwargs["prices"].label()})
+        _print_json({"estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
+                                                             "what": o.setup.what},
+                                    "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1)}
+                                   for e, o in zip(estimates, options)], "prices": kwargs["prices"].label()})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
-    print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'cost':>9s}  bound")
-    for e in sorted(estimates, key=lambda e: e.cost_usd["total"]):
-        staging = (f"  (+ staging once: ~{(e.staging_seconds or 0) / 60:.0f} min, ${e.staging_cost_usd or 0:.2f})"
-                   if e.staging_cost_usd is not None else "")
+    print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
+          f"{'to a result':>11s} {'time':>8s}  bound")
+    for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
         print(f"{e.source:17s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
-              f"${e.cost_usd['total']:8.2f}  {e.bound}{staging}")
+              f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
+    print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
+          "FSx: its uptime while it imports); `dslab recommend` picks from these")
     print(kwargs["prices"].label())
     return 0
 
 
+SOURCE_DESCRIPTIONS = {
+    "File": "Amazon S3, File mode: the job copies the dataset onto its volume first",
+    "FastFile": "Amazon S3, FastFile mode: the job streams files from S3 as it reads them",
+    "Pipe": "Amazon S3, Pipe mode: the job reads each channel as one stream",
+    "FSx": "FSx for Lustre linked to the S3 bucket",
+    "EFS": "Amazon EFS, the dataset copied into it first",
+}
+
+
+def _describe_source(mode: str, storage: str) -> str:
+    text = SOURCE_DESCRIPTIONS[mode]
+    if storage == "express":
+        text = text.replace("Amazon S3", "S3 Express One Zone (a directory bucket in the instances' zone)", 1)
+    return text
+
+
+def _lab_fsx_capacity(args=None) -> int:
+    """FSx's size: --fsx-capacity, else the lab's deploy setting (cdk.json's fsxCapacity), else 1200 GiB."""
+    from .core.limits import fsx_capacity_problem
+    value = getattr(args, "fsx_capacity", None)
+    if value is None:
+        return int(lab_context().get("fsxCapacity") or 1200)
+    if fsx_capacity_problem(value):
+        raise ConfigError("--fsx-capacity", fsx_capacity_problem(value), "1200, 2400, 4800, ...")
+    return value
+
+
+def print_recommendation(rec, *, heading: str = "recommended") -> None:
+    """A recommendation as `dslab recommend` prints it: the pick, why, the runner-up, the ranking, advice."""
+    from .core.decision import usd, usd_difference
+    from .report import duration
+    d = rec.decision
+    print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run, "
+          f"{duration(d.pick.seconds)} to a result")
+    print(f"  why: {d.why}")
+    if d.runner_up is not None:
+        print(f"  runner-up: {d.runner_up.source}: {usd(d.runner_up.cost_usd)} per run "
+              f"({usd_difference(d.runner_up.cost_usd - d.pick.cost_usd)}), {duration(d.runner_up.seconds)} to a result")
+    chart = "; ".join(rec.flowchart)
+    agrees = "agrees" if rec.flowchart_source == d.pick.mode and d.pick.storage == "standard" else \
+        f"the estimates pick {d.pick.source} instead, for the reason above"
+    print(f"  the post's flowchart: {chart} ({agrees})")
+    print("ranking by cost to a result (the job plus its set-up), cheapest first:")
+    print(f"  {'#':>2s}  {'source':17s} {'job':>9s} {'set-up':>9s} {'to a result':>11s} {'time':>8s}  {'bound':8s} note")
+    for i, o in enumerate(d.ranking, 1):
+        print(f"  {i:2d}  {o.source:17s} {usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} "
+              f"{duration(o.seconds):>8s}  {o.bound or '-':8s} {d.note(o)}")
+    for source, why in d.blocked.items():
+        print(f"  --  {source:17s} cannot serve it: {why}")
+    for line in rec.advice:
+        print(f"advice: {line}")
+    if rec.break_even is not None:
+        print(f"FSx against Express FastFile, by epochs: {rec.break_even.sentence()}")
+
+
 def cmd_recommend(args) -> int:
     from .core.recommend import recommend
+    if args.experiment:
+        return _recommend_experiment(args)
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
-    result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs, **kwargs)
+    result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
+                       fsx_capacity_gib=_lab_fsx_capacity(args), **kwargs)
     if args.json:
         _print_json(result.to_dict())
         return 0
-    from .core.modes import source_label
-    print(f"recommended: {source_label(result.mode, result.storage)} ({result.source})")
-    for step in result.branch:
-        print(f"  because {step}")
-    print("estimates (cheapest first):")
-    for e in sorted(result.estimates, key=lambda e: e.cost_usd["total"]):
-        staging = f", + ${e.staging_cost_usd:.2f} staging once" if e.staging_cost_usd is not None else ""
-        print(f"  {e.source:17s} {e.billable_seconds:8.0f} s billable  ${e.cost_usd['total']:8.2f}  ({e.bound}-bound{staging})")
-    for line in result.advice:
-        print(f"advice: {line}")
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
+    print_recommendation(result)
+    print(kwargs["prices"].label())
+    return 0
+
+
+def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None):
+    """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
+    export exports by default (dslab/core/answers.py, as the report)."""
+    from .core import answers
+    from .core.prices import PriceTable
+    return answers.estimated(experiment, prices or PriceTable(),
+                             fsx_capacity_gib=fsx_capacity_gib if fsx_capacity_gib is not None else _lab_fsx_capacity())
+
+
+def _recommend_experiment(args) -> int:
+    from .experiment_file import load_experiment
+    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs", "instance",
+                 "epochs", "volume_size_gb"):
+        if getattr(args, flag, None):
+            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
+    experiment = load_experiment(Path(args.experiment))
+    found = experiment_answers(experiment, _prices(args.prices), _lab_fsx_capacity(args))
+    names = sorted({a.scenario.dataset.name for a in found})
+    if args.dataset and args.dataset not in names:
+        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
+    found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
+    if args.json:
+        _print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found]})
+        return 0
+    for a in found:
+        print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
+        if a.recommendation is None:
+            print(f"no answer: {a.missing}")
+            continue
+        print_recommendation(a.recommendation)
+        print()
     return 0
 
 
@@ -398,7 +520,7 @@ def cmd_export(args) -> int:
     mode = canonical_mode(args.mode) if args.mode else None
     if args.mode and mode is None:
         raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
-    outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+    outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, _region(args))
     # Your own code is packaged as `dslab plan` and `dslab run` package it (byte-reproducibly): the
     # request names its content-addressed URI; --upload puts it there (the same object `dslab run` uploads).
@@ -409,20 +531,21 @@ def cmd_export(args) -> int:
         s3 = boto3.client("s3", region_name=_region(args))
     experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
     trials = [next(t for t in experiment.trials if t.name == trial.name) for trial in trials]
-    execution, record = "export", None
+    execution, record, storage = "export", None, None
     if args.results:
         if args.trial or args.repeat is not None:
             raise ConfigError("--trial/--repeat", "--results picks the job (the cheapest completed one); "
                               "drop --trial/--repeat, or drop --results to choose the job yourself")
         record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode)
-        mode = record["mode"]
+        mode, storage = record["mode"], record.get("storage") or None
     elif mode is None:
-        mode = _recommended_mode(dataset, trials[0], modes)
+        mode, storage = _recommended_source(experiment, args.experiment, dataset, args.trial)
     if mode not in modes:
         raise ConfigError("--mode", f"the experiment does not run {mode} on {dataset.name}", modes)
     repeat = record["repeat"] if record else (args.repeat or 0)
     jobs = [j for j in plan(experiment, env, execution) if j.spec.dataset.name == dataset.name and j.spec.mode == mode
-            and j.spec.repeat == repeat and j.spec.trial in trials]
+            and j.spec.repeat == repeat and j.spec.trial in trials
+            and (storage is None or (j.spec.trial.storage or "standard") == storage)]
     if not jobs:  # only a results file of another experiment gets here
         raise ConfigError("--results", f"the experiment has no {mode} job of {dataset.name}, repeat {repeat}")
     # A results record names its job (a capacity retry adds "-a<N>"): that job's trial, not just the first.
@@ -444,42 +567,39 @@ def cmd_export(args) -> int:
     return 0
 
 
-def _recommended_mode(dataset, trial, modes: list[str]) -> str:
-    """The mode `dslab recommend` picks for the dataset's shape (its experiment entry's files and bytes)."""
-    from .core.estimate import DatasetShape, compute_rate
-    from .core.prices import PriceTable
-    from .core.recommend import recommend
-    if not (dataset.files and dataset.bytes):
-        raise ConfigError("--mode", f"dataset {dataset.name} has no files/bytes in the experiment, so there is no "
-                          "shape to recommend a mode for: give --mode", modes)
-    compute = trial.compute
-    rate = compute.batch_size / compute.seconds_per_batch if compute.seconds_per_batch else compute_rate()[0]
-    result = recommend(DatasetShape(files=dataset.files, bytes=dataset.bytes), data_in_efs=dataset.source == "efs",
-                       instance_type=trial.instance_type, epochs=trial.epochs, rate=rate, prices=PriceTable(),
-                       volume_size_gb=trial.volume_size_gb)
-    print(f"recommended for {dataset.name}: {result.mode} (as `dslab recommend --files {dataset.files} --bytes "
-          f"{dataset.bytes} --instance {trial.instance_type} --epochs {trial.epochs} --compute-rate {rate:g}"
-          f"{' --data-in-efs' if dataset.source == 'efs' else ''}`); --mode chooses another", file=sys.stderr)
-    return result.mode
+def _recommended_source(experiment, experiment_path: str, dataset, trial_name: str | None) -> tuple[str, str]:
+    """The (mode, storage) `dslab recommend --experiment` picks for the dataset among the sources the
+    experiment runs on it (the same answer the report gives)."""
+    from .core.answers import for_dataset
+    answer = for_dataset(experiment_answers(experiment), dataset.name, trial_name)
+    if answer is None or answer.recommendation is None:
+        raise ConfigError("--mode", f"no answer for {dataset.name}: {answer.missing if answer else 'no trial reads it'}; "
+                          "give --mode")
+    pick = answer.decision.pick
+    print(f"recommended for {answer.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
+          f"--dataset {dataset.name}`); --mode chooses another", file=sys.stderr)
+    return pick.mode, pick.storage
 
 
 def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None) -> tuple[dict[str, Any], str]:
-    """The completed job the report ranks first for the dataset (cost, then billable time), and the run's execution."""
-    from .report import aggregate, load_results, ranking
+    """The completed job of the source the report's answer picks for the dataset (cost to a result),
+    its cheapest repeat, and the run's execution."""
+    from .report import Answers, aggregate, load_results
     results = load_results(path)
     if results.get("experiment_hash") not in (None, experiment.content_hash):
         raise ConfigError("--results", f"{path} is a run of experiment hash {results['experiment_hash']}, not of "
                           f"--experiment ({experiment.content_hash}): give the experiment file that run used")
     done = [r for r in results["records"] if r["dataset"] == dataset and r["status"] == "Completed"
             and r["billable_seconds"] is not None and (mode is None or r["mode"] == mode)]
-    ranked = ranking(aggregate(done))
-    if not ranked:
+    if not done:
         raise ConfigError("--results", f"{path} has no completed {mode or ''} job on {dataset}".replace("  ", " "),
                           sorted({r["dataset"] for r in results["records"] if r["status"] == "Completed"}) or None)
-    best = min((r for r in done if r["mode"] == ranked[0]["mode"]),
+    decided = [m for m in Answers(results, aggregate(done)).measured if m.decision is not None]
+    pick = decided[0].decision.pick
+    best = min((r for r in done if r["mode"] == pick.mode and (r.get("storage") or "standard") == pick.storage),
                key=lambda r: (r["cost_usd"]["total"], r["billable_seconds"]))
-    print(f"cheapest completed job on {dataset} in {path}: {best['job_name']} ({best['mode']}, "
-          f"${best['cost_usd']['total']:.4f})", file=sys.stderr)
+    print(f"the report's pick on {dataset} in {path}: {pick.source}; its cheapest completed job {best['job_name']} "
+          f"(${best['cost_usd']['total']:.4f})", file=sys.stderr)
     return best, results.get("execution") or "export"
 
 
@@ -513,7 +633,7 @@ def cmd_fsx(args) -> int:
     hourly = PriceTable().fsx_hourly(capacity)
     cdk = REPO / "node_modules" / ".bin" / "cdk"
     if args.action == "status":
-        outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+        outputs = lab_outputs(args)
         idle_hours = float(outputs.get("FsxIdleHours", context.get("fsxIdleHours", 0)) or 0)
         state = fsx_state(_region(args), outputs.get("StateMachineArn", ""), idle_hours,
                           int(outputs.get("FsxCapacityGiB", capacity)))
@@ -621,6 +741,12 @@ def cmd_local(args) -> int:
     print(f"wall time {t.get('total', 0):.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
           f"jobs {t.get('jobs', 0):.1f} s (of which Training phases {training:.1f} s), reporting {t.get('reporting', 0):.1f} s; "
           f"lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time" if t.get("total") else "")
+    from .report import Answers, aggregate, answer_lines
+    print()
+    print("the answer (as report.md's ## Answer; local seconds are this machine's, not AWS's):")
+    for line in answer_lines(Answers(run.results, aggregate(run.results["records"])), bold=str,
+                             heading=lambda label: f"{label}:"):
+        print(f"  {line}" if line else "")
     print(f"report: {Path(args.out) / 'report.html'} (also report.md, results.json, results.csv, breakdown.png)")
     return 0 if run.execution_status == "SUCCEEDED" else 1
 
@@ -674,9 +800,10 @@ def _num(value, digits: int = 1) -> str:
 
 def register(sub, add) -> None:
     p = add(sub, "plan", cmd_plan, "Print the exact CreateTrainingJob requests an experiment would run (no AWS call "
-            "with --outputs).", "dslab plan --experiment experiments/post-12-jobs.yaml --outputs cdk-outputs.json --json")
+            "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
     p.add_argument("--experiment", required=True)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--execution", default="plan-preview", help="execution name used in job names (default plan-preview)")
     p.add_argument("--region")
     p.add_argument("--json", action="store_true")
@@ -708,20 +835,27 @@ def register(sub, add) -> None:
     for name, handler, text, example in (
             ("estimate", cmd_estimate, "Predict Downloading / Training / Other seconds and dollars per mode.",
              "dslab estimate --files 30607 --bytes 1.1GB --instance ml.p3.2xlarge --compute-preset v100"),
-            ("recommend", cmd_recommend, "The post's decision flowchart: which data source, why, and advice.",
-             "dslab recommend --files 1530350 --bytes 54GB --epochs 1")):
+            ("recommend", cmd_recommend, "Which data source to pick for a dataset, why, the runner-up, every source "
+             "ranked by cost to a result (job plus set-up), and advice; with --experiment, the answer per dataset among "
+             "the sources the experiment runs (what `dslab export` exports and the report answers).",
+             "dslab recommend --files 1530350 --bytes 54GB --epochs 1\n"
+             "  dslab recommend --experiment experiments/post-12-jobs.yaml")):
         p = add(sub, name, handler, text, example)
-        p.add_argument("--dataset", help="a folder or s3:// prefix to measure")
+        p.add_argument("--dataset", help="a folder or s3:// prefix to measure" + (
+            "; with --experiment, one of its datasets by name" if name == "recommend" else ""))
         p.add_argument("--files", type=int)
         p.add_argument("--bytes", help="total size, e.g. 1.1GB")
         p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
-        p.add_argument("--instance", default="ml.p3.2xlarge")
+        p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
         p.add_argument("--compute-rate", type=float, help="samples per second the model consumes")
         p.add_argument("--compute-preset", help="v100, a100 or h100 (default v100)")
-        p.add_argument("--epochs", type=int, default=1)
-        p.add_argument("--volume-size-gb", type=int, default=100)
+        p.add_argument("--epochs", type=int, help="epochs per job (default 1)")
+        p.add_argument("--volume-size-gb", type=int, help="the training volume (default 100)")
+        p.add_argument("--fsx-capacity", type=int, help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
         p.add_argument("--prices", help="YAML file overriding prices")
         p.add_argument("--json", action="store_true")
+        if name == "recommend":
+            p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
         if name == "estimate":
             p.add_argument("--mode")
             p.add_argument("--storage", choices=["standard", "express"],
@@ -732,15 +866,16 @@ def register(sub, add) -> None:
 
     p = add(sub, "export", cmd_export, "Print one job of an experiment (the recommended mode by default, or the "
             "cheapest completed job of --results) as ready-to-run SageMaker Python SDK code: the lab's own request.",
-            "dslab export --experiment experiments/post-12-jobs.yaml --outputs cdk-outputs.json --out winner.py")
+            "dslab export --experiment experiments/post-12-jobs.yaml --offline --out winner.py")
     p.add_argument("--experiment", required=True)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--region")
-    p.add_argument("--mode", help="the job's mode (default: what `dslab recommend` picks for the dataset's files/bytes)")
+    p.add_argument("--mode", help="the job's mode (default: what `dslab recommend --experiment` picks for the dataset)")
     p.add_argument("--dataset", help="the job's dataset (default: the experiment's first)")
     p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset)")
     p.add_argument("--repeat", type=int, help="the job's repeat (default 0)")
-    p.add_argument("--results", help="a finished run's results.json: export its cheapest completed job, as the report ranks")
+    p.add_argument("--results", help="a finished run's results.json: export the job of the source its report picks")
     p.add_argument("--out", help="write the code to this file instead of printing it")
     p.add_argument("--upload", action="store_true",
                    help="with your own script (script.source_dir): upload its package to the content-addressed URI the code names")

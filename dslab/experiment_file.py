@@ -48,7 +48,18 @@ def read_document(path: Path) -> Any:
 
 
 def load_experiment(path: Path) -> Experiment:
-    return parse_experiment(read_document(path), source=str(path))
+    """An experiment file, parsed, with every trial's instance type checked against botocore's
+    SageMaker model: a typo is refused here, before any command builds, uploads or runs anything."""
+    document = read_document(path)
+    experiment = parse_experiment(document, source=str(path))
+    from .validation import instance_type_problem
+    trial_docs = document.get("trials") if isinstance(document, dict) and isinstance(document.get("trials"), list) else []
+    for i, trial in enumerate(experiment.trials):
+        problem = instance_type_problem(trial.instance_type)
+        if problem:
+            own = i < len(trial_docs) and isinstance(trial_docs[i], dict) and "instance_type" in trial_docs[i]
+            raise ConfigError(f"trials[{i}].instance_type" if own else "instance_type", problem, source=str(path))
+    return experiment
 
 
 def read_json_file(path: Path, option: str) -> Any:

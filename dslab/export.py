@@ -140,8 +140,24 @@ def start_training_job(name=None):
     )
 
 
+def _no_credentials():
+    """One line naming what is missing, or None (boto3's own chain: env, profile, SSO, instance role)."""
+    import boto3
+    if boto3.Session(region_name=REGION).get_credentials() is None:
+        return ("no AWS credentials found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) "
+                f"for the account the lab is deployed in ({{REGION}}), then run this again")
+    return None
+
+
 if __name__ == "__main__":
-    job = start_training_job()
+    missing = _no_credentials()
+    if missing:
+        sys.exit(missing)
+    from botocore.exceptions import BotoCoreError, ClientError
+    try:
+        job = start_training_job()
+    except (BotoCoreError, ClientError) as err:  # one line, not a traceback
+        sys.exit(f"CreateTrainingJob failed: {{err}}")
     print(f"started training job {{job.training_job_name}} in {{REGION}}")
     if "--wait" in sys.argv[1:]:
         job.wait(logs=True)

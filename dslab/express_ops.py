@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any, Iterator
 
 from .core.errors import ConfigError
@@ -183,8 +182,8 @@ def _count(s3, bucket: str, dataset: str | None) -> tuple[int, int, int]:
 # ---- commands ------------------------------------------------------------------------------------
 
 def _bucket_from_args(args) -> dict[str, Any] | None:
-    from .cli_ops import _region, outputs_from_cloudformation, outputs_from_file
-    outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(_region(args))
+    from .cli_ops import _region, lab_outputs
+    outputs = lab_outputs(args)
     return express_bucket(outputs, _region(args))
 
 
@@ -266,8 +265,11 @@ def cmd_express_empty(args) -> int:
 
 def register_express(sub, add) -> None:
     """``dslab express status|empty`` (called from cli_ops.register)."""
+    import argparse
     express = sub.add_parser("express", help="the S3 Express One Zone bucket: status (objects, bytes, cost per month), "
-                             "empty (delete the staged copies)")
+                             "empty (delete the staged copies)", formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="The S3 Express One Zone bucket: status, empty.\n\nexample:\n"
+                                         "  dslab express status\n  dslab express empty --dataset caltech-jpg-1x --yes")
     esub = express.add_subparsers(dest="express_command", required=True)
     p = add(esub, "status", cmd_express_status, "The S3 Express One Zone bucket: its zone, objects and bytes per dataset, "
             "and what it costs per month while they sit there.", "dslab express status --outputs cdk-outputs.json")

@@ -17,7 +17,7 @@ from typing import Any
 
 from .contracts import validate_results
 from .core.errors import ConfigError
-from .core.modes import SOURCE_ORDER, source_label
+from .core.modes import SOURCE_ORDER, STANDARD, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
 from .experiment_file import read_json_file
@@ -98,6 +98,10 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         spread = (max(totals) - min(totals)) if len(totals) > 1 else 0.0
         row = {
             "dataset": dataset, "mode": mode, "runs": len(items), "completed": len(done),
+            "dataset_name": items[0]["dataset"], "trials": sorted({r.get("trial") or "" for r in items}),
+            "mode_name": items[0]["mode"], "storage": items[0].get("storage") or STANDARD,
+            # One instance's clock from start to end (billable seconds count every instance).
+            "wall_mean": _mean(done, lambda r: r["billable_seconds"] / max(1, r.get("instance_count") or 1)),
             "statuses": sorted({r["status"] for r in items}),
             "billable_mean": mean, "billable_spread": spread,
             "disagree": bool(mean and len(totals) > 1 and spread / mean > DISAGREEMENT),
@@ -188,6 +192,94 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     return {"bars": bars, "datasets": datasets, "modes": modes}
 
 
+# ---- the answer ---------------------------------------------------------------------------------
+
+class Answers:
+    """What the report answers: each scenario's pick from the measured jobs and, for a local run, the
+    estimated AWS answer for the same experiment (``core/answers.py``, as recommend and export)."""
+
+    def __init__(self, results: dict[str, Any], rows: list[dict[str, Any]]):
+        from .core import answers
+        from .core.experiment import parse_experiment
+        prices = results.get("prices") or {}
+        self.prices = PriceTable.with_overrides(prices.get("overrides"), "results.json: prices.overrides")
+        self.fsx_capacity_gib = int(results.get("fsx_capacity_gib") or 1200)
+        stats = results.get("dataset_stats") or {}
+        try:
+            self.experiment = parse_experiment(results.get("experiment") or {"name": "?"})
+        except ConfigError:
+            self.experiment = None  # imported DescribeTrainingJob outputs: no experiment document
+        datasets = {d.name: d for d in self.experiment.datasets} if self.experiment else {}
+        names = {r["dataset_name"] for r in rows}
+        shapes = {n: (answers.shape_of(datasets[n], stats) if n in datasets else _stats_shape(stats.get(n))) for n in names}
+        # A local run's seconds are this machine's: its time to a result leaves out the set-up's AWS duration
+        # (its dollars, priced per file and byte, stay).
+        self.measured = answers.measured(rows, self.prices, shapes=shapes, fsx_capacity_gib=self.fsx_capacity_gib,
+                                         data_in_efs={n: d.source == "efs" for n, d in datasets.items()},
+                                         setup_time=results.get("backend") != "local")
+        self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, fsx_capacity_gib=self.fsx_capacity_gib)
+                          if self.experiment is not None and results.get("backend") == "local" else [])
+
+    def estimate_for(self, measured) -> Any:
+        """The estimated answer of the same dataset and trials, if any."""
+        return next((a for a in self.estimated if a.scenario.dataset.name == measured.dataset
+                     and set(measured.trials) & set(a.scenario.trial_names)), None)
+
+
+def _stats_shape(found: dict[str, Any] | None):
+    from .core.estimate import DatasetShape
+    if not found or not found.get("files") or not found.get("bytes"):
+        return None
+    return DatasetShape(files=int(found["files"]), bytes=int(found["bytes"]))
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=lambda label: f"### {label}") -> list[str]:
+    """The answer, one block per scenario (markdown; ``bold`` and ``heading`` plain for a terminal)."""
+    from .core.decision import usd, usd_difference
+    lines: list[str] = []
+    for m in answers.measured:
+        lines.append(heading(m.label))
+        if heading(m.label).startswith("#"):
+            lines.append("")
+        d = m.decision
+        if d is None:
+            lines.append(f"- no measured answer: {m.missing}")
+        else:
+            setup = "nothing to set up" if not d.pick.setup.usd else f"{usd(d.pick.setup.usd)} of it set-up"
+            lines.append(f"- {bold('Pick: ' + d.pick.source)}: {usd(d.pick.cost_usd)} per run "
+                         f"({setup}), {duration(d.pick.seconds)} to a result. Why: {d.why}.")
+            if d.runner_up is not None:
+                lines.append(f"- Runner-up (the pick if the pick were not there): {d.runner_up.source}: "
+                             f"{usd(d.runner_up.cost_usd)} per run ({usd_difference(d.runner_up.cost_usd - d.pick.cost_usd)}), "
+                             f"{duration(d.runner_up.seconds)} to a result.")
+            for source, why in d.passed_over.items():
+                option = next(o for o in d.ranking if o.source == source)
+                lines.append(f"- {source} ({usd(option.cost_usd)}) {why}.")
+            for source, why in d.blocked.items():
+                lines.append(f"- {source} cannot serve it: {why}.")
+        estimate = answers.estimate_for(m)
+        if estimate is not None and estimate.decision is not None:
+            e = estimate.decision
+            runner = f"; runner-up {e.runner_up.source}, {usd(e.runner_up.cost_usd)}" if e.runner_up else ""
+            lines.append(f"- {bold('Estimated on AWS')} (the same jobs at AWS speed, not measured): pick "
+                         f"{e.pick.source}, {usd(e.pick.cost_usd)} per run, {duration(e.pick.seconds)} to a result"
+                         f"{runner}. Why: {e.why}.")
+            for advice in estimate.recommendation.advice:
+                lines.append(f"- Advice (estimated on AWS): {advice}.")
+        lines.append("")
+    return lines
+
+
 # ---- documents --------------------------------------------------------------------------------
 
 def _fmt(value, digits=1, prefix="") -> str:
@@ -196,17 +288,27 @@ def _fmt(value, digits=1, prefix="") -> str:
     return f"{prefix}{value:,.{digits}f}"
 
 
-def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: list[dict[str, Any]] | None) -> str:
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answers) -> str:
+    from .core.decision import usd
     experiment = results.get("experiment", {})
     summary = summarise(results["records"])
-    lines = [f"# DataSourceLab report: {experiment.get('name', 'experiment')}", ""]
+    lines = [f"# DataSourceLab report: {experiment.get('name', 'experiment')}", "", "## Answer", ""]
     if results["backend"] == "local":
         lines += [f"> **{LOCAL_NOTE}**", ""]
-    lines += [f"- backend: **{results['backend']}**; execution: `{results.get('execution', '-')}`",
+    lines += ["Cost to a result is what one run pays: its jobs (measured) and its set-up (priced from the dataset's "
+              "files and bytes: the copy into EFS, the staging copy into the directory bucket, FSx's uptime while it "
+              "imports). A source that needs more than the S3 bucket is picked only when it saves enough to be worth it.", ""]
+    lines += answer_lines(answers)
+    prices = results.get("prices", {})
+    lines += ["## The run", "",
+              f"- backend: **{results['backend']}**; execution: `{results.get('execution', '-')}`",
               f"- experiment hash: `{results.get('experiment_hash', '-')}`; code version: `{results.get('code_version', '-')}`",
-              f"- prices: {results.get('prices', {}).get('date', '-')} ({results.get('prices', {}).get('region', '-')}): "
-              f"{results.get('prices', {}).get('source', '-')}",
-              f"- jobs: {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}", ""]
+              f"- prices: {prices.get('date', '-')} ({prices.get('region', '-')}): {prices.get('source', '-')}",
+              f"- {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}", ""]
     lines += ["## Billable time per data source (seconds, mean over completed repeats)", "",
               "| dataset | source | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -218,15 +320,18 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
                      f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | "
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
     lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
-              "first batch included. Modes are ranked below by what you pay for, not by AU.", "",
-              "## Ranking by cost, then billable time", "", "| dataset | rank | source | cost | billable s |", "|---|---|---|---|---|"]
-    rank, current = 0, None
-    for r in ranking(rows):
-        rank = rank + 1 if r["dataset"] == current else 1
-        current = r["dataset"]
-        lines.append(f"| {r['dataset']} | {rank} | {r['mode']} | {_fmt(r['cost_total'], 4, '$')} | {_fmt(r['billable_mean'])} |")
-    lines += ["", "![Downloading / Training / Other per mode](breakdown.png)", "",
-              "## Cost per job (US dollars, mean)", "",
+              "first batch included. Sources are ranked below by what a result costs, not by AU.", "",
+              "![Downloading / Training / Other per mode](breakdown.png)", "",
+              "## Ranking by cost to a result (measured jobs, priced set-up)", "",
+              "| dataset | rank | source | jobs | set-up | cost to a result | time to a result | note |",
+              "|---|---|---|---|---|---|---|---|"]
+    for m in answers.measured:
+        if m.decision is None:
+            continue
+        for rank, o in enumerate(m.decision.ranking, 1):
+            lines.append(f"| {m.label} | {rank} | {o.source} | {usd(o.job_usd)} | {usd(o.setup.usd)} | {usd(o.cost_usd)} | "
+                         f"{duration(o.seconds)} | {_cell(m.decision.note(o))} |")
+    lines += ["", "## Cost per job (US dollars, mean)", "",
               "| dataset | source | instance | storage (volume, FSx uptime, Express copy) | requests | total |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['dataset']} | {r['mode']} | {_fmt(r['cost_instance'], 4, '$')} | {_fmt(r['cost_storage'], 4, '$')} | "
@@ -234,69 +339,52 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], estimates: lis
     failures = [(r, reason) for r in rows for reason in r["reasons"]]
     if failures:
         lines += ["", "## Failed and skipped jobs", ""]
-        lines += [f"- {r['dataset']} / {r['mode']}: {reason}" for r, reason in failures]
-    if estimates:
+        lines += [f"- {r['dataset']} / {r['mode']}: {_cell(reason)}" for r, reason in failures]
+    if answers.estimated:
         lines += ["", "## The same experiment on AWS, estimated (not measured)", "",
-                  "| dataset | source | downloading | training | other | billable | cost | bound |", "|---|---|---|---|---|---|---|---|"]
-        for e in estimates:
-            lines.append(f"| {e['dataset']} | {e['mode']} | {_fmt(e['downloading'])} | {_fmt(e['training'])} | {_fmt(e['other'])} | "
-                         f"{_fmt(e['billable_seconds'])} | {_fmt(e['cost_usd']['total'], 4, '$')} | {e['bound']} |")
+                  "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result | "
+                  "time to a result | bound | note |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for a in answers.estimated:
+            if a.decision is None:
+                lines.append(f"| {a.scenario.label} | - | - | | | | | | | | | | {_cell(a.missing)} |")
+                continue
+            for rank, o in enumerate(a.decision.ranking, 1):
+                e = a.recommendation.estimates[o.source]
+                lines.append(f"| {a.scenario.label} | {rank} | {o.source} | {_fmt(e.downloading)} | {_fmt(e.training)} | "
+                             f"{_fmt(e.other)} | {_fmt(e.billable_seconds)} | {usd(o.job_usd)} | {usd(o.setup.usd)} | "
+                             f"{usd(o.cost_usd)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
     lines.append("")
     return "\n".join(lines)
 
 
 def html_document(markdown_text: str, chart_png: bytes, title: str) -> str:
-    """A self-contained page: the Markdown's tables as HTML, the chart embedded as data."""
-    body = []
-    in_table = False
-    for line in markdown_text.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if set("".join(cells)) <= set("-: "):
-                continue
-            if not in_table:
-                body.append("<table>")
-                in_table = True
-                body.append("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cells) + "</tr>")
-            else:
-                body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
-            continue
-        if in_table:
-            body.append("</table>")
-            in_table = False
-        if line.startswith("# "):
-            body.append(f"<h1>{html.escape(line[2:])}</h1>")
-        elif line.startswith("## "):
-            body.append(f"<h2>{html.escape(line[3:])}</h2>")
-        elif line.startswith("> "):
-            body.append(f"<p class='note'>{html.escape(line[2:].strip('*'))}</p>")
-        elif line.startswith("!["):
-            data = base64.b64encode(chart_png).decode()
-            body.append(f"<img alt='Downloading / Training / Other per mode' src='data:image/png;base64,{data}'>")
-        elif line.startswith("- "):
-            body.append(f"<p>{html.escape(line[2:]).replace('**', '')}</p>")
-        elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
-    if in_table:
-        body.append("</table>")
+    """A self-contained page: the Markdown rendered by markdown-it (CommonMark with tables), the chart
+    embedded as data."""
+    from markdown_it import MarkdownIt
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    data = base64.b64encode(chart_png).decode()
+    body = renderer.render(markdown_text.replace("](breakdown.png)", f"](data:image/png;base64,{data})"))
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px;text-align:right}"
-             "th{background:#eee}.note{background:#fff3cd;border:1px solid #e0c36a;padding:8px}img{max-width:100%}")
+             "margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px}"
+             "th{background:#eee}blockquote{background:#fff3cd;border:1px solid #e0c36a;padding:8px;margin:1em 0}"
+             "img{max-width:100%}code{background:#f3f3f3;padding:0 3px}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
+            f"<style>{style}</style></head><body>{body}</body></html>")
 
 
-def write_report(results: dict[str, Any], out: Path, estimates: list[dict[str, Any]] | None = None) -> dict[str, Path]:
-    """Write every output into ``out``; returns their paths."""
+def write_report(results: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Write every output into ``out``; returns their paths. The same results give the same report,
+    whoever writes it (`dslab local`, the workflow's results through `dslab report`)."""
     validate_results(results)
     out.mkdir(parents=True, exist_ok=True)
     rows = aggregate(results["records"])
+    answers = Answers(results, rows)
     title = f"{results.get('experiment', {}).get('name', 'experiment')} ({results['backend']})"
     paths = {name: out / name for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png")}
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))
     paths["results.csv"].write_text(to_csv(results["records"]))
     breakdown_chart(rows, paths["breakdown.png"], f"Billable time per data source: {title}")
-    text = markdown(results, rows, estimates)
+    text = markdown(results, rows, answers)
     paths["report.md"].write_text(text)
     paths["report.html"].write_text(html_document(text, paths["breakdown.png"].read_bytes(), title))
     return paths

@@ -7,6 +7,7 @@ import functools
 import re
 from typing import Any
 
+import botocore
 import botocore.session
 from botocore.validate import ParamValidator
 
@@ -77,3 +78,20 @@ def validate_request(service: str, operation: str, params: dict[str, Any], dynam
     _walk(shape, params, "", problems, frozenset(dynamic or ()))
     if problems:
         raise RequestInvalid(f"{service}.{api_name} request is invalid:\n  " + "\n  ".join(problems))
+
+
+@functools.lru_cache(maxsize=None)
+def training_instance_types() -> tuple[str, ...]:
+    """The instance types CreateTrainingJob accepts (ResourceConfig.InstanceType), from botocore's model."""
+    return tuple(_service_model("sagemaker").shape_for("TrainingInstanceType").enum)
+
+
+def instance_type_problem(value: str) -> str | None:
+    """Why ``value`` is not a SageMaker training instance type (with the closest ones), or None."""
+    import difflib
+    known = training_instance_types()
+    if value in known:
+        return None
+    close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.75)
+    hint = f"; did you mean {' or '.join(close)}?" if close else "; `aws sagemaker` names them ml.<family>.<size>, e.g. ml.g5.xlarge"
+    return f"{value!r} is not a SageMaker training instance type (botocore {botocore.__version__}'s model){hint}"

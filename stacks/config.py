@@ -17,6 +17,7 @@ from constructs import Node
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
                                  FSX_STACK, WORKFLOW_STACK)
 
+from dslab.core.limits import fsx_capacity_problem
 from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
@@ -80,10 +81,8 @@ class LabConfig:
             raise LabConfigError(f"context 'vpcCidr'={cidr!r}: the prefix length must be /16 to /24")
 
         capacity = _int(get("fsxCapacity") if get("fsxCapacity") is not None else 1200, "fsxCapacity")
-        if not (capacity in (1200, 2400) or (capacity > 0 and capacity % 2400 == 0)):
-            raise LabConfigError(
-                f"context 'fsxCapacity'={capacity} is not a valid FSx for Lustre SCRATCH_2 capacity: "
-                "allowed values are 1200, 2400 or a multiple of 2400 GiB (e.g. -c fsxCapacity=4800)")
+        if fsx_capacity_problem(capacity):
+            raise LabConfigError(f"context 'fsxCapacity'={fsx_capacity_problem(capacity)} (e.g. -c fsxCapacity=4800)")
         fsx_link = _choice(get("fsxLink") or "dra", "fsxLink", FSX_LINKS)
         performance = _choice(get("efsPerformance") or "maxIO", "efsPerformance", EFS_PERFORMANCE)
         throughput = _choice(get("efsThroughput") or "bursting", "efsThroughput", EFS_THROUGHPUT)

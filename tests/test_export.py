@@ -158,9 +158,10 @@ def test_export_prints_code_for_the_chosen_mode(outputs, capsys, tmp_path):
     assert "/mnt1234/datasets/caltech-jpg-1x" in path.read_text()
 
 
-def test_export_defaults_to_the_recommended_mode(outputs, capsys):
-    assert main(["recommend", "--files", "30607", "--bytes", "1100000000", "--instance", "ml.p3.2xlarge", "--json"]) == 0
-    recommended = json.loads(capsys.readouterr().out)["mode"]
+def test_export_defaults_to_the_recommended_source(outputs, capsys):
+    experiment = str(REPO / "experiments/post-12-jobs.yaml")
+    assert main(["recommend", "--experiment", experiment, "--dataset", "caltech-jpg-1x", "--json"]) == 0
+    recommended = json.loads(capsys.readouterr().out)["answers"][0]["pick"]
     assert export("--outputs", str(outputs)) == 0
     captured = capsys.readouterr()
     assert f"dslab:mode', value='{recommended}'" in captured.out and "caltech-jpg-1x" in captured.out
@@ -187,7 +188,7 @@ def test_a_skipped_fsx_job_says_how_to_bring_fsx_back(tmp_path, capsys):
     assert "--mode" in err and "dslab fsx up" in err
 
 
-def test_export_from_results_picks_the_cheapest_completed_job(outputs, capsys, tmp_path):
+def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
     from dslab.experiment_file import load_experiment
     experiment = load_experiment(REPO / "experiments/post-12-jobs.yaml")
     jobs = {j.spec.mode: j for j in plan(experiment, lab_environment(), "run-1") if j.spec.dataset.name == "caltech-jpg-1x"}

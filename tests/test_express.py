@@ -278,15 +278,21 @@ def test_break_even_between_fsx_and_express_for_the_posts_dataset():
     print(f"\n{result.sentence()}")
 
 
-def test_recommend_weighs_express_for_the_users_epochs():
+def test_recommend_weighs_fsx_and_express_for_the_users_epochs():
+    """The pick weighs FSx (hourly) and Express FastFile (a copy once) at the user's epochs, each with
+    its set-up; the break-even is told beside it and agrees with the ranking at those epochs."""
     rate, _ = compute_rate("v100")
-    one = recommend(POST_50X, rate=rate, prices=PriceTable(), epochs=1)
-    many = recommend(POST_50X, rate=rate, prices=PriceTable(), epochs=30)
-    assert (one.mode, one.storage) == ("FSx", "standard")
-    assert (many.mode, many.storage) == ("FastFile", "express") and "Express" in many.source
-    for rec in (one, many):
-        assert any("break-even" in a for a in rec.advice)
-        assert rec.to_dict()["fsx_express_break_even"]["crossover_epochs"] == one.break_even.crossover
+    for epochs in (1, 5, 30):
+        rec = recommend(POST_50X, rate=rate, prices=PriceTable(), epochs=epochs)
+        by_source = {o.source: o for o in rec.decision.ranking}
+        fsx, express = by_source["FSx"], by_source["Express FastFile"]
+        assert fsx.setup.usd > 0 and express.setup.usd > 0
+        cheaper = "FSx" if fsx.cost_usd <= express.cost_usd else "Express FastFile"
+        crossover = rec.break_even.crossover
+        assert cheaper == (rec.break_even.cheaper_at_start if crossover is None or epochs < crossover else
+                           ("Express FastFile" if rec.break_even.cheaper_at_start == "FSx" else "FSx"))
+        assert rec.to_dict()["fsx_express_break_even"]["crossover_epochs"] == crossover
+    assert recommend(POST_50X, rate=rate, prices=PriceTable(), epochs=1).decision.pick.source == "FSx"
 
 
 # ---- what would break a real run (runtime findings) -----------------------------------------------

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dslab.cli import main
 from dslab.contracts import validate_results
 from dslab.experiment_file import load_experiment
 from dslab.local import lab as local_lab
@@ -74,7 +75,11 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     report = (out / "report.md").read_text()
     assert "LOCAL run" in report and "estimated (not measured)" in report
     assert "Express FastFile" in report and "Express File" in report
-    assert len(run.estimates) == 12 and {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
+    # The answer leads, local and estimated on AWS, per dataset; `dslab report` rebuilds the same report.
+    assert report.splitlines()[2] == "## Answer" and report.count("**Pick: ") == 2 and report.count("Estimated on AWS") == 2
+    assert main(["report", "--results", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "report.md").read_text() == report
+    assert {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
     assert_clean(cache)
 
 

@@ -12,7 +12,6 @@ import json
 import threading
 import time
 
-import boto3
 import pytest
 
 from dslab import datasets

@@ -110,3 +110,13 @@ EXPRESS_WAKE_SECONDS = 5 * 60
 # CopyObject copies up to 5 GB in one call; larger objects go through multipart UploadPartCopy
 # (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html).
 COPY_OBJECT_MAX_BYTES = 5 * 1024**3
+
+
+# FSx for Lustre SCRATCH_2 capacities: "1.2 TiB, 2.4 TiB, or increments of 2.4 TiB"
+# (https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html).
+def fsx_capacity_problem(capacity: int) -> str | None:
+    """Why a SCRATCH_2 storage capacity (GiB) is not allowed, or None."""
+    if capacity in (1200, 2400) or (capacity > 0 and capacity % 2400 == 0):
+        return None
+    return (f"{capacity} is not a valid FSx for Lustre SCRATCH_2 capacity: allowed values are 1200, 2400 or a "
+            "multiple of 2400 GiB")

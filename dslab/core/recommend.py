@@ -1,124 +1,127 @@
-"""The source post's decision flowchart, made explicit, with the estimate of every alternative."""
+"""`dslab recommend`: every data source estimated for a dataset's shape, and the pick of ``decision.py``
+with the reasons, the runner-up and advice that saves money. The source post's flowchart is shown
+beside it as context (it decides on size thresholds; the pick decides on cost to a result)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Sequence
 
-from .estimate import BreakEven, DatasetShape, Estimate, estimate_all, fsx_express_break_even
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, STANDARD, source_label
+from .decision import ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, random_access_blocker
+from .estimate import BreakEven, DatasetShape, Estimate, estimate_mode, fsx_express_break_even
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_MODES, STANDARD, source_label
 
 SMALL_DATASET_BYTES = 75e9      # the post: "small (under 50-100 GB)"
 LARGE_FILE_BYTES = 50e6         # the post: small files "under 50 MB", large files "50 MB and up"
 PACKED_SHARD_BYTES = 150e6      # the post: FastFile is best "for containers of 150 MB and more"
 
+# Every source the lab can run: the five modes on the lab's bucket, the S3 modes on the directory bucket.
+ALL_SOURCES: tuple[tuple[str, str], ...] = tuple((m, STANDARD) for m in MODES) + tuple((m, EXPRESS) for m in S3_MODES)
+
 
 @dataclass
 class Recommendation:
-    source: str
-    mode: str
-    branch: list[str]
-    estimates: list[Estimate]
+    decision: Decision
+    flowchart: list[str]
+    flowchart_source: str
     advice: list[str] = field(default_factory=list)
-    storage: str = STANDARD
     break_even: BreakEven | None = None
+    assumptions: list[str] = field(default_factory=list)
+    estimates: dict[str, Estimate] = field(default_factory=dict)   # by source label
+
+    @property
+    def mode(self) -> str:
+        return self.decision.pick.mode
+
+    @property
+    def storage(self) -> str:
+        return self.decision.pick.storage
+
+    @property
+    def source(self) -> str:
+        return self.decision.pick.source
 
     def to_dict(self) -> dict[str, Any]:
-        out = {"source": self.source, "mode": self.mode, "storage": self.storage, "branch": self.branch,
-               "estimates": [e.to_dict() for e in self.estimates], "advice": self.advice}
+        out = {**self.decision.to_dict(), "flowchart": {"steps": self.flowchart, "source": self.flowchart_source},
+               "advice": self.advice, "assumptions": self.assumptions}
         if self.break_even is not None:
             out["fsx_express_break_even"] = self.break_even.to_dict()
         return out
 
 
-def _source(mode: str, storage: str = STANDARD) -> str:
-    if storage == EXPRESS:
-        return "Amazon S3 Express One Zone (a directory bucket in the training instances' zone)"
-    return {FSX: "FSx for Lustre (linked to S3)", EFS: "Amazon EFS"}.get(mode, "Amazon S3")
+def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False) -> tuple[list[str], str]:
+    """The source post's decision flowchart: its steps and the source it ends on."""
+    size_gb, mean_mb = shape.bytes / 1e9, shape.mean_file_bytes / 1e6
+    if data_in_efs:
+        return ["the data already lives in EFS -> read it there"], EFS
+    if random_access:
+        return ["random reads -> a file system built for them: FSx for Lustre"], FSX
+    if shape.bytes < SMALL_DATASET_BYTES:
+        steps = [f"small dataset ({size_gb:.1f} GB < {SMALL_DATASET_BYTES / 1e9:.0f} GB) -> File mode"]
+        if shape.mean_file_bytes < LARGE_FILE_BYTES:
+            steps.append(f"small files (mean {mean_mb * 1000:.0f} KB < 50 MB) -> serialize them into shards")
+        return steps, FILE
+    if shape.mean_file_bytes >= LARGE_FILE_BYTES:
+        return [f"large dataset ({size_gb:.0f} GB) of large files (mean {mean_mb:.0f} MB) -> FastFile"], FASTFILE
+    return [f"large dataset ({size_gb:.0f} GB) of small files (mean {mean_mb * 1000:.0f} KB) -> FSx for Lustre, "
+            "unless the files can be packed into large shards"], FSX
+
+
+def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOURCES, random_access: bool = False,
+            data_in_efs: bool = False, fsx_capacity_gib: int = 1200, **estimate_kwargs) -> list[tuple[Option, Estimate]]:
+    """Every source's way to a result for this shape (the estimate of its job plus its set-up), with the estimate."""
+    out = []
+    for mode, storage in sources:
+        estimate = estimate_mode(mode, shape, storage=storage, fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)
+        option = option_from_estimate(estimate, shape, estimate_kwargs["prices"],
+                                      instance_count=int(estimate_kwargs.get("instance_count", 1)),
+                                      fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs,
+                                      volume_size_gb=estimate_kwargs.get("volume_size_gb", 100))
+        if random_access and not option.blocker and random_access_blocker(mode):
+            option = replace(option, blocker=random_access_blocker(mode))
+        out.append((option, estimate))
+    return out
 
 
 def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
+              sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200,
               **estimate_kwargs) -> Recommendation:
-    estimates = estimate_all(shape, express=True, **estimate_kwargs)
-    by_mode = {e.mode: e for e in estimates if e.storage == STANDARD}
-    express_fastfile = next(e for e in estimates if e.storage == EXPRESS and e.mode == FASTFILE)
-    storage = STANDARD
-    break_even = None
-    size_gb = shape.bytes / 1e9
-    mean_mb = shape.mean_file_bytes / 1e6
-    branch: list[str] = []
+    candidates = options(shape, sources=sources, random_access=random_access, data_in_efs=data_in_efs,
+                         fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)
+    decision = decide(option for option, _ in candidates)
+    steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs)
+    pick = decision.pick
     advice: list[str] = []
-
-    if data_in_efs:
-        branch.append("the data already lives in EFS -> read it there (no copy to S3)")
-        mode = EFS
-    elif random_access:
-        branch.append("random reads -> a file system built for them: FSx for Lustre")
-        mode = FSX
-    elif shape.bytes < SMALL_DATASET_BYTES:
-        branch.append(f"the dataset is small ({size_gb:.1f} GB < {SMALL_DATASET_BYTES / 1e9:.0f} GB) -> File mode")
-        mode = FILE
-        if shape.mean_file_bytes < LARGE_FILE_BYTES:
-            branch.append(f"its files are small (mean {mean_mb * 1000:.0f} KB < 50 MB) -> serialize them into shards")
-        cheapest = min((e for e in estimates if e.mode in (FILE, FSX)), key=lambda e: e.cost_usd["total"])
-        if cheapest.mode == FSX and cheapest.cost_usd["total"] < by_mode[FILE].cost_usd["total"] * 0.9:
-            branch.append("many small files make File mode's download long -> FSx is cheaper for this dataset")
-            mode = FSX
-    elif shape.mean_file_bytes >= LARGE_FILE_BYTES:
-        branch.append(f"large dataset ({size_gb:.0f} GB) of large files (mean {mean_mb:.0f} MB) -> FastFile first")
-        mode = FASTFILE
-    else:
-        branch.append(f"large dataset ({size_gb:.0f} GB) of small files (mean {mean_mb * 1000:.0f} KB) -> FSx for Lustre, "
-                      "unless the files can be packed into large shards")
-        mode = FSX
-
-    if shape.mean_file_bytes < LARGE_FILE_BYTES and not data_in_efs and not random_access:
-        # Beyond the post: a directory bucket in the instances' zone cuts FastFile's per-file latency;
-        # against FSx it trades the hourly file system for a one-off copy. Compared for the user's epochs.
-        break_even = _break_even(shape, estimate_kwargs)
-        epochs = int(estimate_kwargs.get("epochs", 1))
-        express_total = express_fastfile.cost_usd["total"] + (express_fastfile.staging_cost_usd or 0.0)
-        current_total = by_mode[mode].cost_usd["total"] + (_fsx_import_cost(by_mode[FSX], estimate_kwargs) if mode == FSX else 0.0)
-        if express_fastfile.bound == "compute" and express_total < current_total:
-            branch.append(f"small files on S3 Express One Zone: FastFile is compute-bound there and, for {epochs} epoch(s), "
-                          f"cheaper (${express_total:.2f} with the staging copy) than {mode} (${current_total:.2f}"
-                          f"{' with its S3 import' if mode == FSX else ''}) -> Express FastFile")
-            mode, storage = FASTFILE, EXPRESS
-        else:
-            branch.append(f"S3 Express One Zone FastFile would cost ${express_total:.2f} with the staging copy "
-                          f"({express_fastfile.bound}-bound) against ${current_total:.2f} for {mode} -> {mode} stays")
-
+    # Packing small files into ~150 MB shards: only said when it saves at least ADVICE_MIN_SAVING.
     if shape.mean_file_bytes < LARGE_FILE_BYTES and not data_in_efs:
         shards = max(1, int(round(shape.bytes / PACKED_SHARD_BYTES)))
         samples, _ = shape.sample_count()
         packed = DatasetShape(files=shards, bytes=shape.bytes, samples=samples)
-        packed_best = min(estimate_all(packed, **estimate_kwargs), key=lambda e: e.cost_usd["total"])
-        current = express_fastfile if storage == EXPRESS else by_mode[mode]
-        if packed_best.cost_usd["total"] < current.cost_usd["total"]:
-            ratio = current.cost_usd["total"] / packed_best.cost_usd["total"]
+        packed_pick = decide(option for option, _ in options(packed, sources=sources, random_access=random_access,
+                                                             fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)).pick
+        saving = pick.cost_usd - packed_pick.cost_usd
+        if pick.cost_usd > 0 and saving / pick.cost_usd >= ADVICE_MIN_SAVING:
             advice.append(f"pack into ~{PACKED_SHARD_BYTES / 1e6:.0f} MB shards ({shards:,} shards; dslab dataset pack "
-                          f"--shard-size 150MB) and read them with {packed_best.mode}: estimated {ratio:.1f}x cheaper "
-                          f"(${packed_best.cost_usd['total']:.2f} instead of ${current.cost_usd['total']:.2f} per run)")
-    chosen = express_fastfile if storage == EXPRESS else by_mode[mode]
-    if chosen.bound == "I/O":
-        advice.append(f"{source_label(mode, storage)} is I/O-bound here: the accelerator waits for data; more readers or larger files help")
-    if break_even is not None:
-        advice.append(f"FSx vs S3 Express FastFile for this dataset: {break_even.sentence()}")
-    if storage == EXPRESS:
-        advice.append(f"the workflow stages the dataset into the directory bucket in ~{(chosen.staging_seconds or 0) / 60:.0f} min "
-                      f"(${chosen.staging_cost_usd or 0:.2f}); empty it after the runs (dslab express empty)")
-    if mode == FSX and by_mode[FSX].fsx_provisioning_seconds:
-        advice.append(f"creating FSx indexes the dataset in ~{by_mode[FSX].fsx_provisioning_seconds / 60:.0f} min and bills "
-                      "while it stands: tear it down after the runs (dslab fsx down)")
-    return Recommendation(source=_source(mode, storage), mode=mode, branch=branch, estimates=estimates, advice=advice,
-                          storage=storage, break_even=break_even)
+                          f"--shard-size 150MB) and read them with {packed_pick.source}: ${packed_pick.cost_usd:.2f} "
+                          f"instead of ${pick.cost_usd:.2f} per run (saves {saving / pick.cost_usd:.0%})")
+    if pick.bound == "I/O":
+        advice.append(f"{pick.source} is I/O-bound here: the accelerator waits for data; more readers or larger files help")
+    # FSx's hourly bill against Express's one-off copy, per epoch count: told beside the answer (the
+    # source post leaves the question open), not as advice: the pick already weighs both at these epochs.
+    break_even = None
+    by_source = {o.source: o for o in decision.ranking}
+    if source_label(FASTFILE, EXPRESS) in by_source and FSX in by_source:
+        kwargs = {k: v for k, v in estimate_kwargs.items() if k != "epochs"}
+        epochs = int(estimate_kwargs.get("epochs", 1))
+        break_even = fsx_express_break_even(shape, max_epochs=max(100, epochs), fsx_capacity_gib=fsx_capacity_gib, **kwargs)
+    if pick.storage == EXPRESS:
+        advice.append(f"the workflow stages the dataset into the directory bucket first (~{pick.setup.seconds / 60:.0f} min, "
+                      f"${pick.setup.usd:.2f}); empty it after the runs (dslab express empty)")
+    if pick.mode == FSX:
+        advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{pick.setup.seconds / 60:.0f} min "
+                      "before the first job): tear it down after the runs (dslab fsx down)")
+    assumptions = list(dict.fromkeys(a for _, estimate in candidates for a in estimate.assumptions))
+    return Recommendation(decision=decision, flowchart=steps, flowchart_source=chart_source, advice=advice,
+                          break_even=break_even, assumptions=assumptions,
+                          estimates={estimate.source: estimate for _, estimate in candidates})
 
-
-def _break_even(shape: DatasetShape, estimate_kwargs: dict[str, Any]) -> BreakEven:
-    kwargs = {k: v for k, v in estimate_kwargs.items() if k != "epochs"}
-    return fsx_express_break_even(shape, max_epochs=max(100, int(estimate_kwargs.get("epochs", 1))), **kwargs)
-
-
-def _fsx_import_cost(fsx: Estimate, estimate_kwargs: dict[str, Any]) -> float:
-    prices = estimate_kwargs["prices"]
-    return prices.fsx_hourly(int(estimate_kwargs.get("fsx_capacity_gib", 1200))) * (fsx.fsx_provisioning_seconds or 0.0) / 3600

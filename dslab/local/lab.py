@@ -26,9 +26,7 @@ from typing import Any, Callable
 from .. import datasets as dataset_tools
 from .. import user_code
 from ..core.errors import ConfigError
-from ..core.estimate import DatasetShape, compute_rate, estimate_mode
 from ..core.experiment import Experiment, JPG
-from ..core.prices import PriceTable
 from ..emulator.lab import EmulatedLab
 from ..experiment_file import load_experiment
 from ..report import write_report
@@ -113,7 +111,6 @@ class LocalRun:
     execution_status: str
     execution_error: str | None
     timings: dict[str, float] = field(default_factory=dict)
-    estimates: list[dict[str, Any]] = field(default_factory=list)
 
 
 class LocalLab:
@@ -240,30 +237,9 @@ class LocalLab:
             results = self.lab.results(execution)
         except Exception:
             raise RuntimeError(f"the workflow ended {execution.status} without results: {execution.error}: {execution.cause}") from None
-        estimates = self.estimates()
-        paths = write_report(results, self.out, estimates=estimates)
+        paths = write_report(results, self.out)
         self.timings["reporting"] = time.monotonic() - t1
-        return LocalRun(results, paths, execution.status, execution.error, dict(self.timings), estimates)
-
-    def estimates(self) -> list[dict[str, Any]]:
-        prices = PriceTable()
-        out = []
-        for trial in self.experiment.trials:
-            rate, _ = (compute_rate(trial.compute.preset) if trial.compute.preset
-                       else compute_rate(rate=trial.compute.batch_size / (trial.compute.seconds_per_batch or 0.195)))
-            for dataset in trial.datasets:
-                local = self.local_datasets.get(dataset.name)
-                if local is None:
-                    continue
-                info = dataset_tools.stats(str(local))
-                samples = int(dataset.generate.get("images", info["files"])) * int(dataset.generate.get("copies", 1))
-                shape = DatasetShape(files=info["files"], bytes=info["bytes"], samples=samples)
-                for mode in trial.modes:
-                    estimate = estimate_mode(mode, shape, instance_type=trial.instance_type,
-                                             instance_count=trial.instance_count, epochs=trial.epochs, rate=rate,
-                                             volume_size_gb=trial.volume_size_gb, prices=prices, storage=trial.storage)
-                    out.append({"dataset": dataset.name, **estimate.to_dict(), "mode": estimate.source})
-        return out
+        return LocalRun(results, paths, execution.status, execution.error, dict(self.timings))
 
 
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,

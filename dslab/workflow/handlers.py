@@ -663,7 +663,13 @@ def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         "experiment_hash": plan_document["experiment_hash"],
         "code_version": plan_document["environment"].get("code_version"),
         "environment": plan_document["environment"],
-        "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"]},
+        # What the report needs to rebuild the answer from this file alone: the price overrides the
+        # run used, the datasets' files and bytes as found in S3, FSx's size.
+        "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"],
+                   "overrides": json.loads(overrides) if overrides else None},
+        "dataset_stats": {name: {k: v for k, v in found.items() if k in ("files", "bytes")}
+                          for name, found in plan_document["dataset_stats"].items()},
+        "fsx_capacity_gib": plan_document.get("fsx_capacity_gib", 1200),
         "quotas": plan_document.get("quotas"),
         "staging": (prepared.get("staging") or {}).get("status") if isinstance(prepared.get("staging"), dict) else prepared.get("staging"),
         "express_staging": prepared.get("express"),

@@ -1,0 +1,169 @@
+"""The answer per dataset of an experiment: which source to pick, estimated before a run and measured
+after one. `dslab recommend --experiment`, `dslab export` (its default job), the report and
+`dslab local` all call these functions, so they name the same source from the same inputs.
+
+A scenario is one dataset read by trials that differ only in where the S3 modes read (the lab's
+bucket or the directory bucket): their sources compete for one answer. Trials that differ in
+anything else (instance type, epochs, model, script) are scenarios of their own.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from .decision import Decision, decide, option_from_measured
+from .estimate import DatasetShape, compute_rate
+from .experiment import Dataset, Experiment, Trial
+from .modes import EXPRESS, MODES, STANDARD
+from .prices import PriceTable
+from .recommend import Recommendation, recommend
+
+
+@dataclass(frozen=True)
+class Scenario:
+    dataset: Dataset
+    trials: tuple[Trial, ...]
+    label: str
+
+    @property
+    def trial_names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.trials)
+
+    @property
+    def sources(self) -> tuple[tuple[str, str], ...]:
+        """The (mode, storage) pairs the scenario's trials run, in the lab's order."""
+        seen = {(m, t.storage or STANDARD) for t in self.trials for m in t.modes}
+        return tuple(sorted(seen, key=lambda s: (s[1] == EXPRESS, MODES.index(s[0]))))
+
+
+def _settings(trial: Trial) -> tuple:
+    """What a job's cost depends on besides its source: trials equal here share one answer."""
+    return (trial.instance_type, trial.instance_count, trial.volume_size_gb, trial.epochs, trial.compute,
+            trial.script.entry_point if trial.script else None, trial.max_samples, trial.spot)
+
+
+def scenarios(experiment: Experiment) -> list[Scenario]:
+    grouped: dict[tuple[str, tuple], list[Trial]] = defaultdict(list)
+    datasets: dict[str, Dataset] = {}
+    for trial in experiment.trials:
+        for dataset in trial.datasets:
+            datasets.setdefault(dataset.name, dataset)
+            grouped[(dataset.name, _settings(trial))].append(trial)
+    per_dataset: dict[str, int] = defaultdict(int)
+    for name, _ in grouped:
+        per_dataset[name] += 1
+    out = []
+    for (name, _), trials in grouped.items():
+        label = name if per_dataset[name] == 1 else f"{name} · {'+'.join(t.name for t in trials)}"
+        out.append(Scenario(datasets[name], tuple(trials), label))
+    return out
+
+
+def samples_of(dataset: Dataset) -> int | None:
+    """Samples the dataset holds when its recipe says (images x copies); None lets the estimate assume."""
+    images = dataset.generate.get("images")
+    return int(images) * int(dataset.generate.get("copies", 1)) if images else None
+
+
+def shape_of(dataset: Dataset, stats: Mapping[str, Any] | None = None) -> DatasetShape | None:
+    """The dataset's files and bytes: a run's stats (what was in S3) over the experiment's declaration."""
+    found = (stats or {}).get(dataset.name) or {}
+    files, size = found.get("files") or dataset.files, found.get("bytes") or dataset.bytes
+    if not files or not size:
+        return None
+    return DatasetShape(files=int(files), bytes=int(size), samples=samples_of(dataset))
+
+
+def compute_rate_of(trial: Trial) -> float:
+    """Samples per second the trial's model consumes (a real model without a measured rate: the V100 preset)."""
+    compute = trial.compute
+    if compute.seconds_per_batch:
+        return compute.batch_size / compute.seconds_per_batch
+    return compute_rate(compute.preset)[0]
+
+
+@dataclass
+class Answer:
+    scenario: Scenario
+    recommendation: Recommendation | None    # None when the dataset's size is not known
+    missing: str | None = None
+
+    @property
+    def decision(self) -> Decision | None:
+        return self.recommendation.decision if self.recommendation else None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scenario": self.scenario.label, "dataset": self.scenario.dataset.name,
+                               "trials": list(self.scenario.trial_names)}
+        if self.recommendation is None:
+            return {**out, "missing": self.missing}
+        return {**out, **self.recommendation.to_dict()}
+
+
+def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
+              fsx_capacity_gib: int = 1200) -> list[Answer]:
+    """Each scenario's pick among the sources it runs, from the estimates (nothing measured)."""
+    answers = []
+    for scenario in scenarios(experiment):
+        dataset, trial = scenario.dataset, scenario.trials[0]
+        shape = shape_of(dataset, stats)
+        if shape is None:
+            answers.append(Answer(scenario, None, f"dataset {dataset.name} has no files/bytes in the experiment "
+                                                  "(datasets[].files and .bytes) and no stats from a run"))
+            continue
+        rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
+                        fsx_capacity_gib=fsx_capacity_gib, instance_type=trial.instance_type,
+                        instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
+                        prices=prices, volume_size_gb=trial.volume_size_gb)
+        answers.append(Answer(scenario, rec))
+    return answers
+
+
+def for_dataset(answers: Iterable[Answer], dataset: str, trial: str | None = None) -> Answer | None:
+    return next((a for a in answers if a.scenario.dataset.name == dataset
+                 and (trial is None or trial in a.scenario.trial_names)), None)
+
+
+# ---- measured --------------------------------------------------------------------------------------
+
+@dataclass
+class MeasuredAnswer:
+    dataset: str
+    trials: tuple[str, ...]
+    label: str
+    decision: Decision | None
+    missing: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"scenario": self.label, "dataset": self.dataset, "trials": list(self.trials)}
+        return {**out, **(self.decision.to_dict() if self.decision else {"missing": self.missing})}
+
+
+def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[str, DatasetShape | None],
+             fsx_capacity_gib: int = 1200, data_in_efs: Mapping[str, bool] | None = None,
+             setup_time: bool = True) -> list[MeasuredAnswer]:
+    """Each report scenario's pick among the sources that completed, from their measured mean cost and
+    time, with each source's set-up priced from the dataset's shape (rows of ``report.aggregate``)."""
+    by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_scenario[row["dataset"]].append(row)
+    out = []
+    for label, items in by_scenario.items():
+        name = items[0]["dataset_name"]
+        trials = tuple(sorted({t for r in items for t in r["trials"] if t}))
+        done = [r for r in items if r["cost_total"] is not None and r["wall_mean"] is not None]
+        if not done:
+            out.append(MeasuredAnswer(name, trials, label, None, "no job completed"))
+            continue
+        options = [option_from_measured(r["mode_name"], r["storage"], r["cost_total"], r["wall_mean"], shapes.get(name),
+                                        prices, fsx_capacity_gib=fsx_capacity_gib,
+                                        data_in_efs=bool((data_in_efs or {}).get(name)), setup_time=setup_time)
+                   for r in done]
+        out.append(MeasuredAnswer(name, trials, label, decide(options)))
+    return out
+
+
+__all__ = ["Answer", "MeasuredAnswer", "Scenario", "estimated", "measured", "scenarios", "shape_of", "for_dataset",
+           "compute_rate_of"]

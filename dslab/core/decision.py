@@ -1,0 +1,321 @@
+"""Which data source to pick, and why: one decision, used by `dslab recommend`, `dslab export`, the
+report and `dslab local`'s summary.
+
+A candidate is a data source with what one run pays to reach a result:
+
+- the job: instance time, volumes, requests (estimated by ``estimate.py``, or measured in a record);
+- its set-up, paid before or beside the job, priced from the dataset's files and bytes
+  (``setup_cost``): EFS the DataSync copy into EFS and EFS storage while it is read; Express the
+  staging copy into the directory bucket; FSx the file system's uptime while it imports the
+  dataset's S3 metadata (its uptime during the job is already in the job's cost).
+
+cost to result = job + set-up;  time to result = set-up + the job's wall time.
+
+The pick (``decide``):
+
+1. Rank by cost to result, then time to result.
+2. A source that asks more than the lab's S3 bucket and a script that reads files must save enough
+   to be worth it: ``INFRA_MARGIN`` (10%) when it needs something of its own (a directory bucket and
+   a copy, a file system, a copy into EFS, a script that reads a stream), plus ``UNMEASURED_MARGIN``
+   (30%) when its estimate has no measured cell behind it (the constants for Pipe, EFS and Express
+   are public figures, not fits). Each source's cost is weighed as cost / (1 - its margin), and the
+   pick is the lowest weighed cost: a source with a 10% margin beats File or FastFile only when it
+   is at least 10% cheaper, and beats another source by the difference of their margins.
+3. Every source cheaper than the pick is passed over with one line saying why.
+4. The runner-up is what the same rules pick when the pick is not there.
+
+Measured runs rest on measured figures: only the first margin applies to them. With the data already
+in EFS, EFS asks nothing: every other source needs a copy out of it first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, DatasetShape, Estimate
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, STANDARD, source_label
+from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
+
+# A source that asks something of its own must be this much cheaper than one that asks nothing.
+INFRA_MARGIN = 0.10
+# An estimate with no measured cell behind it must save this much more. The model is within 2% on the
+# measured cells (1.8% mean error, test_estimate_calibration); Pipe's, EFS's and Express's constants are public figures,
+# not fits, and the figures they rest on spread wider (S3 first-byte latency: 20 ms assumed for Pipe,
+# 40 ms inside FastFile's measured 42 ms): a 30% error is within that spread.
+UNMEASURED_MARGIN = 0.30
+# Advice that saves less than this share is not given.
+ADVICE_MIN_SAVING = 0.10
+
+# Sources with measured cells in the calibration (dslab/contracts/bencher-measured.csv).
+MEASURED_SOURCES = (FILE, FASTFILE, FSX)
+
+# DataSync copying a dataset between S3 and EFS (no measured cell: assumptions, labelled as such).
+DATASYNC_FIXED_SECONDS = 120.0      # assumption: a task execution's launch, preparing and verifying phases
+DATASYNC_FILES_PER_SECOND = 500.0   # assumption: small files per second on one task
+DATASYNC_MBPS = EFS_BURST_MBPS      # writes into EFS Bursting run at its burst throughput (AWS EFS performance docs)
+
+# What a source asks of its own, in the words a passed-over line uses. Pipe asks it of the script:
+# one process reads each channel's stream, in order (the post: "superseded by FastFile").
+NEEDS = {
+    EXPRESS: "a directory bucket and a staging copy",
+    FSX: "an FSx file system",
+    EFS: "a copy of the dataset in EFS",
+    PIPE: "a script that reads a stream (Pipe)",
+}
+
+
+@dataclass(frozen=True)
+class Setup:
+    usd: float
+    seconds: float
+    what: str  # one phrase: what is paid, for the ranking's note
+
+
+def setup_cost(mode: str, storage: str | None, shape: DatasetShape, prices: PriceTable, *, job_seconds: float = 0.0,
+               fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
+               express_staging: tuple[float, float] | None = None) -> Setup:
+    """What a source pays before or beside its jobs for one run of a dataset of this shape.
+
+    ``express_staging`` is the estimate's (seconds, dollars) of the staging copy when known (the
+    estimate holds the copy's model); otherwise the copy's dollars are priced here from the shape."""
+    gigabytes = shape.bytes / 1e9
+    if data_in_efs:
+        if mode == EFS:
+            return Setup(0.0, 0.0, "none: the data already lives in EFS")
+        seconds, usd = _datasync(shape, prices)
+        return Setup(usd, seconds, f"a DataSync copy of {gigabytes:.2f} GB from EFS to S3")
+    if storage == EXPRESS:
+        seconds, usd = express_staging if express_staging else (0.0, express_staging_cost(prices, shape.files, shape.bytes))
+        kept = prices["express_gb_month"] * gigabytes * seconds / 3600 / HOURS_PER_MONTH
+        return Setup(usd + kept, seconds, f"the staging copy of {shape.files:,} objects into the directory bucket")
+    if mode == FSX:
+        seconds = shape.files / FSX_IMPORT_RATE
+        return Setup(prices.fsx_hourly(fsx_capacity_gib) * seconds / 3600, seconds,
+                     f"FSx uptime while it imports {shape.files:,} objects' metadata")
+    if mode == EFS:
+        seconds, usd = _datasync(shape, prices)
+        # EFS storage from the copy's start to the job's end (emptied after the run).
+        usd += prices["efs_standard_gb_month"] * gigabytes * (seconds + job_seconds) / 3600 / HOURS_PER_MONTH
+        return Setup(usd, seconds, f"a DataSync copy of {gigabytes:.2f} GB into EFS and its storage")
+    return Setup(0.0, 0.0, "none")
+
+
+def _datasync(shape: DatasetShape, prices: PriceTable) -> tuple[float, float]:
+    seconds = DATASYNC_FIXED_SECONDS + shape.files / DATASYNC_FILES_PER_SECOND + shape.bytes / 1e6 / DATASYNC_MBPS
+    return seconds, prices["datasync_per_gb"] * shape.bytes / 1e9
+
+
+@dataclass(frozen=True)
+class Option:
+    """One data source's way to a result."""
+    mode: str
+    storage: str
+    job_usd: float
+    setup: Setup
+    job_seconds: float          # the job's wall time (start to end, one instance's clock)
+    measured: bool              # measured run, or an estimate with a measured cell behind it
+    bound: str | None = None
+    blocker: str | None = None  # why this source cannot serve the dataset at all (never picked)
+    data_in_efs: bool = False
+
+    @property
+    def source(self) -> str:
+        return source_label(self.mode, self.storage)
+
+    @property
+    def cost_usd(self) -> float:
+        return self.job_usd + self.setup.usd
+
+    @property
+    def seconds(self) -> float:
+        return self.setup.seconds + self.job_seconds
+
+    @property
+    def needs(self) -> str | None:
+        """What this source asks beyond the lab's S3 bucket and a script that reads files, if anything."""
+        if self.data_in_efs:
+            parts = [] if self.mode == EFS else ["a copy of the dataset out of EFS"]
+        else:
+            parts = [NEEDS[EXPRESS]] if self.storage == EXPRESS else []
+            parts += [NEEDS[self.mode]] if self.mode in (FSX, EFS) else []
+        if self.mode == PIPE:
+            parts.append(NEEDS[PIPE])
+        return " and ".join(parts) or None
+
+    @property
+    def margin(self) -> float:
+        """The share this source must save against one that asks nothing, to be picked over it."""
+        if self.data_in_efs and self.mode == EFS:
+            return 0.0  # the data's home: every other source needs a copy out of it first (DataSync, unmeasured too)
+        return (INFRA_MARGIN if self.needs else 0.0) + (0.0 if self.measured else UNMEASURED_MARGIN)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "mode": self.mode, "storage": self.storage,
+                "job_usd": round(self.job_usd, 4), "setup_usd": round(self.setup.usd, 4),
+                "cost_to_result_usd": round(self.cost_usd, 4), "setup_seconds": round(self.setup.seconds, 1),
+                "job_seconds": round(self.job_seconds, 1), "time_to_result_seconds": round(self.seconds, 1),
+                "setup": self.setup.what, "measured": self.measured, "bound": self.bound, "blocker": self.blocker}
+
+
+@dataclass
+class Decision:
+    pick: Option
+    runner_up: Option | None
+    ranking: list[Option]           # every serving source, by cost to result then time to result
+    why: str
+    passed_over: dict[str, str] = field(default_factory=dict)   # source -> why not (cheaper than the pick)
+    blocked: dict[str, str] = field(default_factory=dict)       # source -> why it cannot serve the dataset
+    advice: list[str] = field(default_factory=list)
+
+    def note(self, option: Option) -> str:
+        if option is self.pick:
+            return "pick"
+        notes = ["runner-up (the pick if the pick were not there)"] if option is self.runner_up else []
+        if option.source in self.passed_over:
+            notes.append(self.passed_over[option.source])
+        return "; ".join(notes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pick": self.pick.source, "mode": self.pick.mode, "storage": self.pick.storage, "why": self.why,
+                "runner_up": self.runner_up.source if self.runner_up else None,
+                "ranking": [{**o.to_dict(), "note": self.note(o)} for o in self.ranking],
+                "passed_over": self.passed_over, "blocked": self.blocked, "advice": self.advice}
+
+
+def usd(value: float) -> str:
+    """Dollars as a reader compares them: cents from $0.10 up, two significant figures below (local runs)."""
+    if value >= 0.1 or value <= 0:
+        return f"${value:,.2f}"
+    if value < 0.0001:
+        return "<$0.0001"
+    return f"${value:.{max(2, 1 - math.floor(math.log10(value)))}f}"
+
+
+def usd_difference(value: float) -> str:
+    """A difference in dollars with its sign: "+$0.02", "-$0.04"."""
+    return f"{'-' if value < 0 else '+'}{usd(abs(value))}"
+
+
+def _rank_key(option: Option) -> tuple[float, float, float]:
+    # Costs equal to three significant figures tie; then the lighter bar, then the quicker result.
+    return (float(f"{option.cost_usd:.3g}"), option.margin, option.seconds)
+
+
+def weighed(option: Option) -> float:
+    """The cost to result the pick compares: raised by what the source asks (see the module's rules)."""
+    return option.cost_usd / (1.0 - option.margin)
+
+
+def required_saving(option: Option, against: Option) -> float:
+    """The share ``option`` must save against ``against`` to be picked over it."""
+    return max(0.0, 1.0 - (1.0 - option.margin) / (1.0 - against.margin))
+
+
+def decide(options: Iterable[Option]) -> Decision:
+    """The pick among the options (see the module's rules); raises ValueError when none can serve."""
+    options = list(options)
+    blocked = {o.source: o.blocker for o in options if o.blocker}
+    ranking = sorted((o for o in options if not o.blocker), key=_rank_key)
+    if not ranking:
+        raise ValueError("no data source can serve this dataset: " + "; ".join(f"{k}: {v}" for k, v in blocked.items()))
+    pick = _pick(ranking)
+    passed_over: dict[str, str] = {}
+    for option in ranking:
+        if option is pick:
+            break
+        saving = pick.cost_usd - option.cost_usd
+        share = saving / pick.cost_usd if pick.cost_usd > 0 else 0.0
+        passed_over[option.source] = (f"passed over: {share:.1%} ({usd(saving)}) cheaper than {pick.source}, less than "
+                                      f"the {required_saving(option, pick):.0%} it must save against it "
+                                      f"({_asks(option, pick)})")
+    if pick is ranking[0]:
+        why = f"the cheapest to a result ({usd(pick.cost_usd)} per run, {setup_phrase(pick)})"
+        if pick.margin:
+            why += f", and it clears what it asks ({_bar(pick)})"
+    else:
+        why = (f"the lowest cost to a result ({usd(pick.cost_usd)} per run, {setup_phrase(pick)}) once each cheaper "
+               "source's cost is weighed by what it asks")
+    # The runner-up is what the same rules pick when the pick is not there.
+    rest = [o for o in ranking if o is not pick]
+    runner_up = _pick(rest) if rest else None
+    return Decision(pick=pick, runner_up=runner_up, ranking=ranking, why=why, passed_over=passed_over,
+                    blocked=blocked)
+
+
+def _pick(ranking: list[Option]) -> Option:
+    """The lowest weighed cost; ties go to the earlier in the ranking (cheaper, then quicker)."""
+    return min(ranking, key=lambda o: (round(weighed(o), 9), ranking.index(o)))
+
+
+def _bar(option: Option) -> str:
+    """What a source asks, with its margin: "10%: it needs ...; 30%: its estimate has no measured cell"."""
+    parts = []
+    if option.needs:
+        parts.append(f"{INFRA_MARGIN:.0%}: it needs {option.needs}")
+    if not option.measured:
+        parts.append(f"{UNMEASURED_MARGIN:.0%}: its estimate has no measured cell")
+    return "; ".join(parts)
+
+
+def _asks(option: Option, pick: Option) -> str:
+    text = _bar(option) or "it asks nothing more"
+    if pick.margin:
+        text += f"; against {pick.source}'s own {pick.margin:.0%}"
+    return text
+
+
+def setup_phrase(option: Option) -> str:
+    """Either "nothing to set up" or "$X of it set-up: what is paid"."""
+    if option.setup.usd <= 0 and option.setup.seconds <= 0:
+        return "nothing to set up"
+    return f"{usd(option.setup.usd)} of it set-up: {option.setup.what}"
+
+
+# ---- options from estimates and from measured results ----------------------------------------------
+
+def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceTable, *, instance_count: int = 1,
+                         fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
+                         volume_size_gb: int | None = None) -> Option:
+    job_seconds = (estimate.downloading + estimate.training + estimate.other) / max(1, instance_count)
+    staging = ((estimate.staging_seconds or 0.0, estimate.staging_cost_usd or 0.0)
+               if estimate.storage == EXPRESS else None)
+    setup = setup_cost(estimate.mode, estimate.storage, shape, prices, job_seconds=job_seconds,
+                       fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs, express_staging=staging)
+    blocker = None
+    if estimate.mode == FILE and volume_size_gb is not None and shape.bytes / 1e9 * 1.05 > volume_size_gb:
+        blocker = f"File mode copies {shape.bytes / 1e9:.1f} GB onto a {volume_size_gb} GB volume: raise volume_size_gb"
+    measured = estimate.mode in MEASURED_SOURCES and estimate.storage != EXPRESS
+    return Option(mode=estimate.mode, storage=estimate.storage or STANDARD, job_usd=estimate.cost_usd["total"],
+                  setup=setup, job_seconds=job_seconds, measured=measured, bound=estimate.bound, blocker=blocker,
+                  data_in_efs=data_in_efs)
+
+
+def option_from_measured(mode: str, storage: str | None, job_usd: float, job_seconds: float, shape: DatasetShape | None,
+                         prices: PriceTable, *, fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
+                         setup_time: bool = True) -> Option:
+    """A measured source (a report row): its jobs' mean cost and time, its set-up priced from the shape.
+    ``setup_time`` False (a local run): the set-up's AWS duration is left out of the time to a result,
+    which then compares this machine's seconds only."""
+    setup = (setup_cost(mode, storage, shape, prices, job_seconds=job_seconds, fsx_capacity_gib=fsx_capacity_gib,
+                        data_in_efs=data_in_efs) if shape else Setup(0.0, 0.0, "not priced: the dataset's size is unknown"))
+    if not setup_time and setup.seconds:
+        setup = Setup(setup.usd, 0.0, setup.what)
+    return Option(mode=mode, storage=storage or STANDARD, job_usd=job_usd, setup=setup, job_seconds=job_seconds,
+                  measured=True, data_in_efs=data_in_efs)
+
+
+# Sources that serve random reads from a file system: File's local copy, FSx, EFS. FastFile and Pipe
+# stream: each random read would be a request to S3.
+RANDOM_ACCESS_MODES = (FILE, FSX, EFS)
+
+
+def random_access_blocker(mode: str) -> str | None:
+    if mode in (FASTFILE, PIPE):
+        return f"{mode} streams from S3: random reads would each be a request (the post: FSx for random access)"
+    return None
+
+
+__all__ = ["setup_phrase", "usd", "usd_difference", "weighed", "required_saving", "Decision", "Option", "Setup", "decide", "setup_cost", "option_from_estimate", "option_from_measured",
+           "INFRA_MARGIN", "UNMEASURED_MARGIN", "ADVICE_MIN_SAVING", "RANDOM_ACCESS_MODES", "random_access_blocker"]
