@@ -230,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dslab: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `dslab recommend ... | head`: the reader has what it wanted
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return 0
 
 
 if __name__ == "__main__":
