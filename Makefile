@@ -32,7 +32,7 @@ lab: setup
 	.venv/bin/dslab local --out lab-out
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --durations=15
 
 synth: setup
 	$(CDK) synth --quiet --all

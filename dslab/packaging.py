@@ -5,7 +5,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import os
 import tarfile
+import tempfile
 from pathlib import Path
 
 EXCLUDED_PARTS = {"__pycache__", ".pytest_cache"}
@@ -41,5 +43,18 @@ def build_sourcedir(source_dir: Path, build_dir: Path, extra_files: dict[str, Pa
     build_dir.mkdir(parents=True, exist_ok=True)
     out = build_dir / f"sourcedir-{digest[:12]}.tar.gz"
     if not out.exists():
-        out.write_bytes(compressed)
+        write_atomically(out, compressed)
     return out, digest
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write through a temporary file and a rename: a concurrent reader (another synthesis, a test
+    worker) sees the whole file or none of it."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sys
@@ -19,6 +20,29 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
                    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}.items():
     os.environ[key] = value
 os.environ.pop("AWS_PROFILE", None)
+
+
+# Modules whose tests run training scripts and FUSE mounts, and check that none is left machine-wide
+# (test_local_lab.assert_clean): `make test`'s pytest-xdist workers run them on one worker, one after
+# another, and start them first (the longest chain). Grouped here rather than with xdist_group marks:
+# with pytest 9.2, xdist 3.8's loadgroup silently ignores them (pytest-dev/pytest-xdist#1386).
+ONE_WORKER_MODULES = ("tests/test_local_lab.py", "tests/test_own_script.py", "tests/test_training.py")
+
+
+def pytest_collection_modifyitems(items):
+    first = [item for item in items if item.nodeid.split("::")[0] in ONE_WORKER_MODULES]
+    items[:] = first + [item for item in items if item not in first]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerForTheLab(LoadScopeScheduling):
+        """Every test its own unit of work, except ONE_WORKER_MODULES: one unit together."""
+        def _split_scope(self, nodeid: str) -> str:
+            return "one-worker" if nodeid.split("::")[0] in ONE_WORKER_MODULES else nodeid
+
+    return OneWorkerForTheLab(config, log)
 
 
 def cdk_context(**overrides) -> dict:
@@ -47,23 +71,32 @@ class SynthesizedLab:
     ``account`` bound to a concrete account after the CLI's context lookups, as `cdk deploy` does
     with credentials."""
 
-    def __init__(self, outdir: Path, *, account: str | None = None, **context):
-        import aws_cdk as cdk
+    def __init__(self, outdir: Path, *, account: str | None = None, synthesize: bool = True, **context):
+        self.account = account
+        self.outdir = outdir
+        app_context = bound_context(account, **context) if account else cdk_context(**context)
+        self.region = app_context["region"]
+        if synthesize:
+            import aws_cdk as cdk
+
+            from stacks.app_builder import build_app
+            self.app = build_app(cdk.App(context=app_context, outdir=str(outdir)), REPO, account=account)
+            self.assembly = self.app.synth()
+            self.stacks = {s.stack_name: s for s in self.app.node.children if isinstance(s, cdk.Stack)}
+        self._templates()
+
+    @classmethod
+    def load(cls, outdir: Path, *, account: str | None = None) -> "SynthesizedLab":
+        """The templates another test worker synthesized into ``outdir``."""
+        return cls(outdir, account=account, synthesize=False)
+
+    def _templates(self) -> None:
         from aws_cdk.assertions import Template
 
-        from stacks.app_builder import build_app
         from stacks.config import CORE_STACK, FSX_STACK, WORKFLOW_STACK
-
-        self.account = account
-        app_context = bound_context(account, **context) if account else cdk_context(**context)
-        self.app = build_app(cdk.App(context=app_context, outdir=str(outdir)), REPO, account=account)
-        self.assembly = self.app.synth()
-        self.outdir = outdir
-        stacks = {s.stack_name: s for s in self.app.node.children if isinstance(s, cdk.Stack)}
-        self.core = Template.from_stack(stacks[CORE_STACK])
-        self.fsx = Template.from_stack(stacks[FSX_STACK])
-        self.workflow = Template.from_stack(stacks[WORKFLOW_STACK])
-        self.stacks = stacks
+        self.core = Template.from_json(self.raw(CORE_STACK))
+        self.fsx = Template.from_json(self.raw(FSX_STACK))
+        self.workflow = Template.from_json(self.raw(WORKFLOW_STACK))
 
     def template_files(self) -> list[Path]:
         return sorted(self.outdir.glob("*.template.json"))
@@ -82,10 +115,21 @@ _SYNTHESIZED: dict[str, SynthesizedLab] = {}
 
 
 def synthesized(form: str, tmp_path_factory) -> SynthesizedLab:
-    """One synthesis per form per test session."""
+    """One synthesis per form per test session, shared by pytest-xdist's workers: the first to come
+    synthesizes into the run's common temporary folder under a lock, the others read its templates."""
     if form not in _SYNTHESIZED:
-        outdir = tmp_path_factory.mktemp(f"cdk.out-{form}")
-        _SYNTHESIZED[form] = SynthesizedLab(outdir, account=ACCOUNT if form == "bound" else None)
+        account = ACCOUNT if form == "bound" else None
+        root = tmp_path_factory.getbasetemp()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            root = root.parent  # the folder all workers of this run share
+        outdir, done = root / f"cdk.out-{form}", root / f"cdk.out-{form}.done"
+        with open(root / f"cdk.out-{form}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if done.exists():
+                _SYNTHESIZED[form] = SynthesizedLab.load(outdir, account=account)
+            else:
+                _SYNTHESIZED[form] = SynthesizedLab(outdir, account=account)
+                done.touch()
     return _SYNTHESIZED[form]
 
 

@@ -10,13 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from dslab.cli import main
 from dslab.contracts import validate_results
 from dslab.experiment_file import load_experiment
 from dslab.local import lab as local_lab
 from dslab.local import storage as local_storage
-from dslab.local.lab import LocalLab, run_local
+from dslab.local.lab import DEFAULT_EXPERIMENT, LocalLab, run_local
 from dslab.local.storage import fuse_available, mounts_under
 
 from .conftest import REPO
@@ -46,16 +47,39 @@ def assert_clean(cache: Path) -> None:
     assert not list(cache.glob("dslab-lab-*")), "the lab's work folder (FIFOs, job trees) was left behind"
 
 
+# `make lab` runs experiments/local.yaml at full size (1,000 JPEGs, 4,000 TFRecord images); the test runs
+# the same experiment (every trial, mode, storage class, setting) on fewer images: the same paths, a
+# tenth of the requests to the stand-in's S3.
+SMALLER = {"local-jpg": {"images": 120}, "local-tfr": {"images": 400, "shard_size_mb": 4}}
+
+
+def smaller_default_experiment(tmp_path: Path) -> Path:
+    doc = yaml.safe_load(DEFAULT_EXPERIMENT.read_text())
+    for dataset in doc["dataset_catalog"]:
+        assert dataset["name"] in SMALLER, "a dataset was added to local.yaml: give it a smaller size here"
+        dataset["generate"].update(SMALLER[dataset["name"]])
+    path = tmp_path / "local-smaller.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_make_lab_runs_the_default_experiment():
+    assert DEFAULT_EXPERIMENT == REPO / "experiments" / "local.yaml"
+    assert "dslab local --out lab-out" in (REPO / "Makefile").read_text()  # no --experiment: the default
+
+
 def test_default_local_experiment_end_to_end(cache, tmp_path):
     out = tmp_path / "lab-out"
     lines: list[str] = []
-    run = run_local(None, out, cache=cache, say=lines.append)
+    path = smaller_default_experiment(tmp_path)
+    run = run_local(path, out, cache=cache, say=lines.append)
     assert run.execution_status == "SUCCEEDED", run.execution_error
     results = run.results
     validate_results(results)
     assert results["backend"] == "local"
-    experiment = load_experiment(REPO / "experiments" / "local.yaml")
+    experiment = load_experiment(path)
     images = {d.name: d.generate["images"] for d in experiment.datasets}
+    assert images == {"local-jpg": 120, "local-tfr": 400}
     records = results["records"]
     assert len(records) == 12
     sources = {(r["dataset"], r["mode"], r.get("storage", "standard")) for r in records}
@@ -68,7 +92,7 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
         assert ("Downloading" in r["phases"]) == (r["mode"] == "File")
         assert r["metrics"]["au_percent"] is not None
     # The Express jobs read the stand-in's directory bucket, staged by the workflow before they ran.
-    assert results["express_staging"]["ready"] is True and "1,000 objects copied" in results["express_staging"]["reason"]
+    assert results["express_staging"]["ready"] is True and f"{images['local-jpg']:,} objects copied" in results["express_staging"]["reason"]
     for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png"):
         assert (out / name).exists()
     assert (out / "breakdown.png").read_bytes()[:4] == b"\x89PNG"
@@ -167,8 +191,10 @@ modes: [FastFile, Pipe]
     rest, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, "".join(seen) + rest
     assert_clean(cache)
-    # A second run works straight away.
-    run = run_local(experiment, tmp_path / "out2", cache=cache, say=lambda _: None)
+    # A second run works straight away (the same experiment with quick compute: the point is what it finds).
+    quick = tmp_path / "quick.yaml"
+    quick.write_text(experiment.read_text().replace("seconds_per_batch: 2.0", "seconds_per_batch: 0.01"))
+    run = run_local(quick, tmp_path / "out2", cache=cache, say=lambda _: None)
     assert run.execution_status in ("SUCCEEDED", "FAILED")
     assert {r["status"] for r in run.results["records"]} == {"Completed"}
     assert_clean(cache)

@@ -401,7 +401,7 @@ def _policy_documents(template: dict) -> list[tuple[str, str, Any]]:
 
 def _resolved_policies(lab) -> list[tuple[str, str, str, dict]]:
     templates = {p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in lab.template_files()}
-    region = next(iter(lab.stacks.values())).region
+    region = lab.region
     resolver = TokenResolver(templates, region)
     policies = []
     for stack, template in templates.items():

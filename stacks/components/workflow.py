@@ -7,7 +7,9 @@ CloudFormation SDK integrations and ``sagemaker:createTrainingJob.sync``.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
+import tempfile
 from pathlib import Path
 
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack, aws_iam as iam
@@ -45,16 +47,35 @@ HOPELESS_CAUSES = ["*is 0 Instances*"]
 LAMBDA_THROTTLED = ["Lambda.TooManyRequestsException"]
 
 
-def build_lambda_package(repo_root: Path, out_dir: Path) -> Path:
-    """Copy the parts of ``dslab`` the Lambda functions import (standard library + boto3 only)."""
-    target = out_dir / "dslab"
-    if target.exists():
-        shutil.rmtree(target)
-    target.mkdir(parents=True)
-    shutil.copy2(repo_root / "dslab" / "__init__.py", target / "__init__.py")
+def _lambda_sources(repo_root: Path) -> list[Path]:
+    sources = [repo_root / "dslab" / "__init__.py"]
     for package in LAMBDA_PACKAGES:
-        shutil.copytree(repo_root / "dslab" / package, target / package,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        sources += sorted(p for p in (repo_root / "dslab" / package).rglob("*")
+                          if p.is_file() and p.suffix != ".pyc" and "__pycache__" not in p.parts)
+    return sources
+
+
+def build_lambda_package(repo_root: Path, build_dir: Path) -> Path:
+    """Copy the parts of ``dslab`` the Lambda functions import (standard library + boto3 only) into
+    ``build_dir/lambda-<hash>/``. Named by content and moved into place whole, so syntheses running
+    at once (test workers, the local lab) never see each other's half-written copy."""
+    sources = _lambda_sources(repo_root)
+    digest = hashlib.sha256()
+    for path in sources:
+        digest.update(str(path.relative_to(repo_root)).encode() + b"\0" + path.read_bytes())
+    out_dir = build_dir / f"lambda-{digest.hexdigest()[:12]}"
+    if out_dir.exists():
+        return out_dir
+    build_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=build_dir, prefix=".lambda-"))
+    for path in sources:
+        target = staging / path.relative_to(repo_root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    try:
+        staging.rename(out_dir)
+    except OSError:  # another synthesis got there first with the same content
+        shutil.rmtree(staging, ignore_errors=True)
     return out_dir
 
 
@@ -75,7 +96,7 @@ class BenchmarkWorkflow(Construct):
         # ---- Lambda functions: the shared domain core --------------------------------------
         # Timeouts: Plan makes S3_REQUESTS_PER_DATASET requests per dataset, ~20 Service Quotas pages
         # and one PutObject per job (at most MAX_JOBS): a few hundred requests, seconds, against 5 minutes.
-        package_dir = build_lambda_package(repo_root, repo_root / "build" / "lambda")
+        package_dir = build_lambda_package(repo_root, repo_root / "build")
         code = lambda_.Code.from_asset(str(package_dir))
         self.plan_fn = self._function("PlanFunction", code, "dslab.workflow.handlers.plan", environment,
                                       "Validates an experiment and writes its CreateTrainingJob requests")
