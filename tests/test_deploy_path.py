@@ -70,8 +70,12 @@ class Steps:
             assert result.returncode != 0, f"{label} should have failed:\n{output[-2000:]}"
         return output
 
+    # The project's environments are the repository's own (symlinked): never reinstalled from here, even
+    # where a requirements file is newer than the last `make setup` (pip would repoint the editable install).
+    KEEP = ("-o", ".venv/.installed", "-o", ".venv-scan/.installed", "-o", "node_modules/.installed")
+
     def make(self, label: str, *args: str, **kwargs) -> str:
-        return self.run(label, ["make", "--no-print-directory", *args], **kwargs)
+        return self.run(label, ["make", "--no-print-directory", *self.KEEP, *args], **kwargs)
 
     def stack(self, name: str) -> dict | None:
         """DescribeStacks, as the user's tools see the stack (None when it does not exist)."""
