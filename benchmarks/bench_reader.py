@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "training"))
 
-from dslab import datasets  # noqa: E402
+from dslab.inputs import datasets  # noqa: E402
 from dslab.core.experiment import parse_experiment  # noqa: E402
 from dslab.core.requests import FileSystemRef, LabEnvironment, plan  # noqa: E402
 from dslab.local.runner import FolderStorage, run_training_job  # noqa: E402

@@ -20,7 +20,7 @@ from .core.errors import ConfigError
 from .core.modes import SOURCE_ORDER, STANDARD, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
-from .experiment_file import read_json_file
+from .inputs.experiment_file import read_json_file
 
 DISAGREEMENT = 0.05
 LOCAL_NOTE = ("This is a LOCAL run on the embedded AWS stand-in: its seconds measure loopback networking, "

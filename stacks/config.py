@@ -18,7 +18,7 @@ from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMET
                                  FSX_STACK, WORKFLOW_STACK)
 
 from dslab.core.limits import fsx_capacity_problem
-from dslab.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
+from dslab.aws.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FSX_LINKS = ("dra", "import-path")
@@ -117,7 +117,7 @@ class LabConfig:
                                  "before the idle guard deletes it, 0 (off) to 336 (e.g. -c fsxIdleHours=8)")
         # The directory bucket costs storage while data sits in it; -c express=false leaves it (and its
         # endpoint, grants and outputs) out. "auto" (the default) has it wherever the zone offers S3
-        # Express One Zone, which only some zone IDs do (dslab/zones.py), and says so where it does not.
+        # Express One Zone, which only some zone IDs do (dslab/aws/zones.py), and says so where it does not.
         raw_express = get("express")
         raw_express = "auto" if raw_express in (None, "") else str(raw_express).lower()
         if raw_express in ("1", "0"):

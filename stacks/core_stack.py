@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import Annotations, CfnOutput, Stack
 from constructs import Construct
 
-from dslab.images import lab_training_images
+from dslab.aws.images import lab_training_images
 
 from .components.data_bucket import DataBucket
 from .components.efs import LabEfs
@@ -33,7 +33,7 @@ class CoreStack(Stack):
                           security_group=self.network.efs_sg, performance=config.efs_performance,
                           throughput=config.efs_throughput, provisioned_mibps=config.efs_provisioned_mibps,
                           mount_auth=config.efs_mount_auth)
-        # The training images (dslab/images.py) decide which ECR accounts the role may pull from.
+        # The training images (dslab/aws/images.py) decide which ECR accounts the role may pull from.
         self.images = lab_training_images(config.region, self.node.try_get_context("trainingImage"),
                                           self.node.try_get_context("trainingImageCpu"))
         self.training = TrainingRole(self, "Training", data=self.data, vpc=self.network.vpc,

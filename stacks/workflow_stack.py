@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import CfnOutput, Stack, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
-from dslab.images import lab_training_images
+from dslab.aws.images import lab_training_images
 
 from .components.data_bucket import data_bucket_name
 from .components.handoff import from_core
@@ -23,7 +23,7 @@ class WorkflowStack(Stack):
         super().__init__(scope, construct_id, description="DataSourceLab: the benchmark workflow (Step Functions)", **kwargs)
         # By name, not by reference: IAM statements then read as plain ARNs in this stack.
         bucket = s3.Bucket.from_bucket_name(self, "DataBucket", data_bucket_name(self))
-        # Per instance family, the newest image whose CUDA supports its GPU (dslab/images.py has the rule).
+        # Per instance family, the newest image whose CUDA supports its GPU (dslab/aws/images.py has the rule).
         images = lab_training_images(config.region, self.node.try_get_context("trainingImage"),
                                      self.node.try_get_context("trainingImageCpu"))
         image_gpu, image_cpu = images.gpu, images.cpu

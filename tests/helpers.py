@@ -6,7 +6,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dslab import datasets
+from dslab.inputs import datasets
 from dslab.core.experiment import parse_experiment
 from dslab.core.requests import FileSystemRef, LabEnvironment, plan
 

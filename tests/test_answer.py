@@ -17,7 +17,7 @@ from dslab.core.estimate import DatasetShape, compute_rate
 from dslab.core.experiment import expand
 from dslab.core.prices import PriceTable
 from dslab.core.recommend import recommend
-from dslab.experiment_file import load_experiment
+from dslab.inputs.experiment_file import load_experiment
 from dslab.report import Answers, aggregate, write_report
 
 from .conftest import REPO
@@ -310,7 +310,7 @@ def dslab_python(path, env):
 def test_the_offline_outputs_are_the_stand_ins(emulated):
     """The shipped stand-in outputs have exactly the keys the stand-in's CloudFormation reports after a
     deploy with FSx up, and build the same kind of lab environment."""
-    from dslab.cli_ops import OFFLINE_OUTPUTS, environment_from_outputs
+    from dslab.cli.common import OFFLINE_OUTPUTS, environment_from_outputs
     shipped = json.loads(OFFLINE_OUTPUTS.read_text())
     with emulated(lambda request, update: {}) as lab:
         deployed = lab.outputs

@@ -200,8 +200,8 @@ def test_overlapping_subnets_are_refused_as_ec2_refuses_them(cfn):
 
 
 def test_a_directory_bucket_only_in_a_zone_that_has_s3_express(cfn):
-    """The lab's stand-in takes the S3 User Guide's zone table (dslab/zones.py): elsewhere the bucket fails."""
-    from dslab.zones import express_zone_ids
+    """The lab's stand-in takes the S3 User Guide's zone table (dslab/aws/zones.py): elsewhere the bucket fails."""
+    from dslab.aws.zones import express_zone_ids
     cfn, client = cfn
     client.standin.env.express_zones = set(express_zone_ids(REGION))
 

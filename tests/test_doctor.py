@@ -10,7 +10,7 @@ from moto import mock_aws
 
 from dslab.cli import main
 from dslab.core.errors import ConfigError
-from dslab.doctor import check_zone, sagemaker_training_types
+from dslab.aws.doctor import check_zone, sagemaker_training_types
 
 
 @pytest.fixture

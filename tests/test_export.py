@@ -16,7 +16,7 @@ from botocore.validate import validate_parameters
 from dslab.cli import main
 from dslab.core.experiment import parse_experiment
 from dslab.core.requests import JOB_NAME_RE, plan
-from dslab.export import SDK_REQUIREMENT, generate
+from dslab.aws.export import SDK_REQUIREMENT, generate
 
 from .conftest import REPO
 from .helpers import lab_environment
@@ -189,7 +189,7 @@ def test_a_skipped_fsx_job_says_how_to_bring_fsx_back(tmp_path, capsys):
 
 
 def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
-    from dslab.experiment_file import load_experiment
+    from dslab.inputs.experiment_file import load_experiment
     experiment = load_experiment(REPO / "experiments/post-12-jobs.yaml")
     jobs = {j.spec.mode: j for j in plan(experiment, lab_environment(), "run-1") if j.spec.dataset.name == "caltech-jpg-1x"}
 

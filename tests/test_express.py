@@ -9,14 +9,14 @@ import time
 import boto3
 import pytest
 
-from dslab import datasets
+from dslab.inputs import datasets
 from dslab.core.errors import ConfigError
 from dslab.core.estimate import DatasetShape, compute_rate, estimate_mode, fsx_express_break_even
 from dslab.core.experiment import expand, parse_experiment
 from dslab.core.prices import PriceTable
 from dslab.core.recommend import recommend
 from dslab.core.requests import JOB_NAME_MAX, LabEnvironment, job_name, plan
-from dslab.validation import validate_request
+from dslab.aws.validation import validate_request
 
 from .scripted_jobs import ScriptedJobs
 from .test_workflow import put_datasets
@@ -155,13 +155,13 @@ def test_upload_and_stats_are_correct_on_a_directory_bucket(stand_in, tmp_path):
 
 
 def test_local_runner_reads_every_object_of_an_unordered_listing(stand_in, tmp_path):
-    from dslab.local.runner import _channel_objects
+    from dslab.local.channels import channel_objects
     from dslab.local.storage import LabStorage
     s3 = stand_in
     for i in range(75):
         s3.put_object(Bucket=EXPRESS_BUCKET, Key=f"datasets/r/{i:03d}.bin", Body=b"1")
     storage = LabStorage(s3, None, tmp_path, None, None, "fs-1")
-    objects = _channel_objects(storage, {"S3DataType": "S3Prefix", "S3Uri": f"s3://{EXPRESS_BUCKET}/datasets/r/"})
+    objects = channel_objects(storage, {"S3DataType": "S3Prefix", "S3Uri": f"s3://{EXPRESS_BUCKET}/datasets/r/"})
     assert sorted(key for _, key in objects) == [f"datasets/r/{i:03d}.bin" for i in range(75)]
 
 
@@ -382,7 +382,7 @@ def test_staging_copies_no_tags_into_the_directory_bucket(emulated):
 def test_two_executions_staging_the_same_dataset_take_turns(emulated):
     """A dataset's staging lock (a conditional PUT in the directory bucket) makes the second execution
     wait rather than clear the first one's copies."""
-    from dslab.workflow.handlers import release_staging_lock, take_staging_lock
+    from dslab.workflow.express_staging import release_staging_lock, take_staging_lock
     with emulated(ScriptedJobs()) as lab:
         put_datasets(lab, ["tiny-jpg"])
         s3 = lab.client("s3")

@@ -103,7 +103,7 @@ def test_status_counts_objects_bytes_and_monthly_cost_per_dataset(bucket, tmp_pa
 
 def test_status_prices_54_gb_at_5_94_a_month(tmp_path, capsys, monkeypatch):
     """The README's figure: 54 GB in the bucket costs $5.94 a month (no need to store 54 GB for it)."""
-    import dslab.express_ops as ops
+    import dslab.aws.express as ops
     monkeypatch.setattr(ops, "inventory", lambda s3, b: {"objects": 1_530_350, "bytes": 54_000_000_000,
                                                          "datasets": {}, "multipart_uploads": 0})
     monkeypatch.setattr(ops, "s3_client", lambda region: None)
@@ -191,7 +191,7 @@ def test_empty_refuses_a_bad_dataset_name(tmp_path, capsys, name):
 
 def test_a_prefix_without_a_slash_is_never_sent(bucket):
     """The helpers refuse it before AWS would (directory buckets answer InvalidRequest)."""
-    from dslab.express_ops import list_objects
+    from dslab.aws.express import list_objects
     with pytest.raises(ValueError):
         next(list_objects(bucket, BUCKET, "datasets/jpg"))
     with pytest.raises(ClientError) as err:   # and the stand-in answers as AWS would

@@ -668,7 +668,7 @@ VOLTA_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.8
 
 def test_every_sdk_pytorch_training_image_has_a_known_cuda_version():
     """An SDK bump that adds an Ubuntu pytorch-training version without a CUDA entry fails here, not in a deploy."""
-    from dslab.images import LEGACY_DLC_CUDA, candidates
+    from dslab.aws.images import LEGACY_DLC_CUDA, candidates
     found = candidates()
     assert [c.version for c in found if c.framework == "pytorch"] == list(LEGACY_DLC_CUDA)
     assert all(c.cuda[0] in (12, 13) for c in found)
@@ -684,7 +684,7 @@ def test_every_sdk_pytorch_training_image_has_a_known_cuda_version():
 def test_image_per_instance_family(instance_type, expected):
     """V100 (CUDA 13 dropped Volta) keeps the newest CUDA 12 image; newer GPUs and CPUs get the newest."""
     from dslab.core.requests import LabEnvironment
-    from dslab.images import training_images
+    from dslab.aws.images import training_images
     images = training_images("us-east-1")
     assert images.for_instance(instance_type) == expected
     # The Plan function sees the same choice through the Lambda environment's JSON map.
@@ -695,7 +695,7 @@ def test_image_per_instance_family(instance_type, expected):
 
 
 def test_volta_image_ships_cuda_12_and_the_newest_ships_cuda_13():
-    from dslab.images import MAX_CUDA_MAJOR, newest_for
+    from dslab.aws.images import MAX_CUDA_MAJOR, newest_for
     volta, _ = newest_for("volta", "us-east-1")
     newest, _ = newest_for(None, "us-east-1")
     assert volta.cuda[0] == 12 <= MAX_CUDA_MAJOR["volta"] and newest.cuda[0] >= 13
@@ -705,7 +705,7 @@ def test_volta_image_ships_cuda_12_and_the_newest_ships_cuda_13():
 def test_plan_refuses_instance_types_no_image_runs_on(instance_type):
     from dslab.core.errors import ConfigError
     from dslab.core.requests import LabEnvironment
-    from dslab.images import training_images
+    from dslab.aws.images import training_images
     images = training_images("us-east-1")
     env = LabEnvironment.from_dict({"bucket": "b", "region": "us-east-1", "role_arn": "r", "subnet_ids": "s",
                                     "security_group_ids": "g", "code_uri": "s3://b/c.tar.gz", "image_uri": images.gpu,
@@ -716,7 +716,7 @@ def test_plan_refuses_instance_types_no_image_runs_on(instance_type):
 
 
 def test_training_image_setting_replaces_the_rule():
-    from dslab.images import lab_training_images
+    from dslab.aws.images import lab_training_images
     images = lab_training_images("us-east-1", "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1", None)
     assert images.for_instance("ml.p3.2xlarge") == "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1"
     assert images.for_instance("ml.m5.xlarge") == CPU_NEWEST

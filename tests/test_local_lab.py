@@ -14,7 +14,7 @@ import yaml
 
 from dslab.cli import main
 from dslab.contracts import validate_results
-from dslab.experiment_file import load_experiment
+from dslab.inputs.experiment_file import load_experiment
 from dslab.local import lab as local_lab
 from dslab.local import storage as local_storage
 from dslab.local.lab import DEFAULT_EXPERIMENT, LocalLab, run_local

@@ -31,7 +31,7 @@ def dslab(*args, **kwargs):
 
 @pytest.mark.parametrize("name", ["local.yaml", "smoke.yaml", "post-12-jobs.yaml", "all-modes-20-jobs.yaml"])
 def test_shipped_experiments_parse(name):
-    from dslab.experiment_file import load_experiment
+    from dslab.inputs.experiment_file import load_experiment
     experiment = load_experiment(REPO / "experiments" / name)
     from dslab.core.experiment import expand
     count = len(expand(experiment))
@@ -380,7 +380,7 @@ def test_plan_prints_exact_requests_from_outputs_file(tmp_path):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert len(data["jobs"]) == 12
-    from dslab.validation import validate_request
+    from dslab.aws.validation import validate_request
     for job in data["jobs"]:
         validate_request("sagemaker", "CreateTrainingJob", job["request"])
     fsx = next(j for j in data["jobs"] if j["mode"] == "FSx")

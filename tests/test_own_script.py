@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from dslab import user_code
+from dslab.inputs import user_code
 from dslab.contracts import validate_results
 from dslab.core.errors import ConfigError
 from dslab.core.experiment import parse_experiment
 from dslab.core.requests import METRIC_DEFINITIONS, LabEnvironment, plan
-from dslab.experiment_file import load_experiment
+from dslab.inputs.experiment_file import load_experiment
 from dslab.local.runner import FolderStorage, run_training_job
 from dslab.local.storage import fuse_available
-from dslab.validation import validate_request
+from dslab.aws.validation import validate_request
 
 from .conftest import REPO
 from .test_operator import OUTPUTS, dslab

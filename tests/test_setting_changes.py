@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from dslab.cli_ops import follow_zone, fsx_zone
+from dslab.cli.fsx import follow_zone, fsx_zone
 from dslab.core.requests import CORE_STACK, FSX_STACK, WORKFLOW_STACK, core_parameter
 from dslab.emulator.deploy import InProcessDeployer
 

@@ -12,10 +12,10 @@ import tarfile
 
 import pytest
 
-from dslab import datasets
+from dslab.inputs import datasets
 from dslab.core.requests import METRIC_DEFINITIONS
 from dslab.local.runner import FolderStorage, check_request, run_training_job
-from dslab.validation import RequestInvalid
+from dslab.aws.validation import RequestInvalid
 
 from .helpers import BUCKET, TRAINING, make_stand_in, tiny_requests
 

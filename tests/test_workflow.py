@@ -15,7 +15,7 @@ from dslab.contracts import validate_results
 from dslab.core.experiment import parse_experiment
 from dslab.core.requests import METRIC_DEFINITIONS, REQUEST_KEYS, plan
 from dslab.emulator.lab import EmulatedLab, find_resource, resolve
-from dslab.validation import validate_request
+from dslab.aws.validation import validate_request
 
 from .conftest import REPO
 from .helpers import lab_environment
@@ -341,7 +341,8 @@ def test_default_experiment_runs_all_twenty_two_jobs(emulated):
 
 
 def test_lanes_bound_concurrency():
-    from dslab.workflow.handlers import deal_into_lanes, flatten_outcomes
+    from dslab.workflow.collect import flatten_outcomes
+    from dslab.workflow.plan import deal_into_lanes
     items = [{"index": i} for i in range(7)]
     lanes = deal_into_lanes(items, 3)
     assert len(lanes) == 3 and sorted(i["index"] for lane in lanes for i in lane) == list(range(7))

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from dslab import datasets
+from dslab.inputs import datasets
 from dslab.core import limits
 from dslab.core.requests import FSX_STACK
 from dslab.emulator.lab import EmulatedLab
@@ -462,7 +462,7 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
     teardown reports its outcome: the history stays under 25,000 events, as limits.py's arithmetic says,
     and each loop's round costs what the arithmetic counts."""
     from dslab.emulator import patches
-    from dslab.workflow.handlers import take_staging_lock
+    from dslab.workflow.express_staging import take_staging_lock
     datasets_ = [f"ds-{i:02d}" for i in range((limits.MAX_JOBS - 5) // 5)]
     long_reason = "AlgorithmError: " + ("Traceback line of a failing user script; " * 100)  # ~4.3 KB causes
     failures: dict[str, bool] = {}

@@ -108,7 +108,7 @@ class LabEnvironment:
     extra_tags: dict[str, str] = field(default_factory=dict)
     image_uri_cpu: str | None = None
     # Per instance family, an image that replaces image_uri ("" = no image the lab knows runs on that
-    # accelerator). dslab/images.py derives it: GPU architecture -> newest CUDA it runs -> image.
+    # accelerator). dslab/aws/images.py derives it: GPU architecture -> newest CUDA it runs -> image.
     image_uris: dict[str, str] = field(default_factory=dict)
 
     def image_for(self, instance_type: str) -> str:
@@ -116,7 +116,7 @@ class LabEnvironment:
         if family in self.image_uris:
             if not self.image_uris[family]:
                 raise ConfigError("instance_type", f"{instance_type}: no training image of the lab runs on its "
-                                  "accelerator (see dslab/images.py); choose another instance type, or set "
+                                  "accelerator (see dslab/aws/images.py); choose another instance type, or set "
                                   "image_uri in the experiment to an image that supports it")
             return self.image_uris[family]
         accelerated = family[:1] in ("p", "g") or family.startswith(("trn", "inf"))

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 from ..core.requests import (CORE_STACK, DATASETS_PREFIX, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK,
                              WORKFLOW_STACK)
-from ..zones import express_zone_ids
+from ..aws.zones import express_zone_ids
 from . import patches
 from .cloudformation import CloudFormationStandIn
 from .deploy import CliDeployer, InProcessDeployer
@@ -204,7 +204,7 @@ class EmulatedLab:
                                                      if name == FSX_STACK else (0.0, None))
         patches.HOOKS.function_env = self._emulator_env()
         # moto has no CreateSession: clients reach the stand-in's directory bucket with plain SigV4
-        # (botocore's switch; the stand-in lists it the way AWS does, see patches._patch_directory_buckets).
+        # (botocore's switch; the stand-in lists it the way AWS does, see patches/s3.py).
         self._saved_env = {k: os.environ.get(k) for k in PROCESS_ENV}
         os.environ.update(PROCESS_ENV)
         config = {"stepfunctions": {"execute_state_machine": True}}

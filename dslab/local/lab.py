@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import datasets as dataset_tools
-from .. import user_code
+from ..inputs import datasets as dataset_tools
+from ..inputs import user_code
 from ..core.errors import ConfigError
-from ..core.experiment import Experiment, JPG
+from ..core.experiment import JPG, Experiment
 from ..emulator.lab import EmulatedLab
-from ..experiment_file import load_experiment
+from ..inputs.experiment_file import load_experiment
 from ..report import write_report
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from .runner import StorageError
+from .job_storage import StorageError
 
 FUSE_HELP = ("FUSE is unavailable, so FastFile and FSx cannot be emulated: install s3fs-fuse and fuse3 "
              "(apt-get install s3fs fuse3), and run as root with /dev/fuse present")

@@ -7,7 +7,7 @@ import ipaddress
 from aws_cdk import Aws, RemovalPolicy, aws_ec2 as ec2, aws_logs as logs
 from constructs import Construct
 
-from dslab.zones import subnet_block
+from dslab.aws.zones import subnet_block
 
 # Lustre: the clients reach the servers on 988 and 1018-1023 (AWS FSx for Lustre user guide,
 # "File system access control with Amazon VPC").

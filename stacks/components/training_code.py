@@ -7,7 +7,7 @@ from pathlib import Path
 from aws_cdk import aws_iam as iam, aws_s3_assets as s3_assets
 from constructs import Construct
 
-from dslab.packaging import build_sourcedir
+from dslab.inputs.packaging import build_sourcedir
 
 
 class TrainingCode(Construct):

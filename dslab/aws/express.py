@@ -1,4 +1,4 @@
-"""``dslab express``: the lab's S3 Express One Zone directory bucket: what is in it, what it costs, emptying it.
+"""The lab's S3 Express One Zone directory bucket: what is in it, and emptying it (``dslab express``, dslab/cli/express.py).
 
 The bucket holds staged copies of datasets (the datasets themselves stay in the data bucket, under the
 same ``datasets/<name>/`` keys), and it bills storage by the GB-month while they sit there.
@@ -13,11 +13,10 @@ on key order.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Iterator
 
-from .core.errors import ConfigError
-from .core.requests import DATASETS_PREFIX
+from ..core.errors import ConfigError
+from ..core.requests import DATASETS_PREFIX
 
 DELETE_BATCH = 1000  # DeleteObjects takes up to 1,000 keys a request
 MAX_WALKS = 10      # whole listings while emptying: each deletes what it finds; the last one finds nothing
@@ -167,7 +166,7 @@ def _chain(first, second):
     yield from second
 
 
-def _count(s3, bucket: str, dataset: str | None) -> tuple[int, int, int]:
+def count(s3, bucket: str, dataset: str | None) -> tuple[int, int, int]:
     prefix = f"{DATASETS_PREFIX}/{dataset}/" if dataset else None
     objects = size = 0
     pages = list_objects(s3, bucket, prefix)
@@ -177,111 +176,3 @@ def _count(s3, bucket: str, dataset: str | None) -> tuple[int, int, int]:
         objects += len(page)
         size += sum(o.get("Size", 0) for o in page)
     return objects, size, len(multipart_uploads(s3, bucket, prefix))
-
-
-# ---- commands ------------------------------------------------------------------------------------
-
-def _bucket_from_args(args) -> dict[str, Any] | None:
-    from .cli_ops import _region, lab_outputs
-    outputs = lab_outputs(args)
-    return express_bucket(outputs, _region(args))
-
-
-def _monthly(prices, size: int) -> float:
-    return size / 1e9 * prices["express_gb_month"]   # decimal GB, as everywhere in the lab's prices
-
-
-OFF = ("S3 Express One Zone: off (the lab was deployed with -c express=false); deploy with -c express=true to add "
-       "the directory bucket")
-
-
-def cmd_express_status(args) -> int:
-    from .cli_ops import _print_json, _prices
-    info = _bucket_from_args(args)
-    if info is None:
-        if args.json:
-            _print_json({"enabled": False})
-        else:
-            print(OFF)
-        return 0
-    prices = _prices(args.prices)
-    found = inventory(s3_client(info["region"]), info["bucket"])
-    per_gb = prices["express_gb_month"]
-    state = {"enabled": True, **info, **found, "usd_per_month": round(_monthly(prices, found["bytes"]), 2),
-             "usd_per_gb_month": per_gb, "prices": prices.label()}
-    for entry in state["datasets"].values():
-        entry["usd_per_month"] = round(_monthly(prices, entry["bytes"]), 2)
-    if args.json:
-        _print_json(state)
-        return 0
-    print(f"S3 Express One Zone bucket {info['bucket']} (zone {info['zone_id']}, {info['region']})")
-    if not found["objects"] and not found["multipart_uploads"]:
-        print("  empty: it costs nothing for storage while it is empty")
-        return 0
-    print(f"  {found['objects']:,} objects, {found['bytes'] / 1e9:.2f} GB: ${state['usd_per_month']:.2f} per month "
-          f"at ${per_gb:g} per GB-month ({prices.label()})")
-    for name, entry in state["datasets"].items():
-        where = f"{DATASETS_PREFIX}/{name}/" if name != "(other)" else "other keys"
-        print(f"  {where:40s} {entry['objects']:>10,} objects {entry['bytes'] / 1e9:>9.2f} GB  ${entry['usd_per_month']:.2f}/month")
-    if found["multipart_uploads"]:
-        print(f"  {found['multipart_uploads']} multipart uploads in progress (their parts bill as storage; "
-              "the bucket's lifecycle rule aborts them after a day)")
-    print("  done with them? `dslab express empty --yes` (or --dataset NAME): the datasets stay in the data bucket")
-    return 0
-
-
-def cmd_express_empty(args) -> int:
-    from .cli_ops import _prices
-    dataset = args.dataset
-    if dataset is not None and (not dataset.strip() or "/" in dataset or dataset in (".", "..")):
-        raise ConfigError("--dataset", f"{dataset!r} is not a dataset name", "a name as under datasets/, without '/', "
-                          "e.g. caltech-jpg-1x")
-    info = _bucket_from_args(args)
-    if info is None:
-        print(OFF + ": nothing to empty")
-        return 0
-    s3 = s3_client(info["region"])
-    what = f"s3://{info['bucket']}/{DATASETS_PREFIX}/{dataset}/" if dataset else f"s3://{info['bucket']}"
-    objects, size, uploads = _count(s3, info["bucket"], dataset)
-    if not objects and not uploads:
-        print(f"{what}: nothing to delete")
-        return 0
-    monthly = _monthly(_prices(getattr(args, "prices", None)), size)
-    print(f"{what}: {objects:,} objects, {size / 1e9:.2f} GB (${monthly:.2f} per month)"
-          + (f", {uploads} multipart uploads in progress" if uploads else ""))
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise ConfigError("--yes", "deleting the staged copies needs a confirmation: pass --yes "
-                              "(the datasets themselves stay in the data bucket)")
-        if input("delete them? the datasets stay in the data bucket [y/N] ").strip().lower() not in ("y", "yes"):
-            print("nothing deleted")
-            return 1
-    done = empty(s3, info["bucket"], dataset)
-    print(f"{what}: deleted {done['objects_deleted']:,} objects ({done['bytes_deleted'] / 1e9:.2f} GB)"
-          + (f", aborted {done['uploads_aborted']} multipart uploads" if done["uploads_aborted"] else "")
-          + "; the datasets are still in the data bucket, and the workflow stages them again when an Express job needs them")
-    return 0
-
-
-def register_express(sub, add) -> None:
-    """``dslab express status|empty`` (called from cli_ops.register)."""
-    import argparse
-    express = sub.add_parser("express", help="the S3 Express One Zone bucket: status (objects, bytes, cost per month), "
-                             "empty (delete the staged copies)", formatter_class=argparse.RawDescriptionHelpFormatter,
-                             description="The S3 Express One Zone bucket: status, empty.\n\nexample:\n"
-                                         "  dslab express status\n  dslab express empty --dataset caltech-jpg-1x --yes")
-    esub = express.add_subparsers(dest="express_command", required=True)
-    p = add(esub, "status", cmd_express_status, "The S3 Express One Zone bucket: its zone, objects and bytes per dataset, "
-            "and what it costs per month while they sit there.", "dslab express status --outputs cdk-outputs.json")
-    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
-    p.add_argument("--region")
-    p.add_argument("--prices", help="YAML file overriding prices")
-    p.add_argument("--json", action="store_true")
-    p = add(esub, "empty", cmd_express_empty, "Delete the staged copies in the S3 Express One Zone bucket (all, or one "
-            "dataset's): it bills storage while data sits in it. The datasets stay in the data bucket.",
-            "dslab express empty --dataset caltech-jpg-1x --yes")
-    p.add_argument("--dataset", help="only this dataset's copy (datasets/NAME/ and its datasets/NAME.* files)")
-    p.add_argument("--yes", action="store_true", help="delete without asking")
-    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
-    p.add_argument("--region")
-    p.add_argument("--prices", help="YAML file overriding prices")

@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from .core.errors import ConfigError
-from .core.experiment import Experiment, parse_experiment
+from ..core.errors import ConfigError
+from ..core.experiment import Experiment, parse_experiment
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -52,7 +52,7 @@ def load_experiment(path: Path) -> Experiment:
     SageMaker model: a typo is refused here, before any command builds, uploads or runs anything."""
     document = read_document(path)
     experiment = parse_experiment(document, source=str(path))
-    from .validation import instance_type_problem
+    from ..aws.validation import instance_type_problem
     trial_docs = document.get("trials") if isinstance(document, dict) and isinstance(document.get("trials"), list) else []
     for i, trial in enumerate(experiment.trials):
         problem = instance_type_problem(trial.instance_type)

@@ -10,7 +10,7 @@ What can be checked, and how honestly:
   EC2 offering is a **proxy**: a zone without the EC2 type will not run the job; a zone with it very
   likely will, capacity and the account's SageMaker quotas permitting.
 - **S3 Express One Zone**: only some zone IDs have directory buckets, listed in the S3 User Guide's table
-  (no API answers it): ``dslab/zones.py`` holds that table. The lab deploys without Express in a zone
+  (no API answers it): ``dslab/aws/zones.py`` holds that table. The lab deploys without Express in a zone
   that has none (``express=auto``); when the experiment has Express trials, such a zone does not suit.
 - **FSx for Lustre**: AWS publishes no per-zone offering list or API for FSx for Lustre. Checked: the
   zone is a standard Availability Zone of the region in state ``available`` (``DescribeAvailabilityZones``)
@@ -27,8 +27,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.errors import ConfigError
-from .core.requests import LOGS_POLICY_NAME
+from ..core.errors import ConfigError
+from ..core.requests import LOGS_POLICY_NAME
 # CloudWatch Logs: "Resource policies: 10 per Region per account" (CloudWatch Logs quotas); the lab adds one.
 LOGS_RESOURCE_POLICIES_MAX = 10
 

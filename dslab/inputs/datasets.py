@@ -24,10 +24,10 @@ from typing import Callable
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-from .core.errors import ConfigError
-from .core.requests import is_express_bucket, stats_key
+from ..core.errors import ConfigError
+from ..core.requests import is_express_bucket, stats_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "training"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
 from dslab_train.records import encode_example, tfrecord_frame  # noqa: E402
 

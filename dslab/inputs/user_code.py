@@ -2,7 +2,7 @@
 
 The experiment names a local ``script.source_dir``; the workflow (in AWS) can only read S3, so the
 CLI (`dslab plan`, `dslab run`, `dslab local`) packages the folder the same way as the lab's own
-code (dslab/packaging.py), adds the dependency-free ``dslab_report.py`` helper unless the folder has
+code (dslab/inputs/packaging.py), adds the dependency-free ``dslab_report.py`` helper unless the folder has
 one, uploads it content-addressed (``code/user/<sha256>/sourcedir.tar.gz``: the same code is
 uploaded once, and the key names exactly what ran) and writes that URI into the experiment as run.
 """
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core.errors import ConfigError
-from .core.experiment import Experiment, parse_experiment
-from .core.requests import CODE_PREFIX
+from ..core.errors import ConfigError
+from ..core.experiment import Experiment, parse_experiment
+from ..core.requests import CODE_PREFIX
 from .packaging import build_sourcedir
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HELPER = REPO / "training" / "dslab_report.py"
 USER_CODE_PREFIX = f"{CODE_PREFIX}/user"
 

@@ -153,7 +153,7 @@ def candidates() -> tuple[Candidate, ...]:
         if tuple(int(p) for p in version.split("."))[:2] < OLDEST_CONSIDERED:
             continue
         if version not in LEGACY_DLC_CUDA:
-            raise ImageError(f"sagemaker-core lists PyTorch training {version} whose CUDA version dslab/images.py "
+            raise ImageError(f"sagemaker-core lists PyTorch training {version} whose CUDA version dslab/aws/images.py "
                              "does not know: add it to LEGACY_DLC_CUDA from the DLC buildspec")
         found.append(Candidate("pytorch", version, entry["py_versions"][-1], LEGACY_DLC_CUDA[version]))
     al2023 = json.loads((config_dir / "pytorch-amzn2023.json").read_text())["training"]["versions"]
@@ -191,7 +191,7 @@ def newest_for(architecture: str | None, region: str, processor: str = "gpu") ->
 
 # Resolving the images imports the SDK and walks its registry (~5 s, each synthesis): the answer is a
 # function of the pinned sagemaker-core, this module's rules and the region, so it is kept on disk by those.
-IMAGE_CACHE = Path(__file__).resolve().parent.parent / "build" / "image-cache"
+IMAGE_CACHE = Path(__file__).resolve().parents[2] / "build" / "image-cache"
 
 
 @functools.lru_cache(maxsize=None)

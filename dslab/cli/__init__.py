@@ -1,0 +1,73 @@
+"""``dslab``: the operator's command line. Every command has help with an example (``dslab CMD -h``).
+
+One module per command group (datasets, jobs, runs, advice, export, fsx, express, doctor, local), each
+with its ``register``; what they share is in ``common``. Bad input exits with code 2 and one line naming
+the field and the fix; nothing is started or written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..aws.validation import RequestInvalid
+from ..core.errors import ConfigError
+from . import advice, datasets, doctor, export, express, fsx, jobs, local, runs
+from .common import EXIT_BAD_INPUT, UserError
+
+# In the order `dslab -h` lists them.
+GROUPS = (datasets, jobs, runs, advice, export, fsx, express, doctor, local)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dslab", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="DataSourceLab: which data source should a SageMaker training job read from, and what will it cost?\n\n"
+                    "examples:\n  dslab local --out lab-out\n  dslab estimate --files 30607 --bytes 1.1GB\n"
+                    "  dslab dataset generate --out data/caltech --images 2000")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for group in GROUPS:
+        group.register(sub)
+    return parser
+
+
+def _aws_error(err: Exception) -> str | None:
+    from botocore.exceptions import (
+        ClientError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        NoRegionError,
+    )
+    if isinstance(err, NoCredentialsError):
+        return "no AWS credentials: set AWS_PROFILE (or keys), or run the lab offline with `dslab local`"
+    if isinstance(err, NoRegionError):
+        return "no AWS region: pass --region or set AWS_REGION"
+    if isinstance(err, EndpointConnectionError):
+        return f"AWS cannot be reached ({err}); check the network or run the lab offline with `dslab local`"
+    if isinstance(err, ClientError):
+        error = err.response.get("Error", {})
+        return f"AWS said {error.get('Code')}: {error.get('Message')}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ConfigError, RequestInvalid, UserError) as err:
+        print(f"dslab: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as err:  # AWS errors: one line and the fix, not a traceback
+        message = _aws_error(err)
+        if message is None:
+            raise
+        print(f"dslab: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("dslab: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `dslab recommend ... | head`: the reader has what it wanted
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return 0

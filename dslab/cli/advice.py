@@ -1,0 +1,215 @@
+"""``dslab estimate`` and ``recommend``: seconds and dollars per source before running, and which source to pick."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from .common import add_command, lab_fsx_capacity, price_table, print_json
+
+
+def _shape(args):
+    from ..core.estimate import DatasetShape
+    if args.dataset and (args.files or args.bytes):
+        raise ConfigError("--dataset", "give either --dataset or --files with --bytes, not both")
+    if args.dataset:
+        from ..inputs.datasets import stats
+        info = stats(args.dataset)
+        return DatasetShape(files=info["files"], bytes=info["bytes"], samples=args.samples)
+    if not (args.files and args.bytes):
+        raise ConfigError("--files/--bytes", "give --dataset PATH|s3://..., or both --files N and --bytes B")
+    from ..inputs.datasets import parse_size
+    return DatasetShape(files=args.files, bytes=parse_size(args.bytes, "--bytes"), samples=args.samples)
+
+
+def _estimate_kwargs(args) -> dict[str, Any]:
+    from ..core.estimate import compute_rate
+    if args.compute_rate is not None and args.compute_preset:
+        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset")
+    rate, rate_note = compute_rate(args.compute_preset, args.compute_rate)
+    args.instance = args.instance or "ml.p3.2xlarge"
+    args.epochs = 1 if args.epochs is None else args.epochs
+    from ..aws.validation import instance_type_problem
+    if instance_type_problem(args.instance):
+        raise ConfigError("--instance", instance_type_problem(args.instance))
+    prices = price_table(args.prices)
+    if prices.instance_hourly(args.instance) is None:
+        prices.require_instance(args.instance, "--instance")
+    return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices,
+            "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}, rate_note
+
+
+def cmd_estimate(args) -> int:
+    from ..core.estimate import estimate_all
+    from ..core.modes import MODES, canonical_mode
+    shape = _shape(args)
+    kwargs, rate_note = _estimate_kwargs(args)
+    from ..core.modes import EXPRESS, S3_MODES
+    modes = MODES
+    if args.mode:
+        mode = canonical_mode(args.mode)
+        if mode is None:
+            raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
+        modes = (mode,)
+    if args.storage == "express":
+        from ..core.estimate import estimate_mode
+        bad = [m for m in modes if m not in S3_MODES]
+        if args.mode and bad:
+            raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone", list(S3_MODES))
+        estimates = [estimate_mode(m, shape, storage=EXPRESS, **kwargs) for m in modes if m in S3_MODES]
+    else:
+        # Without --storage the S3 modes are shown on both buckets (unless one mode was asked for).
+        estimates = estimate_all(shape, modes=modes, express=args.storage is None and not args.mode, **kwargs)
+    for e in estimates:
+        e.assumptions.insert(0, rate_note)
+    from ..core.decision import option_from_estimate, usd
+    from ..report import duration
+    capacity = lab_fsx_capacity(args)
+    options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=capacity,
+                                    volume_size_gb=kwargs["volume_size_gb"]) for e in estimates]
+    if args.json:
+        print_json({"estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
+                                                             "what": o.setup.what},
+                                    "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1)}
+                                   for e, o in zip(estimates, options)], "prices": kwargs["prices"].label()})
+        return 0
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
+    print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
+          f"{'to a result':>11s} {'time':>8s}  bound")
+    for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
+        print(f"{e.source:17s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
+              f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
+    print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
+          "FSx: its uptime while it imports); `dslab recommend` picks from these")
+    print(kwargs["prices"].label())
+    return 0
+
+
+SOURCE_DESCRIPTIONS = {
+    "File": "Amazon S3, File mode: the job copies the dataset onto its volume first",
+    "FastFile": "Amazon S3, FastFile mode: the job streams files from S3 as it reads them",
+    "Pipe": "Amazon S3, Pipe mode: the job reads each channel as one stream",
+    "FSx": "FSx for Lustre linked to the S3 bucket",
+    "EFS": "Amazon EFS, the dataset copied into it first",
+}
+
+
+def _describe_source(mode: str, storage: str) -> str:
+    text = SOURCE_DESCRIPTIONS[mode]
+    if storage == "express":
+        text = text.replace("Amazon S3", "S3 Express One Zone (a directory bucket in the instances' zone)", 1)
+    return text
+
+
+def print_recommendation(rec, *, heading: str = "recommended") -> None:
+    """A recommendation as `dslab recommend` prints it: the pick, why, the runner-up, the ranking, advice."""
+    from ..core.decision import usd, usd_difference
+    from ..report import duration
+    d = rec.decision
+    print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run, "
+          f"{duration(d.pick.seconds)} to a result")
+    print(f"  why: {d.why}")
+    if d.runner_up is not None:
+        print(f"  runner-up: {d.runner_up.source}: {usd(d.runner_up.cost_usd)} per run "
+              f"({usd_difference(d.runner_up.cost_usd - d.pick.cost_usd)}), {duration(d.runner_up.seconds)} to a result")
+    chart = "; ".join(rec.flowchart)
+    agrees = "agrees" if rec.flowchart_source == d.pick.mode and d.pick.storage == "standard" else \
+        f"the estimates pick {d.pick.source} instead, for the reason above"
+    print(f"  the post's flowchart: {chart} ({agrees})")
+    print("ranking by cost to a result (the job plus its set-up), cheapest first:")
+    print(f"  {'#':>2s}  {'source':17s} {'job':>9s} {'set-up':>9s} {'to a result':>11s} {'time':>8s}  {'bound':8s} note")
+    for i, o in enumerate(d.ranking, 1):
+        print(f"  {i:2d}  {o.source:17s} {usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} "
+              f"{duration(o.seconds):>8s}  {o.bound or '-':8s} {d.note(o)}")
+    for source, why in d.blocked.items():
+        print(f"  --  {source:17s} cannot serve it: {why}")
+    for line in rec.advice:
+        print(f"advice: {line}")
+    if rec.break_even is not None:
+        print(f"FSx against Express FastFile, by epochs: {rec.break_even.sentence()}")
+
+
+def cmd_recommend(args) -> int:
+    from ..core.recommend import recommend
+    if args.experiment:
+        return _recommend_experiment(args)
+    shape = _shape(args)
+    kwargs, rate_note = _estimate_kwargs(args)
+    result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
+                       fsx_capacity_gib=lab_fsx_capacity(args), **kwargs)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
+    print_recommendation(result)
+    print(kwargs["prices"].label())
+    return 0
+
+
+def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None):
+    """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
+    export exports by default (dslab/core/answers.py, as the report)."""
+    from ..core import answers
+    from ..core.prices import PriceTable
+    return answers.estimated(experiment, prices or PriceTable(),
+                             fsx_capacity_gib=fsx_capacity_gib if fsx_capacity_gib is not None else lab_fsx_capacity())
+
+
+def _recommend_experiment(args) -> int:
+    from ..inputs.experiment_file import load_experiment
+    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs", "instance",
+                 "epochs", "volume_size_gb"):
+        if getattr(args, flag, None):
+            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
+    experiment = load_experiment(Path(args.experiment))
+    found = experiment_answers(experiment, price_table(args.prices), lab_fsx_capacity(args))
+    names = sorted({a.scenario.dataset.name for a in found})
+    if args.dataset and args.dataset not in names:
+        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
+    found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
+    if args.json:
+        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found]})
+        return 0
+    for a in found:
+        print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
+        if a.recommendation is None:
+            print(f"no answer: {a.missing}")
+            continue
+        print_recommendation(a.recommendation)
+        print()
+    return 0
+
+
+def register(sub) -> None:
+    for name, handler, text, example in (
+            ("estimate", cmd_estimate, "Predict Downloading / Training / Other seconds and dollars per mode.",
+             "dslab estimate --files 30607 --bytes 1.1GB --instance ml.p3.2xlarge --compute-preset v100"),
+            ("recommend", cmd_recommend, "Which data source to pick for a dataset, why, the runner-up, every source "
+             "ranked by cost to a result (job plus set-up), and advice; with --experiment, the answer per dataset among "
+             "the sources the experiment runs (what `dslab export` exports and the report answers).",
+             "dslab recommend --files 1530350 --bytes 54GB --epochs 1\n"
+             "  dslab recommend --experiment experiments/post-12-jobs.yaml")):
+        p = add_command(sub, name, handler, text, example)
+        p.add_argument("--dataset", help="a folder or s3:// prefix to measure" + (
+            "; with --experiment, one of its datasets by name" if name == "recommend" else ""))
+        p.add_argument("--files", type=int)
+        p.add_argument("--bytes", help="total size, e.g. 1.1GB")
+        p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
+        p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
+        p.add_argument("--compute-rate", type=float, help="samples per second the model consumes")
+        p.add_argument("--compute-preset", help="v100, a100 or h100 (default v100)")
+        p.add_argument("--epochs", type=int, help="epochs per job (default 1)")
+        p.add_argument("--volume-size-gb", type=int, help="the training volume (default 100)")
+        p.add_argument("--fsx-capacity", type=int, help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
+        p.add_argument("--prices", help="YAML file overriding prices")
+        p.add_argument("--json", action="store_true")
+        if name == "recommend":
+            p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
+        if name == "estimate":
+            p.add_argument("--mode")
+            p.add_argument("--storage", choices=["standard", "express"],
+                           help="where the S3 modes read (default: both, the general purpose bucket and S3 Express One Zone)")
+        else:
+            p.add_argument("--random-access", action="store_true")
+            p.add_argument("--data-in-efs", action="store_true")

@@ -1,0 +1,180 @@
+"""What the command groups share: exit codes, output helpers, prices, and the deployed lab's stack outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import ConfigError
+from ..core.requests import CORE_STACK, FSX_STACK, WORKFLOW_STACK
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_DIR = REPO / "build" / "user-code"  # packaged user code (dslab/inputs/user_code.py)
+EXIT_BAD_INPUT = 2
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line, exit code 2."""
+
+
+def add_command(sub, name: str, handler: Callable, help_text: str, example: str) -> argparse.ArgumentParser:
+    parser = sub.add_parser(name, help=help_text, description=f"{help_text}\n\nexample:\n  {example}",
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def console():
+    from rich.console import Console
+    return Console(stderr=True)
+
+
+def progress_bar():
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                    TimeRemainingColumn(), console=console(), transient=True)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def num(value, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def price_table(path: str | None):
+    from ..core.prices import PriceTable
+    if not path:
+        return PriceTable()
+    from ..inputs.experiment_file import read_document
+    return PriceTable.with_overrides(read_document(Path(path)), source=path)
+
+
+def region_of(args) -> str:
+    return getattr(args, "region", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def stepfunctions(region: str):
+    import boto3
+    return boto3.client("stepfunctions", region_name=region)
+
+
+# ---- the deployed lab ------------------------------------------------------------------------------
+
+def lab_context(path: Path = REPO / "cdk.json") -> dict[str, Any]:
+    """The lab's deploy settings (cdk.json's context), for commands that check them before a deploy."""
+    try:
+        return json.loads(path.read_text()).get("context", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def lab_fsx_capacity(args=None) -> int:
+    """FSx's size: --fsx-capacity, else the lab's deploy setting (cdk.json's fsxCapacity), else 1200 GiB."""
+    from ..core.limits import fsx_capacity_problem
+    value = getattr(args, "fsx_capacity", None)
+    if value is None:
+        return int(lab_context().get("fsxCapacity") or 1200)
+    if fsx_capacity_problem(value):
+        raise ConfigError("--fsx-capacity", fsx_capacity_problem(value), "1200, 2400, 4800, ...")
+    return value
+
+
+def outputs_from_file(path: Path) -> dict[str, str]:
+    """Flatten `cdk deploy --outputs-file` JSON ({stack: {key: value}}) into one mapping."""
+    from ..inputs.experiment_file import read_json_file
+    data = read_json_file(path, "--outputs")
+    if not isinstance(data, dict):
+        raise ConfigError("--outputs", f"{path} is not a cdk --outputs-file document ({{stack: {{output: value}}}})")
+    flat: dict[str, str] = {}
+    for stack_outputs in data.values():
+        if isinstance(stack_outputs, dict):
+            flat.update({k: str(v) for k, v in stack_outputs.items()})
+    return flat
+
+
+# The stand-in lab's stack outputs (what `cdk deploy` writes for the embedded stand-in's account): plan
+# and export read them with --offline, to show the requests without an AWS account. A test compares the
+# file's keys with the outputs the stand-in's CloudFormation reports after a deploy.
+OFFLINE_OUTPUTS = Path(__file__).resolve().parents[1] / "local" / "stand-in-outputs.json"
+
+
+OFFLINE_HINT = "or add --offline to use the stand-in lab's outputs (no account needed)"
+
+
+LOCAL_HINT = "offline, `make lab` (dslab local) runs the whole lab on the embedded stand-in, no account needed"
+
+
+def lab_outputs(args) -> dict[str, str]:
+    """The deployed lab's stack outputs: --outputs FILE, --offline (the stand-in's), else CloudFormation's."""
+    offline = getattr(args, "offline", None)
+    if offline:
+        if args.outputs:
+            raise ConfigError("--offline", "reads the stand-in lab's outputs: give --offline or --outputs, not both")
+        print(f"offline: the stand-in lab's stack outputs ({OFFLINE_OUTPUTS.name}, account 123456789012, us-east-1); "
+              "deploy the lab and drop --offline for your account's", file=sys.stderr)
+        return outputs_from_file(OFFLINE_OUTPUTS)
+    if getattr(args, "outputs", None):
+        return outputs_from_file(Path(args.outputs))
+    return outputs_from_cloudformation(region_of(args), hint=OFFLINE_HINT if offline is not None else LOCAL_HINT)
+
+
+def outputs_from_cloudformation(region: str | None = None, hint: str = LOCAL_HINT) -> dict[str, str]:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+    client = boto3.client("cloudformation", region_name=region)
+    flat: dict[str, str] = {}
+    try:
+        for stack in (CORE_STACK, FSX_STACK, WORKFLOW_STACK):
+            try:
+                described = client.describe_stacks(StackName=stack)["Stacks"][0]
+            except ClientError as err:
+                if "does not exist" in str(err) and stack == FSX_STACK:
+                    continue  # FSx is down: that is a state, not an error
+                raise
+            flat.update({o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])})
+    except NoCredentialsError:
+        raise ConfigError("AWS credentials", f"none found: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and "
+                          f"AWS_SECRET_ACCESS_KEY) for the lab's account; {hint}") from None
+    except ClientError as err:
+        if "does not exist" in str(err):
+            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up`; "
+                              f"{hint}") from None
+        raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
+    except BotoCoreError as err:
+        raise ConfigError("AWS", f"{err}") from None
+    return flat
+
+
+def environment_from_outputs(outputs: dict[str, str], region: str):
+    from ..core.requests import LabEnvironment
+    missing = [k for k in ("BucketName", "SubnetId", "TrainingSecurityGroupId", "TrainingRoleArn", "TrainingCodeUri",
+                           "TrainingImageUri") if k not in outputs]
+    if missing:
+        raise ConfigError("--outputs", f"stack outputs {', '.join(missing)} are missing; deploy the whole lab with "
+                          "`make deploy FSX=up` (it writes cdk-outputs.json), or use --offline for the stand-in lab's")
+    fsx = None
+    if outputs.get("FsxFileSystemId") and outputs.get("FsxMountName"):
+        fsx = {"file_system_id": outputs["FsxFileSystemId"], "mount_name": outputs["FsxMountName"]}
+    return LabEnvironment.from_dict({
+        "bucket": outputs["BucketName"], "region": region, "role_arn": outputs["TrainingRoleArn"],
+        "subnet_ids": outputs["SubnetId"], "security_group_ids": outputs["TrainingSecurityGroupId"],
+        "image_uri": outputs["TrainingImageUri"], "image_uri_cpu": outputs.get("TrainingImageUriCpu"),
+        "image_uris": outputs.get("TrainingImageUris"),
+        "code_uri": outputs["TrainingCodeUri"], "code_version": outputs.get("TrainingCodeVersion"),
+        "fsx": fsx, "efs": {"file_system_id": outputs["EfsFileSystemId"]} if outputs.get("EfsFileSystemId") else None,
+        "express_bucket": outputs.get("ExpressBucketName") or None,
+    })
+
+
+def workflow_of(args) -> tuple[str, str | None]:
+    """(state machine ARN, bucket) of the deployed lab."""
+    outputs = lab_outputs(args)
+    if "StateMachineArn" not in outputs:
+        raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy FSX=keep`")
+    return outputs["StateMachineArn"], outputs.get("BucketName")

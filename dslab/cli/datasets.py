@@ -1,0 +1,117 @@
+"""``dslab dataset``: generate, pack, replicate, import, stats and upload datasets (dslab/inputs/datasets.py)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..core.errors import ConfigError
+from .common import add_command, print_json, progress_bar
+
+
+def cmd_dataset_generate(args) -> int:
+    from ..inputs import datasets
+    with progress_bar() as progress:
+        task = progress.add_task("generating JPEGs", total=args.images)
+        result = datasets.generate(Path(args.out), images=args.images, classes=args.classes, seed=args.seed,
+                                   mean_kb=args.mean_kb, progress=lambda n: progress.advance(task, n))
+    print(f"generated {result.images} JPEGs in {result.classes} classes, {result.bytes / 1e6:.1f} MB "
+          f"(mean {result.bytes / result.images / 1024:.1f} KiB) in {result.out}")
+    return 0
+
+
+def cmd_dataset_pack(args) -> int:
+    from ..inputs import datasets
+    shard_size = datasets.parse_size(args.shard_size)
+    if not Path(args.src).is_dir():
+        raise ConfigError("--src", f"{args.src} is not a folder")
+    files, _ = datasets.list_jpgs(Path(args.src))
+    with progress_bar() as progress:
+        task = progress.add_task("packing records", total=len(files))
+        manifest = datasets.pack(Path(args.src), Path(args.out), shard_size=shard_size, seed=args.seed,
+                                 progress=lambda n: progress.advance(task, n))
+    print(f"packed {manifest['images']} images into {len(manifest['shards'])} TFRecord shards "
+          f"({manifest['bytes'] / 1e6:.1f} MB) in {args.out}; manifest: {Path(args.out) / 'manifest.json'}")
+    return 0
+
+
+def cmd_dataset_replicate(args) -> int:
+    from ..inputs import datasets
+    info = datasets.replicate(Path(args.src), args.copies, Path(args.out))
+    print(f"{args.copies} copies: {info['files']} files, {info['bytes'] / 1e6:.1f} MB in {args.out}")
+    return 0
+
+
+def cmd_dataset_import(args) -> int:
+    from ..inputs import datasets
+    result = datasets.import_folder(Path(args.src), Path(args.out))
+    print(f"imported {result.images} images in {result.classes} classes ({result.bytes / 1e6:.1f} MB) into {result.out}")
+    return 0
+
+
+def cmd_dataset_stats(args) -> int:
+    from ..inputs import datasets
+    info = datasets.stats(args.path, write=args.write)
+    if args.json:
+        print_json(info)
+    else:
+        print(f"{info['path']}: {info['files']} files, {info['bytes'] / 1e6:.1f} MB, format {info['format']}; "
+              f"size mean {info['mean_bytes'] / 1024:.1f} KiB, median {info['median_bytes'] / 1024:.1f} KiB, "
+              f"p10 {info['p10_bytes'] / 1024:.1f} KiB, p90 {info['p90_bytes'] / 1024:.1f} KiB")
+        if info.get("stats_file"):
+            print(f"written to {info['stats_file']}: the workflow now plans this dataset without listing it")
+    return 0
+
+
+def cmd_dataset_upload(args) -> int:
+    from ..inputs import datasets
+    with progress_bar() as progress:
+        task = progress.add_task("uploading bytes", total=None)
+        result = datasets.upload(Path(args.src), args.to, progress=lambda n: progress.advance(task, n),
+                                 total_cb=lambda total: progress.update(task, total=total))
+    print(f"{result['to']}: {result['uploaded']} files uploaded ({result['bytes_uploaded'] / 1e6:.1f} MB), "
+          f"{result['skipped']} already there; manifest {result['manifest']}, stats {result['stats']}")
+    return 0
+
+
+def register(sub) -> None:
+    dataset = sub.add_parser("dataset", help="generate, pack, replicate, import, stats and upload datasets",
+                             formatter_class=argparse.RawDescriptionHelpFormatter,
+                             description="Dataset tooling: generate, pack, replicate, import, stats, upload.\n\nexample:\n"
+                                         "  dslab dataset generate --out data/caltech-jpg --images 2000\n"
+                                         "  dslab dataset stats data/caltech-jpg")
+    dsub = dataset.add_subparsers(dest="dataset_command", required=True)
+    p = add_command(dsub, "generate", cmd_dataset_generate, "Generate a deterministic Caltech-256-like jpg dataset.",
+                    "dslab dataset generate --out data/caltech-jpg --images 30607 --classes 257 --seed 0")
+    p.add_argument("--out", required=True, help="new folder to write")
+    p.add_argument("--images", type=int, default=30607, help="number of JPEGs (default 30,607 as Caltech-256)")
+    p.add_argument("--classes", type=int, default=257, help="number of classes (default 257)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mean-kb", type=float, default=39.0, help="mean file size in KiB (default 39)")
+    p = add_command(dsub, "pack", cmd_dataset_pack, "Pack a jpg folder into TFRecord shards with a manifest.",
+                    "dslab dataset pack --src data/caltech-jpg --out data/caltech-tfr --shard-size 110MB")
+    p.add_argument("--src", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--shard-size", default="110MB", help="target shard size (default 110MB)")
+    p.add_argument("--seed", type=int, default=0)
+    p = add_command(dsub, "replicate", cmd_dataset_replicate, "Make N copies of a dataset (hard links, no re-encoding).",
+                    "dslab dataset replicate --src data/caltech-tfr --copies 50 --out data/caltech-tfr-50x")
+    p.add_argument("--src", required=True)
+    p.add_argument("--copies", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p = add_command(dsub, "import", cmd_dataset_import, "Import your own <class>/<image>.jpg folder in the lab's layout.",
+                    "dslab dataset import --src ~/photos --out data/my-photos")
+    p.add_argument("--src", required=True)
+    p.add_argument("--out", required=True)
+    p = add_command(dsub, "stats", cmd_dataset_stats, "File count, bytes and size distribution of a folder or S3 prefix; "
+                    "--write stores them beside the prefix, where the workflow reads them (for datasets uploaded by other tools).",
+                    "dslab dataset stats s3://my-bucket/datasets/caltech-jpg-1x/ --write")
+    p.add_argument("path", metavar="PATH|s3://...")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--write", action="store_true",
+                   help="store the stats as s3://.../<prefix>.stats.json (what the workflow's Plan reads)")
+    p = add_command(dsub, "upload", cmd_dataset_upload, "Upload a dataset to S3 (the lab's bucket, or its S3 Express One Zone "
+                    "bucket: stack output ExpressBucketName); only missing or changed files are sent.",
+                    "dslab dataset upload --src data/caltech-jpg --to s3://datasourcelab-data-123456789012-us-east-1/datasets/caltech-jpg-1x/")
+    p.add_argument("--src", required=True)
+    p.add_argument("--to", required=True)

@@ -1,0 +1,49 @@
+"""``dslab doctor``: with the user's credentials, does the lab's zone offer what the experiment needs?"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.errors import ConfigError
+from .common import REPO, add_command, lab_context, print_json, region_of
+
+DEFAULT_DOCTOR_EXPERIMENT = REPO / "experiments" / "all-modes-20-jobs.yaml"
+
+
+def cmd_doctor(args) -> int:
+    import boto3
+
+    from ..aws.doctor import check_zone
+    context = lab_context()
+    region = args.region or context.get("region") or region_of(args)
+    az_id = args.az_id or context.get("azId")
+    if not az_id:
+        raise ConfigError("azId", "not set: pass --az-id or set azId in cdk.json", "a zone ID such as use1-az4")
+    instance_types = list(args.instance_type or [])
+    needs_express = False
+    if args.experiment or not instance_types:
+        from ..core.experiment import expand
+        from ..inputs.experiment_file import load_experiment
+        experiment = load_experiment(Path(args.experiment) if args.experiment else DEFAULT_DOCTOR_EXPERIMENT)
+        specs = expand(experiment)
+        instance_types += [spec.trial.instance_type for spec in specs]
+        needs_express = any(spec.trial.storage == "express" for spec in specs)
+    report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
+                        region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express,
+                        logs=boto3.client("logs", region_name=region))
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        print("\n".join(report.lines()))
+    return 0 if report.ok else 1
+
+
+def register(sub) -> None:
+    p = add_command(sub, "doctor", cmd_doctor, "With your credentials: does the lab's zone (azId) offer the experiment's "
+                    "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not.",
+                    "dslab doctor --experiment experiments/post-12-jobs.yaml --az-id use1-az4")
+    p.add_argument("--experiment", help=f"experiment whose instance types to check (default {DEFAULT_DOCTOR_EXPERIMENT.relative_to(REPO)})")
+    p.add_argument("--instance-type", action="append", help="a SageMaker training instance type (repeatable), e.g. ml.g5.xlarge")
+    p.add_argument("--az-id", help="zone ID to check (default: azId in cdk.json)")
+    p.add_argument("--region", help="region (default: region in cdk.json)")
+    p.add_argument("--json", action="store_true")

@@ -1,0 +1,234 @@
+"""``dslab plan``, ``run``, ``status`` and ``report``: an experiment's jobs, its execution on the deployed lab, its results."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from .common import (
+    BUILD_DIR,
+    add_command,
+    environment_from_outputs,
+    lab_outputs,
+    outputs_from_cloudformation,
+    price_table,
+    print_json,
+    region_of,
+    stepfunctions,
+    workflow_of,
+)
+
+
+def cmd_plan(args) -> int:
+    from ..core.requests import plan
+    from ..inputs import user_code
+    from ..inputs.experiment_file import load_experiment
+    experiment = load_experiment(Path(args.experiment))
+    outputs = lab_outputs(args)
+    env = environment_from_outputs(outputs, region_of(args))
+    # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
+    experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR)
+    jobs = plan(experiment, env, args.execution)
+    if args.json:
+        print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
+                     "jobs": [{"name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
+                               "repeat": j.spec.repeat, "request": j.request, "skip_reason": j.skip_reason} for j in jobs]})
+        return 0
+    print(f"experiment {experiment.name} ({experiment.content_hash}): {len(jobs)} jobs")
+    for job in jobs:
+        if job.request is None:
+            print(f"  {job.name:60s} SKIPPED: {job.skip_reason}")
+            continue
+        channel = job.request["InputDataConfig"][0]
+        source = channel["DataSource"].get("S3DataSource", {}).get("S3Uri") or channel["DataSource"]["FileSystemDataSource"]["DirectoryPath"]
+        print(f"  {job.name:60s} {job.spec.mode:8s} {job.request['ResourceConfig']['InstanceType']:16s} {source}")
+    print("(--json prints the complete CreateTrainingJob requests)")
+    return 0
+
+
+def cmd_run(args) -> int:
+    from ..inputs import user_code
+    from ..inputs.experiment_file import load_experiment
+    experiment = load_experiment(Path(args.experiment))
+    user_code.package(experiment, Path(args.experiment).resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
+    arn, bucket = workflow_of(args)
+    from botocore.exceptions import ClientError, NoCredentialsError
+    try:
+        if any(t.script is not None and t.script.source_dir for t in experiment.trials):
+            if not bucket:
+                raise ConfigError("stack", "the DataSourceLab stack has no BucketName output to upload the script to: "
+                                  "run `make deploy FSX=keep`")
+            import boto3
+            experiment = user_code.prepare(experiment, Path(args.experiment), bucket, BUILD_DIR,
+                                           s3_client=boto3.client("s3", region_name=region_of(args)))
+        # A readable, unique execution name: it names the results folder, results/<name>/.
+        name = f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"[:80]
+        started = stepfunctions(region_of(args)).start_execution(stateMachineArn=arn, name=name, input=json.dumps(experiment.document))
+    except NoCredentialsError:
+        raise ConfigError("AWS credentials", "none found: set AWS_PROFILE or keys") from None
+    except ClientError as err:
+        raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
+    execution = started["executionArn"]
+    print(f"started {execution}")
+    if args.wait:
+        return watch(execution, region_of(args), bucket)
+    print(f"follow it with: dslab status {execution}")
+    return 0
+
+
+def describe_progress(execution_arn: str, region: str, bucket: str | None = None) -> dict[str, Any]:
+    """Jobs by state and spend so far: the plan Plan stored lists the execution's jobs."""
+    import boto3
+
+    from ..core.prices import PriceTable
+    sfn = stepfunctions(region)
+    sagemaker = boto3.client("sagemaker", region_name=region)
+    described = sfn.describe_execution(executionArn=execution_arn)
+    name = described.get("name") or execution_arn.rsplit(":", 1)[-1]
+    counts: dict[str, int] = {}
+    spend = 0.0
+    prices = PriceTable()
+    jobs: list[dict[str, Any]] = []
+    if bucket:
+        try:
+            plan_document = json.loads(boto3.client("s3", region_name=region).get_object(
+                Bucket=bucket, Key=f"results/{name}/plan.json")["Body"].read())
+            jobs = plan_document["jobs"]
+        except Exception:
+            jobs = []  # Plan has not written it yet
+    for job in jobs:
+        if job.get("skip_reason"):
+            counts["Skipped"] = counts.get("Skipped", 0) + 1
+            continue
+        try:
+            state = sagemaker.describe_training_job(TrainingJobName=job["name"])
+        except Exception:
+            counts["Pending"] = counts.get("Pending", 0) + 1
+            continue
+        counts[state["TrainingJobStatus"]] = counts.get(state["TrainingJobStatus"], 0) + 1
+        hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
+        seconds = state.get("BillableTimeInSeconds")
+        start = state.get("TrainingStartTime")
+        if seconds is None and hasattr(start, "timestamp"):
+            seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
+        spend += hourly * (seconds or 0) / 3600
+    stop = described.get("stopDate")
+    end = stop.timestamp() if hasattr(stop, "timestamp") else time.time()
+    elapsed = end - described["startDate"].timestamp() if hasattr(described.get("startDate"), "timestamp") else 0.0
+    return {"execution": execution_arn, "status": described["status"], "jobs": counts, "spend_usd": round(spend, 4),
+            "elapsed_seconds": round(elapsed), "results": f"s3://{bucket or '<bucket>'}/results/{name}/results.json",
+            "error": described.get("error"), "cause": described.get("cause")}
+
+
+def watch(execution_arn: str, region: str, bucket: str | None = None) -> int:
+    from rich.live import Live
+    from rich.table import Table
+
+    def render(state) -> Table:
+        table = Table(title=f"{state['execution'].rsplit(':', 1)[-1]}: {state['status']}")
+        for column in ("elapsed", "jobs by state", "spend so far"):
+            table.add_column(column)
+        table.add_row(f"{state['elapsed_seconds']} s", ", ".join(f"{k} {v}" for k, v in sorted(state["jobs"].items())) or "-",
+                      f"${state['spend_usd']:.2f}")
+        return table
+
+    try:
+        state = describe_progress(execution_arn, region, bucket)
+        with Live(render(state), refresh_per_second=1) as live:
+            while state["status"] == "RUNNING":
+                time.sleep(15)
+                state = describe_progress(execution_arn, region, bucket)
+                live.update(render(state))
+    except KeyboardInterrupt:
+        print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
+        return 130
+    print(f"{state['status']}: results in {state['results']}" + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
+    return 0 if state["status"] == "SUCCEEDED" else 1
+
+
+def cmd_status(args) -> int:
+    region = region_of(args)
+    execution = args.execution
+    arn, bucket = workflow_of(args)
+    if not execution:
+        executions = stepfunctions(region).list_executions(stateMachineArn=arn, maxResults=1)["executions"]
+        if not executions:
+            raise ConfigError("EXECUTION", "the workflow has no executions yet: start one with dslab run")
+        execution = executions[0]["executionArn"]
+    if args.wait:
+        return watch(execution, region, bucket)
+    state = describe_progress(execution, region, bucket)
+    if args.json:
+        print_json(state)
+    else:
+        print(f"{state['status']}: {state['elapsed_seconds']} s, jobs {state['jobs']}, spend ${state['spend_usd']:.2f}; "
+              f"results: {state['results']}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from ..report import load_results, results_from_describe_dir, write_report
+    chosen = [x for x in (args.execution, args.results, args.describe_json) if x]
+    if len(chosen) != 1:
+        raise ConfigError("EXECUTION | --results | --describe-json", "give exactly one source of results")
+    prices = price_table(args.prices)
+    if args.results:
+        results = load_results(Path(args.results))
+    elif args.describe_json:
+        results = results_from_describe_dir(Path(args.describe_json), prices)
+    else:
+        results = _results_from_execution(args.execution, region_of(args))
+    paths = write_report(results, Path(args.out))
+    print(f"report written to {args.out}: " + ", ".join(p.name for p in paths.values()))
+    return 0
+
+
+def _results_from_execution(execution: str, region: str) -> dict[str, Any]:
+    import boto3
+    outputs = outputs_from_cloudformation(region)
+    name = execution.rsplit(":", 1)[-1]
+    try:
+        body = boto3.client("s3", region_name=region).get_object(
+            Bucket=outputs["BucketName"], Key=f"results/{name}/results.json")["Body"].read()
+    except Exception as err:
+        raise ConfigError("EXECUTION", f"no results for {name} in s3://{outputs['BucketName']}/results/{name}/ ({type(err).__name__})") from None
+    return json.loads(body)
+
+
+def register(sub) -> None:
+    p = add_command(sub, "plan", cmd_plan, "Print the exact CreateTrainingJob requests an experiment would run (no AWS call "
+                    "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
+    p.add_argument("--execution", default="plan-preview", help="execution name used in job names (default plan-preview)")
+    p.add_argument("--region")
+    p.add_argument("--json", action="store_true")
+
+    p = add_command(sub, "run", cmd_run, "Start the workflow on the deployed lab.",
+                    "dslab run --experiment experiments/all-modes-20-jobs.yaml --wait")
+    p.add_argument("--experiment", required=True)
+    p.add_argument("--outputs")
+    p.add_argument("--region")
+    p.add_argument("--wait", action="store_true", help="live progress until the execution ends (Ctrl-C leaves it running)")
+
+    p = add_command(sub, "status", cmd_status, "Show an execution's progress: jobs by state, elapsed, spend so far.",
+                    "dslab status arn:aws:states:us-east-1:123456789012:execution:DataSourceLabWorkflow:abc --wait")
+    p.add_argument("execution", nargs="?", metavar="EXECUTION")
+    p.add_argument("--outputs")
+    p.add_argument("--region")
+    p.add_argument("--wait", action="store_true")
+    p.add_argument("--json", action="store_true")
+
+    p = add_command(sub, "report", cmd_report, "Write results.json, results.csv, report.md, report.html and breakdown.png.",
+                    "dslab report --results lab-out/results.json --out report-out")
+    p.add_argument("execution", nargs="?", metavar="EXECUTION")
+    p.add_argument("--results", help="a results.json file")
+    p.add_argument("--describe-json", help="a folder of DescribeTrainingJob JSON files")
+    p.add_argument("--out", required=True)
+    p.add_argument("--prices", help="YAML file overriding prices")
+    p.add_argument("--region")

@@ -1,0 +1,91 @@
+"""What the embedded AWS stand-in (moto, pinned) lacks, closed by project code.
+
+- ``sagemaker:createTrainingJob.sync``: moto's Step Functions engine refuses ``.sync`` for SageMaker;
+  a service task here creates the job, then polls DescribeTrainingJob until it ends, as AWS does:
+  Completed returns the description, Failed/Stopped fails the state with ``States.TaskFailed``.
+- Training jobs: moto marks a job Completed at creation. Here a created job is InProgress and is
+  handed to a job executor (the local container runner, or a scripted executor in tests); its real
+  outcome — status, transitions, billable time, failure reason, metrics — is what DescribeTrainingJob
+  then returns.
+- Lambda: moto runs functions in Docker, which these machines lack. The workflow's functions are the
+  ``dslab`` package itself, so they run in-process with the function's environment.
+- DataSync: a started task execution runs the project's stager (S3 objects copied into EFS's
+  stand-in folder) and ends SUCCESS or ERROR.
+- CloudFormation: the stand-in's own engine (``cloudformation/``) replaces moto's: change sets,
+  exports and imports, asynchronous operations and their statuses, every resource provisioned.
+- ``aws-sdk:s3:getObject``: Step Functions returns the object's Body as text; moto hands back a
+  stream, which no intrinsic can read. The body is read into a string, as AWS does.
+- Time: Wait states and retry intervals are compressed by ``time_scale`` so a test need not wait
+  minutes; the state-machine definition itself is unchanged.
+
+Limits, names and lifecycles AWS enforces and the product depends on (moto copies API shapes only):
+- 256 KiB per state input and output; ``States.DataLimitExceeded`` (and ``States.Runtime``) are
+  terminal: ``States.ALL`` does not catch them. The largest payload seen is recorded.
+- History events per execution are counted (AWS fails an execution at 25,000).
+- SageMaker API errors reach the state machine as Step Functions names them:
+  ``SageMaker.<Modelled>Exception`` or ``SageMaker.AmazonSageMakerException`` with the service's
+  error code in the Cause. CreateTrainingJob enforces the account's training quotas, with SageMaker's
+  own ResourceLimitExceeded message; tests can inject throttling and validation errors.
+- Service Quotas answers SageMaker's per-instance-type training quotas (list calls, paginated).
+- FSx data repository associations and their S3 metadata import task, which finishes some
+  (stand-in) time after the file system exists.
+- Bucket policies are evaluated as for an HTTPS request, and a statement whose condition does not
+  hold does not apply (moto denies on any condition it cannot evaluate).
+
+All patches are installed once per process and do nothing unless an emulator has set its hooks."""
+
+from __future__ import annotations
+
+import threading
+
+from . import s3, sagemaker, services, stepfunctions
+from .hooks import HOOKS, Hooks, JobExecutor
+from .s3 import create_directory_bucket, delete_directory_bucket, directory_listing_order, is_directory_bucket
+from .sagemaker import step_functions_error, training_quota_message
+
+__all__ = ["HOOKS", "Hooks", "JobExecutor", "create_directory_bucket", "delete_directory_bucket", "directory_listing_order",
+           "install", "is_directory_bucket", "reset_hooks", "step_functions_error", "training_quota_message"]
+
+_LOCK = threading.Lock()
+_INSTALLED = False
+
+
+def reset_hooks() -> None:
+    HOOKS.job_executor = HOOKS.stager = HOOKS.on_stack_delete = None
+    HOOKS.create_fault = HOOKS.fsx_repository = HOOKS.stack_deletion = None
+    HOOKS.time_scale = 1.0
+    HOOKS.threads.clear()
+    HOOKS.errors.clear()
+    HOOKS.quotas = {}
+    HOOKS.max_state_bytes = 0
+    HOOKS.history_events = {}
+    HOOKS.function_env = {}
+    HOOKS.s3_fault = HOOKS.s3_observer = None
+    HOOKS.datasync_seconds = 0.0
+    HOOKS.fsx_create_task = None
+    services.DATASYNC_RUNNING.clear()
+    sagemaker.CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
+    from ...workflow import common as workflow_common
+    workflow_common.CLIENT_CACHE.clear()
+
+
+def install() -> None:
+    """Every patch, once per process (each does nothing until an emulator sets HOOKS)."""
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        sagemaker.patch_state_task_factory()
+        sagemaker.patch_sagemaker()
+        services.patch_lambda()
+        services.patch_datasync()
+        stepfunctions.patch_time()
+        stepfunctions.patch_aws_sdk_streams()
+        stepfunctions.patch_state_limits()
+        services.patch_service_quotas()
+        services.patch_fsx_repository()
+        s3.patch_directory_buckets()
+        s3.patch_bucket_policy_transport()
+        s3.patch_s3_faults()
+        stepfunctions.patch_json_path_cache()
+        _INSTALLED = True

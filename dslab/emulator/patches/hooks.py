@@ -1,0 +1,43 @@
+"""What the running emulator sets and the patches read."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+JobExecutor = Callable[[dict, Callable[[dict], None]], dict]
+
+
+@dataclass
+class Hooks:
+    """Set by the running emulator; read by the patches."""
+    job_executor: JobExecutor | None = None   # (request, on_update) -> final DescribeTrainingJob fields
+    stager: Callable[[str, str], None] | None = None   # (task_arn, includes) raises on failure
+    on_stack_delete: Callable[[str], None] | None = None
+    time_scale: float = 1.0
+    threads: list[threading.Thread] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    # (request) -> (error code, message) to refuse a CreateTrainingJob call, or None
+    create_fault: Callable[[dict], tuple[str, str] | None] | None = None
+    # quota name -> value (SageMaker training quotas the stand-in answers and enforces)
+    quotas: dict[str, float] = field(default_factory=dict)
+    # () -> (associations, tasks) of the FSx file system, for the DescribeDataRepository* calls
+    fsx_repository: Callable[[], tuple[list[dict], list[dict]]] | None = None
+    # stack name -> (seconds until the deletion ends, failure reason or None)
+    stack_deletion: Callable[[str], tuple[float, str | None]] | None = None
+    max_state_bytes: int = 0
+    history_events: dict[int, int] = field(default_factory=dict)  # per execution (event manager)
+    # added to every function's own environment (the template's): the stand-in's endpoint, test knobs
+    function_env: dict[str, str] = field(default_factory=dict)
+    # (method, bucket, key or None) -> (HTTP status, error code, message) to answer an S3 request with, or None:
+    # e.g. a directory bucket idle for 90 days answering 503 while it wakes up
+    s3_fault: Callable[[str, str, str | None], tuple[int, str, str] | None] | None = None
+    # (method, bucket, key or None, query) for every S3 request the stand-in answers (tests count them)
+    s3_observer: Callable[[str, str, str | None, dict], None] | None = None
+    datasync_seconds: float = 0.0    # how long (stand-in seconds) a DataSync task execution transfers
+    # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations
+    fsx_create_task: Callable[[dict], dict] | None = None
+
+
+HOOKS = Hooks()

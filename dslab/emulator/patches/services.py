@@ -1,0 +1,161 @@
+"""Lambda (in-process), DataSync (the emulator's stager), Service Quotas (SageMaker's training quotas) and
+FSx data repository associations in the stand-in."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import threading
+import time
+import traceback
+from contextlib import redirect_stdout
+from typing import Any
+
+from .hooks import HOOKS
+
+_ENV_LOCK = threading.Lock()
+
+
+def patch_lambda() -> None:
+    from moto.awslambda.models import LambdaFunction
+
+    from ...workflow.runtime import function_environment
+
+    original = LambdaFunction._invoke_lambda
+
+    def _invoke_lambda(self, event=None):
+        handler = getattr(self, "handler", "") or ""
+        if not handler.startswith("dslab."):
+            return original(self, event)
+        module_name, func_name = handler.rsplit(".", 1)
+        # What the Lambda runtime adds to every function's environment: its region and credentials.
+        region = getattr(self, "region", None) or "us-east-1"
+        environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": "testing",
+                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
+                       **dict(getattr(self, "environment_vars", {}) or {}), **HOOKS.function_env}
+        logs = io.StringIO()
+        # The function's own environment for this thread only (dslab.workflow.runtime): rewriting
+        # os.environ would race with other threads reading it. One invocation at a time still, as
+        # print() output is captured through the process-wide stdout.
+        with _ENV_LOCK, function_environment(environment):
+            try:
+                function = getattr(importlib.import_module(module_name), func_name)
+                payload = event if isinstance(event, dict) else json.loads(event or "{}")
+                with redirect_stdout(logs):
+                    result = function(payload, None)
+                return json.dumps(result, default=str), False, logs.getvalue()
+            except Exception as err:
+                body = {"errorMessage": str(err), "errorType": type(err).__name__,
+                        "stackTrace": traceback.format_exc().splitlines()}
+                return json.dumps(body), True, logs.getvalue()
+
+    LambdaFunction._invoke_lambda = _invoke_lambda
+
+
+def patch_datasync() -> None:
+    """A started task execution runs the project's stager: at once, or after HOOKS.datasync_seconds of
+    stand-in time (TRANSFERRING until then, as a long copy into EFS is); it ends SUCCESS or ERROR."""
+    from moto.datasync.responses import DataSyncResponse
+
+    def finish(execution, task_arn: str, pattern: str) -> None:
+        try:
+            HOOKS.stager(task_arn, pattern)
+            execution.status = "SUCCESS"
+        except Exception:
+            HOOKS.errors.append(traceback.format_exc())
+            execution.status = "ERROR"
+
+    def start_task_execution(self) -> str:
+        task_arn = self._get_param("TaskArn")
+        includes = self._get_param("Includes") or []
+        arn = self.datasync_backend.start_task_execution(task_arn)
+        execution = self.datasync_backend.task_executions[arn]
+        if HOOKS.stager is not None:
+            pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
+            if HOOKS.datasync_seconds > 0:
+                execution.status = "TRANSFERRING"
+                DATASYNC_RUNNING[arn] = (time.monotonic(), task_arn, pattern)
+            else:
+                finish(execution, task_arn, pattern)
+        return json.dumps({"TaskExecutionArn": arn})
+
+    original_describe = DataSyncResponse.describe_task_execution
+
+    def describe_task_execution(self) -> str:
+        # (moto's own describe moves an execution one status further at every call: a copy that is still
+        # running is answered here, as TRANSFERRING, until its time is up)
+        arn = self._get_param("TaskExecutionArn")
+        if arn in DATASYNC_RUNNING:
+            started, task_arn, pattern = DATASYNC_RUNNING[arn]
+            execution = self.datasync_backend._get_task_execution(arn)
+            if execution.status not in ("ERROR", "SUCCESS") and \
+                    (time.monotonic() - started) / max(HOOKS.time_scale, 1e-9) < HOOKS.datasync_seconds:
+                return json.dumps({"TaskExecutionArn": arn, "Status": "TRANSFERRING"})
+            DATASYNC_RUNNING.pop(arn)
+            if execution.status not in ("ERROR", "SUCCESS"):
+                finish(execution, task_arn, pattern)
+        return original_describe(self)
+
+    DataSyncResponse.start_task_execution = start_task_execution
+    DataSyncResponse.describe_task_execution = describe_task_execution
+
+
+DATASYNC_RUNNING: dict[str, tuple[float, str, str]] = {}
+
+
+def patch_service_quotas() -> None:
+    """SageMaker's training quotas, as ListAWSDefaultServiceQuotas and ListServiceQuotas list them."""
+    import hashlib
+
+    from moto.servicequotas.responses import ServiceQuotasResponse
+
+    def _page(self, applied: bool) -> str:
+        params = json.loads(self.body or "{}")
+        service = params.get("ServiceCode")
+        if service != "sagemaker":
+            raise NotImplementedError(f"the stand-in answers Service Quotas for sagemaker only, not {service}")
+        names = sorted(HOOKS.quotas)
+        quotas = []
+        for name in names:
+            code = "L-" + hashlib.sha256(name.encode()).hexdigest()[:8].upper()
+            # AWS's default for GPU training is 0 in many accounts; the applied value is the lab's.
+            default = 0.0 if name.startswith(("ml.p", "ml.g")) else 2.0
+            quotas.append({"ServiceCode": "sagemaker", "ServiceName": "Amazon SageMaker", "QuotaCode": code,
+                           "QuotaArn": f"arn:aws:servicequotas:{self.region}:{self.current_account}:sagemaker/{code}",
+                           "QuotaName": name, "Value": HOOKS.quotas[name] if applied else default,
+                           "Unit": "None", "Adjustable": True, "GlobalQuota": False})
+        start = int(params.get("NextToken") or 0)
+        size = int(params.get("MaxResults") or 100)
+        body: dict[str, Any] = {"Quotas": quotas[start:start + size]}
+        if start + size < len(quotas):
+            body["NextToken"] = str(start + size)
+        return json.dumps(body)
+
+    ServiceQuotasResponse.list_aws_default_service_quotas = lambda self: _page(self, applied=False)
+    ServiceQuotasResponse.list_service_quotas = lambda self: _page(self, applied=True)
+
+
+def patch_fsx_repository() -> None:
+    """DescribeDataRepositoryAssociations / DescribeDataRepositoryTasks from the emulator's FSx model."""
+    from moto.fsx.responses import FSxResponse
+
+    def _answer(self, key: str) -> str:
+        associations, tasks = HOOKS.fsx_repository() if HOOKS.fsx_repository else ([], [])
+        params = json.loads(self.body or "{}")
+        wanted = {v for f in params.get("Filters", []) if f.get("Name") == "file-system-id" for v in f.get("Values", [])}
+        items = associations if key == "Associations" else tasks
+        if wanted:
+            items = [i for i in items if i.get("FileSystemId") in wanted]
+        return json.dumps({key: items}, default=str)
+
+    FSxResponse.describe_data_repository_associations = lambda self: _answer(self, "Associations")
+    FSxResponse.describe_data_repository_tasks = lambda self: _answer(self, "DataRepositoryTasks")
+
+    def create_data_repository_task(self) -> str:
+        params = json.loads(self.body or "{}")
+        if HOOKS.fsx_create_task is None:
+            raise NotImplementedError("CreateDataRepositoryTask: no emulated FSx association")
+        return json.dumps({"DataRepositoryTask": HOOKS.fsx_create_task(params)}, default=str)
+
+    FSxResponse.create_data_repository_task = create_data_repository_task

@@ -1,0 +1,131 @@
+"""Step Functions in the stand-in: the 256 KiB payload limit and history counts, compressed time, S3 bodies
+read as text by aws-sdk tasks, and a cached JSONPath parser."""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+from .hooks import HOOKS
+
+
+def patch_json_path_cache() -> None:
+    """moto's Step Functions engine builds a JSONPath parser (its yacc tables included) for every path it
+    evaluates: a tenth of a long execution's time. The parsed path is the same each time: keep it."""
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    json_path.parse = functools.lru_cache(maxsize=4096)(json_path.parse)
+
+
+def patch_state_limits() -> None:
+    """256 KiB per state input and output, terminal when exceeded; the largest payload is recorded."""
+    from moto.stepfunctions.parser import quotas
+    from moto.stepfunctions.parser.asl.component.common.error_name.error_equals_decl import (
+        ErrorEqualsDecl,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
+    from moto.stepfunctions.parser.asl.component.state import state as state_module
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import (
+        state_task_lambda,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service,
+    )
+    from moto.stepfunctions.parser.asl.eval.event.event_manager import EventManager
+    from moto.stepfunctions.parser.asl.utils.encoding import to_json_str
+
+    def is_within_size_quota(value: Any) -> bool:
+        size = len((value if isinstance(value, str) else to_json_str(value)).encode("utf-8"))
+        HOOKS.max_state_bytes = max(HOOKS.max_state_bytes, size)
+        return size <= quotas.MAX_STATE_SIZE_UTF8_BYTES
+
+    for module in (quotas, state_module, state_task_lambda, state_task_service):
+        module.is_within_size_quota = is_within_size_quota
+
+    # Every state's input too (an ItemSelector or Parameters can build one larger than what came in);
+    # raised outside the state's Catch, like the output check.
+    original_input = state_module.CommonStateField._eval_state_input
+
+    def _eval_state_input(self, env) -> None:
+        original_input(self, env)
+        self._verify_size_quota(env=env, value=env.stack[-1])
+
+    state_module.CommonStateField._eval_state_input = _eval_state_input
+
+    # "The States.ALL error type ... cannot catch the States.DataLimitExceeded terminal error or
+    # Runtime error types" (https://docs.aws.amazon.com/step-functions/latest/dg/concepts-error-handling.html).
+    terminal = [StatesErrorName(typ=StatesErrorNameType.StatesStatesDataLimitExceeded),
+                StatesErrorName(typ=StatesErrorNameType.StatesRuntime)]
+    original_match = ErrorEqualsDecl._eval_body
+
+    def _eval_body(self, env) -> None:
+        error_name = env.stack[-1]
+        if error_name in terminal and error_name not in self.error_names:
+            env.stack.pop()
+            env.stack.append(False)
+            return
+        original_match(self, env)
+
+    ErrorEqualsDecl._eval_body = _eval_body
+
+    original_add = EventManager.add_event
+
+    def add_event(self, *args, **kwargs):
+        original_add(self, *args, **kwargs)
+        HOOKS.history_events[id(self)] = HOOKS.history_events.get(id(self), 0) + 1
+
+    EventManager.add_event = add_event
+
+
+def patch_time() -> None:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+    from moto.stepfunctions.parser.asl.component.state.wait.wait_function.wait_function import (
+        WaitFunction,
+    )
+
+    def _wait_interval(self, env, wait_seconds) -> None:
+        if wait_seconds > 0:
+            env.program_state_event.wait(wait_seconds * HOOKS.time_scale)
+
+    WaitFunction._wait_interval = _wait_interval
+
+    class _ScaledTime:
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            time.sleep(seconds * HOOKS.time_scale)
+
+    retrier_decl.time = _ScaledTime()
+    # botocore's retry back-off (a throttled, 503 or 500 answer: the client sleeps, then asks again) on the
+    # same clock, so a test of "the bucket wakes after N 503s" does not wait real seconds per retry.
+    import botocore.endpoint
+    botocore.endpoint.time = _ScaledTime()
+
+
+def patch_aws_sdk_streams() -> None:
+    from botocore.response import StreamingBody
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
+        StateTaskServiceAwsSdk,
+    )
+
+    original = StateTaskServiceAwsSdk._eval_service_task
+
+    def _eval_service_task(self, env, resource_runtime_part, normalised_parameters, state_credentials):
+        original(self, env, resource_runtime_part, normalised_parameters, state_credentials)
+        response = env.stack[-1]
+        if isinstance(response, dict):
+            for key, value in list(response.items()):
+                if isinstance(value, StreamingBody):
+                    response[key] = value.read().decode("utf-8", errors="replace")
+                elif hasattr(value, "isoformat"):
+                    response[key] = value.isoformat()
+
+    StateTaskServiceAwsSdk._eval_service_task = _eval_service_task

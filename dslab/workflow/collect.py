@@ -1,0 +1,144 @@
+"""Collect: finished training jobs into result records, results.json/.csv and the run's summary in S3."""
+
+from __future__ import annotations
+
+import io
+import json
+import tarfile
+from typing import Any
+
+from ..core.prices import PriceTable
+from ..core.results import record_from_describe, skipped_record, summarise, to_csv
+from .common import function_clients, put_json
+from .plan import failure_key
+from .runtime import environ as function_environ
+
+# Why a job has no training job of its own, by the code the state machine records.
+OUTCOME_REASONS = {
+    "EfsStagingFailed": "Copying the dataset from S3 to EFS (DataSync) failed; see the DataSync task's log group",
+    "FsxDataNotReady": "FSx's S3 metadata import did not finish in time",
+    "ExpressNotStaged": "Copying the dataset into the S3 Express One Zone bucket did not finish",
+}
+
+
+
+class ResultsNotStored(Exception):
+    """Results could not be written."""
+
+
+def flatten_outcomes(lanes: list[Any]) -> dict[int, dict[str, Any]]:
+    """The Map's per-lane outcome lists, by job index."""
+    out: dict[int, dict[str, Any]] = {}
+    for lane in lanes or []:
+        for outcome in (lane if isinstance(lane, list) else [lane]):
+            if isinstance(outcome, dict) and "index" in outcome:
+                out[int(outcome["index"])] = outcome
+    return out
+
+
+def _script_metrics(s3, describe: dict[str, Any]) -> dict[str, Any] | None:
+    """metrics.json from the job's output.tar.gz, where the script wrote it."""
+    output = describe.get("OutputDataConfig", {}).get("S3OutputPath", "").rstrip("/")
+    if not output.startswith("s3://"):
+        return None
+    bucket, _, prefix = output[5:].partition("/")
+    key = f"{prefix}/{describe['TrainingJobName']}/output/output.tar.gz".lstrip("/")
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
+            member = tar.extractfile("metrics.json")
+            return json.loads(member.read()) if member else None
+    except Exception:
+        return None
+
+
+def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    clients = function_clients()
+    s3, sagemaker = clients["s3"], clients["sagemaker"]
+    summary_plan = event["plan"]
+    bucket, base = summary_plan["bucket"], summary_plan["base"]
+    plan_document = json.loads(s3.get_object(Bucket=bucket, Key=summary_plan["plan_key"])["Body"].read())
+    outcomes = flatten_outcomes(event.get("results") or [])
+    prepared = event.get("prepared") or {}
+    fsx_reason = (prepared.get("fsx_data") or {}).get("reason")
+    overrides = function_environ().get("DSLAB_PRICES")
+    prices = PriceTable.with_overrides(json.loads(overrides) if overrides else None)
+    records = []
+    for job in plan_document["jobs"]:
+        outcome = outcomes.get(int(job["index"]), {"status": "Failed", "error": "the workflow returned no outcome for this job"})
+        status = outcome.get("status")
+        name = outcome.get("name") or job["name"]
+        stats = plan_document["dataset_stats"].get(job["dataset"], {})
+        common = dict(mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
+                      instance_type=job["instance_type"], instance_count=job["instance_count"], trial=job.get("trial"),
+                      storage=job.get("storage"))
+        if status == "Skipped":
+            reason = job.get("skip_reason") or "skipped"
+            if outcome.get("error") == "FsxDataNotReady":
+                reason = f"{OUTCOME_REASONS['FsxDataNotReady']}: {fsx_reason}" if fsx_reason else OUTCOME_REASONS["FsxDataNotReady"]
+            elif outcome.get("error") == "ExpressNotStaged":
+                express_reason = (prepared.get("express") or {}).get("reason")
+                reason = f"{OUTCOME_REASONS['ExpressNotStaged']}: {express_reason}" if express_reason else OUTCOME_REASONS["ExpressNotStaged"]
+            records.append(skipped_record(name, **common, reason=reason))
+            continue
+        try:
+            describe = sagemaker.describe_training_job(TrainingJobName=name)
+        except Exception:
+            # The job was never created (its request could not be loaded, the API refused it, staging failed).
+            records.append(skipped_record(name, **common, reason=_reason(s3, bucket, base, name, outcome), status="Failed"))
+            continue
+        describe.pop("ResponseMetadata", None)
+        record = record_from_describe(
+            describe, prices=prices, script_metrics=_script_metrics(s3, describe), mode=job["mode"],
+            dataset=job["dataset"], repeat=job["repeat"], files=stats.get("files"), total_bytes=stats.get("bytes"),
+            epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200), trial=job.get("trial"),
+            storage=job.get("storage"))
+        if record["status"] == "Failed" and not record["failure_reason"]:
+            record["failure_reason"] = _reason(s3, bucket, base, name, outcome)
+        records.append(record)
+
+    summary = summarise(records)
+    results = {
+        "experiment": plan_document["experiment"],
+        "backend": plan_document.get("backend", "aws"),
+        "records": records,
+        "execution": plan_document["execution"],
+        "experiment_hash": plan_document["experiment_hash"],
+        "code_version": plan_document["environment"].get("code_version"),
+        "environment": plan_document["environment"],
+        # What the report needs to rebuild the answer from this file alone: the price overrides the
+        # run used, the datasets' files and bytes as found in S3, FSx's size.
+        "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"],
+                   "overrides": json.loads(overrides) if overrides else None},
+        "dataset_stats": {name: {k: v for k, v in found.items() if k in ("files", "bytes")}
+                          for name, found in plan_document["dataset_stats"].items()},
+        "fsx_capacity_gib": plan_document.get("fsx_capacity_gib", 1200),
+        "quotas": plan_document.get("quotas"),
+        "staging": (prepared.get("staging") or {}).get("status") if isinstance(prepared.get("staging"), dict) else prepared.get("staging"),
+        "express_staging": prepared.get("express"),
+        "fsx_data": prepared.get("fsx_data"),
+        "summary": summary,
+    }
+    put_json(s3, bucket, f"{base}/results.json", results)
+    s3.put_object(Bucket=bucket, Key=f"{base}/results.csv", Body=to_csv(records).encode(), ContentType="text/csv")
+    summary["results_uri"] = f"s3://{bucket}/{base}/results.json"
+    return summary
+
+
+def _reason(s3, bucket: str, base: str, name: str, outcome: dict[str, Any]) -> str:
+    """The failure's reason: the Cause the state machine stored in S3, else the recorded code."""
+    error = str(outcome.get("error") or "failed")
+    cause = ""
+    try:
+        cause = s3.get_object(Bucket=bucket, Key=failure_key(base, name))["Body"].read().decode("utf-8", "replace")
+    except Exception:
+        pass
+    if not cause:
+        return OUTCOME_REASONS.get(error, error)
+    try:  # a .sync failure's Cause is the job's DescribeTrainingJob output as JSON
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict):
+            return parsed.get("FailureReason") or parsed.get("errorMessage") or cause
+    except ValueError:
+        pass
+    return f"{error}: {cause}"

@@ -1,0 +1,235 @@
+"""Plan: validate the experiment, size its datasets, check the training quotas, store every job's
+CreateTrainingJob request, and deal the jobs into the Run map's lanes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.experiment import parse_experiment
+from ..core.limits import (
+    EFS_SYNC_MAX_CHECKS,
+    EXPRESS_LOCK_MAX_WAITS,
+    EXPRESS_STAGING_MAX_INVOCATIONS,
+    FSX_DATA_MAX_CHECKS,
+    FSX_DATA_POLL_SECONDS,
+)
+from ..core.modes import EXPRESS
+from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE
+from ..core.quotas import Quota, QuotaDecision, check_training_quotas
+from ..core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, RESULTS_PREFIX, stats_key
+from ..core.requests import plan as plan_jobs
+from .common import (
+    function_clients,
+    is_missing,
+    lab_environment_from_env,
+    look_up_fsx,
+    time_scale,
+)
+from .express_staging import wake_directory_bucket
+from .runtime import environ as function_environ
+
+
+class ExperimentInvalid(Exception):
+    """The experiment cannot run; the state machine fails at Plan before any job is created."""
+
+
+def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
+    """A dataset's file count and bytes in S3_REQUESTS_PER_DATASET requests, whatever its size.
+
+    ListObjectsV2 returns at most 1,000 keys a request, so counting a 1.5-million-object prefix would
+    take 1,500 requests inside Plan's Lambda timeout. Instead: one ListObjectsV2 with MaxKeys=1 (is
+    the prefix empty?) and one GetObject of the stats file `dslab dataset upload` writes beside it.
+    """
+    where = f"s3://{bucket}/{DATASETS_PREFIX}/{prefix}/"
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix=f"{DATASETS_PREFIX}/{prefix}/", MaxKeys=1)
+    if not listed.get("KeyCount") and not listed.get("Contents"):
+        raise ExperimentInvalid(f"{where} is empty; upload it first (dslab dataset upload --src DIR --to {where}) "
+                                "or fix its prefix")
+    key = stats_key(f"{DATASETS_PREFIX}/{prefix}")
+    write_it = (f"write it once with `dslab dataset stats {where} --write` (it lists the prefix from your machine), "
+                "or upload with `dslab dataset upload`, which writes it")
+    try:
+        document = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except s3.exceptions.ClientError as err:
+        if not is_missing(err):
+            raise
+        raise ExperimentInvalid(f"{where} has no stats file (s3://{bucket}/{key}): the workflow reads a dataset's "
+                                f"file count and size from it instead of listing every object; {write_it}") from None
+    except ValueError:
+        raise ExperimentInvalid(f"s3://{bucket}/{key} is not JSON; {write_it}") from None
+    files, size = document.get("files"), document.get("bytes")
+    if not isinstance(files, int) or not isinstance(size, int) or files <= 0 or size < 0:
+        raise ExperimentInvalid(f"s3://{bucket}/{key} has no valid 'files' and 'bytes'; {write_it}")
+    return {"files": files, "bytes": size, "stats_file": f"s3://{bucket}/{key}",
+            "written_at": document.get("written_at"), "written_by": document.get("written_by")}
+
+
+def read_training_quotas(service_quotas) -> dict[str, Quota]:
+    """SageMaker's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only
+    quotas with an applied value, so both lists are read; ~10 requests of 100 quotas each)."""
+    quotas: dict[str, Quota] = {}
+    for operation in ("list_aws_default_service_quotas", "list_service_quotas"):
+        for page in service_quotas.get_paginator(operation).paginate(ServiceCode=QUOTA_SERVICE, PaginationConfig={"PageSize": 100}):
+            for q in page.get("Quotas", []):
+                quotas[q["QuotaName"]] = Quota(q["QuotaName"], q.get("QuotaCode", "?"), float(q.get("Value", 0)))
+    return quotas
+
+
+PLAN_REASON_CHARS = 2000
+
+
+PLAN_WAKE_SECONDS = 120   # of Plan's 5 minutes, for an inactive directory bucket to answer (see wake_directory_bucket)
+
+
+def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+    """Plan, answering every refusal in its result (never as a Lambda error, whose Cause is the runtime's
+    JSON with a stack trace): {"plan": {"error", "failed"}, "lanes": []}, and the state machine fails the
+    execution with that error name and reason. An invalid experiment is ExperimentInvalid; anything
+    else that stops Plan (an S3 or Service Quotas error, say) is PlanFailed, with what it was."""
+    try:
+        return _plan(event)
+    except ExperimentInvalid as err:
+        return _plan_refused("ExperimentInvalid", str(err))
+    except Exception as err:  # noqa: BLE001 - said in the execution's result; the trace goes to the function's log
+        import traceback
+        traceback.print_exc()
+        return _plan_refused("PlanFailed", f"Plan could not finish: {type(err).__name__}: {err}")
+
+
+def _plan_refused(error: str, reason: str) -> dict[str, Any]:
+    return {"plan": {"error": error, "failed": reason[:PLAN_REASON_CHARS]}, "lanes": []}
+
+
+def _plan(event: dict[str, Any]) -> dict[str, Any]:
+    env_vars = function_environ()
+    clients = function_clients()
+    execution = str(event.get("execution") or "manual")
+    try:
+        experiment = parse_experiment(event.get("experiment") or {}, source="experiment")
+    except ConfigError as err:
+        raise ExperimentInvalid(str(err)) from None
+    fsx, fsx_reason = look_up_fsx(clients, env_vars)
+    try:
+        env = lab_environment_from_env(env_vars, fsx)
+    except ConfigError as err:
+        raise ExperimentInvalid(str(err)) from None
+    bucket = env.bucket
+
+    stats: dict[str, dict[str, Any]] = {}
+    # A dataset only Express jobs read may have been uploaded straight into the directory bucket.
+    standard_users = {d.name for t in experiment.trials if t.storage != EXPRESS for d in t.datasets}
+    for dataset in experiment.datasets:
+        if dataset.source != "s3":
+            continue
+        try:
+            stats[dataset.name] = dataset_stats(clients["s3"], bucket, dataset.prefix)
+        except ExperimentInvalid as err:
+            if dataset.name in standard_users or not env.express_bucket:
+                raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
+            try:
+                import time
+                wake_directory_bucket(clients["s3"], env.express_bucket, time.monotonic() + PLAN_WAKE_SECONDS * time_scale())
+                stats[dataset.name] = dataset_stats(clients["s3"], env.express_bucket, dataset.prefix)
+            except ExperimentInvalid:
+                raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
+    try:
+        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None)
+    except ConfigError as err:
+        raise ExperimentInvalid(f"experiment: {err}") from None
+
+    try:
+        quotas = read_training_quotas(clients["service-quotas"])
+        decision = check_training_quotas(experiment, quotas, env.region)
+    except ConfigError as err:
+        raise ExperimentInvalid(f"experiment: {err}") from None
+    except Exception as err:  # no permission or throttled: the run goes on, the plan says so
+        decision = QuotaDecision(experiment.max_concurrency, [f"training quotas not checked ({type(err).__name__}: {err})"])
+
+    base = f"{RESULTS_PREFIX}/{execution}"
+    items = []
+    for job in jobs:
+        item: dict[str, Any] = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode}
+        if job.spec.trial.storage == EXPRESS:
+            item["express"] = True  # waits for the Express staging (the Run map's choice reads it)
+        if job.request is None:
+            item["skip"] = True
+        else:
+            clients["s3"].put_object(Bucket=bucket, Key=request_key(base, job.name), Body=json.dumps(job.request).encode(),
+                                     ContentType="application/json")
+        items.append(item)
+    efs_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.mode == "EFS" and j.request is not None})
+    fsx_paths = sorted({f"{FS_DATASETS_PATH}/{j.spec.dataset.prefix}" for j in jobs
+                        if j.spec.mode == "FSx" and j.request is not None})
+    express_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.trial.storage == EXPRESS and j.request is not None})
+    plan_document = {
+        "express_prefixes": express_prefixes,
+        "express_bucket": env.express_bucket,
+        "execution": execution,
+        "experiment": experiment.document,
+        "experiment_hash": experiment.content_hash,
+        "environment": env.to_dict(),
+        "fsx_available": fsx is not None,
+        "fsx_reason": fsx_reason,
+        "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
+        "fsx_paths": fsx_paths,
+        "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}
+                         for d in experiment.datasets if f"{FS_DATASETS_PATH}/{d.prefix}" in fsx_paths],
+        "dataset_stats": stats,
+        "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
+        "backend": env_vars.get("DSLAB_BACKEND", "aws"),
+        "jobs": [{"index": j.spec.index, "name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
+                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "storage": j.spec.trial.storage,
+                  "instance_type": j.spec.trial.instance_type,
+                  "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
+                  "format": j.spec.dataset.format, "skip_reason": (fsx_reason or j.skip_reason) if j.request is None else None}
+                 for j in jobs],
+    }
+    clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
+                             ContentType="application/json")
+    # What flows on through the state machine: small and bounded (see dslab/core/limits.py).
+    return {
+        "plan": {
+            "experiment": experiment.name,
+            "bucket": bucket,
+            "base": base,
+            "plan_key": f"{base}/plan.json",
+            "job_count": len(items),
+            "max_concurrency": decision.concurrency,
+            "efs_include": "|".join(f"/{p}" for p in efs_prefixes),
+            "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
+            "express_datasets": len(express_prefixes),
+            "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
+            "express_max_waits": EXPRESS_LOCK_MAX_WAITS,
+            **fsx_wait(experiment.fsx_import_wait_minutes),
+            "efs_wait_checks": EFS_SYNC_MAX_CHECKS,
+            "teardown_fsx": experiment.teardown_fsx,
+            "fsx_available": fsx is not None,
+        },
+        "lanes": deal_into_lanes(items, decision.concurrency),
+    }
+
+
+def fsx_wait(minutes: int) -> dict[str, int]:
+    """How often FSx readiness is checked: every FSX_DATA_POLL_SECONDS, but never more than
+    FSX_DATA_MAX_CHECKS times (each check costs history events): a longer wait spaces them out."""
+    seconds = max(minutes * 60, FSX_DATA_POLL_SECONDS)
+    checks = max(1, min(FSX_DATA_MAX_CHECKS, seconds // FSX_DATA_POLL_SECONDS))
+    return {"fsx_wait_checks": checks, "fsx_poll_seconds": max(FSX_DATA_POLL_SECONDS, -(-seconds // checks))}
+
+
+def request_key(base: str, job_name: str) -> str:
+    """Where Plan stores a job's request; the state machine builds the same key with States.Format."""
+    return f"{base}/requests/{job_name}.json"
+
+
+def failure_key(base: str, job_name: str) -> str:
+    """Where the state machine stores a failed attempt's full Cause (never carried in the state)."""
+    return f"{base}/failures/{job_name}.txt"
+
+
+def deal_into_lanes(items: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
+    """Round-robin: at most ``lanes`` jobs run at once, the experiment's order kept within each lane."""
+    count = max(1, min(lanes, len(items)))
+    return [items[i::count] for i in range(count)]
