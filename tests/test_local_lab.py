@@ -104,10 +104,15 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert main(["report", "--results", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "report.md").read_text() == report
     assert {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
+    # Progress, a line per change (not a terminal): where the run stands each time, and how it ended.
+    changes = [line for line in lines if line.startswith("  [")]
+    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(12/12 done)")
+    assert any("left)" in line for line in changes)   # an estimate of the time left once a job has ended
+    assert "jobs: 12/12 jobs done, 0 running;" in "\n".join(lines)
     assert_clean(cache)
 
 
-def test_corrupted_shard_fails_one_real_job_others_complete_results_stored_teardown_runs(cache, tmp_path):
+def test_corrupted_shard_fails_one_real_job_others_complete_results_stored_teardown_runs(cache, tmp_path, bound_lab):
     experiment = load_experiment_text(tmp_path, """
 name: failure-scenario
 teardown_fsx: true
@@ -124,7 +129,7 @@ trials:
     modes: [Pipe]
 """)
     out = tmp_path / "out"
-    with LocalLab(experiment, out, cache, say=lambda _: None) as lab:
+    with LocalLab(experiment, out, cache, say=lambda _: None, assembly=bound_lab.outdir) as lab:
         lab.upload()
         s3 = lab.lab.client("s3")
         keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=lab.lab.bucket, Prefix="datasets/bad-tfr/")["Contents"])
@@ -143,7 +148,7 @@ trials:
     assert_clean(cache)
 
 
-def test_without_fuse_fastfile_and_fsx_fail_and_say_how_to_enable_it(cache, tmp_path, monkeypatch):
+def test_without_fuse_fastfile_and_fsx_fail_and_say_how_to_enable_it(cache, tmp_path, monkeypatch, bound_lab):
     monkeypatch.setattr(local_storage, "fuse_available", lambda: False)
     monkeypatch.setattr(local_lab, "fuse_available", lambda: False)
     experiment = load_experiment_text(tmp_path, """
@@ -154,7 +159,7 @@ compute: {batch_size: 32, seconds_per_batch: 0.01}
 datasets: [{name: nofuse-tfr, format: tfrecord, generate: {images: 60, classes: 3, seed: 2, shard_size_mb: 1}}]
 modes: [File, FastFile, FSx]
 """)
-    with LocalLab(experiment, tmp_path / "out", cache, say=lambda _: None) as lab:
+    with LocalLab(experiment, tmp_path / "out", cache, say=lambda _: None, assembly=bound_lab.outdir) as lab:
         lab.upload()
         run = lab.run()
     records = {r["mode"]: r for r in run.results["records"]}

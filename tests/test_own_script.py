@@ -247,7 +247,7 @@ def test_the_example_script_using_the_helper_reports_au_through_the_container(tm
 
 
 @pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev/fuse are needed (.ci/run installs them)")
-def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in_the_report(lab_cache, tmp_path):
+def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in_the_report(lab_cache, tmp_path, bound_lab):
     """The example's contract-only trial (the helper's trial is the test above, through the same container)."""
     from dslab.local.lab import run_local
     import yaml
@@ -257,7 +257,7 @@ def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in
     path = tmp_path / "experiment.yaml"
     path.write_text(yaml.safe_dump(document))
     out = tmp_path / "out"
-    run = run_local(path, out, cache=lab_cache, say=lambda _: None)
+    run = run_local(path, out, cache=lab_cache, say=lambda _: None, assembly=bound_lab.outdir)  # deployed in-process
     assert run.execution_status == "SUCCEEDED", run.execution_error
     validate_results(run.results)
     records = {r["mode"]: r for r in run.results["records"]}

@@ -10,7 +10,7 @@ from .common import add_command, num
 def cmd_local(args) -> int:
     from ..local.lab import run_local
     run = run_local(Path(args.experiment) if args.experiment else None, Path(args.out),
-                    cache=Path(args.cache) if args.cache else None)
+                    cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False)
     print()
     print(f"local run {run.execution_status}" + (f" ({run.execution_error})" if run.execution_error else ""))
     from ..report import scenario, source, trials_collide
@@ -44,3 +44,4 @@ def register(sub) -> None:
     p.add_argument("--experiment", help=f"experiment YAML (default {Path('experiments/local.yaml')})")
     p.add_argument("--out", required=True)
     p.add_argument("--cache", help="where datasets and templates are kept between runs (default .lab-cache)")
+    p.add_argument("--plain", action="store_true", help="a line per job change instead of the live table on a terminal")

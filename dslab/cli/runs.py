@@ -93,11 +93,14 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     spend = 0.0
     prices = PriceTable()
     jobs: list[dict[str, Any]] = []
+    concurrency = 1
+    states: list[dict[str, str]] = []
     if bucket:
         try:
             plan_document = json.loads(boto3.client("s3", region_name=region).get_object(
                 Bucket=bucket, Key=f"results/{name}/plan.json")["Body"].read())
             jobs = plan_document["jobs"]
+            concurrency = int((plan_document.get("quotas") or {}).get("concurrency") or 1)
         except Exception:
             jobs = []  # Plan has not written it yet
     for job in jobs:
@@ -110,6 +113,7 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
             counts["Pending"] = counts.get("Pending", 0) + 1
             continue
         counts[state["TrainingJobStatus"]] = counts.get(state["TrainingJobStatus"], 0) + 1
+        states.append({"name": job["name"], "status": state["TrainingJobStatus"], "phase": state.get("SecondaryStatus", "")})
         hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
         seconds = state.get("BillableTimeInSeconds")
         start = state.get("TrainingStartTime")
@@ -121,32 +125,37 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     elapsed = end - described["startDate"].timestamp() if hasattr(described.get("startDate"), "timestamp") else 0.0
     return {"execution": execution_arn, "status": described["status"], "jobs": counts, "spend_usd": round(spend, 4),
             "elapsed_seconds": round(elapsed), "results": f"s3://{bucket or '<bucket>'}/results/{name}/results.json",
-            "error": described.get("error"), "cause": described.get("cause")}
+            "error": described.get("error"), "cause": described.get("cause"),
+            "total": len(jobs), "concurrency": concurrency, "job_states": states}
+
+
+POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job each time
 
 
 def watch(execution_arn: str, region: str, bucket: str | None = None) -> int:
-    from rich.live import Live
-    from rich.table import Table
-
-    def render(state) -> Table:
-        table = Table(title=f"{state['execution'].rsplit(':', 1)[-1]}: {state['status']}")
-        for column in ("elapsed", "jobs by state", "spend so far"):
-            table.add_column(column)
-        table.add_row(f"{state['elapsed_seconds']} s", ", ".join(f"{k} {v}" for k, v in sorted(state["jobs"].items())) or "-",
-                      f"${state['spend_usd']:.2f}")
-        return table
-
+    """Follow an execution until it ends: jobs done of total, each job's phase, elapsed, time left and the
+    spend so far (a live table on a terminal, a line per change otherwise). Ctrl-C stops watching only."""
+    from ..core.progress import RunProgress
+    from ..progress_view import ProgressView
     try:
         state = describe_progress(execution_arn, region, bucket)
-        with Live(render(state), refresh_per_second=1) as live:
-            while state["status"] == "RUNNING":
-                time.sleep(15)
+        progress = RunProgress(state["total"], state["concurrency"], started=time.monotonic() - state["elapsed_seconds"])
+        with ProgressView(progress, footer=lambda: f"spend so far ${state['spend_usd']:.2f}") as view:
+            while True:
+                progress.total = state["total"]
+                progress.skipped = state["jobs"].get("Skipped", 0)
+                for job in state["job_states"]:
+                    view.observe(job["name"], job["status"], job["phase"])
+                view.tick()
+                if state["status"] != "RUNNING":
+                    break
+                time.sleep(POLL_SECONDS)
                 state = describe_progress(execution_arn, region, bucket)
-                live.update(render(state))
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
         return 130
-    print(f"{state['status']}: results in {state['results']}" + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
+    print(f"{state['status']}: {progress.counts()}, spend ${state['spend_usd']:.2f}; results in {state['results']}"
+          + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
     return 0 if state["status"] == "SUCCEEDED" else 1
 
 

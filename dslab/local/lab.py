@@ -26,9 +26,11 @@ from typing import Any, Callable
 from ..inputs import datasets as dataset_tools
 from ..inputs import user_code
 from ..core.errors import ConfigError
-from ..core.experiment import JPG, Experiment
+from ..core.experiment import JPG, Experiment, expand
+from ..core.progress import RunProgress
 from ..emulator.lab import EmulatedLab
 from ..inputs.experiment_file import load_experiment
+from ..progress_view import ProgressView
 from ..report import write_report
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
@@ -117,10 +119,16 @@ class LocalLab:
     """The embedded lab: a context manager that owns the stand-in, the mounts and the job processes."""
 
     def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
-                 time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None):
+                 time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None,
+                 live_progress: bool | None = False, assembly: Path | None = None):
         self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
         self.user_code = list(user_code_packages or [])  # checked and packaged before the lab starts
         self.time_scale, self.with_fsx = time_scale, fsx
+        self.live_progress = live_progress  # a live table (None: when stdout is a terminal), else a line per change
+        # None: the user's path, the pinned CDK CLI deploys into the stand-in (synthesizing when the sources
+        # changed). An assembly synthesized bound to the stand-in's account: deployed in-process, seconds
+        # instead of the CLI's half a minute (tests whose subject is not the deploy).
+        self.assembly = assembly
         cache.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix="dslab-lab-", dir=str(cache)))
         self.timings: dict[str, float] = {}
@@ -146,15 +154,19 @@ class LocalLab:
             self.say(f"clean-up: unmounted {stale} mounts left by an earlier run")
         if not fuse_available():
             self.say("warning: FUSE is unavailable: FastFile and FSx jobs will fail and say how to enable it")
-        workdir, assembly, synthesized = cached_assembly(self.cache, self.say)
         port = _free_port()
-        # The user's deploy path: the pinned CDK CLI bootstraps the stand-in's account and deploys the
-        # stacks into its CloudFormation (synthesizing first unless the sources are unchanged).
-        self.lab = EmulatedLab(assembly, executor=self._execute, efs_root=self.work / "efs", fsx=self.with_fsx,
-                               time_scale=self.time_scale, server_port=port, backend="local",
-                               on_fsx_down=self._fsx_down, via_cli=True, cli_workdir=workdir, say=self.say)
-        self.lab.__enter__()
-        synthesized()
+        common = dict(executor=self._execute, efs_root=self.work / "efs", fsx=self.with_fsx, time_scale=self.time_scale,
+                      server_port=port, backend="local", on_fsx_down=self._fsx_down, say=self.say)
+        if self.assembly is not None:
+            self.lab = EmulatedLab(self.assembly, **common)
+            self.lab.__enter__()
+        else:
+            # The user's deploy path: the pinned CDK CLI bootstraps the stand-in's account and deploys the
+            # stacks into its CloudFormation (synthesizing first unless the sources are unchanged).
+            workdir, assembly, synthesized = cached_assembly(self.cache, self.say)
+            self.lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, **common)
+            self.lab.__enter__()
+            synthesized()
         self.mounts = S3Mounts(self.lab.endpoint, self.work / "mounts")
         if self.with_fsx and fuse_available():
             # FSx linked to the bucket: one mount for the lab's life, lazily filled cache.
@@ -213,24 +225,33 @@ class LocalLab:
     def run(self) -> LocalRun:
         t0 = time.monotonic()
         execution_arn = self.lab.start(self.experiment.document)
-        seen: dict[str, str] = {}
+        run_progress = RunProgress(len(expand(self.experiment)), self.experiment.max_concurrency, started=self._started)
+        plan_key = f"results/{execution_arn.rsplit(':', 1)[-1]}/plan.json"
+        planned = {"read": False}
 
         def progress() -> None:
+            if not planned["read"]:
+                try:  # how many jobs Plan skipped (FSx down, say): they never start
+                    run_progress.skipped = sum(1 for j in self.lab.read_json(plan_key)["jobs"] if j.get("skip_reason"))
+                    planned["read"] = True
+                except Exception:  # noqa: BLE001 - Plan has not written it yet
+                    pass
             # Every call is a request to the stand-in, which the FUSE-backed jobs need too: describe
             # only the jobs that have not ended.
             sagemaker = self.lab.client("sagemaker")
             for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
                 name = summary["TrainingJobName"]
-                if seen.get(name, "").split("/")[0] in ("Completed", "Failed", "Stopped"):
+                known = run_progress.jobs.get(name)
+                if known is not None and known.status in ("Completed", "Failed", "Stopped"):
                     continue
                 state = sagemaker.describe_training_job(TrainingJobName=name)
-                status = f"{state['TrainingJobStatus']}/{state.get('SecondaryStatus', '')}"
-                if seen.get(name) != status:
-                    seen[name] = status
-                    self.say(f"  [{time.monotonic() - self._started:6.1f}s] {name}: {status}")
+                view.observe(name, state["TrainingJobStatus"], state.get("SecondaryStatus", ""))
+            view.tick()
 
-        execution = self.lab.wait(execution_arn, timeout=3600, poll=2.0, on_poll=progress)
-        progress()
+        with ProgressView(run_progress, live=self.live_progress, say=self.say) as view:
+            execution = self.lab.wait(execution_arn, timeout=3600, poll=2.0, on_poll=progress)
+            progress()
+        self.say(f"jobs: {run_progress.summary(time.monotonic())}")
         self.timings["jobs"] = time.monotonic() - t0
         t1 = time.monotonic()
         try:
@@ -243,7 +264,7 @@ class LocalLab:
 
 
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
-              fsx: bool = True) -> LocalRun:
+              fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None) -> LocalRun:
     path = experiment_path or DEFAULT_EXPERIMENT
     experiment = load_experiment(path)
     for i, dataset in enumerate(experiment.datasets):
@@ -256,7 +277,8 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     cache = cache or REPO / ".lab-cache"
     packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
-    with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged) as lab:
+    with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged, live_progress=live_progress,
+                  assembly=assembly) as lab:
         lab.upload()
         run = lab.run()
     run.timings["total"] = time.monotonic() - started

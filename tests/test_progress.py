@@ -1,0 +1,101 @@
+"""Progress while a run goes: jobs done of total, each job's phase, elapsed and time left; a live table on a
+terminal, a plain line per change otherwise (`dslab local`, `dslab run --wait`)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+
+from dslab.cli import main
+from dslab.core.progress import RunProgress, clock
+from dslab.progress_view import ProgressView
+
+from .scripted_jobs import ScriptedJobs
+from .test_workflow import put_datasets
+
+
+def test_time_left_is_the_jobs_still_to_run_at_the_mean_duration_of_those_that_ended():
+    run = RunProgress(total=4, concurrency=1, started=0.0)
+    assert run.eta(5.0) is None                                   # nothing has ended: no estimate yet
+    run.observe("a", "InProgress", "Training", 0.0)
+    run.observe("a", "Completed", "Completed", 10.0)              # a took 10 s
+    run.observe("b", "InProgress", "Downloading", 10.0)
+    assert run.eta(14.0) == 6.0 + 2 * 10.0                        # b has 6 s left, c and d 10 s each
+    assert run.counts() == "1/4 jobs done" and run.running == 1
+    run.observe("b", "Failed", "Failed", 20.0)
+    run.skipped = 1                                               # Plan skipped one (FSx down): never runs
+    assert run.counts() == "2/3 jobs done (1 failed), 1 skipped"
+    assert run.eta(20.0) == 10.0
+    two_lanes = RunProgress(total=5, concurrency=2, started=0.0)
+    two_lanes.observe("a", "InProgress", "Training", 0.0)
+    two_lanes.observe("a", "Completed", "", 8.0)
+    assert two_lanes.eta(8.0) == 4 * 8.0 / 2
+    assert "1/5 jobs done, 0 running; 8s elapsed, about 16s left" == two_lanes.summary(8.0)
+    assert [clock(s) for s in (0.4, 59, 61, 3599, 3720)] == ["0s", "59s", "1m01s", "59m59s", "1h02m"]
+
+
+def test_an_unchanged_state_is_not_news():
+    run = RunProgress(total=1)
+    assert run.observe("a", "InProgress", "Training", 1.0)
+    assert not run.observe("a", "InProgress", "Training", 2.0)
+    assert run.observe("a", "InProgress", "Uploading", 3.0)
+    assert run.jobs["a"].started == 1.0 and run.jobs["a"].ended is None
+
+
+def test_plain_view_says_a_line_per_change_with_where_the_run_stands():
+    now = {"t": 0.0}
+    lines: list[str] = []
+    run = RunProgress(total=2, started=0.0)
+    with ProgressView(run, live=False, say=lines.append, clock_now=lambda: now["t"]) as view:
+        view.observe("job-a", "InProgress", "Training")
+        view.observe("job-a", "InProgress", "Training")   # polled again, nothing new
+        now["t"] = 30.0
+        view.observe("job-a", "Completed", "Completed")
+        view.observe("job-b", "InProgress", "Starting")
+    assert lines == ["  [   0.0s] job-a: InProgress/Training (0/2 done)",
+                     "  [  30.0s] job-a: Completed/Completed (1/2 done, about 30s left)",
+                     "  [  30.0s] job-b: InProgress/Starting (1/2 done, about 30s left)"]
+
+
+def test_live_view_on_a_terminal_shows_every_job_its_phase_time_and_the_run_summary():
+    now = {"t": 0.0}
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=140, color_system=None)
+    run = RunProgress(total=3, started=0.0)
+    lines: list[str] = []
+    with ProgressView(run, live=True, say=lines.append, console=console, clock_now=lambda: now["t"],
+                      footer=lambda: "spend so far $0.12") as view:
+        view.observe("job-a", "InProgress", "Training")
+        now["t"] = 65.0
+        view.observe("job-a", "Completed", "Completed")
+        view.observe("job-b", "InProgress", "Downloading")
+        final = view.render()
+    assert lines == []                                        # the table, not lines
+    shown = io.StringIO()
+    Console(file=shown, width=140, color_system=None).print(final)
+    text = shown.getvalue()
+    assert "1/3 jobs done, 1 running; 1m05s elapsed, about 2m10s left" in text
+    for expected in ("job-a", "Completed/Completed", "1m05s", "job-b", "InProgress/Downloading", "(1 more)",
+                     "not started", "spend so far $0.12"):
+        assert expected in text, expected
+    assert "job-b" in screen.getvalue()                       # what the terminal was shown while it ran
+
+
+def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, capsys, monkeypatch):
+    from dslab.cli import runs
+    monkeypatch.setattr(runs, "POLL_SECONDS", 0.2)
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        experiment = tmp_path / "tiny.json"
+        experiment.write_text(json.dumps({"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}],
+                                          "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"}))
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
+        assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    changes = [line for line in out if line.startswith("  [")]
+    completed = {line.split("] ", 1)[1].split(":", 1)[0] for line in changes if ": Completed" in line}
+    assert len(completed) == 2, out                            # each job's end was said, once
+    assert out[-1].startswith("SUCCEEDED: 2/2 jobs done, spend $"), out
