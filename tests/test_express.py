@@ -94,7 +94,7 @@ def test_lab_environment_refuses_a_name_that_is_not_a_directory_bucket():
 
 @pytest.fixture
 def stand_in(monkeypatch):
-    """moto in-process with the directory-bucket rules of dslab/emulator/patches.py; S3 lists 50 keys
+    """moto in-process with the directory-bucket rules of dslab/emulator/patches/s3.py; S3 lists 50 keys
     a page, so a few hundred objects take several pages."""
     from moto import mock_aws
     from dslab.emulator import patches

@@ -4,7 +4,7 @@ empties the bucket before CloudFormation deletes it, against an in-process S3 st
 moto 5.2.5 has no directory-bucket API: the bucket is a plain bucket with a directory-bucket name, created
 in moto's backend, and botocore's CreateSession auth is switched off (AWS_S3_DISABLE_EXPRESS_SESSION_AUTH).
 moto lists keys in order and accepts any prefix; the embedded stand-in's directory-bucket rules
-(dslab/emulator/patches.py: unordered ListObjectsV2 pages, InvalidRequest for a prefix not ending in
+(dslab/emulator/patches/s3.py: unordered ListObjectsV2 pages, InvalidRequest for a prefix not ending in
 "/", for StartAfter, UploadIdMarker and ListObjects v1) apply here too, and the ``directory_listing``
 fixture records every listing the code sends
 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-differences.html).

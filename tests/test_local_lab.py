@@ -170,7 +170,7 @@ modes: [File, FastFile, FSx]
     assert_clean(cache)
 
 
-def test_interrupt_stops_everything_and_a_second_run_needs_no_clean_up(cache, tmp_path):
+def test_interrupt_stops_everything_and_a_second_run_needs_no_clean_up(cache, tmp_path, bound_lab):
     experiment = tmp_path / "slow.yaml"
     experiment.write_text("""
 name: interrupted
@@ -196,10 +196,11 @@ modes: [FastFile, Pipe]
     rest, _ = proc.communicate(timeout=120)
     assert proc.returncode == 130, "".join(seen) + rest
     assert_clean(cache)
-    # A second run works straight away (the same experiment with quick compute: the point is what it finds).
+    # A second run works straight away in the same cache (the same experiment with quick compute, deployed
+    # in-process: the point is what the interrupted run left there, and it left nothing).
     quick = tmp_path / "quick.yaml"
     quick.write_text(experiment.read_text().replace("seconds_per_batch: 2.0", "seconds_per_batch: 0.01"))
-    run = run_local(quick, tmp_path / "out2", cache=cache, say=lambda _: None)
+    run = run_local(quick, tmp_path / "out2", cache=cache, say=lambda _: None, assembly=bound_lab.outdir)
     assert run.execution_status in ("SUCCEEDED", "FAILED")
     assert {r["status"] for r in run.results["records"]} == {"Completed"}
     assert_clean(cache)

@@ -1,7 +1,7 @@
 """AWS service limits the workflow is built around, and the arithmetic that sizes it.
 
 Every number here comes from AWS documentation (cited) or is measured in the embedded stand-in,
-which enforces the same rules (``dslab/emulator/patches.py``); the tests run the largest experiment
+which enforces the same rules (``dslab/emulator/patches/``); the tests run the largest experiment
 ``MAX_JOBS`` allows and check the measured figures against this arithmetic.
 """
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .cloudformation import CloudFormationStandIn
-from .cloudformation.engine import NO_CHANGES, CloudFormationError
+from .cloudformation.model import NO_CHANGES, CloudFormationError
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CDK = REPO / "node_modules" / ".bin" / "cdk"

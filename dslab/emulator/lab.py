@@ -360,9 +360,12 @@ class EmulatedLab:
         """The task as it stands: it runs ``fsx_import_seconds`` (stand-in time) from its start, then
         SUCCEEDED, or FAILED with FailedCount objects (the others imported)."""
         elapsed = (time.monotonic() - task["_started"]) / max(self.time_scale, 1e-9)
-        s3 = self.client("s3")
-        prefixes = [p.strip("/") for p in task["Paths"]]
-        total = sum(s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{p}/" if p else "").get("KeyCount", 0) for p in prefixes)
+        if "_total" not in task:  # the objects under its paths when it is first looked at: counted once
+            s3 = self.client("s3")
+            prefixes = [p.strip("/") for p in task["Paths"]]
+            task["_total"] = sum(s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{p}/" if p else "").get("KeyCount", 0)
+                                 for p in prefixes)
+        total = task["_total"]
         view = {k: v for k, v in task.items() if not k.startswith("_")}
         if elapsed < self.fsx_import_seconds:
             done = int(total * elapsed / self.fsx_import_seconds)
@@ -426,6 +429,16 @@ class EmulatedLab:
             if on_poll:
                 on_poll()
             time.sleep(poll)
+        # A failed Map ends the execution while its other iterations are still being aborted, each adding
+        # history events (as on AWS): the snapshot waits until the count has settled.
+        settled, count = 0, -1
+        for _ in range(100 if described["status"] != "SUCCEEDED" else 0):
+            now_count = max(patches.HOOKS.history_events.values(), default=0)
+            settled = settled + 1 if now_count == count else 0
+            if settled >= 3:
+                break
+            count = now_count
+            time.sleep(0.1)
         output = json.loads(described["output"]) if described.get("output") else None
         history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000).get("events", [])
         return Execution(arn=execution_arn, name=described.get("name") or execution_arn.rsplit(":", 1)[-1],

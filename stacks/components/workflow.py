@@ -76,6 +76,10 @@ def build_lambda_package(repo_root: Path, build_dir: Path) -> Path:
         staging.rename(out_dir)
     except OSError:  # another synthesis got there first with the same content
         shutil.rmtree(staging, ignore_errors=True)
+        return out_dir
+    for old in [*build_dir.glob("lambda-*"), build_dir / "lambda"]:  # earlier sources' copies
+        if old != out_dir and old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
     return out_dir
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import api
-from .engine import CloudFormationError, Engine, ResourceFailed, Stack
+from .engine import Engine
+from .model import CloudFormationError, ResourceFailed, Stack
 from .providers import Environment, Providers, _ResponseListener
 from .template import TemplateError
 

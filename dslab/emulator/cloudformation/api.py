@@ -14,7 +14,8 @@ import uuid
 from typing import Any, Callable
 from xml.sax.saxutils import escape
 
-from .engine import ChangeSet, CloudFormationError, Engine, Stack
+from .engine import Engine
+from .model import ChangeSet, CloudFormationError, Stack
 from .template import TemplateError
 
 NAMESPACE = "http://cloudformation.amazonaws.com/doc/2010-05-15/"

@@ -4,7 +4,7 @@ transitions the CDK CLI and the lab depend on.
 moto's own CloudFormation copies the API's shapes but not its rules: a stack created by a change set gets
 no outputs or exports, an export in use can be changed or deleted, unsupported resource types are skipped
 and custom resources need Docker. This engine replaces it (``api.py`` plugs it into moto's server and
-in-process mock) and provisions every resource through the stand-in's other services (``providers.py``).
+in-process mock) and provisions every resource through the stand-in's other services (``providers/``).
 
 The rules it enforces, each from the CloudFormation User Guide:
 - **Exports** are unique per region; "After another stack imports an output value, you can't delete
@@ -29,101 +29,24 @@ The rules it enforces, each from the CloudFormation User Guide:
 from __future__ import annotations
 
 import copy
-import datetime as dt
 import json
 import threading
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from . import template as tpl
+from .model import (
+    NO_CHANGES,
+    ChangeSet,
+    CloudFormationError,
+    Resource,
+    ResourceFailed,
+    Stack,
+    now,
+)
 from .template import TemplateError
-
-TERMINAL = {"CREATE_COMPLETE", "CREATE_FAILED", "ROLLBACK_COMPLETE", "ROLLBACK_FAILED", "UPDATE_COMPLETE",
-            "UPDATE_ROLLBACK_COMPLETE", "UPDATE_ROLLBACK_FAILED", "DELETE_COMPLETE", "DELETE_FAILED",
-            "REVIEW_IN_PROGRESS", "IMPORT_COMPLETE"}
-NO_CHANGES = "The submitted information didn't contain changes. Submit different information to create a change set."
-
-
-class CloudFormationError(Exception):
-    """An API error as CloudFormation answers it (code, message, HTTP status)."""
-
-    def __init__(self, code: str, message: str, status: int = 400):
-        super().__init__(message)
-        self.code, self.message, self.status = code, message, status
-
-
-class ResourceFailed(Exception):
-    """A resource operation failed; the message is the resource's status reason."""
-
-
-def now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
-
-
-@dataclass
-class Resource:
-    logical_id: str
-    type: str
-    physical_id: str
-    properties: dict[str, Any]
-    attributes: dict[str, Any] = field(default_factory=dict)
-    deletion_policy: str = "Delete"
-    status: str = "CREATE_COMPLETE"
-    updated: dt.datetime = field(default_factory=now)
-
-
-@dataclass
-class Stack:
-    name: str
-    stack_id: str
-    status: str
-    template: dict[str, Any]
-    body: str
-    parameters: dict[str, str] = field(default_factory=dict)
-    capabilities: list[str] = field(default_factory=list)
-    role_arn: str | None = None
-    tags: list[dict[str, str]] = field(default_factory=list)
-    outputs: list[dict[str, str]] = field(default_factory=list)
-    resources: dict[str, Resource] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    reason: str | None = None
-    created: dt.datetime = field(default_factory=now)
-    updated: dt.datetime | None = None
-    deleted: dt.datetime | None = None
-    termination_protection: bool = False
-    imports: set[str] = field(default_factory=set)   # export names this stack's template imports
-
-    @property
-    def description(self) -> str | None:
-        return self.template.get("Description")
-
-    @property
-    def exports(self) -> dict[str, str]:
-        return {o["ExportName"]: o["OutputValue"] for o in self.outputs if o.get("ExportName")}
-
-
-@dataclass
-class ChangeSet:
-    name: str
-    change_set_id: str
-    stack_id: str
-    stack_name: str
-    kind: str                       # CREATE | UPDATE
-    template: dict[str, Any]
-    body: str
-    parameters: dict[str, str | None]
-    capabilities: list[str]
-    role_arn: str | None
-    tags: list[dict[str, str]] | None
-    description: str | None = None
-    status: str = "CREATE_PENDING"
-    execution_status: str = "UNAVAILABLE"
-    reason: str | None = None
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    created: dt.datetime = field(default_factory=now)
 
 
 class Engine:

@@ -1,0 +1,141 @@
+"""What the providers reach: the stand-in's clients, IAM propagation, and running a handler in-process."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import sys
+import tempfile
+import threading
+import uuid
+import zipfile
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..model import ResourceFailed
+from .custom import _LambdaContext, _ResponseListener
+
+_AWS_POLICIES: dict[str, Any] | None = None
+
+
+@dataclass
+class Environment:
+    """What providers reach: the stand-in's clients, its account and region, and the emulator's models of
+    what moto lacks (FSx associations, which zones have S3 Express)."""
+    client: Callable[[str], Any]
+    account: str = "123456789012"
+    region: str = "us-east-1"
+    express_zones: set[str] | None = None
+    on_fsx_created: Callable[[str, dict], None] = lambda fs, props: None
+    on_fsx_deleted: Callable[[str], None] = lambda fs: None
+    on_association: Callable[[str, dict], None] = lambda association, props: None
+    on_association_deleted: Callable[[str], None] = lambda association: None
+    responses: _ResponseListener | None = None
+    function_env: Callable[[], dict[str, str]] = lambda: {}
+    iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
+    time_scale: Callable[[], float] = lambda: 1.0
+
+    def check_assumable(self, role_arn: str | None) -> None:
+        """A service assuming a role IAM has not propagated yet is refused ("Unable to assume role. Reason:
+        Access denied when calling sts:AssumeRole"): the stand-in holds a new role back for
+        ``iam_propagation_seconds`` of stand-in time."""
+        if not role_arn or self.iam_propagation_seconds <= 0:
+            return
+        import datetime as dt
+        name = role_arn.rsplit("/", 1)[-1]
+        try:
+            created = self.client("iam").get_role(RoleName=name)["Role"]["CreateDate"]
+        except Exception:  # noqa: BLE001 - no such role: the service says so itself
+            raise ResourceFailed(f"Unable to assume role {role_arn}: it does not exist") from None
+        age = (dt.datetime.now(dt.timezone.utc) - created).total_seconds() / max(self.time_scale(), 1e-9)
+        if age < self.iam_propagation_seconds:
+            raise ResourceFailed(f"Unable to assume role. Reason: Access denied when calling sts:AssumeRole; "
+                                 f"roleArn={role_arn} (created {age:.0f} s ago: IAM has not propagated it yet)")
+
+    def aws_managed_policy(self, arn: str) -> None:
+        """An AWS managed policy (AdministratorAccess, say) in the stand-in's IAM: loaded one at a time
+        from moto's copy of AWS's policies, instead of all ~1,300 at every start (MOTO_IAM_LOAD_MANAGED_POLICIES)."""
+        from moto.iam.models import AWSManagedPolicy, iam_backends
+        backend = iam_backends[self.account]["global"]
+        if arn in backend.managed_policies:
+            return
+        name = arn.rsplit("/", 1)[-1]
+        data = _aws_policies().get(name)
+        if data is None:
+            raise ResourceFailed(f"Policy {arn} does not exist or is not attachable.")
+        backend.managed_policies[arn] = AWSManagedPolicy.from_data(name, self.account, "us-east-1", data)
+
+    def subnet_users(self, subnet_id: str) -> list[str]:
+        """What keeps a subnet from being deleted: EFS mount targets and FSx file systems in it."""
+        users = []
+        efs = self.client("efs")
+        for fs in efs.describe_file_systems().get("FileSystems", []):
+            for target in efs.describe_mount_targets(FileSystemId=fs["FileSystemId"]).get("MountTargets", []):
+                if target["SubnetId"] == subnet_id:
+                    users.append(f"EFS mount target {target['MountTargetId']}")
+        for fs in self.client("fsx").describe_file_systems().get("FileSystems", []):
+            if subnet_id in fs.get("SubnetIds", []) and fs.get("Lifecycle") != "DELETING":
+                users.append(f"FSx file system {fs['FileSystemId']}")
+        return users
+
+    def lambda_function(self, arn: str):
+        from moto.awslambda.models import lambda_backends
+        backend = lambda_backends[self.account][self.region]
+        try:
+            return backend.get_function(arn)
+        except Exception:  # noqa: BLE001
+            raise ResourceFailed(f"The custom resource's ServiceToken {arn} is not a function of this account") from None
+
+    def run_python_handler(self, function, event: dict[str, Any]) -> None:
+        runtime = getattr(function, "run_time", "") or ""
+        if not runtime.startswith("python"):
+            raise ResourceFailed(f"the stand-in runs Python custom-resource handlers only; {function.function_name} is {runtime}")
+        module_name, func_name = function.handler.rsplit(".", 1)
+        with tempfile.TemporaryDirectory(prefix="dslab-cr-") as folder:
+            with zipfile.ZipFile(io.BytesIO(function.code_bytes)) as archive:
+                archive.extractall(folder)
+            path = os.path.join(folder, *module_name.split(".")) + ".py"
+            spec = importlib.util.spec_from_file_location(f"dslab_cr_{uuid.uuid4().hex}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.path.insert(0, folder)
+            try:
+                spec.loader.exec_module(module)
+                variables = {**self.function_env(), **dict(getattr(function, "environment_vars", {}) or {})}
+                with _process_environment(variables):
+                    getattr(module, func_name)(event, _LambdaContext(function.function_name, int(function.timeout or 3)))
+            finally:
+                sys.path.remove(folder)
+
+
+_ENV_LOCK = threading.Lock()
+
+
+def _aws_policies() -> dict[str, Any]:
+    global _AWS_POLICIES
+    if _AWS_POLICIES is None:
+        from moto.iam.aws_managed_policies import aws_managed_policies_data
+        _AWS_POLICIES = json.loads(aws_managed_policies_data)
+    return _AWS_POLICIES
+
+
+class _process_environment:
+    """A custom-resource handler's boto3 reads os.environ: set its variables while it runs."""
+
+    def __init__(self, variables: dict[str, str]):
+        self.variables, self.saved = variables, {}
+
+    def __enter__(self):
+        _ENV_LOCK.acquire()
+        for key, value in self.variables.items():
+            self.saved[key] = os.environ.get(key)
+            os.environ[key] = str(value)
+
+    def __exit__(self, *exc):
+        for key, value in self.saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        _ENV_LOCK.release()

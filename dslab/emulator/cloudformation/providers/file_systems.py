@@ -1,0 +1,137 @@
+"""EFS, FSx for Lustre (and its S3 data repository association), DataSync locations and tasks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from .base import Provider, _random
+
+
+class EfsFileSystem(Provider):
+    replace_on = ("PerformanceMode", "Encrypted", "KmsKeyId", "AvailabilityZoneName")
+
+    def create(self, logical_id, kind, props, *, stack):
+        efs = self.client("efs")
+        kwargs = {"CreationToken": f"{stack.name}-{logical_id}-{uuid.uuid4()}",
+                  "PerformanceMode": props.get("PerformanceMode", "generalPurpose"),
+                  "Encrypted": bool(props.get("Encrypted", False)), "ThroughputMode": props.get("ThroughputMode", "bursting")}
+        if props.get("ProvisionedThroughputInMibps"):
+            kwargs["ProvisionedThroughputInMibps"] = float(props["ProvisionedThroughputInMibps"])
+        fs = efs.create_file_system(**kwargs)
+        if props.get("FileSystemPolicy"):
+            efs.put_file_system_policy(FileSystemId=fs["FileSystemId"], Policy=json.dumps(props["FileSystemPolicy"]))
+        return fs["FileSystemId"], {"FileSystemId": fs["FileSystemId"], "Arn": fs["FileSystemArn"]}
+
+    def update(self, old, props):
+        if props.get("FileSystemPolicy"):
+            self.client("efs").put_file_system_policy(FileSystemId=old.physical_id, Policy=json.dumps(props["FileSystemPolicy"]))
+        return old.physical_id, old.attributes
+
+    def delete(self, resource):
+        self.client("efs").delete_file_system(FileSystemId=resource.physical_id)
+
+
+class EfsMountTarget(Provider):
+    replace_on = ("FileSystemId", "SubnetId", "IpAddress")
+
+    def create(self, logical_id, kind, props, *, stack):
+        target = self.client("efs").create_mount_target(FileSystemId=props["FileSystemId"], SubnetId=props["SubnetId"],
+                                                        SecurityGroups=props.get("SecurityGroups", []))
+        return target["MountTargetId"], {"Id": target["MountTargetId"], "IpAddress": target.get("IpAddress", "")}
+
+    def update(self, old, props):
+        self.client("efs").modify_mount_target_security_groups(MountTargetId=old.physical_id,
+                                                               SecurityGroups=props.get("SecurityGroups", []))
+        return old.physical_id, old.attributes
+
+    def delete(self, resource):
+        self.client("efs").delete_mount_target(MountTargetId=resource.physical_id)
+
+
+class FsxFileSystem(Provider):
+    replace_on = ("FileSystemType", "SubnetIds", "SecurityGroupIds", "FileSystemTypeVersion", "KmsKeyId", "StorageType")
+
+    def requires_replacement(self, old, new):
+        if super().requires_replacement(old, new):
+            return True
+        lustre_old, lustre_new = old.get("LustreConfiguration", {}), new.get("LustreConfiguration", {})
+        return any(lustre_old.get(k) != lustre_new.get(k) for k in ("DeploymentType", "ImportPath", "ExportPath"))
+
+    def create(self, logical_id, kind, props, *, stack):
+        kwargs = {"FileSystemType": props["FileSystemType"], "StorageCapacity": int(props["StorageCapacity"]),
+                  "SubnetIds": props["SubnetIds"], "SecurityGroupIds": props.get("SecurityGroupIds", []),
+                  "LustreConfiguration": {k: v for k, v in props.get("LustreConfiguration", {}).items()}}
+        if props.get("FileSystemTypeVersion"):
+            kwargs["FileSystemTypeVersion"] = props["FileSystemTypeVersion"]
+        fs = self.client("fsx").create_file_system(**kwargs)["FileSystem"]
+        mount = fs.get("LustreConfiguration", {}).get("MountName") or _random(8).lower()
+        self.env.on_fsx_created(fs["FileSystemId"], props)
+        return fs["FileSystemId"], {"LustreMountName": mount, "DNSName": fs.get("DNSName", f"{fs['FileSystemId']}.fsx.{self.env.region}.amazonaws.com"),
+                                    "ResourceARN": fs.get("ResourceARN", "")}
+
+    def delete(self, resource):
+        self.client("fsx").delete_file_system(FileSystemId=resource.physical_id)
+        self.env.on_fsx_deleted(resource.physical_id)
+
+
+class DataRepositoryAssociation(Provider):
+    """AWS::FSx::DataRepositoryAssociation (moto has none): the association and, with
+    BatchImportMetaDataOnCreate, its S3 metadata import task, which the stand-in's FSx answers through
+    DescribeDataRepositoryAssociations / DescribeDataRepositoryTasks (patches)."""
+    replace_on = ("FileSystemId", "FileSystemPath", "DataRepositoryPath", "BatchImportMetaDataOnCreate")
+
+    def create(self, logical_id, kind, props, *, stack):
+        association_id = f"dra-{uuid.uuid4().hex[:17]}"
+        self.env.on_association(association_id, props)
+        return association_id, {"AssociationId": association_id,
+                                "ResourceARN": f"arn:aws:fsx:{self.env.region}:{self.env.account}:association/{props['FileSystemId']}/{association_id}"}
+
+    def delete(self, resource):
+        self.env.on_association_deleted(resource.physical_id)
+
+
+class DataSyncLocation(Provider):
+    replace_on = ("*",)
+
+    def create(self, logical_id, kind, props, *, stack):
+        for role_arn in (props.get("S3Config", {}).get("BucketAccessRoleArn"), props.get("FileSystemAccessRoleArn")):
+            self.env.check_assumable(role_arn)
+        if kind == "AWS::DataSync::LocationS3":
+            subdirectory = props.get("Subdirectory", "/")
+            arn = self.client("datasync").create_location_s3(S3BucketArn=props["S3BucketArn"], Subdirectory=subdirectory,
+                                                            S3Config=props["S3Config"])["LocationArn"]
+            bucket = props["S3BucketArn"].split(":::", 1)[-1]
+            return arn, {"LocationArn": arn, "LocationUri": f"s3://{bucket}{subdirectory}"}
+        # AWS::DataSync::LocationEFS: moto has no CreateLocationEfs; the location is added to its backend.
+        from moto.datasync.models import Location, datasync_backends
+        backend = datasync_backends[self.env.account][self.env.region]
+        file_system = props["EfsFilesystemArn"].rsplit("/", 1)[-1]
+        uri = f"efs://{self.env.region}.{file_system}{props.get('Subdirectory', '/')}"
+        backend.arn_counter += 1
+        location = Location(uri, region_name=self.env.region, typ="EFS", metadata=props, arn_counter=backend.arn_counter)
+        backend.locations[location.arn] = location
+        return location.arn, {"LocationArn": location.arn, "LocationUri": uri}
+
+    def delete(self, resource):
+        try:
+            self.client("datasync").delete_location(LocationArn=resource.physical_id)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class DataSyncTask(Provider):
+    name_property = None
+    replace_on = ("SourceLocationArn", "DestinationLocationArn")
+
+    def create(self, logical_id, kind, props, *, stack):
+        kwargs = {"SourceLocationArn": props["SourceLocationArn"], "DestinationLocationArn": props["DestinationLocationArn"]}
+        if props.get("Name"):
+            kwargs["Name"] = props["Name"]
+        if props.get("CloudWatchLogGroupArn"):
+            kwargs["CloudWatchLogGroupArn"] = props["CloudWatchLogGroupArn"]
+        arn = self.client("datasync").create_task(**kwargs)["TaskArn"]
+        return arn, {"TaskArn": arn}
+
+    def delete(self, resource):
+        self.client("datasync").delete_task(TaskArn=resource.physical_id)
