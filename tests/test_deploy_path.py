@@ -128,7 +128,7 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         experiment = tmp_path / "lifecycle.json"
         experiment.write_text(json.dumps(TINY_RUN))
         out = steps.run("dslab run --wait", [str(REPO / ".venv" / "bin" / "dslab"), "run", "--experiment", str(experiment),
-                                             "--wait"])
+                                             "--wait", "--poll", "1"])
         executions = lab.client("stepfunctions").list_executions(stateMachineArn=lab.state_machine_arn)["executions"]
         assert [e["status"] for e in executions] == ["SUCCEEDED"], out[-2000:]
         results = lab.read_json(f"results/{executions[0]['name']}/results.json")

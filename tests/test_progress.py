@@ -83,9 +83,7 @@ def test_live_view_on_a_terminal_shows_every_job_its_phase_time_and_the_run_summ
     assert "job-b" in screen.getvalue()                       # what the terminal was shown while it ran
 
 
-def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, capsys, monkeypatch):
-    from dslab.cli import runs
-    monkeypatch.setattr(runs, "POLL_SECONDS", 0.2)
+def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, capsys):
     with emulated(ScriptedJobs()) as lab:
         put_datasets(lab, ["tiny-jpg"])
         experiment = tmp_path / "tiny.json"
@@ -93,9 +91,16 @@ def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, cap
                                           "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"}))
         outputs = tmp_path / "cdk-outputs.json"
         outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
-        assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait"]) == 0
+        assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait", "--poll", "0.2"]) == 0
     out = capsys.readouterr().out.splitlines()
     changes = [line for line in out if line.startswith("  [")]
     completed = {line.split("] ", 1)[1].split(":", 1)[0] for line in changes if ": Completed" in line}
     assert len(completed) == 2, out                            # each job's end was said, once
     assert out[-1].startswith("SUCCEEDED: 2/2 jobs done, spend $"), out
+
+
+def test_a_poll_interval_out_of_range_is_refused_naming_the_option(capsys):
+    import pytest
+    with pytest.raises(SystemExit) as exited:
+        main(["status", "--wait", "--poll", "0"])
+    assert exited.value.code == 2 and "--poll" in capsys.readouterr().err

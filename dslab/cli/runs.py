@@ -75,7 +75,7 @@ def cmd_run(args) -> int:
     execution = started["executionArn"]
     print(f"started {execution}")
     if args.wait:
-        return watch(execution, region_of(args), bucket)
+        return watch(execution, region_of(args), bucket, poll=args.poll)
     print(f"follow it with: dslab status {execution}")
     return 0
 
@@ -132,7 +132,7 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
 POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job each time
 
 
-def watch(execution_arn: str, region: str, bucket: str | None = None) -> int:
+def watch(execution_arn: str, region: str, bucket: str | None = None, poll: float | None = None) -> int:
     """Follow an execution until it ends: jobs done of total, each job's phase, elapsed, time left and the
     spend so far (a live table on a terminal, a line per change otherwise). Ctrl-C stops watching only."""
     from ..core.progress import RunProgress
@@ -149,7 +149,7 @@ def watch(execution_arn: str, region: str, bucket: str | None = None) -> int:
                 view.tick()
                 if state["status"] != "RUNNING":
                     break
-                time.sleep(POLL_SECONDS)
+                time.sleep(POLL_SECONDS if poll is None else poll)
                 state = describe_progress(execution_arn, region, bucket)
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
@@ -169,7 +169,7 @@ def cmd_status(args) -> int:
             raise ConfigError("EXECUTION", "the workflow has no executions yet: start one with dslab run")
         execution = executions[0]["executionArn"]
     if args.wait:
-        return watch(execution, region, bucket)
+        return watch(execution, region, bucket, poll=args.poll)
     state = describe_progress(execution, region, bucket)
     if args.json:
         print_json(state)
@@ -208,6 +208,17 @@ def _results_from_execution(execution: str, region: str) -> dict[str, Any]:
     return json.loads(body)
 
 
+def _positive_seconds(text: str) -> float:
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0.1 <= value <= 3600:
+        raise argparse.ArgumentTypeError(f"{text} is outside 0.1..3600 seconds")
+    return value
+
+
 def register(sub) -> None:
     p = add_command(sub, "plan", cmd_plan, "Print the exact CreateTrainingJob requests an experiment would run (no AWS call "
                     "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
@@ -224,6 +235,7 @@ def register(sub) -> None:
     p.add_argument("--outputs")
     p.add_argument("--region")
     p.add_argument("--wait", action="store_true", help="live progress until the execution ends (Ctrl-C leaves it running)")
+    p.add_argument("--poll", type=_positive_seconds, help=f"with --wait: seconds between looks (default {POLL_SECONDS:g})")
 
     p = add_command(sub, "status", cmd_status, "Show an execution's progress: jobs by state, elapsed, spend so far.",
                     "dslab status arn:aws:states:us-east-1:123456789012:execution:DataSourceLabWorkflow:abc --wait")
@@ -231,6 +243,7 @@ def register(sub) -> None:
     p.add_argument("--outputs")
     p.add_argument("--region")
     p.add_argument("--wait", action="store_true")
+    p.add_argument("--poll", type=_positive_seconds, help=f"with --wait: seconds between looks (default {POLL_SECONDS:g})")
     p.add_argument("--json", action="store_true")
 
     p = add_command(sub, "report", cmd_report, "Write results.json, results.csv, report.md, report.html and breakdown.png.",

@@ -104,6 +104,18 @@ def patch_time() -> None:
             time.sleep(seconds * HOOKS.time_scale)
 
     retrier_decl.time = _ScaledTime()
+
+    class _SyncPollClock(_ScaledTime):
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            time.sleep(max(0.1, seconds * HOOKS.time_scale))
+
+    # The .sync integrations look at their job every 0.5 s (moto's constant), a delay each job pays after
+    # it ends: on the stand-in's clock, but never more often than ten times a second.
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback,
+    )
+    state_task_service_callback.time = _SyncPollClock()
     # botocore's retry back-off (a throttled, 503 or 500 answer: the client sleeps, then asks again) on the
     # same clock, so a test of "the bucket wakes after N 503s" does not wait real seconds per retry.
     import botocore.endpoint
