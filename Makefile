@@ -38,7 +38,7 @@ lab:
 
 test:
 	$(SETUP)
-	$(PY) -m pytest -q -n 2 --durations=15
+	$(PY) -m pytest -q -n 2 --no-loadscope-reorder --durations=15
 
 synth: setup
 	$(CDK) synth --quiet --all

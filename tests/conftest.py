@@ -22,27 +22,40 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
 os.environ.pop("AWS_PROFILE", None)
 
 
-# Modules whose tests run training scripts and FUSE mounts, and check that none is left machine-wide
-# (test_local_lab.assert_clean): `make test`'s pytest-xdist workers run them on one worker, one after
-# another, and start them first (the longest chain). Grouped here rather than with xdist_group marks:
-# with pytest 9.2, xdist 3.8's loadgroup silently ignores them (pytest-dev/pytest-xdist#1386).
+# How `make test`'s two pytest-xdist workers share the work: whole modules, so that a module's fixtures
+# (checkov's runs, the variant syntheses) are built once, not once per worker; the modules whose tests
+# run training scripts and FUSE mounts and check that none is left machine-wide
+# (test_local_lab.assert_clean) together on one worker, one after another. The longest units start
+# first (`make test` keeps this order: --no-loadscope-reorder). Grouped here rather than with
+# xdist_group marks: with pytest 9.2, xdist 3.8's loadgroup silently ignores them
+# (pytest-dev/pytest-xdist#1386).
 ONE_WORKER_MODULES = ("tests/test_local_lab.py", "tests/test_own_script.py", "tests/test_training.py")
+LONGEST_FIRST = ("tests/test_deploy_path.py", "tests/test_workflow_at_scale.py", "tests/test_scanners.py")
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::")[0]
 
 
 def pytest_collection_modifyitems(items):
-    first = [item for item in items if item.nodeid.split("::")[0] in ONE_WORKER_MODULES]
-    items[:] = first + [item for item in items if item not in first]
+    def rank(item) -> int:
+        module = _module(item.nodeid)
+        if module in ONE_WORKER_MODULES:
+            return 0
+        return 1 + LONGEST_FIRST.index(module) if module in LONGEST_FIRST else 1 + len(LONGEST_FIRST)
+    items.sort(key=rank)  # stable: each module keeps its own order
 
 
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
-    class OneWorkerForTheLab(LoadScopeScheduling):
-        """Every test its own unit of work, except ONE_WORKER_MODULES: one unit together."""
+    class ByModule(LoadScopeScheduling):
+        """A module is one unit of work; ONE_WORKER_MODULES are one unit together."""
         def _split_scope(self, nodeid: str) -> str:
-            return "one-worker" if nodeid.split("::")[0] in ONE_WORKER_MODULES else nodeid
+            module = _module(nodeid)
+            return "one-worker" if module in ONE_WORKER_MODULES else module
 
-    return OneWorkerForTheLab(config, log)
+    return ByModule(config, log)
 
 
 def cdk_context(**overrides) -> dict:
