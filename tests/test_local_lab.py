@@ -49,8 +49,8 @@ def assert_clean(cache: Path) -> None:
 
 # `make lab` runs experiments/local.yaml at full size (1,000 JPEGs, 4,000 TFRecord images); the test runs
 # the same experiment (every trial, mode, storage class, setting) on fewer images: the same paths, a
-# tenth of the requests to the stand-in's S3.
-SMALLER = {"local-jpg": {"images": 120}, "local-tfr": {"images": 400, "shard_size_mb": 4}}
+# tenth of the requests to the stand-in's S3 (at least two batches of the V100 preset's 64 per dataset).
+SMALLER = {"local-jpg": {"images": 80}, "local-tfr": {"images": 160, "shard_size_mb": 2}}
 
 
 def smaller_default_experiment(tmp_path: Path) -> Path:
@@ -79,7 +79,7 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert results["backend"] == "local"
     experiment = load_experiment(path)
     images = {d.name: d.generate["images"] for d in experiment.datasets}
-    assert images == {"local-jpg": 120, "local-tfr": 400}
+    assert images == {"local-jpg": 80, "local-tfr": 160}
     records = results["records"]
     assert len(records) == 12
     sources = {(r["dataset"], r["mode"], r.get("storage", "standard")) for r in records}
