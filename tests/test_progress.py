@@ -91,11 +91,11 @@ def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, cap
                                           "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"}))
         outputs = tmp_path / "cdk-outputs.json"
         outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
-        assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait", "--poll", "0.2"]) == 0
+        assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait", "--poll", "0.2", "--plain"]) == 0
     out = capsys.readouterr().out.splitlines()
     changes = [line for line in out if line.startswith("  [")]
     completed = {line.split("] ", 1)[1].split(":", 1)[0] for line in changes if ": Completed" in line}
-    assert len(completed) == 2, out                            # each job's end was said, once
+    assert len(completed) == 2, "\n".join(out)                # each job's end was said, once
     assert out[-1].startswith("SUCCEEDED: 2/2 jobs done, spend $"), out
 
 

@@ -75,7 +75,7 @@ def cmd_run(args) -> int:
     execution = started["executionArn"]
     print(f"started {execution}")
     if args.wait:
-        return watch(execution, region_of(args), bucket, poll=args.poll)
+        return watch(execution, region_of(args), bucket, poll=args.poll, plain=args.plain)
     print(f"follow it with: dslab status {execution}")
     return 0
 
@@ -132,7 +132,8 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
 POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job each time
 
 
-def watch(execution_arn: str, region: str, bucket: str | None = None, poll: float | None = None) -> int:
+def watch(execution_arn: str, region: str, bucket: str | None = None, poll: float | None = None,
+          plain: bool = False) -> int:
     """Follow an execution until it ends: jobs done of total, each job's phase, elapsed, time left and the
     spend so far (a live table on a terminal, a line per change otherwise). Ctrl-C stops watching only."""
     from ..core.progress import RunProgress
@@ -140,7 +141,8 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
     try:
         state = describe_progress(execution_arn, region, bucket)
         progress = RunProgress(state["total"], state["concurrency"], started=time.monotonic() - state["elapsed_seconds"])
-        with ProgressView(progress, footer=lambda: f"spend so far ${state['spend_usd']:.2f}") as view:
+        with ProgressView(progress, live=False if plain else None,
+                          footer=lambda: f"spend so far ${state['spend_usd']:.2f}") as view:
             while True:
                 progress.total = state["total"]
                 progress.skipped = state["jobs"].get("Skipped", 0)
@@ -169,7 +171,7 @@ def cmd_status(args) -> int:
             raise ConfigError("EXECUTION", "the workflow has no executions yet: start one with dslab run")
         execution = executions[0]["executionArn"]
     if args.wait:
-        return watch(execution, region, bucket, poll=args.poll)
+        return watch(execution, region, bucket, poll=args.poll, plain=args.plain)
     state = describe_progress(execution, region, bucket)
     if args.json:
         print_json(state)
@@ -236,6 +238,7 @@ def register(sub) -> None:
     p.add_argument("--region")
     p.add_argument("--wait", action="store_true", help="live progress until the execution ends (Ctrl-C leaves it running)")
     p.add_argument("--poll", type=_positive_seconds, help=f"with --wait: seconds between looks (default {POLL_SECONDS:g})")
+    p.add_argument("--plain", action="store_true", help="with --wait: a line per job change instead of the live table")
 
     p = add_command(sub, "status", cmd_status, "Show an execution's progress: jobs by state, elapsed, spend so far.",
                     "dslab status arn:aws:states:us-east-1:123456789012:execution:DataSourceLabWorkflow:abc --wait")
@@ -244,6 +247,7 @@ def register(sub) -> None:
     p.add_argument("--region")
     p.add_argument("--wait", action="store_true")
     p.add_argument("--poll", type=_positive_seconds, help=f"with --wait: seconds between looks (default {POLL_SECONDS:g})")
+    p.add_argument("--plain", action="store_true", help="with --wait: a line per job change instead of the live table")
     p.add_argument("--json", action="store_true")
 
     p = add_command(sub, "report", cmd_report, "Write results.json, results.csv, report.md, report.html and breakdown.png.",
