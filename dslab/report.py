@@ -17,7 +17,7 @@ from typing import Any
 
 from .contracts import validate_results
 from .core.errors import ConfigError
-from .core.modes import SOURCE_ORDER, STANDARD, source_label
+from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
 from .inputs.experiment_file import read_json_file
@@ -59,7 +59,7 @@ def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, 
 
 def source(record: dict[str, Any]) -> str:
     """The data source a record's bars are labelled with: its mode, "Express <mode>" on the directory bucket."""
-    return source_label(record["mode"], record.get("storage"))
+    return source_label(lab_mode(record), record.get("storage"))
 
 
 def _source_rank(label: str) -> int:
@@ -99,7 +99,7 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         row = {
             "dataset": dataset, "mode": mode, "runs": len(items), "completed": len(done),
             "dataset_name": items[0]["dataset"], "trials": sorted({r.get("trial") or "" for r in items}),
-            "mode_name": items[0]["mode"], "storage": items[0].get("storage") or STANDARD,
+            "mode_name": lab_mode(items[0]), "storage": items[0].get("storage") or STANDARD,
             # One instance's clock from start to end (billable seconds count every instance).
             "wall_mean": _mean(done, lambda r: r["billable_seconds"] / max(1, r.get("instance_count") or 1)),
             "statuses": sorted({r["status"] for r in items}),

@@ -39,7 +39,7 @@ class ScriptedJobs:
 
     def __call__(self, request: dict, update) -> dict:
         self.requests.append(request)
-        channel = request["InputDataConfig"][0]
+        channel = (request.get("InputDataConfig") or [{"InputMode": "Script", "DataSource": {}}])[0]  # Script: none
         mode = channel.get("InputMode", "File")
         start = dt.datetime(2026, 11, 29, 12, 0, 0, tzinfo=dt.timezone.utc)
         at = start

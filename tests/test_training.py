@@ -24,7 +24,7 @@ from dslab_train.pipeline import jpeg_comment_label  # noqa: E402
 from dslab_train.records import (RecordError, decode_example, encode_example, read_recordio,  # noqa: E402
                                  read_tfrecords, recordio_frame, tfrecord_frame)
 
-MODES = ["File", "FastFile", "Pipe", "FSx", "EFS"]
+MODES = ["File", "FastFile", "Pipe", "FSx", "EFS", "Script"]
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +40,20 @@ def run(stand, request, tmp_path, **kwargs):
 @pytest.mark.parametrize("mode", MODES)
 def test_every_mode_and_format_reads_every_sample_with_its_label(stand, tmp_path, mode, dataset):
     epochs = 2  # Pipe must cross to a second FIFO
-    request = tiny_requests(epochs=epochs)[(dataset, mode)]
+    request = tiny_requests(epochs=epochs, modes=MODES)[(dataset, mode)]
     outcome = run(stand, request, tmp_path)
     assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-2000:]
     metrics = outcome.metrics
     assert metrics["samples"] == stand.images * epochs
     assert metrics["epochs"] == epochs and len(metrics["epoch_seconds"]) == epochs
     assert {int(k): v for k, v in metrics["label_counts"].items()} == {k: v * epochs for k, v in stand.class_counts.items()}
-    expected_mode = "Pipe" if mode == "Pipe" else "File"
+    expected_mode = mode if mode in ("Pipe", "Script") else "File"
     assert metrics["input_mode"] == expected_mode
+    if mode == "Script":  # no channel: the script listed and read the prefix itself, through S3's API
+        assert "InputDataConfig" not in request and metrics["s3_client"] == "boto3"
+        assert metrics["dataset_uri"] == request["HyperParameters"]["dataset_uri"].strip('"')
+        shards = len(list(stand.tfr.glob("*.tfrecord")))
+        assert metrics["s3_requests"] == 1 + epochs * (stand.images if dataset == "tiny-jpg" else shards)
     phases = [t["Status"] for t in outcome.describe["SecondaryStatusTransitions"]]
     assert phases[0] == "Starting" and phases[-1] == "Completed" and "Training" in phases and "Uploading" in phases
     assert ("Downloading" in phases) == (mode == "File")

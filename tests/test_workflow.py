@@ -4,6 +4,7 @@ service models, and the definition itself executed in the embedded AWS stand-in.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from dslab.contracts import validate_results
 from dslab.core.experiment import parse_experiment
+from dslab.core.modes import lab_mode
 from dslab.core.requests import METRIC_DEFINITIONS, REQUEST_KEYS, plan
 from dslab.emulator.lab import EmulatedLab, find_resource, resolve
 from dslab.aws.validation import validate_request
@@ -132,6 +134,10 @@ def test_training_task_maps_every_request_key(lab):
     task = states["RunTrainingJob"]
     assert task["Resource"] == "arn:aws:states:::sagemaker:createTrainingJob.sync"
     assert {k[:-2] for k in task["Parameters"]} == set(REQUEST_KEYS)
+    # A Script job's request (no channel) goes through its own task, every key but InputDataConfig.
+    script_task = states["RunScriptTrainingJob"]
+    assert {k[:-2] for k in script_task["Parameters"]} == set(REQUEST_KEYS) - {"InputDataConfig"}
+    assert script_task["Resource"] == task["Resource"] and script_task["Catch"][0]["Next"] == "ClassifyScriptError"
     members = botocore.session.get_session().get_service_model("sagemaker").operation_model("CreateTrainingJob").input_shape.members
     assert set(REQUEST_KEYS) <= set(members)
     assert any("States.ALL" in c["ErrorEquals"] for c in task["Catch"])
@@ -190,6 +196,8 @@ def test_teardown_function_may_delete_only_the_fsx_stack_and_list_its_own_execut
     {"distribution": "ShardedByS3Key", "modes": ["File", "FastFile", "Pipe"], "shuffle_seed": 7, "instance_count": 2},
     {"spot": True, "compute": "a100", "instance_type": "ml.p4d.24xlarge"},
     {"compute": "resnet50", "epochs": 3},
+    {"modes": ["Script", "FastFile"], "epochs": 2},
+    {"modes": ["Script"], "instance_count": 2},
 ])
 def test_every_planned_request_is_valid_for_sagemaker(overrides):
     experiment = parse_experiment({**TINY, **overrides})
@@ -197,7 +205,7 @@ def test_every_planned_request_is_valid_for_sagemaker(overrides):
     assert jobs
     for job in jobs:
         validate_request("sagemaker", "CreateTrainingJob", job.request)
-        assert set(job.request) == set(REQUEST_KEYS)
+        assert set(job.request) == set(REQUEST_KEYS) - ({"InputDataConfig"} if job.spec.mode == "Script" else set())
         assert len(job.request["TrainingJobName"]) <= 59
         assert job.request["AlgorithmSpecification"]["MetricDefinitions"] == METRIC_DEFINITIONS
 
@@ -238,15 +246,18 @@ def test_all_modes_succeed_and_every_result_is_stored(emulated, tmp_path):
     jobs = ScriptedJobs()
     with emulated(jobs) as lab:
         put_datasets(lab, ["tiny-jpg", "tiny-tfr"])
-        execution = lab.run({**TINY, "teardown_fsx": True})
+        execution = lab.run({**TINY, "teardown_fsx": True, "modes": ["File", "FastFile", "Pipe", "FSx", "EFS", "Script"]})
         assert execution.status == "SUCCEEDED", execution.cause
         results = lab.results(execution)
         validate_results(results)
         records = results["records"]
-        assert len(records) == 10 and {r["status"] for r in records} == {"Completed"}
-        assert {(r["dataset"], r["mode"]) for r in records} == {(d, m) for d in ("tiny-jpg", "tiny-tfr")
-                                                                 for m in ("File", "FastFile", "Pipe", "FSx", "EFS")}
-        by_mode = {r["mode"]: r for r in records if r["dataset"] == "tiny-jpg"}
+        assert len(records) == 12 and {r["status"] for r in records} == {"Completed"}
+        assert {(r["dataset"], lab_mode(r)) for r in records} == {(d, m) for d in ("tiny-jpg", "tiny-tfr")
+                                                                 for m in ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")}
+        by_mode = {lab_mode(r): r for r in records if r["dataset"] == "tiny-jpg"}
+        # Script: the contract's nearest mode, marked as the script's own reads; its requests' GETs priced.
+        assert by_mode["Script"]["mode"] == "FastFile" and by_mode["Script"]["ingestion"] == "script"
+        assert "ingestion" not in by_mode["FastFile"] and by_mode["Script"]["cost_usd"]["requests"] > 0
         assert by_mode["File"]["breakdown"] == {"downloading": 40.0, "training": 100.0, "other": 5.0}
         assert by_mode["FastFile"]["breakdown"]["downloading"] == 0.0
         assert by_mode["File"]["billable_seconds"] == 145.0
@@ -257,12 +268,23 @@ def test_all_modes_succeed_and_every_result_is_stored(emulated, tmp_path):
         assert results["experiment"]["name"] == "tiny" and results["backend"] == "local"
         assert results["experiment_hash"] and results["prices"]["date"]
         csv = lab.client("s3").get_object(Bucket=lab.bucket, Key=f"results/{execution.name}/results.csv")["Body"].read().decode()
-        assert len(csv.strip().splitlines()) == 11
+        assert len(csv.strip().splitlines()) == 13
         # EFS was staged from S3 before the EFS jobs ran; FSx was torn down after results were stored.
         assert sorted(p.name for p in (tmp_path / "efs" / "datasets" / "tiny-jpg").iterdir()) == ["part-0.bin", "part-1.bin", "part-2.bin"]
         assert not lab.fsx_present
         requests = {r["TrainingJobName"]: r for r in jobs.requests}
-        assert len(requests) == 10
+        assert len(requests) == 12
+        # A Script job: no channel, the dataset as a hyperparameter, and in its tags (the lineage SageMaker
+        # keeps no more) the URI and the stats file Plan read: files, bytes and the file's SHA-256.
+        script = requests[by_mode["Script"]["job_name"]]
+        uri = f"s3://{lab.bucket}/datasets/tiny-jpg/"
+        assert "InputDataConfig" not in script and json.loads(script["HyperParameters"]["dataset_uri"]) == uri
+        stats = lab.client("s3").get_object(Bucket=lab.bucket, Key="datasets/tiny-jpg.stats.json")["Body"].read()
+        tags = {t["Key"]: t["Value"] for t in lab.client("sagemaker").list_tags(
+            ResourceArn=lab.client("sagemaker").describe_training_job(TrainingJobName=script["TrainingJobName"])["TrainingJobArn"])["Tags"]}
+        assert {k: tags[k] for k in tags if k.startswith("dslab:dataset-")} == {
+            "dslab:dataset-uri": uri, "dslab:dataset-files": "3", "dslab:dataset-bytes": "303",
+            "dslab:dataset-stats-sha256": hashlib.sha256(stats).hexdigest()}
 
 
 def test_one_failed_job_is_recorded_others_complete_and_teardown_still_runs(emulated):

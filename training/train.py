@@ -22,9 +22,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dslab_train.compute import PRESETS, EmulatedCompute, TorchResNet50  # noqa: E402
-from dslab_train.contract import ContractError, JobContext, load_context  # noqa: E402
+from dslab_train.contract import SCRIPT_INPUT, ContractError, JobContext, load_context  # noqa: E402
 from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, PipelineConfig, ShardSource,  # noqa: E402
-                                  default_workers, detect_format, jpg_records, pipe_records, shard_records)
+                                  default_workers, detect_format, jpg_records, pipe_records, s3_jpg_records,
+                                  s3_shard_records, shard_records)
+from dslab_train.s3source import (DEFAULT_CONCURRENCY, JPEG_SUFFIXES, S3Reads, detect_s3_format,  # noqa: E402
+                                  jpg_labels)
 from dslab_train.records import RecordError  # noqa: E402
 
 from dslab_report import metric  # noqa: E402  one format for the lab's metric lines and users'
@@ -80,6 +83,37 @@ def make_sources(ctx: JobContext, dataset_format: str):
     raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord or auto")
 
 
+def make_s3_sources(ctx: JobContext, dataset_format: str):
+    """Script mode: list the dataset's prefix (this host's share of it) and read it with GETs."""
+    hp = ctx.hyperparameters
+    reads = S3Reads(str(hp["dataset_uri"]), str(hp.get("s3_client", "auto")),
+                    _int(hp, "s3_concurrency", DEFAULT_CONCURRENCY), region=hp.get("sagemaker_region"))
+    objects = reads.list()
+    if dataset_format == "auto":
+        dataset_format = detect_s3_format(objects)
+    if dataset_format == "jpg":
+        objects = [o for o in objects if o.key.lower().endswith(JPEG_SUFFIXES)]
+        labels, classes = jpg_labels(objects, reads.prefix)
+        objects, labels = objects[ctx.host_rank::len(ctx.hosts)], labels[ctx.host_rank::len(ctx.hosts)]
+        if not objects:
+            raise DataError(f"{reads.uri} holds no .jpg objects: check the dataset prefix (upload it with "
+                            "`dslab dataset upload`) or dataset_format")
+        return reads, "jpg", s3_jpg_records(reads, objects, labels, _int(hp, "s3_concurrency", DEFAULT_CONCURRENCY)), len(classes)
+    if dataset_format == "tfrecord":
+        jpgs = [o.key for o in objects if o.key.lower().endswith(JPEG_SUFFIXES)][:1]
+        if jpgs:
+            raise DataError(f"dataset_format=tfrecord but {reads.uri} holds JPEG objects ({jpgs[0]}); "
+                            "set dataset_format: jpg or point dataset_uri at the packed shards")
+        shards = [o for o in objects if not o.key.endswith((".json", ".manifest", ".txt"))][ctx.host_rank::len(ctx.hosts)]
+        if not shards:
+            raise DataError(f"{reads.uri} holds no TFRecord shards: check the dataset prefix")
+        return reads, "tfrecord", s3_shard_records(reads, shards), 257
+    if dataset_format == "unknown":
+        raise DataError(f"{reads.uri} is empty: no objects under the prefix. Upload the dataset "
+                        "(`dslab dataset upload`) or fix dataset_uri")
+    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord or auto")
+
+
 def run(ctx: JobContext) -> dict:
     hp = ctx.hyperparameters
     started = time.perf_counter()
@@ -87,8 +121,12 @@ def run(ctx: JobContext) -> dict:
     dataset_format = str(hp.get("dataset_format", "auto"))
     workers = _int(hp, "workers", 0) or default_workers(ctx.num_cpus)
     is_pipe = ctx.input_mode == "Pipe"
+    reads = None
 
-    if is_pipe:
+    if ctx.input_mode == SCRIPT_INPUT:
+        reads, dataset_format, records, num_classes = make_s3_sources(ctx, dataset_format)
+        records_for_epoch = lambda epoch: records
+    elif is_pipe:
         if dataset_format not in ("jpg", "tfrecord"):
             raise ContractError("Pipe mode needs hyperparameter dataset_format (jpg or tfrecord): a stream cannot be listed")
         records_for_epoch = lambda epoch: pipe_records(ctx.pipe_path(epoch), ctx.record_wrapper, dataset_format,
@@ -108,7 +146,8 @@ def run(ctx: JobContext) -> dict:
         seed=_int(hp, "seed", 0),
         verify_crc=str(hp.get("verify_crc", "false")).lower() in ("1", "true"),
         max_samples=_int(hp, "max_samples", 0))
-    print(f"dslab: mode={'Pipe' if is_pipe else 'directory'} input_mode={ctx.input_mode} "
+    kind = "Pipe" if is_pipe else (f"S3 ({reads.client_name})" if reads else "directory")
+    print(f"dslab: mode={kind} input_mode={ctx.input_mode} "
           f"wrapper={ctx.record_wrapper} format={dataset_format} epochs={epochs} batch={batch_size} "
           f"workers={workers} prefetch={config.prefetch} compute={compute.device}", flush=True)
 
@@ -199,6 +238,8 @@ def run(ctx: JobContext) -> dict:
         "compute": compute.device,
         "script_seconds": time.perf_counter() - started,
     }
+    if reads is not None:
+        summary.update(s3_client=reads.client_name, s3_requests=reads.requests, dataset_uri=reads.uri)
     metric("samples", total_samples)
     metric("samples_per_second", summary["samples_per_second"])
     metric("mb_per_second", summary["mb_per_second"])

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.modes import lab_mode
 from .advice import experiment_answers
 from .common import (
     BUILD_DIR,
@@ -55,7 +56,7 @@ def cmd_export(args) -> int:
             raise ConfigError("--trial/--repeat", "--results picks the job (the cheapest completed one); "
                               "drop --trial/--repeat, or drop --results to choose the job yourself")
         record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode)
-        mode, storage = record["mode"], record.get("storage") or None
+        mode, storage = lab_mode(record), record.get("storage") or None
     elif mode is None:
         mode, storage = _recommended_source(experiment, args.experiment, dataset, args.trial)
     if mode not in modes:
@@ -108,13 +109,13 @@ def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None) 
         raise ConfigError("--results", f"{path} is a run of experiment hash {results['experiment_hash']}, not of "
                           f"--experiment ({experiment.content_hash}): give the experiment file that run used")
     done = [r for r in results["records"] if r["dataset"] == dataset and r["status"] == "Completed"
-            and r["billable_seconds"] is not None and (mode is None or r["mode"] == mode)]
+            and r["billable_seconds"] is not None and (mode is None or lab_mode(r) == mode)]
     if not done:
         raise ConfigError("--results", f"{path} has no completed {mode or ''} job on {dataset}".replace("  ", " "),
                           sorted({r["dataset"] for r in results["records"] if r["status"] == "Completed"}) or None)
     decided = [m for m in Answers(results, aggregate(done)).measured if m.decision is not None]
     pick = decided[0].decision.pick
-    best = min((r for r in done if r["mode"] == pick.mode and (r.get("storage") or "standard") == pick.storage),
+    best = min((r for r in done if lab_mode(r) == pick.mode and (r.get("storage") or "standard") == pick.storage),
                key=lambda r: (r["cost_usd"]["total"], r["billable_seconds"]))
     print(f"the report's pick on {dataset} in {path}: {pick.source}; its cheapest completed job {best['job_name']} "
           f"(${best['cost_usd']['total']:.4f})", file=sys.stderr)

@@ -9,9 +9,19 @@ of the five the results contract names, and experiment files written before Expr
 from __future__ import annotations
 
 FILE, FASTFILE, PIPE, FSX, EFS = "File", "FastFile", "Pipe", "FSx", "EFS"
-MODES = (FILE, FASTFILE, PIPE, FSX, EFS)
+# "Script": the source post's "Bring your own data ingestion". The job has no input channel; the
+# training script reads the dataset's S3 prefix itself (boto3 or the S3 Connector for PyTorch) with
+# the job's role. Not one of SageMaker's input modes, so results records (whose contract names the
+# five modes above) carry it as mode FastFile, the job's declared TrainingInputMode and the nearest
+# SageMaker source (streams from S3 on demand, nothing downloaded first), with "ingestion": "script".
+SCRIPT = "Script"
+MODES = (FILE, FASTFILE, PIPE, FSX, EFS, SCRIPT)
 S3_MODES = (FILE, FASTFILE, PIPE)
+# Modes that read the lab's buckets (standard or Express): SageMaker's three and the script's own reads.
+S3_READ_MODES = (FILE, FASTFILE, PIPE, SCRIPT)
 FILE_SYSTEM_MODES = (FSX, EFS)
+CONTRACT_MODES = (FILE, FASTFILE, PIPE, FSX, EFS)
+SCRIPT_INGESTION = "script"
 
 STANDARD, EXPRESS = "standard", "express"
 STORAGES = (STANDARD, EXPRESS)
@@ -37,5 +47,17 @@ def source_label(mode: str, storage: str | None = None) -> str:
     return f"Express {mode}" if storage == EXPRESS else mode
 
 
-# The order sources appear in tables and charts: the S3 modes, their Express variants, the file systems.
-SOURCE_ORDER = (FILE, FASTFILE, PIPE, *(source_label(m, EXPRESS) for m in S3_MODES), FSX, EFS)
+def record_mode(mode: str) -> tuple[str, dict[str, str]]:
+    """A lab mode as the results contract writes it: (contract mode, extra record fields)."""
+    return (FASTFILE, {"ingestion": SCRIPT_INGESTION}) if mode == SCRIPT else (mode, {})
+
+
+def lab_mode(record: dict) -> str:
+    """A results record's lab mode: the contract's mode, or Script where the script read S3 itself."""
+    return SCRIPT if record.get("ingestion") == SCRIPT_INGESTION else record["mode"]
+
+
+# The order sources appear in tables and charts: the S3 modes, their Express variants, the file systems,
+# then the script's own reads.
+SOURCE_ORDER = (FILE, FASTFILE, PIPE, *(source_label(m, EXPRESS) for m in S3_MODES), FSX, EFS,
+                SCRIPT, source_label(SCRIPT, EXPRESS))

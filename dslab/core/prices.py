@@ -135,8 +135,17 @@ def s3_get_requests(mode: str, files: int | None, total_bytes: int | None, epoch
         return 0
     # Large objects are fetched in ranged GETs; 8 MiB parts is the usual client part size.
     per_epoch = max(files, (total_bytes or 0) // (8 * 1024 * 1024))
+    # Script: the lab's script GETs each JPEG and range-GETs shards in 8 MiB parts, every epoch.
     return {"File": per_epoch, "FastFile": per_epoch * epochs, "Pipe": per_epoch * epochs,
-            "FSx": per_epoch, "EFS": 0}.get(mode, 0)
+            "FSx": per_epoch, "EFS": 0, "Script": per_epoch * epochs}.get(mode, 0)
+
+
+def s3_list_requests(mode: str, files: int | None, instance_count: int = 1) -> int:
+    """ListObjectsV2 requests (1,000 keys a page) a Script job makes: each instance lists the prefix once.
+    SageMaker's own listing for File/FastFile/Pipe is not billed to the account as far as the lab knows."""
+    if mode != "Script" or not files:
+        return 0
+    return -(-files // 1000) * max(1, instance_count)
 
 
 def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_count: int, volume_size_gb: int,
@@ -155,13 +164,14 @@ def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_coun
     if mode == "FSx":
         volumes += prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH
     gets = s3_get_requests(mode, files, total_bytes, epochs)
+    lists = s3_list_requests(mode, files, instance_count)
     if storage == "express":
-        reads = {"File": 1, "FastFile": epochs, "Pipe": epochs}.get(mode, 0)
-        requests = (gets * prices["express_get_per_thousand"] / 1000
+        reads = {"File": 1, "FastFile": epochs, "Pipe": epochs, "Script": epochs}.get(mode, 0)
+        requests = (gets * prices["express_get_per_thousand"] / 1000 + lists * prices["express_put_per_thousand"] / 1000
                     + (total_bytes or 0) / 1e9 * reads * prices["express_retrieval_per_gb"])
         storage_cost = prices["express_gb_month"] * (total_bytes or 0) / 1e9 * wall / SECONDS_PER_MONTH
         return JobCost(instance, volumes + storage_cost, requests)
-    requests = gets * prices["s3_get_per_million"] / 1e6
+    requests = gets * prices["s3_get_per_million"] / 1e6 + lists * prices["s3_list_per_million"] / 1e6
     return JobCost(instance, volumes, requests)
 
 

@@ -14,14 +14,17 @@ from typing import Any
 from .errors import ConfigError
 from .experiment import Experiment, JobSpec, expand
 from .limits import MAX_JOBS
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE, SCRIPT
 
 CHANNEL = "train"
 ENTRY_POINT = "train.py"
-# Every request has exactly these top-level keys: the state machine passes each one by JSONPath.
+# Every request has these top-level keys, a Script job all but InputDataConfig (CreateTrainingJob takes
+# it absent but refuses an empty list): the state machine passes each by JSONPath, in one of two tasks.
 REQUEST_KEYS = ("TrainingJobName", "RoleArn", "AlgorithmSpecification", "HyperParameters", "InputDataConfig",
                 "OutputDataConfig", "ResourceConfig", "VpcConfig", "StoppingCondition", "Tags",
                 "EnableManagedSpotTraining")
+# The hyperparameter that hands a Script job its dataset (the lab's script and users' alike).
+DATASET_URI_HYPERPARAMETER = "dataset_uri"
 # Capacity retries append "-a<N>" to the name; keep room for it under SageMaker's 63 characters.
 JOB_NAME_MAX = 59
 JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -241,8 +244,11 @@ def efs_directory_path(prefix: str) -> str:
     return f"{FS_DATASETS_PATH}/{prefix.strip('/')}"
 
 
-def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any]:
+def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any] | None:
+    """The job's one input channel, or None for Script (the script reads S3 itself)."""
     trial, dataset, mode = spec.trial, spec.dataset, spec.mode
+    if mode == SCRIPT:
+        return None
     if mode in (FILE, FASTFILE, PIPE):
         s3_data_type = trial.s3_data_type
         if mode == FASTFILE and s3_data_type != "S3Prefix":
@@ -327,8 +333,36 @@ def user_code_version(code_uri: str) -> str:
     return f"user-{parts[-2]}" if len(parts) >= 2 and re.fullmatch(r"[0-9a-f]{16,64}", parts[-2]) else "user"
 
 
-def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str) -> dict[str, Any]:
-    """The complete CreateTrainingJob request for one job."""
+def script_dataset_uri(spec: JobSpec, env: LabEnvironment) -> str:
+    """Where a Script job's script reads: the dataset's prefix in the bucket its storage names."""
+    return dataset_s3_uri(env, spec.dataset.prefix, spec.trial.storage)
+
+
+# Tag values: at most 256 characters of letters, digits, spaces and _.:/=+-@
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_Tag.html).
+TAG_VALUE_MAX = 256
+
+
+def lineage_tags(spec: JobSpec, env: LabEnvironment, stats: dict[str, Any] | None) -> list[dict[str, str]]:
+    """What SageMaker's lineage records of a channel, for a job that has none: the dataset's URI and its
+    stats (files, bytes, the stats file's SHA-256), so the job says what it read."""
+    uri = script_dataset_uri(spec, env)
+    if len(uri) > TAG_VALUE_MAX:
+        raise ConfigError(f"datasets.{spec.dataset.name}.prefix", f"the dataset URI is {len(uri)} characters; a tag "
+                          f"value holds at most {TAG_VALUE_MAX}", "a shorter prefix")
+    tags = [{"Key": "dslab:dataset-uri", "Value": uri}]
+    if stats:
+        tags += [{"Key": "dslab:dataset-files", "Value": str(stats["files"])},
+                 {"Key": "dslab:dataset-bytes", "Value": str(stats["bytes"])}]
+        if stats.get("sha256"):
+            tags.append({"Key": "dslab:dataset-stats-sha256", "Value": stats["sha256"]})
+    return tags
+
+
+def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str,
+                  stats: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The complete CreateTrainingJob request for one job. ``stats``: the dataset's stats file as Plan
+    read it ({"files", "bytes", "sha256"}), recorded in a Script job's tags."""
     name = job_name(experiment, spec, execution_id)
     channel = build_channel(spec, env)
     image = spec.trial.image_uri or env.image_for(spec.trial.instance_type)
@@ -345,6 +379,10 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         # as a command-line argument, and an argparse script refuses arguments it does not know.
         program, code_uri, code_version = script.entry_point, script.code_uri, user_code_version(script.code_uri)
         script_values = dict(spec.trial.hyperparameters)
+    if channel is None:
+        # No channel: the dataset reaches the script (the lab's or a user's) as a hyperparameter,
+        # `--dataset_uri s3://...` on its command line, as the source post's own-ingestion section says.
+        script_values[DATASET_URI_HYPERPARAMETER] = script_dataset_uri(spec, env)
     hyperparameters = {
         "sagemaker_program": program,
         "sagemaker_submit_directory": code_uri,
@@ -361,11 +399,12 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         "RoleArn": env.role_arn,
         "AlgorithmSpecification": {
             "TrainingImage": image,
-            "TrainingInputMode": channel["InputMode"],
+            # Required even without a channel; a Script job declares FastFile (nothing is downloaded).
+            "TrainingInputMode": FASTFILE if channel is None else channel["InputMode"],
             "MetricDefinitions": metric_definitions(spec),
         },
         "HyperParameters": encode_hyperparameters(hyperparameters),
-        "InputDataConfig": [channel],
+        **({} if channel is None else {"InputDataConfig": [channel]}),
         "OutputDataConfig": {"S3OutputPath": f"s3://{env.bucket}/{OUTPUT_PREFIX}/{experiment.name}/"},
         "ResourceConfig": {
             "InstanceType": spec.trial.instance_type,
@@ -386,10 +425,11 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
             {"Key": "dslab:trial", "Value": spec.trial.name},
             {"Key": "dslab:code-version", "Value": code_version},
             *([{"Key": "dslab:script", "Value": script.entry_point}] if script else []),
+            *(lineage_tags(spec, env, stats) if channel is None else []),
             *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
         ],
     }
-    # Always present (the workflow maps every top-level key of REQUEST_KEYS by path).
+    # Always present, so every request says whether it is spot.
     request["EnableManagedSpotTraining"] = spec.trial.spot
     if spec.trial.spot:
         request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
@@ -404,8 +444,10 @@ class PlannedJob:
     skip_reason: str | None = None
 
 
-def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None) -> list[PlannedJob]:
-    """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent."""
+def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
+         dataset_stats: dict[str, dict[str, Any]] | None = None) -> list[PlannedJob]:
+    """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
+    ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags)."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
     specs = expand(experiment)
@@ -428,5 +470,6 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
             jobs.append(PlannedJob(spec, name, None, "the lab has no S3 Express One Zone bucket: it was deployed with "
                                    "-c express=false; deploy with -c express=true to run the Express jobs"))
             continue
-        jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id)))
+        jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id,
+                                                         (dataset_stats or {}).get(spec.dataset.name))))
     return jobs

@@ -11,9 +11,9 @@ import io
 import json
 from typing import Any, Iterable
 
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, STANDARD
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, record_mode
 from .limits import SUMMARY_MESSAGE_CHARS
-from .requests import METRIC_DEFINITIONS
+from .requests import DATASET_URI_HYPERPARAMETER, METRIC_DEFINITIONS
 from .prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
@@ -82,7 +82,8 @@ def infer_storage(describe: dict[str, Any], tags: dict[str, str] | None = None) 
     if (tags or {}).get("dslab:storage"):
         return tags["dslab:storage"]
     channels = describe.get("InputDataConfig") or [{}]
-    uri = channels[0].get("DataSource", {}).get("S3DataSource", {}).get("S3Uri", "")
+    uri = (channels[0].get("DataSource", {}).get("S3DataSource", {}).get("S3Uri", "")
+           or str(_hyperparameter(describe, DATASET_URI_HYPERPARAMETER) or ""))
     return EXPRESS if uri[5:].split("/", 1)[0].endswith("--x-s3") else STANDARD
 
 
@@ -104,7 +105,11 @@ def identify(describe: dict[str, Any], tags: dict[str, str] | None = None) -> tu
     tags = tags or {}
     channels = describe.get("InputDataConfig") or [{}]
     default_mode = describe.get("AlgorithmSpecification", {}).get("TrainingInputMode", "File")
-    mode = tags.get("dslab:mode") or infer_mode(channels[0], default_mode)
+    script_uri = _hyperparameter(describe, DATASET_URI_HYPERPARAMETER) if not describe.get("InputDataConfig") else None
+    if isinstance(script_uri, str) and script_uri.startswith("s3://"):
+        # No channel and a dataset URI: the script read S3 itself.
+        channels = [{"InputMode": SCRIPT, "DataSource": {"S3DataSource": {"S3Uri": script_uri}}}]
+    mode = tags.get("dslab:mode") or (SCRIPT if channels[0].get("InputMode") == SCRIPT else infer_mode(channels[0], default_mode))
     dataset = tags.get("dslab:dataset") or infer_dataset(channels[0])
     repeat = int(tags.get("dslab:repeat", 0))
     return mode, dataset, repeat
@@ -173,9 +178,10 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
                     volume_size_gb=int(resources.get("VolumeSizeInGB") or 0), billable_seconds=billable,
                     wall_seconds=wall, files=files, total_bytes=total_bytes, epochs=epochs,
                     fsx_capacity_gib=fsx_capacity_gib, storage=storage)
+    contract_mode, ingestion = record_mode(mode)
     return {
         "job_name": describe["TrainingJobName"],
-        "mode": mode,
+        "mode": contract_mode,
         "dataset": dataset or inferred_dataset,
         "repeat": inferred_repeat if repeat is None else repeat,
         "status": status,
@@ -190,6 +196,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         "cost_usd": cost.to_dict(),
         **({"trial": trial} if trial else {}),
         **({"storage": EXPRESS} if storage == EXPRESS else {}),
+        **ingestion,
     }
 
 
@@ -197,10 +204,12 @@ def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, insta
                    instance_count: int, reason: str, status: str = "Skipped", trial: str | None = None,
                    storage: str | None = None) -> dict[str, Any]:
     """A job that never ran (FSx down, its request never created): the record says why."""
+    contract_mode, ingestion = record_mode(mode)
     return {
         **({"trial": trial} if trial else {}),
         **({"storage": EXPRESS} if storage == EXPRESS else {}),
-        "job_name": job_name, "mode": mode, "dataset": dataset, "repeat": repeat, "status": status,
+        **ingestion,
+        "job_name": job_name, "mode": contract_mode, "dataset": dataset, "repeat": repeat, "status": status,
         "failure_reason": reason, "instance_type": instance_type, "instance_count": instance_count,
         "billable_seconds": None, "training_time_seconds": None, "phases": {},
         "breakdown": {"downloading": 0.0, "training": 0.0, "other": 0.0},
@@ -225,7 +234,9 @@ CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type
                "time_to_first_batch_seconds",
                "cost_instance", "cost_storage", "cost_requests", "cost_total", "failure_reason",
                # Added with S3 Express One Zone and own scripts: where the S3 modes read, and the trial.
-               "storage", "trial", "bytes_read"]
+               "storage", "trial", "bytes_read",
+               # Added with in-script loading: "script" where the job had no channel and read S3 itself.
+               "ingestion"]
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
@@ -243,6 +254,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "failure_reason": r.get("failure_reason") or "",
             "storage": r.get("storage", STANDARD) if r.get("mode") in (FILE, FASTFILE, PIPE) else "",
             "trial": r.get("trial") or "", "bytes_read": r["metrics"].get("bytes_read"),
+            "ingestion": r.get("ingestion") or "",
         })
     return buffer.getvalue()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..aws.validation import RequestInvalid
 
@@ -24,7 +24,22 @@ class Storage(Protocol):
     def put_object(self, bucket: str, key: str, data: bytes) -> None: ...
     def fastfile_view(self, bucket: str, prefix: str) -> Path: ...
     def file_system_root(self, file_system_id: str, file_system_type: str) -> Path: ...
+    def s3_environment(self, uris: list[str]) -> dict[str, str]: ...
     def release(self) -> None: ...
+
+
+# What a script that reads S3 itself needs besides the job's role: the stand-in's endpoint, which
+# boto3 (1.28.57 and later, the AWS SDKs' shared AWS_ENDPOINT_URL setting) and the S3 Connector for
+# PyTorch read from the environment, and credentials the stand-in takes. Real keys a user exported are
+# dropped: a local job never signs with them.
+LOCAL_CREDENTIALS = {"AWS_ACCESS_KEY_ID": "dslab-local", "AWS_SECRET_ACCESS_KEY": "dslab-local"}
+DROPPED_AWS_VARIABLES = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL_S3")
+
+
+def script_s3_environment(endpoint: str, region: str) -> dict[str, str]:
+    # Directory buckets: the stand-in has no CreateSession, so clients sign them with plain SigV4.
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_DEFAULT_REGION": region, "AWS_REGION": region,
+            "AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true", **LOCAL_CREDENTIALS}
 
 
 @dataclass
@@ -32,6 +47,8 @@ class FolderStorage:
     """The folder stand-in: ``s3_root/<bucket>/<key>`` and ``fs_root/<file-system-id>/...``."""
     s3_root: Path
     fs_root: Path | None = None
+    _server: Any = None
+    _endpoint: str = ""
 
     def _bucket(self, bucket: str) -> Path:
         path = self.s3_root / bucket
@@ -72,8 +89,34 @@ class FolderStorage:
             raise RequestInvalid(f"{file_system_type} file system {file_system_id} does not exist under --fs-root {self.fs_root}")
         return root
 
+    def s3_environment(self, uris: list[str]) -> dict[str, str]:
+        """A Script job on the folder stand-in: serve the folders it reads over a real S3 endpoint (moto's
+        server on a free local port, loaded with the objects under ``uris``), so its boto3 works unchanged."""
+        if not uris:
+            return {}
+        if self._server is None:
+            import logging
+            from moto.server import ThreadedMotoServer
+            import boto3
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
+            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            self._server.start()
+            host, port = self._server.get_host_and_port()
+            self._endpoint = f"http://{host}:{port}"
+            s3 = boto3.client("s3", endpoint_url=self._endpoint, region_name="us-east-1", **{
+                "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+                "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
+            for uri in uris:
+                bucket, prefix = split_s3_uri(uri)
+                s3.create_bucket(Bucket=bucket)
+                for key, _ in self.list_objects(bucket, prefix):
+                    s3.put_object(Bucket=bucket, Key=key, Body=self.read_object(bucket, key))
+        return script_s3_environment(self._endpoint, "us-east-1")
+
     def release(self) -> None:
-        pass
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:

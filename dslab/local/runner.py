@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..aws.validation import RequestInvalid, validate_request
-from ..core.requests import ENTRY_POINT
+from ..core.requests import DATASET_URI_HYPERPARAMETER, ENTRY_POINT
 from .channels import PipeFeeder, channel_objects, common_prefix
 from .container import (
     JobFailed,
@@ -39,7 +39,7 @@ from .container import (
     script_arguments,
     tar_gz,
 )
-from .job_storage import FolderStorage, Storage, StorageError, split_s3_uri
+from .job_storage import DROPPED_AWS_VARIABLES, FolderStorage, Storage, StorageError, split_s3_uri
 
 # Script processes running now, so an interrupted lab can stop them all.
 RUNNING: set[subprocess.Popen] = set()
@@ -169,7 +169,7 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             d.mkdir(parents=True)
         hps = dict(request.get("HyperParameters") or {})
         (config_dir / "hyperparameters.json").write_text(json.dumps(hps))
-        channels = request["InputDataConfig"]
+        channels = request.get("InputDataConfig") or []
         default_mode = request["AlgorithmSpecification"].get("TrainingInputMode", "File")
         count = request["ResourceConfig"]["InstanceCount"]
         (config_dir / "resourceconfig.json").write_text(json.dumps(
@@ -240,6 +240,12 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             env[f"SM_CHANNEL_{channel['ChannelName'].upper()}"] = str(data_dir / channel["ChannelName"])
         env["SM_INPUT_DATA_CONFIG"] = (config_dir / "inputdataconfig.json").read_text()
         env["SM_USER_ARGS"] = json.dumps(script_arguments(hps))
+        # S3 for the script itself, as the job's role gives it on SageMaker: the stand-in's endpoint and
+        # keys (a Script job, which has no channel, reads its dataset_uri there).
+        dataset_uri = decode_hyperparameter(hps.get(DATASET_URI_HYPERPARAMETER, '""')) if not channels else ""
+        for key in DROPPED_AWS_VARIABLES:
+            env.pop(key, None)
+        env.update(storage.s3_environment([dataset_uri] if isinstance(dataset_uri, str) and dataset_uri else []))
         if (base / "code" / "requirements.txt").exists():
             install_requirements(base / "code", python, log_lines)
         command = ["/bin/sh" if program.endswith(".sh") else python, program, *script_arguments(hps)]
@@ -315,7 +321,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         "TrainingJobName": name, "TrainingJobArn": arn, "TrainingJobStatus": status, "SecondaryStatus": secondary,
         "HyperParameters": request.get("HyperParameters", {}),
         "AlgorithmSpecification": request["AlgorithmSpecification"], "RoleArn": request.get("RoleArn"),
-        "InputDataConfig": request["InputDataConfig"], "OutputDataConfig": request["OutputDataConfig"],
+        **({"InputDataConfig": request["InputDataConfig"]} if request.get("InputDataConfig") else {}),
+        "OutputDataConfig": request["OutputDataConfig"],
         "ResourceConfig": request["ResourceConfig"], "StoppingCondition": request["StoppingCondition"],
         "CreationTime": created.isoformat(), "LastModifiedTime": end.isoformat(),
         "SecondaryStatusTransitions": [p.to_api() for p in phases],

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from .job_storage import StorageError
+from .job_storage import StorageError, script_s3_environment
 
 FUSE_HELP = ("FUSE is unavailable, so FastFile and FSx cannot be emulated: install s3fs-fuse and fuse3 "
              "(apt-get install s3fs fuse3), and run as root with /dev/fuse present")
@@ -168,6 +168,10 @@ class LabStorage:
         if self.fsx_root is None or file_system_id != self.fsx_id:
             raise StorageError(f"FSx file system {file_system_id} does not exist (FSx is down?)")
         return self.fsx_root
+
+    def s3_environment(self, uris: list[str]) -> dict[str, str]:
+        """Every local job may read the stand-in's S3 itself (a Script job must): its endpoint and keys."""
+        return script_s3_environment(self.s3.meta.endpoint_url, self.s3.meta.region_name)
 
     def release(self) -> None:
         for point in self._job_mounts:

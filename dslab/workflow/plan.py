@@ -3,6 +3,7 @@ CreateTrainingJob request, and deal the jobs into the Run map's lanes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -51,7 +52,8 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
     write_it = (f"write it once with `dslab dataset stats {where} --write` (it lists the prefix from your machine), "
                 "or upload with `dslab dataset upload`, which writes it")
     try:
-        document = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        document = json.loads(body)
     except s3.exceptions.ClientError as err:
         if not is_missing(err):
             raise
@@ -62,8 +64,9 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
     files, size = document.get("files"), document.get("bytes")
     if not isinstance(files, int) or not isinstance(size, int) or files <= 0 or size < 0:
         raise ExperimentInvalid(f"s3://{bucket}/{key} has no valid 'files' and 'bytes'; {write_it}")
+    # The file's SHA-256 names exactly which listing a Script job's lineage tags refer to.
     return {"files": files, "bytes": size, "stats_file": f"s3://{bucket}/{key}",
-            "written_at": document.get("written_at"), "written_by": document.get("written_by")}
+            "sha256": hashlib.sha256(body).hexdigest(), "written_at": document.get("written_at"), "written_by": document.get("written_by")}
 
 
 def read_training_quotas(service_quotas) -> dict[str, Quota]:
@@ -135,7 +138,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             except ExperimentInvalid:
                 raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
     try:
-        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None)
+        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None, dataset_stats=stats)
     except ConfigError as err:
         raise ExperimentInvalid(f"experiment: {err}") from None
 

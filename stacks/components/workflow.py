@@ -455,15 +455,6 @@ class BenchmarkWorkflow(Construct):
             parameters={"Bucket.$": "$.bucket", "Key.$": "States.Format('{}/requests/{}.json', $.base, $.job.name)"},
             iam_resources=[self.bucket.arn_for_objects(f"{RESULTS_PREFIX}/*")], iam_action="s3:GetObject",
             result_selector={"request.$": "States.StringToJson($.Body)"}, result_path="$.loaded")
-        parameters = {key + ".$": f"$.loaded.request.{key}" for key in REQUEST_KEYS}
-        parameters["TrainingJobName.$"] = "$.run.jobName"
-        train = sfn.CustomState(self, "RunTrainingJob", state_json={
-            "Type": "Task",
-            "Resource": f"arn:{Stack.of(self).partition}:states:::sagemaker:createTrainingJob.sync",
-            "Parameters": parameters,
-            "ResultSelector": {"name.$": "$.TrainingJobName", "status.$": "$.TrainingJobStatus"},
-            "ResultPath": "$.outcome",
-        })
         completed = sfn.Pass(self, "RecordCompleted", parameters={
             "index.$": "$.job.index", "name.$": "$.outcome.name", "status.$": "$.outcome.status"})
 
@@ -482,18 +473,57 @@ class BenchmarkWorkflow(Construct):
                      .when(sfn.Condition.is_present("$.error.Cause"), keep_cause)
                      .otherwise(failed))
 
+        # Two attempt loops, one per request shape: a Task's Parameters name every key it passes, and a
+        # Script job has no InputDataConfig (CreateTrainingJob takes it absent but refuses an empty list:
+        # the shape's minimum is one channel). The choice is made once per job, so the worst job's
+        # history grows by one Choice (2 events), not by one per attempt (dslab/core/limits.py).
+        train = self._attempt_loop("", REQUEST_KEYS, completed, has_cause)
+        train_script = self._attempt_loop("Script", tuple(k for k in REQUEST_KEYS if k != "InputDataConfig"),
+                                          completed, has_cause)
+        has_channel = (sfn.Choice(self, "HasInputChannel?")
+                       .when(sfn.Condition.is_present("$.loaded.request.InputDataConfig"), train)
+                       .otherwise(train_script))
+        load.add_catch(has_cause, result_path="$.error")
+        iteration = (sfn.Choice(self, "Skipped?")
+                     .when(sfn.Condition.is_present("$.job.skip"), skipped)
+                     .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "EFS"),
+                                              sfn.Condition.not_(sfn.Condition.string_equals("$.staging", "SUCCESS"))),
+                           staging_failed)
+                     .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "FSx"),
+                                              sfn.Condition.boolean_equals("$.fsx_ready", False)), fsx_not_ready)
+                     .when(sfn.Condition.and_(sfn.Condition.is_present("$.job.express"),
+                                              sfn.Condition.boolean_equals("$.express_ready", False)), express_not_staged)
+                     .otherwise(first_attempt.next(load).next(has_channel)))
+        run.item_processor(iteration)
+        lanes.item_processor(run)
+        return lanes
+
+    def _attempt_loop(self, kind: str, keys: tuple[str, ...], completed: sfn.IChainable,
+                      has_cause: sfn.IChainable) -> sfn.State:
+        """CreateTrainingJob.sync for requests with ``keys``, and its retries: a capacity shortage under a
+        new name after CAPACITY_BACKOFF_SECONDS, throttling and busy quotas with full jitter; any other
+        failure goes to ``has_cause``. ``kind`` keeps the states' names apart ("" for channel jobs)."""
+        parameters = {key + ".$": f"$.loaded.request.{key}" for key in keys}
+        parameters["TrainingJobName.$"] = "$.run.jobName"
+        train = sfn.CustomState(self, f"Run{kind}TrainingJob", state_json={
+            "Type": "Task",
+            "Resource": f"arn:{Stack.of(self).partition}:states:::sagemaker:createTrainingJob.sync",
+            "Parameters": parameters,
+            "ResultSelector": {"name.$": "$.TrainingJobName", "status.$": "$.TrainingJobStatus"},
+            "ResultPath": "$.outcome",
+        })
         # Capacity shortage: the job failed with CapacityError; try again later under a new name.
-        capacity_wait = sfn.Wait(self, "CapacityBackOff",
+        capacity_wait = sfn.Wait(self, f"{kind}CapacityBackOff",
                                  time=sfn.WaitTime.duration(Duration.seconds(limits.CAPACITY_BACKOFF_SECONDS)))
-        next_attempt = sfn.Pass(self, "NextAttempt", parameters={
+        next_attempt = sfn.Pass(self, f"{kind}NextAttempt", parameters={
             "jobName.$": "States.Format('{}-a{}', $.job.name, States.MathAdd($.run.attempt, 1))",
             "attempt.$": "States.MathAdd($.run.attempt, 1)", "retries.$": "$.run.retries"}, result_path="$.run")
         # Throttling or a busy quota: the same request again after a random wait up to the step's cap
         # ("full jitter"), at most API_RETRIES times.
-        api_delay = sfn.Pass(self, "ApiBackOffDelay", parameters={
+        api_delay = sfn.Pass(self, f"{kind}ApiBackOffDelay", parameters={
             "seconds.$": "States.MathRandom(1, States.ArrayGetItem($.backoff, $.run.retries))"}, result_path="$.delay")
-        api_wait = sfn.Wait(self, "ApiBackOff", time=sfn.WaitTime.seconds_path("$.delay.seconds"))
-        api_retry = sfn.Pass(self, "ApiRetry", parameters={
+        api_wait = sfn.Wait(self, f"{kind}ApiBackOff", time=sfn.WaitTime.seconds_path("$.delay.seconds"))
+        api_retry = sfn.Pass(self, f"{kind}ApiRetry", parameters={
             "jobName.$": "$.run.jobName", "attempt.$": "$.run.attempt",
             "retries.$": "States.MathAdd($.run.retries, 1)"}, result_path="$.run")
         cause = "$.error.Cause"
@@ -506,7 +536,7 @@ class BenchmarkWorkflow(Construct):
             sfn.Condition.or_(*(sfn.Condition.string_matches(cause, p) for p in RETRYABLE_CAUSES)),
             sfn.Condition.not_(sfn.Condition.or_(*(sfn.Condition.string_matches(cause, p) for p in HOPELESS_CAUSES))),
             sfn.Condition.number_less_than("$.run.retries", limits.API_RETRIES))
-        classify = (sfn.Choice(self, "ClassifyError")
+        classify = (sfn.Choice(self, f"Classify{kind}Error")
                     .when(capacity, capacity_wait)
                     .when(retryable, api_delay)
                     .otherwise(has_cause))
@@ -515,23 +545,10 @@ class BenchmarkWorkflow(Construct):
         api_delay.next(api_wait)
         api_wait.next(api_retry)
         api_retry.next(train)
-        load.add_catch(has_cause, result_path="$.error")
         # Every failure of a job becomes data (a result record); one job never stops the others.
         train.add_catch(classify, errors=["States.ALL"], result_path="$.error")
         train.next(completed)
-        iteration = (sfn.Choice(self, "Skipped?")
-                     .when(sfn.Condition.is_present("$.job.skip"), skipped)
-                     .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "EFS"),
-                                              sfn.Condition.not_(sfn.Condition.string_equals("$.staging", "SUCCESS"))),
-                           staging_failed)
-                     .when(sfn.Condition.and_(sfn.Condition.string_equals("$.job.mode", "FSx"),
-                                              sfn.Condition.boolean_equals("$.fsx_ready", False)), fsx_not_ready)
-                     .when(sfn.Condition.and_(sfn.Condition.is_present("$.job.express"),
-                                              sfn.Condition.boolean_equals("$.express_ready", False)), express_not_staged)
-                     .otherwise(first_attempt.next(load).next(train)))
-        run.item_processor(iteration)
-        lanes.item_processor(run)
-        return lanes
+        return train
 
     # ------------------------------------------------------------------------------------------
     def _idle_guard(self, idle_hours: float) -> events.Rule:

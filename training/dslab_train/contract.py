@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 
+# The input mode of a job without a channel, whose script reads S3 itself (dataset_uri).
+SCRIPT_INPUT = "Script"
+
+
 class ContractError(RuntimeError):
     """The job was set up in a way the script cannot work with; the message says what to change."""
 
@@ -21,7 +25,7 @@ class ContractError(RuntimeError):
 class JobContext:
     base: Path
     channel: str
-    input_mode: str              # "File" (directory) or "Pipe"
+    input_mode: str              # "File" (directory), "Pipe", or "Script" (no channel: reads dataset_uri)
     record_wrapper: str          # "None" or "RecordIO"
     channel_dir: Path            # File-like modes: the directory; Pipe: where the FIFOs appear
     hyperparameters: dict[str, Any]
@@ -68,14 +72,19 @@ def load_context(environ: dict[str, str] | None = None) -> JobContext:
                        for k, v in _load_json(config_dir / "hyperparameters.json", {}).items()}
     channels = _load_json(config_dir / "inputdataconfig.json", {})
     resources = _load_json(config_dir / "resourceconfig.json", {})
-    if not channels:
-        raise ContractError("the job has no input channel: give it one data channel named 'train'")
-    channel = hyperparameters.get("channel") or ("train" if "train" in channels else sorted(channels)[0])
-    if channel not in channels:
-        raise ContractError(f"hyperparameter channel={channel!r} names no input channel (have: {', '.join(sorted(channels))})")
-    spec = channels[channel]
     input_dir = Path(env.get("SM_INPUT_DIR", base / "input"))
-    channel_dir = Path(env.get(f"SM_CHANNEL_{channel.upper()}", input_dir / "data" / channel))
+    if not channels:
+        # Script mode: no channel; the script reads the S3 prefix it is given itself.
+        if not hyperparameters.get("dataset_uri"):
+            raise ContractError("the job has no input channel and no dataset_uri hyperparameter: give it one data "
+                                "channel named 'train', or dataset_uri=s3://bucket/prefix/ to read S3 itself")
+        channel, spec, channel_dir = "", {"TrainingInputMode": SCRIPT_INPUT}, input_dir / "data"
+    else:
+        channel = hyperparameters.get("channel") or ("train" if "train" in channels else sorted(channels)[0])
+        if channel not in channels:
+            raise ContractError(f"hyperparameter channel={channel!r} names no input channel (have: {', '.join(sorted(channels))})")
+        spec = channels[channel]
+        channel_dir = Path(env.get(f"SM_CHANNEL_{channel.upper()}", input_dir / "data" / channel))
     output_dir = Path(env.get("SM_OUTPUT_DIR", base / "output"))
     return JobContext(
         base=base,

@@ -24,6 +24,7 @@ import numpy as np
 from PIL import Image
 
 from .records import RecordError, decode_example, looks_like_tfrecord, read_recordio, read_tfrecords, RECORDIO_MAGIC
+from .s3source import RANGES_AHEAD, RangeStream, ordered_fetch
 
 IMAGE_SIZE = 224
 JPEG_SUFFIXES = {".jpg", ".jpeg"}
@@ -308,8 +309,14 @@ def _shuffled(items: Iterator[tuple[bytes, int, str]], buffer_size: int, rng: ra
 _END = object()
 
 
-def _read_shards_in_parallel(shards: list[Path], threads: int, verify: bool, stop: threading.Event):
-    """Several shards read sequentially at once (what makes FastFile and FSx fast on large files)."""
+def _open_file(shard: Path):
+    return open(shard, "rb", buffering=4 * 1024 * 1024)
+
+
+def _read_shards_in_parallel(shards: list, threads: int, verify: bool, stop: threading.Event,
+                             opener: Callable = _open_file, name: Callable = str):
+    """Several shards read sequentially at once (what makes FastFile and FSx fast on large files).
+    ``opener`` gives a shard's byte stream: a file, or ranged GETs of an S3 object (Script mode)."""
     out: queue.Queue = queue.Queue(maxsize=256)
     todo: queue.Queue = queue.Queue()
     for shard in shards:
@@ -323,8 +330,8 @@ def _read_shards_in_parallel(shards: list[Path], threads: int, verify: bool, sto
                     shard = todo.get_nowait()
                 except queue.Empty:
                     break
-                with open(shard, "rb", buffering=4 * 1024 * 1024) as handle:
-                    for offset, payload in read_tfrecords(handle, str(shard), verify):
+                with opener(shard) as handle:
+                    for offset, payload in read_tfrecords(handle, name(shard), verify):
                         out.put((payload, shard, offset))
                         if stop.is_set():
                             break
@@ -372,6 +379,39 @@ def shard_records(source: ShardSource):
                 yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
         finally:
             stop.set()
+    return records
+
+
+def s3_jpg_records(reads, objects, labels: list[int], concurrency: int):
+    """Script mode, JPEG objects: GETs ``concurrency`` at a time in the epoch's shuffled order."""
+    def records(pipe: EpochPipeline):
+        order = list(range(len(objects)))
+        pipe.rng.shuffle(order)
+        keys = [objects[i].key for i in order]
+        label_of = {objects[i].key: labels[i] for i in order}
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="s3-get") as fetchers:
+            for key, data in ordered_fetch(fetchers, keys, reads.get, concurrency):
+                yield _decode_task(data, label_of[key], pipe.config.image_size, reads.where(key)), pipe.rng.getrandbits(32)
+    return records
+
+
+def s3_shard_records(reads, objects):
+    """Script mode, TFRecord shards: reader_threads shards at once, each streamed in ranged GETs."""
+    def records(pipe: EpochPipeline):
+        shards = list(objects)
+        pipe.rng.shuffle(shards)
+        stop = threading.Event()
+        threads = pipe.config.reader_threads
+        with ThreadPoolExecutor(max(2, threads * RANGES_AHEAD), thread_name_prefix="s3-range") as fetchers:
+            raw = ((payload, f"{reads.where(shard.key)} record at byte offset {offset}")
+                   for payload, shard, offset in _read_shards_in_parallel(
+                       shards, threads, pipe.config.verify_crc, stop,
+                       opener=lambda o: RangeStream(reads, o.key, o.size, fetchers), name=lambda o: reads.where(o.key)))
+            try:
+                for payload, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
+                    yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
+            finally:
+                stop.set()
     return records
 
 
@@ -438,5 +478,5 @@ def default_workers(num_cpus: int) -> int:
 
 
 __all__ = ["DataError", "RecordError", "PipelineConfig", "EpochPipeline", "JpgSource", "ShardSource",
-           "jpg_records", "shard_records", "pipe_records", "detect_format", "default_workers",
+           "jpg_records", "shard_records", "pipe_records", "s3_jpg_records", "s3_shard_records", "detect_format", "default_workers",
            "with_label_comment", "jpeg_comment_label", "decode_and_augment"]

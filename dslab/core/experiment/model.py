@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 from ..limits import FSX_DATA_MAX_WAIT_MINUTES
-from ..modes import (EXPRESS, FASTFILE, JPG, MODES, STANDARD, TFRECORD)
+from ..modes import (CONTRACT_MODES, EXPRESS, FASTFILE, JPG, STANDARD, TFRECORD)
 
 
 # MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
@@ -65,7 +65,8 @@ DEFAULT_DATASETS: list[dict[str, Any]] = [
 DEFAULTS: dict[str, Any] = {
     "name": "default",
     "description": "",
-    "modes": list(MODES),
+    # SageMaker's five sources; Script (the script reads S3 itself) is asked for by name.
+    "modes": list(CONTRACT_MODES),
     "repeats": 1,
     "order": "listed",
     "seed": 0,

@@ -10,8 +10,8 @@ import json
 import re
 from typing import Any
 from ..errors import ConfigError
-from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, PIPE, S3_MODES, SOURCES,
-                    STORAGES, canonical_mode)
+from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, PIPE, S3_READ_MODES,
+                    SCRIPT, SOURCES, STORAGES, canonical_mode)
 from .model import COMPUTE_PRESETS, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
 
 
@@ -427,11 +427,21 @@ def check_combinations(experiment: Experiment) -> None:
                                   f"{mode} is a mounted file system: every instance sees all files, "
                                   "ShardedByS3Key applies to S3 channels only; shard inside the script instead",
                                   ["FullyReplicated"])
-            if trial.storage == EXPRESS and mode not in S3_MODES:
+            if trial.storage == EXPRESS and mode not in S3_READ_MODES:
                 raise ConfigError(f"{base}storage",
                                   f"storage: express is where the S3 modes read; {mode} reads its own file system. "
                                   "Put the Express modes in a trial of their own (see experiments/local.yaml)",
-                                  list(S3_MODES))
+                                  list(S3_READ_MODES))
+            if mode == SCRIPT and trial.s3_data_type != "S3Prefix":
+                raise ConfigError(f"{base}s3_data_type",
+                                  f"Script mode has no input channel: the script lists and reads the dataset's prefix "
+                                  f"itself, so a {trial.s3_data_type} means nothing to it; set s3_data_type: S3Prefix "
+                                  "or put Script in a trial of its own", ["S3Prefix"])
+            if mode == SCRIPT and trial.distribution != "FullyReplicated":
+                raise ConfigError(f"{base}distribution",
+                                  "Script mode has no input channel, so SageMaker shards nothing: each instance reads "
+                                  "its share itself (SM_HOSTS/SM_CURRENT_HOST, as the lab's script does); "
+                                  "use FullyReplicated or put Script in a trial of its own", ["FullyReplicated"])
             if trial.storage == EXPRESS and trial.s3_data_type != "S3Prefix":
                 raise ConfigError(f"{base}s3_data_type",
                                   "the workflow stages dataset prefixes into the directory bucket, not manifests; "

@@ -1,0 +1,188 @@
+"""Script mode: the script reads the dataset's S3 prefix itself (the source post's "Bring your own data
+ingestion"), JPEG objects with many GETs in flight and TFRecord shards with ranged GETs.
+
+Only what the PyTorch training images carry: boto3 is in every one (aws/deep-learning-containers,
+e.g. pytorch/training/docker/2.8/py3/cu129/Dockerfile.gpu and docker/pytorch/2.13/cuda/pyproject.toml);
+the Amazon S3 Connector for PyTorch (``s3torchconnector``) is in the 2.5-2.10 images (the lab's
+ml.p3 image, 2.8.0, has it) but not in the 2.11+ Amazon Linux 2023 ones. ``s3_client: auto`` (the
+default) takes the connector where it is installed with its range-based reader (v1.4.2+), else boto3.
+
+Credentials come from the job's role (both clients' default chains). The endpoint: boto3 reads
+AWS_ENDPOINT_URL itself; the connector takes it as an argument (it does not read the variable), so
+it is passed on, with path-style addressing (what a local endpoint such as the lab's stand-in needs).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from .contract import ContractError
+
+JPEG_SUFFIXES = (".jpg", ".jpeg")
+# S3's performance guidelines: ranged GETs of 8-16 MB, one connection per 85-90 MB/s wanted
+# (https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/use-byte-range-fetches.html).
+RANGE_BYTES = 8 * 1024 * 1024
+RANGES_AHEAD = 2                       # per shard being read: the part in use and the next
+DEFAULT_CONCURRENCY = 64               # GETs in flight for JPEG objects (latency-bound: ~10-100 ms each)
+CLIENTS = ("auto", "boto3", "s3torchconnector")
+
+
+def split_uri(uri: str) -> tuple[str, str]:
+    if not isinstance(uri, str) or not uri.startswith("s3://") or "/" not in uri[5:]:
+        raise ContractError(f"hyperparameter dataset_uri={uri!r} is not an S3 prefix (s3://bucket/prefix/)")
+    bucket, _, prefix = uri[5:].partition("/")
+    # Directory buckets take only prefixes that end in "/" (and any prefix is a folder here).
+    return bucket, prefix if not prefix or prefix.endswith("/") else prefix + "/"
+
+
+@dataclass
+class S3Object:
+    key: str
+    size: int
+
+
+class S3Reads:
+    """One client for the job: list a prefix, GET an object or a byte range; counts its requests."""
+
+    def __init__(self, uri: str, client: str = "auto", concurrency: int = DEFAULT_CONCURRENCY, region: str | None = None):
+        if client not in CLIENTS:
+            raise ContractError(f"hyperparameter s3_client={client!r}: use one of {', '.join(CLIENTS)}")
+        self.uri = uri
+        self.bucket, self.prefix = split_uri(uri)
+        self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        self.endpoint = os.environ.get("AWS_ENDPOINT_URL") or None
+        self.requests = 0
+        self._lock = threading.Lock()
+        self._connector = None
+        if client in ("auto", "s3torchconnector"):
+            self._connector = _connector(self.region, self.endpoint)
+            if self._connector is None and client == "s3torchconnector":
+                raise ContractError("hyperparameter s3_client=s3torchconnector, but the image has no s3torchconnector "
+                                    "1.4.2+ (the 2.11+ PyTorch images have none): use s3_client: boto3 or auto")
+        self.client_name = "s3torchconnector" if self._connector is not None else "boto3"
+        if self._connector is None:
+            import boto3
+            from botocore.config import Config
+            self._s3 = boto3.client("s3", region_name=self.region, config=Config(
+                max_pool_connections=max(10, concurrency), retries={"mode": "adaptive", "max_attempts": 10}))
+
+    def _count(self, n: int = 1) -> None:
+        with self._lock:
+            self.requests += n
+
+    def list(self) -> list[S3Object]:
+        """Every object under the prefix, sorted by key (directory buckets list in no order)."""
+        out: list[S3Object] = []
+        if self._connector is not None:
+            for page in self._connector.list_objects(self.bucket, self.prefix):
+                self._count()
+                out += [S3Object(o.key, int(o.size)) for o in page.object_info]
+        else:
+            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+                self._count()
+                out += [S3Object(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
+        return sorted((o for o in out if not o.key.endswith("/")), key=lambda o: o.key)
+
+    def get(self, key: str) -> bytes:
+        self._count()
+        if self._connector is not None:
+            return self._connector.get_object(self.bucket, key).read()
+        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes start..end-1 of an object, one ranged GET."""
+        self._count()
+        if self._connector is not None:
+            from s3torchconnector import S3ReaderConstructor
+            reader = self._connector.get_object(self.bucket, key, reader_constructor=S3ReaderConstructor.range_based())
+            reader.seek(start)
+            return reader.read(end - start)
+        return self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{end - 1}")["Body"].read()
+
+    def where(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+
+def _connector(region: str, endpoint: str | None):
+    """The connector's client where the image has it with its range reader (v1.4.2+), else None."""
+    try:
+        from s3torchconnector import S3ClientConfig, S3ReaderConstructor  # noqa: F401
+        from s3torchconnector._s3client import S3Client
+    except Exception:  # not installed, or a version without the range reader
+        return None
+    config = S3ClientConfig(force_path_style=True) if endpoint else None
+    return S3Client(region, endpoint=endpoint, s3client_config=config)
+
+
+class RangeStream:
+    """A file-like view of one object read in RANGE_BYTES ranged GETs, RANGES_AHEAD of them in flight,
+    so a TFRecord reader streams a shard without holding it whole."""
+
+    def __init__(self, reads: S3Reads, key: str, size: int, pool: ThreadPoolExecutor):
+        self.reads, self.key, self.size, self.pool = reads, key, size, pool
+        self.next_start = 0
+        self.pending: deque = deque()
+        self.buffer = b""
+        self._fill()
+
+    def _fill(self) -> None:
+        while len(self.pending) < RANGES_AHEAD and self.next_start < self.size:
+            end = min(self.size, self.next_start + RANGE_BYTES)
+            self.pending.append(self.pool.submit(self.reads.get_range, self.key, self.next_start, end))
+            self.next_start = end
+
+    def read(self, n: int) -> bytes:
+        while len(self.buffer) < n and self.pending:
+            self.buffer += self.pending.popleft().result()
+            self._fill()
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    def close(self) -> None:
+        for future in self.pending:
+            future.cancel()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def ordered_fetch(pool: ThreadPoolExecutor, keys: list[str], fetch: Callable[[str], bytes], depth: int):
+    """(key, bytes) in ``keys`` order, ``depth`` GETs in flight ahead of the consumer."""
+    pending: deque = deque()
+    todo = iter(keys)
+    try:
+        while True:
+            while len(pending) < depth:
+                key = next(todo, None)
+                if key is None:
+                    break
+                pending.append((key, pool.submit(fetch, key)))
+            if not pending:
+                return
+            key, future = pending.popleft()
+            yield key, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()
+
+
+def jpg_labels(objects: list[S3Object], prefix: str) -> tuple[list[int], list[str]]:
+    """The class of each JPEG from its folder under the prefix (the Caltech-256 layout), as JpgSource does."""
+    parents = [o.key[len(prefix):].rpartition("/")[0].rpartition("/")[2] for o in objects]
+    classes = sorted({p for p in parents if p})
+    index = {name: i for i, name in enumerate(classes)}
+    return [index.get(p, -1) for p in parents], classes
+
+
+def detect_s3_format(objects: list[S3Object]) -> str:
+    if any(o.key.lower().endswith(JPEG_SUFFIXES) for o in objects):
+        return "jpg"
+    return "tfrecord" if objects else "unknown"
