@@ -129,10 +129,17 @@ def test_estimate_command_json(tmp_path):
     result = dslab("estimate", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p3.2xlarge", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    # Without --storage the S3 modes are estimated on both buckets: the lab's and S3 Express One Zone.
-    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS", "File", "FastFile", "Pipe"]
-    assert [e.get("source") for e in data["estimates"][5:]] == ["Express File", "Express FastFile", "Express Pipe"]
-    assert all(e["staging_cost_usd"] > 0 for e in data["estimates"][5:])
+    # Without --storage the S3 modes (and the script's own reads) are estimated on both buckets: the lab's
+    # and S3 Express One Zone.
+    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS", "Script",
+                                                      "File", "FastFile", "Pipe", "Script"]
+    assert [e.get("source") for e in data["estimates"][6:]] == ["Express File", "Express FastFile", "Express Pipe",
+                                                                "Express Script"]
+    assert all(e["staging_cost_usd"] > 0 for e in data["estimates"][6:])
+    # Script: nothing before the script, its listing and GETs inside the training time, requests priced.
+    script = data["estimates"][5]
+    assert script["downloading"] == 0 and script["cost_usd"]["requests"] > 0
+    assert any("lineage" in a for a in script["assumptions"])
     for e in data["estimates"]:
         assert set(e) >= {"mode", "downloading", "training", "other", "billable_seconds", "cost_usd", "assumptions"}
         assert e["billable_seconds"] == pytest.approx(e["downloading"] + e["training"] + e["other"], abs=0.5)
@@ -194,18 +201,26 @@ def test_recommend_shows_the_posts_flowchart_beside_its_pick():
     assert any("pack into ~150 MB shards" in a and "saves" in a for a in large_small.advice)
     small_files = _rec(30607, int(1.1e9))
     assert any("serialize" in step for step in small_files.flowchart)
-    assert {e.mode for e in small_files.estimates.values()} == {"File", "FastFile", "Pipe", "FSx", "EFS"}
+    assert {e.mode for e in small_files.estimates.values()} == {"File", "FastFile", "Pipe", "FSx", "EFS", "Script"}
 
 
 def test_recommend_command():
     result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["mode"] == "FSx" and data["flowchart"]["steps"] and data["advice"] and len(data["ranking"]) == 8
+    assert data["mode"] == "FSx" and data["flowchart"]["steps"] and data["advice"] and len(data["ranking"]) == 10
     assert data["storage"] == "standard" and data["fsx_express_break_even"]["crossover_epochs"] > 1
     assert data["runner_up"] and data["why"]
     text = dslab("recommend", "--files", "2000", "--bytes", "400GB")
     assert text.returncode == 0 and "recommended: FastFile" in text.stdout
+    # One script for SageMaker, EC2 and EKS (or data that must stay put): SageMaker's channels and the
+    # copies are ruled out, the flowchart ends on the script's own reads and says what it costs in lineage.
+    portable = json.loads(dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--portable-script", "--json").stdout)
+    assert {r["source"] for r in portable["ranking"]} == {"Script", "FSx"}
+    assert set(portable["blocked"]) == {"File", "FastFile", "Pipe", "EFS", "Express File", "Express FastFile",
+                                        "Express Pipe", "Express Script"}
+    assert portable["flowchart"]["source"] == "Script" and "lineage" in portable["flowchart"]["steps"][0]
+    assert dslab("recommend", "--experiment", "experiments/local.yaml", "--portable-script").returncode == 2
 
 
 # ---- report -----------------------------------------------------------------------------------------

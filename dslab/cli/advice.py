@@ -137,7 +137,7 @@ def cmd_recommend(args) -> int:
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
     result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
-                       fsx_capacity_gib=lab_fsx_capacity(args), **kwargs)
+                       portable=args.portable_script, fsx_capacity_gib=lab_fsx_capacity(args), **kwargs)
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -158,7 +158,8 @@ def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = N
 
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
-    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs", "instance",
+    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
+                 "portable_script", "instance",
                  "epochs", "volume_size_gb"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
@@ -213,3 +214,6 @@ def register(sub) -> None:
         else:
             p.add_argument("--random-access", action="store_true")
             p.add_argument("--data-in-efs", action="store_true")
+            p.add_argument("--portable-script", action="store_true",
+                           help="one training script for SageMaker, EC2 and EKS, or data that must stay where it is: "
+                                "only sources such a script can read (it reads S3 itself; FSx linked to S3)")

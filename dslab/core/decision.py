@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, DatasetShape, Estimate
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, STANDARD, source_label
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
 
 # A source that asks something of its own must be this much cheaper than one that asks nothing.
@@ -63,6 +63,8 @@ NEEDS = {
     FSX: "an FSx file system",
     EFS: "a copy of the dataset in EFS",
     PIPE: "a script that reads a stream (Pipe)",
+    # And the lineage SageMaker keeps of a channel: the lab writes the dataset's URI and stats into tags.
+    SCRIPT: "a script that reads S3 itself",
 }
 
 
@@ -140,8 +142,8 @@ class Option:
         else:
             parts = [NEEDS[EXPRESS]] if self.storage == EXPRESS else []
             parts += [NEEDS[self.mode]] if self.mode in (FSX, EFS) else []
-        if self.mode == PIPE:
-            parts.append(NEEDS[PIPE])
+        if self.mode in (PIPE, SCRIPT):
+            parts.append(NEEDS[self.mode])
         return " and ".join(parts) or None
 
     @property
@@ -312,10 +314,23 @@ RANDOM_ACCESS_MODES = (FILE, FSX, EFS)
 
 
 def random_access_blocker(mode: str) -> str | None:
-    if mode in (FASTFILE, PIPE):
+    if mode in (FASTFILE, PIPE, SCRIPT):
         return f"{mode} streams from S3: random reads would each be a request (the post: FSx for random access)"
     return None
 
 
+# One script for SageMaker, EC2 and EKS: SageMaker's S3 channels exist only in a training job, so a
+# script written for them needs another way to its data elsewhere; a file system mounts anywhere.
+SAGEMAKER_ONLY_MODES = (FILE, FASTFILE, PIPE)
+
+
+def portability_blocker(mode: str) -> str | None:
+    if mode in SAGEMAKER_ONLY_MODES:
+        return (f"{mode} is a SageMaker channel: the same script on EC2 or EKS has no /opt/ml/input/data "
+                "(read S3 in the script, or mount FSx/EFS)")
+    return None
+
+
 __all__ = ["setup_phrase", "usd", "usd_difference", "weighed", "required_saving", "Decision", "Option", "Setup", "decide", "setup_cost", "option_from_estimate", "option_from_measured",
-           "INFRA_MARGIN", "UNMEASURED_MARGIN", "ADVICE_MIN_SAVING", "RANDOM_ACCESS_MODES", "random_access_blocker"]
+           "INFRA_MARGIN", "UNMEASURED_MARGIN", "ADVICE_MIN_SAVING", "RANDOM_ACCESS_MODES", "random_access_blocker",
+           "SAGEMAKER_ONLY_MODES", "portability_blocker"]

@@ -31,12 +31,13 @@ from typing import Any
 from .errors import ConfigError
 from .experiment import COMPUTE_PRESETS
 from .limits import EXPRESS_COPY_THREADS
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_MODES, STANDARD, source_label
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
 
 # ---- constants -------------------------------------------------------------------------------
 # Start-up per mode, seconds (fitted: calibration "other" + "download" where the download is short).
-STARTUP = {FILE: 220.0, FASTFILE: 214.0, PIPE: 214.0, FSX: 219.0, EFS: 219.0}
+# Script has no channel to set up: FastFile's start-up taken for it (assumption, no measured cell).
+STARTUP = {FILE: 220.0, FASTFILE: 214.0, PIPE: 214.0, FSX: 219.0, EFS: 219.0, SCRIPT: 214.0}
 OTHER_FLOOR = 50.0            # upload and shutdown, never hidden (calibration: File "other" 46-53 s)
 TRAIN_FIXED = 21.0            # framework and model start inside the script (calibration: 1x vs 50x training)
 FILE_DOWNLOAD_FIXED = 12.0    # File mode: start of the copy (calibration, 10-shard cell)
@@ -62,6 +63,13 @@ S3_STANDARD_FIRST_BYTE = 0.040  # assumption: the S3 share of FASTFILE_GET_LATEN
 EXPRESS_FIRST_BYTE = 0.005      # assumption: "single-digit millisecond", taken as 5 ms
 EXPRESS_COPY_LATENCY = 0.030    # assumption: one CopyObject from S3 Standard into the directory bucket
 EXPRESS_STAGING_MBPS = 1000.0   # assumption: the staging Lambda's copies together (server-side copies)
+# Script mode (the script reads S3 itself; training/dslab_train/s3source.py): its own GETs, many at once.
+SCRIPT_CONCURRENCY = 64         # the lab's script: JPEG GETs in flight (s3_concurrency)
+SCRIPT_SHARD_CONNECTIONS = 8    # the lab's script: 4 shards at once, 2 ranged GETs of 8 MiB ahead in each
+# "Make one concurrent request for each 85-90 MB/s of desired network throughput" (S3 performance
+# guidelines, https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/horizontal-scaling-and-request-parallelization-for-high-throughput.html).
+S3_CONNECTION_MBPS = 87.5
+SCRIPT_LIST_PAGE_SECONDS = 0.1  # assumption: one ListObjectsV2 page (1,000 keys), listed in sequence once per job
 EFS_READ_LATENCY = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
 EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
 SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
@@ -168,9 +176,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                   storage: str = STANDARD) -> Estimate:
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
-    if storage == EXPRESS and mode not in S3_MODES:
-        raise ConfigError("--mode", f"{mode} does not read from S3: S3 Express One Zone serves File, FastFile and Pipe",
-                          S3_MODES)
+    if storage == EXPRESS and mode not in S3_READ_MODES:
+        raise ConfigError("--mode", f"{mode} does not read from S3: S3 Express One Zone serves File, FastFile, Pipe "
+                          "and scripts that read S3 themselves", S3_READ_MODES)
     express = storage == EXPRESS
     # Seconds of S3 request latency the S3 modes save per object on the directory bucket.
     latency_cut = (S3_STANDARD_FIRST_BYTE - EXPRESS_FIRST_BYTE) if express else 0.0
@@ -211,6 +219,22 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         io_epochs = [per_epoch] * epochs
         assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{latency * 1000:.0f} ms "
                            "per object, prefetched 8 deep (no measured cell: public figures)")
+    elif mode == SCRIPT:
+        # Nothing before the script; it lists the prefix itself (inside the training time), then each
+        # small object is a GET of first-byte latency, SCRIPT_CONCURRENCY in flight; large ones stream in
+        # ranged GETs at S3_CONNECTION_MBPS per connection, up to the instance's network.
+        downloading = 0.0
+        latency = EXPRESS_FIRST_BYTE if express else S3_STANDARD_FIRST_BYTE
+        listing = -(-files // 1000) * SCRIPT_LIST_PAGE_SECONDS
+        connections = SCRIPT_CONCURRENCY if shape.mean_file_bytes <= LARGE_FILE_BYTES else SCRIPT_SHARD_CONNECTIONS
+        mbps = min(connections * S3_CONNECTION_MBPS, gbps * 125 * 0.8)
+        per_epoch = files * latency / connections + megabytes / mbps
+        io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
+        assumptions.append(f"Script: the script lists the prefix ({-(-files // 1000):,} pages of 1,000 keys, "
+                           f"~{SCRIPT_LIST_PAGE_SECONDS * 1000:.0f} ms each: assumption), then GETs each object "
+                           f"(~{latency * 1000:.0f} ms first byte) {connections} at a time, {mbps:.0f} MB/s at most "
+                           f"({S3_CONNECTION_MBPS:g} MB/s per connection, AWS's S3 performance guidelines); no channel: "
+                           "SageMaker's lineage does not record the dataset (the lab tags the job with its URI and stats)")
     elif mode == FSX:
         downloading = MOUNT_FIXED
         throughput = FSX_MBPS_PER_TIB * fsx_capacity_gib / 1024
@@ -259,10 +283,10 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
 
 
 def estimate_all(shape: DatasetShape, modes=MODES, express: bool = False, **kwargs) -> list[Estimate]:
-    """Every mode; with ``express``, also the S3 modes on the S3 Express One Zone bucket."""
+    """Every mode; with ``express``, also the S3 modes (and Script) on the S3 Express One Zone bucket."""
     out = [estimate_mode(mode, shape, **kwargs) for mode in modes]
     if express:
-        out += [estimate_mode(mode, shape, storage=EXPRESS, **kwargs) for mode in modes if mode in S3_MODES]
+        out += [estimate_mode(mode, shape, storage=EXPRESS, **kwargs) for mode in modes if mode in S3_READ_MODES]
     return out
 
 

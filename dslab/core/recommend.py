@@ -7,16 +7,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
-from .decision import ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, random_access_blocker
+from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
+                       random_access_blocker)
 from .estimate import BreakEven, DatasetShape, Estimate, estimate_mode, fsx_express_break_even
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_MODES, STANDARD, source_label
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 
 SMALL_DATASET_BYTES = 75e9      # the post: "small (under 50-100 GB)"
 LARGE_FILE_BYTES = 50e6         # the post: small files "under 50 MB", large files "50 MB and up"
 PACKED_SHARD_BYTES = 150e6      # the post: FastFile is best "for containers of 150 MB and more"
 
-# Every source the lab can run: the five modes on the lab's bucket, the S3 modes on the directory bucket.
-ALL_SOURCES: tuple[tuple[str, str], ...] = tuple((m, STANDARD) for m in MODES) + tuple((m, EXPRESS) for m in S3_MODES)
+# Every source the lab can run: the six modes on the lab's bucket, the S3 modes and Script on the directory bucket.
+ALL_SOURCES: tuple[tuple[str, str], ...] = tuple((m, STANDARD) for m in MODES) + tuple((m, EXPRESS) for m in S3_READ_MODES)
+# What --portable-script means, in the flowchart's words (the source post, "Bring your own data ingestion").
+PORTABLE_REASON = ("the data must stay where it is, or one script must run unchanged on SageMaker, EC2 and EKS -> "
+                   "the script reads S3 itself (boto3 or the S3 Connector for PyTorch). It costs the lineage: with no "
+                   "channel SageMaker does not record the dataset, so the lab tags each job with its URI and stats")
 
 
 @dataclass
@@ -49,9 +54,12 @@ class Recommendation:
         return out
 
 
-def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False) -> tuple[list[str], str]:
+def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
+              portable: bool = False) -> tuple[list[str], str]:
     """The source post's decision flowchart: its steps and the source it ends on."""
     size_gb, mean_mb = shape.bytes / 1e9, shape.mean_file_bytes / 1e6
+    if portable and not data_in_efs:
+        return [PORTABLE_REASON], SCRIPT
     if data_in_efs:
         return ["the data already lives in EFS -> read it there"], EFS
     if random_access:
@@ -68,7 +76,8 @@ def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
 
 
 def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOURCES, random_access: bool = False,
-            data_in_efs: bool = False, fsx_capacity_gib: int = 1200, **estimate_kwargs) -> list[tuple[Option, Estimate]]:
+            data_in_efs: bool = False, fsx_capacity_gib: int = 1200, portable: bool = False,
+            **estimate_kwargs) -> list[tuple[Option, Estimate]]:
     """Every source's way to a result for this shape (the estimate of its job plus its set-up), with the estimate."""
     out = []
     for mode, storage in sources:
@@ -79,17 +88,25 @@ def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOU
                                       volume_size_gb=estimate_kwargs.get("volume_size_gb", 100))
         if random_access and not option.blocker and random_access_blocker(mode):
             option = replace(option, blocker=random_access_blocker(mode))
+        if portable and not option.blocker:
+            blocker = portability_blocker(mode) or (
+                "a staging copy into the directory bucket moves the data" if storage == EXPRESS else
+                "a copy into EFS moves the data" if mode == EFS and not data_in_efs else None)
+            if blocker:
+                option = replace(option, blocker=blocker)
         out.append((option, estimate))
     return out
 
 
 def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
-              sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200,
+              sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200, portable: bool = False,
               **estimate_kwargs) -> Recommendation:
+    """``portable``: one script for SageMaker, EC2 and EKS, or data that must stay put (SageMaker's S3
+    channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain)."""
     candidates = options(shape, sources=sources, random_access=random_access, data_in_efs=data_in_efs,
-                         fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)
+                         fsx_capacity_gib=fsx_capacity_gib, portable=portable, **estimate_kwargs)
     decision = decide(option for option, _ in candidates)
-    steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs)
+    steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs, portable=portable)
     pick = decision.pick
     advice: list[str] = []
     # Packing small files into ~150 MB shards: only said when it saves at least ADVICE_MIN_SAVING.
@@ -98,7 +115,8 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
         samples, _ = shape.sample_count()
         packed = DatasetShape(files=shards, bytes=shape.bytes, samples=samples)
         packed_pick = decide(option for option, _ in options(packed, sources=sources, random_access=random_access,
-                                                             fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)).pick
+                                                             fsx_capacity_gib=fsx_capacity_gib, portable=portable,
+                                                             **estimate_kwargs)).pick
         saving = pick.cost_usd - packed_pick.cost_usd
         if pick.cost_usd > 0 and saving / pick.cost_usd >= ADVICE_MIN_SAVING:
             advice.append(f"pack into ~{PACKED_SHARD_BYTES / 1e6:.0f} MB shards ({shards:,} shards; dslab dataset pack "
@@ -117,6 +135,9 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if pick.storage == EXPRESS:
         advice.append(f"the workflow stages the dataset into the directory bucket first (~{pick.setup.seconds / 60:.0f} min, "
                       f"${pick.setup.usd:.2f}); empty it after the runs (dslab express empty)")
+    if pick.mode == SCRIPT:
+        advice.append("no input channel: SageMaker's lineage does not record the dataset; `dslab run` tags each job "
+                      "with dslab:dataset-uri and the stats file's files, bytes and SHA-256 (do the same in your own jobs)")
     if pick.mode == FSX:
         advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{pick.setup.seconds / 60:.0f} min "
                       "before the first job): tear it down after the runs (dslab fsx down)")
