@@ -31,6 +31,8 @@ CASES = {
     "FSx": {"modes": ["FSx"], "datasets": ["caltech-jpg-50x"]},
     "EFS": {"modes": ["EFS"], "datasets": ["caltech-jpg-1x"]},
     "spot": {"modes": ["FastFile"], "datasets": ["caltech-jpg-1x"], "spot": True, "instance_count": 2},
+    # The script reads S3 itself: no channel, the dataset in a hyperparameter and in the lineage tags.
+    "Script": {"modes": ["Script"], "datasets": ["caltech-tfr-1x"]},
 }
 
 
@@ -79,13 +81,13 @@ def test_exported_code_sends_the_labs_request(case, sagemaker_api, tmp_path, mon
     sent = sagemaker_api[0][1]
     for key in ("InputDataConfig", "VpcConfig", "ResourceConfig", "StoppingCondition", "RoleArn", "AlgorithmSpecification",
                 "HyperParameters", "EnableManagedSpotTraining", "OutputDataConfig", "Tags"):
-        assert sent[key] == request[key], key
+        assert sent.get(key) == request.get(key), key
     assert set(sent) == set(request)  # nothing added, nothing dropped
     # A fresh name per run, from the lab's: valid for SageMaker.
     assert sent["TrainingJobName"].startswith(request["TrainingJobName"].rsplit("-", 1)[0] + "-")
     assert len(sent["TrainingJobName"]) <= 63 and JOB_NAME_RE.match(sent["TrainingJobName"])
     # The case is what it says (the request builder's rules, checked here only to keep the cases honest).
-    channel = request["InputDataConfig"][0]
+    channel = (request.get("InputDataConfig") or [{"DataSource": {}}])[0]
     source = channel["DataSource"]
     expected = {
         "File": lambda: channel["InputMode"] == "File" and "S3DataSource" in source,
@@ -96,6 +98,8 @@ def test_exported_code_sends_the_labs_request(case, sagemaker_api, tmp_path, mon
         and source["FileSystemDataSource"]["DirectoryPath"] == "/abcdefgh/datasets/caltech-jpg-50x",
         "EFS": lambda: source["FileSystemDataSource"]["FileSystemType"] == "EFS",
         "spot": lambda: request["EnableManagedSpotTraining"] is True and request["StoppingCondition"]["MaxWaitTimeInSeconds"] == 14400,
+        "Script": lambda: "InputDataConfig" not in request and request["HyperParameters"]["dataset_uri"].endswith('/datasets/caltech-tfr-1x/"')
+        and {"Key": "dslab:dataset-uri", "Value": json.loads(request["HyperParameters"]["dataset_uri"])} in request["Tags"],
     }[case]
     assert expected()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dslab.core.modes import lab_mode
 from dslab.cli import main
 from dslab.contracts import validate_results
 from dslab.inputs.experiment_file import load_experiment
@@ -81,9 +82,9 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     images = {d.name: d.generate["images"] for d in experiment.datasets}
     assert images == {"local-jpg": 80, "local-tfr": 160}
     records = results["records"]
-    assert len(records) == 12
-    sources = {(r["dataset"], r["mode"], r.get("storage", "standard")) for r in records}
-    assert sources == {(d, m, "standard") for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS")} | {
+    assert len(records) == 14
+    sources = {(r["dataset"], lab_mode(r), r.get("storage", "standard")) for r in records}
+    assert sources == {(d, m, "standard") for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")} | {
         ("local-jpg", "File", "express"), ("local-jpg", "FastFile", "express")}
     for r in records:
         assert r["status"] == "Completed", (r["mode"], r["dataset"], r["failure_reason"])
@@ -91,6 +92,10 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
         assert r["billable_seconds"] >= 1 and "Training" in r["phases"]
         assert ("Downloading" in r["phases"]) == (r["mode"] == "File")
         assert r["metrics"]["au_percent"] is not None
+    # Script: the lab's script listed and read the stand-in's S3 itself (through AWS_ENDPOINT_URL), and the
+    # report names it beside SageMaker's sources.
+    script = [r for r in records if lab_mode(r) == "Script"]
+    assert {r["mode"] for r in script} == {"FastFile"} and all(r["ingestion"] == "script" for r in script)
     # The Express jobs read the stand-in's directory bucket, staged by the workflow before they ran.
     assert results["express_staging"]["ready"] is True and f"{images['local-jpg']:,} objects copied" in results["express_staging"]["reason"]
     for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png"):
@@ -98,7 +103,7 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert (out / "breakdown.png").read_bytes()[:4] == b"\x89PNG"
     report = (out / "report.md").read_text()
     assert "LOCAL run" in report and "estimated (not measured)" in report
-    assert "Express FastFile" in report and "Express File" in report
+    assert "Express FastFile" in report and "Express File" in report and "| Script |" in report
     # The answer leads, local and estimated on AWS, per dataset; `dslab report` rebuilds the same report.
     assert report.splitlines()[2] == "## Answer" and report.count("**Pick: ") == 2 and report.count("Estimated on AWS") == 2
     assert main(["report", "--results", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
@@ -106,9 +111,9 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
     # Progress, a line per change (not a terminal): where the run stands each time, and how it ended.
     changes = [line for line in lines if line.startswith("  [")]
-    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(12/12 done)")
+    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(14/14 done)")
     assert any("left)" in line for line in changes)   # an estimate of the time left once a job has ended
-    assert "jobs: 12/12 jobs done, 0 running;" in "\n".join(lines)
+    assert "jobs: 14/14 jobs done, 0 running;" in "\n".join(lines)
     assert_clean(cache)
 
 

@@ -314,3 +314,69 @@ def test_hyperparameters_sagemaker_would_refuse_are_refused_naming_the_field(hyp
     with pytest.raises(ConfigError) as err:
         parse_experiment({"name": "bad", "datasets": [{"name": "d", "format": "jpg"}], "hyperparameters": hyperparameters})
     assert field in err.value.field and words in str(err.value)
+
+
+# ---- your own data ingestion: a user's script that reads S3 itself (examples/own-ingestion) ----------
+
+INGESTION = REPO / "examples" / "own-ingestion"
+
+
+def _ingestion_request(tmp_path: Path, objects: dict[str, bytes]) -> tuple[dict, FolderStorage]:
+    """The example's boto3 trial as the lab plans it (no channel, --dataset_uri), on a folder stand-in."""
+    experiment = load_experiment(INGESTION / "experiment.yaml")
+    experiment = user_code.prepare(experiment, INGESTION / "experiment.yaml", ENV.bucket, tmp_path / "build")
+    job = next(j for j in plan(experiment, ENV, "exec") if j.spec.trial.name == "boto3-script")
+    validate_request("sagemaker", "CreateTrainingJob", job.request)
+    s3 = tmp_path / "s3"
+    for key, body in objects.items():
+        (s3 / ENV.bucket / key).parent.mkdir(parents=True, exist_ok=True)
+        (s3 / ENV.bucket / key).write_bytes(body)
+    bucket, key = json.loads(job.request["HyperParameters"]["sagemaker_submit_directory"])[5:].split("/", 1)
+    tarball, _ = user_code.build_sourcedir(INGESTION / "code", tmp_path / "src", extra_files={"dslab_report.py": user_code.HELPER})
+    (s3 / bucket / key).parent.mkdir(parents=True, exist_ok=True)
+    (s3 / bucket / key).write_bytes(tarball.read_bytes())
+    return job.request, FolderStorage(s3)
+
+
+def test_a_users_boto3_script_reads_its_dataset_uri_on_the_folder_stand_in(tmp_path):
+    """`dslab job run-local`'s backend: the folders are served over a real S3 endpoint for the job."""
+    objects = {f"datasets/own-jpg/c{i % 2}/{i}.jpg": bytes([i]) * (1000 + i) for i in range(7)}
+    objects["datasets/other/secret.bin"] = b"not this dataset"
+    request, storage = _ingestion_request(tmp_path, objects)
+    assert "InputDataConfig" not in request
+    assert json.loads(request["HyperParameters"]["dataset_uri"]) == f"s3://{ENV.bucket}/datasets/own-jpg/"
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-1500:]
+    wanted = sum(len(v) for k, v in objects.items() if k.startswith("datasets/own-jpg/"))
+    assert "objects=7" in outcome.log and f"bytes_seen={wanted}" in outcome.log
+    assert {m["MetricName"]: m["Value"] for m in outcome.describe["FinalMetricDataList"]}["loss"] == 1.0
+
+
+def test_a_users_boto3_script_and_the_labs_own_reads_run_in_the_local_lab(lab_cache, tmp_path, bound_lab):
+    """The README's example as `dslab local` runs it: the user's boto3 script reads the stand-in's S3
+    through AWS_ENDPOINT_URL, unchanged; the lab's script reads the same data through File, FastFile and
+    its own GETs; the report names every source. (On AWS, the exported SDK code sends the same request:
+    tests/test_export.py, case Script.)"""
+    from dslab.local.lab import run_local
+    import yaml
+    document = yaml.safe_load((INGESTION / "experiment.yaml").read_text())
+    document["datasets"][0]["generate"]["images"] = 40
+    for trial in document["trials"]:
+        if trial.get("script"):
+            trial["script"]["source_dir"] = str(INGESTION / "code")
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(document))
+    out = tmp_path / "out"
+    run = run_local(path, out, cache=lab_cache, say=lambda _: None, assembly=bound_lab.outdir)  # deployed in-process
+    assert run.execution_status == "SUCCEEDED", run.execution_error
+    validate_results(run.results)
+    records = {(r["trial"], r["mode"], r.get("ingestion")): r for r in run.results["records"]}
+    assert set(records) == {("boto3-script", "FastFile", "script"), ("lab-script", "File", None),
+                            ("lab-script", "FastFile", None), ("lab-script", "FastFile", "script")}
+    for key, record in records.items():
+        assert record["status"] == "Completed", (key, record["failure_reason"])
+    assert records[("boto3-script", "FastFile", "script")]["metrics"]["user"] == {"loss": 1.0}
+    lab_reads = records[("lab-script", "FastFile", "script")]["metrics"]
+    assert lab_reads["samples"] == 40 and lab_reads["time_to_first_batch_seconds"] > 0
+    report = (out / "report.md").read_text()
+    assert "| own-jpg · boto3-script | Script |" in report and "| own-jpg · lab-script | Script |" in report
