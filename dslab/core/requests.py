@@ -380,7 +380,9 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         program, code_uri, code_version = script.entry_point, script.code_uri, user_code_version(script.code_uri)
         script_values = dict(spec.trial.hyperparameters)
     if channel is None:
-        # No channel: the dataset reaches the script (the lab's or a user's) as a hyperparameter,
+        # No channel: the script's own requests leave the container, so EnableNetworkIsolation stays unset
+        # ("If you enable network isolation ... the training container does not have network access",
+        # CreateTrainingJob). The dataset reaches the script (the lab's or a user's) as a hyperparameter,
         # `--dataset_uri s3://...` on its command line, as the source post's own-ingestion section says.
         script_values[DATASET_URI_HYPERPARAMETER] = script_dataset_uri(spec, env)
     hyperparameters = {

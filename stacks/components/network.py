@@ -20,6 +20,16 @@ class LabNetwork(Construct):
     """A VPC in a single AZ with private isolated subnets: no internet gateway, no NAT.
 
     Training jobs reach S3 through the gateway endpoint; SageMaker pulls the training image itself.
+    A Script job's own requests (the training script's boto3 or S3 Connector calls, signed with the
+    job's role) leave the container in these subnets and take the same routes: the S3 gateway endpoint
+    for the lab's bucket ("With a gateway endpoint, you can access Amazon S3 from your VPC, without
+    requiring an internet gateway or NAT device for your VPC, and with no additional cost",
+    https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html), the S3 Express one
+    below for the directory bucket, CreateSession included ("Examples of Zonal endpoint API operations
+    are CreateSession and PutObject", s3-express-networking.html, below). No interface endpoint is
+    added for them: the container's credentials are the role's, which SageMaker provides (README, "only a
+    real run can confirm"). The request builder never sets EnableNetworkIsolation, which would cut the
+    container off from the network ("the training container does not have network access").
     Security groups are created here, in the stack that outlives FSx, so tearing FSx down never
     touches a rule the rest of the lab depends on.
     """

@@ -437,6 +437,10 @@ def check_combinations(experiment: Experiment) -> None:
                                   f"Script mode has no input channel: the script lists and reads the dataset's prefix "
                                   f"itself, so a {trial.s3_data_type} means nothing to it; set s3_data_type: S3Prefix "
                                   "or put Script in a trial of its own", ["S3Prefix"])
+            if mode == SCRIPT and "dataset_uri" in trial.hyperparameters:
+                raise ConfigError(f"{base}hyperparameters.dataset_uri",
+                                  "is the lab's to set in Script mode: the job gets the URI of the dataset it reads",
+                                  "drop it, and name the dataset under datasets")
             if mode == SCRIPT and trial.distribution != "FullyReplicated":
                 raise ConfigError(f"{base}distribution",
                                   "Script mode has no input channel, so SageMaker shards nothing: each instance reads "
