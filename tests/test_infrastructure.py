@@ -552,6 +552,15 @@ def test_training_role_least_privilege(lab):
                                                ["s3:PutObject", "s3:AbortMultipartUpload"])
     assert "/output/*" in json.dumps(by_sid["WriteOutput"]["Resource"])
     assert "/datasets/*" in json.dumps(by_sid["ReadDatasetsAndCode"]["Resource"])
+    # A Script job's script signs with these credentials: what it may read of the lab's bucket is the
+    # datasets (and the code the container fetches), listed under those prefixes only; it writes output/.
+    reads = by_sid["ReadDatasetsAndCode"]
+    assert reads["Action"] == "s3:GetObject" and len(reads["Resource"]) == 2
+    assert json.dumps(reads["Resource"]).count("/datasets/*") == 1 and json.dumps(reads["Resource"]).count("/code/*") == 1
+    assert by_sid["ListDatasetsAndCode"]["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*", "code/*"]}}
+    s3_actions = {a for st in by_sid.values() for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
+                  if a.startswith("s3:")}
+    assert s3_actions == {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "s3:AbortMultipartUpload"}
     assert by_sid["JobMetrics"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}}
     all_actions = json.dumps([s["Action"] for s in by_sid.values()])
     assert "s3:DeleteObject" not in all_actions and "iam:" not in all_actions

@@ -33,7 +33,9 @@ SUMMARY_MESSAGE_CHARS = 4000
 ERROR_NAME_CHARS = 80
 
 # ---- History events per job, worst case (measured in the stand-in, see tests) ------------------
-# A completed job costs ~20 events (map iteration, choice, request load, the .sync task, record).
+# A completed job costs ~20 events (map iteration, choices — skipped? and has an input channel? —,
+# request load, the .sync task, record). Script jobs (no channel) take a second attempt loop of their
+# own, so the channel choice is made once per job, never once per attempt.
 # The worst job exhausts every retry: API_RETRIES throttling/quota retries and CAPACITY_ATTEMPTS - 1
 # capacity retries (each ~10 events: catch, classify, wait, bump, task again), then stores its
 # cause and is recorded failed. ``tests/test_workflow_at_scale.py`` measures it and keeps this bound true.
