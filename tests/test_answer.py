@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from dslab.core.modes import record_mode
 from dslab.cli import main
 from dslab.core.decision import ADVICE_MIN_SAVING, INFRA_MARGIN, UNMEASURED_MARGIN, Option, Setup, decide, weighed
 from dslab.core.estimate import DatasetShape, compute_rate
@@ -144,7 +145,8 @@ def _synthetic_results(experiment, backend="local"):
     to the estimated answer) with the datasets' stats as the workflow records them."""
     records = []
     for spec in expand(experiment):
-        records.append({"job_name": f"j{spec.index}", "mode": spec.mode, "dataset": spec.dataset.name, "repeat": spec.repeat,
+        mode, ingestion = record_mode(spec.mode)
+        records.append({**ingestion, "job_name": f"j{spec.index}", "mode": mode, "dataset": spec.dataset.name, "repeat": spec.repeat,
                         "status": "Completed", "instance_type": spec.trial.instance_type, "instance_count": 1,
                         "billable_seconds": 100.0 + spec.index, "phases": {"Training": 50.0},
                         "breakdown": {"downloading": 10.0, "training": 50.0, "other": 40.0 + spec.index},

@@ -35,7 +35,7 @@ def test_shipped_experiments_parse(name):
     experiment = load_experiment(REPO / "experiments" / name)
     from dslab.core.experiment import expand
     count = len(expand(experiment))
-    assert count == {"local.yaml": 12, "smoke.yaml": 2, "post-12-jobs.yaml": 12, "all-modes-20-jobs.yaml": 20}[name]
+    assert count == {"local.yaml": 14, "smoke.yaml": 2, "post-12-jobs.yaml": 12, "all-modes-20-jobs.yaml": 20}[name]
 
 
 def test_normalised_experiment_reparses_to_itself():

@@ -91,18 +91,13 @@ class FolderStorage:
 
     def s3_environment(self, uris: list[str]) -> dict[str, str]:
         """A Script job on the folder stand-in: serve the folders it reads over a real S3 endpoint (moto's
-        server on a free local port, loaded with the objects under ``uris``), so its boto3 works unchanged."""
+        server in a process of its own on a free local port, loaded with the objects under ``uris``), so
+        its boto3 works unchanged. Its own process: moto's state in this one may belong to a lab."""
         if not uris:
             return {}
         if self._server is None:
-            import logging
-            from moto.server import ThreadedMotoServer
             import boto3
-            logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request otherwise
-            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-            self._server.start()
-            host, port = self._server.get_host_and_port()
-            self._endpoint = f"http://{host}:{port}"
+            self._server, self._endpoint = start_s3_server()
             s3 = boto3.client("s3", endpoint_url=self._endpoint, region_name="us-east-1", **{
                 "aws_access_key_id": LOCAL_CREDENTIALS["AWS_ACCESS_KEY_ID"],
                 "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
@@ -115,8 +110,34 @@ class FolderStorage:
 
     def release(self) -> None:
         if self._server is not None:
-            self._server.stop()
+            self._server.terminate()
+            self._server.wait(10)
             self._server = None
+
+
+def start_s3_server(timeout: float = 30.0) -> tuple[Any, str]:
+    """moto's S3 server in a child process on a free loopback port: (process, endpoint), once it answers."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).read()
+            return process, endpoint
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise StorageError(f"the local S3 endpoint for a Script job did not start on port {port}") from None
+            time.sleep(0.1)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
