@@ -4,6 +4,7 @@ terminal, a plain line per change otherwise (`dslab local`, `dslab run --wait`).
 from __future__ import annotations
 
 import io
+import sys
 import json
 
 from rich.console import Console
@@ -104,3 +105,18 @@ def test_a_poll_interval_out_of_range_is_refused_naming_the_option(capsys):
     with pytest.raises(SystemExit) as exited:
         main(["status", "--wait", "--poll", "0"])
     assert exited.value.code == 2 and "--poll" in capsys.readouterr().err
+
+
+def test_a_stand_in_functions_log_takes_only_its_own_threads_output(capsys):
+    """A stand-in Lambda's print() goes to its log; what another thread prints meanwhile (`dslab run --wait`
+    following the run) stays on the terminal. A process-wide redirect once swallowed the watcher's lines."""
+    import contextlib
+    import threading
+    from dslab.emulator.patches.services import _ThisThreadTo
+    logs = io.StringIO()
+    with contextlib.redirect_stdout(_ThisThreadTo(logs, sys.stdout)):
+        print("from the function")
+        watcher = threading.Thread(target=lambda: print("from the watcher"))
+        watcher.start()
+        watcher.join()
+    assert logs.getvalue() == "from the function\n" and capsys.readouterr().out == "from the watcher\n"

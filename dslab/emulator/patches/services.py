@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import io
+import sys
 import json
 import threading
 import time
@@ -42,7 +43,9 @@ def patch_lambda() -> None:
             try:
                 function = getattr(importlib.import_module(module_name), func_name)
                 payload = event if isinstance(event, dict) else json.loads(event or "{}")
-                with redirect_stdout(logs):
+                # Only this thread's output is the function's log: a process-wide swap of stdout would
+                # also swallow what other threads print meanwhile (`dslab run --wait` following the run).
+                with redirect_stdout(_ThisThreadTo(logs, sys.stdout)):
                     result = function(payload, None)
                 return json.dumps(result, default=str), False, logs.getvalue()
             except Exception as err:
@@ -51,6 +54,22 @@ def patch_lambda() -> None:
                 return json.dumps(body), True, logs.getvalue()
 
     LambdaFunction._invoke_lambda = _invoke_lambda
+
+
+class _ThisThreadTo(io.TextIOBase):
+    """A stdout that sends one thread's writes to ``target`` and every other thread's to ``others``."""
+
+    def __init__(self, target: io.StringIO, others):
+        self.thread, self.target, self.others = threading.get_ident(), target, others
+
+    def write(self, text: str) -> int:
+        return (self.target if threading.get_ident() == self.thread else self.others).write(text)
+
+    def flush(self) -> None:
+        (self.target if threading.get_ident() == self.thread else self.others).flush()
+
+    def __getattr__(self, name):
+        return getattr(self.others, name)
 
 
 def patch_datasync() -> None:
