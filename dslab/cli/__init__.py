@@ -12,11 +12,11 @@ import sys
 
 from ..aws.validation import RequestInvalid
 from ..core.errors import ConfigError
-from . import advice, datasets, doctor, export, express, fsx, jobs, local, runs
+from . import advice, datasets, doctor, export, express, fsx, jobs, local, runs, size
 from .common import EXIT_BAD_INPUT, UserError
 
 # In the order `dslab -h` lists them.
-GROUPS = (datasets, jobs, runs, advice, export, fsx, express, doctor, local)
+GROUPS = (datasets, jobs, runs, advice, size, export, fsx, express, doctor, local)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -36,7 +36,10 @@ def _estimate_kwargs(args) -> dict[str, Any]:
     prices = price_table(args.prices)
     if prices.instance_hourly(args.instance) is None:
         prices.require_instance(args.instance, "--instance")
-    return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices,
+    count = 1 if args.instance_count is None else args.instance_count
+    if not 1 <= count <= 4096:
+        raise ConfigError("--instance-count", f"{count}: give 1 to 4096 instances")
+    return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices, "instance_count": count,
             "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}, rate_note
 
 
@@ -92,6 +95,7 @@ SOURCE_DESCRIPTIONS = {
     "Pipe": "Amazon S3, Pipe mode: the job reads each channel as one stream",
     "FSx": "FSx for Lustre linked to the S3 bucket",
     "EFS": "Amazon EFS, the dataset copied into it first",
+    "Script": "Amazon S3 read by the training script itself (no input channel)",
 }
 
 
@@ -159,7 +163,7 @@ def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = N
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "instance",
+                 "portable_script", "instance", "instance_count",
                  "epochs", "volume_size_gb"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
@@ -198,6 +202,7 @@ def register(sub) -> None:
         p.add_argument("--bytes", help="total size, e.g. 1.1GB")
         p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
         p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
+        p.add_argument("--instance-count", type=int, help="instances of the job (default 1): they share each epoch")
         p.add_argument("--compute-rate", type=float, help="samples per second the model consumes")
         p.add_argument("--compute-preset", help="v100, a100 or h100 (default v100)")
         p.add_argument("--epochs", type=int, help="epochs per job (default 1)")

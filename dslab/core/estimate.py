@@ -32,6 +32,7 @@ from .errors import ConfigError
 from .experiment import COMPUTE_PRESETS
 from .limits import EXPRESS_COPY_THREADS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
+from .instances import INSTANCES as INSTANCE_TABLE
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
 
 # ---- constants -------------------------------------------------------------------------------
@@ -75,20 +76,9 @@ EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems u
 SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
 LARGE_FILE_BYTES = 1_000_000  # files above this are containers of many samples
 
-# Instance properties: vCPUs (readers), network Gbit/s, NVMe instance storage.
-INSTANCES = {
-    "ml.p3.2xlarge": (8, 10, False), "ml.p3.8xlarge": (32, 10, False), "ml.p3.16xlarge": (64, 25, False),
-    "ml.p3dn.24xlarge": (96, 100, True), "ml.p4d.24xlarge": (96, 400, True),
-    "ml.g4dn.xlarge": (4, 25, True), "ml.g4dn.2xlarge": (8, 25, True), "ml.g4dn.4xlarge": (16, 25, True),
-    "ml.g4dn.8xlarge": (32, 50, True), "ml.g4dn.12xlarge": (48, 50, True), "ml.g4dn.16xlarge": (64, 50, True),
-    "ml.g5.xlarge": (4, 10, True), "ml.g5.2xlarge": (8, 10, True), "ml.g5.4xlarge": (16, 25, True),
-    "ml.g5.8xlarge": (32, 25, True), "ml.g5.12xlarge": (48, 40, True), "ml.g5.16xlarge": (64, 25, True),
-    "ml.g5.24xlarge": (96, 50, True), "ml.g5.48xlarge": (192, 100, True),
-    "ml.m5.large": (2, 10, False), "ml.m5.xlarge": (4, 10, False), "ml.m5.2xlarge": (8, 10, False),
-    "ml.m5.4xlarge": (16, 10, False), "ml.m5.12xlarge": (48, 12, False), "ml.m5.24xlarge": (96, 25, False),
-    "ml.c5.xlarge": (4, 10, False), "ml.c5.2xlarge": (8, 10, False), "ml.c5.4xlarge": (16, 10, False),
-    "ml.c5.9xlarge": (36, 12, False), "ml.c5.18xlarge": (72, 25, False),
-}
+# Instance properties (vCPUs: the readers; headline network Gbit/s; NVMe instance storage): a view of
+# the instance table (instances.py), which names each row's source.
+INSTANCES = {name: (i.vcpus, i.network_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
 
 
 @dataclass(frozen=True)
@@ -173,7 +163,10 @@ def instance_properties(instance_type: str) -> tuple[int, float, bool, str | Non
 def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3.2xlarge", instance_count: int = 1,
                   epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
-                  storage: str = STANDARD) -> Estimate:
+                  storage: str = STANDARD, accelerators: int | None = None) -> Estimate:
+    """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
+    table's count, at least one) at ``rate`` samples/s: the instances share the epoch's samples (data
+    parallel), and a shared source's throughput (FSx, EFS) is divided among them (sizing.py goes further)."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -187,9 +180,16 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     vcpus, gbps, nvme, instance_note = instance_properties(instance_type)
     samples, sample_note = shape.sample_count()
     assumptions = [note for note in (instance_note, sample_note) if note]
-    megabytes = shape.bytes / 1e6
-    files = shape.files
-    compute = samples / rate
+    hosts = max(1, instance_count)
+    table_row = INSTANCE_TABLE.get(instance_type)
+    per_host = accelerators or max(1, table_row.accelerators if table_row else 1)
+    # What one instance reads per epoch: its share of the samples (File still copies the whole channel).
+    megabytes = shape.bytes / 1e6 / hosts
+    files = -(-shape.files // hosts)
+    compute = samples / hosts / (rate * per_host)
+    if per_host > 1 or hosts > 1:
+        assumptions.append(f"{hosts} instance(s) x {per_host} accelerator(s), each at the compute's rate; every instance "
+                           "reads its 1/N share of each epoch; shared sources divide their throughput among the instances")
     readers = vcpus
     fsx_provisioning = None
 
@@ -198,15 +198,15 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         # File's per-object cost is taken as request latency over its parallel downloads: on Express it
         # shrinks with the first-byte latency (assumption, no measured cell).
         per_object = FILE_PER_OBJECT * (EXPRESS_FIRST_BYTE / S3_STANDARD_FIRST_BYTE if express else 1.0)
-        downloading = FILE_DOWNLOAD_FIXED + megabytes / throughput + files * per_object
+        downloading = FILE_DOWNLOAD_FIXED + shape.bytes / 1e6 / throughput + shape.files * per_object
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
-        assumptions.append(f"File: downloads {shape.bytes / 1e9:.2f} GB in {files:,} objects to the "
+        assumptions.append(f"File: downloads {shape.bytes / 1e9:.2f} GB in {shape.files:,} objects to the "
                            f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {per_object * 1000:.1f} ms per object")
         if shape.bytes / 1e9 * 1.05 > volume_size_gb:
             assumptions.append(f"File: the dataset does not fit the {volume_size_gb} GB volume; raise volume_size_gb")
     elif mode == FASTFILE:
-        downloading = FASTFILE_FIXED + files / FASTFILE_LIST_RATE
+        downloading = FASTFILE_FIXED + shape.files / FASTFILE_LIST_RATE
         latency = FASTFILE_GET_LATENCY - latency_cut
         per_epoch = files * latency / readers + megabytes / min(S3_STREAM_MBPS, gbps * 125 * 0.8)
         io_epochs = [per_epoch] * epochs
@@ -225,29 +225,29 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         # ranged GETs at S3_CONNECTION_MBPS per connection, up to the instance's network.
         downloading = 0.0
         latency = EXPRESS_FIRST_BYTE if express else S3_STANDARD_FIRST_BYTE
-        listing = -(-files // 1000) * SCRIPT_LIST_PAGE_SECONDS
+        listing = -(-shape.files // 1000) * SCRIPT_LIST_PAGE_SECONDS
         connections = SCRIPT_CONCURRENCY if shape.mean_file_bytes <= LARGE_FILE_BYTES else SCRIPT_SHARD_CONNECTIONS
         mbps = min(connections * S3_CONNECTION_MBPS, gbps * 125 * 0.8)
         per_epoch = files * latency / connections + megabytes / mbps
         io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
-        assumptions.append(f"Script: the script lists the prefix ({-(-files // 1000):,} pages of 1,000 keys, "
+        assumptions.append(f"Script: the script lists the prefix ({-(-shape.files // 1000):,} pages of 1,000 keys, "
                            f"~{SCRIPT_LIST_PAGE_SECONDS * 1000:.0f} ms each: assumption), then GETs each object "
                            f"(~{latency * 1000:.0f} ms first byte) {connections} at a time, {mbps:.0f} MB/s at most "
                            f"({S3_CONNECTION_MBPS:g} MB/s per connection, AWS's S3 performance guidelines); no channel: "
                            "SageMaker's lineage does not record the dataset (the lab tags the job with its URI and stats)")
     elif mode == FSX:
         downloading = MOUNT_FIXED
-        throughput = FSX_MBPS_PER_TIB * fsx_capacity_gib / 1024
+        throughput = FSX_MBPS_PER_TIB * fsx_capacity_gib / 1024 / hosts   # this instance's share
         first = files * FSX_FIRST_READ_LATENCY / readers + megabytes / min(throughput, S3_STREAM_MBPS)
         warm = files * FSX_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [first] + [warm] * (epochs - 1)
-        fsx_provisioning = files / FSX_IMPORT_RATE
+        fsx_provisioning = shape.files / FSX_IMPORT_RATE
         assumptions.append(f"FSx: Scratch 2, {fsx_capacity_gib} GiB, {throughput:.0f} MB/s; the first epoch lazy-loads "
-                           f"from S3; creating the file system indexes {files:,} objects in ~{fsx_provisioning / 60:.0f} min "
+                           f"from S3; creating the file system indexes {shape.files:,} objects in ~{fsx_provisioning / 60:.0f} min "
                            "(not billed to the job, but FSx bills while it exists)")
     else:
         downloading = MOUNT_FIXED
-        throughput = (efs_provisioned_mibps * 1.048576) if efs_provisioned_mibps else EFS_BURST_MBPS
+        throughput = ((efs_provisioned_mibps * 1.048576) if efs_provisioned_mibps else EFS_BURST_MBPS) / hosts
         per_epoch = files * EFS_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [per_epoch] * epochs
         assumptions.append(f"EFS: Max I/O, {throughput:.0f} MB/s ({'provisioned' if efs_provisioned_mibps else 'bursting, while credits last'}),"
@@ -262,18 +262,18 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     wall = downloading + training + other
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
-                    volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=files,
+                    volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
                     total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=fsx_capacity_gib, storage=storage)
     if prices.instance_hourly(instance_type) is None:
         assumptions.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
     staging_seconds = staging_cost = None
     if express:
-        staging_seconds = files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + megabytes / EXPRESS_STAGING_MBPS
-        staging_cost = express_staging_cost(prices, files, shape.bytes)
+        staging_seconds = shape.files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + shape.bytes / 1e6 / EXPRESS_STAGING_MBPS
+        staging_cost = express_staging_cost(prices, shape.files, shape.bytes)
         assumptions.append(
             f"S3 Express One Zone: ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first-byte latency instead of ~"
             f"{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms (AWS: single-digit ms, up to 10x faster; no measured cell); staging "
-            f"copies {files:,} objects once in ~{staging_seconds / 60:.0f} min ({EXPRESS_COPY_THREADS} copies at a time, "
+            f"copies {shape.files:,} objects once in ~{staging_seconds / 60:.0f} min ({EXPRESS_COPY_THREADS} copies at a time, "
             f"~{EXPRESS_COPY_LATENCY * 1000:.0f} ms each: assumption) for ${staging_cost:.2f}; storage "
             f"${prices['express_gb_month'] * shape.bytes / 1e9:.2f} per month while the copy is kept")
     return Estimate(mode=mode, downloading=downloading * instance_count, training=training * instance_count,

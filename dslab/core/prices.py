@@ -41,6 +41,13 @@ DEFAULT_TABLE: dict[str, Any] = {
     "fsx_scratch2_gb_month": 0.140,       # FSx for Lustre Scratch 2 (the post: $140 per TB-month)
     "efs_standard_gb_month": 0.30,        # EFS Standard storage
     "efs_provisioned_mibps_month": 6.00,  # EFS Provisioned throughput, per MiB/s-month
+    "efs_elastic_read_per_gb": 0.03,      # EFS Elastic throughput, data read (secondary sources; confirm on /efs/pricing)
+    # FSx for Lustre Persistent 2 SSD per throughput tier (MB/s/TiB), per GB-month: the 125 tier from a
+    # secondary source, the others not confirmed against the live pricing page (override with --prices).
+    "fsx_persistent2_125_gb_month": 0.145,
+    "fsx_persistent2_250_gb_month": 0.210,
+    "fsx_persistent2_500_gb_month": 0.340,
+    "fsx_persistent2_1000_gb_month": 0.600,
     "datasync_per_gb": 0.0125,            # DataSync data copied (EFS staging)
     # S3 Express One Zone (aws.amazon.com/s3/pricing, storage class S3 Express One Zone, us-east-1; the
     # S3 FAQ's worked example charges the per-GB upload/retrieval fees on every request's bytes).

@@ -10,6 +10,8 @@ from typing import Any, Sequence
 from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
                        random_access_blocker)
 from .estimate import BreakEven, DatasetShape, Estimate, estimate_mode, fsx_express_break_even
+from .instances import INSTANCES
+from .sizing import AU_TARGET, MAX_CLUSTER, size
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 
 SMALL_DATASET_BYTES = 75e9      # the post: "small (under 50-100 GB)"
@@ -33,6 +35,7 @@ class Recommendation:
     break_even: BreakEven | None = None
     assumptions: list[str] = field(default_factory=list)
     estimates: dict[str, Estimate] = field(default_factory=dict)   # by source label
+    sizing: Any = None   # sizing.Sizing where the job has several accelerators or instances
 
     @property
     def mode(self) -> str:
@@ -51,6 +54,8 @@ class Recommendation:
                "advice": self.advice, "assumptions": self.assumptions}
         if self.break_even is not None:
             out["fsx_express_break_even"] = self.break_even.to_dict()
+        if self.sizing is not None:
+            out["sizing"] = self.sizing.to_dict()
         return out
 
 
@@ -141,8 +146,28 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if pick.mode == FSX:
         advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{pick.setup.seconds / 60:.0f} min "
                       "before the first job): tear it down after the runs (dslab fsx down)")
+    # Several accelerators or instances: what the pick feeds at this size and what to provision (sizing.py).
+    sizing = None
+    row = INSTANCES.get(estimate_kwargs.get("instance_type", "ml.p3.2xlarge"))
+    count = int(estimate_kwargs.get("instance_count", 1))
+    if row is not None and (row.accelerators > 1 or count > 1):
+        sizing = size(shape, instance_type=row.name, count=count, rate=estimate_kwargs["rate"],
+                      prices=estimate_kwargs["prices"], epochs=int(estimate_kwargs.get("epochs", 1)),
+                      fsx_capacity_gib=fsx_capacity_gib)
+        sized = next((s for s in sizing.sources if s.source == pick.source), None)
+        if sized is not None:
+            largest = ("no shared limit binds" if sized.max_instances_at_target_au >= MAX_CLUSTER else
+                       f"it feeds up to {sized.max_instances_at_target_au:,} instances at AU >= {AU_TARGET:g}%"
+                       if sized.max_instances_at_target_au else f"it feeds not even one at AU >= {AU_TARGET:g}%")
+            advice.append(f"at {count} x {row.name} ({sizing.accelerators} x {row.accelerator} each) {pick.source} keeps "
+                          f"AU at {sized.au_percent:.0f}% ({largest}); provision: {sized.provision} (`dslab size` for every source)")
+            fed = [s for s in sizing.sources if s.au_percent >= AU_TARGET]
+            best = min(fed, key=lambda s: s.usd_per_run) if fed else None
+            if best is not None and best.source != pick.source and best.usd_per_run <= sized.usd_per_run * (1 - ADVICE_MIN_SAVING):
+                advice.append(f"provisioned for this cluster, {best.source} feeds it at AU {best.au_percent:.0f}% for "
+                              f"${best.usd_per_run:,.2f} per run instead of ${sized.usd_per_run:,.2f}: {best.provision}")
     assumptions = list(dict.fromkeys(a for _, estimate in candidates for a in estimate.assumptions))
     return Recommendation(decision=decision, flowchart=steps, flowchart_source=chart_source, advice=advice,
                           break_even=break_even, assumptions=assumptions,
-                          estimates={estimate.source: estimate for _, estimate in candidates})
+                          estimates={estimate.source: estimate for _, estimate in candidates}, sizing=sizing)
 

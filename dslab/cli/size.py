@@ -1,0 +1,81 @@
+"""``dslab size``: how many accelerators each data source feeds, and what to provision for a cluster."""
+
+from __future__ import annotations
+
+from ..core.errors import ConfigError
+from .advice import _shape
+from .common import add_command, lab_fsx_capacity, price_table, print_json
+
+
+def sizing_for(args):
+    """The sizing the arguments ask for (shared by `dslab size` and tests)."""
+    from ..core.estimate import compute_rate
+    from ..core.instances import INSTANCES
+    from ..core.sizing import size
+    shape = _shape(args)
+    instance = INSTANCES.get(args.instance)
+    if instance is None:
+        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table", sorted(INSTANCES))
+    if args.compute_rate is not None and args.compute_preset:
+        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset")
+    preset = args.compute_preset or (None if args.compute_rate is not None else instance.preset)
+    if preset is None and args.compute_rate is None:
+        raise ConfigError("--compute-preset", f"{args.instance} has {instance.accelerator or 'no accelerator'}, which no "
+                          "MLPerf Storage preset emulates: give --compute-rate (samples/s per accelerator) or a preset",
+                          ["v100", "a100", "h100"])
+    rate, note = compute_rate(preset, args.compute_rate)
+    if args.count is not None and args.count < 1:
+        raise ConfigError("--count", "must be at least 1")
+    if args.accelerators is not None and args.accelerators < 1:
+        raise ConfigError("--accelerators", "must be at least 1")
+    result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=price_table(args.prices),
+                  epochs=args.epochs or 1, accelerators=args.accelerators, fsx_capacity_gib=lab_fsx_capacity(args))
+    return shape, result, note
+
+
+def cmd_size(args) -> int:
+    from ..core.sizing import AU_TARGET, MAX_CLUSTER
+    from ..report import duration
+    shape, result, note = sizing_for(args)
+    if args.json:
+        print_json({"files": shape.files, "bytes": shape.bytes, "compute": note, **result.to_dict()})
+        return 0
+    i = result.instance
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB; {result.count} x {i.name} ({result.accelerators} x "
+          f"{i.accelerator or 'no accelerator'} each, {i.network_gbps:g} Gbit/s, "
+          f"{'%d GB NVMe' % i.nvme_gb if i.nvme_gb else 'EBS only'}); {note}")
+    print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
+          f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
+    print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(AU_TARGET, 'g') + '%':>19s} {'$/hour':>9s} "
+          f"{'$/run':>9s} {'run':>7s}  provision for {result.count} instance(s)")
+    for s in result.sources:
+        largest = f">={MAX_CLUSTER:,}" if s.max_instances_at_target_au >= MAX_CLUSTER else f"{s.max_instances_at_target_au:,}"
+        print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {s.usd_per_hour:9,.2f} {s.usd_per_run:9,.2f} "
+              f"{duration(s.hours_per_run * 3600):>7s}  {s.provision}")
+    for line in result.notes:
+        print(f"note: {line}")
+    print("AU: compute over wall time (MLPerf Storage), the pipeline overlapping reads with steps; the largest cluster "
+          "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
+    print(f"instances: {i.source}, checked {i.checked}")
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(sub, "size", cmd_size,
+                    "How many accelerators each data source feeds at AU >= 90% (MLPerf Storage's question), the AU at a "
+                    "cluster size, and what to provision for it (FSx capacity and deployment type, EFS throughput mode, "
+                    "S3 prefixes), with the cost per hour and per run.",
+                    "dslab size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16")
+    p.add_argument("--dataset", help="a folder or s3:// prefix to measure")
+    p.add_argument("--files", type=int)
+    p.add_argument("--bytes", help="total size, e.g. 54GB")
+    p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
+    p.add_argument("--instance", default="ml.p4d.24xlarge", help="training instance type (default ml.p4d.24xlarge)")
+    p.add_argument("--count", type=int, default=1, help="the cluster to feed: instances (default 1)")
+    p.add_argument("--accelerators", type=int, help="accelerators per instance (default: the instance table's)")
+    p.add_argument("--compute-rate", type=float, help="samples per second one accelerator consumes")
+    p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator)")
+    p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
+    p.add_argument("--fsx-capacity", type=int, help="the lab's FSx size in GiB, Scratch 2's floor (default: cdk.json)")
+    p.add_argument("--prices", help="YAML file overriding prices")
+    p.add_argument("--json", action="store_true")

@@ -1,0 +1,112 @@
+"""SageMaker training instances as they are: accelerators, network, local NVMe.
+
+Every row names where its figures come from and when they were checked. The ml. types run on the EC2
+type of the same name. Network is the headline figure (what AWS lists, "up to" for burstable
+sizes); ``network_baseline_gbps`` is what such a size sustains once its burst credits are spent,
+which is what a training run of hours gets (the sizing model uses it; the single-job estimate keeps
+the headline figure its calibration was fitted with).
+
+Sources (checked 2026-11-30, from stored copies of the pages; see the README's sizing section):
+- EC2_AC: Amazon EC2 accelerated computing instance specifications, hardware and network tables
+  (https://docs.aws.amazon.com/ec2/latest/instancetypes/ac.html; archived source awsdocs/amazon-ec2-user-guide
+  doc_source/accelerated-computing-instances.md at e3707c4, 2023-06-15, and at 5bcb1f4 for p3's network)
+  and its instance-store table (doc_source/InstanceStorage.md).
+- BATCH_GPU: AWS Batch User Guide, "Run GPU jobs" (GPUs, GPU memory, vCPUs, memory, network per type,
+  https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html; read in its translated copies).
+- KARPENTER_BW: aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go (01a436f),
+  baseline bandwidth per type generated from the EC2 documentation.
+- SECONDARY: third-party listings where no AWS page was at hand (marked in the row): treat as the best
+  available figure, to be confirmed with `aws ec2 describe-instance-types --instance-types <type>`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CHECKED = "2026-11-30"
+EC2_AC = "EC2 accelerated computing specifications (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html)"
+BATCH_GPU = "AWS Batch 'Run GPU jobs' table (docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html)"
+KARPENTER_BW = "EC2 baseline bandwidth as generated into aws/karpenter-provider-aws zz_generated.bandwidth.go"
+SECONDARY = "secondary listings only (not on an AWS page at hand): confirm with aws ec2 describe-instance-types"
+OWN_TABLE = "the lab's earlier instance table (vCPUs, network, NVMe), no accelerator"
+
+
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    vcpus: int
+    accelerators: int              # GPUs or Trainium chips per instance (0: CPU only)
+    accelerator: str | None        # "V100 16GB", "A100 40GB", ...
+    network_gbps: float            # headline figure ("up to" for burstable sizes)
+    network_baseline_gbps: float   # sustained figure (the same where not burstable)
+    nvme_gb: int                   # local NVMe instance storage (0: EBS only)
+    source: str
+    checked: str = CHECKED
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".")[1]
+
+    @property
+    def preset(self) -> str | None:
+        """The MLPerf Storage compute preset that emulates one of its accelerators, if there is one."""
+        kind = (self.accelerator or "").split()[0]
+        return {"V100": "v100", "A100": "a100", "H100": "h100"}.get(kind)
+
+    def to_dict(self) -> dict:
+        return {"instance_type": self.name, "vcpus": self.vcpus, "accelerators": self.accelerators,
+                "accelerator": self.accelerator, "network_gbps": self.network_gbps,
+                "network_baseline_gbps": self.network_baseline_gbps, "nvme_gb": self.nvme_gb,
+                "source": self.source, "checked": self.checked}
+
+
+def _row(name, vcpus, accelerators, accelerator, gbps, baseline, nvme, source) -> Instance:
+    return Instance(name, vcpus, accelerators, accelerator, gbps, baseline, nvme, source)
+
+
+INSTANCES: dict[str, Instance] = {i.name: i for i in (
+    # NVIDIA V100 (p3: EBS only; p3.2xlarge "up to 10 Gigabit", 2.5 sustained)
+    _row("ml.p3.2xlarge", 8, 1, "V100 16GB", 10, 2.5, 0, f"{EC2_AC}; GPU memory: {BATCH_GPU}"),
+    _row("ml.p3.8xlarge", 32, 4, "V100 16GB", 10, 10, 0, f"{EC2_AC}; GPU memory: {BATCH_GPU}"),
+    _row("ml.p3.16xlarge", 64, 8, "V100 16GB", 25, 25, 0, f"{EC2_AC}; GPU memory: {BATCH_GPU}"),
+    _row("ml.p3dn.24xlarge", 96, 8, "V100 32GB", 100, 100, 1800, EC2_AC),
+    # NVIDIA A100 (4 x 100 Gbps EFA; 8 x 1,000 GB NVMe)
+    _row("ml.p4d.24xlarge", 96, 8, "A100 40GB", 400, 400, 8000, EC2_AC),
+    _row("ml.p4de.24xlarge", 96, 8, "A100 80GB", 400, 400, 8000, EC2_AC),
+    # NVIDIA H100
+    _row("ml.p5.48xlarge", 192, 8, "H100 80GB", 3200, 3200, 30720, f"{KARPENTER_BW}; the rest: {SECONDARY}"),
+    # NVIDIA A10G
+    _row("ml.g5.xlarge", 4, 1, "A10G 24GB", 10, 2.5, 250, EC2_AC),
+    _row("ml.g5.2xlarge", 8, 1, "A10G 24GB", 10, 5, 450, EC2_AC),
+    _row("ml.g5.4xlarge", 16, 1, "A10G 24GB", 25, 10, 600, OWN_TABLE + " and EC2_AC's GPU count"),
+    _row("ml.g5.8xlarge", 32, 1, "A10G 24GB", 25, 25, 900, OWN_TABLE + " and EC2_AC's GPU count"),
+    _row("ml.g5.12xlarge", 48, 4, "A10G 24GB", 40, 40, 3800, EC2_AC),
+    _row("ml.g5.16xlarge", 64, 1, "A10G 24GB", 25, 25, 1900, OWN_TABLE + " and EC2_AC's GPU count"),
+    _row("ml.g5.24xlarge", 96, 4, "A10G 24GB", 50, 50, 3800, OWN_TABLE + " and EC2_AC's GPU count"),
+    _row("ml.g5.48xlarge", 192, 8, "A10G 24GB", 100, 100, 7600, EC2_AC),
+    # NVIDIA L4 (NVMe sizes not on a page at hand)
+    _row("ml.g6.xlarge", 4, 1, "L4 24GB", 10, 2.5, 250, f"{BATCH_GPU}; baseline {KARPENTER_BW}; NVMe {SECONDARY}"),
+    _row("ml.g6.12xlarge", 48, 4, "L4 24GB", 40, 40, 3760, f"{BATCH_GPU} (GPUs); network {KARPENTER_BW}; the rest {SECONDARY}"),
+    _row("ml.g6.48xlarge", 192, 8, "L4 24GB", 100, 100, 7520, f"network {KARPENTER_BW}; the rest {SECONDARY}"),
+    # NVIDIA L40S
+    _row("ml.g6e.xlarge", 4, 1, "L40S 48GB", 20, 2.5, 250, f"baseline {KARPENTER_BW}; the rest {SECONDARY}"),
+    _row("ml.g6e.12xlarge", 48, 4, "L40S 48GB", 100, 100, 3800, f"network {KARPENTER_BW}; the rest {SECONDARY}"),
+    _row("ml.g6e.48xlarge", 192, 8, "L40S 48GB", 400, 400, 7600, f"network {KARPENTER_BW}; the rest {SECONDARY}"),
+    # AWS Trainium
+    _row("ml.trn1.2xlarge", 8, 1, "Trainium", 12.5, 3.125, 474, EC2_AC),
+    _row("ml.trn1.32xlarge", 128, 16, "Trainium", 800, 800, 7600, EC2_AC),
+    # NVIDIA T4 and CPU-only sizes the lab's examples use (no accelerator for the model to emulate)
+    *(_row(f"ml.g4dn.{size}", vcpus, 1 if size != "12xlarge" else 4, "T4 16GB", gbps, gbps, nvme, OWN_TABLE + " and EC2_AC's GPU count")
+      for size, vcpus, gbps, nvme in (("xlarge", 4, 25, 125), ("2xlarge", 8, 25, 225), ("4xlarge", 16, 25, 225),
+                                      ("8xlarge", 32, 50, 900), ("12xlarge", 48, 50, 900), ("16xlarge", 64, 50, 900))),
+    *(_row(f"ml.m5.{size}", vcpus, 0, None, gbps, gbps, 0, OWN_TABLE)
+      for size, vcpus, gbps in (("large", 2, 10), ("xlarge", 4, 10), ("2xlarge", 8, 10), ("4xlarge", 16, 10),
+                                ("12xlarge", 48, 12), ("24xlarge", 96, 25))),
+    *(_row(f"ml.c5.{size}", vcpus, 0, None, gbps, gbps, 0, OWN_TABLE)
+      for size, vcpus, gbps in (("xlarge", 4, 10), ("2xlarge", 8, 10), ("4xlarge", 16, 10), ("9xlarge", 36, 12),
+                                ("18xlarge", 72, 25))),
+)}
+
+
+def instance(instance_type: str) -> Instance | None:
+    return INSTANCES.get(instance_type)
