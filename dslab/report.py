@@ -192,6 +192,70 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     return {"bars": bars, "datasets": datasets, "modes": modes}
 
 
+# ---- scaling: the same source at several cluster sizes -----------------------------------------------
+
+def scaling(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (dataset, source, instances): the cluster's samples/s and every host's AU, where a dataset and a
+    source ran at two cluster sizes or more (an instance_count sweep). Means over completed repeats."""
+    points: dict[tuple[str, str, int], list[tuple[float, list[float]]]] = defaultdict(list)
+    for r in records:
+        metrics = r.get("metrics") or {}
+        if r["status"] != "Completed" or metrics.get("samples_per_second") is None:
+            continue
+        n = int(r.get("instance_count") or 1)
+        cluster = metrics.get("cluster") or {}
+        if n > 1 and cluster.get("samples_per_second") is not None:
+            throughput = float(cluster["samples_per_second"])
+            aus = [float(a) for a in (cluster.get("au_percent_per_host") or {}).values() if a is not None]
+        else:
+            throughput = float(metrics["samples_per_second"]) * (1 if n == 1 else n)  # no per-host figures: the leader's x N
+            aus = [float(metrics["au_percent"])] if metrics.get("au_percent") is not None else []
+        points[(r["dataset"], source(r), n)].append((throughput, aus))
+    sizes: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for dataset, label, n in points:
+        sizes[(dataset, label)].add(n)
+    rows = []
+    for (dataset, label, n), runs in sorted(points.items(), key=lambda kv: (kv[0][0], _source_rank(kv[0][1]), kv[0][2])):
+        if len(sizes[(dataset, label)]) < 2:
+            continue
+        aus = [a for _, host_aus in runs for a in host_aus]
+        rows.append({"dataset": dataset, "source": label, "instances": n,
+                     "samples_per_second": statistics.fmean(t for t, _ in runs),
+                     "au_mean": statistics.fmean(aus) if aus else None, "au_min": min(aus) if aus else None})
+    for row in rows:
+        one = next((r for r in rows if r["dataset"] == row["dataset"] and r["source"] == row["source"] and r["instances"] == 1), None)
+        row["speedup"] = row["samples_per_second"] / one["samples_per_second"] if one and one["samples_per_second"] else None
+    return rows
+
+
+def scaling_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[str, Any]:
+    """Aggregate samples/s and per-host AU against the number of instances, a line per (dataset, source)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110)
+    lines = []
+    for key in sorted({(r["dataset"], r["source"]) for r in rows}):
+        points = [r for r in rows if (r["dataset"], r["source"]) == key]
+        xs = [r["instances"] for r in points]
+        label = f"{key[1]} · {key[0]}"
+        left.plot(xs, [r["samples_per_second"] for r in points], marker="o", label=label)
+        right.plot(xs, [r["au_mean"] if r["au_mean"] is not None else float("nan") for r in points], marker="o", label=label)
+        lines.append({"label": label, "instances": xs})
+    for ax, name in ((left, "aggregate samples/s"), (right, "AU % per instance (mean)")):
+        ax.set_xlabel("instances")
+        ax.set_ylabel(name)
+        ax.set_xticks(sorted({r["instances"] for r in rows}))
+    right.axhline(90, color="grey", lw=0.8, ls="--")
+    right.set_ylim(0, 105)
+    left.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, format="png")
+    plt.close(fig)
+    return {"lines": lines}
+
+
 # ---- the answer ---------------------------------------------------------------------------------
 
 class Answers:
@@ -336,6 +400,17 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     for r in rows:
         lines.append(f"| {r['dataset']} | {r['mode']} | {_fmt(r['cost_instance'], 4, '$')} | {_fmt(r['cost_storage'], 4, '$')} | "
                      f"{_fmt(r['cost_requests'], 4, '$')} | {_fmt(r['cost_total'], 4, '$')} |")
+    scale = scaling(results["records"])
+    if scale:
+        lines += ["", "## Scaling: the same source on more instances", "",
+                  "| dataset | source | instances | aggregate samples/s | speed-up | AU % per instance (mean) | AU % (lowest host) |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in scale:
+            lines.append(f"| {r['dataset']} | {r['source']} | {r['instances']} | {_fmt(r['samples_per_second'])} | "
+                         f"{_fmt(r['speedup'], 2)}{'x' if r['speedup'] else ''} | {_fmt(r['au_mean'])} | {_fmt(r['au_min'])} |")
+        lines += ["", "Each instance runs every accelerator of its type (MLPerf Storage's simulated accelerators); "
+                  "a source that shares its limits among the instances shows it as falling AU.", "",
+                  "![Aggregate throughput and AU per instance against instances](scaling.png)"]
     failures = [(r, reason) for r in rows for reason in r["reasons"]]
     if failures:
         lines += ["", "## Failed and skipped jobs", ""]
@@ -357,13 +432,16 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     return "\n".join(lines)
 
 
-def html_document(markdown_text: str, chart_png: bytes, title: str) -> str:
-    """A self-contained page: the Markdown rendered by markdown-it (CommonMark with tables), the chart
+def html_document(markdown_text: str, chart_png: bytes, title: str, scaling_png: bytes | None = None) -> str:
+    """A self-contained page: the Markdown rendered by markdown-it (CommonMark with tables), the charts
     embedded as data."""
     from markdown_it import MarkdownIt
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
     data = base64.b64encode(chart_png).decode()
-    body = renderer.render(markdown_text.replace("](breakdown.png)", f"](data:image/png;base64,{data})"))
+    text = markdown_text.replace("](breakdown.png)", f"](data:image/png;base64,{data})")
+    if scaling_png is not None:
+        text = text.replace("](scaling.png)", f"](data:image/png;base64,{base64.b64encode(scaling_png).decode()})")
+    body = renderer.render(text)
     style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse;"
              "margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px}"
              "th{background:#eee}blockquote{background:#fff3cd;border:1px solid #e0c36a;padding:8px;margin:1em 0}"
@@ -384,7 +462,12 @@ def write_report(results: dict[str, Any], out: Path) -> dict[str, Path]:
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))
     paths["results.csv"].write_text(to_csv(results["records"]))
     breakdown_chart(rows, paths["breakdown.png"], f"Billable time per data source: {title}")
+    scale = scaling(results["records"])
+    if scale:
+        paths["scaling.png"] = out / "scaling.png"
+        scaling_chart(scale, paths["scaling.png"], f"Scaling: {title}")
     text = markdown(results, rows, answers)
     paths["report.md"].write_text(text)
-    paths["report.html"].write_text(html_document(text, paths["breakdown.png"].read_bytes(), title))
+    paths["report.html"].write_text(html_document(text, paths["breakdown.png"].read_bytes(), title,
+                                                  paths["scaling.png"].read_bytes() if scale else None))
     return paths

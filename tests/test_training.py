@@ -292,3 +292,32 @@ def test_shuffle_buffer_starts_early_and_yields_every_record_once():
     assert [first, *rest][:50] != list(range(50))            # still shuffled
     for n, size in ((0, 10), (3, 1024), (50, 1)):
         assert sorted(_shuffled(iter(range(n)), size, random.Random(0))) == list(range(n))
+
+
+@pytest.mark.parametrize("mode, distribution", [
+    ("File", "ShardedByS3Key"), ("File", "FullyReplicated"), ("FastFile", "ShardedByS3Key"), ("Pipe", "FullyReplicated"),
+    ("Pipe", "ShardedByS3Key"), ("FSx", None), ("EFS", None), ("Script", None)])
+def test_every_host_of_a_cluster_reads_its_share_once(stand, tmp_path, mode, distribution):
+    """Two instances at once, each its own process and /opt/ml: where SageMaker shards (ShardedByS3Key) each
+    host reads what it was given; where it does not (FullyReplicated, FSx, EFS, no channel) each reads its
+    share by SM_HOSTS/SM_CURRENT_HOST. Together they read every sample exactly once per epoch."""
+    overrides = {"instance_count": 2, "modes": [mode], **({"distribution": distribution} if distribution else {})}
+    request = tiny_requests(**overrides)[("tiny-jpg", mode)]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-2000:]
+    cluster = outcome.metrics["cluster"]
+    assert cluster["hosts"] == 2 and cluster["samples"] == stand.images
+    assert set(cluster["au_percent_per_host"]) == {"algo-1", "algo-2"} and cluster["samples_per_second"] > 0
+    assert outcome.metrics["hosts"] == 2 and outcome.metrics["accelerators"] == 1
+    assert "[algo-2] dslab: mode=" in outcome.log and outcome.describe["BillableTimeInSeconds"] % 2 == 0
+
+
+def test_an_instance_emulates_every_accelerator_it_has(stand, tmp_path):
+    """ml.p3.8xlarge has four V100s: each step takes four batches in one batch's time."""
+    request = tiny_requests(modes=["File"], instance_type="ml.p3.8xlarge",
+                            compute={"batch_size": 8, "seconds_per_batch": 0.01})[("tiny-tfr", "File")]
+    assert json.loads(request["HyperParameters"]["accelerators"]) == 4
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert outcome.metrics["accelerators"] == 4 and outcome.metrics["batch_size"] == 32
+    assert "accelerators=4" in outcome.log

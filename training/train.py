@@ -52,7 +52,12 @@ def build_compute(hp: dict, num_classes: int):
         raise ContractError(f"hyperparameter compute_preset={preset!r}: use one of {', '.join(PRESETS)}")
     batch_default, seconds_default = PRESETS.get(preset or "v100")
     seconds = float(hp.get("compute_seconds_per_batch", seconds_default))
-    return EmulatedCompute(seconds, _int(hp, "batch_size", batch_default))
+    # MLPerf Storage's simulated accelerators per host: each step takes one batch per accelerator (data
+    # parallel, synchronous), so the host eats `accelerators` times one accelerator's samples per second.
+    accelerators = _int(hp, "accelerators", 1)
+    if accelerators < 1:
+        raise ContractError(f"hyperparameter accelerators={accelerators}: give 1 or more")
+    return EmulatedCompute(seconds, _int(hp, "batch_size", batch_default) * accelerators, accelerators)
 
 
 def make_sources(ctx: JobContext, dataset_format: str):
@@ -62,8 +67,9 @@ def make_sources(ctx: JobContext, dataset_format: str):
         raise ContractError(f"channel directory {root} does not exist: the channel '{ctx.channel}' was not mounted")
     if dataset_format == "auto":
         dataset_format = detect_format(root)
+    rank, hosts = ctx.shard
     if dataset_format == "jpg":
-        source = JpgSource.scan(root, ctx.host_rank, len(ctx.hosts))
+        source = JpgSource.scan(root, rank, hosts)
         if not source.files:
             raise DataError(f"channel '{ctx.channel}' is empty: no .jpg files under {root}. Check the dataset "
                             "prefix (upload it with `dslab dataset upload`) or the file system's DirectoryPath")
@@ -73,7 +79,7 @@ def make_sources(ctx: JobContext, dataset_format: str):
         if jpgs:
             raise DataError(f"dataset_format=tfrecord but {root} holds JPEG files ({jpgs[0].name}); "
                             "set dataset_format: jpg or point the channel at the packed shards")
-        source = ShardSource.scan(root, ctx.host_rank, len(ctx.hosts))
+        source = ShardSource.scan(root, rank, hosts)
         if not source.shards:
             raise DataError(f"channel '{ctx.channel}' is empty: no TFRecord shards under {root}. Check the dataset "
                             "prefix or the file system's DirectoryPath")
@@ -94,7 +100,8 @@ def make_s3_sources(ctx: JobContext, dataset_format: str):
     if dataset_format == "jpg":
         objects = [o for o in objects if o.key.lower().endswith(JPEG_SUFFIXES)]
         labels, classes = jpg_labels(objects, reads.prefix)
-        objects, labels = objects[ctx.host_rank::len(ctx.hosts)], labels[ctx.host_rank::len(ctx.hosts)]
+        rank, hosts = ctx.shard
+        objects, labels = objects[rank::hosts], labels[rank::hosts]
         if not objects:
             raise DataError(f"{reads.uri} holds no .jpg objects: check the dataset prefix (upload it with "
                             "`dslab dataset upload`) or dataset_format")
@@ -104,7 +111,8 @@ def make_s3_sources(ctx: JobContext, dataset_format: str):
         if jpgs:
             raise DataError(f"dataset_format=tfrecord but {reads.uri} holds JPEG objects ({jpgs[0]}); "
                             "set dataset_format: jpg or point dataset_uri at the packed shards")
-        shards = [o for o in objects if not o.key.endswith((".json", ".manifest", ".txt"))][ctx.host_rank::len(ctx.hosts)]
+        rank, hosts = ctx.shard
+        shards = [o for o in objects if not o.key.endswith((".json", ".manifest", ".txt"))][rank::hosts]
         if not shards:
             raise DataError(f"{reads.uri} holds no TFRecord shards: check the dataset prefix")
         return reads, "tfrecord", s3_shard_records(reads, shards), 257
@@ -130,7 +138,7 @@ def run(ctx: JobContext) -> dict:
         if dataset_format not in ("jpg", "tfrecord"):
             raise ContractError("Pipe mode needs hyperparameter dataset_format (jpg or tfrecord): a stream cannot be listed")
         records_for_epoch = lambda epoch: pipe_records(ctx.pipe_path(epoch), ctx.record_wrapper, dataset_format,
-                                                       float(hp.get("pipe_timeout_seconds", 600)))
+                                                       float(hp.get("pipe_timeout_seconds", 600)), shard=ctx.shard)
         num_classes = _int(hp, "num_classes", 257)
     else:
         dataset_format, records, num_classes = make_sources(ctx, dataset_format)
@@ -149,7 +157,8 @@ def run(ctx: JobContext) -> dict:
     kind = "Pipe" if is_pipe else (f"S3 ({reads.client_name})" if reads else "directory")
     print(f"dslab: mode={kind} input_mode={ctx.input_mode} "
           f"wrapper={ctx.record_wrapper} format={dataset_format} epochs={epochs} batch={batch_size} "
-          f"workers={workers} prefetch={config.prefetch} compute={compute.device}", flush=True)
+          f"workers={workers} prefetch={config.prefetch} compute={compute.device} "
+          f"accelerators={getattr(compute, 'accelerators', 1)} host={ctx.current_host}/{len(ctx.hosts)}", flush=True)
 
     per_epoch = []
     labels: Counter = Counter()
@@ -236,6 +245,9 @@ def run(ctx: JobContext) -> dict:
         "prefetch": config.prefetch,
         "batch_size": batch_size,
         "compute": compute.device,
+        "accelerators": getattr(compute, "accelerators", 1),
+        "host": ctx.current_host,
+        "hosts": len(ctx.hosts),
         "script_seconds": time.perf_counter() - started,
     }
     if reads is not None:

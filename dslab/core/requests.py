@@ -13,6 +13,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .experiment import Experiment, JobSpec, expand
+from .instances import INSTANCES
 from .limits import MAX_JOBS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE, SCRIPT
 
@@ -301,6 +302,9 @@ def script_hyperparameters(spec: JobSpec) -> dict[str, Any]:
         "seed": spec.repeat,
         **trial.compute.hyperparameters(),
     }
+    if trial.compute.model is None:
+        # Every accelerator of the instance emulated (MLPerf Storage's simulated accelerators per host).
+        hp["accelerators"] = trial.compute.accelerators or accelerators_of(trial.instance_type)
     if trial.max_samples:
         hp["max_samples"] = trial.max_samples
     if trial.workers:
@@ -309,6 +313,12 @@ def script_hyperparameters(spec: JobSpec) -> dict[str, Any]:
         hp["prefetch"] = trial.prefetch
     hp.update(trial.hyperparameters)
     return hp
+
+
+def accelerators_of(instance_type: str) -> int:
+    """Accelerators of an instance type (the instance table), at least one: a CPU type emulates one."""
+    row = INSTANCES.get(instance_type)
+    return max(1, row.accelerators) if row else 1
 
 
 def encode_hyperparameters(values: dict[str, Any]) -> dict[str, str]:

@@ -130,7 +130,8 @@ def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None
             value = script_metrics.get(key)
             out[key] = float(value) if isinstance(value, (int, float)) else None
         out["epoch_seconds"] = [float(v) for v in script_metrics.get("epoch_seconds") or []]
-        for key in ("samples", "epochs", "data_stall_seconds", "bytes"):
+        # "cluster": a multi-instance job's aggregate and per-host AU (the local runner reads every host's).
+        for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster"):
             if key in script_metrics:
                 out[key] = script_metrics[key]
         return out

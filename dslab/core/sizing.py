@@ -217,6 +217,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             provision = (f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''} ({gets_per_s:,.0f} GET/s at this size; "
                          f"{S3_GETS_PER_PREFIX:,.0f} per prefix)")
             per_hour = gets_per_s * 3600 * prices["s3_get_per_million"] / 1e6
+        if label.endswith("Script") and small_files and au < AU_TARGET:
+            # The script's own knob: enough GETs in flight for the accelerators' appetite.
+            needed = math.ceil(demand_ops * latency * 1.1)
+            provision += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
         hours = run_hours(au, count, label.replace("Express ", ""))
         once = setup_usd(label.replace("Express ", ""), "express" if express_bucket else "standard")
         out.append(SourceSize(label, au, _largest(au_at), how, shared, provision, count * hourly + per_hour,
@@ -265,7 +269,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                 ops_x = readers / (FASTFILE_GET_LATENCY - S3_STANDARD_FIRST_BYTE + EXPRESS_FIRST_BYTE) if small_files else None
             else:
                 ops_x = ops / cut if ops else None
-            s3_source(f"Express {label}", mbps, ops_x, latency, True, how + " (~5 ms first byte)", [])
+            s3_source(f"Express {label}", mbps, ops_x, EXPRESS_FIRST_BYTE, True, how + " (~5 ms first byte)", [])
 
     # ---- FSx for Lustre: throughput per TiB, shared; Scratch 2 or a Persistent 2 tier to feed the target ----
     fsx_host = per_host_sps(network_mbps, readers / FSX_READ_LATENCY if small_files else None)

@@ -150,49 +150,54 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         if on_phase:
             on_phase(status)
 
-    base = workdir / "opt_ml"
-    if base.exists():
-        shutil.rmtree(base)
+    count = request["ResourceConfig"]["InstanceCount"]
+    hosts = [f"algo-{i + 1}" for i in range(count)]
+    # One /opt/ml per host, as each instance has its own; the first is the job's (its output is uploaded).
+    bases = {host: workdir / ("opt_ml" if count == 1 else f"{host}-opt_ml") for host in hosts}
+    for base in bases.values():
+        if base.exists():
+            shutil.rmtree(base)
+    base = bases[hosts[0]]
     status, failure, secondary = "Completed", None, "Completed"
     metrics = None
     artifacts: dict[str, str] = {}
-    feeder: PipeFeeder | None = None
     training_start = None
     enter("Starting", "Preparing the instances for training")
     try:
         if simulate == "capacity":
             time.sleep(0.05)
             raise JobFailed(CAPACITY_ERROR)
-        config_dir = base / "input" / "config"
-        data_dir = base / "input" / "data"
-        for d in (config_dir, data_dir, base / "model", base / "output" / "data", base / "code"):
-            d.mkdir(parents=True)
         hps = dict(request.get("HyperParameters") or {})
-        (config_dir / "hyperparameters.json").write_text(json.dumps(hps))
         channels = request.get("InputDataConfig") or []
         default_mode = request["AlgorithmSpecification"].get("TrainingInputMode", "File")
-        count = request["ResourceConfig"]["InstanceCount"]
-        (config_dir / "resourceconfig.json").write_text(json.dumps(
-            {"current_host": "algo-1", "hosts": [f"algo-{i + 1}" for i in range(count)], "network_interface_name": "eth0"}))
-        (config_dir / "inputdataconfig.json").write_text(json.dumps({
+        input_config = json.dumps({
             c["ChannelName"]: {
                 # FastFile is written as File in the container's config, as SageMaker does.
                 "TrainingInputMode": "File" if c.get("InputMode", default_mode) == "FastFile" else c.get("InputMode", default_mode),
                 "S3DistributionType": c["DataSource"].get("S3DataSource", {}).get("S3DataDistributionType", "FullyReplicated"),
                 "RecordWrapperType": c.get("RecordWrapperType", "None"),
                 **({"ContentType": c["ContentType"]} if c.get("ContentType") else {}),
-            } for c in channels}))
+            } for c in channels})
+        for host, host_base in bases.items():
+            config_dir = host_base / "input" / "config"
+            for d in (config_dir, host_base / "input" / "data", host_base / "model", host_base / "output" / "data", host_base / "code"):
+                d.mkdir(parents=True)
+            (config_dir / "hyperparameters.json").write_text(json.dumps(hps))
+            (config_dir / "resourceconfig.json").write_text(json.dumps(
+                {"current_host": host, "hosts": hosts, "network_interface_name": "eth0"}))
+            (config_dir / "inputdataconfig.json").write_text(input_config)
         extract_code(storage, decode_hyperparameter(hps.get("sagemaker_submit_directory", '""')), base / "code", code_dir)
+        for host in hosts[1:]:
+            shutil.copytree(base / "code", bases[host] / "code", dirs_exist_ok=True)
         program = decode_hyperparameter(hps.get("sagemaker_program", json.dumps(ENTRY_POINT)))
         if not (base / "code" / program).exists():
             raise JobFailed(f"AlgorithmError: the training code has no entry point {program}")
 
         training_start = _now()
-        pipes: list[tuple[str, list[tuple[str, str]], str, int | None]] = []
-        downloaded = False
+        pipes: list[tuple[str, str, list[tuple[str, str]], str, int | None]] = []   # host, channel, objects, wrapper, seed
+        downloads: list[tuple[str, str, Path]] = []
         for channel in channels:
             mode = channel.get("InputMode", default_mode)
-            target = data_dir / channel["ChannelName"]
             source = channel["DataSource"]
             if "S3DataSource" in source:
                 objects = channel_objects(storage, source["S3DataSource"])
@@ -200,21 +205,29 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                     raise JobFailed(f"ClientError: No S3 objects found under S3 URL \"{source['S3DataSource']['S3Uri']}\" "
                                      f"given in input data source. Please ensure that the bucket exists in the selected region "
                                      f"(us-east-1), that objects exist under that S3 prefix, and that the role has access.")
-                if mode == "File":
-                    if not downloaded:
-                        enter("Downloading", "Downloading input data")
-                        downloaded = True
-                    prefix = common_prefix(source["S3DataSource"])
-                    # SageMaker copies a File channel with parallel downloads.
-                    with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
-                        list(pool.map(lambda obj: storage.download(obj[0], obj[1], target / obj[1][len(prefix):].lstrip("/")),
-                                      objects))
-                elif mode == "FastFile":
-                    bucket, prefix = split_s3_uri(source["S3DataSource"]["S3Uri"])
-                    os.symlink(storage.fastfile_view(bucket, prefix), target, target_is_directory=True)
-                else:
-                    seed = channel.get("ShuffleConfig", {}).get("Seed")
-                    pipes.append((channel["ChannelName"], objects, channel.get("RecordWrapperType", "None"), seed))
+                sharded = source["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key"
+                prefix = common_prefix(source["S3DataSource"])
+                for rank, host in enumerate(hosts):
+                    # ShardedByS3Key: each instance gets its share of the objects; otherwise all of them.
+                    mine = objects[rank::count] if sharded else objects
+                    target = bases[host] / "input" / "data" / channel["ChannelName"]
+                    if mode == "File":
+                        downloads += [(obj[0], obj[1], target / obj[1][len(prefix):].lstrip("/")) for obj in mine]
+                    elif mode == "FastFile":
+                        bucket, key_prefix = split_s3_uri(source["S3DataSource"]["S3Uri"])
+                        view = storage.fastfile_view(bucket, key_prefix)
+                        if sharded and count > 1:
+                            # The instance's share: its objects, as links into the mounted prefix.
+                            target.mkdir(parents=True)
+                            for _, key in mine:
+                                relative = key[len(key_prefix):].lstrip("/") if key.startswith(key_prefix) else Path(key).name
+                                (target / relative).parent.mkdir(parents=True, exist_ok=True)
+                                os.symlink(view / relative, target / relative)
+                        else:
+                            os.symlink(view, target, target_is_directory=True)
+                    else:
+                        seed = channel.get("ShuffleConfig", {}).get("Seed")
+                        pipes.append((host, channel["ChannelName"], mine, channel.get("RecordWrapperType", "None"), seed))
             else:
                 fs = source["FileSystemDataSource"]
                 root = storage.file_system_root(fs["FileSystemId"], fs["FileSystemType"])
@@ -225,74 +238,99 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                 if not path.is_dir():
                     raise JobFailed(f"ClientError: the DirectoryPath {fs['DirectoryPath']} does not exist on "
                                      f"{fs['FileSystemType']} file system {fs['FileSystemId']}")
-                os.symlink(path, target, target_is_directory=True)
+                for host in hosts:  # every instance mounts the same file system
+                    os.symlink(path, bases[host] / "input" / "data" / channel["ChannelName"], target_is_directory=True)
+        if downloads:
+            enter("Downloading", "Downloading input data")
+            # SageMaker copies a File channel with parallel downloads (on every instance at once).
+            with ThreadPoolExecutor(DOWNLOAD_THREADS * min(count, 4)) as pool:
+                list(pool.map(lambda d: storage.download(*d), downloads))
 
         enter("Training", "Training image download completed. Training in progress.")
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SM_", "SAGEMAKER_"))},
-               "SAGEMAKER_BASE_DIR": str(base), "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
-               "SM_CURRENT_HOST": "algo-1", "SM_NUM_CPUS": str(cpus or os.cpu_count() or 1), "SM_NUM_GPUS": "0",
-               "SM_MODEL_DIR": str(base / "model"), "SM_OUTPUT_DATA_DIR": str(base / "output" / "data"),
-               "SM_OUTPUT_DIR": str(base / "output"), "SM_INPUT_DIR": str(base / "input"),
-               "SM_INPUT_CONFIG_DIR": str(config_dir), "SM_HPS": json.dumps({k: decode_hyperparameter(v) for k, v in hps.items()}),
-               "SM_TRAINING_ENV": json.dumps({"job_name": name}),
-               "SM_CHANNELS": json.dumps([c["ChannelName"] for c in channels]), "TRAINING_JOB_NAME": name}
-        for channel in channels:
-            env[f"SM_CHANNEL_{channel['ChannelName'].upper()}"] = str(data_dir / channel["ChannelName"])
-        env["SM_INPUT_DATA_CONFIG"] = (config_dir / "inputdataconfig.json").read_text()
-        env["SM_USER_ARGS"] = json.dumps(script_arguments(hps))
-        # S3 for the script itself, as the job's role gives it on SageMaker: the stand-in's endpoint and
-        # keys (a Script job, which has no channel, reads its dataset_uri there).
         dataset_uri = decode_hyperparameter(hps.get(DATASET_URI_HYPERPARAMETER, '""')) if not channels else ""
-        for key in DROPPED_AWS_VARIABLES:
-            env.pop(key, None)
-        env.update(storage.s3_environment([dataset_uri] if isinstance(dataset_uri, str) and dataset_uri else []))
+        s3_env = storage.s3_environment([dataset_uri] if isinstance(dataset_uri, str) and dataset_uri else [])
         if (base / "code" / "requirements.txt").exists():
             install_requirements(base / "code", python, log_lines)
-        command = ["/bin/sh" if program.endswith(".sh") else python, program, *script_arguments(hps)]
-        proc = subprocess.Popen(command, cwd=base / "code", env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        with _RUNNING_LOCK:
-            RUNNING.add(proc)
-        feeders = [PipeFeeder(data_dir, ch, objs, storage.read_object, wrapper, seed, lambda: proc.poll() is None)
-                   for ch, objs, wrapper, seed in pipes]
+        procs: dict[str, subprocess.Popen] = {}
+        logs: dict[str, list[str]] = {host: (log_lines if host == hosts[0] else []) for host in hosts}
+        for host in hosts:
+            host_base = bases[host]
+            config_dir = host_base / "input" / "config"
+            env = {**{k: v for k, v in os.environ.items() if not k.startswith(("SM_", "SAGEMAKER_"))},
+                   "SAGEMAKER_BASE_DIR": str(host_base), "PYTHONUNBUFFERED": "1", "PYTHONDONTWRITEBYTECODE": "1",
+                   "SM_CURRENT_HOST": host, "SM_HOSTS": json.dumps(hosts),
+                   "SM_NUM_CPUS": str(cpus or os.cpu_count() or 1), "SM_NUM_GPUS": "0",
+                   "SM_MODEL_DIR": str(host_base / "model"), "SM_OUTPUT_DATA_DIR": str(host_base / "output" / "data"),
+                   "SM_OUTPUT_DIR": str(host_base / "output"), "SM_INPUT_DIR": str(host_base / "input"),
+                   "SM_INPUT_CONFIG_DIR": str(config_dir), "SM_HPS": json.dumps({k: decode_hyperparameter(v) for k, v in hps.items()}),
+                   "SM_TRAINING_ENV": json.dumps({"job_name": name, "current_host": host, "hosts": hosts}),
+                   "SM_CHANNELS": json.dumps([c["ChannelName"] for c in channels]), "TRAINING_JOB_NAME": name}
+            for channel in channels:
+                env[f"SM_CHANNEL_{channel['ChannelName'].upper()}"] = str(host_base / "input" / "data" / channel["ChannelName"])
+            env["SM_INPUT_DATA_CONFIG"] = input_config
+            env["SM_USER_ARGS"] = json.dumps(script_arguments(hps))
+            # S3 for the script itself, as the job's role gives it on SageMaker: the stand-in's endpoint and
+            # keys (a Script job, which has no channel, reads its dataset_uri there).
+            for key in DROPPED_AWS_VARIABLES:
+                env.pop(key, None)
+            env.update(s3_env)
+            command = ["/bin/sh" if program.endswith(".sh") else python, program, *script_arguments(hps)]
+            procs[host] = subprocess.Popen(command, cwd=host_base / "code", env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            with _RUNNING_LOCK:
+                RUNNING.add(procs[host])
+        alive = lambda: any(proc.poll() is None for proc in procs.values())  # noqa: E731
+        feeders = [PipeFeeder(bases[host] / "input" / "data", ch, objs, storage.read_object, wrapper, seed,
+                              lambda proc=procs[host]: proc.poll() is None)
+                   for host, ch, objs, wrapper, seed in pipes]
         for feeder in feeders:
             feeder.start()
         deadline = time.monotonic() + request["StoppingCondition"]["MaxRuntimeInSeconds"]
-        reader = threading.Thread(target=lambda: log_lines.extend(proc.stdout), daemon=True)
-        reader.start()
+        readers = [threading.Thread(target=lambda p=proc, h=host: logs[h].extend(p.stdout), daemon=True)
+                   for host, proc in procs.items()]
+        for reader in readers:
+            reader.start()
         timed_out = False
-        while proc.poll() is None:
+        while alive():
             if time.monotonic() > deadline:
                 timed_out = True
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
+                for proc in procs.values():
+                    if proc.poll() is None:
+                        os.killpg(proc.pid, signal.SIGTERM)
+                for proc in procs.values():
+                    try:
+                        proc.wait(10)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(proc.pid, signal.SIGKILL)
                 break
             time.sleep(0.02)
-        proc.wait()
-        with _RUNNING_LOCK:
-            RUNNING.discard(proc)
-        reader.join(5)
+        for proc in procs.values():
+            proc.wait()
+            with _RUNNING_LOCK:
+                RUNNING.discard(proc)
+        for reader in readers:
+            reader.join(5)
         for feeder in feeders:
             feeder.stop()
             feeder.join(5)
             if feeder.error is not None:
                 raise JobFailed(f"InternalServerError: feeding Pipe input failed: {feeder.error}")
-        metrics_file = base / "output" / "data" / "metrics.json"
-        if metrics_file.exists():
-            try:
-                metrics = json.loads(metrics_file.read_text())
-            except json.JSONDecodeError:
-                metrics = None  # a user's file of that name that is not the lab's: the log's metric lines still count
+        for host in hosts[1:]:
+            log_lines.extend(f"[{host}] {line}" for line in logs[host])
+        host_metrics = {host: _read_metrics(bases[host]) for host in hosts}
+        metrics = host_metrics[hosts[0]]
+        if metrics is not None and count > 1:
+            metrics = {**metrics, "cluster": cluster_metrics(host_metrics)}
+            (base / "output" / "data" / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        failed_host = next((h for h in hosts if procs[h].returncode != 0), None)
         if timed_out:
             status, secondary = "Stopped", "MaxRuntimeExceeded"
             failure = f"Training job reached MaxRuntimeInSeconds ({request['StoppingCondition']['MaxRuntimeInSeconds']} s)"
-        elif proc.returncode != 0:
-            failure_file = base / "output" / "failure"
-            reason = failure_file.read_text().strip() if failure_file.exists() else "".join(log_lines[-5:]).strip()
-            raise JobFailed(f"AlgorithmError: {reason}, exit code: {proc.returncode}")
+        elif failed_host is not None:
+            failure_file = bases[failed_host] / "output" / "failure"
+            reason = failure_file.read_text().strip() if failure_file.exists() else "".join(logs[failed_host][-5:]).strip()
+            where = f" on {failed_host}" if count > 1 else ""
+            raise JobFailed(f"AlgorithmError: {reason}, exit code: {procs[failed_host].returncode}{where}")
 
         enter("Uploading", "Uploading generated training model")
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
@@ -316,7 +354,6 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     phases[-1].end = end
     start = training_start or end
     seconds = max(1, math.ceil((end - start).total_seconds())) if training_start else 0
-    count = request["ResourceConfig"]["InstanceCount"]
     describe: dict[str, Any] = {
         "TrainingJobName": name, "TrainingJobArn": arn, "TrainingJobStatus": status, "SecondaryStatus": secondary,
         "HyperParameters": request.get("HyperParameters", {}),
@@ -343,6 +380,30 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                                            for key, value in final.items()]
     return JobOutcome(describe=describe, metrics=metrics, log="".join(log_lines), artifacts=artifacts)
 
+
+
+def _read_metrics(base: Path) -> dict[str, Any] | None:
+    path = base / "output" / "data" / "metrics.json"
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None  # a user's file of that name that is not the lab's: the log's metric lines still count
+
+
+def cluster_metrics(per_host: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+    """What the instances did together: aggregate throughput and each host's AU (MLPerf Storage reports
+    the cluster's samples/s and every simulated accelerator's AU)."""
+    done = {h: m for h, m in per_host.items() if m}
+    def total(key: str) -> float | None:
+        values = [m.get(key) for m in done.values()]
+        return sum(values) if values and all(isinstance(v, (int, float)) for v in values) else None
+    aus = [m.get("au_percent") for m in done.values()]
+    return {"hosts": len(per_host), "samples": total("samples"), "samples_per_second": total("samples_per_second"),
+            "mb_per_second": total("mb_per_second"),
+            "au_percent_per_host": {h: m.get("au_percent") for h, m in done.items()},
+            "au_percent_min": min((a for a in aus if a is not None), default=None)}
 
 
 def write_outcome(outcome: JobOutcome, out: Path) -> None:

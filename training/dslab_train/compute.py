@@ -14,9 +14,10 @@ PRESETS = {"v100": (64, 0.195), "a100": (400, 0.435), "h100": (400, 0.224)}
 class EmulatedCompute:
     """Sleeps for the accelerator's step time: the CPU stays free for the pipeline, as on a GPU host."""
 
-    def __init__(self, seconds_per_batch: float, batch_size: int):
+    def __init__(self, seconds_per_batch: float, batch_size: int, accelerators: int = 1):
         self.seconds_per_batch = seconds_per_batch
-        self.batch_size = batch_size
+        self.batch_size = batch_size          # the whole host's: one batch per accelerator
+        self.accelerators = accelerators
         self.device = "emulated"
 
     def step(self, images: np.ndarray, labels: np.ndarray) -> float:

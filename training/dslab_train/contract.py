@@ -36,6 +36,16 @@ class JobContext:
     hosts: tuple[str, ...]
     num_cpus: int
     num_gpus: int
+    # "ShardedByS3Key": SageMaker gave this host its share of the objects already; otherwise (FullyReplicated,
+    # FSx, EFS, no channel) every host sees everything and reads its share by SM_HOSTS/SM_CURRENT_HOST.
+    distribution: str = "FullyReplicated"
+
+    @property
+    def shard(self) -> tuple[int, int]:
+        """(this host's rank, hosts to split among): (0, 1) where SageMaker already sharded the channel."""
+        if self.distribution == "ShardedByS3Key":
+            return 0, 1
+        return self.host_rank, len(self.hosts)
 
     @property
     def host_rank(self) -> int:
@@ -100,4 +110,5 @@ def load_context(environ: dict[str, str] | None = None) -> JobContext:
         hosts=tuple(resources.get("hosts", [env.get("SM_CURRENT_HOST", "algo-1")])),
         num_cpus=int(env.get("SM_NUM_CPUS", os.cpu_count() or 1)),
         num_gpus=int(env.get("SM_NUM_GPUS", 0)),
+        distribution=spec.get("S3DistributionType", "FullyReplicated"),
     )

@@ -439,8 +439,21 @@ class _Prefixed:
         return out + self._stream.read(n - len(out))
 
 
-def pipe_records(fifo: Path, record_wrapper: str, dataset_format: str, timeout: float = 600.0):
-    """Records of one epoch's FIFO: TFRecord shards as streamed, or jpg objects wrapped in RecordIO."""
+def _own_share(items, shard: tuple[int, int]):
+    """Every hosts-th record from rank on: a FullyReplicated stream read by several hosts."""
+    rank, hosts = shard
+    if hosts <= 1:
+        yield from items
+        return
+    for i, item in enumerate(items):
+        if i % hosts == rank:
+            yield item
+
+
+def pipe_records(fifo: Path, record_wrapper: str, dataset_format: str, timeout: float = 600.0,
+                 shard: tuple[int, int] = (0, 1)):
+    """Records of one epoch's FIFO: TFRecord shards as streamed, or jpg objects wrapped in RecordIO. A
+    FullyReplicated stream reaches every host whole: each keeps its share (``shard``: rank, hosts)."""
     def records(pipe: EpochPipeline):
         wait_for_fifo(fifo, timeout)
         with open(fifo, "rb", buffering=4 * 1024 * 1024) as raw_stream:
@@ -458,7 +471,7 @@ def pipe_records(fifo: Path, record_wrapper: str, dataset_format: str, timeout: 
                     raise DataError(f"Pipe {fifo.name}: expected RecordIO-wrapped JPEG objects, got other data; "
                                     "check dataset_format and the channel's RecordWrapperType")
                 raw = ((data, jpeg_comment_label(data), f"{fifo.name} record at byte offset {offset}")
-                       for offset, data in read_recordio(stream, fifo.name))
+                       for offset, data in _own_share(read_recordio(stream, fifo.name), shard))
                 for data, label, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
                     yield _decode_task(data, label, pipe.config.image_size, where), pipe.rng.getrandbits(32)
             else:
@@ -466,7 +479,7 @@ def pipe_records(fifo: Path, record_wrapper: str, dataset_format: str, timeout: 
                     raise DataError("a TFRecord dataset arrived RecordIO-wrapped: set RecordWrapperType None "
                                     "for TFRecord shards (TFRecord framing already delimits records)")
                 raw = ((payload, f"{fifo.name} record at byte offset {offset}")
-                       for offset, payload in read_tfrecords(stream, fifo.name, pipe.config.verify_crc))
+                       for offset, payload in _own_share(read_tfrecords(stream, fifo.name, pipe.config.verify_crc), shard))
                 for payload, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
                     yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
     return records

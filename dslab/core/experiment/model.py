@@ -121,6 +121,9 @@ class Compute:
     seconds_per_batch: float | None
     preset: str | None = None
     model: str | None = None
+    # Emulated accelerators per instance (MLPerf Storage's simulated accelerators per host); None: the
+    # instance table's count for the trial's instance type (dslab/core/instances.py), at least one.
+    accelerators: int | None = None
 
     def hyperparameters(self) -> dict[str, Any]:
         hp: dict[str, Any] = {"batch_size": self.batch_size}
@@ -134,7 +137,7 @@ class Compute:
 
     def to_dict(self) -> dict[str, Any]:
         out = {"batch_size": self.batch_size, "seconds_per_batch": self.seconds_per_batch,
-               "preset": self.preset, "model": self.model}
+               "preset": self.preset, "model": self.model, "accelerators": self.accelerators}
         return {k: v for k, v in out.items() if v is not None}
 
 

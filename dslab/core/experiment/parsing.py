@@ -102,8 +102,11 @@ def _parse_compute(value: Any, path: str) -> Compute:
     if not isinstance(value, dict):
         raise ConfigError(path, "must be a preset name or a mapping",
                           [*COMPUTE_PRESETS, *REAL_MODELS, "{batch_size, seconds_per_batch}"])
-    _check_keys(value, {"preset", "model", "batch_size", "seconds_per_batch"}, path)
+    _check_keys(value, {"preset", "model", "batch_size", "seconds_per_batch", "accelerators"}, path)
     preset, model = value.get("preset"), value.get("model")
+    accelerators = None if value.get("accelerators") is None else _int(value["accelerators"], f"{path}.accelerators", 1, 64)
+    if accelerators is not None and model is not None:
+        raise ConfigError(f"{path}.accelerators", "is for emulated compute; a real model uses the GPUs the instance has")
     if preset is not None and model is not None:
         raise ConfigError(path, "give either 'preset' (emulated compute) or 'model' (real training), not both")
     if preset is not None:
@@ -125,7 +128,7 @@ def _parse_compute(value: Any, path: str) -> Compute:
         seconds = value["seconds_per_batch"]
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 600:
         raise ConfigError(f"{path}.seconds_per_batch", f"must be a number of seconds, got {seconds!r}", "0..600")
-    return Compute(batch_size=batch, seconds_per_batch=float(seconds), preset=preset)
+    return Compute(batch_size=batch, seconds_per_batch=float(seconds), preset=preset, accelerators=accelerators)
 
 
 def _parse_script(value: Any, path: str) -> Script | None:
@@ -349,6 +352,15 @@ def _parse_experiment(document: Any) -> Experiment:
             raise ConfigError(f"trials[{i}].name", f"{trial_name!r} is not a valid trial name",
                               "lower-case letters, digits and '-'")
         trial_doc = _deep_merge(base, {k: v for k, v in override.items() if k != "name"})
+        counts = trial_doc.get("instance_count")
+        if isinstance(counts, list):
+            # A sweep: one trial per cluster size, named "<trial>-n<count>" (the report draws them against N).
+            if not counts or len(set(map(str, counts))) != len(counts):
+                raise ConfigError(f"{path}instance_count", f"{counts!r}: a sweep lists distinct instance counts",
+                                  "e.g. [1, 2, 4]")
+            for count in counts:
+                trials.append(_parse_trial({**trial_doc, "instance_count": count}, path, f"{trial_name}-n{count}", catalog))
+            continue
         trials.append(_parse_trial(trial_doc, path, trial_name, catalog))
     if len({t.name for t in trials}) != len(trials):
         raise ConfigError("trials", "trial names must be unique")

@@ -1,0 +1,148 @@
+"""From one GPU to a cluster: the instance table, the shared-limits model, `dslab size`, recommend's use of
+it, accelerators and instance-count sweeps in experiments, and the report's scaling section."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dslab.core.errors import ConfigError
+from dslab.core.estimate import DatasetShape, estimate_mode
+from dslab.core.experiment import expand, parse_experiment
+from dslab.core.instances import INSTANCES
+from dslab.core.prices import PriceTable
+from dslab.core.requests import plan
+from dslab.core.sizing import AU_TARGET, MAX_CLUSTER, fsx_capacity_for, size
+from dslab.report import scaling, write_report
+
+from .helpers import lab_environment
+from .test_operator import dslab
+
+C = DatasetShape(files=1_530_350, bytes=54_000_000_000)   # the post's scenario C: 1.5 M JPEGs
+D = DatasetShape(files=500, bytes=54_000_000_000)         # scenario D: 500 TFRecord shards
+A100 = 400 / 0.435
+
+
+def test_the_instance_table_has_the_training_types_with_accelerators_sourced_and_dated():
+    for family in ("p3", "p3dn", "p4d", "p4de", "p5", "g5", "g6", "g6e", "trn1"):
+        rows = [i for i in INSTANCES.values() if i.family == family]
+        assert rows and all(i.accelerators >= 1 and i.accelerator and i.source and i.checked for i in rows), family
+    p4d = INSTANCES["ml.p4d.24xlarge"]
+    assert (p4d.accelerators, p4d.accelerator, p4d.network_gbps, p4d.nvme_gb, p4d.preset) == (8, "A100 40GB", 400, 8000, "a100")
+    assert INSTANCES["ml.p3.2xlarge"].network_baseline_gbps < INSTANCES["ml.p3.2xlarge"].network_gbps  # "up to 10"
+    assert INSTANCES["ml.trn1.32xlarge"].accelerators == 16 and INSTANCES["ml.trn1.32xlarge"].preset is None
+
+
+def test_fsx_capacities_follow_the_allowed_steps():
+    assert [fsx_capacity_for(g) for g in (1, 1200, 1201, 2401, 5000)] == [1200, 1200, 2400, 4800, 7200]
+
+
+@pytest.mark.parametrize("count", [1, 4, 16])
+def test_every_source_sized_for_scenario_c_on_p4d(count):
+    result = size(C, instance_type="ml.p4d.24xlarge", count=count, rate=A100, prices=PriceTable())
+    by = {s.source: s for s in result.sources}
+    assert set(by) == {"File", "FastFile", "Pipe", "Script", "Express FastFile", "Express Pipe", "Express Script", "FSx", "EFS"}
+    assert result.accelerators == 8 and result.demand_objects_per_host == pytest.approx(8 * A100)
+    # Small files through FUSE (8 x A100 ask ~7,400 images/s of each instance): FastFile starves even one.
+    assert by["FastFile"].au_percent < AU_TARGET and by["FastFile"].max_instances_at_target_au == 0
+    # A directory bucket's default 200,000 reads/s feed ~27 instances at 7,356 reads/s each, 90% of it ~30.
+    assert by["Express Script"].max_instances_at_target_au == 30
+    # FSx grows with the cluster: feeds the target, with more throughput provisioned for more instances.
+    assert by["FSx"].au_percent >= AU_TARGET and by["FSx"].max_instances_at_target_au == MAX_CLUSTER
+    # File's local copy scales with the instances.
+    assert by["File"].au_percent == 100.0
+    for s in result.sources:
+        assert s.usd_per_hour > 0 and s.usd_per_run > 0 and s.provision
+    assert json.loads(json.dumps(result.to_dict()))["instance_count"] == count
+
+
+def test_provisioning_grows_with_the_cluster_and_au_never_rises_with_it():
+    small = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=1, rate=A100, prices=PriceTable()).sources}
+    large = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=PriceTable()).sources}
+    assert "1,200 GiB" in small["FSx"].provision and "4,800 GiB" in large["FSx"].provision
+    assert "1 S3 prefix " in small["Script"].provision and "5 S3 prefixes" in large["Script"].provision
+    assert large["EFS"].provision.startswith("EFS Elastic") and not small["EFS"].provision.startswith("EFS Elastic")
+    for name in small:
+        assert large[name].au_percent <= small[name].au_percent + 1e-9, name
+    # Scenario D's shards: S3 streams feed any cluster; nothing shared binds.
+    shards = {s.source: s for s in size(D, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=PriceTable()).sources}
+    assert shards["FastFile"].au_percent == 100.0 and shards["FastFile"].max_instances_at_target_au == MAX_CLUSTER
+
+
+def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag():
+    result = dslab("size", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "16", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["instance_count"] == 16 and data["accelerators"] == 128 and len(data["sources"]) == 9
+    assert {"au_percent", "max_instances_at_target_au", "provision", "usd_per_hour", "usd_per_run"} <= set(data["sources"][0])
+    text = dslab("size", "--files", "500", "--bytes", "54GB", "--count", "4")
+    assert text.returncode == 0 and "largest at AU>=90%" in text.stdout and "PERSISTENT_2" in text.stdout
+    for args, flag in ((["--instance", "ml.p9.huge"], "--instance"), (["--instance", "ml.g6.xlarge"], "--compute-preset"),
+                       (["--count", "0"], "--count")):
+        bad = dslab("size", "--files", "10", "--bytes", "1GB", *args)
+        assert bad.returncode == 2 and flag in bad.stderr, bad.stderr
+
+
+def test_recommend_sizes_a_cluster_and_says_what_to_provision():
+    result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge",
+                   "--compute-preset", "a100", "--instance-count", "4", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["sizing"]["instance_count"] == 4 and data["sizing"]["accelerators"] == 32
+    assert any(a.startswith("at 4 x ml.p4d.24xlarge") and "provision:" in a for a in data["advice"])
+    one_gpu = json.loads(dslab("recommend", "--files", "30607", "--bytes", "1.1GB", "--json").stdout)
+    assert "sizing" not in one_gpu
+
+
+def test_the_estimate_shares_each_epoch_among_instances_and_accelerators():
+    prices = PriceTable()
+    one = estimate_mode("FSx", D, instance_type="ml.p3.2xlarge", rate=328.0, prices=prices)
+    eight = estimate_mode("FSx", D, instance_type="ml.p3.16xlarge", rate=328.0, prices=prices)
+    assert eight.training < one.training / 4   # eight V100s eat the epoch together
+    two = estimate_mode("File", D, instance_type="ml.p3.2xlarge", instance_count=2, rate=328.0, prices=prices)
+    single = estimate_mode("File", D, instance_type="ml.p3.2xlarge", rate=328.0, prices=prices)
+    assert two.downloading == pytest.approx(2 * single.downloading)   # each instance copies the whole channel
+    assert two.training < single.training
+
+
+def test_experiments_sweep_instance_count_and_emulate_every_accelerator():
+    doc = {"name": "sweep", "datasets": [{"name": "d", "format": "tfrecord"}], "modes": ["FSx", "Script"],
+           "instance_type": "ml.p4d.24xlarge", "compute": "a100", "instance_count": [1, 2, 4]}
+    experiment = parse_experiment(doc)
+    assert [t.name for t in experiment.trials] == ["base-n1", "base-n2", "base-n4"] and len(expand(experiment)) == 6
+    assert parse_experiment(experiment.document).content_hash == experiment.content_hash
+    jobs = plan(experiment, lab_environment(), "exec")
+    assert {(j.request["ResourceConfig"]["InstanceCount"], json.loads(j.request["HyperParameters"]["accelerators"]))
+            for j in jobs} == {(1, 8), (2, 8), (4, 8)}
+    own = parse_experiment({**doc, "instance_count": 1, "compute": {"preset": "a100", "accelerators": 2}})
+    assert json.loads(plan(own, lab_environment(), "x")[0].request["HyperParameters"]["accelerators"]) == 2
+    for change, field in (({"instance_count": [2, 2]}, "instance_count"), ({"instance_count": []}, "instance_count"),
+                          ({"compute": {"preset": "a100", "accelerators": 0}}, "compute.accelerators"),
+                          ({"compute": {"model": "resnet50", "accelerators": 2}}, "compute.accelerators")):
+        with pytest.raises(ConfigError) as err:
+            parse_experiment({**doc, **change})
+        assert err.value.field.endswith(field)
+
+
+def _record(n: int, source_mode: str, sps: float, aus: list[float]) -> dict:
+    metrics = {"samples_per_second": sps / n, "au_percent": aus[0], "epoch_seconds": [1.0]}
+    if n > 1:
+        metrics["cluster"] = {"hosts": n, "samples_per_second": sps, "au_percent_per_host": {f"algo-{i + 1}": a for i, a in enumerate(aus)}}
+    return {"job_name": f"j-{source_mode}-{n}", "mode": source_mode, "dataset": "d", "repeat": 0, "status": "Completed",
+            "instance_type": "ml.p3.2xlarge", "instance_count": n, "billable_seconds": 10.0 * n, "phases": {"Training": 10.0},
+            "breakdown": {"downloading": 0.0, "training": 10.0 * n, "other": 0.0}, "metrics": metrics,
+            "cost_usd": {"instance": 0.01, "total": 0.01}, "trial": f"base-n{n}"}
+
+
+def test_the_report_draws_aggregate_throughput_and_per_host_au_against_instances(tmp_path):
+    records = [_record(1, "FSx", 300.0, [95.0]), _record(2, "FSx", 560.0, [90.0, 88.0]), _record(4, "FSx", 700.0, [60.0, 55.0, 50.0, 58.0]),
+               _record(1, "EFS", 290.0, [93.0])]
+    rows = scaling(records)
+    assert [(r["source"], r["instances"]) for r in rows] == [("FSx", 1), ("FSx", 2), ("FSx", 4)]   # EFS ran at one size only
+    assert rows[2]["samples_per_second"] == 700.0 and rows[2]["au_min"] == 50.0 and rows[1]["speedup"] == pytest.approx(560 / 300)
+    results = {"experiment": {"name": "sweep"}, "backend": "local", "records": records}
+    paths = write_report(results, tmp_path / "out")
+    text = paths["report.md"].read_text()
+    assert "## Scaling: the same source on more instances" in text and "| d | FSx | 4 | 700.0 | 2.33x | 55.8 | 50.0 |" in text
+    assert paths["scaling.png"].read_bytes()[:4] == b"\x89PNG" and "scaling.png" not in paths["report.html"].read_text()
