@@ -5,7 +5,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab clean
+.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab bench-scaling clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh
@@ -93,5 +93,10 @@ bench-lab:
 	.venv/bin/dslab local --out lab-out >/dev/null
 	.venv/bin/dslab local --out lab-out
 
+# The local scaling curve: FastFile, FSx, EFS and Script on 1, 2 and 4 instances at once (scaling-out/report.md).
+bench-scaling:
+	$(SETUP)
+	.venv/bin/dslab local --experiment experiments/scaling.yaml --out scaling-out --plain
+
 clean:
-	rm -rf cdk.out build lab-out .pytest_cache .lab-cache
+	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache
