@@ -116,6 +116,7 @@ def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str,
         rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
                         fsx_capacity_gib=fsx_capacity_gib, instance_type=trial.instance_type,
                         instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
+                        accelerators=trial.compute.accelerators,
                         prices=prices, volume_size_gb=trial.volume_size_gb)
         answers.append(Answer(scenario, rec))
     return answers

@@ -153,7 +153,7 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if row is not None and (row.accelerators > 1 or count > 1):
         sizing = size(shape, instance_type=row.name, count=count, rate=estimate_kwargs["rate"],
                       prices=estimate_kwargs["prices"], epochs=int(estimate_kwargs.get("epochs", 1)),
-                      fsx_capacity_gib=fsx_capacity_gib)
+                      accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib)
         sized = next((s for s in sizing.sources if s.source == pick.source), None)
         if sized is not None:
             largest = ("no shared limit binds" if sized.max_instances_at_target_au >= MAX_CLUSTER else
