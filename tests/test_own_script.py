@@ -354,9 +354,9 @@ def test_a_users_boto3_script_reads_its_dataset_uri_on_the_folder_stand_in(tmp_p
 
 def test_a_users_boto3_script_and_the_labs_own_reads_run_in_the_local_lab(lab_cache, tmp_path, bound_lab):
     """The README's example as `dslab local` runs it: the user's boto3 script reads the stand-in's S3
-    through AWS_ENDPOINT_URL, unchanged; the lab's script reads the same data through File, FastFile and
-    its own GETs; the report names every source. (On AWS, the exported SDK code sends the same request:
-    tests/test_export.py, case Script.)"""
+    through AWS_ENDPOINT_URL, unchanged, and so does the lab's script with its own GETs (its File and
+    FastFile trials run in every other lab test); the report names both. (On AWS, the exported SDK code
+    sends the same request: tests/test_export.py, case Script.)"""
     from dslab.local.lab import run_local
     import yaml
     document = yaml.safe_load((INGESTION / "experiment.yaml").read_text())
@@ -364,6 +364,8 @@ def test_a_users_boto3_script_and_the_labs_own_reads_run_in_the_local_lab(lab_ca
     for trial in document["trials"]:
         if trial.get("script"):
             trial["script"]["source_dir"] = str(INGESTION / "code")
+        else:
+            trial["modes"] = ["Script"]   # File and FastFile run in every other lab test
     path = tmp_path / "experiment.yaml"
     path.write_text(yaml.safe_dump(document))
     out = tmp_path / "out"
@@ -371,8 +373,7 @@ def test_a_users_boto3_script_and_the_labs_own_reads_run_in_the_local_lab(lab_ca
     assert run.execution_status == "SUCCEEDED", run.execution_error
     validate_results(run.results)
     records = {(r["trial"], r["mode"], r.get("ingestion")): r for r in run.results["records"]}
-    assert set(records) == {("boto3-script", "FastFile", "script"), ("lab-script", "File", None),
-                            ("lab-script", "FastFile", None), ("lab-script", "FastFile", "script")}
+    assert set(records) == {("boto3-script", "FastFile", "script"), ("lab-script", "FastFile", "script")}
     for key, record in records.items():
         assert record["status"] == "Completed", (key, record["failure_reason"])
     assert records[("boto3-script", "FastFile", "script")]["metrics"]["user"] == {"loss": 1.0}

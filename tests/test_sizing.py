@@ -16,8 +16,24 @@ from dslab.core.requests import plan
 from dslab.core.sizing import AU_TARGET, MAX_CLUSTER, fsx_capacity_for, size
 from dslab.report import scaling, write_report
 
+from dslab.cli import main
+
 from .helpers import lab_environment
-from .test_operator import dslab
+
+
+class _Ran:
+    def __init__(self, returncode: int, out: str, err: str):
+        self.returncode, self.stdout, self.stderr = returncode, out, err
+
+
+def dslab_in_process(capsys, *args) -> _Ran:
+    """The CLI in this process (no interpreter start per call): exit status, stdout, stderr."""
+    try:
+        code = main(list(args))
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return _Ran(code, captured.out, captured.err)
 
 C = DatasetShape(files=1_530_350, bytes=54_000_000_000)   # the post's scenario C: 1.5 M JPEGs
 D = DatasetShape(files=500, bytes=54_000_000_000)         # scenario D: 500 TFRecord shards
@@ -70,7 +86,8 @@ def test_provisioning_grows_with_the_cluster_and_au_never_rises_with_it():
     assert shards["FastFile"].au_percent == 100.0 and shards["FastFile"].max_instances_at_target_au == MAX_CLUSTER
 
 
-def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag():
+def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag(capsys):
+    dslab = lambda *args: dslab_in_process(capsys, *args)  # noqa: E731
     result = dslab("size", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "16", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
@@ -84,7 +101,8 @@ def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag():
         assert bad.returncode == 2 and flag in bad.stderr, bad.stderr
 
 
-def test_recommend_sizes_a_cluster_and_says_what_to_provision():
+def test_recommend_sizes_a_cluster_and_says_what_to_provision(capsys):
+    dslab = lambda *args: dslab_in_process(capsys, *args)  # noqa: E731
     result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge",
                    "--compute-preset", "a100", "--instance-count", "4", "--json")
     assert result.returncode == 0, result.stderr
