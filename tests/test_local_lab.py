@@ -59,6 +59,9 @@ def smaller_default_experiment(tmp_path: Path) -> Path:
     for dataset in doc["dataset_catalog"]:
         assert dataset["name"] in SMALLER, "a dataset was added to local.yaml: give it a smaller size here"
         dataset["generate"].update(SMALLER[dataset["name"]])
+    # Two jobs at a time: at these sizes a job is mostly its start and its end (the workflow's steps,
+    # a process start), which overlap well; `make lab` keeps one at a time for its figures.
+    doc["max_concurrency"] = 2
     path = tmp_path / "local-smaller.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
