@@ -7,6 +7,7 @@ import io
 import sys
 import json
 
+import pytest
 from rich.console import Console
 
 from dslab.cli import main
@@ -120,3 +121,38 @@ def test_a_stand_in_functions_log_takes_only_its_own_threads_output(capsys):
         watcher.start()
         watcher.join()
     assert logs.getvalue() == "from the function\n" and capsys.readouterr().out == "from the watcher\n"
+
+
+def test_watching_describes_a_job_until_it_has_ended_then_never_again(monkeypatch):
+    """A look costs a DescribeTrainingJob per job not yet seen ended (160 jobs at a 15-s poll was ~11 calls a
+    second, ended or not); the ended ones keep their state and spend."""
+    import datetime as dt
+    import boto3
+    from dslab.cli import runs
+    described: list[str] = []
+    status = {"job-a": "Completed", "job-b": "InProgress"}
+
+    class Fake:
+        def describe_execution(self, executionArn):
+            return {"name": "exec-1", "status": "RUNNING", "startDate": dt.datetime.now(dt.timezone.utc)}
+
+        def get_object(self, Bucket, Key):
+            body = json.dumps({"jobs": [{"name": "job-a"}, {"name": "job-b"}], "quotas": {"concurrency": 2}}).encode()
+            return {"Body": io.BytesIO(body)}
+
+        def describe_training_job(self, TrainingJobName):
+            described.append(TrainingJobName)
+            return {"TrainingJobStatus": status[TrainingJobName], "SecondaryStatus": status[TrainingJobName],
+                    "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1}, "BillableTimeInSeconds": 3600}
+
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: Fake())
+    ended: dict = {}
+    first = runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
+    second = runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
+    assert described == ["job-a", "job-b", "job-b"]                   # job-a ended: described once
+    assert first["jobs"] == second["jobs"] == {"Completed": 1, "InProgress": 1}
+    assert second["spend_usd"] == first["spend_usd"] == pytest.approx(2 * 3.825)   # the ended job's spend kept
+    status["job-b"] = "Completed"
+    runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
+    runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
+    assert described == ["job-a", "job-b", "job-b", "job-b"] and set(ended) == {"job-a", "job-b"}

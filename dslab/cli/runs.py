@@ -80,8 +80,12 @@ def cmd_run(args) -> int:
     return 0
 
 
-def describe_progress(execution_arn: str, region: str, bucket: str | None = None) -> dict[str, Any]:
-    """Jobs by state and spend so far: the plan Plan stored lists the execution's jobs."""
+def describe_progress(execution_arn: str, region: str, bucket: str | None = None,
+                      ended: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Jobs by state and spend so far: the plan Plan stored lists the execution's jobs. ``ended`` (kept by
+    the caller across looks) holds the jobs already seen ended, with their spend: an ended job does not
+    change, so it is not described again (a 160-job run would otherwise cost 160 DescribeTrainingJob
+    calls a look, ended or not)."""
     import boto3
 
     from ..core.prices import PriceTable
@@ -107,19 +111,25 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
         if job.get("skip_reason"):
             counts["Skipped"] = counts.get("Skipped", 0) + 1
             continue
-        try:
-            state = sagemaker.describe_training_job(TrainingJobName=job["name"])
-        except Exception:
-            counts["Pending"] = counts.get("Pending", 0) + 1
-            continue
-        counts[state["TrainingJobStatus"]] = counts.get(state["TrainingJobStatus"], 0) + 1
-        states.append({"name": job["name"], "status": state["TrainingJobStatus"], "phase": state.get("SecondaryStatus", "")})
-        hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
-        seconds = state.get("BillableTimeInSeconds")
-        start = state.get("TrainingStartTime")
-        if seconds is None and hasattr(start, "timestamp"):
-            seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
-        spend += hourly * (seconds or 0) / 3600
+        seen = (ended or {}).get(job["name"])
+        if seen is None:
+            try:
+                state = sagemaker.describe_training_job(TrainingJobName=job["name"])
+            except Exception:
+                counts["Pending"] = counts.get("Pending", 0) + 1
+                continue
+            hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
+            seconds = state.get("BillableTimeInSeconds")
+            start = state.get("TrainingStartTime")
+            if seconds is None and hasattr(start, "timestamp"):
+                seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
+            seen = {"name": job["name"], "status": state["TrainingJobStatus"], "phase": state.get("SecondaryStatus", ""),
+                    "spend": hourly * (seconds or 0) / 3600}
+            if ended is not None and seen["status"] in ("Completed", "Failed", "Stopped"):
+                ended[job["name"]] = seen
+        counts[seen["status"]] = counts.get(seen["status"], 0) + 1
+        states.append({k: seen[k] for k in ("name", "status", "phase")})
+        spend += seen["spend"]
     stop = described.get("stopDate")
     end = stop.timestamp() if hasattr(stop, "timestamp") else time.time()
     elapsed = end - described["startDate"].timestamp() if hasattr(described.get("startDate"), "timestamp") else 0.0
@@ -129,7 +139,7 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
             "total": len(jobs), "concurrency": concurrency, "job_states": states}
 
 
-POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job each time
+POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job not yet seen ended
 
 
 def watch(execution_arn: str, region: str, bucket: str | None = None, poll: float | None = None,
@@ -138,8 +148,9 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
     spend so far (a live table on a terminal, a line per change otherwise). Ctrl-C stops watching only."""
     from ..core.progress import RunProgress
     from ..progress_view import ProgressView
+    ended: dict[str, dict[str, Any]] = {}   # jobs seen ended: not described again
     try:
-        state = describe_progress(execution_arn, region, bucket)
+        state = describe_progress(execution_arn, region, bucket, ended)
         progress = RunProgress(state["total"], state["concurrency"], started=time.monotonic() - state["elapsed_seconds"])
         with ProgressView(progress, live=False if plain else None,
                           footer=lambda: f"spend so far ${state['spend_usd']:.2f}") as view:
@@ -152,7 +163,7 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
                 if state["status"] != "RUNNING":
                     break
                 time.sleep(POLL_SECONDS if poll is None else poll)
-                state = describe_progress(execution_arn, region, bucket)
+                state = describe_progress(execution_arn, region, bucket, ended)
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
         return 130
