@@ -366,19 +366,25 @@ def _example_task(payload: bytes, where: str, size: int) -> Callable[[random.Ran
     return run
 
 
+def _shard_epoch(pipe: EpochPipeline, shards: list, opener: Callable = _open_file, name: Callable = str):
+    """One epoch of TFRecord shards in a shuffled order, reader_threads at a time, records through the
+    shuffle buffer: files (``shard_records``) or S3 objects in ranged GETs (``s3_shard_records``)."""
+    shards = list(shards)
+    pipe.rng.shuffle(shards)
+    stop = threading.Event()
+    raw = ((payload, f"{name(shard)} record at byte offset {offset}")
+           for payload, shard, offset in _read_shards_in_parallel(shards, pipe.config.reader_threads,
+                                                                    pipe.config.verify_crc, stop, opener, name))
+    try:
+        for payload, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
+            yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
+    finally:
+        stop.set()
+
+
 def shard_records(source: ShardSource):
     def records(pipe: EpochPipeline):
-        shards = list(source.shards)
-        pipe.rng.shuffle(shards)
-        stop = threading.Event()
-        raw = ((payload, f"{shard} record at byte offset {offset}")
-               for payload, shard, offset in _read_shards_in_parallel(shards, pipe.config.reader_threads,
-                                                                        pipe.config.verify_crc, stop))
-        try:
-            for payload, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
-                yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
-        finally:
-            stop.set()
+        yield from _shard_epoch(pipe, source.shards)
     return records
 
 
@@ -398,20 +404,9 @@ def s3_jpg_records(reads, objects, labels: list[int], concurrency: int):
 def s3_shard_records(reads, objects):
     """Script mode, TFRecord shards: reader_threads shards at once, each streamed in ranged GETs."""
     def records(pipe: EpochPipeline):
-        shards = list(objects)
-        pipe.rng.shuffle(shards)
-        stop = threading.Event()
-        threads = pipe.config.reader_threads
-        with ThreadPoolExecutor(max(2, threads * RANGES_AHEAD), thread_name_prefix="s3-range") as fetchers:
-            raw = ((payload, f"{reads.where(shard.key)} record at byte offset {offset}")
-                   for payload, shard, offset in _read_shards_in_parallel(
-                       shards, threads, pipe.config.verify_crc, stop,
-                       opener=lambda o: RangeStream(reads, o.key, o.size, fetchers), name=lambda o: reads.where(o.key)))
-            try:
-                for payload, where in _shuffled(raw, pipe.config.shuffle_buffer, pipe.rng):
-                    yield _example_task(payload, where, pipe.config.image_size), pipe.rng.getrandbits(32)
-            finally:
-                stop.set()
+        with ThreadPoolExecutor(max(2, pipe.config.reader_threads * RANGES_AHEAD), thread_name_prefix="s3-range") as fetchers:
+            yield from _shard_epoch(pipe, objects, opener=lambda o: RangeStream(reads, o.key, o.size, fetchers),
+                                    name=lambda o: reads.where(o.key))
     return records
 
 
