@@ -142,6 +142,24 @@ def test_a_script_never_uploaded_cannot_be_planned():
     assert "script.code_uri" in err.value.field and "dslab run" in str(err.value)
 
 
+def run_example_in_local_lab(example: Path, tmp_path: Path, lab_cache, bound_lab, edit):
+    """An example's experiment as `dslab local` runs it (its code by absolute path, ``edit`` applied to the
+    document), deployed in-process from the session's bound synthesis; the run, checked and validated."""
+    from dslab.local.lab import run_local
+    import yaml
+    document = yaml.safe_load((example / "experiment.yaml").read_text())
+    for trial in document["trials"]:
+        if trial.get("script"):
+            trial["script"]["source_dir"] = str(example / "code")
+    edit(document)
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(document))
+    run = run_local(path, tmp_path / "out", cache=lab_cache, say=lambda _: None, assembly=bound_lab.outdir)
+    assert run.execution_status == "SUCCEEDED", run.execution_error
+    validate_results(run.results)
+    return run
+
+
 # ---- the container: arguments, requirements, metric definitions -----------------------------------
 
 def folder_job(tmp_path: Path, code: Path, hyperparameters: dict, definitions: list | None = None) -> tuple[dict, FolderStorage]:
@@ -249,17 +267,10 @@ def test_the_example_script_using_the_helper_reports_au_through_the_container(tm
 @pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev/fuse are needed (.ci/run installs them)")
 def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in_the_report(lab_cache, tmp_path, bound_lab):
     """The example's contract-only trial (the helper's trial is the test above, through the same container)."""
-    from dslab.local.lab import run_local
-    import yaml
-    document = yaml.safe_load((EXAMPLE / "experiment.yaml").read_text())
-    document["trials"] = [t for t in document["trials"] if t["name"] == "contract-only"]
-    document["trials"][0]["script"]["source_dir"] = str(EXAMPLE / "code")
-    path = tmp_path / "experiment.yaml"
-    path.write_text(yaml.safe_dump(document))
+    def only_contract(document):
+        document["trials"] = [t for t in document["trials"] if t["name"] == "contract-only"]
+    run = run_example_in_local_lab(EXAMPLE, tmp_path, lab_cache, bound_lab, only_contract)
     out = tmp_path / "out"
-    run = run_local(path, out, cache=lab_cache, say=lambda _: None, assembly=bound_lab.outdir)  # deployed in-process
-    assert run.execution_status == "SUCCEEDED", run.execution_error
-    validate_results(run.results)
     records = {r["mode"]: r for r in run.results["records"]}
     modes = ("File", "FastFile", "Pipe", "FSx", "EFS")
     assert set(records) == set(modes)
@@ -357,21 +368,13 @@ def test_a_users_boto3_script_and_the_labs_own_reads_run_in_the_local_lab(lab_ca
     through AWS_ENDPOINT_URL, unchanged, and so does the lab's script with its own GETs (its File and
     FastFile trials run in every other lab test); the report names both. (On AWS, the exported SDK code
     sends the same request: tests/test_export.py, case Script.)"""
-    from dslab.local.lab import run_local
-    import yaml
-    document = yaml.safe_load((INGESTION / "experiment.yaml").read_text())
-    document["datasets"][0]["generate"]["images"] = 40
-    for trial in document["trials"]:
-        if trial.get("script"):
-            trial["script"]["source_dir"] = str(INGESTION / "code")
-        else:
-            trial["modes"] = ["Script"]   # File and FastFile run in every other lab test
-    path = tmp_path / "experiment.yaml"
-    path.write_text(yaml.safe_dump(document))
+    def smaller_with_the_labs_own_reads(document):
+        document["datasets"][0]["generate"]["images"] = 40
+        for trial in document["trials"]:
+            if not trial.get("script"):
+                trial["modes"] = ["Script"]   # File and FastFile run in every other lab test
+    run = run_example_in_local_lab(INGESTION, tmp_path, lab_cache, bound_lab, smaller_with_the_labs_own_reads)
     out = tmp_path / "out"
-    run = run_local(path, out, cache=lab_cache, say=lambda _: None, assembly=bound_lab.outdir)  # deployed in-process
-    assert run.execution_status == "SUCCEEDED", run.execution_error
-    validate_results(run.results)
     records = {(r["trial"], r["mode"], r.get("ingestion")): r for r in run.results["records"]}
     assert set(records) == {("boto3-script", "FastFile", "script"), ("lab-script", "FastFile", "script")}
     for key, record in records.items():

@@ -115,16 +115,21 @@ class FolderStorage:
             self._server = None
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now (the stand-in's servers take one each)."""
+    import socket
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def start_s3_server(timeout: float = 30.0) -> tuple[Any, str]:
     """moto's S3 server in a child process on a free loopback port: (process, endpoint), once it answers."""
-    import socket
     import subprocess
     import sys
     import time
     import urllib.request
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import shutil
-import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from ..emulator.lab import EmulatedLab
 from ..inputs.experiment_file import load_experiment
 from ..progress_view import ProgressView
 from ..report import write_report
+from .job_storage import free_port
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
 
@@ -100,12 +100,6 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
     return source
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class LocalRun:
     results: dict[str, Any]
@@ -154,7 +148,7 @@ class LocalLab:
             self.say(f"clean-up: unmounted {stale} mounts left by an earlier run")
         if not fuse_available():
             self.say("warning: FUSE is unavailable: FastFile and FSx jobs will fail and say how to enable it")
-        port = _free_port()
+        port = free_port()
         common = dict(executor=self._execute, efs_root=self.work / "efs", fsx=self.with_fsx, time_scale=self.time_scale,
                       server_port=port, backend="local", on_fsx_down=self._fsx_down, say=self.say)
         if self.assembly is not None:
