@@ -53,6 +53,15 @@ class Provider:
     def client(self, service: str):
         return self.env.client(service)
 
+    @staticmethod
+    def unless_gone(call, **kwargs):
+        """``call(**kwargs)``, or None where it fails because what it reads or deletes is already gone (a
+        delete of what a failed create never made, or of what someone removed by hand)."""
+        try:
+            return call(**kwargs)
+        except Exception:  # noqa: BLE001 - already gone
+            return None
+
 
 class Record(Provider):
     """Types with no behaviour the lab depends on: kept as CloudFormation's record of them."""

@@ -33,10 +33,7 @@ class SsmParameter(Provider):
         return old.physical_id, {"Type": props.get("Type", "String"), "Value": str(props["Value"])}
 
     def delete(self, resource):
-        try:
-            self.client("ssm").delete_parameter(Name=resource.physical_id)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
+        self.unless_gone(self.client("ssm").delete_parameter, Name=resource.physical_id)
 
 
 class Role(Provider):
@@ -154,10 +151,7 @@ class LogGroup(Provider):
         return name, {"Arn": f"arn:aws:logs:{self.env.region}:{self.env.account}:log-group:{name}:*"}
 
     def delete(self, resource):
-        try:
-            self.client("logs").delete_log_group(logGroupName=resource.physical_id)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
+        self.unless_gone(self.client("logs").delete_log_group, logGroupName=resource.physical_id)
 
 
 class LogsResourcePolicy(Provider):

@@ -50,9 +50,8 @@ class Bucket(Provider):
 
     def delete(self, resource):
         s3 = self.client("s3")
-        try:
-            listed = s3.list_object_versions(Bucket=resource.physical_id, MaxKeys=1)
-        except Exception:  # noqa: BLE001 - already gone
+        listed = self.unless_gone(s3.list_object_versions, Bucket=resource.physical_id, MaxKeys=1)
+        if listed is None:
             return
         if listed.get("Versions") or listed.get("DeleteMarkers"):
             raise ResourceFailed(f"The bucket you tried to delete is not empty. You must delete all versions in the bucket. "
@@ -107,9 +106,8 @@ class DirectoryBucket(Provider):
 
     def delete(self, resource):
         s3 = self.client("s3")
-        try:
-            listed = s3.list_objects_v2(Bucket=resource.physical_id, MaxKeys=1)
-        except Exception:  # noqa: BLE001 - already gone
+        listed = self.unless_gone(s3.list_objects_v2, Bucket=resource.physical_id, MaxKeys=1)
+        if listed is None:
             return
         uploads = s3.list_multipart_uploads(Bucket=resource.physical_id).get("Uploads", [])
         if listed.get("KeyCount", 0) or uploads:
