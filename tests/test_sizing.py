@@ -96,9 +96,12 @@ def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag(caps
     text = dslab("size", "--files", "500", "--bytes", "54GB", "--count", "4")
     assert text.returncode == 0 and "largest at AU>=90%" in text.stdout and "PERSISTENT_2" in text.stdout
     for args, flag in ((["--instance", "ml.p9.huge"], "--instance"), (["--instance", "ml.g6.xlarge"], "--compute-preset"),
-                       (["--count", "0"], "--count")):
+                       (["--count", "0"], "--count"), (["--accelerators", "0"], "--accelerators")):
         bad = dslab("size", "--files", "10", "--bytes", "1GB", *args)
         assert bad.returncode == 2 and flag in bad.stderr, bad.stderr
+    for command in ("estimate", "recommend"):
+        bad = dslab(command, "--files", "10", "--bytes", "1GB", "--instance-count", "0")
+        assert bad.returncode == 2 and "--instance-count" in bad.stderr, bad.stderr
 
 
 def test_recommend_sizes_a_cluster_and_says_what_to_provision(capsys):

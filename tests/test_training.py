@@ -313,6 +313,13 @@ def test_every_host_of_a_cluster_reads_its_share_once(stand, tmp_path, mode, dis
     assert "[algo-2] dslab: mode=" in outcome.log and outcome.describe["BillableTimeInSeconds"] % 2 == 0
 
 
+def test_a_script_job_with_an_unknown_s3_client_fails_naming_the_hyperparameter(stand, tmp_path):
+    request = tiny_requests(modes=["Script"], hyperparameters={"s3_client": "nope"})[("tiny-tfr", "Script")]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Failed" and "s3_client='nope'" in outcome.describe["FailureReason"]
+    assert "boto3" in outcome.describe["FailureReason"]
+
+
 def test_an_instance_emulates_every_accelerator_it_has(stand, tmp_path):
     """ml.p3.8xlarge has four V100s: each step takes four batches in one batch's time."""
     request = tiny_requests(modes=["File"], instance_type="ml.p3.8xlarge",
