@@ -648,10 +648,54 @@ def test_a_dataset_uploaded_while_fsx_is_up_is_imported_before_its_jobs_start(em
                              "modes": ["FSx"]})
         assert execution.status == "SUCCEEDED", execution.cause
         tasks = lab.client("fsx").describe_data_repository_tasks()["DataRepositoryTasks"]
-        assert [t["Paths"] for t in tasks] == [["/datasets"], ["/datasets/late"]]   # none for "early": it was there
+        # Import tasks name S3 paths ("in the format s3://bucket-name/prefix"): the association's own, then the
+        # late dataset's under its DataRepositoryPath; none for "early": it was there
+        assert [t["Paths"] for t in tasks] == [[f"s3://{lab.bucket}/datasets/"], [f"s3://{lab.bucket}/datasets/late/"]]
+        assert [t["Lifecycle"] for t in tasks] == ["SUCCEEDED", "SUCCEEDED"]
+        assert tasks[1]["Status"]["TotalCount"] == 3                     # the late dataset's three objects
         started = min(created.values())
         assert started >= lab._fsx_tasks[1]["_started"] + 3000 * lab.time_scale   # after the new import ended
         assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}
+
+
+def test_the_stand_ins_fsx_fails_an_import_task_whose_paths_are_not_s3_paths(emulated):
+    """CreateDataRepositoryTask.Paths (botocore's FSx model): "For import tasks, the list contains paths in the
+    Amazon S3 bucket ... in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the
+    task fails." A file-system path, as the workflow sent before, fails; the S3 path of the same data runs."""
+    with emulated(ScriptedJobs(), fsx_import_seconds=3000) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        fsx = lab.client("fsx")
+        for paths in (["/datasets/tiny-jpg"], ["datasets/tiny-jpg"], ["s3://another-bucket/datasets/tiny-jpg/"]):
+            task = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
+                                                   Paths=paths, Report={"Enabled": False})["DataRepositoryTask"]
+            assert task["Lifecycle"] == "FAILED" and paths[0] in task["FailureDetails"]["Message"], paths
+        good = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
+                                               Paths=[f"s3://{lab.bucket}/datasets/tiny-jpg/"],
+                                               Report={"Enabled": False})["DataRepositoryTask"]
+        objects = lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix="datasets/tiny-jpg/")["KeyCount"]
+        assert good["Lifecycle"] == "EXECUTING" and good["Status"]["TotalCount"] == objects > 0
+
+
+def test_a_late_dataset_whose_import_failed_is_imported_again_by_the_next_run(emulated):
+    """An import that FAILED (such as one a file-system path failed) does not count as the dataset's import:
+    the next run starts another, rather than skipping its FSx jobs for good."""
+    with emulated(ScriptedJobs(), fsx_import_seconds=60) as lab:
+        put_datasets(lab, ["early"])
+        time.sleep(60 * lab.time_scale)
+        s3 = lab.client("s3")
+        s3.put_object(Bucket=lab.bucket, Key="datasets/late/part-0.bin", Body=b"x" * 100)
+        s3.put_object(Bucket=lab.bucket, Key="datasets/late.stats.json", Body=json.dumps({
+            "files": 1, "bytes": 100, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))}).encode())
+        time.sleep(1.1)
+        fsx = lab.client("fsx")
+        fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
+                                        Paths=["/datasets/late"], Report={"Enabled": False})   # what AWS fails
+        execution = lab.run({**TINY, "datasets": [{"name": "late", "format": "jpg"}], "modes": ["FSx"]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        tasks = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert [(t["Paths"], t["Lifecycle"]) for t in tasks[1:]] == [
+            (["/datasets/late"], "FAILED"), ([f"s3://{lab.bucket}/datasets/late/"], "SUCCEEDED")]
+        assert lab.results(execution)["records"][0]["status"] == "Completed"
 
 
 def test_spot_trials_are_held_to_the_spot_training_quota(emulated):

@@ -339,34 +339,56 @@ class EmulatedLab:
                                  "DataRepositoryPath": props["DataRepositoryPath"],
                                  "BatchImportMetaDataOnCreate": bool(props.get("BatchImportMetaDataOnCreate")),
                                  "CreationTime": now}
-        self._fsx_tasks = [self._new_task(props["FileSystemId"], [self._fsx_association["FileSystemPath"]],
+        # The association's own import (BatchImportMetaDataOnCreate) is an import task like any other, so
+        # its paths are S3 paths, as CreateDataRepositoryTask's are (below): the association's DataRepositoryPath.
+        self._fsx_tasks = [self._new_task(props["FileSystemId"], [props["DataRepositoryPath"]],
                                           failures=self.fsx_import_failures)]
 
-    def _new_task(self, file_system_id: str, paths: list[str], failures: int = 0) -> dict[str, Any]:
+    def _new_task(self, file_system_id: str, paths: list[str], failures: int = 0,
+                  invalid: str | None = None) -> dict[str, Any]:
         return {"TaskId": f"task-{uuid.uuid4().hex[:17]}", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
                 "FileSystemId": file_system_id, "Paths": paths,
                 "CreationTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "_started": time.monotonic(), "_failures": failures}
+                "_started": time.monotonic(), "_failures": failures, "_invalid": invalid}
 
     def _create_task(self, params: dict[str, Any]) -> dict[str, Any]:
-        """CreateDataRepositoryTask (an import of the given paths), as the stand-in's FSx answers it."""
+        """CreateDataRepositoryTask (an import of the given paths), as the stand-in's FSx answers it.
+
+        "A CreateDataRepositoryTask operation will fail if a data repository is not linked to the FSx file
+        system." Import paths: "For import tasks, the list contains paths in the Amazon S3 bucket from which
+        POSIX metadata changes are imported to the FSx for Lustre file system. The path can be an S3 bucket or
+        prefix in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the task
+        fails" (botocore's FSx model, CreateDataRepositoryTask.Paths): a file-system path, or an S3 path outside
+        the linked repository, makes a task that ends FAILED having imported nothing."""
         if self._fsx_association is None or params.get("FileSystemId") != self._fsx_association["FileSystemId"]:
             raise ValueError(f"file system {params.get('FileSystemId')} has no data repository association")
-        task = self._new_task(params["FileSystemId"], list(params.get("Paths") or ["/"]))
+        paths = list(params.get("Paths") or [])
+        repository = self._fsx_association["DataRepositoryPath"].rstrip("/") + "/"
+        invalid = next((p for p in paths if not (p.rstrip("/") + "/").startswith(repository)), None)
+        reason = None
+        if invalid is not None:
+            reason = (f"Invalid path {invalid}: import paths are S3 paths (s3://bucket-name/prefix) in the linked "
+                      f"data repository {repository}")
+        task = self._new_task(params["FileSystemId"], paths, invalid=reason)
         self._fsx_tasks.append(task)
         return self._task_now(task)
 
     def _task_now(self, task: dict[str, Any]) -> dict[str, Any]:
         """The task as it stands: it runs ``fsx_import_seconds`` (stand-in time) from its start, then
-        SUCCEEDED, or FAILED with FailedCount objects (the others imported)."""
+        SUCCEEDED, or FAILED with FailedCount objects (the others imported); an invalid path fails it at once."""
+        view = {k: v for k, v in task.items() if not k.startswith("_")}
+        if task.get("_invalid"):
+            return {**view, "Lifecycle": "FAILED", "Status": {"TotalCount": 0, "SucceededCount": 0, "FailedCount": 0},
+                    "FailureDetails": {"Message": task["_invalid"]}}
         elapsed = (time.monotonic() - task["_started"]) / max(self.time_scale, 1e-9)
         if "_total" not in task:  # the objects under its paths when it is first looked at: counted once
             s3 = self.client("s3")
-            prefixes = [p.strip("/") for p in task["Paths"]]
+            # No paths: "import all files from S3", i.e. the linked repository.
+            uris = task["Paths"] or [self._fsx_association["DataRepositoryPath"]]
+            prefixes = [uri[len("s3://"):].partition("/")[2].strip("/") for uri in uris]
             task["_total"] = sum(s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{p}/" if p else "").get("KeyCount", 0)
                                  for p in prefixes)
         total = task["_total"]
-        view = {k: v for k, v in task.items() if not k.startswith("_")}
         if elapsed < self.fsx_import_seconds:
             done = int(total * elapsed / self.fsx_import_seconds)
             return {**view, "Lifecycle": "EXECUTING", "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}

@@ -22,9 +22,9 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         status = {"ready": False, "final": True, "reason": reason}
     else:
         if checks == 1:   # datasets uploaded while FSx was up: import them now rather than "some time later"
-            for path in imports_to_start(clients["fsx"], fsx.file_system_id, document.get("fsx_datasets") or []):
+            for s3_path in imports_to_start(clients["fsx"], fsx.file_system_id, document.get("fsx_datasets") or []):
                 clients["fsx"].create_data_repository_task(
-                    Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=fsx.file_system_id, Paths=[path],
+                    Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=fsx.file_system_id, Paths=[s3_path],
                     Report={"Enabled": False})
         status = import_status(clients["fsx"], fsx.file_system_id, paths)
     out = {"ready": status["ready"], "final": status["final"], "checks": checks,

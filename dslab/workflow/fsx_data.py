@@ -8,6 +8,13 @@ start only when the association is AVAILABLE and no import task covering their p
 PENDING/EXECUTING (DescribeDataRepositoryTasks: "When the task is complete, TotalCount equals the
 sum of SucceededCount plus FailedCount"). Neither FSx call can filter by task type or path, so both
 filters are applied here. Standard library and boto3 clients only (it runs in the Lambda runtime).
+
+Two kinds of path meet here. The jobs read file-system paths (``/datasets/<name>``); an import task's
+``Paths`` are S3 paths: "For import tasks, the list contains paths in the Amazon S3 bucket from which POSIX
+metadata changes are imported to the FSx for Lustre file system. The path can be an S3 bucket or prefix in
+the format ``s3://bucket-name/prefix``" and "If a path that you provide isn't valid, the task fails"
+(CreateDataRepositoryTask, Paths; botocore's FSx model). Each link to S3 (an association's FileSystemPath
+and DataRepositoryPath, or the legacy ImportPath at the root) translates one into the other.
 """
 
 from __future__ import annotations
@@ -31,6 +38,61 @@ def _norm(path: str) -> str:
 def _covers(parent: str, child: str) -> bool:
     parent, child = _norm(parent), _norm(child)
     return parent == "/" or child == parent or child.startswith(parent + "/")
+
+
+def _repository_links(system: dict[str, Any], associations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each link to S3 as ``{"fs", "s3", "created"}``: the associations, or the legacy ImportPath (root)."""
+    links = [{"fs": _norm(a.get("FileSystemPath", "/")), "s3": a.get("DataRepositoryPath", ""),
+              "created": as_utc(a.get("CreationTime"))} for a in associations]
+    legacy = (system.get("LustreConfiguration") or {}).get("DataRepositoryConfiguration") or {}
+    if not links and legacy.get("ImportPath"):
+        links.append({"fs": "/", "s3": legacy["ImportPath"], "created": as_utc(system.get("CreationTime"))})
+    return links
+
+
+def _s3_parts(uri: str) -> tuple[str, str] | None:
+    if not uri.startswith("s3://"):
+        return None
+    bucket, _, prefix = uri[5:].partition("/")
+    return bucket, prefix.strip("/")
+
+
+def to_s3_path(fs_path: str, links: list[dict[str, Any]]) -> str | None:
+    """The S3 path an import task takes for a file-system path, through the link that covers it (the
+    deepest), ending in "/" so that ``datasets/a`` does not also import ``datasets/ab``; None if no link covers it."""
+    covering = sorted((l for l in links if _covers(l["fs"], fs_path) and _s3_parts(l["s3"])), key=lambda l: len(l["fs"]))
+    if not covering:
+        return None
+    link = covering[-1]
+    bucket, prefix = _s3_parts(link["s3"])
+    relative = _norm(fs_path)[len(link["fs"].rstrip("/")):].strip("/")
+    key = "/".join(p for p in (prefix, relative) if p)
+    return f"s3://{bucket}/{key}/" if key else f"s3://{bucket}/"
+
+
+def to_fs_path(task_path: str, links: list[dict[str, Any]]) -> str:
+    """The file-system path an import task's S3 path lands on; "/" (covering everything, so that readiness
+    errs on waiting) when no link maps it. A path that is not an S3 URI is taken as it is."""
+    parts = _s3_parts(task_path)
+    if parts is None:
+        return _norm(task_path)
+    bucket, key = parts
+    for link in sorted(links, key=lambda l: -len(l["s3"])):
+        link_parts = _s3_parts(link["s3"])
+        if not link_parts or link_parts[0] != bucket:
+            continue
+        prefix = link_parts[1]
+        if not prefix or key == prefix or key.startswith(prefix + "/"):
+            relative = key[len(prefix):].strip("/")
+            return _norm(f"{link['fs'].rstrip('/')}/{relative}") if relative else link["fs"]
+    return "/"
+
+
+def _task_covers(task: dict[str, Any], path: str, links: list[dict[str, Any]], *, whole: bool = False) -> bool:
+    """Does the import task touch the file-system ``path`` (its paths cover it or lie under it)? With
+    ``whole``, only a task that imports all of it counts. A task without paths imports everything."""
+    paths = [to_fs_path(p, links) for p in task.get("Paths") or []]
+    return not paths or any(_covers(p, path) or (not whole and _covers(path, p)) for p in paths)
 
 
 def _pages(call, key: str, **kwargs) -> list[dict[str, Any]]:
@@ -68,6 +130,7 @@ def import_status(fsx, file_system_id: str, paths: list[str], now: dt.datetime |
     imports = [t for t in _pages(fsx.describe_data_repository_tasks, "DataRepositoryTasks", Filters=filters)
                if t.get("Type") == IMPORT_TASK]
     progress = [_task_view(t) for t in imports]
+    repository = _repository_links(system, links)
     if not links:
         legacy = (system.get("LustreConfiguration") or {}).get("DataRepositoryConfiguration")
         if not legacy:
@@ -93,8 +156,7 @@ def import_status(fsx, file_system_id: str, paths: list[str], now: dt.datetime |
             if state in LINK_WAIT:
                 return _result(False, False, f"data repository association {link.get('AssociationId')} is {state}",
                                imports=progress)
-        relevant = [t for t in imports if not t.get("Paths") or any(_covers(p, path) or _covers(path, p)
-                                                                    for p in t["Paths"])]
+        relevant = [t for t in imports if _task_covers(t, path, repository)]
         running = [t for t in relevant if t.get("Lifecycle") in TASK_RUNNING]
         if running:
             task = running[0]
@@ -127,30 +189,35 @@ def import_status(fsx, file_system_id: str, paths: list[str], now: dt.datetime |
 
 
 def imports_to_start(fsx, file_system_id: str, datasets: list[dict[str, Any]]) -> list[str]:
-    """The dataset paths written to S3 after their association was made, with no import task since.
+    """The S3 paths to import for datasets written to S3 after their link was made, with no import since.
 
     An association imports new and changed objects on its own (AutoImportPolicy), "some time" after they
     arrive: no latency is documented. A job started meanwhile reads a partial directory. For a dataset
-    uploaded while FSx was up (its stats file's ``written_at`` is later than the association's
-    CreationTime), the readiness step starts an import task of its path (CreateDataRepositoryTask,
-    IMPORT_METADATA_FROM_REPOSITORY) and waits for it like the association's first import."""
+    uploaded while FSx was up (its stats file's ``written_at`` is later than the link's CreationTime), the
+    readiness step starts an import task (CreateDataRepositoryTask, IMPORT_METADATA_FROM_REPOSITORY) of its
+    S3 path (the link's DataRepositoryPath plus the dataset's place under it) and waits for it like the
+    link's first import. An import since then that FAILED or was CANCELED does not count: the next run
+    starts another, so a failed import is retried rather than left for good."""
+    systems = fsx.describe_file_systems(FileSystemIds=[file_system_id]).get("FileSystems", [])
     filters = [{"Name": "file-system-id", "Values": [file_system_id]}]
-    links = _pages(fsx.describe_data_repository_associations, "Associations", Filters=filters)
+    associations = _pages(fsx.describe_data_repository_associations, "Associations", Filters=filters)
+    links = _repository_links(systems[0] if systems else {}, associations)
     tasks = [t for t in _pages(fsx.describe_data_repository_tasks, "DataRepositoryTasks", Filters=filters)
-             if t.get("Type") == IMPORT_TASK]
+             if t.get("Type") == IMPORT_TASK and t.get("Lifecycle") not in ("FAILED", "CANCELED")]
     wanted = []
     for dataset in datasets:
         path, written = dataset["path"], as_utc(dataset.get("written_at"))
-        covering = [a for a in links if _covers(a.get("FileSystemPath", "/"), path)]
-        if written is None or not covering:
+        covering = [l for l in links if _covers(l["fs"], path)]
+        target = to_s3_path(path, links)
+        if written is None or not covering or target is None:
             continue
-        linked = max(as_utc(a.get("CreationTime")) or _EARLIEST for a in covering)
+        linked = max(l["created"] or _EARLIEST for l in covering)
         if written <= linked:
-            continue   # there before the association: its first import has it
+            continue   # there before the link: its first import has it
         since = [t for t in tasks if (as_utc(t.get("CreationTime")) or _EARLIEST) >= written
-                 and (not t.get("Paths") or any(_covers(p, path) for p in t["Paths"]))]
+                 and _task_covers(t, path, links, whole=True)]
         if not since:
-            wanted.append(path)
+            wanted.append(target)
     return wanted
 
 
