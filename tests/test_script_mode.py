@@ -53,7 +53,7 @@ def test_a_script_job_has_no_channel_and_is_valid_for_sagemaker_on_both_buckets(
         (job,) = plan(parse_experiment({**BASE, "storage": storage}), env, "exec", dataset_stats={"caltech-jpg-1x": stats})
         request = job.request
         validate_request("sagemaker", "CreateTrainingJob", request)
-        assert "InputDataConfig" not in request and request["AlgorithmSpecification"]["TrainingInputMode"] == "FastFile"
+        assert "InputDataConfig" not in request and request["AlgorithmSpecification"]["TrainingInputMode"] == "File"
         uri = f"s3://{bucket}/datasets/caltech-jpg-1x/"
         assert json.loads(request["HyperParameters"]["dataset_uri"]) == uri
         tags = {t["Key"]: t["Value"] for t in request["Tags"]}

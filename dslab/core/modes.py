@@ -12,8 +12,9 @@ FILE, FASTFILE, PIPE, FSX, EFS = "File", "FastFile", "Pipe", "FSx", "EFS"
 # "Script": the source post's "Bring your own data ingestion". The job has no input channel; the
 # training script reads the dataset's S3 prefix itself (boto3 or the S3 Connector for PyTorch) with
 # the job's role. Not one of SageMaker's input modes, so results records (whose contract names the
-# five modes above) carry it as mode FastFile, the job's declared TrainingInputMode and the nearest
-# SageMaker source (streams from S3 on demand, nothing downloaded first), with "ingestion": "script".
+# five modes above) carry it as mode FastFile, the nearest SageMaker source (streams from S3 on demand,
+# nothing downloaded first), with "ingestion": "script". (The job itself declares TrainingInputMode File:
+# without a channel nothing is downloaded, and no document covers FastFile without one.)
 SCRIPT = "Script"
 MODES = (FILE, FASTFILE, PIPE, FSX, EFS, SCRIPT)
 S3_MODES = (FILE, FASTFILE, PIPE)

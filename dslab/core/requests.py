@@ -411,8 +411,10 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         "RoleArn": env.role_arn,
         "AlgorithmSpecification": {
             "TrainingImage": image,
-            # Required even without a channel; a Script job declares FastFile (nothing is downloaded).
-            "TrainingInputMode": FASTFILE if channel is None else channel["InputMode"],
+            # Required even without a channel. A Script job declares File, the API's default mode: "SageMaker
+            # downloads the training data from S3" (AlgorithmSpecification.TrainingInputMode) only through a
+            # channel, so with none nothing is downloaded; no document covers FastFile without a channel.
+            "TrainingInputMode": FILE if channel is None else channel["InputMode"],
             "MetricDefinitions": metric_definitions(spec),
         },
         "HyperParameters": encode_hyperparameters(hyperparameters),
