@@ -196,7 +196,9 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
 
 def scaling(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (dataset, source, instances): the cluster's samples/s and every host's AU, where a dataset and a
-    source ran at two cluster sizes or more (an instance_count sweep). Means over completed repeats."""
+    source ran at two cluster sizes or more (an instance_count sweep). Means over completed repeats.
+    A multi-instance job is drawn only from every host's own figures (``cluster``): one host's times N
+    would hide exactly what the section is for, the hosts that starve."""
     points: dict[tuple[str, str, int], list[tuple[float, list[float]]]] = defaultdict(list)
     for r in records:
         metrics = r.get("metrics") or {}
@@ -204,11 +206,13 @@ def scaling(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         n = int(r.get("instance_count") or 1)
         cluster = metrics.get("cluster") or {}
-        if n > 1 and cluster.get("samples_per_second") is not None:
+        if n > 1:
+            if cluster.get("samples_per_second") is None:
+                continue  # no per-host data (a script that wrote one metrics.json on every host)
             throughput = float(cluster["samples_per_second"])
             aus = [float(a) for a in (cluster.get("au_percent_per_host") or {}).values() if a is not None]
         else:
-            throughput = float(metrics["samples_per_second"]) * (1 if n == 1 else n)  # no per-host figures: the leader's x N
+            throughput = float(metrics["samples_per_second"])
             aus = [float(metrics["au_percent"])] if metrics.get("au_percent") is not None else []
         points[(r["dataset"], source(r), n)].append((throughput, aus))
     sizes: dict[tuple[str, str], set[int]] = defaultdict(set)

@@ -74,11 +74,17 @@ class ScriptedJobs:
         metrics = {"samples_per_second": 320.0, "mb_per_second": 12.5, "au_percent": 97.0,
                    "time_to_first_batch_seconds": 0.8, "epoch_seconds": [self.training_seconds], "samples": 1000,
                    "epochs": 1}
+        # As the lab's script writes them: metrics.json on one host, each host its metrics-<host>.json on
+        # several (the second host 10 samples/s and 1% AU below the first).
+        count = request["ResourceConfig"]["InstanceCount"]
+        files = {"metrics.json": metrics} if count == 1 else {
+            f"metrics-algo-{i + 1}.json": {**metrics, "samples_per_second": 320.0 - 10 * i, "au_percent": 97.0 - i,
+                                           "host": f"algo-{i + 1}"} for i in range(count)}
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         bucket, _, prefix = output[5:].partition("/")
         s3 = self._s3()
         s3.put_object(Bucket=bucket, Key=f"{prefix}/{request['TrainingJobName']}/output/output.tar.gz",
-                      Body=_tar({"metrics.json": json.dumps(metrics).encode()}))
+                      Body=_tar({name: json.dumps(body).encode() for name, body in files.items()}))
         return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", "SecondaryStatusTransitions": transitions,
                 "TrainingStartTime": training_start.isoformat(), "TrainingEndTime": at.isoformat(),
                 "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds * request["ResourceConfig"]["InstanceCount"],

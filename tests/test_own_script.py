@@ -264,6 +264,38 @@ def test_the_example_script_using_the_helper_reports_au_through_the_container(tm
     assert final["samples"] == 6 and final["au_percent"] == pytest.approx(metrics["au_percent"], rel=1e-3)
 
 
+def test_on_two_hosts_the_helper_reports_each_host_and_a_name_both_wrote_is_kept_once_and_logged(tmp_path):
+    """SageMaker merges the hosts' /opt/ml/model into one model.tar.gz: "If multiple containers in a single
+    training job write to this directory they should ensure no file/directory names clash. SageMaker AI
+    aggregates the result in a TAR file." Which copy a clash keeps is not documented: the stand-in keeps
+    the first host's and says so in the job's log, so the clash shows before a real job hides it."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import os\n"
+        "from dslab_report import Meter\n"
+        "meter = Meter()\n"
+        "for name in meter.epoch(sorted(os.listdir(os.environ['SM_CHANNEL_TRAIN'])), samples=lambda name: 1):\n"
+        "    pass\n"
+        "meter.finish()\n"
+        "host, model = os.environ['SM_CURRENT_HOST'], os.environ['SM_MODEL_DIR']\n"
+        "os.makedirs(f'{model}/checkpoints', exist_ok=True)\n"
+        "open(f'{model}/checkpoints/{host}.txt', 'w').write(host)\n"
+        "open(f'{model}/weights.txt', 'w').write(host)\n")
+    request, storage = folder_job(tmp_path, code, {})
+    request["ResourceConfig"]["InstanceCount"] = 2
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    # Each host's figures under its own name (the helper names them): the job's metrics hold both.
+    cluster = outcome.metrics["cluster"]
+    assert cluster["hosts"] == cluster["hosts_reported"] == 2 and cluster["samples"] == 2 * 3
+    with tarfile.open(storage.s3_root / "bkt" / "output" / "own-1" / "output" / "model.tar.gz") as tar:
+        model = {m.name: tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile()}
+    assert model == {"checkpoints/algo-1.txt": "algo-1", "checkpoints/algo-2.txt": "algo-2", "weights.txt": "algo-1"}
+    assert len(outcome.warnings) == 1 and "model.tar.gz: weights.txt was written by algo-1 and algo-2" in outcome.warnings[0]
+    assert f"warning: {outcome.warnings[0]}" in outcome.log
+
+
 @pytest.mark.skipif(not fuse_available(), reason="s3fs-fuse and /dev/fuse are needed (.ci/run installs them)")
 def test_contract_only_script_runs_in_every_mode_in_the_local_lab_and_appears_in_the_report(lab_cache, tmp_path, bound_lab):
     """The example's contract-only trial (the helper's trial is the test above, through the same container)."""

@@ -168,3 +168,14 @@ def test_the_report_draws_aggregate_throughput_and_per_host_au_against_instances
     text = paths["report.md"].read_text()
     assert "## Scaling: the same source on more instances" in text and "| d | FSx | 4 | 700.0 | 2.33x | 55.8 | 50.0 |" in text
     assert paths["scaling.png"].read_bytes()[:4] == b"\x89PNG" and "scaling.png" not in paths["report.html"].read_text()
+
+
+def test_the_report_draws_no_scaling_row_for_a_cluster_job_without_every_hosts_figures():
+    """A multi-instance job whose script wrote one metrics.json on every host (one copy survives SageMaker's
+    merge) has no cluster view: its host's samples/s times N would hide the host that starved."""
+    one, two = _record(1, "FSx", 300.0, [95.0]), _record(2, "FSx", 560.0, [90.0, 88.0])
+    del two["metrics"]["cluster"]
+    assert scaling([one, two]) == []
+    partial = _record(2, "FSx", 560.0, [90.0, 88.0])
+    partial["metrics"]["cluster"].update(samples_per_second=None, hosts_reported=1)   # a host wrote none
+    assert scaling([one, partial]) == []

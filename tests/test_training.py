@@ -313,6 +313,25 @@ def test_every_host_of_a_cluster_reads_its_share_once(stand, tmp_path, mode, dis
     assert "[algo-2] dslab: mode=" in outcome.log and outcome.describe["BillableTimeInSeconds"] % 2 == 0
 
 
+def test_each_host_of_a_cluster_writes_its_own_metrics_and_the_first_the_model(stand, tmp_path):
+    """SageMaker merges the hosts' /opt/ml/output/data and /opt/ml/model into one archive each: "If multiple
+    containers in a single training job write to this directory they should ensure no file/directory names
+    clash. SageMaker AI aggregates the result in a TAR file." Every host's figures reach the job's
+    output.tar.gz under its own name, and the one model is the first host's."""
+    request = tiny_requests(instance_count=2, modes=["File"])[("tiny-jpg", "File")]
+    outcome = run(stand, request, tmp_path)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-2000:]
+    archives = {}
+    for name, uri in outcome.artifacts.items():
+        with tarfile.open(stand.s3_root / BUCKET / uri.split(f"{BUCKET}/")[1]) as tar:
+            archives[name] = {m.name: json.loads(tar.extractfile(m).read()) for m in tar.getmembers() if m.isfile()}
+    assert set(archives["output.tar.gz"]) == {"metrics-algo-1.json", "metrics-algo-2.json"}
+    assert sum(m["samples"] for m in archives["output.tar.gz"].values()) == stand.images
+    assert {m["host"] for m in archives["output.tar.gz"].values()} == {"algo-1", "algo-2"}
+    assert list(archives["model.tar.gz"]) == ["model.json"] and outcome.warnings == []
+    assert outcome.metrics["cluster"]["samples"] == stand.images and outcome.metrics["host"] == "algo-1"
+
+
 def test_a_script_job_with_an_unknown_s3_client_fails_naming_the_hyperparameter(stand, tmp_path):
     request = tiny_requests(modes=["Script"], hyperparameters={"s3_client": "nope"})[("tiny-tfr", "Script")]
     outcome = run(stand, request, tmp_path)

@@ -347,6 +347,25 @@ def test_impossible_experiment_fails_at_plan_before_any_job(emulated, experiment
         assert jobs.requests == [] and lab.training_job_names() == []
 
 
+def test_collect_reports_every_host_of_a_cluster_job(emulated):
+    """SageMaker merges every host's /opt/ml/output/data into the job's one output.tar.gz ("SageMaker AI
+    aggregates the result in a TAR file"): Collect reads each host's metrics file from it, and the report's
+    scaling section draws the cluster from them."""
+    from dslab.report import scaling
+    jobs = ScriptedJobs()
+    with emulated(jobs) as lab:
+        put_datasets(lab, ["tiny-tfr"])
+        execution = lab.run({**TINY, "datasets": [{"name": "tiny-tfr", "format": "tfrecord"}], "modes": ["FastFile"],
+                             "instance_count": [1, 2]})
+        assert execution.status == "SUCCEEDED", execution.cause
+        records = {r["instance_count"]: r for r in lab.results(execution)["records"]}
+    cluster = records[2]["metrics"]["cluster"]
+    assert cluster["hosts"] == cluster["hosts_reported"] == 2 and cluster["samples"] == 2000
+    assert cluster["samples_per_second"] == 630.0 and cluster["au_percent_per_host"] == {"algo-1": 97.0, "algo-2": 96.0}
+    assert records[1]["metrics"]["au_percent"] == 97.0 and "cluster" not in records[1]["metrics"]  # one host: metrics.json
+    assert [(r["instances"], r["samples_per_second"]) for r in scaling(list(records.values()))] == [(1, 320.0), (2, 630.0)]
+
+
 def test_default_experiment_runs_all_twenty_two_jobs(emulated):
     jobs = ScriptedJobs()
     with emulated(jobs) as lab:

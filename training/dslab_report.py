@@ -14,8 +14,9 @@ Standard library only: copy it next to your training script, or let `dslab` add 
 ``meter.epoch`` wraps any iterable of batches: the time spent waiting for the next batch is the
 data stall, the time between batches is compute. ``finish`` prints the ``dslab_metric name=value``
 lines the lab's metric definitions scrape (samples/s, MB/s, AU, end-to-end efficiency, time to
-first batch, data stall) and writes ``metrics.json`` to ``SM_OUTPUT_DATA_DIR``, so a job's record,
-report and chart carry them exactly as for the lab's own script.
+first batch, data stall) and writes ``metrics.json`` to ``SM_OUTPUT_DATA_DIR`` (``metrics-<host>.json``
+on each host of a cluster, see ``metrics_file_name``), so a job's record, report and chart carry them
+exactly as for the lab's own script.
 
 Definitions (as in the lab's script): AU is MLPerf Storage's accelerator utilisation, compute over
 wall time with the first step left out; end-to-end efficiency is compute over the whole epoch,
@@ -32,6 +33,17 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 PREFIX = "dslab_metric"
+
+
+def metrics_file_name(current_host: str | None = None, hosts: list[str] | tuple[str, ...] | None = None) -> str:
+    """Where this host's summary goes in the output data folder: ``metrics.json`` on one host,
+    ``metrics-<host>.json`` on each host of a cluster. SageMaker merges every host's folder into one
+    output.tar.gz and asks that "no file/directory names clash" (How Amazon SageMaker AI Processes
+    Training Output): with one name for all, only one host's figures would survive."""
+    if hosts is None:
+        hosts = json.loads(os.environ.get("SM_HOSTS", "[]") or "[]")
+    current_host = current_host or os.environ.get("SM_CURRENT_HOST", "")
+    return f"metrics-{current_host}.json" if len(hosts) > 1 and current_host else "metrics.json"
 
 
 def metric(name: str, value: float, **labels: Any) -> None:
@@ -119,7 +131,7 @@ class Meter:
         }
 
     def finish(self) -> dict[str, Any]:
-        """Print the run's metric lines and write metrics.json; returns the summary."""
+        """Print the run's metric lines and write metrics.json (metrics-<host>.json on a cluster); returns the summary."""
         summary = self.summary()
         metric("samples", summary["samples"])
         for key in ("samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
@@ -127,5 +139,5 @@ class Meter:
             if summary[key] is not None:
                 metric(key, summary[key])
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        (self.output_dir / "metrics.json").write_text(json.dumps(summary, indent=2))
+        (self.output_dir / metrics_file_name()).write_text(json.dumps(summary, indent=2))
         return summary

@@ -3,8 +3,9 @@
 
 SageMaker script mode runs it as the entry point (``sagemaker_program=train.py``). It learns the
 input mode from the container contract, prints metric lines for the job's metric definitions
-(``metric_definitions.json``), writes ``metrics.json`` to the output data directory and a model
-artifact to the model directory. On failure it writes one line to ``/opt/ml/output/failure`` (the
+(``metric_definitions.json``), writes ``metrics.json`` to the output data directory (on a cluster,
+``metrics-<host>.json`` on every host) and, on the first host only, a model artifact to the model
+directory. On failure it writes one line to ``/opt/ml/output/failure`` (the
 job's FailureReason) and exits non-zero.
 """
 
@@ -30,7 +31,7 @@ from dslab_train.s3source import (DEFAULT_CONCURRENCY, JPEG_SUFFIXES, S3Reads, d
                                   jpg_labels)
 from dslab_train.records import RecordError  # noqa: E402
 
-from dslab_report import metric  # noqa: E402  one format for the lab's metric lines and users'
+from dslab_report import metric, metrics_file_name  # noqa: E402  one format for the lab's metric lines and users'
 
 
 def _int(hp: dict, key: str, default: int) -> int:
@@ -262,14 +263,18 @@ def run(ctx: JobContext) -> dict:
         metric("time_to_first_batch_seconds", first_batch_overall)
 
     ctx.output_data_dir.mkdir(parents=True, exist_ok=True)
-    (ctx.output_data_dir / "metrics.json").write_text(json.dumps(summary, indent=2))
+    # SageMaker merges every host's output and model folders into one archive each and asks that no
+    # names clash: each host its own metrics file, and one model, the first host's (data-parallel
+    # replicas hold the same weights).
+    (ctx.output_data_dir / metrics_file_name(ctx.current_host, ctx.hosts)).write_text(json.dumps(summary, indent=2))
     ctx.model_dir.mkdir(parents=True, exist_ok=True)
-    if isinstance(compute, TorchResNet50):
-        compute.save(ctx.model_dir / "model.pt")
-    else:
-        (ctx.model_dir / "model.json").write_text(json.dumps(
-            {"model": "emulated", "seconds_per_batch": compute.seconds_per_batch, "batch_size": batch_size,
-             "samples_seen": total_samples}, indent=2))
+    if ctx.host_rank == 0:
+        if isinstance(compute, TorchResNet50):
+            compute.save(ctx.model_dir / "model.pt")
+        else:
+            (ctx.model_dir / "model.json").write_text(json.dumps(
+                {"model": "emulated", "seconds_per_batch": compute.seconds_per_batch, "batch_size": batch_size,
+                 "samples_seen": total_samples}, indent=2))
     return summary
 
 

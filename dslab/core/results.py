@@ -130,7 +130,7 @@ def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None
             value = script_metrics.get(key)
             out[key] = float(value) if isinstance(value, (int, float)) else None
         out["epoch_seconds"] = [float(v) for v in script_metrics.get("epoch_seconds") or []]
-        # "cluster": a multi-instance job's aggregate and per-host AU (the local runner reads every host's).
+        # "cluster": a multi-instance job's aggregate and per-host AU, from every host's metrics file (job_metrics.py).
         for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster"):
             if key in script_metrics:
                 out[key] = script_metrics[key]

@@ -20,11 +20,43 @@ class JobFailed(Exception):
 
 
 def tar_gz(directory: Path) -> bytes:
+    return tar_gz_tree({path.relative_to(directory).as_posix(): path for path in directory.rglob("*")})
+
+
+def tar_gz_tree(tree: dict[str, Path]) -> bytes:
+    """An archive of ``tree`` (name in the archive -> the file or folder on disk), in name order."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for path in sorted(directory.rglob("*")):
-            tar.add(path, arcname=path.relative_to(directory).as_posix(), recursive=False)
+        for name in sorted(tree):
+            tar.add(tree[name], arcname=name, recursive=False)
     return buffer.getvalue()
+
+
+def merge_host_folders(folders: dict[str, Path]) -> tuple[dict[str, Path], list[str]]:
+    """Every host's folder as one tree, the way SageMaker aggregates /opt/ml/model and /opt/ml/output/data:
+    "If multiple containers in a single training job write to this directory they should ensure no
+    file/directory names clash. SageMaker AI aggregates the result in a TAR file" (Developer Guide, How
+    Amazon SageMaker AI Processes Training Output). Folders of the same name merge. A name two hosts
+    both wrote as files is the clash the guide warns of; what SageMaker then keeps is not documented, so
+    the stand-in keeps the first host's (``folders`` in host order) and returns a line naming the path
+    and the hosts, for the job's log. Returns (name -> path kept, clash lines)."""
+    tree: dict[str, tuple[str, Path]] = {}
+    clashes: dict[str, list[str]] = {}
+    for host, folder in folders.items():
+        lost: list[str] = []   # this host's names that lost a clash: nothing beneath them is kept
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+            name = path.relative_to(folder).as_posix()
+            if any(name.startswith(f"{gone}/") for gone in lost):
+                continue
+            kept = tree.get(name)
+            if kept is None:
+                tree[name] = (host, path)
+            elif not (kept[1].is_dir() and path.is_dir()):
+                clashes.setdefault(name, [kept[0]]).append(host)
+                lost.append(name)
+    lines = [f"{name} was written by {' and '.join(hosts)}: SageMaker asks that hosts' names not clash and documents "
+             f"no order for merging them; the stand-in kept {hosts[0]}'s" for name, hosts in sorted(clashes.items())]
+    return {name: path for name, (_, path) in tree.items()}, lines
 
 
 def extract_code(storage: Storage, uri: str, target: Path, code_dir: Path | None) -> None:

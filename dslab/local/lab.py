@@ -210,6 +210,8 @@ class LocalLab:
         workdir = self.work / "jobs" / request["TrainingJobName"]
         workdir.mkdir(parents=True, exist_ok=True)
         outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))
+        for warning in outcome.warnings:
+            self.say(f"warning: {request['TrainingJobName']}: {warning}")
         logs = self.out / "jobs"
         logs.mkdir(parents=True, exist_ok=True)
         (logs / f"{request['TrainingJobName']}.log").write_text(outcome.log)

@@ -3,8 +3,9 @@
 It builds a private ``/opt/ml``-shaped tree (configs, SM_* environment, hyperparameters as strings),
 provides the channel per mode — File: objects copied in before the script starts (timed as
 Downloading); FastFile: a read-only view; Pipe: FIFOs fed per epoch (RecordIO-wrapped where the
-channel says so); FSx/EFS: the file system's directory — runs the script as a subprocess, uploads the
-model and output archives, and returns a DescribeTrainingJob-shaped outcome.
+channel says so); FSx/EFS: the file system's directory — runs the script as a subprocess (one per
+host), uploads the model and output archives (every host's folders merged into one each, a name two
+hosts wrote logged as a warning), and returns a DescribeTrainingJob-shaped outcome.
 
 Where the objects and file systems come from is a ``Storage``: a folder stand-in here (one folder
 per bucket, one per file-system ID); the embedded lab gives it a real S3 endpoint and FUSE mounts."""
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..aws.validation import RequestInvalid, validate_request
+from ..core.job_metrics import is_metrics_file, job_metrics
 from ..core.requests import DATASET_URI_HYPERPARAMETER, ENTRY_POINT
 from .channels import PipeFeeder, channel_objects, common_prefix
 from .container import (
@@ -35,9 +37,10 @@ from .container import (
     decode_hyperparameter,
     extract_code,
     install_requirements,
+    merge_host_folders,
     scrape_metrics,
     script_arguments,
-    tar_gz,
+    tar_gz_tree,
 )
 from .job_storage import DROPPED_AWS_VARIABLES, FolderStorage, Storage, StorageError, split_s3_uri
 
@@ -89,6 +92,7 @@ class JobOutcome:
     metrics: dict[str, Any] | None
     log: str
     artifacts: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)   # what SageMaker would not say, but a user should know
 
     @property
     def status(self) -> str:
@@ -161,6 +165,7 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     status, failure, secondary = "Completed", None, "Completed"
     metrics = None
     artifacts: dict[str, str] = {}
+    warnings: list[str] = []
     training_start = None
     enter("Starting", "Preparing the instances for training")
     try:
@@ -317,11 +322,14 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                 raise JobFailed(f"InternalServerError: feeding Pipe input failed: {feeder.error}")
         for host in hosts[1:]:
             log_lines.extend(f"[{host}] {line}" for line in logs[host])
-        host_metrics = {host: _read_metrics(bases[host]) for host in hosts}
-        metrics = host_metrics[hosts[0]]
-        if metrics is not None and count > 1:
-            metrics = {**metrics, "cluster": cluster_metrics(host_metrics)}
-            (base / "output" / "data" / "metrics.json").write_text(json.dumps(metrics, indent=2))
+        # Every host's model and output folders become one archive each, as SageMaker aggregates them.
+        archives: dict[str, dict[str, Path]] = {}
+        for archive, folder in (("model.tar.gz", "model"), ("output.tar.gz", "output/data")):
+            archives[archive], clashes = merge_host_folders({host: bases[host] / folder for host in hosts})
+            warnings += [f"{archive}: {line}" for line in clashes]
+        log_lines.extend(f"dslab stand-in: warning: {line}\n" for line in warnings)
+        metrics = job_metrics({name: path.read_bytes() for name, path in archives["output.tar.gz"].items()
+                               if is_metrics_file(name) and path.is_file()}, count)
         failed_host = next((h for h in hosts if procs[h].returncode != 0), None)
         if timed_out:
             status, secondary = "Stopped", "MaxRuntimeExceeded"
@@ -335,9 +343,9 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         enter("Uploading", "Uploading generated training model")
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         bucket, prefix = split_s3_uri(output)
-        for archive, directory in (("model.tar.gz", base / "model"), ("output.tar.gz", base / "output" / "data")):
+        for archive, tree in archives.items():
             key = f"{prefix}/{name}/output/{archive}".lstrip("/")
-            storage.put_object(bucket, key, tar_gz(directory))
+            storage.put_object(bucket, key, tar_gz_tree(tree))
             artifacts[archive] = f"s3://{bucket}/{key}"
     except JobFailed as err:
         status, secondary, failure = "Failed", "Failed", str(err)
@@ -378,32 +386,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     if final:
         describe["FinalMetricDataList"] = [{"MetricName": key, "Value": value, "Timestamp": end.isoformat()}
                                            for key, value in final.items()]
-    return JobOutcome(describe=describe, metrics=metrics, log="".join(log_lines), artifacts=artifacts)
+    return JobOutcome(describe=describe, metrics=metrics, log="".join(log_lines), artifacts=artifacts, warnings=warnings)
 
-
-
-def _read_metrics(base: Path) -> dict[str, Any] | None:
-    path = base / "output" / "data" / "metrics.json"
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None  # a user's file of that name that is not the lab's: the log's metric lines still count
-
-
-def cluster_metrics(per_host: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
-    """What the instances did together: aggregate throughput and each host's AU (MLPerf Storage reports
-    the cluster's samples/s and every simulated accelerator's AU)."""
-    done = {h: m for h, m in per_host.items() if m}
-    def total(key: str) -> float | None:
-        values = [m.get(key) for m in done.values()]
-        return sum(values) if values and all(isinstance(v, (int, float)) for v in values) else None
-    aus = [m.get("au_percent") for m in done.values()]
-    return {"hosts": len(per_host), "samples": total("samples"), "samples_per_second": total("samples_per_second"),
-            "mb_per_second": total("mb_per_second"),
-            "au_percent_per_host": {h: m.get("au_percent") for h, m in done.items()},
-            "au_percent_min": min((a for a in aus if a is not None), default=None)}
 
 
 def write_outcome(outcome: JobOutcome, out: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import tarfile
 from typing import Any
 
+from ..core.job_metrics import is_metrics_file, job_metrics
 from ..core.prices import PriceTable
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
 from .common import function_clients, put_json
@@ -37,7 +38,8 @@ def flatten_outcomes(lanes: list[Any]) -> dict[int, dict[str, Any]]:
 
 
 def _script_metrics(s3, describe: dict[str, Any]) -> dict[str, Any] | None:
-    """metrics.json from the job's output.tar.gz, where the script wrote it."""
+    """The script's metrics from the job's output.tar.gz: every host's metrics-<host>.json on a cluster
+    (SageMaker merges the hosts' output folders into the one archive), else metrics.json."""
     output = describe.get("OutputDataConfig", {}).get("S3OutputPath", "").rstrip("/")
     if not output.startswith("s3://"):
         return None
@@ -46,10 +48,11 @@ def _script_metrics(s3, describe: dict[str, Any]) -> dict[str, Any] | None:
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
-            member = tar.extractfile("metrics.json")
-            return json.loads(member.read()) if member else None
+            files = {member.name: tar.extractfile(member).read() for member in tar.getmembers()
+                     if member.isfile() and is_metrics_file(member.name)}
     except Exception:
         return None
+    return job_metrics(files, int((describe.get("ResourceConfig") or {}).get("InstanceCount") or 1))
 
 
 def collect(event: dict[str, Any], context: Any = None) -> dict[str, Any]:

@@ -56,10 +56,11 @@ def main() -> None:
                     time.sleep(args.step_seconds)  # the accelerator's step
             print(f"epoch={epoch} objects={len(keys)} seconds={time.perf_counter() - started:.3f} "
                   f"loss={1.0 / (epoch + 1):.4f} bytes_seen={seen}", flush=True)
-    model_dir = Path(os.environ.get("SM_MODEL_DIR", "model"))
-    model_dir.mkdir(parents=True, exist_ok=True)
-    (model_dir / "model.json").write_text(json.dumps({"objects": len(keys), "bytes_seen": seen,
-                                                      "sha256": digest.hexdigest()}))
+    if rank == 0:  # SageMaker merges every host's model folder into one model.tar.gz: one host writes it
+        model_dir = Path(os.environ.get("SM_MODEL_DIR", "model"))
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / "model.json").write_text(json.dumps({"objects": len(keys), "bytes_seen": seen,
+                                                          "sha256": digest.hexdigest()}))
 
 
 if __name__ == "__main__":

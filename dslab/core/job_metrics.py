@@ -1,0 +1,77 @@
+"""A training job's metrics from what its hosts wrote to ``/opt/ml/output/data``.
+
+SageMaker merges every host's output folder into one ``output.tar.gz``: "If multiple containers in a
+single training job write to this directory they should ensure no file/directory names clash.
+SageMaker AI aggregates the result in a TAR file" (Developer Guide, "How Amazon SageMaker AI Processes
+Training Output"). So on a cluster each host writes its own ``metrics-<host>.json``; a single host
+writes ``metrics.json``, as the lab's script and ``dslab_report`` always have (training/dslab_report.py
+names both). Collect (reading the archive) and the local runner (reading the merged folders) turn the
+files into one job's metrics here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+METRICS_FILE = "metrics.json"
+_PER_HOST = re.compile(r"^metrics-(?P<host>[A-Za-z0-9._-]+)\.json$")
+
+
+def is_metrics_file(name: str) -> bool:
+    """Is this output-archive member (a path relative to the output folder) one of the lab's metrics files?"""
+    name = name[2:] if name.startswith("./") else name
+    return name == METRICS_FILE or _PER_HOST.match(name) is not None
+
+
+def _host_order(host: str) -> tuple[str, int]:
+    """algo-2 before algo-10: SageMaker numbers its hosts algo-1 ... algo-N, and algo-1 is the leader."""
+    stem = host.rstrip("0123456789")
+    return stem, int(host[len(stem):] or 0)
+
+
+def cluster_metrics(per_host: dict[str, dict[str, Any] | None], hosts: int | None = None) -> dict[str, Any]:
+    """What the instances did together: aggregate throughput and each host's AU (MLPerf Storage reports
+    the cluster's samples/s and every simulated accelerator's AU). The totals need every host's figures:
+    with a host missing they would understate the cluster, so they are None."""
+    done = {h: m for h, m in per_host.items() if m}
+    hosts = max(hosts or 0, len(per_host))
+
+    def total(key: str) -> float | None:
+        values = [m.get(key) for m in done.values()]
+        complete = len(done) == hosts and all(isinstance(v, (int, float)) for v in values)
+        return sum(values) if values and complete else None
+    aus = [m.get("au_percent") for m in done.values()]
+    return {"hosts": hosts, "hosts_reported": len(done), "samples": total("samples"),
+            "samples_per_second": total("samples_per_second"), "mb_per_second": total("mb_per_second"),
+            "au_percent_per_host": {h: m.get("au_percent") for h, m in done.items()},
+            "au_percent_min": min((a for a in aus if a is not None), default=None)}
+
+
+def _parse(data: bytes | str) -> dict[str, Any] | None:
+    try:
+        parsed = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None  # a user's file of that name that is not the lab's: the log's metric lines still count
+    return parsed if isinstance(parsed, dict) else None
+
+
+def job_metrics(files: dict[str, bytes | str], instance_count: int) -> dict[str, Any] | None:
+    """The job's metrics from its metrics files (archive member name -> content): the leader's own
+    figures, and on a cluster ``cluster`` with every host's. Without per-host files (an older script, or
+    a user's that writes ``metrics.json`` on every host, so one copy survived) there is no cluster view:
+    the report then draws no scaling row for the job rather than multiply one host by N."""
+    named = {(n[2:] if n.startswith("./") else n): data for n, data in files.items()}
+    per_host = {m.group("host"): _parse(data) for n, data in named.items() if (m := _PER_HOST.match(n))}
+    if per_host:
+        hosts = sorted(per_host, key=_host_order)
+        leader = next((per_host[h] for h in hosts if per_host[h]), None)
+        if leader is None:
+            return None
+        if instance_count > 1 or len(per_host) > 1:
+            return {**leader, "cluster": cluster_metrics({h: per_host[h] for h in hosts}, instance_count)}
+        return leader
+    if METRICS_FILE in named:
+        return _parse(named[METRICS_FILE])
+    return None
