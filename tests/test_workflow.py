@@ -335,6 +335,10 @@ def test_capacity_error_is_retried_under_a_new_name(emulated):
     ({**TINY, "job_prefix": "a-very-long-job-name-prefix"}, ["job_prefix", "63"]),
     ({**TINY, "epocs": 2}, ["epocs", "epochs"]),
     ({**TINY, "datasets": [{"name": "nothing-here", "format": "jpg"}]}, ["nothing-here", "empty", "dslab dataset upload"]),
+    # S3DataSource: "Don't choose more ML compute instances for training than available S3 objects"; the stats
+    # file counts 3 objects.
+    ({**TINY, "datasets": [{"name": "tiny-tfr", "format": "tfrecord"}], "modes": ["FastFile"], "instance_count": 4},
+     ["trial 'base'", "'tiny-tfr' has 3 objects", "at most 3 instances"]),
 ])
 def test_impossible_experiment_fails_at_plan_before_any_job(emulated, experiment, words):
     jobs = ScriptedJobs()

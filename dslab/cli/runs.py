@@ -53,7 +53,9 @@ def cmd_plan(args) -> int:
 def cmd_run(args) -> int:
     from ..inputs import user_code
     from ..inputs.experiment_file import load_experiment
+    from ..core.requests import check_every_host_gets_data
     experiment = load_experiment(Path(args.experiment))
+    check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
     user_code.package(experiment, Path(args.experiment).resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
-from .experiment import Experiment, JobSpec, expand
+from .experiment import Dataset, Experiment, JobSpec, Trial, expand
 from .instances import INSTANCES
 from .limits import MAX_JOBS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE, SCRIPT
@@ -245,6 +245,17 @@ def efs_directory_path(prefix: str) -> str:
     return f"{FS_DATASETS_PATH}/{prefix.strip('/')}"
 
 
+def s3_distribution(trial: Trial) -> str:
+    """The S3DataDistributionType of the trial's S3 channels: "auto" shards on more than one instance.
+    "If there are n ML compute instances launched for a training job, each instance gets approximately
+    1/n of the number of S3 objects" with ShardedByS3Key, where FullyReplicated replicates "the entire
+    dataset on each ML compute instance" (S3DataSource, SageMaker API reference): the first is the
+    data-parallel split the sizing model and the estimate assume (see model.DISTRIBUTIONS)."""
+    if trial.distribution != "auto":
+        return trial.distribution
+    return "ShardedByS3Key" if trial.instance_count > 1 else "FullyReplicated"
+
+
 def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any] | None:
     """The job's one input channel, or None for Script (the script reads S3 itself)."""
     trial, dataset, mode = spec.trial, spec.dataset, spec.mode
@@ -264,7 +275,7 @@ def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any] | None:
             "DataSource": {"S3DataSource": {
                 "S3DataType": s3_data_type,
                 "S3Uri": uri,
-                "S3DataDistributionType": trial.distribution,
+                "S3DataDistributionType": s3_distribution(trial),
             }},
         }
         if mode == PIPE:
@@ -458,12 +469,53 @@ class PlannedJob:
     skip_reason: str | None = None
 
 
+def _how_hosts_share(trial: Trial, dataset: Dataset, mode: str) -> str | None:
+    """How the instances of a trial divide a dataset by whole objects, if they do (None: they do not)."""
+    if mode in (FILE, FASTFILE, PIPE) and s3_distribution(trial) == "ShardedByS3Key":
+        return "ShardedByS3Key gives each instance whole objects"
+    if trial.script is not None:
+        return None  # the user's script: how it shares a replicated channel or a file system is its own
+    if mode == PIPE:
+        # Each host keeps every n-th record of the stream: one per object for RecordIO-wrapped JPEGs; a
+        # TFRecord shard holds many records, which the stats do not count.
+        return "the lab's script splits the Pipe stream's records (one per object) among the instances" if dataset.format == JPG else None
+    return "the lab's script splits the files among the instances by SM_HOSTS"
+
+
+def check_every_host_gets_data(experiment: Experiment, objects: dict[str, int] | None = None) -> None:
+    """Refuse a trial with more instances than a dataset has objects to share out, before anything is
+    created. "Don't choose more ML compute instances for training than available S3 objects. If you do,
+    some nodes won't get any data and you will pay for nodes that aren't getting any training data. This
+    applies in both File and Pipe modes" (S3DataSource, SageMaker API reference). The lab's script meets
+    the same bound where it splits the data itself (FullyReplicated, FSx, EFS, Script): the host left
+    without files fails the job ("read no samples"). ``objects``: per dataset, its object count as found
+    (the stats file, the generated folder); else the experiment's ``files``; an unknown count is not checked."""
+    for trial in experiment.trials:
+        n = trial.instance_count
+        for dataset in trial.datasets:
+            count = (objects or {}).get(dataset.name, dataset.files)
+            if n < 2 or not count or count >= n:
+                continue
+            for mode in trial.modes:
+                how = _how_hosts_share(trial, dataset, mode)
+                if how is not None:
+                    raise ConfigError(
+                        f"trial '{trial.name}': instance_count",
+                        f"{n} instances but dataset '{dataset.name}' has {count} object{'s' if count != 1 else ''} "
+                        f"({mode}: {how}), so {n - count} instance{'s' if n - count != 1 else ''} would get none "
+                        "and fail the job",
+                        f"at most {count} instances for '{dataset.name}', or more objects (smaller TFRecord shards: "
+                        "generate.shard_size_mb, dslab dataset pack --shard-size)")
+
+
 def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
          dataset_stats: dict[str, dict[str, Any]] | None = None) -> list[PlannedJob]:
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
     ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags)."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
+    check_every_host_gets_data(experiment, {name: found["files"] for name, found in (dataset_stats or {}).items()
+                                            if isinstance(found.get("files"), int)})
     specs = expand(experiment)
     if len(specs) > MAX_JOBS:
         raise ConfigError("repeats", f"the experiment expands to {len(specs)} jobs; one workflow execution runs at most "

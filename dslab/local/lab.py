@@ -27,6 +27,7 @@ from ..inputs import user_code
 from ..core.errors import ConfigError
 from ..core.experiment import JPG, Experiment, expand
 from ..core.progress import RunProgress
+from ..core.requests import check_every_host_gets_data
 from ..emulator.lab import EmulatedLab
 from ..inputs.experiment_file import load_experiment
 from ..progress_view import ProgressView
@@ -273,10 +274,17 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     cache = cache or REPO / ".lab-cache"
     packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
+    # The datasets are built (cached) and counted before the stand-in starts, so that a trial with more
+    # instances than a dataset has objects is refused before anything runs (Plan refuses it too).
+    prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
+    check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
+                                            for name, folder in prepared.items()})
+    preparing = time.monotonic() - started
     with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged, live_progress=live_progress,
                   assembly=assembly) as lab:
         lab.upload()
         run = lab.run()
+    run.timings["data"] = run.timings.get("data", 0.0) + preparing
     run.timings["total"] = time.monotonic() - started
     return run
 

@@ -29,7 +29,12 @@ ORDERS = ("listed", "interleave", "random")
 S3_DATA_TYPES = ("S3Prefix", "ManifestFile")
 
 
-DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
+# "auto" (the default): ShardedByS3Key for the S3 channels of a multi-instance trial, FullyReplicated on
+# one instance (dslab/core/requests.py s3_distribution). The sizing model and the estimate (sizing.py,
+# estimate.py) give each of N instances 1/N of the dataset; FullyReplicated would have every instance
+# download (File) or stream (Pipe) all of it, so an instance_count sweep measured with it would not be
+# the cluster they model. An explicit value is taken as it is.
+DISTRIBUTIONS = ("auto", "FullyReplicated", "ShardedByS3Key")
 
 
 RECORD_WRAPPERS = ("auto", "None", "RecordIO")
@@ -83,7 +88,7 @@ DEFAULTS: dict[str, Any] = {
     "hyperparameters": {},
     "image_uri": None,
     "s3_data_type": "S3Prefix",
-    "distribution": "FullyReplicated",
+    "distribution": "auto",
     "shuffle_seed": None,
     "record_wrapper": "auto",
     "max_samples": 0,

@@ -438,7 +438,7 @@ def check_combinations(experiment: Experiment) -> None:
                 raise ConfigError(f"{base}distribution",
                                   f"{mode} is a mounted file system: every instance sees all files, "
                                   "ShardedByS3Key applies to S3 channels only; shard inside the script instead",
-                                  ["FullyReplicated"])
+                                  ["auto", "FullyReplicated"])
             if trial.storage == EXPRESS and mode not in S3_READ_MODES:
                 raise ConfigError(f"{base}storage",
                                   f"storage: express is where the S3 modes read; {mode} reads its own file system. "
@@ -453,11 +453,11 @@ def check_combinations(experiment: Experiment) -> None:
                 raise ConfigError(f"{base}hyperparameters.dataset_uri",
                                   "is the lab's to set in Script mode: the job gets the URI of the dataset it reads",
                                   "drop it, and name the dataset under datasets")
-            if mode == SCRIPT and trial.distribution != "FullyReplicated":
+            if mode == SCRIPT and trial.distribution == "ShardedByS3Key":
                 raise ConfigError(f"{base}distribution",
                                   "Script mode has no input channel, so SageMaker shards nothing: each instance reads "
                                   "its share itself (SM_HOSTS/SM_CURRENT_HOST, as the lab's script does); "
-                                  "use FullyReplicated or put Script in a trial of its own", ["FullyReplicated"])
+                                  "use FullyReplicated or put Script in a trial of its own", ["auto", "FullyReplicated"])
             if trial.storage == EXPRESS and trial.s3_data_type != "S3Prefix":
                 raise ConfigError(f"{base}s3_data_type",
                                   "the workflow stages dataset prefixes into the directory bucket, not manifests; "
