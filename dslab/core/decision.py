@@ -34,7 +34,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .errors import ConfigError
 from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, DatasetShape, Estimate
+from .limits import runtime_problem
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
 
@@ -77,7 +79,7 @@ class Setup:
 
 def setup_cost(mode: str, storage: str | None, shape: DatasetShape, prices: PriceTable, *, job_seconds: float = 0.0,
                fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
-               express_staging: tuple[float, float] | None = None) -> Setup:
+               express_staging: tuple[float, float] | None = None, fsx: Any = None) -> Setup:
     """What a source pays before or beside its jobs for one run of a dataset of this shape.
 
     ``express_staging`` is the estimate's (seconds, dollars) of the staging copy when known (the
@@ -94,7 +96,8 @@ def setup_cost(mode: str, storage: str | None, shape: DatasetShape, prices: Pric
         return Setup(usd + kept, seconds, f"the staging copy of {shape.files:,} objects into the directory bucket")
     if mode == FSX:
         seconds = shape.files / FSX_IMPORT_RATE
-        return Setup(prices.fsx_hourly(fsx_capacity_gib) * seconds / 3600, seconds,
+        hourly = fsx.hourly(prices) if fsx is not None else prices.fsx_hourly(fsx_capacity_gib)
+        return Setup(hourly * seconds / 3600, seconds,
                      f"FSx uptime while it imports {shape.files:,} objects' metadata")
     if mode == EFS:
         seconds, usd = _datasync(shape, prices)
@@ -220,8 +223,9 @@ def decide(options: Iterable[Option]) -> Decision:
     options = list(options)
     blocked = {o.source: o.blocker for o in options if o.blocker}
     ranking = sorted((o for o in options if not o.blocker), key=_rank_key)
-    if not ranking:
-        raise ValueError("no data source can serve this dataset: " + "; ".join(f"{k}: {v}" for k, v in blocked.items()))
+    if not ranking:   # bad input as the user gave it (a ConfigError is the ValueError the CLI prints in one line)
+        raise ConfigError("data source", "none can serve this dataset: "
+                          + "; ".join(f"{k}: {v}" for k, v in blocked.items()))
     pick = _pick(ranking)
     passed_over: dict[str, str] = {}
     for option in ranking:
@@ -277,17 +281,21 @@ def setup_phrase(option: Option) -> str:
 
 # ---- options from estimates and from measured results ----------------------------------------------
 
-def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceTable, *, instance_count: int = 1,
+def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceTable, *, instance_count: int | None = None,
                          fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
                          volume_size_gb: int | None = None) -> Option:
-    job_seconds = (estimate.downloading + estimate.training + estimate.other) / max(1, instance_count)
+    # The job's wall time on one instance's clock (an estimate's seconds are instance-seconds).
+    job_seconds = (estimate.downloading + estimate.training + estimate.other) / max(1, instance_count or estimate.instance_count)
     staging = ((estimate.staging_seconds or 0.0, estimate.staging_cost_usd or 0.0)
                if estimate.storage == EXPRESS else None)
+    # The file system the estimate priced (its premise), so the import's uptime is billed at its price.
+    fsx = estimate.provisioning.fsx if estimate.provisioning is not None else None
     setup = setup_cost(estimate.mode, estimate.storage, shape, prices, job_seconds=job_seconds,
-                       fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs, express_staging=staging)
+                       fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs, express_staging=staging, fsx=fsx)
     blocker = None
     if estimate.mode == FILE and volume_size_gb is not None and shape.bytes / 1e9 * 1.05 > volume_size_gb:
         blocker = f"File mode copies {shape.bytes / 1e9:.1f} GB onto a {volume_size_gb} GB volume: raise volume_size_gb"
+    blocker = blocker or runtime_problem(job_seconds, "its job")   # SageMaker would stop it (limits.py)
     measured = estimate.mode in MEASURED_SOURCES and estimate.storage != EXPRESS
     return Option(mode=estimate.mode, storage=estimate.storage or STANDARD, job_usd=estimate.cost_usd["total"],
                   setup=setup, job_seconds=job_seconds, measured=measured, bound=estimate.bound, blocker=blocker,

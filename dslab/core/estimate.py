@@ -34,6 +34,7 @@ from .limits import EXPRESS_COPY_THREADS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from .instances import INSTANCES as INSTANCE_TABLE
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
+from .provisioning import EFS_PER_CLIENT_MIBPS, MIB, Provisioning, as_deployed
 
 # ---- constants -------------------------------------------------------------------------------
 # Start-up per mode, seconds (fitted: calibration "other" + "download" where the download is short).
@@ -76,9 +77,12 @@ EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems u
 SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
 LARGE_FILE_BYTES = 1_000_000  # files above this are containers of many samples
 
-# Instance properties (vCPUs: the readers; headline network Gbit/s; NVMe instance storage): a view of
-# the instance table (instances.py), which names each row's source.
-INSTANCES = {name: (i.vcpus, i.network_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
+# Instance properties (vCPUs: the readers; sustained network Gbit/s, since a run of hours outlasts an "up
+# to" size's burst credits; NVMe instance storage): a view of the instance table (instances.py), which names
+# each row's source. The calibration cells (ml.p3.2xlarge) are compute- or download-bound, so the sustained
+# figure leaves them as they were.
+INSTANCES = {name: (i.vcpus, i.network_baseline_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
+NETWORK_PAYLOAD = 0.8         # the share of the network's bits that carry data (assumption)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,9 @@ class DatasetShape:
             raise ConfigError("--files", "must be at least 1")
         if self.bytes < 1:
             raise ConfigError("--bytes", "must be at least 1")
+        if self.samples is not None and self.samples < 1:
+            raise ConfigError("--samples", f"{self.samples}: a dataset holds at least one sample",
+                              "a whole number from 1, or leave it out to count files (or bytes / 35.9 KB)")
 
     @property
     def mean_file_bytes(self) -> float:
@@ -122,6 +129,15 @@ class Estimate:
     # Express: copying the dataset into the directory bucket once (not billed to the job).
     staging_seconds: float | None = None
     staging_cost_usd: float | None = None
+    # Accelerator utilisation over the training epochs (MLPerf Storage: compute time over wall time).
+    au_percent: float = 100.0
+    provisioning: Provisioning | None = None
+    instance_count: int = 1
+
+    @property
+    def wall_seconds(self) -> float:
+        """One instance's clock from start to end."""
+        return (self.downloading + self.training + self.other) / max(1, self.instance_count)
 
     @property
     def source(self) -> str:
@@ -130,7 +146,10 @@ class Estimate:
     def to_dict(self) -> dict[str, Any]:
         out = {"mode": self.mode, "downloading": round(self.downloading, 1), "training": round(self.training, 1),
                "other": round(self.other, 1), "billable_seconds": round(self.billable_seconds, 1),
-               "cost_usd": self.cost_usd, "bound": self.bound, "assumptions": self.assumptions}
+               "cost_usd": self.cost_usd, "bound": self.bound, "au_percent": round(self.au_percent, 1),
+               "assumptions": self.assumptions}
+        if self.provisioning is not None:
+            out["provisioning"] = self.provisioning.to_dict()
         if self.fsx_provisioning_seconds is not None:
             out["fsx_provisioning_seconds"] = round(self.fsx_provisioning_seconds, 1)
         if self.storage == EXPRESS:
@@ -139,11 +158,34 @@ class Estimate:
         return out
 
 
-def compute_rate(preset: str | None = None, rate: float | None = None) -> tuple[float, str]:
+# A bound on a given rate, per accelerator: ~550x the H100 preset's 1,786 samples/s. Past it the number is a
+# typo (every source would be I/O-bound), and the arithmetic stays finite.
+MAX_COMPUTE_RATE = 1_000_000.0
+
+
+def compute_rate(preset: str | None = None, rate: float | None = None, *,
+                 instance_type: str | None = None) -> tuple[float, str]:
+    """Samples/s one accelerator consumes, and how it was chosen: ``rate`` as given, else ``preset``, else the
+    preset that emulates ``instance_type``'s accelerator. The one rule estimate, recommend and size share: an
+    instance without an accelerator (m5, c5), with one no MLPerf Storage preset emulates (T4, A10G, L4, L40S,
+    Trainium) or not in the instance table is refused, asking for --compute-rate. Without an instance, V100."""
+    import math
+    if rate is not None and preset:
+        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset, not both")
     if rate is not None:
-        if rate <= 0:
-            raise ConfigError("--compute-rate", "must be a positive number of samples per second")
+        if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_COMPUTE_RATE):
+            raise ConfigError("--compute-rate", f"{rate!r}: give the samples per second one accelerator consumes",
+                              f"a number above 0 and at most {MAX_COMPUTE_RATE:,.0f}")
         return float(rate), f"the model consumes {rate:g} samples/s (given)"
+    if preset is None and instance_type is not None:
+        row = INSTANCE_TABLE.get(instance_type)
+        preset = row.preset if row is not None else None
+        if preset is None:
+            has = ("has no accelerator for a compute preset to emulate" if row and not row.accelerator else
+                   f"has {row.accelerator}, which no MLPerf Storage compute preset emulates" if row else
+                   "is not in the instance table (dslab/core/instances.py), so its accelerator is unknown")
+            raise ConfigError("--compute-rate", f"{instance_type} {has}: give --compute-rate (samples/s one accelerator "
+                              "consumes) or --compute-preset v100, a100 or h100")
     preset = preset or "v100"
     if preset not in COMPUTE_PRESETS:
         raise ConfigError("--compute-preset", f"unknown preset {preset!r}", sorted(COMPUTE_PRESETS))
@@ -163,16 +205,22 @@ def instance_properties(instance_type: str) -> tuple[int, float, bool, str | Non
 def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3.2xlarge", instance_count: int = 1,
                   epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
-                  storage: str = STANDARD, accelerators: int | None = None) -> Estimate:
+                  storage: str = STANDARD, accelerators: int | None = None,
+                  provisioning: Provisioning | None = None, sharded: bool | None = None) -> Estimate:
     """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
-    table's count, at least one) at ``rate`` samples/s: the instances share the epoch's samples (data
-    parallel), and a shared source's throughput (FSx, EFS) is divided among them (sizing.py goes further)."""
+    table's count, at least one) at ``rate`` samples/s, on the sources as ``provisioning`` has them (default:
+    the lab as deployed, FSx Scratch 2 at ``fsx_capacity_gib``). The instances share each epoch's samples
+    (data parallel); File and Pipe each instance's share only when ``sharded`` (ShardedByS3Key; the default
+    for several instances), the whole channel otherwise. A shared source's limits (S3 GETs per prefix, the
+    directory bucket's reads, FSx's and EFS's throughput) are divided among the instances. `dslab size` is
+    this model searched over instance counts and provisioning."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
         raise ConfigError("--mode", f"{mode} does not read from S3: S3 Express One Zone serves File, FastFile, Pipe "
                           "and scripts that read S3 themselves", S3_READ_MODES)
     express = storage == EXPRESS
+    lab = provisioning or as_deployed(fsx_capacity_gib, efs_provisioned_mibps)
     # Seconds of S3 request latency the S3 modes save per object on the directory bucket.
     latency_cut = (S3_STANDARD_FIRST_BYTE - EXPRESS_FIRST_BYTE) if express else 0.0
     if epochs < 1:
@@ -181,41 +229,61 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     samples, sample_note = shape.sample_count()
     assumptions = [note for note in (instance_note, sample_note) if note]
     hosts = max(1, instance_count)
+    sharded = hosts > 1 if sharded is None else sharded
     table_row = INSTANCE_TABLE.get(instance_type)
     per_host = accelerators or max(1, table_row.accelerators if table_row else 1)
-    # What one instance reads per epoch: its share of the samples (File still copies the whole channel).
+    network_mbps = gbps * 125 * NETWORK_PAYLOAD
+    # What one instance reads per epoch: its share of the samples (File and Pipe: the whole channel unless sharded).
     megabytes = shape.bytes / 1e6 / hosts
     files = -(-shape.files // hosts)
+    whole = (shape.bytes / 1e6, shape.files) if not sharded else (megabytes, files)
     compute = samples / hosts / (rate * per_host)
     if per_host > 1 or hosts > 1:
         assumptions.append(f"{hosts} instance(s) x {per_host} accelerator(s), each at the compute's rate; every instance "
                            "reads its 1/N share of each epoch; shared sources divide their throughput among the instances")
+    if hosts > 1 and mode in (FILE, PIPE):
+        assumptions.append(f"{mode}: " + ("ShardedByS3Key: each instance gets its 1/N of the objects" if sharded else
+                                          "FullyReplicated: every instance gets the whole channel"))
     readers = vcpus
     fsx_provisioning = None
+    # The cluster's S3 requests per epoch, against what the bucket serves: GETs per prefix (standard) or
+    # reads per directory bucket (Express). Large objects are read in 8 MiB ranges.
+    small = shape.mean_file_bytes <= LARGE_FILE_BYTES
+    requests_per_epoch = shape.files if small else max(shape.files, shape.bytes / (8 * 2**20))
+    bucket_rate = lab.express_reads_per_second if express else lab.s3_gets_per_second()
+
+    def s3_shared(seconds: float, requests: float = requests_per_epoch) -> float:
+        """The epoch's I/O time once the bucket's shared request rate is counted."""
+        return max(seconds, requests / bucket_rate)
 
     if mode == FILE:
-        throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, gbps * 125 * 0.8)
+        throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, network_mbps)
         # File's per-object cost is taken as request latency over its parallel downloads: on Express it
         # shrinks with the first-byte latency (assumption, no measured cell).
         per_object = FILE_PER_OBJECT * (EXPRESS_FIRST_BYTE / S3_STANDARD_FIRST_BYTE if express else 1.0)
-        downloading = FILE_DOWNLOAD_FIXED + shape.bytes / 1e6 / throughput + shape.files * per_object
+        copied_mb, copied_files = whole
+        # The cluster GETs every object once when sharded, once per instance when every instance copies it all.
+        downloading = FILE_DOWNLOAD_FIXED + s3_shared(copied_mb / throughput + copied_files * per_object,
+                                                      shape.files * (1 if sharded else hosts))
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
-        assumptions.append(f"File: downloads {shape.bytes / 1e9:.2f} GB in {shape.files:,} objects to the "
+        assumptions.append(f"File: downloads {copied_mb / 1e3:.2f} GB in {copied_files:,} objects to each instance's "
                            f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {per_object * 1000:.1f} ms per object")
-        if shape.bytes / 1e9 * 1.05 > volume_size_gb:
+        if copied_mb / 1e3 * 1.05 > volume_size_gb:
             assumptions.append(f"File: the dataset does not fit the {volume_size_gb} GB volume; raise volume_size_gb")
     elif mode == FASTFILE:
         downloading = FASTFILE_FIXED + shape.files / FASTFILE_LIST_RATE
         latency = FASTFILE_GET_LATENCY - latency_cut
-        per_epoch = files * latency / readers + megabytes / min(S3_STREAM_MBPS, gbps * 125 * 0.8)
+        per_epoch = s3_shared(files * latency / readers + megabytes / min(S3_STREAM_MBPS, network_mbps))
         io_epochs = [per_epoch] * epochs
         assumptions.append(f"FastFile: lists {FASTFILE_LIST_RATE:,.0f} objects/s; each file read is a GET of "
                            f"~{latency * 1000:.0f} ms spread over {readers} readers; streams up to {S3_STREAM_MBPS:.0f} MB/s")
     elif mode == PIPE:
         downloading = MOUNT_FIXED
         latency = EXPRESS_FIRST_BYTE if express else PIPE_OBJECT_LATENCY
-        per_epoch = files * latency / 8 + megabytes / PIPE_MBPS
+        streamed_mb, streamed_files = whole
+        per_epoch = s3_shared(streamed_files * latency / 8 + streamed_mb / min(PIPE_MBPS, network_mbps),
+                              requests_per_epoch * (1 if sharded else hosts))
         io_epochs = [per_epoch] * epochs
         assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{latency * 1000:.0f} ms "
                            "per object, prefetched 8 deep (no measured cell: public figures)")
@@ -226,9 +294,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         downloading = 0.0
         latency = EXPRESS_FIRST_BYTE if express else S3_STANDARD_FIRST_BYTE
         listing = -(-shape.files // 1000) * SCRIPT_LIST_PAGE_SECONDS
-        connections = SCRIPT_CONCURRENCY if shape.mean_file_bytes <= LARGE_FILE_BYTES else SCRIPT_SHARD_CONNECTIONS
-        mbps = min(connections * S3_CONNECTION_MBPS, gbps * 125 * 0.8)
-        per_epoch = files * latency / connections + megabytes / mbps
+        connections = SCRIPT_CONCURRENCY if small else SCRIPT_SHARD_CONNECTIONS
+        mbps = min(connections * S3_CONNECTION_MBPS, network_mbps)
+        per_epoch = s3_shared(files * latency / connections + megabytes / mbps)
         io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
         assumptions.append(f"Script: the script lists the prefix ({-(-shape.files // 1000):,} pages of 1,000 keys, "
                            f"~{SCRIPT_LIST_PAGE_SECONDS * 1000:.0f} ms each: assumption), then GETs each object "
@@ -237,24 +305,27 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                            "SageMaker's lineage does not record the dataset (the lab tags the job with its URI and stats)")
     elif mode == FSX:
         downloading = MOUNT_FIXED
-        throughput = FSX_MBPS_PER_TIB * fsx_capacity_gib / 1024 / hosts   # this instance's share
+        throughput = min(lab.fsx.throughput_mbps / hosts, network_mbps)   # this instance's share
         first = files * FSX_FIRST_READ_LATENCY / readers + megabytes / min(throughput, S3_STREAM_MBPS)
         warm = files * FSX_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [first] + [warm] * (epochs - 1)
         fsx_provisioning = shape.files / FSX_IMPORT_RATE
-        assumptions.append(f"FSx: Scratch 2, {fsx_capacity_gib} GiB, {throughput:.0f} MB/s; the first epoch lazy-loads "
+        assumptions.append(f"FSx: {lab.fsx.label()}, {throughput:.0f} MB/s per instance; the first epoch lazy-loads "
                            f"from S3; creating the file system indexes {shape.files:,} objects in ~{fsx_provisioning / 60:.0f} min "
                            "(not billed to the job, but FSx bills while it exists)")
     else:
         downloading = MOUNT_FIXED
-        throughput = ((efs_provisioned_mibps * 1.048576) if efs_provisioned_mibps else EFS_BURST_MBPS) / hosts
+        shared_mbps = lab.efs.read_mibps(shape.bytes / 2**30) * MIB
+        throughput = min(shared_mbps / hosts, EFS_PER_CLIENT_MIBPS * MIB, network_mbps)
         per_epoch = files * EFS_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [per_epoch] * epochs
-        assumptions.append(f"EFS: Max I/O, {throughput:.0f} MB/s ({'provisioned' if efs_provisioned_mibps else 'bursting, while credits last'}),"
-                           f" ~{EFS_READ_LATENCY * 1000:.0f} ms per file; the data must be copied into EFS first (DataSync, not billed to the job)")
+        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:.0f} MB/s per instance"
+                           f"{' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
+                           f"~{EFS_READ_LATENCY * 1000:.0f} ms per file; the data must be copied into EFS first (DataSync, not billed to the job)")
 
     epoch_times = [max(compute, io) for io in io_epochs]
     training = TRAIN_FIXED + sum(epoch_times)
+    au = 100.0 * compute * epochs / sum(epoch_times) if sum(epoch_times) > 0 else 100.0
     bound = "I/O" if any(io > compute for io in io_epochs) else "compute"
     start = STARTUP[mode]
     # Billable time runs from the instance's start; File mode's download hides its image pull.
@@ -263,7 +334,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
                     volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
-                    total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=fsx_capacity_gib, storage=storage)
+                    total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=lab.fsx.capacity_gib, storage=storage,
+                    fsx=lab.fsx, efs=lab.efs)
     if prices.instance_hourly(instance_type) is None:
         assumptions.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
     staging_seconds = staging_cost = None
@@ -279,7 +351,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     return Estimate(mode=mode, downloading=downloading * instance_count, training=training * instance_count,
                     other=other * instance_count, billable_seconds=billable, cost_usd=cost.to_dict(),
                     assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning,
-                    storage=storage, staging_seconds=staging_seconds, staging_cost_usd=staging_cost)
+                    storage=storage, staging_seconds=staging_seconds, staging_cost_usd=staging_cost,
+                    au_percent=au, provisioning=lab, instance_count=hosts)
 
 
 def estimate_all(shape: DatasetShape, modes=MODES, express: bool = False, **kwargs) -> list[Estimate]:

@@ -20,7 +20,8 @@ DEFAULT_TABLE: dict[str, Any] = {
     "region": "us-east-1",
     "source": ("AWS public pricing pages (aws.amazon.com/sagemaker/pricing, /s3/pricing, /fsx/lustre/pricing, "
                "/efs/pricing, /datasync/pricing), on-demand, us-east-1; ml.p3.2xlarge and FSx/S3 figures as "
-               "quoted in the source post"),
+               "quoted in the source post; ml.g6, g6e, p4de, p5 and trn1 from secondary listings of the AWS Price "
+               "List, not confirmed on the live page (override with --prices)"),
     # SageMaker training, per instance-hour.
     "instance_hourly": {
         "ml.m5.large": 0.115, "ml.m5.xlarge": 0.23, "ml.m5.2xlarge": 0.461, "ml.m5.4xlarge": 0.922,
@@ -33,6 +34,20 @@ DEFAULT_TABLE: dict[str, Any] = {
         "ml.g5.xlarge": 1.408, "ml.g5.2xlarge": 1.515, "ml.g5.4xlarge": 2.03, "ml.g5.8xlarge": 3.06,
         "ml.g5.12xlarge": 7.09, "ml.g5.16xlarge": 4.60, "ml.g5.24xlarge": 10.18, "ml.g5.48xlarge": 20.36,
         "ml.p4d.24xlarge": 37.688,
+        # Not confirmed against aws.amazon.com/sagemaker/pricing (its table is rendered by script). Read
+        # 2026-11-30 from public code quoting the AWS Price List API (AmazonSageMaker, us-east-1, Train/Host
+        # usage types, the same rate for these types): ml.p5.48xlarge, ml.g6.12xlarge, ml.g6.48xlarge and
+        # ml.trn1.32xlarge in aws-samples/foundation-model-benchmarking-tool src/fmbench/configs/pricing.yml;
+        # ml.g6.xlarge and ml.g6e.* in several projects' "us-east-1 Training, Pricing API" tables (ml.g6e.48xlarge
+        # in one only). EC2 cut P4/P5 on-demand prices in 2025; whether SageMaker followed is not confirmed.
+        "ml.p5.48xlarge": 113.068,
+        "ml.g6.xlarge": 1.1267, "ml.g6.12xlarge": 5.752, "ml.g6.48xlarge": 16.688,
+        "ml.g6e.xlarge": 2.61, "ml.g6e.12xlarge": 13.12, "ml.g6e.48xlarge": 37.66,
+        "ml.trn1.32xlarge": 28.497,
+        # No listing found: the EC2 on-demand price times the family's SageMaker/EC2 ratio (ml.p4d 37.688 /
+        # p4d 32.7726; ml.trn1.32xlarge 28.497 / trn1.32xlarge 21.50). An assumption: give the real one with --prices.
+        "ml.p4de.24xlarge": 47.11,    # p4de.24xlarge $40.966 x 1.15
+        "ml.trn1.2xlarge": 1.7811,    # trn1.2xlarge $1.34375 x 1.3254
     },
     "ml_storage_gb_month": 0.14,          # the training volume (EBS gp2 for ml.* instances)
     "s3_storage_gb_month": 0.023,         # S3 Standard, first 50 TB
@@ -40,6 +55,10 @@ DEFAULT_TABLE: dict[str, Any] = {
     "s3_list_per_million": 5.00,          # LIST requests ($0.005 per 1,000)
     "fsx_scratch2_gb_month": 0.140,       # FSx for Lustre Scratch 2 (the post: $140 per TB-month)
     "efs_standard_gb_month": 0.30,        # EFS Standard storage
+    # EFS Infrequent Access storage and reads (Regional; secondary sources of 2026 quoting /efs/pricing, where
+    # AWS lowered IA from $0.025 in Nov 2023; confirm there). Files under 128 KiB never leave Standard.
+    "efs_ia_gb_month": 0.016,
+    "efs_ia_read_per_gb": 0.01,
     "efs_provisioned_mibps_month": 6.00,  # EFS Provisioned throughput, per MiB/s-month
     "efs_elastic_read_per_gb": 0.03,      # EFS Elastic throughput, data read (secondary sources; confirm on /efs/pricing)
     # FSx for Lustre Persistent 2 SSD per throughput tier (MB/s/TiB), per GB-month: the 125 tier from a
@@ -78,11 +97,13 @@ class PriceTable:
         return self.data["instance_hourly"].get(instance_type)
 
     def require_instance(self, instance_type: str, field_name: str = "instance_type") -> float:
+        """The instance's hourly price; an instance the table does not price is refused (never costed at $0)."""
         price = self.instance_hourly(instance_type)
         if price is None:
-            raise ConfigError(field_name, f"no price for {instance_type} in the price table of {self.date}",
-                              "add it under instance_hourly in a --prices YAML file, or pick one of "
-                              + ", ".join(sorted(self.data["instance_hourly"])[:8]) + ", ...")
+            raise ConfigError(field_name, f"no price for {instance_type} in the price table of {self.date}: add it "
+                              f"under instance_hourly in a --prices YAML file (instance_hourly: {{{instance_type}: "
+                              "<dollars per hour>}), or pick a priced type such as "
+                              + ", ".join(sorted(self.data["instance_hourly"])[:4]))
         return price
 
     def __getitem__(self, key: str) -> float:
@@ -158,18 +179,22 @@ def s3_list_requests(mode: str, files: int | None, instance_count: int = 1) -> i
 def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_count: int, volume_size_gb: int,
              billable_seconds: float | None, wall_seconds: float | None, files: int | None = None,
              total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200,
-             storage: str | None = None) -> JobCost:
+             storage: str | None = None, fsx: Any = None, efs: Any = None) -> JobCost:
     """Instance time (billable seconds, which already count every instance and any spot saving),
     the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
     (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged
     copy's storage while the job ran; staging itself is priced once per dataset, express_staging_cost)."""
-    hourly = prices.instance_hourly(instance_type) or 0.0
     billable = billable_seconds or 0.0
+    # A record or estimate never costs an unpriced instance at a silent $0: no billed time, nothing to price.
+    hourly = prices.require_instance(instance_type) if billable > 0 else (prices.instance_hourly(instance_type) or 0.0)
     wall = wall_seconds or 0.0
     instance = hourly * billable / 3600.0
     volumes = prices["ml_storage_gb_month"] * volume_size_gb * instance_count * wall / SECONDS_PER_MONTH
-    if mode == "FSx":
-        volumes += prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH
+    if mode == "FSx":   # the file system's uptime while the job ran (provisioning.FsxConfig, or Scratch 2)
+        volumes += (fsx.hourly(prices) * wall / 3600 if fsx is not None else
+                    prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH)
+    if mode == "EFS" and efs is not None:   # Provisioned or Elastic throughput beside the storage
+        volumes += efs.throughput_usd(prices, hours=wall / 3600, gb_read=(total_bytes or 0) / 1e9 * epochs)
     gets = s3_get_requests(mode, files, total_bytes, epochs)
     lists = s3_list_requests(mode, files, instance_count)
     if storage == "express":

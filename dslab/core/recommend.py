@@ -11,6 +11,7 @@ from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_
                        random_access_blocker)
 from .estimate import BreakEven, DatasetShape, Estimate, estimate_mode, fsx_express_break_even
 from .instances import INSTANCES
+from .limits import none_too_long
 from .sizing import AU_TARGET, MAX_CLUSTER, size
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 
@@ -110,6 +111,7 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain)."""
     candidates = options(shape, sources=sources, random_access=random_access, data_in_efs=data_in_efs,
                          fsx_capacity_gib=fsx_capacity_gib, portable=portable, **estimate_kwargs)
+    none_too_long({option.source: option.job_seconds for option, _ in candidates})   # else SageMaker stops them all
     decision = decide(option for option, _ in candidates)
     steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs, portable=portable)
     pick = decision.pick
@@ -156,11 +158,18 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
                       accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib)
         sized = next((s for s in sizing.sources if s.source == pick.source), None)
         if sized is not None:
-            largest = ("no shared limit binds" if sized.max_instances_at_target_au >= MAX_CLUSTER else
-                       f"it feeds up to {sized.max_instances_at_target_au:,} instances at AU >= {AU_TARGET:g}%"
-                       if sized.max_instances_at_target_au else f"it feeds not even one at AU >= {AU_TARGET:g}%")
-            advice.append(f"at {count} x {row.name} ({sizing.accelerators} x {row.accelerator} each) {pick.source} keeps "
-                          f"AU at {sized.au_percent:.0f}% ({largest}); provision: {sized.provision} (`dslab size` for every source)")
+            # Two premises, each named: the lab as it stands (what the ranking above priced) and the source
+            # provisioned to feed this cluster (what `dslab size` prints). One model gives both.
+            def largest(n: int) -> str:
+                return ("no shared limit binds" if n >= MAX_CLUSTER else
+                        f"feeds up to {n:,} instances at AU >= {AU_TARGET:g}%" if n else
+                        f"feeds not even one at AU >= {AU_TARGET:g}%")
+            deployed = sized.deployed
+            advice.append(f"at {count} x {row.name} ({sizing.accelerators} x {row.accelerator} each), {pick.source} as the lab "
+                          f"is deployed ({deployed['premise']}): AU {deployed['au_percent']:.0f}%, "
+                          f"{largest(deployed['max_instances_at_target_au'])}; provisioned for {count}: {sized.provision}: "
+                          f"AU {sized.au_percent:.0f}%, {largest(sized.max_instances_at_target_au)}, "
+                          f"${sized.usd_per_run:,.2f} per run (`dslab size` for every source)")
             fed = [s for s in sizing.sources if s.au_percent >= AU_TARGET]
             best = min(fed, key=lambda s: s.usd_per_run) if fed else None
             if best is not None and best.source != pick.source and best.usd_per_run <= sized.usd_per_run * (1 - ADVICE_MIN_SAVING):

@@ -1,0 +1,67 @@
+"""One performance and cost model: `estimate`, `recommend` and `size` give the same figures for the same
+cluster and premise (issue: `size` and `recommend` priced 16 x ml.p4d.24xlarge differently, with V100
+compute on an A100 instance, another FSx and another File download, and neither said so)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dslab.cli import main
+from dslab.core.estimate import DatasetShape, estimate_mode
+from dslab.core.prices import PriceTable
+from dslab.core.provisioning import Provisioning
+from dslab.core.sizing import size
+
+C = ["--files", "1530350", "--bytes", "54GB"]     # the source post's scenario C: 1.5 M JPEGs, 54 GB
+A100 = 400 / 0.435
+
+
+def run_json(capsys, *args) -> dict:
+    assert main(list(args)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("count", [1, 4, 16])
+def test_estimate_recommend_and_size_price_the_same_cluster_alike(capsys, count):
+    common = [*C, "--instance", "ml.p4d.24xlarge"]
+    estimated = run_json(capsys, "estimate", *common, "--instance-count", str(count), "--json")["estimates"]
+    recommended = run_json(capsys, "recommend", *common, "--instance-count", str(count), "--json")
+    sized = run_json(capsys, "size", *common, "--count", str(count), "--json")
+    # The compute comes from the instance's accelerator everywhere: A100 on ml.p4d.
+    assert "A100" in estimated[0]["assumptions"][0]
+    assert sized["samples_per_second_per_accelerator"] == pytest.approx(A100, abs=0.1)
+    by_estimate = {(e.get("source") or e["mode"]): e for e in estimated}
+    by_rank = {r["source"]: r for r in recommended["ranking"]}
+    by_size = {s["source"]: s for s in sized["sources"]}
+    assert set(by_size) <= set(by_rank) == set(by_estimate)
+    for source, row in by_size.items():
+        # The lab as deployed: what recommend ranks and estimate prints, per run (set-up included).
+        assert row["as_deployed"]["usd_per_run"] == pytest.approx(by_rank[source]["cost_to_result_usd"], abs=0.006), source
+        assert by_rank[source]["cost_to_result_usd"] == pytest.approx(by_estimate[source]["cost_to_result_usd"], abs=1e-3), source
+        assert by_rank[source]["job_seconds"] * count == pytest.approx(by_estimate[source]["billable_seconds"], rel=1e-3), source
+        assert row["as_deployed"]["au_percent"] == pytest.approx(by_estimate[source]["au_percent"], abs=0.06), source
+
+
+def test_what_size_provisions_is_the_estimate_of_that_provisioning():
+    """A sized row is estimate_mode on the provisioning it prints: nothing is modelled twice."""
+    shape, prices = DatasetShape(files=1_530_350, bytes=54_000_000_000), PriceTable()
+    result = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=prices)
+    fsx = next(s for s in result.sources if s.source == "FSx")
+    kind, rest = fsx.provision.split(",", 1)
+    capacity = int(rest.split("GiB")[0].replace(",", "").strip())
+    from dslab.core.provisioning import FsxConfig
+    config = (FsxConfig(capacity_gib=capacity) if kind == "SCRATCH_2" else
+              FsxConfig.persistent2(int(kind.split()[1]), capacity))
+    again = estimate_mode("FSx", shape, instance_type="ml.p4d.24xlarge", instance_count=16, rate=A100, prices=prices,
+                          provisioning=Provisioning(fsx=config, s3_prefixes=None))
+    assert again.au_percent == pytest.approx(fsx.au_percent)
+    assert again.wall_seconds / 3600 == pytest.approx(fsx.hours_per_run)
+
+
+def test_recommend_names_both_premises_for_a_cluster(capsys):
+    assert main(["recommend", *C, "--instance", "ml.p4d.24xlarge", "--instance-count", "16"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if "as the lab is deployed" in l)
+    assert "provisioned for 16:" in line and "AU" in line and "per run" in line
