@@ -11,6 +11,8 @@ cdk.out land there, not in the checkout.
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import socket
 import subprocess
 import time
@@ -19,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dslab.core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
-from dslab.emulator.deploy import CDK, stand_in_environment
+from dslab.emulator.deploy import CDK, CliDeployer, stand_in_environment
 from dslab.emulator.lab import EmulatedLab
 
 from .conftest import REPO
@@ -53,9 +55,9 @@ def project(tmp_path) -> Path:
 class Steps:
     """Runs the user's commands against the stand-in and keeps each one's seconds."""
 
-    def __init__(self, lab: EmulatedLab, project: Path):
+    def __init__(self, lab: EmulatedLab, project: Path, cdk_home: Path):
         self.lab, self.project = lab, project
-        self.env = stand_in_environment(lab.endpoint)
+        self.env = stand_in_environment(lab.endpoint, cdk_home=cdk_home)
         self.seconds: dict[str, float] = {}
 
     def run(self, label: str, command: list[str], *, ok: bool = True, stdin: str = "", cwd: Path | None = None) -> str:
@@ -75,7 +77,8 @@ class Steps:
     KEEP = ("-o", ".venv/.installed", "-o", ".venv-scan/.installed", "-o", "node_modules/.installed")
 
     def make(self, label: str, *args: str, **kwargs) -> str:
-        return self.run(label, ["make", "--no-print-directory", *self.KEEP, *args], **kwargs)
+        # The Makefile's own CLI, without notices (a request to the internet on every call; see stand_in_environment).
+        return self.run(label, ["make", "--no-print-directory", *self.KEEP, f"CDK={CDK} --no-notices", *args], **kwargs)
 
     def stack(self, name: str) -> dict | None:
         """DescribeStacks, as the user's tools see the stack (None when it does not exist)."""
@@ -94,14 +97,14 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
     -> make deploy-again FSX=down."""
     with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
                      deploy=False, time_scale=0.001) as lab:
-        for key, value in stand_in_environment(lab.endpoint).items():
+        for key, value in stand_in_environment(lab.endpoint, cdk_home=tmp_path / "cdk-home").items():
             if key.startswith(("AWS_", "CDK_")):
                 monkeypatch.setenv(key, value)   # the scripted jobs' own S3 client reaches the stand-in too
-        steps = Steps(lab, project)
+        steps = Steps(lab, project, tmp_path / "cdk-home")
         cfn = lab.client("cloudformation")
 
         # The CLI bootstraps the account: its own template, through the stand-in's CloudFormation.
-        steps.run("cdk bootstrap", [str(CDK), "bootstrap", "aws://123456789012/us-east-1"], cwd=tmp_path)
+        steps.run("cdk bootstrap", [str(CDK), "bootstrap", "aws://123456789012/us-east-1", "--no-notices"], cwd=tmp_path)
         assert steps.stack("CDKToolkit")["StackStatus"] == "CREATE_COMPLETE"
         assert lab.client("ssm").get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"]
 
@@ -176,3 +179,33 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         assert s3.list_objects_v2(Bucket=bucket, Prefix="results/")["KeyCount"] > 0   # nothing stored was lost
 
         print("\nlifecycle steps (seconds):", json.dumps(steps.seconds))
+
+
+def _user_cdk_cache() -> dict[str, float]:
+    """The user's own CDK CLI cache files (accounts, notices): the CLI finds the home in the password database
+    before $HOME."""
+    cache = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cdk" / "cache"
+    return {p.name: p.stat().st_mtime for p in cache.glob("*.json")} if cache.is_dir() else {}
+
+
+def test_the_cli_against_the_stand_in_leaves_the_users_cdk_home_alone(tmp_path, monkeypatch):
+    """A CLI deploy into the stand-in (`cdk bootstrap`: STS, assets, a stack through CloudFormation) writes its
+    account cache into its own CDK_HOME, not ~/.cdk, where the stand-in's key mapped to its account would send
+    later syntheses with that key to AWS; and it neither fetches notices nor collects telemetry."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))   # ~/.cdk.json and anything else that follows $HOME
+    before = _user_cdk_cache()
+    with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
+                     deploy=False, time_scale=0.001) as lab:
+        deployer = CliDeployer(lab.endpoint, tmp_path / "cli")
+        deployer.bootstrap()
+        assert lab.client("cloudformation").describe_stacks(StackName="CDKToolkit")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+        telemetry = deployer.run("cli-telemetry", "--status")
+    private = deployer.cdk_home / "cache"
+    assert json.loads((private / "accounts_partitions.json").read_text())   # the cache went here ...
+    # ... and nowhere else (aws-cdk-lib's own synthesis keeps an asset fingerprint cache in $HOME/.cdk/cache/
+    # fingerprints: per folder, bound to no account, with no switch to turn it off)
+    assert _user_cdk_cache() == before and list((home / ".cdk" / "cache").glob("*.json")) == []
+    assert not (private / "notices.json").exists()                          # notices never fetched
+    assert "CLI Telemetry is disabled" in telemetry.stdout + telemetry.stderr

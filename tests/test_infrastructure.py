@@ -660,8 +660,10 @@ def test_bad_configuration_is_refused_with_the_setting_named(overrides, words):
 
 
 def test_cdk_synth_refuses_bad_capacity_before_building_anything(tmp_path):
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    result = subprocess.run([str(REPO / "node_modules/.bin/cdk"), "synth", "--quiet", "-c", "fsxCapacity=1000",
+    # The CLI's caches in a home of its own, no telemetry, no notices: the test leaves ~/.cdk as it was.
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20", "CDK_HOME": str(tmp_path / "cdk-home"),
+           "CDK_DISABLE_CLI_TELEMETRY": "true"}
+    result = subprocess.run([str(REPO / "node_modules/.bin/cdk"), "synth", "--quiet", "--no-notices", "-c", "fsxCapacity=1000",
                              "-o", str(tmp_path / "out")], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
     assert result.returncode != 0
     assert "fsxCapacity" in result.stderr and "1200, 2400 or a multiple of 2400" in result.stderr

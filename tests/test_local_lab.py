@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -31,20 +32,43 @@ def cache(lab_cache) -> Path:
     return lab_cache
 
 
-def s3fs_processes() -> list[str]:
-    result = subprocess.run(["pgrep", "-a", "s3fs"], capture_output=True, text=True)
-    return [line for line in result.stdout.splitlines() if line.strip()]
+def _processes() -> list[tuple[list[str], str]]:
+    """(command line, working directory) of every process this user can see, but this one."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:   # gone meanwhile, or not ours to read
+            continue
+        found.append(([a for a in argv if a], cwd))
+    return found
 
 
-def script_processes() -> list[str]:
-    result = subprocess.run(["pgrep", "-af", "train.py"], capture_output=True, text=True)
-    return [line for line in result.stdout.splitlines() if "pgrep" not in line and "pytest" not in line]
+def _under(path: str, root: Path) -> bool:
+    top = str(root.resolve())
+    return path == top or path.startswith(top + "/")
+
+
+def s3fs_processes(root: Path) -> list[str]:
+    """s3fs processes whose mount point is under ``root``: the lab's own (another lab's s3fs is not ours)."""
+    return [" ".join(argv) for argv, _ in _processes()
+            if argv and Path(argv[0]).name == "s3fs" and any(_under(a, root) for a in argv[1:])]
+
+
+def script_processes(root: Path) -> list[str]:
+    """Training scripts the lab started under ``root`` (each job's code folder is its working directory)."""
+    return [" ".join(argv) for argv, cwd in _processes()
+            if any("train.py" in a for a in argv) and (_under(cwd, root) or any(_under(a, root) for a in argv))]
 
 
 def assert_clean(cache: Path) -> None:
+    """Nothing the lab started under ``cache`` is left: mounts, s3fs, training scripts, work folders."""
     assert mounts_under(cache) == [], "a FUSE mount was left behind"
-    assert s3fs_processes() == []
-    assert script_processes() == []
+    assert s3fs_processes(cache) == []
+    assert script_processes(cache) == []
     assert not list(cache.glob("dslab-lab-*")), "the lab's work folder (FIFOs, job trees) was left behind"
 
 

@@ -1,9 +1,11 @@
 """`make test` runs on two workers; the tests that start training scripts or FUSE mounts must share one
-(test_local_lab.assert_clean looks for leftover s3fs and train.py processes machine-wide)."""
+(test_local_lab.assert_clean looks for leftover mounts, s3fs and train.py processes under the lab's folders)."""
 
 from __future__ import annotations
 
 import re
+
+import pytest
 
 from .conftest import ONE_WORKER_MODULES, REPO
 
@@ -16,3 +18,40 @@ def test_every_module_that_starts_jobs_or_mounts_runs_on_the_lab_worker():
                 if STARTS_PROCESSES.search(path.read_text())}
     assert "tests/test_local_lab.py" in starting   # the pattern still finds what it is for
     assert starting <= set(ONE_WORKER_MODULES), f"add to conftest.ONE_WORKER_MODULES: {sorted(starting - set(ONE_WORKER_MODULES))}"
+
+
+def test_the_leftover_check_counts_the_suites_own_processes_only(tmp_path):
+    """Another lab's s3fs running beside the suite is not a leftover; one mounting under the suite's folder is."""
+    import os
+    import shutil
+    import signal
+    import subprocess
+    import time
+
+    from .test_local_lab import assert_clean, s3fs_processes
+
+    fake = tmp_path / "bin" / "s3fs"   # a shell named s3fs, with s3fs's arguments: source, mount point
+    fake.parent.mkdir()
+    shutil.copy2(shutil.which("sh"), fake)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    started = []
+
+    def s3fs(mount_point) -> None:
+        started.append(subprocess.Popen([str(fake), "-c", "sleep 60; :", "s3fs", "bucket:/datasets", str(mount_point)],
+                                        start_new_session=True))
+        deadline = time.monotonic() + 10
+        while not any(str(mount_point) in line for line in s3fs_processes(mount_point.parent)):
+            assert time.monotonic() < deadline, "the stand-in s3fs did not start"
+            time.sleep(0.05)
+
+    try:
+        s3fs(tmp_path / "another-lab" / "mnt")
+        assert_clean(cache)
+        s3fs(cache / "dslab-mnt")
+        with pytest.raises(AssertionError):
+            assert_clean(cache)
+    finally:
+        for proc in started:   # each one's own session: the shell and its sleep
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

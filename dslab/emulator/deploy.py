@@ -145,7 +145,8 @@ class CliDeployer:
 
     ``workdir`` holds the CLI's ``cdk.json`` (the project's, with ``app`` pointing at this repository)
     and its ``cdk.context.json``, so the lookups the CLI caches for the stand-in's account never land
-    in the project's own context file.
+    in the project's own context file, and its home (``CDK_HOME``: the account cache mapping the stand-in's
+    key to its account), so nothing lands in the user's ~/.cdk either.
     """
 
     def __init__(self, endpoint: str, workdir: Path, *, region: str = "us-east-1",
@@ -158,13 +159,19 @@ class CliDeployer:
         project.pop("watch", None)
         (self.workdir / "cdk.json").write_text(json.dumps(project, indent=2))
 
+    @property
+    def cdk_home(self) -> Path:
+        return self.workdir / "cdk-home"
+
     def environment(self) -> dict[str, str]:
-        return stand_in_environment(self.endpoint, self.region)
+        return stand_in_environment(self.endpoint, self.region, cdk_home=self.cdk_home)
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         if not CDK.exists():
             raise DeployError("the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
-        result = subprocess.run([str(CDK), *args], cwd=self.workdir, env=self.environment(), capture_output=True, text=True)
+        # No notices: fetching them is a request to the internet (cli.cdk.dev-tools.aws.dev) on every call.
+        result = subprocess.run([str(CDK), *args, "--no-notices"], cwd=self.workdir, env=self.environment(),
+                                capture_output=True, text=True)
         if check and result.returncode != 0:
             raise DeployError(f"cdk {' '.join(args)} failed:\n{_tail(result.stdout + result.stderr)}")
         return result
@@ -186,14 +193,22 @@ class CliDeployer:
         self.run("destroy", *stacks, "--force", *(["--exclusively"] if exclusively else []))
 
 
-def stand_in_environment(endpoint: str, region: str = "us-east-1") -> dict[str, str]:
-    """A process environment whose AWS clients (the CDK CLI's SDK, boto3) all reach the stand-in."""
+def stand_in_environment(endpoint: str, region: str = "us-east-1", *, cdk_home: Path) -> dict[str, str]:
+    """A process environment whose AWS clients (the CDK CLI's SDK, boto3) all reach the stand-in, and whose
+    CDK CLI keeps to ``cdk_home`` and to itself.
+
+    The CLI caches which account an access key belongs to in ``<CDK home>/cache/accounts_partitions.json``
+    (the home is ``CDK_HOME``, else the user's ``~/.cdk``): the stand-in's key mapped to its account would make
+    every later `cdk synth` with that key look the account up for real. Its telemetry is a request to AWS after
+    each command; ``CDK_DISABLE_CLI_TELEMETRY`` turns it off (the pinned CLI's ``canCollectTelemetry``).
+    Notices: pass ``--no-notices`` on each call (no environment variable turns them off)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_") or k == "AWS_CA_BUNDLE"}
     env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
                 "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": region, "AWS_REGION": region,
                 "AWS_EC2_METADATA_DISABLED": "true", "AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true",
                 "CDK_DISABLE_VERSION_CHECK": "1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-                "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1"})
+                "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION": "1",
+                "CDK_HOME": str(cdk_home), "CDK_DISABLE_CLI_TELEMETRY": "true"})
     return env
 
 
