@@ -67,6 +67,8 @@ class WorkflowStack(Stack):
         CfnOutput(self, "TrainingImageUris", value=images.by_family_json(),
                   description="Per instance family, the image replacing TrainingImageUri (\"\" = none runs there)")
         CfnOutput(self, "EfsSyncTaskArn", value=self.workflow.sync_task.attr_task_arn)
+        CfnOutput(self, "EfsEmptyTaskArn", value=self.workflow.empty_task.attr_task_arn,
+                  description="The DataSync task `dslab efs empty` starts (deletes what EFS holds)")
         CfnOutput(self, "FsxIdleHours", value=f"{config.fsx_idle_hours:g}",
                   description="Hours without a workflow execution before the idle guard deletes FSx (0: off)")
         acknowledge_workflow(self)

@@ -500,25 +500,25 @@ def test_efs_provisioned_throughput_and_iam_mounts_by_context(tmp_path):
 def test_datasync_waits_for_its_role_policy_and_may_write_its_logs(lab):
     template = lab.raw("DataSourceLab")["Resources"]
     (policy_logical,) = [k for k, v in template.items() if v["Type"] == "AWS::IAM::Policy" and "DataSyncRole" in k]
+    # Every S3 location and task (staging, and emptying EFS): CreateLocationS3 checks the role
     for kind in ("AWS::DataSync::LocationS3", "AWS::DataSync::Task"):
-        (resource,) = [v for v in template.values() if v["Type"] == kind]
-        assert policy_logical in resource.get("DependsOn", []), kind   # CreateLocationS3 checks the role
-    (task_logical,) = [k for k, v in template.items() if v["Type"] == "AWS::DataSync::Task"]
+        resources = [v for v in template.values() if v["Type"] == kind]
+        assert len(resources) == 2 and all(policy_logical in r.get("DependsOn", []) for r in resources), kind
+    task_logicals = [k for k, v in template.items() if v["Type"] == "AWS::DataSync::Task"]
     ((policy_id, logs_policy),) = [(k, v) for k, v in template.items() if v["Type"] == "AWS::Logs::ResourcePolicy"]
     document = json.dumps(logs_policy["Properties"]["PolicyDocument"])
     assert '"Principal\\":{\\"Service\\":\\"datasync.amazonaws.com' in document
     assert "logs:PutLogEvents" in document and "aws:SourceAccount" in document
-    # The DataSync guide's form: this account's tasks (task/*), so the policy exists before the task logs.
-    assert ":task/*" in document and "aws:SourceArn" in document and task_logical not in document
-    assert policy_id in template[task_logical].get("DependsOn", [])
     assert logs_policy["Properties"]["PolicyName"] == "DataSourceLab-DataSync"   # one, reused: a region holds 10
-    log_group = template[task_logical]["Properties"]["CloudWatchLogGroupArn"]["Fn::GetAtt"][0]
-    assert log_group in document
+    # The DataSync guide's form: this account's tasks (task/*), so the policy exists before the tasks log.
+    assert ":task/*" in document and "aws:SourceArn" in document
+    for task_logical in task_logicals:
+        assert task_logical not in document and policy_id in template[task_logical].get("DependsOn", [])
+        assert template[task_logical]["Properties"]["CloudWatchLogGroupArn"]["Fn::GetAtt"][0] in document
     # The locations assume their roles at once: they wait for IAM to propagate them.
     (wait_id,) = [k for k, v in template.items() if v["Type"] == "Custom::IamPropagationWait"]
     for kind in ("AWS::DataSync::LocationS3", "AWS::DataSync::LocationEFS"):
-        (location,) = [v for v in template.values() if v["Type"] == kind]
-        assert wait_id in location.get("DependsOn", []), kind
+        assert all(wait_id in v.get("DependsOn", []) for v in template.values() if v["Type"] == kind), kind
     assert policy_logical in template[wait_id].get("DependsOn", [])
 
 

@@ -1,11 +1,13 @@
-"""``dslab doctor``: with the user's credentials, does the lab's zone offer what the experiment needs?"""
+"""``dslab doctor``: with the user's credentials, does the lab's zone offer what the experiment needs? And, where
+the lab is deployed, what its EFS file system holds and costs per month."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from .common import REPO, add_command, lab_context, print_json, region_of
+from .common import (REPO, add_command, lab_context, outputs_from_cloudformation, outputs_from_file, price_table,
+                     print_json, region_of)
 
 DEFAULT_DOCTOR_EXPERIMENT = REPO / "experiments" / "all-modes-20-jobs.yaml"
 
@@ -24,26 +26,56 @@ def cmd_doctor(args) -> int:
     if args.experiment or not instance_types:
         from ..core.experiment import expand
         from ..inputs.experiment_file import load_experiment
-        experiment = load_experiment(Path(args.experiment) if args.experiment else DEFAULT_DOCTOR_EXPERIMENT)
+        # Which zones offer the types is asked of any type, priced or not.
+        experiment = load_experiment(Path(args.experiment) if args.experiment else DEFAULT_DOCTOR_EXPERIMENT, priced=False)
         specs = expand(experiment)
         instance_types += [spec.trial.instance_type for spec in specs]
         needs_express = any(spec.trial.storage == "express" for spec in specs)
     report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
                         region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express,
                         logs=boto3.client("logs", region_name=region))
+    stored = efs_stored(args, region)
     if args.json:
-        print_json(report.to_dict())
+        print_json({**report.to_dict(), "efs": stored})
     else:
         print("\n".join(report.lines()))
+        print("\n".join(efs_lines(stored)))
     return 0 if report.ok else 1
+
+
+def efs_stored(args, region: str) -> dict:
+    """What the deployed lab's EFS holds and costs per month (nothing to say where no lab is deployed)."""
+    import boto3
+
+    from ..aws.efs import file_system_id, usage
+    if args.outputs:
+        outputs = outputs_from_file(Path(args.outputs))
+    else:
+        try:
+            outputs = outputs_from_cloudformation(region)
+        except ConfigError as err:   # not deployed here (or not readable): not the zone's business
+            return {"deployed": False, "detail": str(err)}
+    return {"deployed": True, **usage(boto3.client("efs", region_name=region), file_system_id(outputs),
+                                      price_table(args.prices))}
+
+
+def efs_lines(stored: dict) -> list[str]:
+    from ..aws.efs import usage_lines
+    if not stored["deployed"]:
+        return ["EFS: no lab deployed in this account and region, so nothing is stored"]
+    return usage_lines(stored)
 
 
 def register(sub) -> None:
     p = add_command(sub, "doctor", cmd_doctor, "With your credentials: does the lab's zone (azId) offer the experiment's "
-                    "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not.",
+                    "training instance types and FSx for Lustre, and which zone IDs of the region would? Exit 1 when it does not. "
+                    "Where the lab is deployed: what its EFS holds per storage class and costs per month.",
                     "dslab doctor --experiment experiments/post-12-jobs.yaml --az-id use1-az4")
     p.add_argument("--experiment", help=f"experiment whose instance types to check (default {DEFAULT_DOCTOR_EXPERIMENT.relative_to(REPO)})")
     p.add_argument("--instance-type", action="append", help="a SageMaker training instance type (repeatable), e.g. ml.g5.xlarge")
     p.add_argument("--az-id", help="zone ID to check (default: azId in cdk.json)")
     p.add_argument("--region", help="region (default: region in cdk.json)")
+    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON of the lab whose EFS to report (else read from "
+                   "CloudFormation, where a lab is deployed)")
+    p.add_argument("--prices", help="YAML file overriding prices")
     p.add_argument("--json", action="store_true")

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..core.requests import (CORE_STACK, DATASETS_PREFIX, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK,
-                             WORKFLOW_STACK)
+from ..core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
 from ..aws.zones import express_zone_ids
+from ..core.efs import metered_size
 from . import patches
 from .cloudformation import CloudFormationStandIn
 from .deploy import CliDeployer, InProcessDeployer
@@ -195,6 +195,7 @@ class EmulatedLab:
         patches.reset_hooks()
         patches.HOOKS.job_executor = self.executor
         patches.HOOKS.stager = self._stage_efs
+        patches.HOOKS.efs_size = self._efs_size
         patches.HOOKS.on_stack_delete = self._on_stack_delete
         patches.HOOKS.time_scale = self.time_scale
         patches.HOOKS.quotas = self.quotas
@@ -418,18 +419,72 @@ class EmulatedLab:
         names = [FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER]
         return len(self.client("ssm").get_parameters(Names=names).get("Parameters", [])) == 2
 
-    # ---- EFS staging (DataSync's work) ---------------------------------------------------------
-    def _stage_efs(self, task_arn: str, includes: str) -> None:
+    # ---- DataSync from S3 into EFS (the stand-in's EFS is the folder efs_root) --------------------------
+    def _stage_efs(self, task_arn: str, includes: str, overrides: dict[str, Any]) -> None:
+        """One task execution, as the DataSync guide describes it: the task's options (with the execution's
+        OverrideOptions), its S3 source and EFS destination locations, the execution's include filters."""
+        datasync = self.client("datasync")
+        task = datasync.describe_task(TaskArn=task_arn)
+        options = {**(task.get("Options") or {}), **overrides}   # checked when the execution started
+        # moto writes s3://<bucket>/<subdirectory> with the subdirectory's own leading "/"
+        bucket, _, source_path = datasync.describe_location_s3(
+            LocationArn=task["SourceLocationArn"])["LocationUri"].removeprefix("s3://").partition("/")
+        host, _, target_path = datasync.describe_location_efs(
+            LocationArn=task["DestinationLocationArn"])["LocationUri"].removeprefix("efs://").partition("/")
+        if host.rsplit(".", 1)[-1] != self.efs_id:
+            raise ValueError(f"the EFS location's file system {host} is not the lab's ({self.efs_id})")
+        source_prefix = f"{source_path.strip('/')}/" if source_path.strip("/") else ""
+        target_root = self.efs_root / target_path.strip("/")
+        # "All filters are relative to the source location path"; "/dir" and "/dir/" match "both the folder and
+        # its content"; "Include filters support the wildcard (*) character only as the rightmost character"
+        # (https://docs.aws.amazon.com/datasync/latest/userguide/filtering.html).
+        patterns = [p.strip() for p in includes.split("|") if p.strip()]
+
+        def included(path: str) -> bool:
+            return not patterns or any(path.startswith(p[:-1]) if p.endswith("*") else
+                                       (path == p.rstrip("/") or path.startswith(p.rstrip("/") + "/")) for p in patterns)
+
+        # "DataSync scans and transfers only files and folders that match the include filters" (same page).
         s3 = self.client("s3")
-        for prefix in [p.strip("/") for p in includes.split("|") if p.strip("/")]:
-            pages = s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=f"{DATASETS_PREFIX}/{prefix}/")
-            for page in pages:
+        source: dict[str, dict[str, Any]] = {}
+        for pattern in patterns or ["/"]:
+            listed = source_prefix + pattern.strip("/").rstrip("*")
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=listed):
                 for obj in page.get("Contents", []):
-                    target = self.efs_root / DATASETS_PREFIX / obj["Key"][len(DATASETS_PREFIX) + 1:]
-                    if target.exists() and target.stat().st_size == obj["Size"]:
-                        continue  # TransferMode CHANGED: what is there already stays
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(s3.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"].read())
+                    path = "/" + obj["Key"][len(source_prefix):]
+                    if not obj["Key"].endswith("/") and included(path):
+                        source[path] = obj
+        for path, obj in source.items():
+            target = target_root / path.lstrip("/")
+            # CHANGED: "DataSync copies only data or metadata that is new or different content from the source
+            # location to the destination location"; ALL copies everything (API_Options.html)
+            if options.get("TransferMode", "CHANGED") == "CHANGED" and target.is_file() and target.stat().st_size == obj["Size"]:
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
+        if options.get("PreserveDeletedFiles") != "REMOVE":
+            return
+        # "REMOVE: Delete destination files that aren't present in the source" (API_Options.html): among what
+        # this execution scans, so only within its include filters' folders.
+        folders = {"/".join(path.split("/")[:i]) for path in source for i in range(2, path.count("/") + 1)}
+        for item in sorted(target_root.rglob("*") if target_root.is_dir() else [], key=lambda p: len(p.parts), reverse=True):
+            path = "/" + item.relative_to(target_root).as_posix()
+            if not included(path):
+                continue
+            if item.is_dir() and path not in folders and not any(item.iterdir()):
+                item.rmdir()
+            elif not item.is_dir() and path not in source:
+                item.unlink()
+
+    def _efs_size(self, file_system_id: str) -> dict[str, int] | None:
+        """DescribeFileSystems' SizeInBytes for the lab's EFS: its folder, metered as EFS meters (dslab/core/efs.py).
+        Stand-in files never stay unread for the lifecycle's days: all of it is in Standard."""
+        if file_system_id != self.efs_id:
+            return None
+        items = list(self.efs_root.rglob("*")) if self.efs_root.is_dir() else []
+        size = metered_size((p.stat().st_size for p in items if p.is_file()),
+                            directories=1 + sum(1 for p in items if p.is_dir()))
+        return {"Value": size, "ValueInStandard": size, "ValueInIA": 0}
 
     # ---- running -----------------------------------------------------------------------------
     def start(self, experiment: dict[str, Any], name: str | None = None) -> str:

@@ -5,9 +5,19 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy, Size, aws_ec2 as ec2, aws_efs as efs, aws_iam as iam
 from constructs import Construct
 
+from dslab.core.efs import TRANSITION_TO_IA
+
 
 class LabEfs(Construct):
     """A Regional EFS file system (Max I/O is refused for One Zone) with its mount target in the lab's AZ.
+
+    Storage lifecycle: the datasets are copies of S3 that bill $0.30 per GB-month in Standard for as long as the
+    lab stands. Files unread for a week move to Infrequent Access and return to Standard on their first read:
+    "For performance-sensitive use cases that demand the fastest latency performance ... choose to transition
+    files into Standard storage On first access"
+    (https://docs.aws.amazon.com/efs/latest/ug/lifecycle-management-efs.html). Only files of 128 KiB or more
+    move ("Files smaller than 128 KB aren't eligible for lifecycle management", same guide): TFRecord shards
+    do, small JPEGs stay in Standard until `dslab efs empty` removes them.
 
     Mount authorisation is a switch because whether SageMaker mounts with IAM is unconfirmed:
     ``anonymous`` (default) lets the security group guard NFS; ``iam`` adds a file-system policy
@@ -31,6 +41,8 @@ class LabEfs(Construct):
             provisioned_throughput_per_second=(Size.mebibytes(provisioned_mibps) if provisioned_mibps else None),
             encrypted=True,
             enable_automatic_backups=False,  # datasets are copies of S3: S3 is the source of truth
+            lifecycle_policy=getattr(efs.LifecyclePolicy, TRANSITION_TO_IA),
+            out_of_infrequent_access_policy=efs.OutOfInfrequentAccessPolicy.AFTER_1_ACCESS,
             allow_anonymous_access=(mount_auth == "anonymous"),
             removal_policy=RemovalPolicy.DESTROY,
         )

@@ -13,6 +13,19 @@ Three things a first real deploy depends on:
   refused; DataSync then needs a role it assumes for the mount, with ClientMount, ClientWrite and
   ClientRootAccess (it writes as root to keep ownership), and TLS in transit
   (https://docs.aws.amazon.com/datasync/latest/userguide/create-efs-location.html).
+
+What EFS holds follows S3: the task deletes what is gone from S3 ("REMOVE: Delete destination files that
+aren't present in the source", with TransferMode CHANGED: "If you set this parameter to REMOVE, you can't set
+TransferMode to ALL. When you transfer all data, DataSync doesn't scan your destination location and doesn't
+know what to delete", https://docs.aws.amazon.com/datasync/latest/userguide/API_Options.html). The workflow
+starts it with one include filter per dataset the EFS jobs read, and "DataSync scans and transfers only files
+and folders that match the include filters" (https://docs.aws.amazon.com/datasync/latest/userguide/filtering.html):
+what it deletes is within those datasets' folders, never another dataset's.
+
+A second task empties EFS (`dslab efs empty`): EFS is mounted in the VPC, so no AWS API deletes its files from
+the operator's machine, but DataSync already mounts it here. The task copies from an S3 folder that never
+holds an object into the same EFS location with REMOVE, so every file it scans is deleted: all of them, or,
+started with one dataset's include filter, only that dataset's folder.
 """
 
 from __future__ import annotations
@@ -21,6 +34,7 @@ from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, aws_datasync
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
+from dslab.core.efs import EMPTY_SOURCE_FOLDER
 from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, LOGS_POLICY_NAME
 
 # How long a new role waits to be assumable by a service. IAM "usually" propagates in seconds; Terraform's
@@ -123,8 +137,27 @@ class EfsStaging(Construct):
             options=datasync.CfnTask.OptionsProperty(
                 transfer_mode="CHANGED",  # only what is missing or changed: re-staging is cheap
                 verify_mode="ONLY_FILES_TRANSFERRED", overwrite_mode="ALWAYS",
-                preserve_deleted_files="PRESERVE", log_level="BASIC"))
+                # EFS jobs then read the same files as FSx and Express jobs (see the module's docstring)
+                preserve_deleted_files="REMOVE", log_level="BASIC"))
         self.task.node.add_dependency(role)
+
+        # Emptying: an S3 location on a folder that never holds an object (inside datasets/, so the role's
+        # read grant covers it), synchronised into EFS with REMOVE (see the module's docstring).
+        self.empty_source = datasync.CfnLocationS3(
+            self, "EmptySourceLocation", s3_bucket_arn=bucket.bucket_arn,
+            subdirectory=f"/{DATASETS_PREFIX}/{EMPTY_SOURCE_FOLDER}/",
+            s3_config=datasync.CfnLocationS3.S3ConfigProperty(bucket_access_role_arn=role.role_arn))
+        self.empty_source.node.add_dependency(role)
+        self.empty_source.node.add_dependency(self.iam_wait)
+        self.empty_task = datasync.CfnTask(
+            self, "EfsEmptyTask", name="datasourcelab-empty-efs",
+            source_location_arn=self.empty_source.attr_location_arn,
+            destination_location_arn=self.destination.attr_location_arn,
+            cloud_watch_log_group_arn=self.log_group.log_group_arn,
+            options=datasync.CfnTask.OptionsProperty(
+                transfer_mode="CHANGED", verify_mode="ONLY_FILES_TRANSFERRED", overwrite_mode="ALWAYS",
+                preserve_deleted_files="REMOVE", log_level="BASIC"))
+        self.empty_task.node.add_dependency(role)
         # As the DataSync guide's example writes it: this account's DataSync tasks (task/*), not one task's ARN,
         # so the policy exists before the task that logs under it. One policy, named: CloudWatch Logs holds
         # at most 10 resource policies per account and region ("Resource policies: 10 per Region per account",
@@ -139,3 +172,4 @@ class EfsStaging(Construct):
             conditions={"ArnLike": {"aws:SourceArn": [stack.format_arn(service="datasync", resource="task", resource_name="*")]},
                         "StringEquals": {"aws:SourceAccount": stack.account}})])
         self.task.node.add_dependency(self.logs_policy)
+        self.empty_task.node.add_dependency(self.logs_policy)

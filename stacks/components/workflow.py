@@ -174,6 +174,7 @@ class BenchmarkWorkflow(Construct):
         self.staging = EfsStaging(self, "EfsStaging", bucket=bucket, subnet_id=subnet_id, security_group_id=training_sg_id,
                                   efs_file_system_arn=efs_file_system_arn, efs_mount_auth=efs_mount_auth)
         self.sync_task = self.staging.task
+        self.empty_task = self.staging.empty_task
 
         # ---- The state machine ------------------------------------------------------------------
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.THREE_MONTHS,

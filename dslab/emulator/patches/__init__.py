@@ -10,7 +10,8 @@
 - Lambda: moto runs functions in Docker, which these machines lack. The workflow's functions are the
   ``dslab`` package itself, so they run in-process with the function's environment.
 - DataSync: a started task execution runs the project's stager (S3 objects copied into EFS's
-  stand-in folder) and ends SUCCESS or ERROR.
+  stand-in folder, with the task's options and the execution's include filters) and ends SUCCESS or
+  ERROR; DescribeLocationEfs answers. EFS's DescribeFileSystems reports the folder's metered size.
 - CloudFormation: the stand-in's own engine (``cloudformation/``) replaces moto's: change sets,
   exports and imports, asynchronous operations and their statuses, every resource provisioned.
 - ``aws-sdk:s3:getObject``: Step Functions returns the object's Body as text; moto hands back a
@@ -62,6 +63,7 @@ def reset_hooks() -> None:
     HOOKS.function_env = {}
     HOOKS.s3_fault = HOOKS.s3_observer = None
     HOOKS.datasync_seconds = 0.0
+    HOOKS.efs_size = None
     HOOKS.fsx_create_task = None
     services.DATASYNC_RUNNING.clear()
     sagemaker.CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
@@ -79,6 +81,7 @@ def install() -> None:
         sagemaker.patch_sagemaker()
         services.patch_lambda()
         services.patch_datasync()
+        services.patch_efs_size()
         stepfunctions.patch_time()
         stepfunctions.patch_aws_sdk_streams()
         stepfunctions.patch_state_limits()

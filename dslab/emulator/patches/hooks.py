@@ -13,7 +13,10 @@ JobExecutor = Callable[[dict, Callable[[dict], None]], dict]
 class Hooks:
     """Set by the running emulator; read by the patches."""
     job_executor: JobExecutor | None = None   # (request, on_update) -> final DescribeTrainingJob fields
-    stager: Callable[[str, str], None] | None = None   # (task_arn, includes) raises on failure
+    # (task_arn, includes, the execution's OverrideOptions) runs a DataSync task execution; raises on failure
+    stager: Callable[[str, str, dict], None] | None = None
+    # file system ID -> its metered size per storage class (DescribeFileSystems' SizeInBytes), or None
+    efs_size: Callable[[str], dict | None] | None = None
     on_stack_delete: Callable[[str], None] | None = None
     time_scale: float = 1.0
     threads: list[threading.Thread] = field(default_factory=list)

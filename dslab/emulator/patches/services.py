@@ -74,12 +74,13 @@ class _ThisThreadTo(io.TextIOBase):
 
 def patch_datasync() -> None:
     """A started task execution runs the project's stager: at once, or after HOOKS.datasync_seconds of
-    stand-in time (TRANSFERRING until then, as a long copy into EFS is); it ends SUCCESS or ERROR."""
+    stand-in time (TRANSFERRING until then, as a long copy into EFS is); it ends SUCCESS or ERROR.
+    DescribeLocationEfs (moto has no EFS locations: the stand-in's CloudFormation adds them) answers."""
     from moto.datasync.responses import DataSyncResponse
 
-    def finish(execution, task_arn: str, pattern: str) -> None:
+    def finish(execution, task_arn: str, pattern: str, overrides: dict) -> None:
         try:
-            HOOKS.stager(task_arn, pattern)
+            HOOKS.stager(task_arn, pattern, overrides)
             execution.status = "SUCCESS"
         except Exception:
             HOOKS.errors.append(traceback.format_exc())
@@ -88,16 +89,33 @@ def patch_datasync() -> None:
     def start_task_execution(self) -> str:
         task_arn = self._get_param("TaskArn")
         includes = self._get_param("Includes") or []
+        overrides = self._get_param("OverrideOptions") or {}
+        from moto.datasync.exceptions import InvalidRequestException
+
+        from ..cloudformation.model import ResourceFailed
+        from ..cloudformation.providers.file_systems import task_options
+        try:   # the task's options with the execution's overrides, as DataSync takes them
+            task_options({**(self.datasync_backend._get_task(task_arn).metadata.get("Options") or {}), **overrides})
+        except ResourceFailed as err:
+            raise InvalidRequestException(str(err)) from None
         arn = self.datasync_backend.start_task_execution(task_arn)
         execution = self.datasync_backend.task_executions[arn]
         if HOOKS.stager is not None:
             pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
             if HOOKS.datasync_seconds > 0:
                 execution.status = "TRANSFERRING"
-                DATASYNC_RUNNING[arn] = (time.monotonic(), task_arn, pattern)
+                DATASYNC_RUNNING[arn] = (time.monotonic(), task_arn, pattern, overrides)
             else:
-                finish(execution, task_arn, pattern)
+                finish(execution, task_arn, pattern, overrides)
         return json.dumps({"TaskExecutionArn": arn})
+
+    def describe_location_efs(self) -> str:
+        location = self.datasync_backend._get_location(self._get_param("LocationArn"), typ="EFS")
+        props = location.metadata
+        return json.dumps({"LocationArn": location.arn, "LocationUri": location.uri,
+                           "AccessPointArn": props.get("AccessPointArn"),
+                           "FileSystemAccessRoleArn": props.get("FileSystemAccessRoleArn"),
+                           "InTransitEncryption": props.get("InTransitEncryption")})
 
     original_describe = DataSyncResponse.describe_task_execution
 
@@ -106,21 +124,35 @@ def patch_datasync() -> None:
         # running is answered here, as TRANSFERRING, until its time is up)
         arn = self._get_param("TaskExecutionArn")
         if arn in DATASYNC_RUNNING:
-            started, task_arn, pattern = DATASYNC_RUNNING[arn]
+            started, task_arn, pattern, overrides = DATASYNC_RUNNING[arn]
             execution = self.datasync_backend._get_task_execution(arn)
             if execution.status not in ("ERROR", "SUCCESS") and \
                     (time.monotonic() - started) / max(HOOKS.time_scale, 1e-9) < HOOKS.datasync_seconds:
                 return json.dumps({"TaskExecutionArn": arn, "Status": "TRANSFERRING"})
             DATASYNC_RUNNING.pop(arn)
             if execution.status not in ("ERROR", "SUCCESS"):
-                finish(execution, task_arn, pattern)
+                finish(execution, task_arn, pattern, overrides)
         return original_describe(self)
 
     DataSyncResponse.start_task_execution = start_task_execution
     DataSyncResponse.describe_task_execution = describe_task_execution
+    DataSyncResponse.describe_location_efs = describe_location_efs
 
 
-DATASYNC_RUNNING: dict[str, tuple[float, str, str]] = {}
+DATASYNC_RUNNING: dict[str, tuple[float, str, str, dict]] = {}
+
+
+def patch_efs_size() -> None:
+    """DescribeFileSystems' SizeInBytes from what the stand-in's EFS holds (moto reports 0 bytes always)."""
+    from moto.efs.models import FileSystem
+
+    original = FileSystem.size_in_bytes
+
+    def size_in_bytes(self):
+        measured = HOOKS.efs_size(self.file_system_id) if HOOKS.efs_size is not None else None
+        return {**original.fget(self), **measured} if measured else original.fget(self)
+
+    FileSystem.size_in_bytes = property(size_in_bytes)
 
 
 def patch_service_quotas() -> None:

@@ -5,7 +5,26 @@ from __future__ import annotations
 import json
 import uuid
 
+from ..model import ResourceFailed
 from .base import Provider, _random
+
+
+def _lifecycle_policies(props) -> list[dict]:
+    """LifecyclePolicies as EFS takes them: "Amazon EFS requires that each LifecyclePolicy object have only a
+    single transition" (https://docs.aws.amazon.com/efs/latest/ug/API_LifecyclePolicy.html), each value one
+    the EFS API's model lists."""
+    import botocore.session
+    model = botocore.session.get_session().get_service_model("efs")
+    allowed = {member: set(shape.enum) for member, shape in model.shape_for("LifecyclePolicy").members.items()}
+    policies = props.get("LifecyclePolicies") or []
+    for policy in policies:
+        if len(policy) != 1:
+            raise ResourceFailed(f"Invalid LifecyclePolicy {policy}: each LifecyclePolicy object must have only a "
+                                 "single transition")
+        (key, value), = policy.items()
+        if value not in allowed.get(key, ()):
+            raise ResourceFailed(f"Invalid LifecyclePolicy {policy}: {key} takes one of {sorted(allowed.get(key, ()))}")
+    return policies
 
 
 class EfsFileSystem(Provider):
@@ -18,14 +37,20 @@ class EfsFileSystem(Provider):
                   "Encrypted": bool(props.get("Encrypted", False)), "ThroughputMode": props.get("ThroughputMode", "bursting")}
         if props.get("ProvisionedThroughputInMibps"):
             kwargs["ProvisionedThroughputInMibps"] = float(props["ProvisionedThroughputInMibps"])
+        policies = _lifecycle_policies(props)
         fs = efs.create_file_system(**kwargs)
         if props.get("FileSystemPolicy"):
             efs.put_file_system_policy(FileSystemId=fs["FileSystemId"], Policy=json.dumps(props["FileSystemPolicy"]))
+        if policies:
+            efs.put_lifecycle_configuration(FileSystemId=fs["FileSystemId"], LifecyclePolicies=policies)
         return fs["FileSystemId"], {"FileSystemId": fs["FileSystemId"], "Arn": fs["FileSystemArn"]}
 
     def update(self, old, props):
         if props.get("FileSystemPolicy"):
             self.client("efs").put_file_system_policy(FileSystemId=old.physical_id, Policy=json.dumps(props["FileSystemPolicy"]))
+        # An empty list turns lifecycle management off, as PutLifecycleConfiguration documents.
+        self.client("efs").put_lifecycle_configuration(FileSystemId=old.physical_id,
+                                                       LifecyclePolicies=_lifecycle_policies(props))
         return old.physical_id, old.attributes
 
     def delete(self, resource):
@@ -120,18 +145,38 @@ class DataSyncLocation(Provider):
             pass
 
 
+def task_options(options: dict | None) -> dict:
+    """A task's Options as DataSync accepts them: "If you set this parameter to REMOVE, you can't set
+    TransferMode to ALL" (https://docs.aws.amazon.com/datasync/latest/userguide/API_Options.html)."""
+    options = dict(options or {})
+    if options.get("PreserveDeletedFiles") == "REMOVE" and options.get("TransferMode") == "ALL":
+        raise ResourceFailed("PreserveDeletedFiles REMOVE cannot be used with TransferMode ALL: DataSync does not scan "
+                             "the destination when it transfers all data, and does not know what to delete")
+    return options
+
+
 class DataSyncTask(Provider):
     name_property = None
     replace_on = ("SourceLocationArn", "DestinationLocationArn")
 
     def create(self, logical_id, kind, props, *, stack):
-        kwargs = {"SourceLocationArn": props["SourceLocationArn"], "DestinationLocationArn": props["DestinationLocationArn"]}
+        kwargs = {"SourceLocationArn": props["SourceLocationArn"], "DestinationLocationArn": props["DestinationLocationArn"],
+                  "Options": task_options(props.get("Options"))}
         if props.get("Name"):
             kwargs["Name"] = props["Name"]
         if props.get("CloudWatchLogGroupArn"):
             kwargs["CloudWatchLogGroupArn"] = props["CloudWatchLogGroupArn"]
         arn = self.client("datasync").create_task(**kwargs)["TaskArn"]
         return arn, {"TaskArn": arn}
+
+    def update(self, old, props):
+        kwargs = {"TaskArn": old.physical_id, "Options": task_options(props.get("Options"))}
+        if props.get("Name"):
+            kwargs["Name"] = props["Name"]
+        if props.get("CloudWatchLogGroupArn"):
+            kwargs["CloudWatchLogGroupArn"] = props["CloudWatchLogGroupArn"]
+        self.client("datasync").update_task(**kwargs)
+        return old.physical_id, old.attributes
 
     def delete(self, resource):
         self.client("datasync").delete_task(TaskArn=resource.physical_id)

@@ -1,0 +1,114 @@
+"""The lab's EFS file system seen from the operator's machine (``dslab efs empty``, ``dslab doctor``).
+
+EFS is mounted inside the VPC: no AWS API lists or deletes its files. What the operator can do from outside:
+- read what it holds: DescribeFileSystems' SizeInBytes, per storage class, which "represents actual size only
+  if the file system is not modified for a period longer than a couple of hours"
+  (https://docs.aws.amazon.com/efs/latest/ug/API_FileSystemSize.html), and its lifecycle policy;
+- empty it through the lab's DataSync emptying task (stacks/components/efs_staging.py), which mounts EFS in the
+  lab's subnet: StartTaskExecution, with one dataset's include filter or none, then DescribeTaskExecution
+  until it ends. While the workflow's staging task runs, emptying waits: both write the same folders.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Callable
+
+from ..core import efs as efs_core
+from ..core.errors import ConfigError
+from ..core.requests import DATASETS_PREFIX, stats_key
+
+# DescribeTask's Status while an execution of the task is under way (AVAILABLE | CREATING | QUEUED | RUNNING |
+# UNAVAILABLE, https://docs.aws.amazon.com/datasync/latest/userguide/API_DescribeTask.html).
+TASK_BUSY = ("QUEUED", "RUNNING")
+EXECUTION_ENDED = ("SUCCESS", "ERROR")
+
+
+def file_system_id(outputs: dict[str, str]) -> str:
+    fs_id = outputs.get("EfsFileSystemId")
+    if not fs_id:
+        raise ConfigError("--outputs", "stack output EfsFileSystemId is missing: pass the lab's cdk-outputs.json "
+                          "(make deploy writes it), or deploy the lab (`make deploy FSX=keep`)")
+    return fs_id
+
+
+def empty_task_arn(outputs: dict[str, str]) -> str:
+    arn = outputs.get("EfsEmptyTaskArn")
+    if not arn:
+        raise ConfigError("--outputs", "stack output EfsEmptyTaskArn is missing: the lab was deployed before it could "
+                          "empty EFS; deploy it again (`make deploy FSX=keep`), or pass the current cdk-outputs.json")
+    return arn
+
+
+def usage(efs, fs_id: str, prices) -> dict[str, Any]:
+    """What the file system holds per storage class and costs per month, and its lifecycle policy."""
+    described = efs.describe_file_systems(FileSystemId=fs_id)["FileSystems"][0]
+    size = described.get("SizeInBytes") or {}
+    policies = efs.describe_lifecycle_configuration(FileSystemId=fs_id).get("LifecyclePolicies", [])
+    cost = efs_core.monthly_usd(size, prices)
+    return {"file_system_id": fs_id, "throughput_mode": described.get("ThroughputMode"),
+            "size_in_bytes": {k: v for k, v in size.items() if k != "Timestamp"},
+            "lifecycle_policies": policies, "usd_per_month": round(cost["usd_per_month"], 2),
+            "standard_usd_per_month": round(cost["standard_usd"], 2), "ia_usd_per_month": round(cost["ia_usd"], 2),
+            "prices": prices.label()}
+
+
+def usage_lines(state: dict[str, Any]) -> list[str]:
+    size = state["size_in_bytes"]
+    total, ia = size.get("Value", 0), size.get("ValueInIA", 0)
+    standard = total - ia
+    out = [f"EFS {state['file_system_id']} holds {total / 1e9:.2f} GB (Standard {standard / 1e9:.2f} GB, "
+           f"Infrequent Access {ia / 1e9:.2f} GB): ${state['usd_per_month']:.2f} per month"]
+    transitions = {k: v for policy in state["lifecycle_policies"] for k, v in policy.items()}
+    if transitions.get("TransitionToIA"):
+        back = " and back to Standard on first read" if transitions.get("TransitionToPrimaryStorageClass") else ""
+        out.append(f"  lifecycle: files of 128 KiB or more move to Infrequent Access {transitions['TransitionToIA'].lower().replace('_', ' ')} "
+                   f"unread{back}; smaller files always stay in Standard")
+    else:
+        out.append("  lifecycle: none (everything stays in Standard)")
+    if total:
+        out.append("  done with the staged datasets? `dslab efs empty --yes` (or --dataset NAME): they stay in S3, and "
+                   "the workflow stages them again when an EFS job needs them")
+    return out
+
+
+def dataset_in_s3(s3, bucket: str, dataset: str) -> dict[str, int] | None:
+    """The dataset's files and bytes from its stats file (EFS holds the same files), or None without one."""
+    from botocore.exceptions import ClientError
+    try:
+        document = json.loads(s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset}"))["Body"].read())
+    except (ClientError, ValueError):  # no stats file, or not JSON: the size is then not known
+        return None
+    files, size = document.get("files"), document.get("bytes")
+    return {"files": files, "bytes": size} if isinstance(files, int) and isinstance(size, int) else None
+
+
+def running_staging(datasync, task_arns: list[str]) -> str | None:
+    """An execution under way of one of these tasks (the workflow's staging, an earlier emptying), or None."""
+    for arn in task_arns:
+        described = datasync.describe_task(TaskArn=arn)
+        if described.get("Status") in TASK_BUSY:
+            return described.get("CurrentTaskExecutionArn") or arn
+    return None
+
+
+def start_empty(datasync, task_arn: str, dataset: str | None) -> str:
+    """Starts the emptying task: one dataset's folder (its include filter, as the workflow names a dataset), or
+    everything under EFS's datasets folder."""
+    includes = {"Includes": [{"FilterType": "SIMPLE_PATTERN", "Value": f"/{dataset}"}]} if dataset else {}
+    return datasync.start_task_execution(TaskArn=task_arn, **includes)["TaskExecutionArn"]
+
+
+def wait(datasync, execution_arn: str, *, poll: float, say: Callable[[str], None]) -> dict[str, Any]:
+    """DescribeTaskExecution until the execution ends; each new status is said once."""
+    seen = None
+    while True:
+        described = datasync.describe_task_execution(TaskExecutionArn=execution_arn)
+        status = described.get("Status")
+        if status != seen:
+            say(status)
+            seen = status
+        if status in EXECUTION_ENDED:
+            return described
+        time.sleep(poll)

@@ -1,0 +1,95 @@
+"""``dslab efs empty``: delete the datasets staged in the lab's EFS file system (all, or one dataset's), through
+the lab's DataSync emptying task (the operations: dslab/aws/efs.py). What EFS holds and costs: ``dslab doctor``."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from ..aws import efs
+from ..core import efs as efs_core
+from ..core.errors import ConfigError
+from ..core.requests import DATASETS_PREFIX
+from .common import add_command, lab_outputs, price_table, region_of
+
+
+def _dataset_name(dataset: str | None) -> str | None:
+    if dataset is not None and (not dataset.strip() or "/" in dataset or dataset.startswith(".") or "*" in dataset
+                                or "|" in dataset):
+        raise ConfigError("--dataset", f"{dataset!r} is not a dataset name", "a name as under datasets/, without "
+                          "'/', '*' or '|', e.g. caltech-jpg-1x")
+    return dataset
+
+
+def cmd_efs_empty(args) -> int:
+    import boto3
+
+    dataset = _dataset_name(args.dataset)
+    if not math.isfinite(args.poll) or not 0 < args.poll <= 3600:
+        raise ConfigError("--poll", f"{args.poll:g} is not a number of seconds", "above 0 and at most 3600, e.g. --poll 10")
+    if not args.yes and not sys.stdin.isatty():
+        raise ConfigError("--yes", "deleting from EFS needs a confirmation: pass --yes (the datasets themselves "
+                          "stay in S3; an EFS job running now would lose its files)")
+    outputs = lab_outputs(args)
+    fs_id, task_arn = efs.file_system_id(outputs), efs.empty_task_arn(outputs)
+    region = region_of(args)
+    prices = price_table(args.prices)
+    efs_client, datasync = boto3.client("efs", region_name=region), boto3.client("datasync", region_name=region)
+    print("\n".join(efs.usage_lines(efs.usage(efs_client, fs_id, prices))[:1]))
+    if dataset:
+        what = f"{dataset} (EFS {DATASETS_PREFIX}/{dataset}/)"
+        found = efs.dataset_in_s3(boto3.client("s3", region_name=region), outputs.get("BucketName", ""), dataset)
+        if found:
+            estimate = efs_core.dataset_estimate(found["files"], found["bytes"], lifecycle=False)
+            print(f"  {dataset}: {found['files']:,} files, {found['bytes'] / 1e9:.2f} GB in S3 (its stats file), about "
+                  f"{estimate['metered_bytes'] / 1e9:.2f} GB metered in EFS when staged: up to "
+                  f"${estimate['metered_bytes'] / 1e9 * prices['efs_standard_gb_month']:.2f} per month")
+        else:
+            print(f"  {dataset}: no stats file in the data bucket, so its size is not known here")
+    else:
+        what = f"everything under EFS {DATASETS_PREFIX}/"
+    busy = efs.running_staging(datasync, [t for t in (outputs.get("EfsSyncTaskArn"), task_arn) if t])
+    if busy:
+        print(f"dslab: DataSync is writing into EFS now ({busy}): a workflow's staging or an earlier emptying; "
+              "run this again when it has ended", file=sys.stderr)
+        return 1
+    if not args.yes and input(f"delete {what}? the datasets stay in S3 [y/N] ").strip().lower() not in ("y", "yes"):
+        print("nothing deleted")
+        return 1
+    execution = efs.start_empty(datasync, task_arn, dataset)
+    print(f"emptying {what}: DataSync task execution {execution}")
+    try:
+        final = efs.wait(datasync, execution, poll=args.poll, say=lambda status: print(f"  {status}", flush=True))
+    except KeyboardInterrupt:
+        print(f"dslab: stopped following; the deletion goes on in DataSync: `aws datasync describe-task-execution "
+              f"--task-execution-arn {execution}`", file=sys.stderr)
+        return 130
+    if final.get("Status") != "SUCCESS":
+        result = final.get("Result") or {}
+        detail = " ".join(str(result[k]) for k in ("ErrorCode", "ErrorDetail") if result.get(k)) or "no detail given"
+        print(f"dslab: the DataSync execution ended {final.get('Status')}: {detail}; its log group is the task's "
+              "(CloudWatch Logs, /aws/datasync)", file=sys.stderr)
+        return 1
+    after = efs.usage(efs_client, fs_id, prices)
+    print(f"deleted {what}; EFS now reports {after['size_in_bytes'].get('Value', 0) / 1e9:.2f} GB "
+          f"(${after['usd_per_month']:.2f} per month; its metered size catches up within a couple of hours). "
+          "The datasets are still in S3, and the workflow stages them again when an EFS job needs them")
+    return 0
+
+
+def register(sub) -> None:
+    group = sub.add_parser("efs", help="the lab's EFS file system: empty (delete the staged datasets); "
+                           "`dslab doctor` shows what it holds and costs", formatter_class=argparse.RawDescriptionHelpFormatter,
+                           description="The lab's EFS file system: empty.\n\nexample:\n"
+                                       "  dslab efs empty --dataset caltech-jpg-50x --yes")
+    esub = group.add_subparsers(dest="efs_command", required=True)
+    p = add_command(esub, "empty", cmd_efs_empty, "Delete the datasets staged in EFS (all, or one dataset's folder) "
+                    "through the lab's DataSync emptying task: EFS bills them by the GB-month while they sit there. "
+                    "The datasets stay in S3.", "dslab efs empty --dataset caltech-jpg-1x --yes")
+    p.add_argument("--dataset", help="only this dataset's folder (datasets/NAME/ in EFS)")
+    p.add_argument("--yes", action="store_true", help="delete without asking")
+    p.add_argument("--poll", type=float, default=10.0, help="seconds between looks at the DataSync execution (default 10)")
+    p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
+    p.add_argument("--region")
+    p.add_argument("--prices", help="YAML file overriding prices")
