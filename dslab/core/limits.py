@@ -122,3 +122,41 @@ def fsx_capacity_problem(capacity: int) -> str | None:
         return None
     return (f"{capacity} is not a valid FSx for Lustre SCRATCH_2 capacity: allowed values are 1200, 2400 or a "
             "multiple of 2400 GiB")
+
+
+# ---- A training job's length ------------------------------------------------------------------------
+# CreateTrainingJob StoppingCondition.MaxRuntimeInSeconds: "The default value is 1 day. The maximum value
+# is 28 days." (SageMaker API reference, StoppingCondition; the same text in botocore's sagemaker model).
+# An estimate longer than that is a job SageMaker would stop before it ends.
+MAX_RUNTIME_SECONDS = 28 * 24 * 3600
+
+
+# The inputs that make a job longer, named when every source's job is too long.
+RUNTIME_FIELDS = "--files/--bytes/--samples/--epochs/--instance-count"
+
+
+def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS) -> dict[str, str]:
+    """Each source whose job (``seconds`` on one instance's clock) outlasts SageMaker's limit, with why;
+    refused, naming ``field`` and the quickest one's length, when every one does."""
+    from .errors import ConfigError
+    problems = {source: runtime_problem(length, f"{source}'s job") for source, length in seconds.items()}
+    problems = {source: problem for source, problem in problems.items() if problem}
+    if seconds and len(problems) == len(seconds):
+        raise ConfigError(field, problems[min(seconds, key=seconds.get)])
+    return problems
+
+
+def runtime_problem(seconds: float, what: str = "the job") -> str | None:
+    """Why a job of ``seconds`` (wall time, each instance's clock) cannot run on SageMaker, or None."""
+    if seconds <= MAX_RUNTIME_SECONDS:
+        return None
+    length = f"~{seconds / 86400:,.0f} days" if seconds < float("inf") else "without end"
+    return (f"{what} would run {length}, past SageMaker's 28-day limit on a training job "
+            "(StoppingCondition.MaxRuntimeInSeconds): fewer epochs or samples, more instances (--instance-count / "
+            "--count), a faster compute rate or source bring it under")
+
+
+# ---- The lab's own bounds on what a job asks for (experiment files and the CLI alike) --------------
+MAX_EPOCHS = 1000            # epochs of one job; recommend's break-even table estimates every count up to it
+MAX_VOLUME_SIZE_GB = 16384   # the training volume: EBS gp2's largest volume is 16 TiB (SageMaker provisions gp2)
+MAX_ACCELERATORS = 64        # emulated accelerators per instance (the largest type in instances.py has 16)

@@ -44,21 +44,37 @@ def read_document(path: Path) -> Any:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise ConfigError("--experiment", f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-    return {} if document is None else document
+    return document   # None: the file is empty or holds only comments
 
 
-def load_experiment(path: Path) -> Experiment:
+def load_experiment(path: Path, prices=None, priced: bool = True) -> Experiment:
     """An experiment file, parsed, with every trial's instance type checked against botocore's
-    SageMaker model: a typo is refused here, before any command builds, uploads or runs anything."""
+    SageMaker model and (``priced``) against the price table its results are costed with (``prices``,
+    default the lab's): a typo or an unpriced type is refused here, before any command builds, uploads
+    or runs anything. An empty file is refused too: it would silently run the default experiment."""
     document = read_document(path)
+    if document is None:
+        from ..core.experiment import default_experiment, expand
+        raise ConfigError("--experiment", f"{path} is empty (or holds only comments): write {{}} in it to run the default "
+                          f"experiment ({len(expand(default_experiment()))} jobs: the source post's matrix and Express "
+                          "FastFile), or name trials as experiments/*.yaml do", source=None)
     experiment = parse_experiment(document, source=str(path))
     from ..aws.validation import instance_type_problem
+    from ..core.prices import PriceTable
+    table = prices or PriceTable()
     trial_docs = document.get("trials") if isinstance(document, dict) and isinstance(document.get("trials"), list) else []
     for i, trial in enumerate(experiment.trials):
+        own = i < len(trial_docs) and isinstance(trial_docs[i], dict) and "instance_type" in trial_docs[i]
+        field = f"trials[{i}].instance_type" if own else "instance_type"
         problem = instance_type_problem(trial.instance_type)
         if problem:
-            own = i < len(trial_docs) and isinstance(trial_docs[i], dict) and "instance_type" in trial_docs[i]
-            raise ConfigError(f"trials[{i}].instance_type" if own else "instance_type", problem, source=str(path))
+            raise ConfigError(field, problem, source=str(path))
+        if priced and table.instance_hourly(trial.instance_type) is None:
+            # Its records would cost the jobs $0 (the workflow prices them with the lab's table).
+            raise ConfigError(field, f"no price for {trial.instance_type} in the price table of {table.date}: pick a "
+                              "priced type, or add it under instance_hourly in dslab/core/prices.py (the workflow "
+                              "prices results with it) or, for recommend and report, in a --prices YAML file",
+                              source=str(path))
     return experiment
 
 
