@@ -359,3 +359,33 @@ def test_every_command_and_option_in_the_readme_exists_and_every_help_has_an_exa
         text = helps[" ".join(words)]
         for option in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", span):
             assert option in text, f"`dslab {span}`: {' '.join(words)} has no option {option}"
+
+
+def test_an_experiment_gets_one_answer_and_says_which_sizes_it_assumed(tmp_path, capsys):
+    """`recommend --experiment` and `export` answer from the generate: recipe when nothing else is known (the
+    lab's own experiment printed "no answer" after a run whose report answered it), say where the sizes came
+    from and print them; a run's results take over with --results; no answer exits non-zero, saying what would
+    give one."""
+    from dslab.cli import main
+    local = str(REPO / "experiments/local.yaml")
+    assert main(["recommend", "--experiment", local]) == 0
+    out = capsys.readouterr().out
+    assert "no answer" not in out
+    assert "assumed: 1,000 files" in out and "generate: recipe" in out and "1,000 samples" in out
+    assert main(["export", "--experiment", local, "--offline", "--dataset", "local-jpg"]) == 0
+    err = capsys.readouterr().err
+    assert "recommended for local-jpg" in err and "assuming 1,000 files" in err
+    from dslab.inputs.experiment_file import load_experiment
+    experiment = load_experiment(REPO / "experiments/local.yaml")
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
+                                   "execution": "local", "backend": "local", "records": [],
+                                   "dataset_stats": {"local-jpg": {"files": 1003, "bytes": 41_000_000}}}))
+    assert main(["recommend", "--experiment", local, "--results", str(results), "--dataset", "local-jpg", "--json"]) == 0
+    assumed = json.loads(capsys.readouterr().out)["answers"][0]["assumed"]
+    assert assumed["files"] == 1003 and assumed["bytes"] == 41_000_000 and "results" in assumed["from"]
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("name: x\ndataset_catalog:\n  - {name: mine, format: jpg}\ndatasets: [mine]\nmodes: [File]\n")
+    assert main(["recommend", "--experiment", str(unknown)]) == 1
+    out = capsys.readouterr().out
+    assert "no answer" in out and "files: and bytes:" in out and "--results" in out

@@ -244,3 +244,36 @@ def test_export_of_a_trial_with_its_own_code_names_what_plan_names_and_uploads_i
         assert main([*args, "--upload"]) == 0
         assert code_uri in capsys.readouterr().out
         assert s3.head_object(Bucket=bucket, Key=key)["ContentLength"] > 0
+
+
+def test_export_from_results_picks_per_dataset_and_trial_as_the_report_does(outputs, capsys, tmp_path):
+    """The report answers each group of trials on its own (another instance type is another question): export
+    --results exports the answer of the trial asked for, and does not pick a job of one trial against another's."""
+    from dslab.inputs.experiment_file import load_experiment
+    path = tmp_path / "two-trials.yaml"
+    path.write_text("name: two-trials\ndatasets: [caltech-jpg-1x]\nmodes: [File, FastFile]\ninstance_type: ml.p3.2xlarge\n"
+                    "trials:\n  - name: small\n  - name: large\n    instance_type: ml.p3.8xlarge\n    modes: [FastFile]\n")
+    experiment = load_experiment(path)
+    jobs = {(j.spec.trial.name, j.spec.mode): j for j in plan(experiment, lab_environment(), "run-2")}
+
+    def record(trial, mode, cost):
+        return {"job_name": jobs[(trial, mode)].name, "mode": mode, "dataset": "caltech-jpg-1x", "repeat": 0,
+                "status": "Completed", "trial": trial, "instance_type": jobs[(trial, mode)].spec.trial.instance_type,
+                "instance_count": 1, "billable_seconds": 100.0, "phases": {},
+                "breakdown": {"downloading": 0.0, "training": 100.0, "other": 0.0}, "metrics": {},
+                "cost_usd": {"instance": cost, "total": cost}}
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
+                                   "execution": "run-2", "backend": "aws",
+                                   "records": [record("small", "File", 0.0005), record("small", "FastFile", 0.0009),
+                                               record("large", "FastFile", 0.0002)]}))
+    run = lambda *args: main(["export", "--experiment", str(path), "--outputs", str(outputs), "--results", str(results),  # noqa: E731
+                              *args])
+    assert run() == 2
+    err = capsys.readouterr().err
+    assert "--trial" in err and "small" in err and "large" in err
+    assert run("--trial", "small") == 0
+    captured = capsys.readouterr()
+    assert "value='File'" in captured.out and jobs[("small", "File")].name in captured.err   # not large's cheaper job
+    assert run("--trial", "large") == 0
+    assert jobs[("large", "FastFile")].name in capsys.readouterr().err

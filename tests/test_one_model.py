@@ -65,3 +65,15 @@ def test_recommend_names_both_premises_for_a_cluster(capsys):
     out = capsys.readouterr().out
     line = next(l for l in out.splitlines() if "as the lab is deployed" in l)
     assert "provisioned for 16:" in line and "AU" in line and "per run" in line
+
+
+def test_an_experiment_without_compute_emulates_its_instances_accelerator():
+    """The compute preset comes from the instance everywhere: an experiment on ml.p4d that names no compute
+    emulates A100s (and its recommend/report answers price A100s), one on a CPU instance a V100."""
+    from dslab.core.answers import compute_rate_of
+    from dslab.core.experiment import parse_experiment
+    base = {"name": "x", "datasets": [{"name": "d", "format": "jpg", "files": 10, "bytes": 1000}], "modes": ["File"]}
+    p4d = parse_experiment({**base, "instance_type": "ml.p4d.24xlarge"}).trials[0]
+    assert p4d.compute.preset == "a100" and compute_rate_of(p4d) == pytest.approx(A100)
+    assert parse_experiment({**base, "instance_type": "ml.m5.xlarge"}).trials[0].compute.preset == "v100"
+    assert parse_experiment({**base, "instance_type": "ml.p4d.24xlarge", "compute": "v100"}).trials[0].compute.preset == "v100"

@@ -67,13 +67,66 @@ def samples_of(dataset: Dataset) -> int | None:
     return int(images) * int(dataset.generate.get("copies", 1)) if images else None
 
 
+# What `dslab dataset generate` makes when the recipe gives no mean_kb: Caltech-256's mean JPEG
+# (inputs/datasets.py CALTECH_MEAN_KB); its shards default to DEFAULT_SHARD_MB (decimal MB, as pack counts).
+GENERATE_MEAN_KB = 39.0
+GENERATE_SHARD_MB = 110
+
+
+def generated_shape(dataset: Dataset) -> DatasetShape | None:
+    """The files and bytes a ``generate:`` recipe makes, predicted without making them: images x copies
+    JPEGs of ``mean_kb`` KiB on average (the generator draws sizes around that mean), as files, or packed
+    into shards of ``shard_size_mb`` MB for TFRecord."""
+    recipe = dataset.generate
+    samples = samples_of(dataset)
+    if not samples:
+        return None
+    total = int(samples * float(recipe.get("mean_kb", GENERATE_MEAN_KB)) * 1024)
+    if dataset.format == "jpg":
+        files = samples
+    else:
+        files = max(1, -(-total // (int(recipe.get("shard_size_mb", GENERATE_SHARD_MB)) * 1_000_000)))
+    return DatasetShape(files=files, bytes=total, samples=samples)
+
+
+@dataclass(frozen=True)
+class KnownShape:
+    """A dataset's shape and where it came from, which every answer prints with the figures."""
+    shape: DatasetShape
+    source: str
+
+    def describe(self) -> str:
+        samples, _ = self.shape.sample_count()
+        return (f"{self.shape.files:,} files, {self.shape.bytes / 1e6:,.1f} MB, {samples:,} samples "
+                f"(from {self.source})")
+
+
+def known_shape(dataset: Dataset, stats: Mapping[str, Any] | None = None,
+                stats_source: str = "a run's results") -> KnownShape | None:
+    """The dataset's files and bytes, from the first of: ``stats`` (a run's results, or the stats file an
+    upload wrote: what was really in S3), the experiment's own files/bytes, its ``generate:`` recipe."""
+    found = (stats or {}).get(dataset.name) or {}
+    if found.get("files") and found.get("bytes"):
+        return KnownShape(DatasetShape(files=int(found["files"]), bytes=int(found["bytes"]), samples=samples_of(dataset)),
+                          stats_source)
+    if dataset.files and dataset.bytes:
+        return KnownShape(DatasetShape(files=int(dataset.files), bytes=int(dataset.bytes), samples=samples_of(dataset)),
+                          "the experiment's files and bytes")
+    generated = generated_shape(dataset)
+    if generated is not None:
+        mean = float(dataset.generate.get("mean_kb", GENERATE_MEAN_KB))
+        return KnownShape(generated, f"its generate: recipe, predicted at ~{mean:g} KiB per image")
+    return None
+
+
 def shape_of(dataset: Dataset, stats: Mapping[str, Any] | None = None) -> DatasetShape | None:
     """The dataset's files and bytes: a run's stats (what was in S3) over the experiment's declaration."""
-    found = (stats or {}).get(dataset.name) or {}
-    files, size = found.get("files") or dataset.files, found.get("bytes") or dataset.bytes
-    if not files or not size:
-        return None
-    return DatasetShape(files=int(files), bytes=int(size), samples=samples_of(dataset))
+    known = known_shape(dataset, stats)
+    return known.shape if known else None
+
+
+UNKNOWN_SHAPE_FIX = ("give the dataset files: and bytes: (or a generate: recipe) in the experiment, upload it "
+                     "(`dslab dataset upload` writes its stats file; then --outputs), or pass a run's --results")
 
 
 def compute_rate_of(trial: Trial) -> float:
@@ -89,6 +142,7 @@ class Answer:
     scenario: Scenario
     recommendation: Recommendation | None    # None when the dataset's size is not known
     missing: str | None = None
+    known: KnownShape | None = None           # the shape it assumed, and where it came from
 
     @property
     def decision(self) -> Decision | None:
@@ -97,28 +151,33 @@ class Answer:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scenario": self.scenario.label, "dataset": self.scenario.dataset.name,
                                "trials": list(self.scenario.trial_names)}
+        if self.known is not None:
+            samples, _ = self.known.shape.sample_count()
+            out["assumed"] = {"files": self.known.shape.files, "bytes": self.known.shape.bytes, "samples": samples,
+                              "from": self.known.source}
         if self.recommendation is None:
             return {**out, "missing": self.missing}
         return {**out, **self.recommendation.to_dict()}
 
 
 def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
-              fsx_capacity_gib: int = 1200) -> list[Answer]:
-    """Each scenario's pick among the sources it runs, from the estimates (nothing measured)."""
+              fsx_capacity_gib: int = 1200, stats_source: str = "a run's results") -> list[Answer]:
+    """Each scenario's pick among the sources it runs, from the estimates (nothing measured), on the
+    dataset's shape from ``known_shape`` (``stats``: a run's results or upload stats files, said as ``stats_source``)."""
     answers = []
     for scenario in scenarios(experiment):
         dataset, trial = scenario.dataset, scenario.trials[0]
-        shape = shape_of(dataset, stats)
-        if shape is None:
-            answers.append(Answer(scenario, None, f"dataset {dataset.name} has no files/bytes in the experiment "
-                                                  "(datasets[].files and .bytes) and no stats from a run"))
+        known = known_shape(dataset, stats, stats_source)
+        if known is None:
+            answers.append(Answer(scenario, None, f"the size of dataset {dataset.name} is not known: {UNKNOWN_SHAPE_FIX}"))
             continue
+        shape = known.shape
         rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
                         fsx_capacity_gib=fsx_capacity_gib, instance_type=trial.instance_type,
                         instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
                         accelerators=trial.compute.accelerators,
                         prices=prices, volume_size_gb=trial.volume_size_gb)
-        answers.append(Answer(scenario, rec))
+        answers.append(Answer(scenario, rec, known=known))
     return answers
 
 
@@ -167,4 +226,5 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
 
 
 __all__ = ["Answer", "MeasuredAnswer", "Scenario", "estimated", "measured", "scenarios", "shape_of", "for_dataset",
+           "KnownShape", "known_shape", "generated_shape", "UNKNOWN_SHAPE_FIX",
            "compute_rate_of"]

@@ -79,7 +79,9 @@ DEFAULTS: dict[str, Any] = {
     "instance_count": 1,
     "volume_size_gb": 100,
     "epochs": 1,
-    "compute": "v100",
+    # None: emulate the instance's own accelerator (instances.py: its MLPerf Storage preset), as `dslab
+    # estimate`, `recommend` and `size` do; V100 where the instance has none the presets emulate.
+    "compute": None,
     "max_run_seconds": 6 * 3600,
     "max_concurrency": 4,
     "teardown_fsx": False,
