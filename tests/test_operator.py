@@ -159,7 +159,7 @@ def test_estimate_command_json(tmp_path):
     (["--files", "10", "--bytes", "1GB", "--mode", "Stream"], ["--mode", "FastFile"]),
     (["--files", "10", "--bytes", "lots"], ["--bytes"]),
     (["--files", "10", "--bytes", "1GB", "--instance", "ml.x9.huge"], ["--instance", "not a SageMaker training instance type"]),
-    (["--files", "10", "--bytes", "1GB", "--instance", "ml.trn1.32xlarge"], ["--instance", "price"]),
+    (["--files", "10", "--bytes", "1GB", "--instance", "ml.r5.large"], ["--instance", "price", "--prices"]),
     (["--files", "10", "--bytes", "1GB", "--compute-preset", "tpu"], ["--compute-preset", "v100"]),
 ])
 def test_estimate_bad_input(args, words):

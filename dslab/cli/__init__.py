@@ -13,14 +13,14 @@ import sys
 from ..aws.validation import RequestInvalid
 from ..core.errors import ConfigError
 from . import advice, datasets, doctor, efs, export, express, fsx, jobs, local, runs, size
-from .common import EXIT_BAD_INPUT, UserError
+from .common import EXIT_BAD_INPUT, Parser, UserError
 
 # In the order `dslab -h` lists them.
 GROUPS = (datasets, jobs, runs, advice, size, export, fsx, express, efs, doctor, local)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dslab", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="DataSourceLab: which data source should a SageMaker training job read from, and what will it cost?\n\n"
                     "examples:\n  dslab local --out lab-out\n  dslab estimate --files 30607 --bytes 1.1GB\n"

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .common import add_command, lab_fsx_capacity, price_table, print_json
+from ..core.estimate import MAX_COMPUTE_RATE
+from ..core.limits import MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
+from .common import add_command, lab_fsx_capacity, price_table, print_json, real, whole
 
 
 def _shape(args):
@@ -25,45 +27,43 @@ def _shape(args):
 
 def _estimate_kwargs(args) -> dict[str, Any]:
     from ..core.estimate import compute_rate
-    if args.compute_rate is not None and args.compute_preset:
-        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset")
-    rate, rate_note = compute_rate(args.compute_preset, args.compute_rate)
     args.instance = args.instance or "ml.p3.2xlarge"
     args.epochs = 1 if args.epochs is None else args.epochs
     from ..aws.validation import instance_type_problem
     if instance_type_problem(args.instance):
         raise ConfigError("--instance", instance_type_problem(args.instance))
     prices = price_table(args.prices)
-    if prices.instance_hourly(args.instance) is None:
-        prices.require_instance(args.instance, "--instance")
+    prices.require_instance(args.instance, "--instance")
+    # The instance's accelerator decides the default compute, refused where no preset emulates it (estimate.py).
+    rate, rate_note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
     count = 1 if args.instance_count is None else args.instance_count
-    if not 1 <= count <= 4096:
-        raise ConfigError("--instance-count", f"{count}: give 1 to 4096 instances")
     return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices, "instance_count": count,
             "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}, rate_note
 
 
 def cmd_estimate(args) -> int:
     from ..core.estimate import estimate_all
-    from ..core.modes import MODES, canonical_mode
+    from ..core.modes import MODES, parse_source
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
-    from ..core.modes import EXPRESS, S3_MODES
-    modes = MODES
+    from ..core.modes import EXPRESS, S3_READ_MODES
+    modes, storage = MODES, args.storage
     if args.mode:
-        mode = canonical_mode(args.mode)
-        if mode is None:
-            raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
-        modes = (mode,)
-    if args.storage == "express":
+        # A mode ("fastfile") or a source as the tool prints it ("Express FastFile"); "did you mean" otherwise.
+        mode, label_storage = parse_source(args.mode)
+        if label_storage and storage not in (None, label_storage):
+            raise ConfigError("--storage", f"--mode {args.mode!r} reads S3 Express One Zone: drop --storage {storage}")
+        modes, storage = (mode,), label_storage or storage
+    if storage == "express":
         from ..core.estimate import estimate_mode
-        bad = [m for m in modes if m not in S3_MODES]
+        bad = [m for m in modes if m not in S3_READ_MODES]
         if args.mode and bad:
-            raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone", list(S3_MODES))
-        estimates = [estimate_mode(m, shape, storage=EXPRESS, **kwargs) for m in modes if m in S3_MODES]
+            raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone",
+                              list(S3_READ_MODES))
+        estimates = [estimate_mode(m, shape, storage=EXPRESS, **kwargs) for m in modes if m in S3_READ_MODES]
     else:
         # Without --storage the S3 modes are shown on both buckets (unless one mode was asked for).
-        estimates = estimate_all(shape, modes=modes, express=args.storage is None and not args.mode, **kwargs)
+        estimates = estimate_all(shape, modes=modes, express=storage is None and not args.mode, **kwargs)
     for e in estimates:
         e.assumptions.insert(0, rate_note)
     from ..core.decision import option_from_estimate, usd
@@ -71,10 +71,13 @@ def cmd_estimate(args) -> int:
     capacity = lab_fsx_capacity(args)
     options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=capacity,
                                     volume_size_gb=kwargs["volume_size_gb"]) for e in estimates]
+    # A job past SageMaker's 28-day MaxRuntimeInSeconds would be stopped: flagged, refused when none fits.
+    too_long = none_too_long({e.source: o.job_seconds for e, o in zip(estimates, options)})
     if args.json:
         print_json({"estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
                                                              "what": o.setup.what},
-                                    "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1)}
+                                    "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1),
+                                    "over_max_runtime": e.source in too_long}
                                    for e, o in zip(estimates, options)], "prices": kwargs["prices"].label()})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
@@ -83,6 +86,9 @@ def cmd_estimate(args) -> int:
     for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
         print(f"{e.source:17s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
               f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
+    if too_long:
+        print(f"over SageMaker's 28-day limit on a training job (StoppingCondition.MaxRuntimeInSeconds), SageMaker would "
+              f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
     print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
           "FSx: its uptime while it imports); `dslab recommend` picks from these")
     print(kwargs["prices"].label())
@@ -167,8 +173,9 @@ def _recommend_experiment(args) -> int:
                  "epochs", "volume_size_gb"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
-    experiment = load_experiment(Path(args.experiment))
-    found = experiment_answers(experiment, price_table(args.prices), lab_fsx_capacity(args))
+    prices = price_table(args.prices)
+    experiment = load_experiment(Path(args.experiment), prices=prices)
+    found = experiment_answers(experiment, prices, lab_fsx_capacity(args))
     names = sorted({a.scenario.dataset.name for a in found})
     if args.dataset and args.dataset not in names:
         raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
@@ -198,22 +205,24 @@ def register(sub) -> None:
         p = add_command(sub, name, handler, text, example)
         p.add_argument("--dataset", help="a folder or s3:// prefix to measure" + (
             "; with --experiment, one of its datasets by name" if name == "recommend" else ""))
-        p.add_argument("--files", type=int)
+        p.add_argument("--files", type=whole(1))
         p.add_argument("--bytes", help="total size, e.g. 1.1GB")
-        p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
+        p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
         p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
-        p.add_argument("--instance-count", type=int, help="instances of the job (default 1): they share each epoch")
-        p.add_argument("--compute-rate", type=float, help="samples per second the model consumes")
-        p.add_argument("--compute-preset", help="v100, a100 or h100 (default v100)")
-        p.add_argument("--epochs", type=int, help="epochs per job (default 1)")
-        p.add_argument("--volume-size-gb", type=int, help="the training volume (default 100)")
-        p.add_argument("--fsx-capacity", type=int, help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
+        p.add_argument("--instance-count", type=whole(1, 4096), help="instances of the job (default 1): they share each epoch")
+        p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
+        p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; V100 on "
+                       "ml.p3.2xlarge; without one, give --compute-rate)")
+        p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per job (default 1)")
+        p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB), help="the training volume (default 100)")
+        p.add_argument("--fsx-capacity", type=whole(1200), help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
         p.add_argument("--prices", help="YAML file overriding prices")
         p.add_argument("--json", action="store_true")
         if name == "recommend":
             p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
         if name == "estimate":
-            p.add_argument("--mode")
+            p.add_argument("--mode", help="one source: File, FastFile, Pipe, FSx, EFS, Script, or as printed "
+                           "(\"Express FastFile\")")
             p.add_argument("--storage", choices=["standard", "express"],
                            help="where the S3 modes read (default: both, the general purpose bucket and S3 Express One Zone)")
         else:

@@ -21,8 +21,53 @@ class UserError(Exception):
     """An error the user can fix; printed as one line, exit code 2."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors in one line (exit 2): argparse prints its usage block before them."""
+
+    def error(self, message: str):
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see {self.prog} -h)\n")
+
+
+# Numeric options are parsed by these (argparse ``type=``): a bad value is refused with the flag's name
+# before any command runs. ``kind`` tells what the option holds (tests fuzz every such option).
+def whole(low: int, high: int | None = None, unit: str = "") -> Callable[[str], int]:
+    """A whole number in low..high (no upper bound when ``high`` is None)."""
+    allowed = f"{low:,}..{high:,}" if high is not None else f"{low:,} or more"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number ({allowed}{unit})") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value:,} is out of range: give {allowed}{unit}")
+        return value
+    parse.kind = int  # type: ignore[attr-defined]
+    parse.__name__ = "whole number"
+    return parse
+
+
+def real(above: float, high: float, unit: str = "") -> Callable[[str], float]:
+    """A finite number greater than ``above`` and at most ``high``."""
+    import math
+    allowed = f"above {above:g} and at most {high:,g}{unit}"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({allowed})") from None
+        if not math.isfinite(value) or not above < value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give a number {allowed}")
+        return value
+    parse.kind = float  # type: ignore[attr-defined]
+    parse.__name__ = "number"
+    return parse
+
+
 def add_command(sub, name: str, handler: Callable, help_text: str, example: str) -> argparse.ArgumentParser:
-    parser = sub.add_parser(name, help=help_text, description=f"{help_text}\n\nexample:\n  {example}",
+    # argparse %-formats help strings (not descriptions): "AU >= 90%" must reach it as "90%%".
+    parser = sub.add_parser(name, help=help_text.replace("%", "%%"), description=f"{help_text}\n\nexample:\n  {example}",
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.set_defaults(handler=handler)
     return parser

@@ -6,11 +6,20 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from .common import add_command, print_json, progress_bar
+from .common import add_command, print_json, progress_bar, real, whole
+
+# Bounds on what the tooling is asked to make (beyond them a number is a typo, and the work would not end):
+GENERATE_MAX_IMAGES = 10_000_000   # the post's largest set is 1.5 M JPEGs, made by `replicate` from 30,607
+GENERATE_MAX_MEAN_KB = 10_240.0    # a photo's JPEG; larger files are what `dataset pack` makes
+REPLICATE_MAX_COPIES = 1_000       # the post replicates 50x; each copy is a folder of links to every file
+SEED_MAX = 2**63 - 1               # as an experiment's seed
 
 
 def cmd_dataset_generate(args) -> int:
     from ..inputs import datasets
+    if args.images > GENERATE_MAX_IMAGES:   # (under 1: generate says so)
+        raise ConfigError("--images", f"{args.images:,} is more than this tool makes at once",
+                          f"1..{GENERATE_MAX_IMAGES:,}; `dataset replicate` makes copies of a set")
     with progress_bar() as progress:
         task = progress.add_task("generating JPEGs", total=args.images)
         result = datasets.generate(Path(args.out), images=args.images, classes=args.classes, seed=args.seed,
@@ -85,19 +94,19 @@ def register(sub) -> None:
                     "dslab dataset generate --out data/caltech-jpg --images 30607 --classes 257 --seed 0")
     p.add_argument("--out", required=True, help="new folder to write")
     p.add_argument("--images", type=int, default=30607, help="number of JPEGs (default 30,607 as Caltech-256)")
-    p.add_argument("--classes", type=int, default=257, help="number of classes (default 257)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--mean-kb", type=float, default=39.0, help="mean file size in KiB (default 39)")
+    p.add_argument("--classes", type=whole(1), default=257, help="number of classes (default 257)")
+    p.add_argument("--seed", type=whole(0, SEED_MAX), default=0)
+    p.add_argument("--mean-kb", type=real(0, GENERATE_MAX_MEAN_KB), default=39.0, help="mean file size in KiB (default 39)")
     p = add_command(dsub, "pack", cmd_dataset_pack, "Pack a jpg folder into TFRecord shards with a manifest.",
                     "dslab dataset pack --src data/caltech-jpg --out data/caltech-tfr --shard-size 110MB")
     p.add_argument("--src", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--shard-size", default="110MB", help="target shard size (default 110MB)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=whole(0, SEED_MAX), default=0)
     p = add_command(dsub, "replicate", cmd_dataset_replicate, "Make N copies of a dataset (hard links, no re-encoding).",
                     "dslab dataset replicate --src data/caltech-tfr --copies 50 --out data/caltech-tfr-50x")
     p.add_argument("--src", required=True)
-    p.add_argument("--copies", type=int, required=True)
+    p.add_argument("--copies", type=whole(1, REPLICATE_MAX_COPIES), required=True)
     p.add_argument("--out", required=True)
     p = add_command(dsub, "import", cmd_dataset_import, "Import your own <class>/<image>.jpg folder in the lab's layout.",
                     "dslab dataset import --src ~/photos --out data/my-photos")

@@ -15,13 +15,14 @@ from .common import (
     environment_from_outputs,
     lab_outputs,
     region_of,
+    whole,
 )
 
 
 def cmd_export(args) -> int:
     """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code."""
     from ..aws.export import generate
-    from ..core.modes import MODES, canonical_mode
+    from ..core.modes import MODES, parse_source
     from ..core.requests import plan
     from ..inputs.experiment_file import load_experiment
     experiment = load_experiment(Path(args.experiment))
@@ -36,9 +37,8 @@ def cmd_export(args) -> int:
     if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
         raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
     modes = [m for m in MODES if any(m in t.modes for t in trials)]
-    mode = canonical_mode(args.mode) if args.mode else None
-    if args.mode and mode is None:
-        raise ConfigError("--mode", f"unknown mode {args.mode!r}", MODES)
+    # A mode, or a source as the tool prints it ("Express FastFile": the trial on the directory bucket).
+    mode, asked_storage = parse_source(args.mode) if args.mode else (None, None)
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # Your own code is packaged as `dslab plan` and `dslab run` package it (byte-reproducibly): the
@@ -50,7 +50,7 @@ def cmd_export(args) -> int:
         s3 = boto3.client("s3", region_name=region_of(args))
     experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
     trials = [next(t for t in experiment.trials if t.name == trial.name) for trial in trials]
-    execution, record, storage = "export", None, None
+    execution, record, storage = "export", None, asked_storage
     if args.results:
         if args.trial or args.repeat is not None:
             raise ConfigError("--trial/--repeat", "--results picks the job (the cheapest completed one); "
@@ -65,6 +65,9 @@ def cmd_export(args) -> int:
     jobs = [j for j in plan(experiment, env, execution) if j.spec.dataset.name == dataset.name and j.spec.mode == mode
             and j.spec.repeat == repeat and j.spec.trial in trials
             and (storage is None or (j.spec.trial.storage or "standard") == storage)]
+    if not jobs and asked_storage and not record:
+        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial of it reads "
+                          f"{mode} from the S3 Express One Zone bucket", modes)
     if not jobs:  # only a results file of another experiment gets here
         raise ConfigError("--results", f"the experiment has no {mode} job of {dataset.name}, repeat {repeat}")
     # A results record names its job (a capacity retry adds "-a<N>"): that job's trial, not just the first.
@@ -133,7 +136,7 @@ def register(sub) -> None:
     p.add_argument("--mode", help="the job's mode (default: what `dslab recommend --experiment` picks for the dataset)")
     p.add_argument("--dataset", help="the job's dataset (default: the experiment's first)")
     p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset)")
-    p.add_argument("--repeat", type=int, help="the job's repeat (default 0)")
+    p.add_argument("--repeat", type=whole(0), help="the job's repeat (default 0)")
     p.add_argument("--results", help="a finished run's results.json: export the job of the source its report picks")
     p.add_argument("--out", help="write the code to this file instead of printing it")
     p.add_argument("--upload", action="store_true",

@@ -3,33 +3,37 @@
 from __future__ import annotations
 
 from ..core.errors import ConfigError
+from ..core.estimate import MAX_COMPUTE_RATE
+from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS
+from ..core.sizing import MAX_CLUSTER
 from .advice import _shape
-from .common import add_command, lab_fsx_capacity, price_table, print_json
+from .common import add_command, lab_fsx_capacity, price_table, print_json, real, whole
 
 
 def sizing_for(args):
     """The sizing the arguments ask for (shared by `dslab size` and tests)."""
     from ..core.estimate import compute_rate
     from ..core.instances import INSTANCES
+    from ..core.limits import none_too_long
     from ..core.sizing import size
     shape = _shape(args)
-    instance = INSTANCES.get(args.instance)
-    if instance is None:
-        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table", sorted(INSTANCES))
-    if args.compute_rate is not None and args.compute_preset:
-        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset")
-    preset = args.compute_preset or (None if args.compute_rate is not None else instance.preset)
-    if preset is None and args.compute_rate is None:
-        raise ConfigError("--compute-preset", f"{args.instance} has {instance.accelerator or 'no accelerator'}, which no "
-                          "MLPerf Storage preset emulates: give --compute-rate (samples/s per accelerator) or a preset",
-                          ["v100", "a100", "h100"])
-    rate, note = compute_rate(preset, args.compute_rate)
-    if args.count is not None and args.count < 1:
-        raise ConfigError("--count", "must be at least 1")
-    if args.accelerators is not None and args.accelerators < 1:
-        raise ConfigError("--accelerators", "must be at least 1")
-    result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=price_table(args.prices),
+    if args.instance not in INSTANCES:
+        import difflib
+        close = difflib.get_close_matches(args.instance, INSTANCES, n=2)
+        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table (dslab/core/instances.py)"
+                          + (f"; did you mean {' or '.join(close)}?" if close else ""), sorted(INSTANCES))
+    prices = price_table(args.prices)
+    prices.require_instance(args.instance, "--instance")
+    # The same rule as estimate and recommend: the instance's accelerator decides, or --compute-rate.
+    rate, note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
+    result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=prices,
                   epochs=args.epochs or 1, accelerators=args.accelerators, fsx_capacity_gib=lab_fsx_capacity(args))
+    # One run is one training job per instance: past SageMaker's 28-day MaxRuntimeInSeconds it would be stopped.
+    too_long = none_too_long({s.source: s.hours_per_run * 3600 for s in result.sources},
+                             field="--files/--bytes/--samples/--epochs/--count")
+    if too_long:
+        result.notes.append(f"{', '.join(too_long)}: a run would outlast SageMaker's 28-day limit on a training job "
+                            "(StoppingCondition.MaxRuntimeInSeconds); fewer epochs or samples, or more instances")
     return shape, result, note
 
 
@@ -57,6 +61,7 @@ def cmd_size(args) -> int:
     print("AU: compute over wall time (MLPerf Storage), the pipeline overlapping reads with steps; the largest cluster "
           "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
+    print(price_table(args.prices).label())
     return 0
 
 
@@ -67,15 +72,16 @@ def register(sub) -> None:
                     "S3 prefixes), with the cost per hour and per run.",
                     "dslab size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16")
     p.add_argument("--dataset", help="a folder or s3:// prefix to measure")
-    p.add_argument("--files", type=int)
+    p.add_argument("--files", type=whole(1))
     p.add_argument("--bytes", help="total size, e.g. 54GB")
-    p.add_argument("--samples", type=int, help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
+    p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
     p.add_argument("--instance", default="ml.p4d.24xlarge", help="training instance type (default ml.p4d.24xlarge)")
-    p.add_argument("--count", type=int, default=1, help="the cluster to feed: instances (default 1)")
-    p.add_argument("--accelerators", type=int, help="accelerators per instance (default: the instance table's)")
-    p.add_argument("--compute-rate", type=float, help="samples per second one accelerator consumes")
-    p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator)")
-    p.add_argument("--epochs", type=int, help="epochs per run (default 1)")
-    p.add_argument("--fsx-capacity", type=int, help="the lab's FSx size in GiB, Scratch 2's floor (default: cdk.json)")
+    p.add_argument("--count", type=whole(1, MAX_CLUSTER), default=1, help="the cluster to feed: instances (default 1)")
+    p.add_argument("--accelerators", type=whole(1, MAX_ACCELERATORS), help="accelerators per instance (default: the instance table's)")
+    p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
+    p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; without one, "
+                   "give --compute-rate)")
+    p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per run (default 1)")
+    p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB, Scratch 2's floor (default: cdk.json)")
     p.add_argument("--prices", help="YAML file overriding prices")
     p.add_argument("--json", action="store_true")

@@ -14,7 +14,9 @@ Sources (checked 2026-11-30, from stored copies of the pages; see the README's s
 - BATCH_GPU: AWS Batch User Guide, "Run GPU jobs" (GPUs, GPU memory, vCPUs, memory, network per type,
   https://docs.aws.amazon.com/batch/latest/userguide/gpu-jobs.html; read in its translated copies).
 - KARPENTER_BW: aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go (01a436f),
-  baseline bandwidth per type generated from the EC2 documentation.
+  the "Baseline bandwidth (Gbps)" column of the EC2 instance-type network specifications (docs.aws.amazon.com/
+  ec2/latest/instancetypes/gp.html, co.html, ac.html) as its hack/code/bandwidth_gen reads them. Every row's
+  sustained figure is checked against tests/data/ec2-baseline-bandwidth.csv, a copy of those figures.
 - SECONDARY: third-party listings where no AWS page was at hand (marked in the row): treat as the best
   available figure, to be confirmed with `aws ec2 describe-instance-types --instance-types <type>`.
 """
@@ -50,7 +52,7 @@ class Instance:
     @property
     def preset(self) -> str | None:
         """The MLPerf Storage compute preset that emulates one of its accelerators, if there is one."""
-        kind = (self.accelerator or "").split()[0]
+        kind = next(iter((self.accelerator or "").split()), None)   # CPU-only rows have none
         return {"V100": "v100", "A100": "a100", "H100": "h100"}.get(kind)
 
     def to_dict(self) -> dict:
@@ -95,16 +97,20 @@ INSTANCES: dict[str, Instance] = {i.name: i for i in (
     # AWS Trainium
     _row("ml.trn1.2xlarge", 8, 1, "Trainium", 12.5, 3.125, 474, EC2_AC),
     _row("ml.trn1.32xlarge", 128, 16, "Trainium", 800, 800, 7600, EC2_AC),
-    # NVIDIA T4 and CPU-only sizes the lab's examples use (no accelerator for the model to emulate)
-    *(_row(f"ml.g4dn.{size}", vcpus, 1 if size != "12xlarge" else 4, "T4 16GB", gbps, gbps, nvme, OWN_TABLE + " and EC2_AC's GPU count")
-      for size, vcpus, gbps, nvme in (("xlarge", 4, 25, 125), ("2xlarge", 8, 25, 225), ("4xlarge", 16, 25, 225),
-                                      ("8xlarge", 32, 50, 900), ("12xlarge", 48, 50, 900), ("16xlarge", 64, 50, 900))),
-    *(_row(f"ml.m5.{size}", vcpus, 0, None, gbps, gbps, 0, OWN_TABLE)
-      for size, vcpus, gbps in (("large", 2, 10), ("xlarge", 4, 10), ("2xlarge", 8, 10), ("4xlarge", 16, 10),
-                                ("12xlarge", 48, 12), ("24xlarge", 96, 25))),
-    *(_row(f"ml.c5.{size}", vcpus, 0, None, gbps, gbps, 0, OWN_TABLE)
-      for size, vcpus, gbps in (("xlarge", 4, 10), ("2xlarge", 8, 10), ("4xlarge", 16, 10), ("9xlarge", 36, 12),
-                                ("18xlarge", 72, 25))),
+    # NVIDIA T4 and CPU-only sizes the lab's examples use (no accelerator for the model to emulate). The
+    # "up to" sizes (g4dn up to 4xlarge, m5 up to 4xlarge, c5 up to 4xlarge) sustain far less than their
+    # headline: g4dn.xlarge "up to 25" holds 5 Gbit/s, m5.large "up to 10" holds 0.75.
+    *(_row(f"ml.g4dn.{size}", vcpus, 1 if size != "12xlarge" else 4, "T4 16GB", gbps, baseline, nvme,
+           f"{OWN_TABLE} and EC2_AC's GPU count; baseline {KARPENTER_BW}")
+      for size, vcpus, gbps, baseline, nvme in (
+          ("xlarge", 4, 25, 5, 125), ("2xlarge", 8, 25, 10, 225), ("4xlarge", 16, 25, 20, 225),
+          ("8xlarge", 32, 50, 50, 900), ("12xlarge", 48, 50, 50, 900), ("16xlarge", 64, 50, 50, 900))),
+    *(_row(f"ml.m5.{size}", vcpus, 0, None, gbps, baseline, 0, f"{OWN_TABLE}; baseline {KARPENTER_BW}")
+      for size, vcpus, gbps, baseline in (("large", 2, 10, 0.75), ("xlarge", 4, 10, 1.25), ("2xlarge", 8, 10, 2.5),
+                                          ("4xlarge", 16, 10, 5), ("12xlarge", 48, 12, 12), ("24xlarge", 96, 25, 25))),
+    *(_row(f"ml.c5.{size}", vcpus, 0, None, gbps, baseline, 0, f"{OWN_TABLE}; baseline {KARPENTER_BW}")
+      for size, vcpus, gbps, baseline in (("xlarge", 4, 10, 1.25), ("2xlarge", 8, 10, 2.5), ("4xlarge", 16, 10, 5),
+                                          ("9xlarge", 36, 12, 12), ("18xlarge", 72, 25, 25))),
 )}
 
 

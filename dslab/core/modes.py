@@ -43,6 +43,25 @@ def canonical_mode(value: str) -> str | None:
     return None
 
 
+def parse_source(value: str, field: str = "--mode") -> tuple[str, str | None]:
+    """A data source as the user names it: a mode ("fastfile") or a label the lab prints ("Express FastFile"),
+    as (mode, storage: "express" for an Express label, else None). Anything else is refused with the
+    closest names ("did you mean FastFile?")."""
+    from .errors import ConfigError
+    words = str(value).replace("_", " ").replace("-", " ").split()
+    storage = None
+    if len(words) > 1 and words[0].lower() == EXPRESS:
+        storage, words = EXPRESS, words[1:]
+    mode = canonical_mode("".join(words))
+    if mode is not None and (storage is None or mode in S3_READ_MODES):
+        return mode, storage
+    import difflib
+    close = difflib.get_close_matches(str(value).lower(), [label.lower() for label in SOURCE_ORDER], n=2, cutoff=0.6)
+    labels = {label.lower(): label for label in SOURCE_ORDER}
+    hint = f"; did you mean {' or '.join(labels[c] for c in close)}?" if close else ""
+    raise ConfigError(field, f"unknown mode {value!r}{hint}", SOURCE_ORDER)
+
+
 def source_label(mode: str, storage: str | None = None) -> str:
     """How reports and the CLI name a data source: "FastFile", or "Express FastFile" on the directory bucket."""
     return f"Express {mode}" if storage == EXPRESS else mode

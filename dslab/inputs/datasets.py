@@ -78,6 +78,21 @@ def _synth_image(rng: np.random.Generator, label: int, width: int, height: int) 
     return Image.fromarray(pixels).filter(ImageFilter.SMOOTH) if rng.random() < 0.3 else Image.fromarray(pixels)
 
 
+MIN_JPEG_KB = 2.0   # generate's smallest pictures (64 x 64 with grain): 1.8-2.6 KB (measured, --mean-kb 0.001)
+
+
+def _check_room(out: Path, needed_bytes: float, what: str) -> None:
+    """Refuse before writing when the file system under ``out`` has not the room for ``needed_bytes``."""
+    import shutil
+    where = out
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    free = shutil.disk_usage(where).free
+    if needed_bytes > free:
+        raise ConfigError("--images", f"{what} need ~{needed_bytes / 1e9:,.1f} GB; {where} has {free / 1e9:,.1f} GB free",
+                          "fewer --images, a smaller --mean-kb, or --out on a larger disk")
+
+
 @dataclass
 class GenerateResult:
     out: Path
@@ -99,6 +114,7 @@ def generate(out: Path, images: int = CALTECH_IMAGES, classes: int = CALTECH_CLA
         raise ConfigError("--classes", "must be at least 1")
     if out.exists() and any(out.iterdir()):
         raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder (nothing was overwritten)")
+    _check_room(out, images * max(mean_kb, MIN_JPEG_KB) * 1024, f"{images:,} JPEGs of ~{mean_kb:g} KiB")
     rng = np.random.default_rng(seed)
     counts = _class_counts(images, classes, rng)
     jobs = [(c, i) for c in range(classes) for i in range(counts[c])]
@@ -171,7 +187,8 @@ def parse_size(text: str | int, field: str = "--shard-size") -> int:
     if isinstance(text, int):
         return text
     value = str(text).strip().upper().replace(" ", "")
-    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "KIB": 1024, "MIB": 1024 ** 2, "GIB": 1024 ** 3, "B": 1}
+    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 1024, "MIB": 1024 ** 2, "GIB": 1024 ** 3,
+             "TIB": 1024 ** 4, "B": 1}
     for unit in sorted(units, key=len, reverse=True):
         if value.endswith(unit):
             number = value[: -len(unit)]
@@ -180,7 +197,7 @@ def parse_size(text: str | int, field: str = "--shard-size") -> int:
         unit, number = "B", value
     try:
         size = int(float(number) * units[unit])
-    except ValueError:
+    except (ValueError, OverflowError):   # "lots", "nan"; "inf" and 1e400 overflow int()
         raise ConfigError(field, f"{text!r} is not a size", "e.g. 110MB, 150MiB, 1GB") from None
     if size <= 0:
         raise ConfigError(field, "must be positive")

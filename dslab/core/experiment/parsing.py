@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 from ..errors import ConfigError
+from ..limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
 from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
 from .model import COMPUTE_PRESETS, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
@@ -104,7 +105,7 @@ def _parse_compute(value: Any, path: str) -> Compute:
                           [*COMPUTE_PRESETS, *REAL_MODELS, "{batch_size, seconds_per_batch}"])
     _check_keys(value, {"preset", "model", "batch_size", "seconds_per_batch", "accelerators"}, path)
     preset, model = value.get("preset"), value.get("model")
-    accelerators = None if value.get("accelerators") is None else _int(value["accelerators"], f"{path}.accelerators", 1, 64)
+    accelerators = None if value.get("accelerators") is None else _int(value["accelerators"], f"{path}.accelerators", 1, MAX_ACCELERATORS)
     if accelerators is not None and model is not None:
         raise ConfigError(f"{path}.accelerators", "is for emulated compute; a real model uses the GPUs the instance has")
     if preset is not None and model is not None:
@@ -278,10 +279,10 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         modes=tuple(modes),
         instance_type=instance_type,
         instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, 64),
-        volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, 16384),
-        epochs=_int(merged["epochs"], f"{path}epochs", 1, 1000),
+        volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, MAX_VOLUME_SIZE_GB),
+        epochs=_int(merged["epochs"], f"{path}epochs", 1, MAX_EPOCHS),
         compute=_parse_compute(merged["compute"], f"{path}compute"),
-        max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, 28 * 24 * 3600),
+        max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, MAX_RUNTIME_SECONDS),
         hyperparameters=dict(hyperparameters),
         image_uri=image_uri,
         s3_data_type=_choice(merged["s3_data_type"], f"{path}s3_data_type", S3_DATA_TYPES),

@@ -1,0 +1,319 @@
+"""The CLI never shows a traceback: every help runs, the README's offline commands run as written, every
+numeric flag refuses 0, negative, huge and non-numeric values in one line, every instance is priced or
+refused, and the instance table's sustained network is AWS's baseline (issues 26 and 27)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from dslab.cli import build_parser, main
+from dslab.core.errors import ConfigError
+from dslab.core.instances import INSTANCES
+from dslab.core.prices import PriceTable, job_cost
+
+from .conftest import REPO
+
+
+class _Ran:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+    def one_line_error(self, *words: str) -> bool:
+        """Exit 2 and one stderr line naming ``words`` (no traceback, no usage block)."""
+        line = self.err.strip()
+        return self.code == 2 and line.count("\n") == 0 and line.startswith("dslab") and all(w in line for w in words)
+
+
+def run(capsys, *argv: str) -> _Ran:
+    """`dslab ARGV` in this process. An exception escaping main is what a user sees as a traceback: it fails."""
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit_:   # argparse: -h, and arguments it refuses
+        code = exit_.code
+    except Exception as err:  # noqa: BLE001 - the point of the test
+        pytest.fail(f"dslab {shlex.join(map(str, argv))} ended in a traceback: {type(err).__name__}: {err}")
+    captured = capsys.readouterr()
+    return _Ran(code, captured.out, captured.err)
+
+
+def commands(parser: argparse.ArgumentParser | None = None, words: tuple[str, ...] = ()):
+    """Every command of the parser tree, as (words, its parser): (), ("dataset",), ("dataset", "generate"), ..."""
+    parser = parser or build_parser()
+    yield words, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                yield from commands(child, (*words, name))
+
+
+# ---- every help runs -------------------------------------------------------------------------------
+
+def test_every_commands_help_runs(capsys):
+    """`dslab -h` crashed on the "%" of "AU >= 90%" in size's help; every help is built from the parser itself."""
+    walked = list(commands())
+    assert {w for w, _ in walked} >= {(), ("size",), ("dataset", "generate"), ("fsx",)}
+    for words, _ in walked:
+        ran = run(capsys, *words, "-h")
+        assert ran.code == 0 and ran.out.startswith("usage: dslab"), (words, ran.err)
+    assert "AU >= 90%" in " ".join(run(capsys, "-h").out.split())
+
+
+# ---- the README's commands, as written -----------------------------------------------------------
+
+# Every `dslab ...` of README.md that names a concrete command is run below or skipped here, with why.
+SKIPPED = {
+    "local --out lab-out": "the whole lab offline, ~5 minutes (make lab; tests/test_local_lab.py runs it)",
+    "local --plain": "the whole lab offline, ~5 minutes",
+    "local --experiment examples/own-script/experiment.yaml --out own-out": "a lab run (tests/test_own_script.py)",
+    "local --experiment examples/own-ingestion/experiment.yaml --out ingest-out": "a lab run (tests/test_own_script.py)",
+    "dataset generate --out data/jpg-1x": "writes 30,607 JPEGs (~1.1 GB); here a 40-image data/jpg-1x stands in",
+    "dataset import --src ~/my-images --out data/mine": "imports your own folder",
+    "run --experiment experiments/all-modes-20-jobs.yaml --wait": "starts the deployed workflow in AWS",
+    "doctor": "asks EC2 and FSx in your account (tests/test_doctor.py, against the stand-in)",
+    "doctor --experiment experiments/post-12-jobs.yaml --az-id use1-az2": "asks EC2 and FSx in your account",
+    "fsx down": "deletes the FSx stack in your account",
+    "fsx up": "deploys the FSx stack in your account",
+    "fsx status": "describes the FSx stack in your account",
+    "fsx follow-zone": "replaces FSx in your account",
+    "express status": "lists the Express bucket in your account",
+    "express empty": "deletes objects in your account",
+    "express empty --yes": "deletes objects in your account",
+    "express empty --dataset caltech-jpg-50x --yes": "deletes objects in your account",
+    "export --experiment experiments/post-12-jobs.yaml --outputs cdk-outputs.json": "reads cdk-outputs.json, "
+        "which `make deploy` writes (the same export runs with --offline in tests/test_answer.py)",
+    "recommend --experiment": "names the option in prose (no file)",
+    "recommend --portable-script": "names the option in prose (no dataset)",
+}
+PLACEHOLDER = re.compile(r"[<…|()]|(?:^|\s)[A-Z][A-Z_-]*(?=\s|$)")   # <bucket>, …, a|b, F, N, EXECUTION
+
+
+def readme_commands() -> list[str]:
+    """`dslab ...` in README.md's code lines and inline code, optional [groups] dropped, each once."""
+    readme = (REPO / "README.md").read_text()
+    found = re.findall(r"(?m)^\s*(?:\.venv/bin/)?dslab (.+?)\s*(?:\\|#.*|>.*)?$", readme)
+    found += re.findall(r"`(?:\.venv/bin/)?dslab ([^`]+)`", readme)
+    out = []
+    for text in found:
+        text = re.sub(r"\s*\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]", "", text).strip()
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypatch):
+    names = {" ".join(words) for words, _ in commands() if words}
+    ran = []
+    monkeypatch.chdir(tmp_path)   # the data/... commands write relative to it; experiments/... read from the repo
+    (tmp_path / "experiments").symlink_to(REPO / "experiments")
+    assert run(capsys, "dataset", "generate", "--out", "data/jpg-1x", "--images", "40", "--classes", "4").code == 0
+    for text in readme_commands():
+        if text in SKIPPED or text in names or PLACEHOLDER.search(text):
+            continue   # skipped with its reason, a command's name in prose, or syntax with placeholders
+        result = run(capsys, *shlex.split(text))
+        assert result.code == 0, f"README: `dslab {text}` -> {result.code}: {result.err}"
+        ran.append(text)
+    # What ran: the sizing example and the dataset tooling's chain (each as the README writes it).
+    assert "size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16" in ran
+    assert {"dataset pack --src data/jpg-1x --out data/tfr-1x",
+            "dataset replicate --src data/tfr-1x --copies 50 --out data/tfr-50x"} <= set(ran), ran
+    assert len(list((tmp_path / "data" / "tfr-50x").glob("copy-*"))) == 50
+    stale = set(SKIPPED) - set(readme_commands())
+    assert not stale, f"no longer in the README, drop from SKIPPED: {stale}"
+
+
+# ---- every numeric flag, fuzzed ------------------------------------------------------------------
+
+def numeric_options():
+    """(command words, option) for every option whose value is a number, found from the parser."""
+    for words, parser in commands():
+        for action in parser._actions:
+            if not action.option_strings or action.type is None:
+                continue
+            kind = getattr(action.type, "kind", None)
+            if kind is None:
+                try:
+                    kind = type(action.type("1"))
+                except Exception:  # noqa: BLE001 - a type that refuses "1" is not a plain number
+                    continue
+            if kind in (int, float):
+                yield words, action.option_strings[-1], kind
+
+
+HUGE = "1000000000000000"
+# Values a flag may legitimately take among the fuzzed ones: a seed may be 0 or huge, a repeat 0.
+ALLOWED = {("--seed", "0"), ("--seed", HUGE), ("--repeat", "0")}
+
+
+def _base(words, tmp_path, jpgs, n):
+    """The cheapest other arguments each command needs (the fuzzed option is added to them)."""
+    out = str(tmp_path / f"out-{n}")
+    return {
+        ("dataset", "generate"): ["--out", out, "--images", "2", "--classes", "1"],
+        ("dataset", "pack"): ["--src", jpgs, "--out", out],
+        ("dataset", "replicate"): ["--src", jpgs, "--out", out],
+        ("run",): ["--experiment", "experiments/smoke.yaml"],
+        ("status",): [],
+        ("efs", "empty"): [],
+        ("estimate",): ["--files", "30607", "--bytes", "1.1GB"],
+        ("recommend",): ["--files", "30607", "--bytes", "1.1GB"],
+        ("size",): ["--files", "30607", "--bytes", "1.1GB"],
+        ("export",): ["--experiment", "experiments/post-12-jobs.yaml", "--offline", "--out", out],
+    }[words]
+
+
+def test_every_numeric_flag_refuses_zero_negative_huge_and_non_numbers_in_one_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    jpgs = str(tmp_path / "jpg")
+    assert run(capsys, "dataset", "generate", "--out", jpgs, "--images", "3", "--classes", "1").code == 0
+    options = list(numeric_options())
+    assert len(options) >= 25 and (("size",), "--count", int) in options
+    assert (("estimate",), "--compute-rate", float) in options and (("status",), "--poll", float) in options
+    n = 0
+    for words, option, kind in options:
+        for value in ("0", "-1", HUGE, "abc", *(("nan", "inf") if kind is float else ())):
+            n += 1
+            result = run(capsys, *words, *_base(words, tmp_path, jpgs, n), option, value)
+            if (option, value) in ALLOWED:
+                assert result.code == 0, (words, option, value, result.err)
+            else:
+                assert result.one_line_error(option), (words, option, value, result.code, result.err)
+
+
+# ---- every instance priced or refused; one refusal for an accelerator no preset emulates ------------
+
+def test_every_instance_of_the_table_has_a_price():
+    """Ten rows (g6 x3, g6e x3, p4de, p5, trn1 x2) had none: their records cost `instance: 0.0`."""
+    prices = PriceTable()
+    unpriced = [name for name in INSTANCES if not (prices.instance_hourly(name) or 0) > 0]
+    assert not unpriced, unpriced
+
+
+def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recommend_do(capsys):
+    for name, row in INSTANCES.items():
+        result = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", name, "--json")
+        if row.preset is None:   # no accelerator (m5, c5), or one no preset emulates: the same refusal everywhere
+            assert result.one_line_error("--compute-rate"), (name, result.err)
+            refusals = {result.err}
+            for command in ("estimate", "recommend"):
+                refusals.add(run(capsys, command, "--files", "30607", "--bytes", "1.1GB", "--instance", name).err)
+            assert len(refusals) == 1, refusals
+            result = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", name, "--json",
+                         "--compute-rate", "300")
+        assert result.code == 0, (name, result.err)
+        sized = json.loads(result.out)
+        assert all(source["usd_per_hour"] > 0 for source in sized["sources"]), name
+    p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge")
+    assert p5.code == 0 and "113.07" not in p5.out and " 0.00 " not in p5.out
+
+
+def test_an_unpriced_instance_is_refused_naming_prices_and_a_record_never_costs_it_zero(capsys, tmp_path):
+    """ml.r5.large is a SageMaker training type the table does not price."""
+    assert run(capsys, "estimate", "--files", "10", "--bytes", "1GB", "--instance", "ml.r5.large",
+               "--compute-rate", "100").one_line_error("--instance", "--prices")
+    with pytest.raises(ConfigError, match="--prices"):
+        job_cost(PriceTable(), mode="File", instance_type="ml.r5.large", instance_count=1, volume_size_gb=10,
+                 billable_seconds=3600, wall_seconds=3600)
+    describe = {"TrainingJobName": "j", "TrainingJobStatus": "Completed", "BillableTimeInSeconds": 3600,
+                "TrainingTimeInSeconds": 3600, "ResourceConfig": {"InstanceType": "ml.r5.large", "InstanceCount": 1,
+                                                                  "VolumeSizeInGB": 10},
+                "AlgorithmSpecification": {"TrainingInputMode": "File"}, "SecondaryStatusTransitions": []}
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "j.json").write_text(json.dumps(describe))
+    refused = run(capsys, "report", "--describe-json", tmp_path / "jobs", "--out", tmp_path / "report")
+    assert refused.one_line_error("--prices") and not (tmp_path / "report").exists()
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("instance_hourly:\n  ml.r5.large: 0.151\n")
+    assert run(capsys, "report", "--describe-json", tmp_path / "jobs", "--out", tmp_path / "report",
+               "--prices", prices).code == 0
+    record = json.loads((tmp_path / "report" / "results.json").read_text())["records"][0]
+    assert record["cost_usd"]["instance"] == pytest.approx(0.151)
+    # An experiment on it is refused before anything is planned or run (its records would cost $0).
+    experiment = tmp_path / "r5.yaml"
+    experiment.write_text("name: r5\ninstance_type: ml.r5.large\ndatasets: [caltech-jpg-1x]\nmodes: [File]\n")
+    assert run(capsys, "plan", "--experiment", experiment, "--offline").one_line_error("instance_type", "no price")
+
+
+# ---- sustained network: AWS's baseline, row by row ----------------------------------------------
+
+def test_every_rows_sustained_network_is_the_ec2_baseline_bandwidth():
+    """m5.large-4xlarge, c5.xlarge-4xlarge and g4dn.xlarge-4xlarge had their "up to" figure as sustained."""
+    path = Path(__file__).parent / "data" / "ec2-baseline-bandwidth.csv"
+    text = path.read_text()
+    assert "docs.aws.amazon.com/ec2/latest/instancetypes" in text and "2026-11-30" in text   # source and date
+    with open(path, newline="") as handle:
+        baseline = {r["ec2_type"]: float(r["baseline_gbps"]) for r in csv.DictReader(l for l in handle if not l.startswith("#"))}
+    for name, row in INSTANCES.items():
+        ec2 = name.removeprefix("ml.")
+        assert ec2 in baseline, f"{name}: add its baseline to {path.name}"
+        assert row.network_baseline_gbps == baseline[ec2], (name, row.network_baseline_gbps, baseline[ec2])
+        assert row.network_baseline_gbps <= row.network_gbps, name
+    assert (INSTANCES["ml.m5.large"].network_baseline_gbps, INSTANCES["ml.g4dn.xlarge"].network_baseline_gbps) == (0.75, 5)
+
+
+# ---- refused, clearly, before anything is created -----------------------------------------------
+
+@pytest.mark.parametrize("flag, value", [("--samples", "-3"), ("--samples", "0"), ("--files", "0"), ("--bytes", "0"),
+                                         ("--bytes", "-5GB"), ("--bytes", "1e400GB")])
+def test_a_dataset_of_nothing_is_refused_by_every_command_that_sizes_one(capsys, flag, value):
+    """`--samples -3` priced 54 GB at $0.31."""
+    for command in ("estimate", "recommend", "size"):
+        args = {"--files": "1530350", "--bytes": "54GB", flag: value}
+        result = run(capsys, command, *[x for pair in args.items() for x in pair])
+        assert result.one_line_error(flag), (command, result.err)
+
+
+def test_an_empty_experiment_file_is_refused_and_says_how_to_ask_for_the_default(capsys, tmp_path):
+    for text in ("", "# only a comment\n\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        for argv in (["plan", "--experiment", path, "--offline"],
+                     ["local", "--experiment", path, "--out", tmp_path / "out", "--cache", tmp_path / "cache"]):
+            result = run(capsys, *argv)
+            assert result.one_line_error("--experiment", "empty", "{}"), result.err
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
+    path.write_text("{}\n")   # the default, asked for
+    result = run(capsys, "plan", "--experiment", path, "--offline", "--json")
+    assert result.code == 0 and len(json.loads(result.out)["jobs"]) == 22
+
+
+def test_a_job_past_sagemakers_28_day_limit_is_flagged_and_refused_when_nothing_fits(capsys):
+    """CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days."."""
+    from dslab.core.limits import MAX_RUNTIME_SECONDS
+    assert MAX_RUNTIME_SECONDS == 28 * 24 * 3600
+    shape = ["--files", "1530350", "--bytes", "54GB"]
+    fits = json.loads(run(capsys, "estimate", *shape, "--json").out)["estimates"]
+    assert not any(e["over_max_runtime"] for e in fits)
+    some = run(capsys, "estimate", *shape, "--epochs", "400", "--json")
+    flagged = {e.get("source", e["mode"]): e["over_max_runtime"] for e in json.loads(some.out)["estimates"]}
+    assert some.code == 0 and any(flagged.values()) and not all(flagged.values()), flagged
+    for e in json.loads(some.out)["estimates"]:   # flagged exactly when a job outlasts 28 days
+        assert e["over_max_runtime"] == (e["time_to_result_seconds"] > MAX_RUNTIME_SECONDS - 1e-6
+                                         or (e["downloading"] + e["training"] + e["other"]) > MAX_RUNTIME_SECONDS)
+    text = run(capsys, "estimate", *shape, "--epochs", "400")
+    assert "28-day" in text.out and "MaxRuntimeInSeconds" in text.out
+    for argv in (["estimate", *shape, "--epochs", "1000"], ["recommend", *shape, "--epochs", "1000"],
+                 ["size", *shape, "--instance", "ml.p3.2xlarge", "--epochs", "1000"]):
+        result = run(capsys, *argv)
+        assert result.one_line_error("28-day", "MaxRuntimeInSeconds", "--epochs"), (argv[0], result.err)
+
+
+def test_mode_suggests_the_closest_source_and_takes_the_labels_the_tool_prints(capsys):
+    shape = ["--files", "30607", "--bytes", "1.1GB"]
+    typo = run(capsys, "estimate", *shape, "--mode", "FastFil")
+    assert typo.one_line_error("--mode", "did you mean FastFile")
+    express = run(capsys, "estimate", *shape, "--mode", "Express FastFile", "--json")
+    assert express.code == 0 and [e["source"] for e in json.loads(express.out)["estimates"]] == ["Express FastFile"]
+    # Every label `dslab estimate` prints is taken back by --mode.
+    printed = [e.get("source", e["mode"]) for e in json.loads(run(capsys, "estimate", *shape, "--json").out)["estimates"]]
+    for label in printed:
+        again = run(capsys, "estimate", *shape, "--mode", label, "--json")
+        assert again.code == 0 and [e.get("source", e["mode"]) for e in json.loads(again.out)["estimates"]] == [label]
+    clash = run(capsys, "estimate", *shape, "--mode", "Express FastFile", "--storage", "standard")
+    assert clash.one_line_error("--storage")
