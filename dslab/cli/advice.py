@@ -144,6 +144,9 @@ def cmd_recommend(args) -> int:
     from ..core.recommend import recommend
     if args.experiment:
         return _recommend_experiment(args)
+    for flag in ("results", "outputs"):
+        if getattr(args, flag, None):
+            raise ConfigError(f"--{flag}", "goes with --experiment (the datasets whose sizes it measures)")
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
     result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
@@ -157,13 +160,45 @@ def cmd_recommend(args) -> int:
     return 0
 
 
-def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None):
+def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None, *,
+                       stats: dict[str, Any] | None = None, stats_source: str = "a run's results"):
     """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
     export exports by default (dslab/core/answers.py, as the report)."""
     from ..core import answers
     from ..core.prices import PriceTable
-    return answers.estimated(experiment, prices or PriceTable(),
+    return answers.estimated(experiment, prices or PriceTable(), stats=stats, stats_source=stats_source,
                              fsx_capacity_gib=fsx_capacity_gib if fsx_capacity_gib is not None else lab_fsx_capacity())
+
+
+def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
+    """The datasets' files and bytes as measured, where the user points at them: a run's results.json
+    (--results: what the run read), or the stats files an upload wrote beside each dataset in the lab's bucket
+    (--outputs: the bucket from cdk deploy's outputs file; needs credentials)."""
+    if getattr(args, "results", None):
+        from ..report import load_results
+        results = load_results(Path(args.results))
+        return results.get("dataset_stats") or {}, f"the run's results in {args.results}"
+    if getattr(args, "outputs", None):
+        import json as _json
+        from ..core.requests import DATASETS_PREFIX, stats_key
+        from ..inputs.experiment_file import read_json_file
+        outputs = read_json_file(Path(args.outputs), "--outputs")
+        bucket = next((stack.get("BucketName") for stack in outputs.values() if isinstance(stack, dict)
+                       and stack.get("BucketName")), None)
+        if not bucket:
+            raise ConfigError("--outputs", f"{args.outputs} names no BucketName: give the file `make deploy` wrote "
+                              "(cdk-outputs.json)")
+        import boto3
+        from botocore.exceptions import BotoCoreError, ClientError
+        s3, found = boto3.client("s3"), {}
+        for dataset in experiment.datasets:
+            try:
+                body = s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset.prefix}"))["Body"].read()
+                found[dataset.name] = _json.loads(body)
+            except (BotoCoreError, ClientError, ValueError):
+                continue   # not uploaded yet: the experiment's own figures stand
+        return found, f"the stats file its upload wrote in s3://{bucket}"
+    return None, "a run's results"
 
 
 def _recommend_experiment(args) -> int:
@@ -175,22 +210,26 @@ def _recommend_experiment(args) -> int:
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
     prices = price_table(args.prices)
     experiment = load_experiment(Path(args.experiment), prices=prices)
-    found = experiment_answers(experiment, prices, lab_fsx_capacity(args))
+    stats, stats_source = measured_stats(args, experiment)
+    found = experiment_answers(experiment, prices, lab_fsx_capacity(args), stats=stats, stats_source=stats_source)
     names = sorted({a.scenario.dataset.name for a in found})
     if args.dataset and args.dataset not in names:
         raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
     found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
+    unanswered = [a for a in found if a.recommendation is None]
     if args.json:
         print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found]})
-        return 0
+        return 1 if unanswered else 0
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
         if a.recommendation is None:
             print(f"no answer: {a.missing}")
             continue
+        print(f"assumed: {a.known.describe()}")
         print_recommendation(a.recommendation)
         print()
-    return 0
+    # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
+    return 1 if unanswered else 0
 
 
 def register(sub) -> None:
@@ -220,6 +259,10 @@ def register(sub) -> None:
         p.add_argument("--json", action="store_true")
         if name == "recommend":
             p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
+            p.add_argument("--results", help="with --experiment: a run's results.json, whose dataset sizes (what the run "
+                           "read) the answer assumes")
+            p.add_argument("--outputs", help="with --experiment: cdk-outputs.json of the deployed lab, to read the stats "
+                           "file each dataset's upload wrote (needs credentials)")
         if name == "estimate":
             p.add_argument("--mode", help="one source: File, FastFile, Pipe, FSx, EFS, Script, or as printed "
                            "(\"Express FastFile\")")

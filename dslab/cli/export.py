@@ -52,10 +52,10 @@ def cmd_export(args) -> int:
     trials = [next(t for t in experiment.trials if t.name == trial.name) for trial in trials]
     execution, record, storage = "export", None, asked_storage
     if args.results:
-        if args.trial or args.repeat is not None:
-            raise ConfigError("--trial/--repeat", "--results picks the job (the cheapest completed one); "
-                              "drop --trial/--repeat, or drop --results to choose the job yourself")
-        record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode)
+        if args.repeat is not None:
+            raise ConfigError("--repeat", "--results picks the job (the cheapest completed one); "
+                              "drop --repeat, or drop --results to choose the job yourself")
+        record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode, args.trial)
         mode, storage = lab_mode(record), record.get("storage") or None
     elif mode is None:
         mode, storage = _recommended_source(experiment, args.experiment, dataset, args.trial)
@@ -99,13 +99,15 @@ def _recommended_source(experiment, experiment_path: str, dataset, trial_name: s
                           "give --mode")
     pick = answer.decision.pick
     print(f"recommended for {answer.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
-          f"--dataset {dataset.name}`); --mode chooses another", file=sys.stderr)
+          f"--dataset {dataset.name}`), assuming {answer.known.describe()}; --mode chooses another", file=sys.stderr)
     return pick.mode, pick.storage
 
 
-def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None) -> tuple[dict[str, Any], str]:
-    """The completed job of the source the report's answer picks for the dataset (cost to a result),
-    its cheapest repeat, and the run's execution."""
+def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None,
+                        trial: str | None = None) -> tuple[dict[str, Any], str]:
+    """The completed job of the source the report's answer picks for the dataset and trial (cost to a
+    result; one answer per dataset and group of trials, as the report gives them), its cheapest repeat,
+    and the run's execution."""
     from ..report import Answers, aggregate, load_results
     results = load_results(path)
     if results.get("experiment_hash") not in (None, experiment.content_hash):
@@ -117,10 +119,21 @@ def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None) 
         raise ConfigError("--results", f"{path} has no completed {mode or ''} job on {dataset}".replace("  ", " "),
                           sorted({r["dataset"] for r in results["records"] if r["status"] == "Completed"}) or None)
     decided = [m for m in Answers(results, aggregate(done)).measured if m.decision is not None]
-    pick = decided[0].decision.pick
-    best = min((r for r in done if lab_mode(r) == pick.mode and (r.get("storage") or "standard") == pick.storage),
+    trials = sorted({t for m in decided for t in m.trials})
+    if trial is not None:
+        decided = [m for m in decided if trial in m.trials]
+        if not decided:
+            raise ConfigError("--trial", f"{path} has no completed job of trial {trial!r} on {dataset}", trials)
+    elif len(decided) > 1:
+        # The report answers each group of trials on its own: say which, rather than pick across them.
+        raise ConfigError("--trial", f"the report answers {dataset} once per group of trials "
+                          f"({'; '.join(m.label for m in decided)}): give --trial", trials)
+    answer = decided[0]
+    pick = answer.decision.pick
+    best = min((r for r in done if lab_mode(r) == pick.mode and (r.get("storage") or "standard") == pick.storage
+                and (not answer.trials or r.get("trial") in answer.trials)),
                key=lambda r: (r["cost_usd"]["total"], r["billable_seconds"]))
-    print(f"the report's pick on {dataset} in {path}: {pick.source}; its cheapest completed job {best['job_name']} "
+    print(f"the report's pick on {answer.label} in {path}: {pick.source}; its cheapest completed job {best['job_name']} "
           f"(${best['cost_usd']['total']:.4f})", file=sys.stderr)
     return best, results.get("execution") or "export"
 
@@ -135,7 +148,8 @@ def register(sub) -> None:
     p.add_argument("--region")
     p.add_argument("--mode", help="the job's mode (default: what `dslab recommend --experiment` picks for the dataset)")
     p.add_argument("--dataset", help="the job's dataset (default: the experiment's first)")
-    p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset)")
+    p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset; with --results, "
+                   "the trials whose answer to export, where the report gives the dataset more than one)")
     p.add_argument("--repeat", type=whole(0), help="the job's repeat (default 0)")
     p.add_argument("--results", help="a finished run's results.json: export the job of the source its report picks")
     p.add_argument("--out", help="write the code to this file instead of printing it")

@@ -56,6 +56,12 @@ def cmd_size(args) -> int:
         largest = f">={MAX_CLUSTER:,}" if s.max_instances_at_target_au >= MAX_CLUSTER else f"{s.max_instances_at_target_au:,}"
         print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {s.usd_per_hour:9,.2f} {s.usd_per_run:9,.2f} "
               f"{duration(s.hours_per_run * 3600):>7s}  {s.provision}")
+    print(f"the lab as deployed (the same {result.count} instance(s), nothing provisioned for them):")
+    for s in result.sources:
+        d = s.deployed
+        largest = f">={MAX_CLUSTER:,}" if d["max_instances_at_target_au"] >= MAX_CLUSTER else f"{d['max_instances_at_target_au']:,}"
+        print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {d['usd_per_hour']:9,.2f} "
+              f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
     for line in result.notes:
         print(f"note: {line}")
     print("AU: compute over wall time (MLPerf Storage), the pipeline overlapping reads with steps; the largest cluster "

@@ -97,6 +97,13 @@ def _choice(value: Any, path: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _instance_preset(instance_type: str) -> str:
+    """The compute an experiment emulates when it names none: the instance's accelerator's preset, else V100."""
+    from ..instances import INSTANCES
+    row = INSTANCES.get(instance_type)
+    return (row.preset if row is not None else None) or "v100"
+
+
 def _parse_compute(value: Any, path: str) -> Compute:
     if isinstance(value, str):
         value = {"preset": value} if value in COMPUTE_PRESETS else {"model": value}
@@ -281,7 +288,8 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, 64),
         volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, MAX_VOLUME_SIZE_GB),
         epochs=_int(merged["epochs"], f"{path}epochs", 1, MAX_EPOCHS),
-        compute=_parse_compute(merged["compute"], f"{path}compute"),
+        compute=_parse_compute(merged["compute"] if merged["compute"] is not None else _instance_preset(instance_type),
+                               f"{path}compute"),
         max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, MAX_RUNTIME_SECONDS),
         hyperparameters=dict(hyperparameters),
         image_uri=image_uri,
