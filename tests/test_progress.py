@@ -156,3 +156,50 @@ def test_watching_describes_a_job_until_it_has_ended_then_never_again(monkeypatc
     runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
     runs.describe_progress("arn:exec-1", "us-east-1", "bucket", ended)
     assert described == ["job-a", "job-b", "job-b", "job-b"] and set(ended) == {"job-a", "job-b"}
+
+
+def test_a_live_view_started_while_a_stand_in_function_runs_draws_its_table_on_the_terminal(monkeypatch):
+    """`dslab local` starts its view as the workflow's first function (Plan) starts. The function's log
+    redirect (_ThisThreadTo) answered isatty() False for every thread, so a view started then chose plain
+    lines, or made a rich console that is not interactive for good: its table was drawn only at the end
+    (issue 28). Under a pseudo-terminal, the table must be drawn while the function still runs."""
+    import contextlib
+    import os
+    import threading
+    import time
+    from dslab.emulator.patches.services import _ThisThreadTo
+    master, slave = os.openpty()
+    terminal = open(slave, "w", buffering=1)
+    monkeypatch.setattr(sys, "stdout", terminal)
+    inside, leave = threading.Event(), threading.Event()
+    function_log = io.StringIO()
+
+    def function():   # a stand-in Lambda function: its print() goes to its log while it runs
+        with contextlib.redirect_stdout(_ThisThreadTo(function_log, sys.stdout)):
+            inside.set()
+            print("from the function")
+            leave.wait(10)
+
+    thread = threading.Thread(target=function)
+    thread.start()
+    inside.wait(10)
+    try:
+        view = ProgressView(RunProgress(total=2, started=time.monotonic()), live=None, say=lambda _: None)
+        with view:
+            view.observe("job-a", "InProgress", "Training")
+            time.sleep(1.5)   # two refreshes at rich's 2 per second, the function still running
+            os.set_blocking(master, False)
+            try:
+                drawn = os.read(master, 1 << 20).decode(errors="replace")
+            except BlockingIOError:
+                drawn = ""
+            assert thread.is_alive()
+    finally:
+        leave.set()
+        thread.join()
+        monkeypatch.undo()
+        terminal.close()
+        os.close(master)
+    assert view.live, "standard output is a terminal: the view should be the live table"
+    assert "job-a" in drawn and "InProgress/Training" in drawn and "━" in drawn, drawn
+    assert function_log.getvalue() == "from the function\n"

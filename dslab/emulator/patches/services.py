@@ -56,20 +56,27 @@ def patch_lambda() -> None:
     LambdaFunction._invoke_lambda = _invoke_lambda
 
 
-class _ThisThreadTo(io.TextIOBase):
-    """A stdout that sends one thread's writes to ``target`` and every other thread's to ``others``."""
+class _ThisThreadTo:
+    """A stdout that is ``target`` for one thread and ``others`` for every other thread, in every respect.
+
+    Not an io.TextIOBase: its isatty() answers False for every thread, so a live view starting while a
+    function ran (rich decides a console's interactivity once, when it is made) drew its table only at
+    the end, and no refresh drew anything while a function ran."""
 
     def __init__(self, target: io.StringIO, others):
         self.thread, self.target, self.others = threading.get_ident(), target, others
 
+    def _stream(self):
+        return self.target if threading.get_ident() == self.thread else self.others
+
     def write(self, text: str) -> int:
-        return (self.target if threading.get_ident() == self.thread else self.others).write(text)
+        return self._stream().write(text)
 
     def flush(self) -> None:
-        (self.target if threading.get_ident() == self.thread else self.others).flush()
+        self._stream().flush()
 
     def __getattr__(self, name):
-        return getattr(self.others, name)
+        return getattr(self._stream(), name)
 
 
 def patch_datasync() -> None:
