@@ -17,13 +17,16 @@ from constructs import Node
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
                                  FSX_STACK, WORKFLOW_STACK)
 
-from dslab.core.limits import fsx_capacity_problem
+from dslab.core.provisioning import FSX_DEPLOYMENT_TYPES, FSX_PERSISTENT2_TIERS, PERSISTENT_2, fsx_problems
 from dslab.aws.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FSX_LINKS = ("dra", "import-path")
 EFS_PERFORMANCE = ("maxIO", "generalPurpose")
-EFS_THROUGHPUT = ("bursting", "provisioned")
+EFS_THROUGHPUT = ("bursting", "provisioned", "elastic")
+# Each FSx rule's setting (provisioning.fsx_problems names them, with the AWS text each comes from).
+FSX_SETTING = {"deployment_type": "fsxDeploymentType", "capacity": "fsxCapacity", "throughput": "fsxThroughputPerTiB",
+               "link": "fsxLink", "version": "fsxLink"}
 EFS_MOUNT_AUTH = ("anonymous", "iam")
 # What deploying the workflow stack does to FSx: "keep" leaves it as it is (up or torn down), "up"
 # deploys it too. Never implicit: a torn-down FSx is not silently brought back by an update.
@@ -56,6 +59,8 @@ class LabConfig:
     fsx_idle_hours: float = 8.0        # the idle guard deletes FSx after this long unused (0 = off)
     express: bool = True               # an S3 Express One Zone directory bucket in the lab's zone (and its endpoint)
     express_note: str | None = None    # why express=auto left it out (the zone has no S3 Express One Zone)
+    fsx_deployment_type: str = "SCRATCH_2"   # or PERSISTENT_2 (dslab size names which one feeds a cluster)
+    fsx_mbps_per_tib: int | None = None      # Persistent 2's throughput tier (125, 250, 500, 1000 MB/s/TiB)
 
     @classmethod
     def from_node(cls, node: Node, account: str | None = None) -> "LabConfig":
@@ -81,11 +86,26 @@ class LabConfig:
             raise LabConfigError(f"context 'vpcCidr'={cidr!r}: the prefix length must be /16 to /24")
 
         capacity = _int(get("fsxCapacity") if get("fsxCapacity") is not None else 1200, "fsxCapacity")
-        if fsx_capacity_problem(capacity):
-            raise LabConfigError(f"context 'fsxCapacity'={fsx_capacity_problem(capacity)} (e.g. -c fsxCapacity=4800)")
         fsx_link = _choice(get("fsxLink") or "dra", "fsxLink", FSX_LINKS)
+        deployment_type = _choice(str(get("fsxDeploymentType") or "SCRATCH_2").upper(), "fsxDeploymentType",
+                                  FSX_DEPLOYMENT_TYPES)
+        raw_per_tib = get("fsxThroughputPerTiB")
+        per_tib = None if raw_per_tib in (None, "", "null") else _int(raw_per_tib, "fsxThroughputPerTiB")
+        # What CreateFileSystem would refuse stops synthesis here, each rule cited in provisioning.fsx_problems.
+        for setting, why in fsx_problems(deployment_type, capacity, per_tib, link=fsx_link):
+            example = {"fsxCapacity": "-c fsxCapacity=4800",
+                       "fsxThroughputPerTiB": (f"-c fsxThroughputPerTiB={FSX_PERSISTENT2_TIERS[-1]}"
+                                               if deployment_type == PERSISTENT_2 else "drop fsxThroughputPerTiB"),
+                       "fsxLink": "-c fsxLink=dra"}.get(FSX_SETTING[setting], "")
+            raise LabConfigError(f"context '{FSX_SETTING[setting]}': {why}" + (f" (e.g. {example})" if example else ""))
         performance = _choice(get("efsPerformance") or "maxIO", "efsPerformance", EFS_PERFORMANCE)
         throughput = _choice(get("efsThroughput") or "bursting", "efsThroughput", EFS_THROUGHPUT)
+        if throughput == "elastic" and performance == "maxIO":
+            # "Max I/O mode is not supported for One Zone file systems or file systems that use Elastic throughput"
+            # (EFS User Guide, performance.html#performancemodes).
+            raise LabConfigError("context 'efsThroughput'=elastic needs 'efsPerformance'=generalPurpose: Max I/O is not "
+                                 "supported with Elastic throughput (-c efsPerformance=generalPurpose -c efsThroughput=elastic; "
+                                 "changing the performance mode replaces the file system)")
         raw_mibps = get("efsProvisionedMibps")
         mibps = None
         if throughput == "provisioned":
@@ -98,7 +118,7 @@ class LabConfig:
                 raise LabConfigError(f"context 'efsProvisionedMibps'={mibps}: allowed values are 1 to 3414 MiB/s")
         elif raw_mibps not in (None, "", "null"):
             raise LabConfigError(
-                "context 'efsProvisionedMibps' is set but 'efsThroughput' is bursting: "
+                f"context 'efsProvisionedMibps' is set but 'efsThroughput' is {throughput}: "
                 "set -c efsThroughput=provisioned, or drop efsProvisionedMibps")
         auth = _choice(get("efsMountAuth") or "anonymous", "efsMountAuth", EFS_MOUNT_AUTH)
         disposable = _bool(get("disposableBucket"), "disposableBucket")
@@ -136,7 +156,7 @@ class LabConfig:
                    fsx_link=fsx_link, efs_performance=performance, efs_throughput=throughput,
                    efs_provisioned_mibps=mibps, efs_mount_auth=auth, disposable_bucket=disposable,
                    adopt_bucket=adopt, fsx_deploy=fsx_deploy, fsx_idle_hours=idle, express=express,
-                   express_note=express_note)
+                   express_note=express_note, fsx_deployment_type=deployment_type, fsx_mbps_per_tib=per_tib)
 
 
 def region_zone_prefix_or_example(region: str) -> str:

@@ -54,6 +54,10 @@ class CoreStack(Stack):
             "FsxSecurityGroupId": self.network.fsx_sg.security_group_id,
             "EfsSecurityGroupId": self.network.efs_sg.security_group_id,
             "EfsFileSystemId": self.efs.file_system.file_system_id,
+            # What `dslab estimate`, `recommend` and `size` price as the lab's EFS.
+            "EfsPerformanceMode": config.efs_performance,
+            "EfsThroughputMode": config.efs_throughput,
+            "EfsProvisionedMibps": str(config.efs_provisioned_mibps or 0),
             "TrainingRoleArn": self.training.role.role_arn,
             "TrainingCodeUri": self.code.s3_uri,
             "TrainingCodeVersion": self.code.version,

@@ -18,7 +18,7 @@ from .config import FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, LabConfig
 
 class FsxStack(Stack):
     def __init__(self, scope: Construct, construct_id: str, *, config: LabConfig, **kwargs) -> None:
-        super().__init__(scope, construct_id, description="DataSourceLab: FSx for Lustre Scratch 2 linked to the datasets prefix", **kwargs)
+        super().__init__(scope, construct_id, description=f"DataSourceLab: FSx for Lustre {config.fsx_deployment_type} linked to the datasets prefix", **kwargs)
         # Core's network, read from its SSM handoff at deploy time (components/handoff.py), never imported.
         # Immutable: the Lustre rules live in the Core stack with the group; the FSx construct would
         # otherwise add its own 988-1023 self-rule there, a Core resource owned by this stack's code.
@@ -32,7 +32,12 @@ class FsxStack(Stack):
         self.fsx = LabFsx(self, "Fsx", vpc=vpc, subnet=subnet,
                           security_group=fsx_sg, bucket=bucket,
                           capacity_gib=config.fsx_capacity_gib, link=config.fsx_link,
-                          id_parameter=FSX_ID_PARAMETER, mount_parameter=FSX_MOUNT_PARAMETER)
+                          id_parameter=FSX_ID_PARAMETER, mount_parameter=FSX_MOUNT_PARAMETER,
+                          deployment_type=config.fsx_deployment_type, mbps_per_tib=config.fsx_mbps_per_tib)
         CfnOutput(self, "FsxFileSystemId", value=self.fsx.file_system.file_system_id)
         CfnOutput(self, "FsxMountName", value=self.fsx.file_system.mount_name)
         CfnOutput(self, "FsxCapacityGiB", value=str(config.fsx_capacity_gib))
+        # What `dslab estimate`, `recommend`, `size` and `fsx status` price as the lab's FSx (with FsxCapacityGiB).
+        CfnOutput(self, "FsxDeploymentType", value=config.fsx_deployment_type)
+        CfnOutput(self, "FsxThroughputPerTiB", value=str(config.fsx_mbps_per_tib or 200),
+                  description="MB/s per TiB: Persistent 2's tier, Scratch 2's baseline (200)")

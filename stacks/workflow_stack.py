@@ -48,6 +48,10 @@ class WorkflowStack(Stack):
             "DSLAB_FSX_MOUNT_PARAMETER": FSX_MOUNT_PARAMETER,
             "DSLAB_FSX_CAPACITY_GIB": str(config.fsx_capacity_gib),
             "DSLAB_EFS_THROUGHPUT_MIBPS": str(config.efs_provisioned_mibps or 0),
+            # The lab the run's report prices (Plan reads FSx's own description when it is up).
+            "DSLAB_FSX_DEPLOYMENT_TYPE": config.fsx_deployment_type,
+            "DSLAB_FSX_MBPS_PER_TIB": str(config.fsx_mbps_per_tib or 200),
+            "DSLAB_EFS_THROUGHPUT_MODE": config.efs_throughput,
         }
         express_arn = None
         if config.express:  # off with -c express=false, or where the zone has no S3 Express One Zone

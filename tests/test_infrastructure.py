@@ -642,7 +642,7 @@ def test_no_stack_imports_from_another(lab):
     ({"adoptBucket": True, "disposableBucket": True}, ["adoptBucket", "disposableBucket", "exclude each other"]),
     ({"adoptBucket": "yes"}, ["adoptBucket", "true or false"]),
     ({"efsThroughput": "provisioned", "efsProvisionedMibps": None}, ["efsProvisionedMibps", "1 to 3414"]),
-    ({"efsThroughput": "elastic"}, ["efsThroughput", "bursting, provisioned"]),
+    ({"efsThroughput": "burst"}, ["efsThroughput", "bursting, provisioned, elastic"]),
     ({"fsxLink": "magic"}, ["fsxLink", "dra, import-path"]),
     ({"fsx": "maybe"}, ["'fsx'", "keep, up"]),
     ({"fsxIdleHours": -1}, ["fsxIdleHours", "0 (off) to 336"]),

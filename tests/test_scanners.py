@@ -113,8 +113,10 @@ def _stripped_copies(files: list[Path], out: Path) -> list[Path]:
 
 # The default lab, and one synthesized with the options that add resources and policies: an EFS
 # file-system policy and EFS access role (efsMountAuth=iam), CDK's auto-delete provider and its bucket
-# policy statements (disposableBucket=true), FSx deployed with the workflow (fsx=up).
-VARIANT = dict(efsMountAuth="iam", disposableBucket=True, fsx="up")
+# policy statements (disposableBucket=true), FSx deployed with the workflow (fsx=up), FSx Persistent 2 and EFS
+# Elastic (what `dslab size` provisions for a cluster).
+VARIANT = dict(efsMountAuth="iam", disposableBucket=True, fsx="up", fsxDeploymentType="PERSISTENT_2",
+               fsxThroughputPerTiB=1000, fsxCapacity=2400, efsPerformance="generalPurpose", efsThroughput="elastic")
 
 
 @pytest.fixture(scope="module")

@@ -116,12 +116,12 @@ COPY_OBJECT_MAX_BYTES = 5 * 1024**3
 
 # FSx for Lustre SCRATCH_2 capacities: "1.2 TiB, 2.4 TiB, or increments of 2.4 TiB"
 # (https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html).
-def fsx_capacity_problem(capacity: int) -> str | None:
-    """Why a SCRATCH_2 storage capacity (GiB) is not allowed, or None."""
-    if capacity in (1200, 2400) or (capacity > 0 and capacity % 2400 == 0):
-        return None
-    return (f"{capacity} is not a valid FSx for Lustre SCRATCH_2 capacity: allowed values are 1200, 2400 or a "
-            "multiple of 2400 GiB")
+def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> str | None:
+    """Why a storage capacity (GiB) is not allowed for the deployment type, or None (provisioning.fsx_problems)."""
+    from .provisioning import fsx_problems
+    found = [why for setting, why in fsx_problems(deployment_type, capacity, 125 if deployment_type == "PERSISTENT_2"
+                                                  else None) if setting == "capacity"]
+    return found[0] if found else None
 
 
 # ---- A training job's length ------------------------------------------------------------------------

@@ -10,9 +10,11 @@ assumption and says so.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Callable
 
+from .errors import ConfigError
 from .prices import HOURS_PER_MONTH, PriceTable
 
 # ---- shared limits, cited ----------------------------------------------------------------------
@@ -46,6 +48,57 @@ EFS_PROVISIONED_READ_MIBPS = 3 * 1024.0
 EFS_PER_CLIENT_MIBPS = 500.0
 EFS_PROVISIONED_MAX_MIBPS = 3414.0   # the lab's setting's limit (stacks/config.py: 1-3414 MiB/s)
 BURSTING, ELASTIC, PROVISIONED = "bursting", "elastic", "provisioned"
+
+
+# ---- what the FSx API refuses, checked before anything is synthesized or created ---------------------
+# The two deployment types the lab builds, and the Lustre version each S3 link uses (stacks/components/fsx.py).
+FSX_DEPLOYMENT_TYPES = (SCRATCH_2, PERSISTENT_2)
+FSX_LINK_VERSIONS = {"dra": "2.15", "import-path": "2.12"}
+
+
+def fsx_problems(deployment_type: str, capacity_gib: int, mbps_per_tib: float | None = None, *,
+                 link: str | None = "dra", lustre_version: str | None = None) -> list[tuple[str, str]]:
+    """What CreateFileSystem (and CreateDataRepositoryAssociation) would refuse in this FSx for Lustre
+    configuration, as (setting, why) pairs: "deployment_type", "capacity", "throughput", "link", "version".
+    ``link``: "dra", "import-path" or None (not linked to S3). The stack's settings (stacks/config.py), the CLI's
+    premise and the stand-in's CloudFormation share it."""
+    problems: list[tuple[str, str]] = []
+    version = lustre_version or FSX_LINK_VERSIONS.get(link or "dra", "2.15")
+    if deployment_type not in FSX_DEPLOYMENT_TYPES:
+        return [("deployment_type", f"{deployment_type!r} is not a deployment type the lab builds: "
+                                    f"{' or '.join(FSX_DEPLOYMENT_TYPES)}")]
+    # CreateFileSystem StorageCapacity: "For SCRATCH_2, PERSISTENT_2, and PERSISTENT_1 deployment types using SSD
+    # storage type, the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB."
+    if not (capacity_gib in FSX_CAPACITY_STEPS_GIB or (capacity_gib > 0 and capacity_gib % FSX_CAPACITY_INCREMENT_GIB == 0)):
+        problems.append(("capacity", f"{capacity_gib} GiB is not a valid {deployment_type} capacity: 1200, 2400 or a "
+                                     "multiple of 2400 GiB"))
+    if deployment_type == PERSISTENT_2:
+        # CreateFileSystemLustreConfiguration PerUnitStorageThroughput: "Required with PERSISTENT_1 and PERSISTENT_2
+        # deployment types ... For PERSISTENT_2 SSD storage: 125, 250, 500, 1000 MB/s/TiB."
+        if mbps_per_tib is None or float(mbps_per_tib) not in FSX_PERSISTENT2_TIERS:
+            problems.append(("throughput", f"PERSISTENT_2 needs a throughput per TiB of "
+                                           f"{', '.join(map(str, FSX_PERSISTENT2_TIERS))} MB/s/TiB"
+                                           + ("" if mbps_per_tib is None else f", not {mbps_per_tib:g}")))
+        # "This section [the legacy ImportPath link] applies to file systems with Scratch 1 deployment type, and also to
+        # file systems with Scratch 2 or Persistent 1 deployment types that do not use data repository associations"
+        # (FSx for Lustre User Guide, older-deployment-types.html): Persistent 2 links to S3 only through a DRA.
+        if link == "import-path":
+            problems.append(("link", "PERSISTENT_2 links to S3 only through a data repository association: the legacy "
+                                     "import path is for Scratch 1, Scratch 2 and Persistent 1"))
+        # CreateFileSystemLustreConfiguration DeploymentType: "If you choose PERSISTENT_2, and you set
+        # FileSystemTypeVersion to 2.10, the CreateFileSystem operation fails."
+        if version == "2.10":
+            problems.append(("version", "PERSISTENT_2 does not run Lustre 2.10: use 2.12 or 2.15"))
+    elif mbps_per_tib not in (None, FSX_SCRATCH2_MBPS_PER_TIB):
+        # LustreFileSystemConfiguration PerUnitStorageThroughput: "This option is only valid for PERSISTENT_1 and
+        # PERSISTENT_2 deployment types."
+        problems.append(("throughput", f"{deployment_type} has no throughput setting (it gives 200 MB/s per TiB): "
+                                       "drop it, or choose PERSISTENT_2"))
+    # CreateDataRepositoryAssociation: "Data repository associations are supported on all FSx for Lustre 2.12 and
+    # 2.15 file systems, excluding scratch_1 deployment type."
+    if link == "dra" and version not in ("2.12", "2.15"):
+        problems.append(("version", f"a data repository association needs Lustre 2.12 or 2.15, not {version}"))
+    return problems
 
 
 def fsx_capacity_for(gib_needed: float) -> int:
@@ -84,6 +137,18 @@ class FsxConfig:
         kind = "Scratch 2" if self.deployment_type == SCRATCH_2 else f"Persistent 2 {self.mbps_per_tib:g} MB/s/TiB"
         return f"{kind}, {self.capacity_gib:,} GiB ({self.throughput_mbps:,.0f} MB/s)"
 
+    def settings(self) -> dict[str, Any]:
+        """The stack's context settings that build this file system (stacks/config.py)."""
+        out: dict[str, Any] = {"fsxDeploymentType": self.deployment_type}
+        if self.deployment_type == PERSISTENT_2:
+            out["fsxThroughputPerTiB"] = int(self.mbps_per_tib)
+        out["fsxCapacity"] = self.capacity_gib
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"deployment_type": self.deployment_type, "capacity_gib": self.capacity_gib,
+                "mbps_per_tib": self.mbps_per_tib, "throughput_mbps": round(self.throughput_mbps, 1)}
+
 
 @dataclass(frozen=True)
 class EfsConfig:
@@ -111,6 +176,19 @@ class EfsConfig:
             return f"EFS Provisioned {self.provisioned_mibps or 0:,.0f} MiB/s"
         return "EFS Elastic (General Purpose)" if self.mode == ELASTIC else "EFS Bursting (Max I/O)"
 
+    def settings(self) -> dict[str, Any]:
+        """The stack's context settings that build this throughput mode. Elastic needs General Purpose: "Max I/O
+        mode is not supported for One Zone file systems or file systems that use Elastic throughput" (EFS User
+        Guide, performance.html); the lab's default Max I/O stays with Bursting and Provisioned."""
+        if self.mode == ELASTIC:
+            return {"efsPerformance": "generalPurpose", "efsThroughput": ELASTIC}
+        if self.mode == PROVISIONED:
+            return {"efsThroughput": PROVISIONED, "efsProvisionedMibps": int(math.ceil(self.provisioned_mibps or 1))}
+        return {"efsThroughput": BURSTING}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "provisioned_mibps": self.provisioned_mibps}
+
 
 @dataclass(frozen=True)
 class Provisioning:
@@ -129,10 +207,52 @@ class Provisioning:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "fsx": self.fsx.label(), "efs": self.efs.label(),
-                "s3_prefixes": self.s3_prefixes, "express_reads_per_second": self.express_reads_per_second}
+                "s3_prefixes": self.s3_prefixes, "express_reads_per_second": self.express_reads_per_second,
+                "fsx_config": self.fsx.to_dict(), "efs_config": self.efs.to_dict()}
+
+    def describe(self) -> str:
+        """One line naming the lab an answer prices."""
+        return f"{self.name}: FSx {self.fsx.label()}; {self.efs.label()}"
 
 
 AS_DEPLOYED = Provisioning()
+
+
+def deploy_command(settings: dict[str, Any], fsx: str = "keep") -> str:
+    """The Makefile deploy that builds these context settings on top of cdk.json's (README, "Running on AWS")."""
+    context = " ".join(f"{key}={value}" for key, value in settings.items())
+    return f'make deploy FSX={fsx}' + (f' CONTEXT="{context}"' if context else "")
+
+
+def lab_from_settings(get: Callable[[str], Any], source: str) -> Provisioning:
+    """The lab as its deploy settings build it: ``get`` reads a context key (cdk.json's, or the stack outputs
+    translated to context keys). A value the stack would refuse is refused here too, naming the key."""
+    def number(key: str, default: Any) -> float | None:
+        raw = get(key)
+        if raw in (None, "", "null", "None"):
+            return default
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(key, f"{raw!r} is not a number ({source})") from None
+    deployment_type = str(get("fsxDeploymentType") or SCRATCH_2).upper()
+    capacity = int(number("fsxCapacity", 1200))
+    per_tib = number("fsxThroughputPerTiB", None)
+    problems = fsx_problems(deployment_type, capacity, per_tib, link=str(get("fsxLink") or "dra"))
+    if problems:
+        key = {"deployment_type": "fsxDeploymentType", "capacity": "fsxCapacity", "throughput": "fsxThroughputPerTiB",
+               "link": "fsxLink", "version": "fsxLink"}[problems[0][0]]
+        raise ConfigError(key, f"{problems[0][1]} ({source})")
+    fsx = (FsxConfig.persistent2(int(per_tib), capacity) if deployment_type == PERSISTENT_2
+           else FsxConfig(capacity_gib=capacity))
+    mode = str(get("efsThroughput") or BURSTING).lower()
+    if mode not in (BURSTING, ELASTIC, PROVISIONED):
+        raise ConfigError("efsThroughput", f"{mode!r} ({source})", [BURSTING, PROVISIONED, ELASTIC])
+    mibps = number("efsProvisionedMibps", None)
+    if mode == PROVISIONED and not mibps:
+        raise ConfigError("efsProvisionedMibps", f"efsThroughput=provisioned needs a MiB/s value ({source})")
+    efs = EfsConfig(mode, mibps if mode == PROVISIONED else None)
+    return Provisioning(fsx=fsx, efs=efs, name=f"the lab as deployed ({source})")
 
 
 def as_deployed(fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None) -> Provisioning:

@@ -1,4 +1,5 @@
-"""EFS for the EFS data source: Max I/O, Bursting or Provisioned throughput, one mount target."""
+"""EFS for the EFS data source: Max I/O with Bursting or Provisioned throughput, or General Purpose with Elastic;
+one mount target."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ class LabEfs(Construct):
                  security_group: ec2.ISecurityGroup, performance: str, throughput: str,
                  provisioned_mibps: int | None, mount_auth: str) -> None:
         super().__init__(scope, construct_id)
-        throughput_mode = (efs.ThroughputMode.PROVISIONED if throughput == "provisioned"
-                           else efs.ThroughputMode.BURSTING)
+        throughput_mode = {"provisioned": efs.ThroughputMode.PROVISIONED, "elastic": efs.ThroughputMode.ELASTIC}.get(
+            throughput, efs.ThroughputMode.BURSTING)
         self.file_system = efs.FileSystem(
             self, "FileSystem",
             vpc=vpc,

@@ -1,15 +1,21 @@
-"""FSx for Lustre Scratch 2, linked to the bucket's datasets prefix so files lazy-load from S3."""
+"""FSx for Lustre (Scratch 2, or Persistent 2 for a cluster), linked to the bucket's datasets prefix so files
+lazy-load from S3."""
 
 from __future__ import annotations
 
 from aws_cdk import RemovalPolicy, aws_ec2 as ec2, aws_fsx as fsx, aws_s3 as s3, aws_ssm as ssm
 from constructs import Construct
 
+from dslab.core.provisioning import FSX_LINK_VERSIONS, PERSISTENT_2
 from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH
+
+LUSTRE_VERSIONS = {"2.12": fsx.FileSystemTypeVersion.V_2_12, "2.15": fsx.FileSystemTypeVersion.V_2_15}
 
 
 class LabFsx(Construct):
-    """Scratch 2 file system, Lustre 2.15, deleted with its stack (S3 holds the data).
+    """A Scratch 2 or Persistent 2 file system (``fsxDeploymentType``; Persistent 2 with its throughput per TiB),
+    Lustre 2.15, deleted with its stack (S3 holds the data). stacks/config.py has refused, before synthesis, what
+    CreateFileSystem would refuse (provisioning.fsx_problems).
 
     The S3 link is a single switch (``fsxLink``):
       - ``dra`` (default): a Data Repository Association maps ``/datasets`` to ``s3://bucket/datasets/``
@@ -23,7 +29,8 @@ class LabFsx(Construct):
 
     def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, subnet: ec2.ISubnet,
                  security_group: ec2.ISecurityGroup, bucket: s3.IBucket, capacity_gib: int, link: str,
-                 id_parameter: str, mount_parameter: str) -> None:
+                 id_parameter: str, mount_parameter: str, deployment_type: str = "SCRATCH_2",
+                 mbps_per_tib: int | None = None) -> None:
         super().__init__(scope, construct_id)
         data_repository = f"s3://{bucket.bucket_name}/{DATASETS_PREFIX}/"
         legacy = link == "import-path"
@@ -33,9 +40,10 @@ class LabFsx(Construct):
             vpc_subnet=subnet,
             security_group=security_group,
             storage_capacity_gib=capacity_gib,
-            file_system_type_version=(fsx.FileSystemTypeVersion.V_2_12 if legacy else fsx.FileSystemTypeVersion.V_2_15),
+            file_system_type_version=LUSTRE_VERSIONS[FSX_LINK_VERSIONS[link]],
             lustre_configuration=fsx.LustreConfiguration(
-                deployment_type=fsx.LustreDeploymentType.SCRATCH_2,
+                deployment_type=getattr(fsx.LustreDeploymentType, deployment_type),
+                per_unit_storage_throughput=mbps_per_tib if deployment_type == PERSISTENT_2 else None,
                 import_path=f"s3://{bucket.bucket_name}" if legacy else None,
                 auto_import_policy=fsx.LustreAutoImportPolicy.NEW_CHANGED_DELETED if legacy else None,
             ),

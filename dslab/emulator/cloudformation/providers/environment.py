@@ -11,7 +11,7 @@ import tempfile
 import threading
 import uuid
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model import ResourceFailed
@@ -36,6 +36,7 @@ class Environment:
     function_env: Callable[[], dict[str, str]] = lambda: {}
     iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
     time_scale: Callable[[], float] = lambda: 1.0
+    fsx_versions: dict[str, str] = field(default_factory=dict)   # file system ID -> Lustre version (moto keeps none)
 
     def check_assumable(self, role_arn: str | None) -> None:
         """A service assuming a role IAM has not propagated yet is refused ("Unable to assume role. Reason:

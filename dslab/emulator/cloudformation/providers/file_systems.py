@@ -83,7 +83,27 @@ class FsxFileSystem(Provider):
         lustre_old, lustre_new = old.get("LustreConfiguration", {}), new.get("LustreConfiguration", {})
         return any(lustre_old.get(k) != lustre_new.get(k) for k in ("DeploymentType", "ImportPath", "ExportPath"))
 
+    @staticmethod
+    def refused(props) -> str | None:
+        """Why CreateFileSystem refuses these Lustre properties, for the deployment types whose rules the lab
+        knows (provisioning.fsx_problems quotes each rule from the FSx API reference and Lustre User Guide)."""
+        from ....core.provisioning import FSX_DEPLOYMENT_TYPES, PERSISTENT_2, fsx_problems
+        lustre = props.get("LustreConfiguration") or {}
+        # CreateFileSystemLustreConfiguration DeploymentType "(Default = SCRATCH_1)"; FileSystemTypeVersion "Default value
+        # is 2.10, except ... 2.12 when DeploymentType is set to PERSISTENT_2 without a metadata configuration mode".
+        kind = lustre.get("DeploymentType", "SCRATCH_1")
+        if props.get("FileSystemType") != "LUSTRE" or kind not in FSX_DEPLOYMENT_TYPES:
+            return None
+        version = props.get("FileSystemTypeVersion") or ("2.12" if kind == PERSISTENT_2 else "2.10")
+        per_tib = lustre.get("PerUnitStorageThroughput")
+        problems = fsx_problems(kind, int(props["StorageCapacity"]), None if per_tib is None else float(per_tib),
+                                link="import-path" if lustre.get("ImportPath") else None, lustre_version=version)
+        return "; ".join(why for _, why in problems) or None
+
     def create(self, logical_id, kind, props, *, stack):
+        refused = self.refused(props)
+        if refused:
+            raise ResourceFailed(f"Invalid request provided: {refused}")
         kwargs = {"FileSystemType": props["FileSystemType"], "StorageCapacity": int(props["StorageCapacity"]),
                   "SubnetIds": props["SubnetIds"], "SecurityGroupIds": props.get("SecurityGroupIds", []),
                   "LustreConfiguration": {k: v for k, v in props.get("LustreConfiguration", {}).items()}}
@@ -91,12 +111,39 @@ class FsxFileSystem(Provider):
             kwargs["FileSystemTypeVersion"] = props["FileSystemTypeVersion"]
         fs = self.client("fsx").create_file_system(**kwargs)["FileSystem"]
         mount = fs.get("LustreConfiguration", {}).get("MountName") or _random(8).lower()
+        self.env.fsx_versions[fs["FileSystemId"]] = props.get("FileSystemTypeVersion") or (
+            "2.12" if props.get("LustreConfiguration", {}).get("DeploymentType") == "PERSISTENT_2" else "2.10")
         self.env.on_fsx_created(fs["FileSystemId"], props)
         return fs["FileSystemId"], {"LustreMountName": mount, "DNSName": fs.get("DNSName", f"{fs['FileSystemId']}.fsx.{self.env.region}.amazonaws.com"),
                                     "ResourceARN": fs.get("ResourceARN", "")}
 
+    def update(self, old, props):
+        """StorageCapacity and Persistent 2's PerUnitStorageThroughput change in place (CloudFormation calls
+        UpdateFileSystem; moto has none, so its record is changed). UpdateFileSystem StorageCapacity: "For
+        SCRATCH_2, PERSISTENT_1, and PERSISTENT_2 SSD deployment types, valid values are in multiples of 2400 GiB.
+        The value must be greater than the current storage capacity."; "You can only increase the amount of
+        storage capacity for a file system; you cannot decrease storage capacity" (Lustre User Guide,
+        managing-storage-capacity.html)."""
+        from moto.fsx.models import fsx_backends
+        refused = self.refused(props)
+        if refused:
+            raise ResourceFailed(f"Invalid request provided: {refused}")
+        record = fsx_backends[self.env.account][self.env.region].file_systems[old.physical_id]
+        capacity = int(props["StorageCapacity"])
+        if capacity != record.storage_capacity:
+            if capacity < record.storage_capacity or capacity % 2400:
+                raise ResourceFailed(f"Invalid request provided: StorageCapacity {capacity} GiB: the new capacity must be a "
+                                     f"multiple of 2400 GiB greater than the current {record.storage_capacity} GiB "
+                                     "(FSx for Lustre storage capacity can only increase)")
+            record.storage_capacity = capacity
+        per_tib = (props.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+        if per_tib is not None:
+            record.lustre_configuration = {**(record.lustre_configuration or {}), "PerUnitStorageThroughput": int(per_tib)}
+        return old.physical_id, old.attributes
+
     def delete(self, resource):
         self.client("fsx").delete_file_system(FileSystemId=resource.physical_id)
+        self.env.fsx_versions.pop(resource.physical_id, None)
         self.env.on_fsx_deleted(resource.physical_id)
 
 
@@ -107,6 +154,15 @@ class DataRepositoryAssociation(Provider):
     replace_on = ("FileSystemId", "FileSystemPath", "DataRepositoryPath", "BatchImportMetaDataOnCreate")
 
     def create(self, logical_id, kind, props, *, stack):
+        # "Data repository associations are supported on all FSx for Lustre 2.12 and 2.15 file systems, excluding
+        # scratch_1 deployment type." (CreateDataRepositoryAssociation, FSx API reference)
+        found = self.unless_gone(self.client("fsx").describe_file_systems, FileSystemIds=[props["FileSystemId"]])
+        if found and found.get("FileSystems"):
+            kind_of = found["FileSystems"][0].get("LustreConfiguration", {}).get("DeploymentType", "SCRATCH_1")
+            version = self.env.fsx_versions.get(props["FileSystemId"], "2.10")
+            if kind_of == "SCRATCH_1" or version not in ("2.12", "2.15"):
+                raise ResourceFailed(f"Invalid request provided: data repository associations are not supported on "
+                                     f"{kind_of} file systems running Lustre {version} (2.12 or 2.15, not SCRATCH_1)")
         association_id = f"dra-{uuid.uuid4().hex[:17]}"
         self.env.on_association(association_id, props)
         return association_id, {"AssociationId": association_id,

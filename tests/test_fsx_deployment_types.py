@@ -1,0 +1,133 @@
+"""FSx for Lustre as `dslab size` provisions it: Scratch 2 or Persistent 2 at a throughput tier and capacity.
+What the FSx API refuses is refused before synthesis (stacks/config.py) and by the stand-in's CloudFormation,
+each rule written from the FSx API reference and the FSx for Lustre User Guide (quoted beside each case)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stacks.config import LabConfig, LabConfigError
+
+from .conftest import cdk_context
+from .test_cloudformation_standin import cfn, deploy, reasons, template  # noqa: F401 - the fixture
+
+SUBNET = "subnet-0123456789abcdef0"
+
+
+def lustre(capacity: int, deployment_type: str, version: str | None = "2.15", **lustre_props) -> dict:
+    props = {"FileSystemType": "LUSTRE", "StorageCapacity": capacity, "SubnetIds": [SUBNET],
+             "LustreConfiguration": {"DeploymentType": deployment_type, **lustre_props}}
+    if version:
+        props["FileSystemTypeVersion"] = version
+    return {"Type": "AWS::FSx::FileSystem", "Properties": props}
+
+
+def link(file_system: str = "Fs") -> dict:
+    return {"Type": "AWS::FSx::DataRepositoryAssociation",
+            "Properties": {"FileSystemId": {"Ref": file_system}, "FileSystemPath": "/datasets",
+                           "DataRepositoryPath": "s3://bucket/datasets/", "BatchImportMetaDataOnCreate": True}}
+
+
+@pytest.mark.parametrize("resource, words", [
+    # CreateFileSystemLustreConfiguration PerUnitStorageThroughput: "Required with PERSISTENT_1 and PERSISTENT_2
+    # deployment types ... For PERSISTENT_2 SSD storage: 125, 250, 500, 1000 MB/s/TiB."
+    (lustre(1200, "PERSISTENT_2"), "125, 250, 500, 1000"),
+    (lustre(1200, "PERSISTENT_2", PerUnitStorageThroughput=200), "not 200"),
+    # CreateFileSystem StorageCapacity: "For SCRATCH_2, PERSISTENT_2, and PERSISTENT_1 deployment types using SSD
+    # storage type, the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB."
+    (lustre(3600, "PERSISTENT_2", PerUnitStorageThroughput=250), "3600 GiB"),
+    (lustre(1000, "SCRATCH_2"), "1000 GiB"),
+    # LustreFileSystemConfiguration PerUnitStorageThroughput: "This option is only valid for PERSISTENT_1 and
+    # PERSISTENT_2 deployment types."
+    (lustre(1200, "SCRATCH_2", PerUnitStorageThroughput=250), "no throughput setting"),
+    # Lustre User Guide, older-deployment-types.html: the legacy import path "applies to file systems with Scratch 1
+    # deployment type, and also to file systems with Scratch 2 or Persistent 1 deployment types that do not use data
+    # repository associations".
+    (lustre(1200, "PERSISTENT_2", "2.12", PerUnitStorageThroughput=125, ImportPath="s3://bucket"), "data repository association"),
+    # DeploymentType: "If you choose PERSISTENT_2, and you set FileSystemTypeVersion to 2.10, the CreateFileSystem
+    # operation fails."
+    (lustre(1200, "PERSISTENT_2", "2.10", PerUnitStorageThroughput=125), "Lustre 2.10"),
+])
+def test_the_stand_in_refuses_what_create_file_system_refuses(cfn, resource, words):  # noqa: F811
+    cfn, _ = cfn
+    stack = deploy(cfn, "Refused", template({"Fs": resource}))
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE"
+    assert words in reasons(cfn, "Refused")
+
+
+def test_a_data_repository_association_needs_lustre_2_12_or_2_15(cfn):  # noqa: F811
+    """CreateDataRepositoryAssociation: "Data repository associations are supported on all FSx for Lustre 2.12 and
+    2.15 file systems, excluding scratch_1 deployment type." A Scratch 2 file system left at the default version
+    (FileSystemTypeVersion: "Default value is 2.10") cannot be linked; the same at 2.15 can."""
+    cfn, client = cfn
+    stack = deploy(cfn, "Old", template({"Fs": lustre(1200, "SCRATCH_2", version=None), "Link": link()}))
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE" and "Lustre 2.10" in reasons(cfn, "Old")
+    assert deploy(cfn, "New", template({"Fs": lustre(1200, "SCRATCH_2"), "Link": link()}))["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_persistent_2_changes_tier_and_grows_in_place_and_never_shrinks(cfn):  # noqa: F811
+    """UpdateFileSystem StorageCapacity: "For SCRATCH_2, PERSISTENT_1, and PERSISTENT_2 SSD deployment types, valid
+    values are in multiples of 2400 GiB. The value must be greater than the current storage capacity." The
+    throughput tier of a Persistent SSD file system may go up or down ("You can modify the throughput tier of a
+    persistent SSD-based file system by increasing or decreasing the value", managing-throughput-capacity.html)."""
+    cfn, client = cfn
+    body = lambda capacity, tier: template({"Fs": lustre(capacity, "PERSISTENT_2", PerUnitStorageThroughput=tier),  # noqa: E731
+                                            "Link": link()})
+    assert deploy(cfn, "P2", body(2400, 125))["StackStatus"] == "CREATE_COMPLETE"
+    (first,) = client("fsx").describe_file_systems()["FileSystems"]
+    assert deploy(cfn, "P2", body(4800, 1000))["StackStatus"] == "UPDATE_COMPLETE"
+    (grown,) = client("fsx").describe_file_systems()["FileSystems"]
+    assert grown["FileSystemId"] == first["FileSystemId"]   # the same file system, not a new one
+    assert (grown["StorageCapacity"], grown["LustreConfiguration"]["PerUnitStorageThroughput"]) == (4800, 1000)
+    stack = deploy(cfn, "P2", body(2400, 1000))
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "can only increase" in reasons(cfn, "P2")
+    # A change of deployment type is a new file system (CloudFormation replaces it), so Scratch 2 at 1,200 GiB
+    # after Persistent 2 at 4,800 is no shrink.
+    back = template({"Fs": lustre(1200, "SCRATCH_2"), "Link": link()})
+    assert deploy(cfn, "P2", back)["StackStatus"] == "UPDATE_COMPLETE"
+    (scratch,) = client("fsx").describe_file_systems()["FileSystems"]
+    assert scratch["FileSystemId"] != first["FileSystemId"] and scratch["StorageCapacity"] == 1200
+    assert scratch["LustreConfiguration"]["DeploymentType"] == "SCRATCH_2"
+
+
+@pytest.mark.parametrize("overrides, words", [
+    ({"fsxDeploymentType": "PERSISTENT_2"}, ["fsxThroughputPerTiB", "125, 250, 500, 1000"]),
+    ({"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 200}, ["fsxThroughputPerTiB", "not 200"]),
+    ({"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 250, "fsxCapacity": 3600}, ["fsxCapacity", "multiple of 2400"]),
+    ({"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 250, "fsxLink": "import-path"},
+     ["fsxLink", "data repository association", "-c fsxLink=dra"]),
+    ({"fsxThroughputPerTiB": 500}, ["fsxThroughputPerTiB", "SCRATCH_2 has no throughput setting"]),
+    ({"fsxDeploymentType": "SCRATCH_1"}, ["fsxDeploymentType", "SCRATCH_2, PERSISTENT_2"]),
+    ({"efsThroughput": "elastic"}, ["efsThroughput", "efsPerformance=generalPurpose", "Max I/O"]),
+    ({"efsThroughput": "elastic", "efsPerformance": "generalPurpose", "efsProvisionedMibps": 100},
+     ["efsProvisionedMibps", "is elastic"]),
+])
+def test_settings_the_fsx_and_efs_apis_refuse_stop_synthesis_naming_the_setting(overrides, words):
+    with pytest.raises(LabConfigError) as err:
+        LabConfig.from_mapping(cdk_context(**overrides).get)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_persistent_2_and_elastic_are_settings_the_stack_builds(tmp_path):
+    """The deploy command `dslab size` prints for 16 x ml.p4d.24xlarge on the post's scenario C builds exactly
+    what it names: Persistent 2 at 1,000 MB/s/TiB and its capacity, linked to S3 by a DRA on Lustre 2.15, with
+    the outputs the CLI prices the lab from; EFS Elastic in General Purpose."""
+    from .conftest import SynthesizedLab
+    lab = SynthesizedLab(tmp_path, fsxDeploymentType="PERSISTENT_2", fsxThroughputPerTiB=1000, fsxCapacity=14400,
+                         efsPerformance="generalPurpose", efsThroughput="elastic")
+    raw = lab.raw("DataSourceLab-Fsx")
+    (fs,) = [r for r in raw["Resources"].values() if r["Type"] == "AWS::FSx::FileSystem"]
+    assert fs["Properties"]["StorageCapacity"] == 14400 and fs["Properties"]["FileSystemTypeVersion"] == "2.15"
+    assert fs["Properties"]["LustreConfiguration"] == {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 1000}
+    assert [r for r in raw["Resources"].values() if r["Type"] == "AWS::FSx::DataRepositoryAssociation"]
+    outputs = {k: v["Value"] for k, v in raw["Outputs"].items()}
+    assert (outputs["FsxDeploymentType"], outputs["FsxThroughputPerTiB"], outputs["FsxCapacityGiB"]) == ("PERSISTENT_2", "1000", "14400")
+    assert "PERSISTENT_2" in raw["Description"]
+    lab.core.has_resource_properties("AWS::EFS::FileSystem", {"PerformanceMode": "generalPurpose", "ThroughputMode": "elastic"})
+    core = {k: v["Value"] for k, v in lab.raw("DataSourceLab-Core")["Outputs"].items()}
+    assert (core["EfsThroughputMode"], core["EfsPerformanceMode"]) == ("elastic", "generalPurpose")
+    env = json.dumps(lab.raw("DataSourceLab"))
+    assert '"DSLAB_FSX_DEPLOYMENT_TYPE": "PERSISTENT_2"' in env and '"DSLAB_FSX_MBPS_PER_TIB": "1000"' in env
