@@ -20,6 +20,7 @@ from .core.errors import ConfigError
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
+from .core.spread import spread as runs_spread
 from .inputs.experiment_file import read_json_file
 
 DISAGREEMENT = 0.05
@@ -95,7 +96,8 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         done = [r for r in items if r["status"] == "Completed" and r["billable_seconds"] is not None]
         totals = [r["billable_seconds"] for r in done]
         mean = statistics.fmean(totals) if totals else None
-        spread = (max(totals) - min(totals)) if len(totals) > 1 else 0.0
+        # One run has no measured spread (None, shown "n/a (one run)"), never a spread of 0.
+        spread = (max(totals) - min(totals)) if len(totals) > 1 else None
         row = {
             "dataset": dataset, "mode": mode, "runs": len(items), "completed": len(done),
             "dataset_name": items[0]["dataset"], "trials": sorted({r.get("trial") or "" for r in items}),
@@ -103,7 +105,9 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             # One instance's clock from start to end (billable seconds count every instance).
             "wall_mean": _mean(done, lambda r: r["billable_seconds"] / max(1, r.get("instance_count") or 1)),
             "statuses": sorted({r["status"] for r in items}),
-            "billable_mean": mean, "billable_spread": spread,
+            "billable_mean": mean, "billable_spread": spread, "billable": runs_spread(totals),
+            # The cost of each completed run: the answer says when the pick and the runner-up are within it.
+            "cost": runs_spread(r["cost_usd"]["total"] for r in done),
             "disagree": bool(mean and len(totals) > 1 and spread / mean > DISAGREEMENT),
             "downloading": _mean(done, lambda r: r["breakdown"]["downloading"]),
             "training": _mean(done, lambda r: r["breakdown"]["training"]),
@@ -174,8 +178,10 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
                 ax.bar(x, value, width * 0.92, bottom=bottom, color=colours[part],
                        label=part.capitalize() if not bars and part else None)
                 bottom += value
-            if row["billable_spread"]:
-                ax.errorbar(x, row["billable_mean"], yerr=row["billable_spread"] / 2, color="black", capsize=3, lw=1)
+            runs = row["billable"]
+            if runs is not None and runs.runs > 1:   # the runs' min-max; one run has no measured spread
+                ax.errorbar(x, runs.mean, yerr=[[runs.mean - runs.low], [runs.high - runs.mean]], color="black",
+                            capsize=3, lw=1)
             ax.text(x, bottom, mode, ha="center", va="bottom", fontsize=7, rotation=90)
             bars.append({"dataset": dataset, "mode": mode, "x": x, "height": bottom})
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[p]) for p in ("downloading", "training", "other")]
@@ -335,6 +341,8 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
                 lines.append(f"- {source} ({usd(option.cost_usd)}) {why}.")
             for source, why in d.blocked.items():
                 lines.append(f"- {source} cannot serve it: {why}.")
+            if d.noise:
+                lines.append(f"- Precision: {d.noise}.")
         estimate = answers.estimate_for(m)
         if estimate is not None and estimate.decision is not None:
             e = estimate.decision
@@ -378,15 +386,18 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
               f"- prices: {prices.get('date', '-')} ({prices.get('region', '-')}): {prices.get('source', '-')}",
               f"- {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}", ""]
     lines += ["## Billable time per data source (seconds, mean over completed repeats)", "",
-              "| dataset | source | runs | downloading | training | other | billable | spread | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
+              "| dataset | source | runs | downloading | training | other | billable | spread of the runs | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         flag = " ⚠ repeats disagree >5%" if r["disagree"] else ""
         slow = " ⚠ >10% of the epoch" if r["slow_first_batch"] else ""
         lines.append(f"| {r['dataset']} | {r['mode']} | {r['completed']}/{r['runs']} | {_fmt(r['downloading'])} | "
-                     f"{_fmt(r['training'])} | {_fmt(r['other'])} | {_fmt(r['billable_mean'])} | ±{_fmt(r['billable_spread'] / 2 if r['billable_spread'] else 0.0)}{flag} | "
+                     f"{_fmt(r['training'])} | {_fmt(r['other'])} | {_fmt(r['billable_mean'])} | {r['billable'].describe() if r['billable'] else '-'}{flag} | "
                      f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | "
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
+    lines += ["", "Spread of the runs: one run has none measured (n/a: `repeats: 3` or `--repeats 3` measures it); two "
+              "show their min–max; from three, also the mean's 95% confidence interval (Student's t). MLPerf Storage "
+              "reports the mean of 5 runs."]
     lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
               "first batch included. Sources are ranked below by what a result costs, not by AU.", "",
               "![Downloading / Training / Other per mode](breakdown.png)", "",

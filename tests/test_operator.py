@@ -356,6 +356,55 @@ def test_repeats_mean_spread_and_disagreement_flag(tmp_path):
     assert "repeats disagree >5%" in paths["report.md"].read_text()
 
 
+def _answer_block(report: str) -> str:
+    return report.split("## Answer", 1)[1].split("## The run", 1)[0]
+
+
+def test_one_run_has_no_measured_spread_and_the_answer_says_so(tmp_path):
+    """Issue 28: a single run showed "±0.0" as its spread, and local picks flipped between identical runs."""
+    prices = PriceTable()
+    from dslab.core.results import record_from_describe
+    records = [record_from_describe(_describe("f", "File", training=100), prices=prices),
+               record_from_describe(_describe("ff", "FastFile", downloading=0, training=150), prices=prices)]
+    report = write_report({"experiment": {"name": "one"}, "backend": "aws", "records": records},
+                          tmp_path / "out")["report.md"].read_text()
+    assert "±" not in report
+    assert report.count("| n/a (one run) |") == 2
+    assert ("Precision: one run each, so how far File and FastFile spread from run to run is not measured (n/a): "
+            "run `repeats: 3` (or --repeats 3) to know whether the pick holds.") in _answer_block(report)
+
+
+def test_three_runs_show_mean_min_max_and_a_95_percent_interval_and_whether_they_separate_the_pick(tmp_path):
+    prices = PriceTable()
+    from dslab.core.results import record_from_describe
+
+    def runs(mode, trainings, downloading=40):
+        return [record_from_describe(_describe(f"{mode}-{i}", mode, training=t, downloading=downloading), prices=prices,
+                                     repeat=i) for i, t in enumerate(trainings)]
+
+    def answer(records):
+        report = write_report({"experiment": {"name": "three"}, "backend": "aws", "records": records},
+                              tmp_path / f"out-{len(records)}-{records[-1]['job_name']}")["report.md"].read_text()
+        return report, _answer_block(report)
+
+    # File billable 145, 147, 185 s (60 s starting is not billed: downloading 40 + training + uploading 5).
+    report, text = answer(runs("File", (100, 102, 140)) + runs("FastFile", (150, 151, 152), downloading=0))
+    # mean 159, sample standard deviation 22.54; t(0.975, 2 df) = 4.303: 159 ± 4.303 x 22.54 / sqrt(3) = ± 56.0
+    assert "| caltech-jpg-1x | File | 3/3 |" in report
+    assert "| 159.0 | min–max 145.0–185.0; 95% CI 159.0 ± 56.0 ⚠ repeats disagree >5% |" in report
+    assert "| 156.0 | min–max 155.0–157.0; 95% CI 156.0 ± 2.5 |" in report   # FastFile 155, 156, 157 s
+    assert "Precision: within noise: FastFile and File overlap" in text and "the 95% intervals of their means" in text
+    assert "run `repeats: 5` to separate them." in text                       # MLPerf Storage's 5 runs
+    # Runs that land far apart separate the pick from the runner-up, and the answer says so.
+    report, text = answer(runs("File", (100, 101, 102)) + runs("FastFile", (300, 301, 302), downloading=0))
+    assert "Pick: File" in text and "Precision: the runs separate File and FastFile (" in text
+    assert "within noise" not in text
+    # Two runs: their min-max, and three runs to separate them.
+    report, text = answer(runs("File", (100, 110)) + runs("FastFile", (150, 152), downloading=0))
+    assert "| min–max 145.0–155.0 ⚠ repeats disagree >5% |" in report and "| min–max 155.0–157.0 |" in report
+    assert "the runs' min–max" in text and "run `repeats: 3` to separate them." in text
+
+
 def test_local_report_says_so(tmp_path):
     prices = PriceTable()
     from dslab.core.results import record_from_describe

@@ -161,7 +161,7 @@ class Answer:
 
 
 def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
-              fsx_capacity_gib: int = 1200, stats_source: str = "a run's results") -> list[Answer]:
+              fsx_capacity_gib: int = 1200, stats_source: str = "a run's results", lab: Any = None) -> list[Answer]:
     """Each scenario's pick among the sources it runs, from the estimates (nothing measured), on the
     dataset's shape from ``known_shape`` (``stats``: a run's results or upload stats files, said as ``stats_source``)."""
     answers = []
@@ -173,7 +173,7 @@ def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str,
             continue
         shape = known.shape
         rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
-                        fsx_capacity_gib=fsx_capacity_gib, instance_type=trial.instance_type,
+                        fsx_capacity_gib=fsx_capacity_gib, lab=lab, instance_type=trial.instance_type,
                         instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
                         accelerators=trial.compute.accelerators,
                         prices=prices, volume_size_gb=trial.volume_size_gb)
@@ -203,7 +203,7 @@ class MeasuredAnswer:
 
 def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[str, DatasetShape | None],
              fsx_capacity_gib: int = 1200, data_in_efs: Mapping[str, bool] | None = None,
-             setup_time: bool = True) -> list[MeasuredAnswer]:
+             setup_time: bool = True, lab: Any = None) -> list[MeasuredAnswer]:
     """Each report scenario's pick among the sources that completed, from their measured mean cost and
     time, with each source's set-up priced from the dataset's shape (rows of ``report.aggregate``)."""
     by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -218,8 +218,10 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
             out.append(MeasuredAnswer(name, trials, label, None, "no job completed"))
             continue
         options = [option_from_measured(r["mode_name"], r["storage"], r["cost_total"], r["wall_mean"], shapes.get(name),
-                                        prices, fsx_capacity_gib=fsx_capacity_gib,
-                                        data_in_efs=bool((data_in_efs or {}).get(name)), setup_time=setup_time)
+                                        prices, fsx_capacity_gib=fsx_capacity_gib, fsx=lab.fsx if lab else None,
+                                        data_in_efs=bool((data_in_efs or {}).get(name)), setup_time=setup_time,
+                                        runs=r["cost"].runs if r.get("cost") else 1,
+                                        job_usd_interval=r["cost"].interval if r.get("cost") else None)
                    for r in done]
         out.append(MeasuredAnswer(name, trials, label, decide(options)))
     return out

@@ -124,6 +124,9 @@ class Option:
     bound: str | None = None
     blocker: str | None = None  # why this source cannot serve the dataset at all (never picked)
     data_in_efs: bool = False
+    runs: int = 0               # measured: the completed runs its cost is the mean of (0: an estimate)
+    # measured: where its job cost per run lies (the runs' min-max for two, the mean's 95% interval from three)
+    job_usd_interval: tuple[float, float] | None = None
 
     @property
     def source(self) -> str:
@@ -136,6 +139,12 @@ class Option:
     @property
     def seconds(self) -> float:
         return self.setup.seconds + self.job_seconds
+
+    @property
+    def cost_interval(self) -> tuple[float, float] | None:
+        if self.job_usd_interval is None:
+            return None
+        return self.job_usd_interval[0] + self.setup.usd, self.job_usd_interval[1] + self.setup.usd
 
     @property
     def needs(self) -> str | None:
@@ -173,6 +182,7 @@ class Decision:
     passed_over: dict[str, str] = field(default_factory=dict)   # source -> why not (cheaper than the pick)
     blocked: dict[str, str] = field(default_factory=dict)       # source -> why it cannot serve the dataset
     advice: list[str] = field(default_factory=list)
+    noise: str | None = None    # measured: whether the runs separate the pick from the runner-up
 
     def note(self, option: Option) -> str:
         if option is self.pick:
@@ -186,7 +196,7 @@ class Decision:
         return {"pick": self.pick.source, "mode": self.pick.mode, "storage": self.pick.storage, "why": self.why,
                 "runner_up": self.runner_up.source if self.runner_up else None,
                 "ranking": [{**o.to_dict(), "note": self.note(o)} for o in self.ranking],
-                "passed_over": self.passed_over, "blocked": self.blocked, "advice": self.advice}
+                "passed_over": self.passed_over, "blocked": self.blocked, "advice": self.advice, "noise": self.noise}
 
 
 def usd(value: float) -> str:
@@ -210,7 +220,7 @@ def _rank_key(option: Option) -> tuple[float, float, float]:
 
 def weighed(option: Option) -> float:
     """The cost to result the pick compares: raised by what the source asks (see the module's rules)."""
-    return option.cost_usd / (1.0 - option.margin)
+    return weighed_cost(option, option.cost_usd)
 
 
 def required_saving(option: Option, against: Option) -> float:
@@ -247,7 +257,44 @@ def decide(options: Iterable[Option]) -> Decision:
     rest = [o for o in ranking if o is not pick]
     runner_up = _pick(rest) if rest else None
     return Decision(pick=pick, runner_up=runner_up, ranking=ranking, why=why, passed_over=passed_over,
-                    blocked=blocked)
+                    blocked=blocked, noise=noise(pick, runner_up))
+
+
+# MLPerf Storage's count: "A benchmark result is the mean of 5 run results, executed consecutively"
+# (https://github.com/mlcommons/storage/blob/main/Submission_guidelines.md).
+MLPERF_RUNS = 5
+
+
+def noise(pick: Option, runner_up: Option | None) -> str | None:
+    """Measured runs: whether the pick and the runner-up are within the runs' spread, each cost weighed by what
+    its source asks as the pick weighs it. One run has no measured spread; two compare their min-max; from
+    three, the means' 95% intervals (more runs narrow those, so more repeats can separate them)."""
+    if runner_up is None or not (pick.runs and runner_up.runs):
+        return None   # estimates, not runs
+    pair = f"{pick.source} and {runner_up.source}"
+    fewest = min(pick.runs, runner_up.runs)
+    if fewest < 2:
+        return (f"one run each, so how far {pair} spread from run to run is not measured (n/a): "
+                "run `repeats: 3` (or --repeats 3) to know whether the pick holds")
+    low_pick, high_pick = (weighed_cost(pick, v) for v in pick.cost_interval)
+    low_runner, high_runner = (weighed_cost(runner_up, v) for v in runner_up.cost_interval)
+    what = "the runs' min–max" if fewest < 3 else "the 95% intervals of their means"
+    shown = (f"{pick.source} {_usd4(pick.cost_interval[0])}–{_usd4(pick.cost_interval[1])}, {runner_up.source} "
+             f"{_usd4(runner_up.cost_interval[0])}–{_usd4(runner_up.cost_interval[1])} per run, {what}")
+    if high_pick < low_runner or high_runner < low_pick:
+        return f"the runs separate {pair} ({shown})"
+    more = 3 if fewest < 3 else (MLPERF_RUNS if fewest < MLPERF_RUNS else 2 * fewest)
+    return f"within noise: {pair} overlap ({shown}): run `repeats: {more}` to separate them"
+
+
+def _usd4(value: float) -> str:
+    """Four significant figures (at least cents): two runs' costs often agree to two."""
+    decimals = 2 if value <= 0 else max(2, 3 - math.floor(math.log10(value)))
+    return f"${value:,.{decimals}f}"
+
+
+def weighed_cost(option: Option, cost_usd: float) -> float:
+    return cost_usd / (1.0 - option.margin)
 
 
 def _pick(ranking: list[Option]) -> Option:
@@ -303,17 +350,18 @@ def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceT
 
 
 def option_from_measured(mode: str, storage: str | None, job_usd: float, job_seconds: float, shape: DatasetShape | None,
-                         prices: PriceTable, *, fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
-                         setup_time: bool = True) -> Option:
+                         prices: PriceTable, *, fsx_capacity_gib: int = 1200, data_in_efs: bool = False, fsx: Any = None,
+                         setup_time: bool = True, runs: int = 1,
+                         job_usd_interval: tuple[float, float] | None = None) -> Option:
     """A measured source (a report row): its jobs' mean cost and time, its set-up priced from the shape.
     ``setup_time`` False (a local run): the set-up's AWS duration is left out of the time to a result,
     which then compares this machine's seconds only."""
     setup = (setup_cost(mode, storage, shape, prices, job_seconds=job_seconds, fsx_capacity_gib=fsx_capacity_gib,
-                        data_in_efs=data_in_efs) if shape else Setup(0.0, 0.0, "not priced: the dataset's size is unknown"))
+                        data_in_efs=data_in_efs, fsx=fsx) if shape else Setup(0.0, 0.0, "not priced: the dataset's size is unknown"))
     if not setup_time and setup.seconds:
         setup = Setup(setup.usd, 0.0, setup.what)
     return Option(mode=mode, storage=storage or STANDARD, job_usd=job_usd, setup=setup, job_seconds=job_seconds,
-                  measured=True, data_in_efs=data_in_efs)
+                  measured=True, data_in_efs=data_in_efs, runs=runs, job_usd_interval=job_usd_interval)
 
 
 # Sources that serve random reads from a file system: File's local copy, FSx, EFS. FastFile and Pipe
@@ -339,6 +387,6 @@ def portability_blocker(mode: str) -> str | None:
     return None
 
 
-__all__ = ["setup_phrase", "usd", "usd_difference", "weighed", "required_saving", "Decision", "Option", "Setup", "decide", "setup_cost", "option_from_estimate", "option_from_measured",
+__all__ = ["setup_phrase", "usd", "usd_difference", "weighed", "noise", "MLPERF_RUNS", "required_saving", "Decision", "Option", "Setup", "decide", "setup_cost", "option_from_estimate", "option_from_measured",
            "INFRA_MARGIN", "UNMEASURED_MARGIN", "ADVICE_MIN_SAVING", "RANDOM_ACCESS_MODES", "random_access_blocker",
            "SAGEMAKER_ONLY_MODES", "portability_blocker"]
