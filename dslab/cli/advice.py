@@ -8,7 +8,7 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.estimate import MAX_COMPUTE_RATE
 from ..core.limits import MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
-from .common import add_command, lab_fsx_capacity, price_table, print_json, real, whole
+from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
 def _shape(args):
@@ -46,6 +46,7 @@ def cmd_estimate(args) -> int:
     from ..core.modes import MODES, parse_source
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
+    lab = lab_provisioning(args)
     from ..core.modes import EXPRESS, S3_READ_MODES
     modes, storage = MODES, args.storage
     if args.mode:
@@ -60,16 +61,15 @@ def cmd_estimate(args) -> int:
         if args.mode and bad:
             raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone",
                               list(S3_READ_MODES))
-        estimates = [estimate_mode(m, shape, storage=EXPRESS, **kwargs) for m in modes if m in S3_READ_MODES]
+        estimates = [estimate_mode(m, shape, storage=EXPRESS, provisioning=lab, **kwargs) for m in modes if m in S3_READ_MODES]
     else:
         # Without --storage the S3 modes are shown on both buckets (unless one mode was asked for).
-        estimates = estimate_all(shape, modes=modes, express=storage is None and not args.mode, **kwargs)
+        estimates = estimate_all(shape, modes=modes, express=storage is None and not args.mode, provisioning=lab, **kwargs)
     for e in estimates:
         e.assumptions.insert(0, rate_note)
     from ..core.decision import option_from_estimate, usd
     from ..report import duration
-    capacity = lab_fsx_capacity(args)
-    options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=capacity,
+    options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=lab.fsx.capacity_gib,
                                     volume_size_gb=kwargs["volume_size_gb"]) for e in estimates]
     # A job past SageMaker's 28-day MaxRuntimeInSeconds would be stopped: flagged, refused when none fits.
     too_long = none_too_long({e.source: o.job_seconds for e, o in zip(estimates, options)})
@@ -78,7 +78,8 @@ def cmd_estimate(args) -> int:
                                                              "what": o.setup.what},
                                     "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1),
                                     "over_max_runtime": e.source in too_long}
-                                   for e, o in zip(estimates, options)], "prices": kwargs["prices"].label()})
+                                   for e, o in zip(estimates, options)], "prices": kwargs["prices"].label(),
+                    "lab": lab.to_dict()})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
     print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
@@ -89,6 +90,7 @@ def cmd_estimate(args) -> int:
     if too_long:
         print(f"over SageMaker's 28-day limit on a training job (StoppingCondition.MaxRuntimeInSeconds), SageMaker would "
               f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
+    print(f"priced on {lab.describe()}")
     print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
           "FSx: its uptime while it imports); `dslab recommend` picks from these")
     print(kwargs["prices"].label())
@@ -144,30 +146,35 @@ def cmd_recommend(args) -> int:
     from ..core.recommend import recommend
     if args.experiment:
         return _recommend_experiment(args)
-    for flag in ("results", "outputs"):
-        if getattr(args, flag, None):
-            raise ConfigError(f"--{flag}", "goes with --experiment (the datasets whose sizes it measures)")
+    if getattr(args, "results", None):
+        raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
+    lab = lab_provisioning(args)
     result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
-                       portable=args.portable_script, fsx_capacity_gib=lab_fsx_capacity(args), **kwargs)
+                       portable=args.portable_script, lab=lab, **kwargs)
     if args.json:
         print_json(result.to_dict())
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
     print_recommendation(result)
+    print(f"priced on {lab.describe()}")
     print(kwargs["prices"].label())
     return 0
 
 
 def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None, *,
-                       stats: dict[str, Any] | None = None, stats_source: str = "a run's results"):
+                       stats: dict[str, Any] | None = None, stats_source: str = "a run's results", lab=None):
     """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
-    export exports by default (dslab/core/answers.py, as the report)."""
+    export exports by default (dslab/core/answers.py, as the report), priced on ``lab`` (default: the lab as
+    cdk.json builds it, FSx at ``fsx_capacity_gib`` when given)."""
     from ..core import answers
     from ..core.prices import PriceTable
+    lab = lab or lab_provisioning()
+    if fsx_capacity_gib is not None:
+        lab = lab.with_fsx_capacity(fsx_capacity_gib)
     return answers.estimated(experiment, prices or PriceTable(), stats=stats, stats_source=stats_source,
-                             fsx_capacity_gib=fsx_capacity_gib if fsx_capacity_gib is not None else lab_fsx_capacity())
+                             fsx_capacity_gib=lab.fsx.capacity_gib, lab=lab)
 
 
 def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
@@ -211,15 +218,17 @@ def _recommend_experiment(args) -> int:
     prices = price_table(args.prices)
     experiment = load_experiment(Path(args.experiment), prices=prices)
     stats, stats_source = measured_stats(args, experiment)
-    found = experiment_answers(experiment, prices, lab_fsx_capacity(args), stats=stats, stats_source=stats_source)
+    lab = lab_provisioning(args)
+    found = experiment_answers(experiment, prices, stats=stats, stats_source=stats_source, lab=lab)
     names = sorted({a.scenario.dataset.name for a in found})
     if args.dataset and args.dataset not in names:
         raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
     found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
     unanswered = [a for a in found if a.recommendation is None]
     if args.json:
-        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found]})
+        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict()})
         return 1 if unanswered else 0
+    print(f"priced on {lab.describe()}")
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
         if a.recommendation is None:
@@ -257,12 +266,13 @@ def register(sub) -> None:
         p.add_argument("--fsx-capacity", type=whole(1200), help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
         p.add_argument("--prices", help="YAML file overriding prices")
         p.add_argument("--json", action="store_true")
+        p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed are what is "
+                       "priced (default: cdk.json's context)" + ("; with --experiment, also the stats file each dataset's "
+                                                                 "upload wrote (needs credentials)" if name == "recommend" else ""))
         if name == "recommend":
             p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
             p.add_argument("--results", help="with --experiment: a run's results.json, whose dataset sizes (what the run "
                            "read) the answer assumes")
-            p.add_argument("--outputs", help="with --experiment: cdk-outputs.json of the deployed lab, to read the stats "
-                           "file each dataset's upload wrote (needs credentials)")
         if name == "estimate":
             p.add_argument("--mode", help="one source: File, FastFile, Pipe, FSx, EFS, Script, or as printed "
                            "(\"Express FastFile\")")

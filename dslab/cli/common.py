@@ -120,14 +120,47 @@ def lab_context(path: Path = REPO / "cdk.json") -> dict[str, Any]:
 
 
 def lab_fsx_capacity(args=None) -> int:
-    """FSx's size: --fsx-capacity, else the lab's deploy setting (cdk.json's fsxCapacity), else 1200 GiB."""
-    from ..core.limits import fsx_capacity_problem
-    value = getattr(args, "fsx_capacity", None)
-    if value is None:
-        return int(lab_context().get("fsxCapacity") or 1200)
-    if fsx_capacity_problem(value):
-        raise ConfigError("--fsx-capacity", fsx_capacity_problem(value), "1200, 2400, 4800, ...")
-    return value
+    """FSx's size: --fsx-capacity, else the lab's as deployed (lab_provisioning)."""
+    return lab_provisioning(args).fsx.capacity_gib
+
+
+# The stack outputs that say how the lab's FSx and EFS are deployed, as the context keys that built them.
+LAB_OUTPUT_SETTINGS = {"FsxDeploymentType": "fsxDeploymentType", "FsxCapacityGiB": "fsxCapacity",
+                       "FsxThroughputPerTiB": "fsxThroughputPerTiB", "EfsThroughputMode": "efsThroughput",
+                       "EfsProvisionedMibps": "efsProvisionedMibps"}
+
+
+def lab_provisioning(args=None):
+    """The lab an answer prices, as deployed: its stack outputs (--outputs FILE: `make deploy` writes
+    cdk-outputs.json), else cdk.json's context (offline, what `make deploy` would build). --fsx-capacity sets
+    FSx's size on top. The premise is named where it came from."""
+    from dataclasses import replace
+
+    from ..core.provisioning import PERSISTENT_2, lab_from_settings
+    context = lab_context()
+    settings, source = dict(context), "cdk.json's context"
+    path = getattr(args, "outputs", None)
+    if path:
+        outputs = outputs_from_file(Path(path))
+        found = {key: outputs[name] for name, key in LAB_OUTPUT_SETTINGS.items() if outputs.get(name) not in (None, "")}
+        if "fsxDeploymentType" not in found:   # FSx down (or a lab deployed before these outputs): as fsx-up builds it
+            found = {k: v for k, v in found.items() if not k.startswith("fsx")}
+        elif found["fsxDeploymentType"] != PERSISTENT_2:
+            found.pop("fsxThroughputPerTiB", None)   # Scratch 2's output is its baseline, not a setting
+        if found.get("efsThroughput") != "provisioned":
+            found.pop("efsProvisionedMibps", None)
+        settings.update(found)
+        source = f"the stack outputs in {path}" + ("" if any(k.startswith("fsx") for k in found) else
+                                                   "; FSx is down: as cdk.json would bring it up")
+    lab = lab_from_settings(settings.get, source)
+    capacity = getattr(args, "fsx_capacity", None)
+    if capacity is not None:
+        from ..core.limits import fsx_capacity_problem
+        problem = fsx_capacity_problem(capacity, lab.fsx.deployment_type)
+        if problem:
+            raise ConfigError("--fsx-capacity", problem, "1200, 2400, 4800, ...")
+        lab = replace(lab.with_fsx_capacity(capacity), name=f"{lab.name[:-1]}, FSx at --fsx-capacity {capacity})")
+    return lab
 
 
 def outputs_from_file(path: Path) -> dict[str, str]:

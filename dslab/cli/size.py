@@ -7,7 +7,7 @@ from ..core.estimate import MAX_COMPUTE_RATE
 from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS
 from ..core.sizing import MAX_CLUSTER
 from .advice import _shape
-from .common import add_command, lab_fsx_capacity, price_table, print_json, real, whole
+from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
 def sizing_for(args):
@@ -26,8 +26,11 @@ def sizing_for(args):
     prices.require_instance(args.instance, "--instance")
     # The same rule as estimate and recommend: the instance's accelerator decides, or --compute-rate.
     rate, note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
+    lab = lab_provisioning(args)
     result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=prices,
-                  epochs=args.epochs or 1, accelerators=args.accelerators, fsx_capacity_gib=lab_fsx_capacity(args))
+                  epochs=args.epochs or 1, accelerators=args.accelerators, deployed=lab,
+                  provision=not getattr(args, "as_deployed", False))
+    _name_the_dataset(result, getattr(args, "dataset", None))
     # One run is one training job per instance: past SageMaker's 28-day MaxRuntimeInSeconds it would be stopped.
     too_long = none_too_long({s.source: s.hours_per_run * 3600 for s in result.sources},
                              field="--files/--bytes/--samples/--epochs/--count")
@@ -35,6 +38,16 @@ def sizing_for(args):
         result.notes.append(f"{', '.join(too_long)}: a run would outlast SageMaker's 28-day limit on a training job "
                             "(StoppingCondition.MaxRuntimeInSeconds); fewer epochs or samples, or more instances")
     return shape, result, note
+
+
+def _name_the_dataset(result, dataset: str | None) -> None:
+    """The upload commands name the dataset where `dslab size` was given it (a folder, or its S3 prefix)."""
+    from ..core.sizing import DATASET_FOLDER, DATASET_PREFIX
+    if not dataset:
+        return
+    placeholder = DATASET_PREFIX if dataset.startswith("s3://") else DATASET_FOLDER
+    for source in result.sources:
+        source.commands = [c.replace(placeholder, dataset) for c in source.commands]
 
 
 def cmd_size(args) -> int:
@@ -50,25 +63,41 @@ def cmd_size(args) -> int:
           f"{'%d GB NVMe' % i.nvme_gb if i.nvme_gb else 'EBS only'}); {note}")
     print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
+    heading = f"provision for {result.count} instance(s)" if result.provisioned else "the lab as deployed"
     print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(AU_TARGET, 'g') + '%':>19s} {'$/hour':>9s} "
-          f"{'$/run':>9s} {'run':>7s}  provision for {result.count} instance(s)")
+          f"{'$/run':>9s} {'run':>7s}  {heading}")
     for s in result.sources:
         largest = f">={MAX_CLUSTER:,}" if s.max_instances_at_target_au >= MAX_CLUSTER else f"{s.max_instances_at_target_au:,}"
         print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {s.usd_per_hour:9,.2f} {s.usd_per_run:9,.2f} "
               f"{duration(s.hours_per_run * 3600):>7s}  {s.provision}")
-    print(f"the lab as deployed (the same {result.count} instance(s), nothing provisioned for them):")
+    if not result.provisioned:
+        print(f"priced on {result.lab.describe()}")
+        _print_footer(result, i, args)
+        return 0
+    print(f"to provision for {result.count} instance(s) (a deploy's CONTEXT holds for that deploy: put the settings in "
+          "cdk.json to keep them):")
+    for s in result.sources:
+        for command in s.commands:
+            standing = (f"  # ${s.standing_usd_per_hour:,.2f}/hour while it stands" if s.standing_usd_per_hour
+                        and command.startswith("make deploy") else "")
+            print(f"  {s.source:17s} {command}{standing}")
+    print(f"{result.lab.describe()} (the same {result.count} instance(s), nothing provisioned for them):")
     for s in result.sources:
         d = s.deployed
         largest = f">={MAX_CLUSTER:,}" if d["max_instances_at_target_au"] >= MAX_CLUSTER else f"{d['max_instances_at_target_au']:,}"
         print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {d['usd_per_hour']:9,.2f} "
               f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
+    _print_footer(result, i, args)
+    return 0
+
+
+def _print_footer(result, i, args) -> None:
     for line in result.notes:
         print(f"note: {line}")
     print("AU: compute over wall time (MLPerf Storage), the pipeline overlapping reads with steps; the largest cluster "
           "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
     print(price_table(args.prices).label())
-    return 0
 
 
 def register(sub) -> None:
@@ -88,6 +117,9 @@ def register(sub) -> None:
     p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; without one, "
                    "give --compute-rate)")
     p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per run (default 1)")
-    p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB, Scratch 2's floor (default: cdk.json)")
+    p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: the lab as deployed)")
+    p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed (default: "
+                   "cdk.json's context)")
+    p.add_argument("--as-deployed", action="store_true", help="provision nothing: every source on the lab as it stands")
     p.add_argument("--prices", help="YAML file overriding prices")
     p.add_argument("--json", action="store_true")

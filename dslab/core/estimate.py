@@ -397,7 +397,8 @@ def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices
     requests and the copy's storage while the run lasts (emptied afterwards, `dslab express empty`)."""
     epochs = list(range(1, max_epochs + 1))
     fsx_usd, express_usd = [], []
-    hourly = prices.fsx_hourly(fsx_capacity_gib)
+    lab = kwargs.get("provisioning") or as_deployed(fsx_capacity_gib)
+    hourly = lab.fsx.hourly(prices)
     for n in epochs:
         fsx = estimate_mode(FSX, shape, epochs=n, prices=prices, fsx_capacity_gib=fsx_capacity_gib, **kwargs)
         # The job's cost already holds FSx's storage during the job; add the import before it.
@@ -408,7 +409,7 @@ def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices
         express_usd.append(express.cost_usd["total"] + (express.staging_cost_usd or 0.0) + storage_during_staging)
     cheaper = ["FSx" if f <= e else "Express FastFile" for f, e in zip(fsx_usd, express_usd)]
     crossover = next((n for n, c in zip(epochs, cheaper) if c != cheaper[0]), None)
-    notes = [f"FSx: Scratch 2, {fsx_capacity_gib} GiB at ${hourly:.3f}/h from creation (S3 import of {shape.files:,} "
+    notes = [f"FSx: {lab.fsx.label()} at ${hourly:.3f}/h from creation (S3 import of {shape.files:,} "
              "objects included) to the end of the run, then torn down",
              "Express: the staging copy once per run, the job's GETs and retrieval, the copy's storage while it exists, "
              "emptied after the run (`dslab express empty`); keeping it costs "

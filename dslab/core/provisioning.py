@@ -214,6 +214,17 @@ class Provisioning:
         """One line naming the lab an answer prices."""
         return f"{self.name}: FSx {self.fsx.label()}; {self.efs.label()}"
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, default: "Provisioning") -> "Provisioning":
+        """The premise ``to_dict`` wrote (a run's plan and results record the lab they ran on), else ``default``."""
+        if not isinstance(data, dict) or not isinstance(data.get("fsx_config"), dict):
+            return default
+        fsx, efs = data["fsx_config"], data.get("efs_config") or {}
+        return cls(fsx=FsxConfig(str(fsx.get("deployment_type") or SCRATCH_2), int(fsx.get("capacity_gib") or 1200),
+                                 float(fsx.get("mbps_per_tib") or FSX_SCRATCH2_MBPS_PER_TIB)),
+                   efs=EfsConfig(str(efs.get("mode") or BURSTING), efs.get("provisioned_mibps")),
+                   name=str(data.get("name") or default.name))
+
 
 AS_DEPLOYED = Provisioning()
 

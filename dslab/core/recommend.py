@@ -14,6 +14,7 @@ from .instances import INSTANCES
 from .limits import none_too_long
 from .sizing import AU_TARGET, MAX_CLUSTER, size
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
+from .provisioning import Provisioning, as_deployed
 
 SMALL_DATASET_BYTES = 75e9      # the post: "small (under 50-100 GB)"
 LARGE_FILE_BYTES = 50e6         # the post: small files "under 50 MB", large files "50 MB and up"
@@ -37,6 +38,7 @@ class Recommendation:
     assumptions: list[str] = field(default_factory=list)
     estimates: dict[str, Estimate] = field(default_factory=dict)   # by source label
     sizing: Any = None   # sizing.Sizing where the job has several accelerators or instances
+    lab: Provisioning | None = None   # the lab the ranking prices (as deployed: the stack outputs or cdk.json)
 
     @property
     def mode(self) -> str:
@@ -57,6 +59,8 @@ class Recommendation:
             out["fsx_express_break_even"] = self.break_even.to_dict()
         if self.sizing is not None:
             out["sizing"] = self.sizing.to_dict()
+        if self.lab is not None:
+            out["lab"] = self.lab.to_dict()
         return out
 
 
@@ -83,11 +87,13 @@ def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
 
 def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOURCES, random_access: bool = False,
             data_in_efs: bool = False, fsx_capacity_gib: int = 1200, portable: bool = False,
-            **estimate_kwargs) -> list[tuple[Option, Estimate]]:
-    """Every source's way to a result for this shape (the estimate of its job plus its set-up), with the estimate."""
+            lab: Provisioning | None = None, **estimate_kwargs) -> list[tuple[Option, Estimate]]:
+    """Every source's way to a result for this shape (the estimate of its job plus its set-up), with the estimate,
+    on ``lab`` (default: the lab the stacks build with FSx at ``fsx_capacity_gib``)."""
     out = []
     for mode, storage in sources:
-        estimate = estimate_mode(mode, shape, storage=storage, fsx_capacity_gib=fsx_capacity_gib, **estimate_kwargs)
+        estimate = estimate_mode(mode, shape, storage=storage, fsx_capacity_gib=fsx_capacity_gib, provisioning=lab,
+                                 **estimate_kwargs)
         option = option_from_estimate(estimate, shape, estimate_kwargs["prices"],
                                       instance_count=int(estimate_kwargs.get("instance_count", 1)),
                                       fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs,
@@ -106,11 +112,13 @@ def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOU
 
 def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
               sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200, portable: bool = False,
-              **estimate_kwargs) -> Recommendation:
+              lab: Provisioning | None = None, **estimate_kwargs) -> Recommendation:
     """``portable``: one script for SageMaker, EC2 and EKS, or data that must stay put (SageMaker's S3
-    channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain)."""
+    channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain). ``lab``: the
+    lab as deployed, which every source is priced on (default: the stacks' lab with FSx at ``fsx_capacity_gib``)."""
+    lab = lab or as_deployed(fsx_capacity_gib)
     candidates = options(shape, sources=sources, random_access=random_access, data_in_efs=data_in_efs,
-                         fsx_capacity_gib=fsx_capacity_gib, portable=portable, **estimate_kwargs)
+                         fsx_capacity_gib=fsx_capacity_gib, portable=portable, lab=lab, **estimate_kwargs)
     none_too_long({option.source: option.job_seconds for option, _ in candidates})   # else SageMaker stops them all
     decision = decide(option for option, _ in candidates)
     steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs, portable=portable)
@@ -123,7 +131,7 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
         packed = DatasetShape(files=shards, bytes=shape.bytes, samples=samples)
         packed_pick = decide(option for option, _ in options(packed, sources=sources, random_access=random_access,
                                                              fsx_capacity_gib=fsx_capacity_gib, portable=portable,
-                                                             **estimate_kwargs)).pick
+                                                             lab=lab, **estimate_kwargs)).pick
         saving = pick.cost_usd - packed_pick.cost_usd
         if pick.cost_usd > 0 and saving / pick.cost_usd >= ADVICE_MIN_SAVING:
             advice.append(f"pack into ~{PACKED_SHARD_BYTES / 1e6:.0f} MB shards ({shards:,} shards; dslab dataset pack "
@@ -138,7 +146,8 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if source_label(FASTFILE, EXPRESS) in by_source and FSX in by_source:
         kwargs = {k: v for k, v in estimate_kwargs.items() if k != "epochs"}
         epochs = int(estimate_kwargs.get("epochs", 1))
-        break_even = fsx_express_break_even(shape, max_epochs=max(100, epochs), fsx_capacity_gib=fsx_capacity_gib, **kwargs)
+        break_even = fsx_express_break_even(shape, max_epochs=max(100, epochs), fsx_capacity_gib=fsx_capacity_gib,
+                                            provisioning=lab, **kwargs)
     if pick.storage == EXPRESS:
         advice.append(f"the workflow stages the dataset into the directory bucket first (~{pick.setup.seconds / 60:.0f} min, "
                       f"${pick.setup.usd:.2f}); empty it after the runs (dslab express empty)")
@@ -155,7 +164,7 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if row is not None and (row.accelerators > 1 or count > 1):
         sizing = size(shape, instance_type=row.name, count=count, rate=estimate_kwargs["rate"],
                       prices=estimate_kwargs["prices"], epochs=int(estimate_kwargs.get("epochs", 1)),
-                      accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib)
+                      accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib, deployed=lab)
         sized = next((s for s in sizing.sources if s.source == pick.source), None)
         if sized is not None:
             # Two premises, each named: the lab as it stands (what the ranking above priced) and the source
@@ -178,5 +187,5 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     assumptions = list(dict.fromkeys(a for _, estimate in candidates for a in estimate.assumptions))
     return Recommendation(decision=decision, flowchart=steps, flowchart_source=chart_source, advice=advice,
                           break_even=break_even, assumptions=assumptions,
-                          estimates={estimate.source: estimate for _, estimate in candidates}, sizing=sizing)
+                          estimates={estimate.source: estimate for _, estimate in candidates}, sizing=sizing, lab=lab)
 

@@ -28,7 +28,7 @@ from .provisioning import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBP
                            EFS_PROVISIONED_READ_MIBPS, ELASTIC, EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET,
                            FSX_CAPACITY_INCREMENT_GIB, FSX_CAPACITY_STEPS_GIB, FSX_PERSISTENT2_TIERS,
                            FSX_SCRATCH2_BURST_MBPS_PER_TIB, MIB, PROVISIONED, S3_GETS_PER_PREFIX, EfsConfig,
-                           FsxConfig, Provisioning, as_deployed, fsx_capacity_for)
+                           FsxConfig, Provisioning, as_deployed, deploy_command, fsx_capacity_for)
 
 AU_TARGET = 90.0   # MLPerf Storage v2.0 rules: ResNet-50 and 3D U-Net at 90% AU (mlcommons/storage Submission_guidelines.md)
 MAX_CLUSTER = 4096  # instances searched for the largest cluster a source feeds
@@ -37,6 +37,12 @@ MAX_CLUSTER = 4096  # instances searched for the largest cluster a source feeds
 FSX_MAX_STEPS = 32768
 SOURCES = ((FILE, STANDARD), (FASTFILE, STANDARD), (PIPE, STANDARD), (SCRIPT, STANDARD),
            (FILE, EXPRESS), (FASTFILE, EXPRESS), (PIPE, EXPRESS), (SCRIPT, EXPRESS), (FSX, STANDARD), (EFS, STANDARD))
+# What a provisioning command names when the dataset is not known to `dslab size` (the CLI fills in what it knows).
+DATASET_FOLDER, DATASET_PREFIX = "<folder>", "s3://<bucket>/datasets/<name>/"
+# S3 Express One Zone: "By default, each directory bucket supports up to 200,000 reads and up to 100,000 writes per
+# second. If your workload requires higher than the default TPS limits, you can request an increase through AWS
+# Support" (S3 User Guide, s3-express-performance.html): a service-limit-increase case, no Service Quotas code.
+SUPPORT_LIMIT_CASE = "https://support.console.aws.amazon.com/support/home#/case/create?issueType=service-limit-increase"
 
 
 @dataclass
@@ -56,9 +62,14 @@ class SourceSize:
     assumptions: list[str] = field(default_factory=list)
     # The same cluster on the lab as deployed (FSx Scratch 2 at its capacity, EFS Bursting, one S3 prefix).
     deployed: dict[str, Any] = field(default_factory=dict)
+    # What provisions ``provision``: a deploy (make deploy ... CONTEXT="..."), an upload over S3 prefixes, a
+    # support case or an experiment setting; empty where nothing beyond the lab as deployed is needed.
+    commands: list[str] = field(default_factory=list)
+    standing_usd_per_hour: float = 0.0   # what the provisioned source bills per hour while it stands, used or not
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "au_percent": round(self.au_percent, 1), "as_deployed": self.deployed,
+                "commands": self.commands, "standing_usd_per_hour": round(self.standing_usd_per_hour, 2),
                 "max_instances_at_target_au": self.max_instances_at_target_au,
                 "per_host_limit": self.per_host_limit, "shared_limit": self.shared_limit,
                 "provision": self.provision, "usd_per_hour": round(self.usd_per_hour, 2),
@@ -76,9 +87,13 @@ class Sizing:
     demand_objects_per_host: float
     sources: list[SourceSize]
     notes: list[str]
+    lab: Provisioning | None = None     # the lab as deployed (what the "as deployed" figures price)
+    provisioned: bool = True            # False: every figure is the lab as deployed (`dslab size --as-deployed`)
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance": self.instance.to_dict(), "instance_count": self.count,
+                "premise": "provisioned for the cluster" if self.provisioned else "the lab as deployed",
+                **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
                 "accelerators_per_instance": self.accelerators, "accelerators": self.accelerators * self.count,
                 "samples_per_second_per_accelerator": round(self.rate_per_accelerator, 1),
                 "demand_mb_per_second_per_instance": round(self.demand_mbps_per_host, 1),
@@ -101,9 +116,10 @@ def _largest(au_at) -> int:
 
 def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, prices: PriceTable,
          epochs: int = 1, accelerators: int | None = None, fsx_capacity_gib: int = 1200,
-         express: bool = True, deployed: Provisioning | None = None) -> Sizing:
+         express: bool = True, deployed: Provisioning | None = None, provision: bool = True) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
-    provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``)."""
+    provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
+    ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`)."""
     found = find_instance(instance_type)
     if found is None:
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/instances.py)",
@@ -197,6 +213,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         return max(ranked, key=lambda r: r[2])[0], False
 
     def provisioned(mode: str, n: int) -> Provisioning:
+        if not provision:
+            return lab
         if mode == FSX:
             return Provisioning(fsx=fsx_for(n), efs=lab.efs, s3_prefixes=None, name="provisioned for the cluster")
         if mode == EFS:
@@ -213,36 +231,47 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         if storage == EXPRESS and not express:
             continue
         label = source_label(mode, storage)
-        volume = volume_gb if mode == FILE else 100
+        volume = volume_gb if mode == FILE and provision else 100
         premise = provisioned(mode, count)
         estimate = job(mode, storage, count, premise, volume)
         per_hour, per_run, hours = run(estimate, count)
         if mode == FSX:   # the file system grows with the cluster: one instance's own limits bound it
             largest = _largest(lambda n: job(FSX, STANDARD, n, provisioned(FSX, n)).au_percent)
-        elif mode == EFS:  # Elastic's read throughput per file system is the ceiling, shared by every client
+        elif mode == EFS and provision:  # Elastic's read throughput per file system is the ceiling, shared by all
             elastic = Provisioning(fsx=lab.fsx, efs=EfsConfig(ELASTIC), s3_prefixes=None)
             largest = _largest(lambda n: job(EFS, STANDARD, n, elastic).au_percent)
         else:
             largest = _largest(lambda n: job(mode, storage, n, premise).au_percent)
         gets = gets_per_second(estimate, count)
         extra: list[str] = []
-        if mode == FILE:
+        commands: list[str] = []
+        standing = 0.0
+        upload = f"dslab dataset upload --src {DATASET_FOLDER} --to {DATASET_PREFIX} --prefixes {{}}"
+        if not provision:
+            how = shared = provision_text = ""
+        elif mode == FILE:
             prefixes = max(1, math.ceil(shape.files / max(1.0, estimate.downloading / count) / S3_GETS_PER_PREFIX))
             how = f"its local copy ({'NVMe' if found.nvme_gb else 'EBS'})"
             shared = "none while training; the download GETs every object once"
             where = ("the directory bucket" if storage == EXPRESS else
                      f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''}")
-            provision = ((f"ShardedByS3Key, {volume} GB per instance" if count > 1 else f"a volume of {volume} GB")
-                         + f"; {where}; downloads {estimate.downloading / count / 60:,.0f} min first")
+            provision_text = ((f"ShardedByS3Key, {volume} GB per instance" if count > 1 else f"a volume of {volume} GB")
+                              + f"; {where}; downloads {estimate.downloading / count / 60:,.0f} min first")
             extra.append("File: the download is billed before training starts; each instance holds only its shard")
+            if storage == STANDARD and prefixes > 1:
+                commands.append(upload.format(prefixes))
+            if volume != 100:
+                commands.append(f"experiment: volume_size_gb: {volume}")
         elif mode == FSX:
             how = f"its network ({network_mbps:,.0f} MB/s) and its reads"
             shared = (f"{premise.fsx.mbps_per_tib:g} MB/s per TiB of the file system "
                       f"({FSX_SCRATCH2_BURST_MBPS_PER_TIB:g} burst for Scratch 2)")
-            provision = (f"{premise.fsx.deployment_type}" + (f" {premise.fsx.mbps_per_tib:g} MB/s/TiB"
-                                                             if premise.fsx.deployment_type != "SCRATCH_2" else "")
-                         + f", {premise.fsx.capacity_gib:,} GiB ({premise.fsx.throughput_mbps:,.0f} MB/s) — the cheapest "
-                         "deployment type and size that holds the data and feeds the target")
+            provision_text = (f"{premise.fsx.deployment_type}" + (f" {premise.fsx.mbps_per_tib:g} MB/s/TiB"
+                                                                  if premise.fsx.deployment_type != "SCRATCH_2" else "")
+                              + f", {premise.fsx.capacity_gib:,} GiB ({premise.fsx.throughput_mbps:,.0f} MB/s) — the "
+                              "cheapest deployment type and size that holds the data and feeds the target")
+            commands.append(deploy_command(premise.fsx.settings(), fsx="up"))
+            standing = premise.fsx.hourly(prices)
             if premise.fsx.deployment_type != "SCRATCH_2":
                 extra.append("FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)")
         elif mode == EFS:
@@ -250,28 +279,40 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             need = count * min(demand_mbps, EFS_PER_CLIENT_MIBPS * MIB, network_mbps) / MIB
             how = f"{EFS_PER_CLIENT_MIBPS:g} MiB/s per client and its per-file latency"
             shared = f"the file system's throughput mode ({config.label()}: {config.read_mibps(dataset_gib):,.0f} MiB/s)"
-            provision = f"{config.label()} ({need:,.0f} MiB/s needed)" + ("" if feeds else ": no mode feeds it")
+            provision_text = f"{config.label()} ({need:,.0f} MiB/s needed)" + ("" if feeds else ": no mode feeds it")
             if config.mode == BURSTING:
                 extra.append("EFS: Bursting holds its burst only while credits last (up to 12 hours a day)")
+            commands.append(deploy_command(config.settings(), fsx="keep"))
+            standing = config.throughput_usd(prices, hours=1.0, gb_read=0.0)
+            if config.mode == ELASTIC and lab.efs.mode != ELASTIC:
+                extra.append("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system "
+                             "(the workflow stages the datasets into the new one)")
         elif storage == EXPRESS:
             buckets = math.ceil(gets / EXPRESS_READS_PER_BUCKET) if gets else 1
             how = f"{readers} readers, ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first byte"
             shared = (f"{EXPRESS_READS_PER_BUCKET:,.0f} reads/s per directory bucket (AWS default; up to "
                       f"{EXPRESS_READS_MAX:,.0f} on request)")
-            provision = (f"the directory bucket ({gets:,.0f} reads/s at this size"
-                         + (f"; above its default {EXPRESS_READS_PER_BUCKET:,.0f}: ask AWS Support for more, or split "
-                            f"the data over {buckets} buckets)" if buckets > 1 else ")"))
+            provision_text = (f"the directory bucket ({gets:,.0f} reads/s at this size"
+                              + (f"; above its default {EXPRESS_READS_PER_BUCKET:,.0f}: ask AWS Support for more, or split "
+                                 f"the data over {buckets} buckets)" if buckets > 1 else ")"))
+            if buckets > 1:
+                commands.append(f"AWS Support, service limit increase: S3 Express One Zone reads per second of the lab's "
+                                f"directory bucket (ExpressBucketName), {min(gets, EXPRESS_READS_MAX):,.0f} instead of the "
+                                f"default {EXPRESS_READS_PER_BUCKET:,.0f}: {SUPPORT_LIMIT_CASE}")
         else:
             prefixes = max(1, math.ceil(gets / S3_GETS_PER_PREFIX))
             how = f"{readers} readers, ~{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms first byte"
             shared = f"{S3_GETS_PER_PREFIX:,.0f} GET/s per prefix, as many prefixes as needed"
-            provision = (f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''} ({gets:,.0f} GET/s at this size; "
-                         f"{S3_GETS_PER_PREFIX:,.0f} per prefix)")
+            provision_text = (f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''} ({gets:,.0f} GET/s at this size; "
+                              f"{S3_GETS_PER_PREFIX:,.0f} per prefix)")
+            if prefixes > 1:
+                commands.append(upload.format(prefixes))
         latency = EXPRESS_FIRST_BYTE if storage == EXPRESS else S3_STANDARD_FIRST_BYTE
         needed = math.ceil(demand_ops * latency * 1.1)
-        if mode == SCRIPT and small_files and estimate.au_percent < AU_TARGET and needed > SCRIPT_CONCURRENCY:
+        if provision and mode == SCRIPT and small_files and estimate.au_percent < AU_TARGET and needed > SCRIPT_CONCURRENCY:
             # The script's own knob: enough GETs in flight for the accelerators' appetite.
-            provision += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
+            provision_text += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
+            commands.append(f"experiment: hyperparameters: {{s3_concurrency: {needed}}}")
         # The same cluster on the lab as it stands: one prefix per dataset, Scratch 2 at the lab's size, EFS Bursting.
         as_is = job(mode, storage, count, lab)
         as_is_hour, as_is_run, _ = run(as_is, count)
@@ -282,6 +323,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                                      "a 100 GB volume per instance" if mode == FILE else
                                      "the dataset under one S3 prefix" if storage == STANDARD else
                                      "the directory bucket at its default read rate")}
-        out.append(SourceSize(label, estimate.au_percent, largest, how, shared, provision, per_hour, per_run, hours,
-                              extra, deployed_view))
-    return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes)
+        if not provision:   # every figure is the lab as it stands: nothing to provision, nothing to run
+            how, shared, provision_text = "the lab as deployed", "the lab as deployed", deployed_view["premise"]
+        out.append(SourceSize(label, estimate.au_percent, largest, how, shared, provision_text, per_hour, per_run, hours,
+                              extra, deployed_view, commands, standing))
+    return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision)
