@@ -278,6 +278,9 @@ class Answers:
         prices = results.get("prices") or {}
         self.prices = PriceTable.with_overrides(prices.get("overrides"), "results.json: prices.overrides")
         self.fsx_capacity_gib = int(results.get("fsx_capacity_gib") or 1200)
+        # The FSx and EFS the run ran on (its plan recorded them), which every answer here prices.
+        from .core.provisioning import Provisioning, as_deployed
+        self.lab = Provisioning.from_dict(results.get("lab"), as_deployed(self.fsx_capacity_gib))
         stats = results.get("dataset_stats") or {}
         try:
             self.experiment = parse_experiment(results.get("experiment") or {"name": "?"})
@@ -290,8 +293,9 @@ class Answers:
         # (its dollars, priced per file and byte, stay).
         self.measured = answers.measured(rows, self.prices, shapes=shapes, fsx_capacity_gib=self.fsx_capacity_gib,
                                          data_in_efs={n: d.source == "efs" for n, d in datasets.items()},
-                                         setup_time=results.get("backend") != "local")
-        self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, fsx_capacity_gib=self.fsx_capacity_gib)
+                                         setup_time=results.get("backend") != "local", lab=self.lab)
+        self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, fsx_capacity_gib=self.fsx_capacity_gib,
+                                            lab=self.lab)
                           if self.experiment is not None and results.get("backend") == "local" else [])
 
     def estimate_for(self, measured) -> Any:
@@ -375,9 +379,17 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     lines = [f"# DataSourceLab report: {experiment.get('name', 'experiment')}", "", "## Answer", ""]
     if results["backend"] == "local":
         lines += [f"> **{LOCAL_NOTE}**", ""]
+    if results.get("partial"):
+        lines += [f"> **{partial_note(results)}**", ""]
+    if results.get("resumed"):
+        resumed = results["resumed"]
+        lines += [f"> Resumed: {resumed['kept']} jobs kept from the interrupted attempt, {resumed['ran']} run in "
+                  f"attempt {resumed['attempt']} (their logs under jobs/; superseded attempts' under "
+                  "jobs/attempt-N/).", ""]
     lines += ["Cost to a result is what one run pays: its jobs (measured) and its set-up (priced from the dataset's "
               "files and bytes: the copy into EFS, the staging copy into the directory bucket, FSx's uptime while it "
               "imports). A source that needs more than the S3 bucket is picked only when it saves enough to be worth it.", ""]
+    lines += [f"Priced on {answers.lab.describe()}.", ""]
     lines += answer_lines(answers)
     prices = results.get("prices", {})
     lines += ["## The run", "",
@@ -445,6 +457,21 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                              f"{usd(o.cost_usd)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def partial_note(results: dict[str, Any]) -> str:
+    """"Partial: interrupted at 9/14 jobs: ..." for results that hold only the jobs that finished."""
+    partial = results["partial"]
+    left = partial["total"] - partial["done"]
+    text = (f"Partial: {partial['reason']} at {partial['done']}/{partial['total']} jobs. The answer and the tables "
+            f"rest on the {partial['done']} that finished")
+    if results.get("backend") == "local" and partial["reason"] == INTERRUPTED:
+        text += (f"; the same `dslab local` command with the same --out runs the other {left} and keeps these "
+                 "(--fresh starts over)")
+    return text + "."
+
+
+INTERRUPTED = "interrupted"
 
 
 def html_document(markdown_text: str, chart_png: bytes, title: str, scaling_png: bytes | None = None) -> str:

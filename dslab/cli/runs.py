@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
+from ..core.experiment.parsing import MAX_REPEATS
 from .common import (
     BUILD_DIR,
     add_command,
@@ -19,6 +20,7 @@ from .common import (
     print_json,
     region_of,
     stepfunctions,
+    whole,
     workflow_of,
 )
 
@@ -53,8 +55,9 @@ def cmd_plan(args) -> int:
 def cmd_run(args) -> int:
     from ..inputs import user_code
     from ..inputs.experiment_file import load_experiment
-    from ..core.requests import check_every_host_gets_data
-    experiment = load_experiment(Path(args.experiment))
+    from ..core.requests import check_every_host_gets_data, check_job_count
+    experiment = load_experiment(Path(args.experiment), repeats=args.repeats)
+    check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
     user_code.package(experiment, Path(args.experiment).resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
     arn, bucket = workflow_of(args)
@@ -205,22 +208,55 @@ def cmd_report(args) -> int:
     elif args.describe_json:
         results = results_from_describe_dir(Path(args.describe_json), prices)
     else:
-        results = _results_from_execution(args.execution, region_of(args))
+        from ..inputs.experiment_file import read_document
+        overrides = read_document(Path(args.prices)) if args.prices else None
+        results = _results_from_execution(args.execution, region_of(args), prices, overrides)
     paths = write_report(results, Path(args.out))
+    partial = results.get("partial")
+    if partial:
+        print(f"partial report: {partial['reason']} at {partial['done']}/{partial['total']} jobs; "
+              "it reports the jobs that finished")
     print(f"report written to {args.out}: " + ", ".join(p.name for p in paths.values()))
     return 0
 
 
-def _results_from_execution(execution: str, region: str) -> dict[str, Any]:
+def _results_from_execution(execution: str, region: str, prices, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The execution's results.json; where Collect never wrote one (the execution was stopped, failed before it,
+    or still runs), what finished: every planned job whose last attempt ended, marked partial."""
     import boto3
+    from botocore.exceptions import ClientError
+
+    from ..workflow.collect import finished_records, results_document
     outputs = outputs_from_cloudformation(region)
     name = execution.rsplit(":", 1)[-1]
-    try:
-        body = boto3.client("s3", region_name=region).get_object(
-            Bucket=outputs["BucketName"], Key=f"results/{name}/results.json")["Body"].read()
-    except Exception as err:
-        raise ConfigError("EXECUTION", f"no results for {name} in s3://{outputs['BucketName']}/results/{name}/ ({type(err).__name__})") from None
-    return json.loads(body)
+    bucket = outputs["BucketName"]
+    s3 = boto3.client("s3", region_name=region)
+
+    def read(key: str) -> dict[str, Any] | None:
+        try:
+            return json.loads(s3.get_object(Bucket=bucket, Key=f"results/{name}/{key}")["Body"].read())
+        except ClientError as err:
+            if err.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                return None
+            raise ConfigError("EXECUTION", f"s3://{bucket}/results/{name}/{key} could not be read "
+                              f"({err.response['Error']['Code']})") from None
+
+    results = read("results.json")
+    if results is not None:
+        return results
+    plan_document = read("plan.json")
+    if plan_document is None:
+        raise ConfigError("EXECUTION", f"no results and no plan for {name} in s3://{bucket}/results/{name}/: the "
+                          "execution never got past Plan (its history says why), or the name is wrong")
+    arn = execution if execution.startswith("arn:") else (
+        outputs["StateMachineArn"].replace(":stateMachine:", ":execution:") + f":{name}")
+    status = stepfunctions(region).describe_execution(executionArn=arn)["status"]
+    records = finished_records(s3, boto3.client("sagemaker", region_name=region), bucket, plan_document, prices)
+    results = results_document(plan_document, records, prices, overrides)
+    to_run = sum(1 for job in plan_document["jobs"] if not job.get("skip_reason"))
+    reason = "the execution is still running" if status == "RUNNING" else f"the execution ended {status}"
+    results["partial"] = {"done": len(records), "total": to_run, "reason": reason}
+    return results
 
 
 def _positive_seconds(text: str) -> float:
@@ -247,6 +283,8 @@ def register(sub) -> None:
     p = add_command(sub, "run", cmd_run, "Start the workflow on the deployed lab.",
                     "dslab run --experiment experiments/all-modes-20-jobs.yaml --wait")
     p.add_argument("--experiment", required=True)
+    p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
+                   "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")
     p.add_argument("--outputs")
     p.add_argument("--region")
     p.add_argument("--wait", action="store_true", help="live progress until the execution ends (Ctrl-C leaves it running)")
@@ -265,7 +303,9 @@ def register(sub) -> None:
 
     p = add_command(sub, "report", cmd_report, "Write results.json, results.csv, report.md, report.html and breakdown.png.",
                     "dslab report --results lab-out/results.json --out report-out")
-    p.add_argument("execution", nargs="?", metavar="EXECUTION")
+    p.add_argument("execution", nargs="?", metavar="EXECUTION",
+                   help="an execution's ARN or name: its results, or what finished of one stopped or failed before "
+                        "its results were stored (the report says partial)")
     p.add_argument("--results", help="a results.json file")
     p.add_argument("--describe-json", help="a folder of DescribeTrainingJob JSON files")
     p.add_argument("--out", required=True)

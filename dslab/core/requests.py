@@ -508,6 +508,16 @@ def check_every_host_gets_data(experiment: Experiment, objects: dict[str, int] |
                         "generate.shard_size_mb, dslab dataset pack --shard-size)")
 
 
+def check_job_count(experiment: Experiment, field: str = "repeats") -> list[JobSpec]:
+    """The experiment's jobs, refused when one execution could not run them all (``field``: what to lower)."""
+    specs = expand(experiment)
+    if len(specs) > MAX_JOBS:
+        raise ConfigError(field, f"the experiment expands to {len(specs)} jobs; one workflow execution runs at most "
+                          f"{MAX_JOBS} (Step Functions' 25,000-event history and 256 KiB state limits)",
+                          "lower repeats, datasets, modes or trials, or split the experiment into several files")
+    return specs
+
+
 def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
          dataset_stats: dict[str, dict[str, Any]] | None = None) -> list[PlannedJob]:
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
@@ -516,11 +526,7 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
     check_every_host_gets_data(experiment, {name: found["files"] for name, found in (dataset_stats or {}).items()
                                             if isinstance(found.get("files"), int)})
-    specs = expand(experiment)
-    if len(specs) > MAX_JOBS:
-        raise ConfigError("repeats", f"the experiment expands to {len(specs)} jobs; one workflow execution runs at most "
-                          f"{MAX_JOBS} (Step Functions' 25,000-event history and 256 KiB state limits)",
-                          "lower repeats, datasets, modes or trials, or split the experiment into several files")
+    specs = check_job_count(experiment)
     jobs: list[PlannedJob] = []
     names: set[str] = set()
     for spec in specs:

@@ -47,12 +47,15 @@ def read_document(path: Path) -> Any:
     return document   # None: the file is empty or holds only comments
 
 
-def load_experiment(path: Path, prices=None, priced: bool = True) -> Experiment:
+def load_experiment(path: Path, prices=None, priced: bool = True, repeats: int | None = None) -> Experiment:
     """An experiment file, parsed, with every trial's instance type checked against botocore's
     SageMaker model and (``priced``) against the price table its results are costed with (``prices``,
     default the lab's): a typo or an unpriced type is refused here, before any command builds, uploads
-    or runs anything. An empty file is refused too: it would silently run the default experiment."""
+    or runs anything. An empty file is refused too: it would silently run the default experiment.
+    ``repeats`` (the CLI's --repeats) replaces the file's repeats: the experiment as run records it."""
     document = read_document(path)
+    if repeats is not None and isinstance(document, dict):
+        document = {**document, "repeats": repeats}
     if document is None:
         from ..core.experiment import default_experiment, expand
         raise ConfigError("--experiment", f"{path} is empty (or holds only comments): write {{}} in it to run the default "

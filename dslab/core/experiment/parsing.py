@@ -45,6 +45,9 @@ GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_k
 TRIAL_ONLY_KEYS = {"name"}
 
 
+MAX_REPEATS = 100   # an experiment's repeats (and the CLI's --repeats): 1..MAX_REPEATS
+
+
 # The user's own training code instead of the lab's (see Script).
 SCRIPT_KEYS = {"source_dir", "entry_point", "metric_definitions", "packages_in_image", "code_uri"}
 
@@ -378,7 +381,7 @@ def _parse_experiment(document: Any) -> Experiment:
         name=name,
         description=str(merged.get("description") or ""),
         trials=tuple(trials),
-        repeats=_int(merged["repeats"], "repeats", 1, 100),
+        repeats=_int(merged["repeats"], "repeats", 1, MAX_REPEATS),
         order=_choice(merged["order"], "order", ORDERS),
         seed=_int(merged["seed"], "seed", 0, 2**63 - 1),
         max_concurrency=_int(merged["max_concurrency"], "max_concurrency", 1, 40),

@@ -23,6 +23,7 @@ Limits, names and lifecycles AWS enforces and the product depends on (moto copie
 - 256 KiB per state input and output; ``States.DataLimitExceeded`` (and ``States.Runtime``) are
   terminal: ``States.ALL`` does not catch them. The largest payload seen is recorded.
 - History events per execution are counted (AWS fails an execution at 25,000).
+- An execution stopped with StopExecution ends ABORTED (moto let a running Map iteration turn it FAILED).
 - SageMaker API errors reach the state machine as Step Functions names them:
   ``SageMaker.<Modelled>Exception`` or ``SageMaker.AmazonSageMakerException`` with the service's
   error code in the Cause. CreateTrainingJob enforces the account's training quotas, with SageMaker's
@@ -91,4 +92,5 @@ def install() -> None:
         s3.patch_bucket_policy_transport()
         s3.patch_s3_faults()
         stepfunctions.patch_json_path_cache()
+        stepfunctions.patch_stop_execution()
         _INSTALLED = True

@@ -122,6 +122,25 @@ def patch_time() -> None:
     botocore.endpoint.time = _ScaledTime()
 
 
+def patch_stop_execution() -> None:
+    """An execution stopped with StopExecution ends ABORTED ("Stops an execution", StopExecution; ExecutionStatus
+    ABORTED, its history's ExecutionAborted event, "Contains details about an abort of an execution":
+    https://docs.aws.amazon.com/step-functions/latest/apireference/API_ExecutionAbortedEventDetails.html).
+    moto let a Map iteration that was still running when it stopped overwrite the stop with an error, and
+    the execution ended FAILED (States.Runtime)."""
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    original = Environment.set_error
+
+    def set_error(self, error) -> None:
+        if isinstance(self._program_state, ProgramStopped):
+            return   # stopped stays stopped: what ends afterwards is part of the abort
+        original(self, error)
+
+    Environment.set_error = set_error
+
+
 def patch_aws_sdk_streams() -> None:
     from botocore.response import StreamingBody
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (

@@ -1,0 +1,75 @@
+"""Work that finished is kept (issue 28): `dslab report` of an execution stopped before its results were stored
+reports the jobs that ended, marked partial; `dslab run --repeats N` runs every job N times."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+from dslab.cli import main
+
+from .scripted_jobs import ScriptedJobs
+from .test_workflow import put_datasets
+
+TINY = {"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "instance_type": "ml.m5.xlarge",
+        "max_concurrency": 1}
+
+
+def _wait(condition, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_report_of_a_stopped_execution_reports_the_jobs_that_ended_marked_partial(emulated, tmp_path, capsys):
+    scripted, started, release = ScriptedJobs(), [], threading.Event()
+
+    def jobs(request, update):
+        started.append(request["TrainingJobName"])
+        if len(started) < 3:
+            return scripted(request, update)
+        release.wait(60)   # the third job runs until the execution is stopped, which stops it
+        return {"TrainingJobStatus": "Stopped", "SecondaryStatus": "Stopped", "SecondaryStatusTransitions": []}
+
+    with emulated(jobs) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        arn = lab.start({**TINY, "modes": ["File", "FastFile", "Pipe", "EFS"]})
+        _wait(lambda: len(started) == 3)
+        sfn = lab.client("stepfunctions")
+        sfn.stop_execution(executionArn=arn)
+        release.set()
+        _wait(lambda: sfn.describe_execution(executionArn=arn)["status"] != "RUNNING")
+        assert sfn.describe_execution(executionArn=arn)["status"] == "ABORTED"   # Collect never ran
+        name = arn.rsplit(":", 1)[-1]
+        assert "Contents" not in lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix=f"results/{name}/results.json")
+        _wait(lambda: lab.client("sagemaker").describe_training_job(TrainingJobName=started[2])["TrainingJobStatus"] == "Stopped")
+        capsys.readouterr()
+        assert main(["report", name, "--out", str(tmp_path / "report")]) == 0   # by name, as by ARN
+        said = capsys.readouterr().out
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert results["partial"] == {"done": 3, "total": 4, "reason": "the execution ended ABORTED"}
+    assert [(r["job_name"], r["status"]) for r in results["records"]] == [
+        (started[0], "Completed"), (started[1], "Completed"), (started[2], "Stopped")]
+    assert results["records"][0]["metrics"]["samples_per_second"] == 320.0   # from the job's own output archive
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "**Partial: the execution ended ABORTED at 3/4 jobs. The answer and the tables rest on the 3 that finished.**" in report
+    assert "partial report: the execution ended ABORTED at 3/4 jobs" in said
+
+
+def test_run_repeats_overrides_the_files_repeats(emulated, tmp_path, capsys):
+    """MLPerf Storage reports the mean of 5 runs; `--repeats` asks for them without editing the file."""
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        experiment = tmp_path / "tiny.json"
+        experiment.write_text(json.dumps({**TINY, "modes": ["File", "FastFile"], "repeats": 1}))
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
+        assert main(["run", "--experiment", str(experiment), "--repeats", "3", "--outputs", str(outputs), "--wait",
+                     "--poll", "0.2", "--plain"]) == 0
+        execution = capsys.readouterr().out.split("started ", 1)[1].split()[0]
+        results = lab.read_json(f"results/{execution.rsplit(':', 1)[-1]}/results.json")
+    assert results["experiment"]["repeats"] == 3
+    assert sorted((r["mode"], r["repeat"]) for r in results["records"]) == [
+        (m, i) for m in ("FastFile", "File") for i in range(3)]
