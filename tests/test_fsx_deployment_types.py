@@ -131,3 +131,58 @@ def test_persistent_2_and_elastic_are_settings_the_stack_builds(tmp_path):
     assert (core["EfsThroughputMode"], core["EfsPerformanceMode"]) == ("elastic", "generalPurpose")
     env = json.dumps(lab.raw("DataSourceLab"))
     assert '"DSLAB_FSX_DEPLOYMENT_TYPE": "PERSISTENT_2"' in env and '"DSLAB_FSX_MBPS_PER_TIB": "1000"' in env
+
+
+# ---- the run's lab, recorded by Plan and priced by its report ---------------------------------------
+
+class _Fsx:
+    def __init__(self, described: dict):
+        self.described = described
+
+    def describe_file_systems(self, FileSystemIds):  # noqa: N803 - boto3's argument name
+        return {"FileSystems": [self.described]}
+
+
+WORKFLOW_ENV = {"DSLAB_FSX_DEPLOYMENT_TYPE": "SCRATCH_2", "DSLAB_FSX_CAPACITY_GIB": "1200", "DSLAB_FSX_MBPS_PER_TIB": "200",
+                "DSLAB_EFS_THROUGHPUT_MODE": "provisioned", "DSLAB_EFS_THROUGHPUT_MIBPS": "64"}
+
+
+def test_plan_records_fsx_as_described_and_efs_as_deployed():
+    """FSx may have been brought up with other settings than the workflow was deployed with (`make fsx-up
+    CONTEXT=...`): Plan records it as DescribeFileSystems gives it; down, as the workflow's settings say."""
+    from dslab.core.requests import FileSystemRef
+    from dslab.workflow.plan import deployed_lab
+    p2 = {"StorageCapacity": 4800, "LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 500}}
+    up = deployed_lab({"fsx": _Fsx(p2)}, WORKFLOW_ENV, FileSystemRef("fs-0123456789abcdef0", "abcdefgh"))
+    assert (up.fsx.deployment_type, up.fsx.capacity_gib, up.fsx.mbps_per_tib) == ("PERSISTENT_2", 4800, 500.0)
+    assert (up.efs.mode, up.efs.provisioned_mibps) == ("provisioned", 64.0) and "as described" in up.name
+    down = deployed_lab({}, WORKFLOW_ENV, None)
+    assert (down.fsx.deployment_type, down.fsx.capacity_gib) == ("SCRATCH_2", 1200) and "deploy settings" in down.name
+
+
+def _fsx_record(lab: dict | None) -> dict:
+    from dslab.core.prices import PriceTable
+    from dslab.core.results import record_from_describe
+    describe = {"TrainingJobName": "lab-fsx-d-r0", "TrainingJobStatus": "Completed", "BillableTimeInSeconds": 3600,
+                "TrainingTimeInSeconds": 3600, "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1,
+                                                                   "VolumeSizeInGB": 100}}
+    return record_from_describe(describe, prices=PriceTable(), mode="FSx", dataset="d", repeat=0, files=1000,
+                                total_bytes=10**9, lab=lab)
+
+
+def test_the_report_prices_the_lab_the_run_ran_on(tmp_path):
+    """A run on Persistent 2 at 1,000 MB/s/TiB, 4,800 GiB: its FSx job bills that file system's hour (not Scratch 2's),
+    and the report says which lab it priced."""
+    from dslab.core.prices import PriceTable
+    from dslab.core.provisioning import FsxConfig, Provisioning
+    from dslab.report import write_report
+    lab = Provisioning(fsx=FsxConfig.persistent2(1000, 4800), name="the lab as deployed (FSx fs-1 as described)")
+    record, scratch = _fsx_record(lab.to_dict()), _fsx_record(None)
+    prices = PriceTable()
+    uptime = record["cost_usd"]["total"] - scratch["cost_usd"]["total"]
+    assert uptime == pytest.approx(lab.fsx.hourly(prices) - FsxConfig().hourly(prices), rel=1e-3)
+    results = {"experiment": {"name": "p2", "datasets": [{"name": "d", "format": "jpg", "files": 1000, "bytes": 10**9}],
+                              "modes": ["FSx"]},
+               "backend": "aws", "records": [record], "lab": lab.to_dict(), "fsx_capacity_gib": 1200}
+    text = write_report(results, tmp_path / "out")["report.md"].read_text()
+    assert "Priced on the lab as deployed (FSx fs-1 as described): FSx Persistent 2 1000 MB/s/TiB, 4,800 GiB" in text

@@ -152,12 +152,22 @@ def bytes_read(mode: str, metrics: dict[str, Any], dataset_bytes: int | None) ->
     return int(dataset_bytes) if mode == FILE and dataset_bytes else None
 
 
+def _lab_pricing(lab: dict[str, Any] | None) -> dict[str, Any]:
+    """FSx's and EFS's configuration as the run's plan recorded them (``Provisioning.to_dict``), which price a job's
+    file-system uptime and throughput; nothing when the plan recorded none (Scratch 2 at its capacity, then)."""
+    if not lab:
+        return {}
+    from .provisioning import Provisioning, as_deployed
+    found = Provisioning.from_dict(lab, as_deployed())
+    return {"fsx": found.fsx, "efs": found.efs}
+
+
 def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: dict[str, str] | None = None,
                          script_metrics: dict[str, Any] | None = None, mode: str | None = None,
                          dataset: str | None = None, repeat: int | None = None, files: int | None = None,
                          total_bytes: int | None = None, epochs: int | None = None,
                          fsx_capacity_gib: int = 1200, trial: str | None = None,
-                         storage: str | None = None) -> dict[str, Any]:
+                         storage: str | None = None, lab: dict[str, Any] | None = None) -> dict[str, Any]:
     inferred_mode, inferred_dataset, inferred_repeat = identify(describe, tags)
     trial = trial or (tags or {}).get("dslab:trial")
     storage = storage or infer_storage(describe, tags)
@@ -178,7 +188,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
     cost = job_cost(prices, mode=mode, instance_type=resources.get("InstanceType", ""), instance_count=count,
                     volume_size_gb=int(resources.get("VolumeSizeInGB") or 0), billable_seconds=billable,
                     wall_seconds=wall, files=files, total_bytes=total_bytes, epochs=epochs,
-                    fsx_capacity_gib=fsx_capacity_gib, storage=storage)
+                    fsx_capacity_gib=fsx_capacity_gib, storage=storage, **_lab_pricing(lab))
     contract_mode, ingestion = record_mode(mode)
     return {
         "job_name": describe["TrainingJobName"],

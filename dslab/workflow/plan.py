@@ -19,7 +19,7 @@ from ..core.limits import (
 from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE
 from ..core.quotas import Quota, QuotaDecision, check_training_quotas
-from ..core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, RESULTS_PREFIX, stats_key
+from ..core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, KEEP_JOBS, RESULTS_PREFIX, stats_key
 from ..core.requests import plan as plan_jobs
 from .common import (
     function_clients,
@@ -109,8 +109,9 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     env_vars = function_environ()
     clients = function_clients()
     execution = str(event.get("execution") or "manual")
+    document, keep = _kept_jobs(event.get("experiment") or {})
     try:
-        experiment = parse_experiment(event.get("experiment") or {}, source="experiment")
+        experiment = parse_experiment(document, source="experiment")
     except ConfigError as err:
         raise ExperimentInvalid(str(err)) from None
     fsx, fsx_reason = look_up_fsx(clients, env_vars)
@@ -138,7 +139,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             except ExperimentInvalid:
                 raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
     try:
-        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None, dataset_stats=stats)
+        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None, dataset_stats=stats, keep=keep)
     except ConfigError as err:
         raise ExperimentInvalid(f"experiment: {err}") from None
 
@@ -176,6 +177,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_available": fsx is not None,
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
+        "lab": deployed_lab(clients, env_vars, fsx).to_dict(),
         "fsx_paths": fsx_paths,
         "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}
                          for d in experiment.datasets if f"{FS_DATASETS_PATH}/{d.prefix}" in fsx_paths],
@@ -186,7 +188,8 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
                   "repeat": j.spec.repeat, "trial": j.spec.trial.name, "storage": j.spec.trial.storage,
                   "instance_type": j.spec.trial.instance_type,
                   "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
-                  "format": j.spec.dataset.format, "skip_reason": (fsx_reason or j.skip_reason) if j.request is None else None}
+                  "format": j.spec.dataset.format, "kept": j.kept,
+                  "skip_reason": (j.skip_reason if j.kept else fsx_reason or j.skip_reason) if j.request is None else None}
                  for j in jobs],
     }
     clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
@@ -212,6 +215,46 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         },
         "lanes": deal_into_lanes(items, decision.concurrency),
     }
+
+
+def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
+    """The lab this run ran on, which its report prices: FSx as DescribeFileSystems gives it while it is up (a later
+    `make fsx-up CONTEXT=...` may have changed it), else as the workflow's stack was deployed; EFS's throughput mode
+    from the same settings."""
+    from ..core.provisioning import as_deployed, lab_from_settings
+    settings = {"fsxDeploymentType": env_vars.get("DSLAB_FSX_DEPLOYMENT_TYPE"), "fsxCapacity": env_vars.get("DSLAB_FSX_CAPACITY_GIB"),
+                "efsThroughput": env_vars.get("DSLAB_EFS_THROUGHPUT_MODE")}
+    if settings["fsxDeploymentType"] == "PERSISTENT_2":
+        settings["fsxThroughputPerTiB"] = env_vars.get("DSLAB_FSX_MBPS_PER_TIB")
+    if settings["efsThroughput"] == "provisioned":
+        settings["efsProvisionedMibps"] = env_vars.get("DSLAB_EFS_THROUGHPUT_MIBPS")
+    source = "the workflow's deploy settings"
+    if fsx is not None:
+        try:
+            (described,) = clients["fsx"].describe_file_systems(FileSystemIds=[fsx.file_system_id])["FileSystems"]
+            lustre = described.get("LustreConfiguration") or {}
+            settings.update(fsxDeploymentType=lustre.get("DeploymentType"), fsxCapacity=described.get("StorageCapacity"),
+                            fsxThroughputPerTiB=lustre.get("PerUnitStorageThroughput"))
+            source = f"FSx {fsx.file_system_id} as described"
+        except Exception:  # noqa: BLE001 - not described: the deploy settings stand
+            pass
+    try:
+        return lab_from_settings(settings.get, source)
+    except ConfigError:   # a type the lab does not build: priced as the default lab, and said so
+        return as_deployed(int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200))
+
+
+def _kept_jobs(document: Any) -> tuple[Any, frozenset[str]]:
+    """The experiment without the input's ``keep_jobs`` (the names an earlier attempt of this execution
+    finished, which `dslab local` sends when it resumes), and those names. The experiment, and its hash,
+    are the same with or without them."""
+    if not isinstance(document, dict) or KEEP_JOBS not in document:
+        return document, frozenset()
+    document = dict(document)
+    keep = document.pop(KEEP_JOBS)
+    if not isinstance(keep, list) or not all(isinstance(name, str) for name in keep):
+        raise ExperimentInvalid(f"{KEEP_JOBS}: a list of job names of this execution, not {type(keep).__name__}")
+    return document, frozenset(keep)
 
 
 def fsx_wait(minutes: int) -> dict[str, int]:
