@@ -77,9 +77,10 @@ def cmd_dataset_upload(args) -> int:
     with progress_bar() as progress:
         task = progress.add_task("uploading bytes", total=None)
         result = datasets.upload(Path(args.src), args.to, progress=lambda n: progress.advance(task, n),
-                                 total_cb=lambda total: progress.update(task, total=total))
+                                 total_cb=lambda total: progress.update(task, total=total), prefixes=args.prefixes)
     print(f"{result['to']}: {result['uploaded']} files uploaded ({result['bytes_uploaded'] / 1e6:.1f} MB), "
-          f"{result['skipped']} already there; manifest {result['manifest']}, stats {result['stats']}")
+          f"{result['skipped']} already there; manifest {result['manifest']}, stats {result['stats']}"
+          + (f"; spread over {result['prefixes']} S3 prefixes (p00/...)" if result["prefixes"] > 1 else ""))
     return 0
 
 
@@ -124,3 +125,6 @@ def register(sub) -> None:
                     "dslab dataset upload --src data/caltech-jpg --to s3://datasourcelab-data-123456789012-us-east-1/datasets/caltech-jpg-1x/")
     p.add_argument("--src", required=True)
     p.add_argument("--to", required=True)
+    p.add_argument("--prefixes", type=whole(1, 10_000), default=1,
+                   help="spread the objects over N S3 prefixes under --to (p00/, p01/, ...), each serving 5,500 GET/s; "
+                        "every source and the training script read through them (`dslab size` says how many)")

@@ -29,6 +29,7 @@ from ..core.requests import is_express_bucket, stats_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
+from dslab_train.layout import spread_count, spread_folder  # noqa: E402
 from dslab_train.records import encode_example, tfrecord_frame  # noqa: E402
 
 # Caltech-256: 30,607 images in 257 classes (256 + clutter), mean file size about 39 KB
@@ -390,10 +391,14 @@ def _stored_digest(client, bucket: str, key: str) -> str | None:
 
 
 def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int = 16 * 1024 * 1024,
-           progress: Callable[[int], None] = _noop, total_cb: Callable[[int], None] = _noop) -> dict:
+           progress: Callable[[int], None] = _noop, total_cb: Callable[[int], None] = _noop,
+           prefixes: int = 1) -> dict:
     """Upload a dataset folder; only what is missing or changed (size and ETag) is sent.
 
-    Writes a SageMaker ManifestFile beside the prefix (``<prefix>.manifest``) listing every object.
+    Writes a SageMaker ManifestFile beside the prefix (``<prefix>.manifest``) listing every object. ``prefixes``
+    > 1 spreads the files round-robin over that many S3 prefixes under it (``p00/``, ``p01/``, ...: each serves
+    its own 5,500 GETs a second), which every source and the training script read through (training/dslab_train/
+    layout.py); `dslab size` says how many a cluster needs.
     """
     from boto3.s3.transfer import TransferConfig
 
@@ -408,10 +413,19 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
     metadata = [p for p in every if p.name in METADATA_FILES and p.parent == src]
     if not files:
         raise ConfigError("--src", f"{src} is empty: nothing to upload")
+    if not 1 <= prefixes <= len(files):
+        raise ConfigError("--prefixes", f"{prefixes}: give 1 to the dataset's {len(files):,} files (each prefix holds some)")
     existing: dict[str, tuple[int, str]] = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=f"{prefix}/"):
         for obj in page.get("Contents", []):
             existing[obj["Key"]] = (obj["Size"], obj["ETag"].strip('"'))
+    # A channel reads everything under the prefix: another spread would leave the old objects beside the new ones.
+    there = spread_count({key[len(prefix) + 1:].split("/", 1)[0] if "/" in key[len(prefix) + 1:] else ""
+                          for key in existing})
+    if existing and there != prefixes:
+        raise ConfigError("--prefixes", f"s3://{bucket}/{prefix}/ holds {len(existing):,} objects spread over {there} "
+                          f"prefix(es), and a channel would read both layouts", f"--prefixes {there}, or delete them "
+                          f"first (aws s3 rm --recursive s3://{bucket}/{prefix}/)")
     config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size, max_concurrency=4,
                             use_threads=True)
     # A directory bucket's ETag is not the object's MD5 (PutObject API reference), so there the MD5
@@ -419,8 +433,9 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
     directory = is_express_bucket(bucket)
     todo = []
     sized = []
-    for path in files:
-        key = f"{prefix}/{path.relative_to(src).as_posix()}"
+    for index, path in enumerate(files):
+        spread = f"{spread_folder(index, prefixes)}/" if prefixes > 1 else ""
+        key = f"{prefix}/{spread}{path.relative_to(src).as_posix()}"
         size = path.stat().st_size
         sized.append((path, key, size))
         known = existing.get(key)
@@ -439,14 +454,16 @@ def upload(src: Path, to: str, s3_client=None, threads: int = 8, part_size: int 
 
     with ThreadPoolExecutor(threads) as pool:
         sent = sum(pool.map(send, todo))
-    keys = [f"{p.relative_to(src).as_posix()}" for p in files]
+    keys = [key[len(prefix) + 1:] for _, key, _ in sized]
     manifest = [{"prefix": f"s3://{bucket}/{prefix}/"}] + keys
     client.put_object(Bucket=bucket, Key=f"{prefix}.manifest", Body=json.dumps(manifest).encode())
     for path in metadata:
         client.put_object(Bucket=bucket, Key=f"{prefix}.{path.name}", Body=path.read_bytes())
-    summary = {**_summary([size for _, _, size in sized], f"s3://{bucket}/{prefix}/"), "format": _format_of(keys)}
+    summary = {**_summary([size for _, _, size in sized], f"s3://{bucket}/{prefix}/"), "format": _format_of(keys),
+               "prefixes": prefixes}
     stats_file = _put_stats(client, bucket, prefix, summary, "dslab dataset upload")
     return {"to": f"s3://{bucket}/{prefix}/", "files": len(files), "uploaded": len(todo),
             "skipped": len(files) - len(todo), "bytes_uploaded": sent, "manifest": f"s3://{bucket}/{prefix}.manifest",
+            "prefixes": prefixes,
             "stats": stats_file}
 

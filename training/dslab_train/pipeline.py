@@ -23,6 +23,7 @@ from typing import Callable, Iterator
 import numpy as np
 from PIL import Image
 
+from .layout import class_folder, spread_count
 from .records import RecordError, decode_example, looks_like_tfrecord, read_recordio, read_tfrecords, RECORDIO_MAGIC
 from .s3source import RANGES_AHEAD, RangeStream, ordered_fetch
 
@@ -135,10 +136,13 @@ class JpgSource:
     @classmethod
     def scan(cls, root: Path, host_rank: int = 0, host_count: int = 1) -> "JpgSource":
         files = sorted(p for p in root.rglob("*") if p.suffix.lower() in JPEG_SUFFIXES and p.is_file())
-        classes = sorted({p.parent.name for p in files if p.parent != root})
+        # The class is the file's folder, past the p00/, p01/... a dataset spread over S3 prefixes has (layout.py).
+        folders = [p.relative_to(root).parts[:-1] for p in files]
+        spread = spread_count({f[0] if f else "" for f in folders}) > 1
+        names = [class_folder(f, spread) for f in folders]
+        classes = sorted({n for n in names if n})
         index = {name: i for i, name in enumerate(classes)}
-        files = files[host_rank::host_count]
-        return cls(files, [index.get(p.parent.name, -1) for p in files], classes)
+        return cls(files[host_rank::host_count], [index.get(n, -1) for n in names][host_rank::host_count], classes)
 
 
 @dataclass

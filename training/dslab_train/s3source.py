@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .contract import ContractError
+from .layout import class_folder, spread_count
 
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 # S3's performance guidelines: ranged GETs of 8-16 MB, one connection per 85-90 MB/s wanted
@@ -175,8 +176,11 @@ def ordered_fetch(pool: ThreadPoolExecutor, keys: list[str], fetch: Callable[[st
 
 
 def jpg_labels(objects: list[S3Object], prefix: str) -> tuple[list[int], list[str]]:
-    """The class of each JPEG from its folder under the prefix (the Caltech-256 layout), as JpgSource does."""
-    parents = [o.key[len(prefix):].rpartition("/")[0].rpartition("/")[2] for o in objects]
+    """The class of each JPEG from its folder under the prefix (the Caltech-256 layout), past the p00/, p01/... of a
+    dataset spread over S3 prefixes, as JpgSource does (layout.py)."""
+    folders = [tuple(o.key[len(prefix):].lstrip("/").split("/")[:-1]) for o in objects]
+    spread = spread_count({f[0] if f else "" for f in folders}) > 1
+    parents = [class_folder(f, spread) for f in folders]
     classes = sorted({p for p in parents if p})
     index = {name: i for i, name in enumerate(classes)}
     return [index.get(p, -1) for p in parents], classes
