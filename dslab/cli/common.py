@@ -130,8 +130,8 @@ LAB_OUTPUT_SETTINGS = {"FsxDeploymentType": "fsxDeploymentType", "FsxCapacityGiB
                        "EfsProvisionedMibps": "efsProvisionedMibps"}
 
 
-def lab_provisioning(args=None):
-    """The lab an answer prices, as deployed: its stack outputs (--outputs FILE: `make deploy` writes
+def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: str = "CloudFormation"):
+    """The lab an answer prices, as deployed: its stack outputs (``outputs``, or --outputs FILE: `make deploy` writes
     cdk-outputs.json), else cdk.json's context (offline, what `make deploy` would build). --fsx-capacity sets
     FSx's size on top. The premise is named where it came from."""
     from dataclasses import replace
@@ -139,9 +139,9 @@ def lab_provisioning(args=None):
     from ..core.provisioning import PERSISTENT_2, lab_from_settings
     context = lab_context()
     settings, source = dict(context), "cdk.json's context"
-    path = getattr(args, "outputs", None)
+    path = getattr(args, "outputs", None) if outputs is None else where
     if path:
-        outputs = outputs_from_file(Path(path))
+        outputs = outputs if outputs is not None else outputs_from_file(Path(path))
         found = {key: outputs[name] for name, key in LAB_OUTPUT_SETTINGS.items() if outputs.get(name) not in (None, "")}
         if "fsxDeploymentType" not in found:   # FSx down (or a lab deployed before these outputs): as fsx-up builds it
             found = {k: v for k, v in found.items() if not k.startswith("fsx")}

@@ -9,20 +9,22 @@ from typing import Any, Callable
 
 from ..core.errors import ConfigError
 from ..core.requests import FSX_ID_PARAMETER, FSX_STACK
-from .common import REPO, add_command, lab_context, lab_outputs, print_json, region_of
+from .common import REPO, add_command, lab_context, lab_outputs, lab_provisioning, print_json, region_of
 
 
-def fsx_state(region: str, state_machine_arn: str, idle_hours: float, capacity_gib: int) -> dict[str, Any]:
-    """FSx as it is: stack, file system, age, cost per hour, the idle guard's deadline, and how far the
-    S3 metadata import of the datasets has come (the same checks the workflow makes)."""
+def fsx_state(region: str, state_machine_arn: str, idle_hours: float, fsx) -> dict[str, Any]:
+    """FSx as it is: stack, file system, age, cost per hour (its deployment type, throughput and capacity:
+    provisioning.FsxConfig), the idle guard's deadline, and how far the S3 metadata import of the datasets has
+    come (the same checks the workflow makes)."""
     import boto3
 
     from ..core.prices import PriceTable
     from ..workflow.fsx_data import import_status
     from ..workflow.fsx_guard import idle_status
-    hourly = PriceTable().fsx_hourly(capacity_gib)
+    hourly = fsx.hourly(PriceTable())
     cfn, sfn = boto3.client("cloudformation", region_name=region), boto3.client("stepfunctions", region_name=region)
-    state = {**idle_status(cfn, sfn, FSX_STACK, state_machine_arn, idle_hours), "capacity_gib": capacity_gib,
+    state = {**idle_status(cfn, sfn, FSX_STACK, state_machine_arn, idle_hours), "capacity_gib": fsx.capacity_gib,
+             "deployment_type": fsx.deployment_type, "mbps_per_tib": fsx.mbps_per_tib, "label": fsx.label(),
              "usd_per_hour": round(hourly, 4)}
     if not state["up"]:
         return state
@@ -37,14 +39,14 @@ def fsx_state(region: str, state_machine_arn: str, idle_hours: float, capacity_g
 def cmd_fsx(args) -> int:
     from ..core.prices import PriceTable
     context = json.loads((REPO / "cdk.json").read_text())["context"]
-    capacity = int(context.get("fsxCapacity", 1200))
-    hourly = PriceTable().fsx_hourly(capacity)
+    fsx = lab_provisioning().fsx          # what `fsx up` deploys: cdk.json's settings
+    hourly = fsx.hourly(PriceTable())
     cdk = REPO / "node_modules" / ".bin" / "cdk"
     if args.action == "status":
         outputs = lab_outputs(args)
         idle_hours = float(outputs.get("FsxIdleHours", context.get("fsxIdleHours", 0)) or 0)
         state = fsx_state(region_of(args), outputs.get("StateMachineArn", ""), idle_hours,
-                          int(outputs.get("FsxCapacityGiB", capacity)))
+                          lab_provisioning(outputs=outputs, where=args.outputs or "CloudFormation").fsx)
         if args.json:
             print_json(state)
             return 0
@@ -53,7 +55,7 @@ def cmd_fsx(args) -> int:
                   f"(${state['usd_per_hour']:.3f} per hour while up)")
             return 0
         print(f"FSx: UP ({state.get('file_system_id', '?')}, stack {state['stack_status']}), up {state['age_hours']:.1f} h: "
-              f"{state['capacity_gib']} GiB Scratch 2 at ${state['usd_per_hour']:.3f}/h (${state['usd_per_hour'] * 24:.2f}/day), "
+              f"{state['label']} at ${state['usd_per_hour']:.3f}/h (${state['usd_per_hour'] * 24:.2f}/day), "
               f"about ${state['cost_so_far_usd']:.2f} so far")
         if state["running_executions"]:
             print(f"in use: execution {', '.join(state['running_executions'])} is running")
@@ -72,7 +74,8 @@ def cmd_fsx(args) -> int:
         return cmd_fsx_follow_zone(args)
     command = ([str(cdk), "destroy", FSX_STACK, "--exclusively", "--force"] if args.action == "down"
                else [str(cdk), "deploy", FSX_STACK, "--exclusively", "--require-approval", "never"])
-    print(f"{'removing' if args.action == 'down' else 'creating'} FSx ({capacity} GiB, ${hourly:.3f}/hour while up): {' '.join(command[1:])}")
+    print(f"{'removing' if args.action == 'down' else 'creating'} FSx ({fsx.label()}, ${hourly:.3f}/hour while up): "
+          f"{' '.join(command[1:])}")
     return subprocess.call(command, cwd=REPO)
 
 
