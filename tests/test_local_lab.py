@@ -243,3 +243,59 @@ def load_experiment_text(tmp_path: Path, text: str):
     path.write_text(text)
     return load_experiment(path)
 
+
+
+def test_sigterm_keeps_finished_jobs_and_the_same_out_runs_only_the_rest_under_the_same_names(cache, tmp_path, bound_lab):
+    """Issue 28: at 9 of 14 jobs, Ctrl-C left only logs, and the rerun repeated all 14 (24 logs for a 14-job report)."""
+    from dslab.core.experiment import expand
+    from dslab.core.requests import job_name
+    experiment = tmp_path / "four.yaml"
+    experiment.write_text("""
+name: resumed
+instance_type: ml.m5.xlarge
+volume_size_gb: 5
+compute: {batch_size: 16, seconds_per_batch: 0.3}
+datasets: [{name: resume-tfr, format: tfrecord, generate: {images: 96, classes: 4, seed: 4, shard_size_mb: 1}}]
+modes: [File, Pipe, EFS, FastFile]
+""")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment), "--out", str(out),
+                             "--cache", str(cache), "--plain"],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = []
+    deadline = time.monotonic() + 300
+    for line in proc.stdout:
+        seen.append(line)
+        if "(2/4 done" in line:
+            break
+        assert time.monotonic() < deadline, "".join(seen)
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, "".join(seen) + rest
+    # What finished is kept: results.json as the jobs ended, and a report of them marked partial.
+    partial = json.loads((out / "results.json").read_text())
+    done = partial["partial"]["done"]
+    assert partial["partial"] == {"done": done, "total": 4, "reason": "interrupted"} and done >= 2
+    assert [r["status"] for r in partial["records"]] == ["Completed"] * done
+    assert f"**Partial: interrupted at {done}/4 jobs." in (out / "report.md").read_text()
+    assert f"interrupted at {done}/4 jobs: {out / 'report.html'} reports the {done} that finished" in rest
+    assert_clean(cache)
+    # The same --out again: only the other jobs run, under the names the execution gave them; the finished
+    # records are kept as they were, and the superseded attempt's logs are set apart.
+    lines: list[str] = []
+    run = run_local(experiment, out, cache=cache, say=lines.append, assembly=bound_lab.outdir)
+    assert run.execution_status == "SUCCEEDED", run.execution_error
+    records = run.results["records"]
+    planned = [job_name(load_experiment(experiment), spec, partial["execution"]) for spec in expand(load_experiment(experiment))]
+    assert run.results["execution"] == partial["execution"] and [r["job_name"] for r in records] == planned
+    assert [r for r in records if r["job_name"] in {k["job_name"] for k in partial["records"]}] == partial["records"]
+    assert {r["status"] for r in records} == {"Completed"} and "partial" not in run.results
+    kept = {r["job_name"] for r in partial["records"]}
+    ran = {line.split("] ", 1)[1].split(":", 1)[0] for line in lines if line.startswith("  [")}
+    assert ran == set(planned) - kept, "\n".join(lines)
+    assert run.results["resumed"] == {"kept": done, "ran": 4 - done, "attempt": 2}
+    assert any(line.startswith(f"resuming the interrupted run in {out} (attempt 2): {done} completed jobs kept") for line in lines)
+    assert sorted(p.stem for p in (out / "jobs").glob("*.log")) == sorted(planned)
+    assert {p.stem for p in (out / "jobs" / "attempt-1").glob("*.log")} <= set(planned) - kept
+    assert f"> Resumed: {done} jobs kept from the interrupted attempt" in (out / "report.md").read_text()
+    assert_clean(cache)

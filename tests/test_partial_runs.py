@@ -73,3 +73,65 @@ def test_run_repeats_overrides_the_files_repeats(emulated, tmp_path, capsys):
     assert results["experiment"]["repeats"] == 3
     assert sorted((r["mode"], r["repeat"]) for r in results["records"]) == [
         (m, i) for m in ("FastFile", "File") for i in range(3)]
+
+
+def _out_with_a_run(tmp_path, experiment, partial: bool):
+    """An --out as an interrupted (or finished) `dslab local` left it: results.json, a report, a log per job."""
+    out = tmp_path / "out"
+    (out / "jobs").mkdir(parents=True)
+    records = [{"job_name": "dsl-a-file-r0-1", "status": "Completed"}, {"job_name": "dsl-a-pipe-r0-2", "status": "Failed"}]
+    results = {"experiment": experiment.document, "backend": "local", "records": records, "execution": "exec-1",
+               "local_run": {"experiment_hash": experiment.content_hash, "attempt": 1}}
+    if partial:
+        results["partial"] = {"done": 2, "total": 3, "reason": "interrupted"}
+    (out / "results.json").write_text(json.dumps(results))
+    (out / "report.md").write_text("# report")
+    for name in ("dsl-a-file-r0-1", "dsl-a-pipe-r0-2", "dsl-a-efs-r0-3"):
+        (out / "jobs" / f"{name}.log").write_text("log")
+    return out
+
+
+def test_an_interrupted_out_is_resumed_fresh_starts_over_and_another_experiments_is_refused(tmp_path):
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    from dslab.inputs.experiment_file import load_experiment
+    from dslab.local.lab import prepare_out, resume_of
+    path = tmp_path / "e.yaml"
+    path.write_text("name: a\ninstance_type: ml.m5.xlarge\nmodes: [File, Pipe, EFS]\n"
+                    "datasets: [{name: a, format: tfrecord, generate: {images: 10}}]\n")
+    experiment = load_experiment(path)
+    said: list[str] = []
+    # Interrupted: resumed with its execution's name, the completed job kept; the others' logs set apart.
+    out = _out_with_a_run(tmp_path, experiment, partial=True)
+    resume = resume_of(out, experiment, fresh=False)
+    assert (resume.execution, [r["job_name"] for r in resume.kept], resume.attempt) == ("exec-1", ["dsl-a-file-r0-1"], 2)
+    prepare_out(out, resume, experiment, False, said.append)
+    assert sorted(p.name for p in (out / "jobs").glob("*.log")) == ["dsl-a-file-r0-1.log"]
+    assert sorted(p.name for p in (out / "jobs" / "attempt-1").glob("*.log")) == ["dsl-a-efs-r0-3.log", "dsl-a-pipe-r0-2.log"]
+    assert said[-1].endswith("2 logs of attempt 1's unfinished jobs moved to " f"{out / 'jobs' / 'attempt-1'}/")
+    # Another experiment's interrupted run in the same --out: refused, naming --out and --fresh, nothing touched.
+    other = load_experiment(path, repeats=2)
+    with pytest.raises(ConfigError, match="--out.*another experiment.*--fresh"):
+        resume_of(out, other, fresh=False)
+    assert (out / "results.json").exists()
+    # --fresh: starts over, the earlier run's results, report and logs (set-apart ones too) removed, and said.
+    assert resume_of(out, experiment, fresh=True) is None
+    prepare_out(out, None, experiment, True, said.append)
+    assert not (out / "results.json").exists() and not list((out / "jobs").rglob("*.log"))
+    assert said[-1] == f"{out}: starting over (--fresh): removed the earlier run's 2 result and report files and 3 job logs"
+
+
+def test_a_finished_run_in_out_is_replaced_not_resumed(tmp_path):
+    from dslab.inputs.experiment_file import load_experiment
+    from dslab.local.lab import prepare_out, resume_of
+    path = tmp_path / "e.yaml"
+    path.write_text("name: a\ninstance_type: ml.m5.xlarge\nmodes: [File]\n"
+                    "datasets: [{name: a, format: tfrecord, generate: {images: 10}}]\n")
+    experiment = load_experiment(path)
+    out = _out_with_a_run(tmp_path, experiment, partial=False)
+    said: list[str] = []
+    assert resume_of(out, experiment, fresh=False) is None     # `make bench-lab` runs twice: both run every job
+    prepare_out(out, None, experiment, False, said.append)
+    assert not list((out / "jobs").glob("*.log")) and said == [
+        f"{out}: starting over: removed the earlier run's 2 result and report files and 3 job logs"]

@@ -2,17 +2,42 @@
 
 from __future__ import annotations
 
+import signal
+import sys
 from pathlib import Path
 
-from .common import add_command, num
+from ..core.experiment.parsing import MAX_REPEATS
+from .common import add_command, num, whole
 
 
 def cmd_local(args) -> int:
-    from ..local.lab import run_local
-    run = run_local(Path(args.experiment) if args.experiment else None, Path(args.out),
-                    cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False)
+    from ..local.lab import Interrupted, Terminated, run_local
+
+    def terminate(signum, frame):
+        raise Terminated()   # SIGTERM stops the run as Ctrl-C does: what finished is kept, everything started stopped
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        run = run_local(Path(args.experiment) if args.experiment else None, Path(args.out),
+                        cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False,
+                        fresh=args.fresh, repeats=args.repeats)
+    except Interrupted as stop:
+        left = stop.total - stop.done
+        print(f"\ninterrupted at {stop.done}/{stop.total} jobs: {stop.paths['report.html']} reports the {stop.done} that "
+              f"finished (results.json keeps them); the same command with the same --out runs the other {left} "
+              "(--fresh starts over)", file=sys.stderr)
+        return 143 if stop.terminated else 130
+    except Terminated:
+        print("dslab: terminated", file=sys.stderr)
+        return 143
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print()
     print(f"local run {run.execution_status}" + (f" ({run.execution_error})" if run.execution_error else ""))
+    resumed = run.results.get("resumed")
+    if resumed:
+        print(f"resumed (attempt {resumed['attempt']}): {resumed['kept']} jobs kept from the interrupted attempt, "
+              f"{resumed['ran']} run now")
     from ..report import scenario, source, trials_collide
     several_trials = trials_collide(run.results["records"])
     width = 28 if several_trials else 12
@@ -45,3 +70,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--cache", help="where datasets and templates are kept between runs (default .lab-cache)")
     p.add_argument("--plain", action="store_true", help="a line per job change instead of the live table on a terminal")
+    p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
+                   "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")
+    p.add_argument("--fresh", action="store_true", help="start over where --out holds an interrupted run (by default "
+                   "it resumes: the completed jobs are kept and only the others run, under the same names)")

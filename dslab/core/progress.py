@@ -38,6 +38,7 @@ class RunProgress:
         self.total, self.concurrency, self.started = total, max(1, concurrency), started
         self.jobs: dict[str, JobProgress] = {}
         self.skipped = 0
+        self.kept = 0   # finished by an earlier attempt (a resumed `dslab local`): not run again
 
     def observe(self, name: str, status: str, phase: str | None, now: float) -> bool:
         """Record a job's state; True when it changed."""
@@ -54,7 +55,7 @@ class RunProgress:
 
     @property
     def to_run(self) -> int:
-        return max(self.total - self.skipped, 0)
+        return max(self.total - self.skipped - self.kept, 0)
 
     @property
     def done(self) -> int:
@@ -88,6 +89,8 @@ class RunProgress:
             text += f" ({self.failed} failed)"
         if self.skipped:
             text += f", {self.skipped} skipped"
+        if self.kept:
+            text += f", {self.kept} kept from the earlier attempt"
         return text
 
     def summary(self, now: float) -> str:

@@ -467,6 +467,13 @@ class PlannedJob:
     name: str
     request: dict[str, Any] | None  # None when the job is skipped
     skip_reason: str | None = None
+    kept: bool = False              # skipped because an earlier attempt of this execution finished it
+
+
+# The execution input's key (beside the experiment's) naming jobs an earlier attempt of the same execution
+# name finished: Plan skips them, keeping their names for the rest (`dslab local` resuming an interrupted run).
+KEEP_JOBS = "keep_jobs"
+KEPT_REASON = "kept: an earlier attempt of this execution finished it"
 
 
 def _how_hosts_share(trial: Trial, dataset: Dataset, mode: str) -> str | None:
@@ -519,9 +526,10 @@ def check_job_count(experiment: Experiment, field: str = "repeats") -> list[JobS
 
 
 def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
-         dataset_stats: dict[str, dict[str, Any]] | None = None) -> list[PlannedJob]:
+         dataset_stats: dict[str, dict[str, Any]] | None = None, keep: frozenset[str] = frozenset()) -> list[PlannedJob]:
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
-    ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags)."""
+    ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags).
+    ``keep``: names of jobs an earlier attempt of this execution finished: skipped as kept."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
     check_every_host_gets_data(experiment, {name: found["files"] for name, found in (dataset_stats or {}).items()
@@ -534,6 +542,9 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
         if name in names:
             raise ConfigError("job_prefix", f"two jobs would share the name {name}")
         names.add(name)
+        if name in keep:
+            jobs.append(PlannedJob(spec, name, None, KEPT_REASON, kept=True))
+            continue
         if spec.mode == FSX and not fsx_available:
             jobs.append(PlannedJob(spec, name, None,
                                    "FSx for Lustre is not deployed (torn down?): bring it back with `dslab fsx up`"))
@@ -544,4 +555,8 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
             continue
         jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id,
                                                          (dataset_stats or {}).get(spec.dataset.name))))
+    unknown = sorted(keep - names)
+    if unknown:
+        raise ConfigError(KEEP_JOBS, f"{unknown[0]} is not a job of execution {execution_id}",
+                          "name only jobs of the same experiment and execution")
     return jobs

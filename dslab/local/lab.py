@@ -10,14 +10,21 @@
 5. Writes the report (results.json per the contract, CSV, Markdown, HTML, chart), marked local,
    with the estimate for the same experiment on AWS beside it.
 Everything it started is stopped and unmounted on success, failure and Ctrl-C.
+
+Finished work survives an interrupt: results.json is written as each job ends, and on SIGINT or SIGTERM
+a report of what finished, marked partial. The same command with the same --out then resumes: the same
+execution name (so the same job names), only the jobs not yet completed; --fresh starts over.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -26,12 +33,15 @@ from ..inputs import datasets as dataset_tools
 from ..inputs import user_code
 from ..core.errors import ConfigError
 from ..core.experiment import JPG, Experiment, expand
-from ..core.progress import RunProgress
-from ..core.requests import check_every_host_gets_data
+from ..core.prices import PriceTable
+from ..core.progress import ENDED, RunProgress
+from ..core.requests import KEEP_JOBS, RESULTS_PREFIX, check_every_host_gets_data, check_job_count
+from ..core.results import summarise
 from ..emulator.lab import EmulatedLab
 from ..inputs.experiment_file import load_experiment
 from ..progress_view import ProgressView
-from ..report import write_report
+from ..report import INTERRUPTED, write_report
+from ..workflow.collect import job_record, results_document
 from .job_storage import free_port
 from .runner import kill_running, run_training_job
 from .storage import FUSE_HELP, LabStorage, S3Mounts, fuse_available, unmount_all
@@ -101,6 +111,83 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
     return source
 
 
+IN_PROGRESS = "in progress"   # results.json's partial state while jobs run (and after a kill no handler saw)
+OUTPUTS = ("results.json", "results.csv", "report.md", "report.html", "breakdown.png", "scaling.png")
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread by `dslab local`'s handler: the run stops as on Ctrl-C."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped (SIGINT or SIGTERM) after its workflow started: what finished is in results.json and
+    a partial report (``paths``)."""
+
+    def __init__(self, done: int, total: int, paths: dict[str, Path], terminated: bool):
+        super().__init__(f"interrupted at {done}/{total} jobs")
+        self.done, self.total, self.paths, self.terminated = done, total, paths, terminated
+
+
+@dataclass
+class Resume:
+    """An interrupted run in --out, resumed: its execution name (so every job keeps its name), the records of
+    the jobs it completed (kept as they are), and which attempt this one is."""
+    execution: str
+    kept: list[dict[str, Any]]
+    attempt: int
+
+
+def resume_of(out: Path, experiment: Experiment, fresh: bool) -> Resume | None:
+    """An interrupted run of this experiment in --out, to resume (None: start over there). An interrupted run
+    of another experiment is refused, naming --fresh, before anything is created or removed."""
+    results_path = out / "results.json"
+    try:
+        previous = json.loads(results_path.read_text()) if results_path.is_file() else None
+    except ValueError:
+        previous = None   # not a run to resume: replaced
+    if fresh or not isinstance(previous, dict) or not previous.get("partial"):
+        return None
+    local = previous.get("local_run") or {}
+    if local.get("experiment_hash") != experiment.content_hash:
+        raise ConfigError("--out", f"{out} holds an interrupted run of another experiment "
+                          f"({previous.get('experiment', {}).get('name', '?')}, {local.get('experiment_hash', '?')}; "
+                          f"this one is {experiment.content_hash})",
+                          "add --fresh to start over there, or give another --out")
+    kept = [r for r in previous["records"] if r.get("status") == "Completed"]
+    return Resume(previous["execution"], kept, int(local.get("attempt") or 1) + 1)
+
+
+def prepare_out(out: Path, resume: Resume | None, experiment: Experiment, fresh: bool, say: Callable[[str], None]) -> None:
+    """Resuming: the logs of the earlier attempt's unfinished jobs are set apart under jobs/attempt-N/ (the kept
+    jobs' stay in jobs/). Starting over (a finished run there, or --fresh): the earlier run's results, report and
+    job logs are removed. Either is said."""
+    logs = out / "jobs"
+    if resume is not None:
+        names = {r["job_name"] for r in resume.kept}
+        apart = logs / f"attempt-{resume.attempt - 1}"
+        moved = 0
+        for log in sorted(logs.glob("*.log")) if logs.is_dir() else []:
+            if log.stem not in names:
+                apart.mkdir(parents=True, exist_ok=True)
+                log.replace(apart / log.name)
+                moved += 1
+        say(f"resuming the interrupted run in {out} (attempt {resume.attempt}): {len(resume.kept)} completed jobs kept, "
+            f"the other {len(expand(experiment)) - len(resume.kept)} run now under the same names"
+            + (f"; {moved} log{'s' if moved != 1 else ''} of attempt {resume.attempt - 1}'s unfinished jobs moved to "
+               f"{apart}/" if moved else ""))
+        return
+    removed = [out / name for name in OUTPUTS if (out / name).is_file()]
+    job_logs = sorted(logs.rglob("*.log")) if logs.is_dir() else []
+    if not removed and not job_logs:
+        return
+    for path in removed + job_logs:
+        path.unlink()
+    for folder in sorted(logs.glob("attempt-*")) if logs.is_dir() else []:
+        shutil.rmtree(folder, ignore_errors=True)
+    say(f"{out}: starting over{' (--fresh)' if fresh else ''}: removed the earlier run's {len(removed)} result and "
+        f"report files and {len(job_logs)} job logs")
+
+
 @dataclass
 class LocalRun:
     results: dict[str, Any]
@@ -115,8 +202,11 @@ class LocalLab:
 
     def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
                  time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None,
-                 live_progress: bool | None = False, assembly: Path | None = None):
+                 live_progress: bool | None = False, assembly: Path | None = None, resume: Resume | None = None):
         self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
+        # An interrupted run resumed (prepare_out), and the experiment as loaded, which a rerun must match
+        # (its document gains the code's S3 URIs at upload).
+        self.resume, self.experiment_hash = resume, experiment.content_hash
         self.user_code = list(user_code_packages or [])  # checked and packaged before the lab starts
         self.time_scale, self.with_fsx = time_scale, fsx
         self.live_progress = live_progress  # a live table (None: when stdout is a terminal), else a line per change
@@ -221,33 +311,46 @@ class LocalLab:
 
     def run(self) -> LocalRun:
         t0 = time.monotonic()
-        execution_arn = self.lab.start(self.experiment.document)
+        kept = {r["job_name"]: r for r in (self.resume.kept if self.resume else [])}
+        # A resumed run reuses the execution's name, so Plan names every job as before, and skips the kept ones.
+        name = self.resume.execution if self.resume else str(uuid.uuid4())
+        document = {**self.experiment.document, **({KEEP_JOBS: sorted(kept)} if kept else {})}
+        execution_arn = self.lab.start(document, name=name)
         run_progress = RunProgress(len(expand(self.experiment)), self.experiment.max_concurrency, started=self._started)
-        plan_key = f"results/{execution_arn.rsplit(':', 1)[-1]}/plan.json"
-        planned = {"read": False}
+        run_progress.kept = len(kept)
+        finished = FinishedJobs(self, name, kept)
 
         def progress() -> None:
-            if not planned["read"]:
-                try:  # how many jobs Plan skipped (FSx down, say): they never start
-                    run_progress.skipped = sum(1 for j in self.lab.read_json(plan_key)["jobs"] if j.get("skip_reason"))
-                    planned["read"] = True
-                except Exception:  # noqa: BLE001 - Plan has not written it yet
-                    pass
+            plan = finished.plan()
+            if plan is not None:   # how many jobs Plan skipped (FSx down, say): they never start
+                run_progress.skipped = sum(1 for j in plan["jobs"] if j.get("skip_reason") and not j.get("kept"))
             # Every call is a request to the stand-in, which the FUSE-backed jobs need too: describe
             # only the jobs that have not ended.
             sagemaker = self.lab.client("sagemaker")
             for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
-                name = summary["TrainingJobName"]
-                known = run_progress.jobs.get(name)
-                if known is not None and known.status in ("Completed", "Failed", "Stopped"):
+                job = summary["TrainingJobName"]
+                known = run_progress.jobs.get(job)
+                if known is not None and known.status in ENDED:
                     continue
-                state = sagemaker.describe_training_job(TrainingJobName=name)
-                view.observe(name, state["TrainingJobStatus"], state.get("SecondaryStatus", ""))
+                state = sagemaker.describe_training_job(TrainingJobName=job)
+                view.observe(job, state["TrainingJobStatus"], state.get("SecondaryStatus", ""))
+                if state["TrainingJobStatus"] in ENDED:
+                    finished.record(job, state["TrainingJobStatus"])   # results.json as each job ends
             view.tick()
 
-        with ProgressView(run_progress, live=self.live_progress, say=self.say) as view:
-            execution = self.lab.wait(execution_arn, timeout=3600, poll=2.0, on_poll=progress)
-            progress()
+        try:
+            with ProgressView(run_progress, live=self.live_progress, say=self.say) as view:
+                execution = self.lab.wait(execution_arn, timeout=3600, poll=2.0, on_poll=progress)
+                progress()
+        except KeyboardInterrupt as stop:
+            # Ctrl-C or SIGTERM: what ended meanwhile, then a report of what finished (the stand-in is still up).
+            if finished.plan() is None:
+                raise   # Plan never finished: nothing ran (an earlier attempt's results.json stays as it was)
+            finished.sweep()
+            results = finished.results(INTERRUPTED)
+            paths = write_report(results, self.out)
+            raise Interrupted(results["partial"]["done"], results["partial"]["total"], paths,
+                              isinstance(stop, Terminated)) from None
         self.say(f"jobs: {run_progress.summary(time.monotonic())}")
         self.timings["jobs"] = time.monotonic() - t0
         t1 = time.monotonic()
@@ -255,15 +358,89 @@ class LocalLab:
             results = self.lab.results(execution)
         except Exception:
             raise RuntimeError(f"the workflow ended {execution.status} without results: {execution.error}: {execution.cause}") from None
+        if kept:   # Plan skipped them as kept: their records are the earlier attempt's
+            results["records"] = [kept.get(r["job_name"], r) for r in results["records"]]
+            results["summary"] = summarise(results["records"])
+            results["resumed"] = {"kept": len(kept), "ran": len(results["records"]) - len(kept), "attempt": finished.attempt}
+        results["local_run"] = finished.local_run
         paths = write_report(results, self.out)
         self.timings["reporting"] = time.monotonic() - t1
         return LocalRun(results, paths, execution.status, execution.error, dict(self.timings))
 
 
+class FinishedJobs:
+    """The jobs of a local run that have ended, as result records made by the workflow's own Collect code,
+    written to results.json (marked partial) as each one ends: an interrupted run keeps what finished."""
+
+    def __init__(self, lab: LocalLab, execution: str, kept: dict[str, dict[str, Any]]):
+        self.lab, self.execution, self.kept = lab, execution, kept
+        self.attempt = lab.resume.attempt if lab.resume else 1
+        self.local_run = {"experiment_hash": lab.experiment_hash, "attempt": self.attempt}
+        self.records: dict[str, dict[str, Any]] = {}
+        self._plan: dict[str, Any] | None = None
+        environment = lab.lab.function_environment()   # the prices Collect uses: the deployed functions'
+        self.overrides = json.loads(environment["DSLAB_PRICES"]) if environment.get("DSLAB_PRICES") else None
+        self.prices = PriceTable.with_overrides(self.overrides)
+
+    @property
+    def base(self) -> str:
+        return f"{RESULTS_PREFIX}/{self.execution}"
+
+    def plan(self) -> dict[str, Any] | None:
+        """The plan Plan stored (None until it has)."""
+        if self._plan is None:
+            try:
+                self._plan = self.lab.lab.read_json(f"{self.base}/plan.json")
+            except Exception:  # noqa: BLE001 - Plan has not written it yet
+                return None
+        return self._plan
+
+    def record(self, name: str, status: str) -> None:
+        plan = self.plan()
+        job = next((j for j in plan["jobs"] if j["name"] == name), None) if plan else None
+        if job is None or name in self.records:
+            return
+        lab = self.lab.lab
+        self.records[name] = job_record(lab.client("s3"), lab.client("sagemaker"), lab.bucket, self.base, plan, job,
+                                        {"status": status, "name": name}, self.prices)
+        self.write(IN_PROGRESS)
+
+    def sweep(self) -> None:
+        """Every job that has ended and has no record yet (an interrupt comes between two looks)."""
+        sagemaker = self.lab.lab.client("sagemaker")
+        for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
+            if summary["TrainingJobName"] not in self.records and summary["TrainingJobStatus"] in ENDED:
+                self.record(summary["TrainingJobName"], summary["TrainingJobStatus"])
+
+    def results(self, state: str) -> dict[str, Any]:
+        """results.json of what finished, kept jobs included, in the plan's order, marked partial."""
+        plan = self.plan()
+        mine = {**self.kept, **self.records}
+        records = [mine[j["name"]] for j in plan["jobs"] if j["name"] in mine]
+        results = results_document(plan, records, self.prices, self.overrides)
+        to_run = sum(1 for j in plan["jobs"] if not j.get("skip_reason") or j.get("kept"))
+        results["partial"] = {"done": len(records), "total": to_run, "reason": state}
+        results["local_run"] = self.local_run
+        if self.kept:
+            results["resumed"] = {"kept": len(self.kept), "ran": len(self.records), "attempt": self.attempt}
+        return results
+
+    def write(self, state: str) -> None:
+        out = self.lab.out
+        out.mkdir(parents=True, exist_ok=True)
+        partial = out / "results.json.partial"
+        partial.write_text(json.dumps(self.results(state), indent=2, default=str))
+        os.replace(partial, out / "results.json")   # never a torn results.json, whenever the run stops
+
+
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
-              fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None) -> LocalRun:
+              fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None,
+              fresh: bool = False, repeats: int | None = None) -> LocalRun:
+    """The lab, offline. ``repeats`` replaces the experiment's; ``fresh`` starts over where --out holds an
+    interrupted run (which is otherwise resumed: see prepare_out)."""
     path = experiment_path or DEFAULT_EXPERIMENT
-    experiment = load_experiment(path)
+    experiment = load_experiment(path, repeats=repeats)
+    check_job_count(experiment, "--repeats" if repeats else "repeats")
     for i, dataset in enumerate(experiment.datasets):
         if not dataset.generate:
             raise ConfigError(f"{path}: datasets[{i}].generate", f"dataset '{dataset.name}' has no generate recipe; "
@@ -271,6 +448,7 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
                               "generate: {images: N, classes: K, seed: S}")
     if out.exists() and not out.is_dir():
         raise ConfigError("--out", f"{out} exists and is not a folder")
+    resume = resume_of(out, experiment, fresh)
     cache = cache or REPO / ".lab-cache"
     packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
@@ -280,8 +458,9 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
                                             for name, folder in prepared.items()})
     preparing = time.monotonic() - started
+    prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved or removed
     with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged, live_progress=live_progress,
-                  assembly=assembly) as lab:
+                  assembly=assembly, resume=resume) as lab:
         lab.upload()
         run = lab.run()
     run.timings["data"] = run.timings.get("data", 0.0) + preparing
@@ -289,4 +468,5 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     return run
 
 
-__all__ = ["run_local", "LocalLab", "LocalRun", "cached_assembly", "prepare_dataset", "DEFAULT_EXPERIMENT"]
+__all__ = ["run_local", "LocalLab", "LocalRun", "cached_assembly", "prepare_dataset", "prepare_out", "resume_of", "DEFAULT_EXPERIMENT",
+           "Interrupted", "Terminated", "Resume"]
