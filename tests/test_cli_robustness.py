@@ -164,6 +164,7 @@ def _base(words, tmp_path, jpgs, n):
         ("dataset", "pack"): ["--src", jpgs, "--out", out],
         ("dataset", "replicate"): ["--src", jpgs, "--out", out],
         ("run",): ["--experiment", "experiments/smoke.yaml"],
+        ("local",): ["--out", out],
         ("status",): [],
         ("efs", "empty"): [],
         ("estimate",): ["--files", "30607", "--bytes", "1.1GB"],
