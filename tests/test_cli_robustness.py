@@ -163,6 +163,7 @@ def _base(words, tmp_path, jpgs, n):
         ("dataset", "generate"): ["--out", out, "--images", "2", "--classes", "1"],
         ("dataset", "pack"): ["--src", jpgs, "--out", out],
         ("dataset", "replicate"): ["--src", jpgs, "--out", out],
+        ("dataset", "upload"): ["--src", jpgs, "--to", "s3://datasourcelab-data-123456789012-us-east-1/datasets/x/"],
         ("run",): ["--experiment", "experiments/smoke.yaml"],
         ("local",): ["--out", out],
         ("status",): [],

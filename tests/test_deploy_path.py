@@ -33,6 +33,8 @@ pytestmark = pytest.mark.slow
 PROJECT_FILES = ("Makefile", "app.py", "cdk.json", "stacks", "dslab", "training", "scripts", "experiments", ".venv",
                  ".venv-scan", "node_modules", "package.json", "package-lock.json", "pyproject.toml",
                  "requirements.txt", "requirements-dev.txt", "requirements-scan.txt")
+# The deploy `dslab size` prints for FSx on a cluster, at the smallest Persistent 2 tier and capacity above 1,200 GiB.
+PERSISTENT_2 = "fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125 fsxCapacity=2400"
 TINY_RUN = {"name": "lifecycle", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx", "EFS"],
             "instance_type": "ml.m5.xlarge"}
 
@@ -93,8 +95,9 @@ class Steps:
 
 def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monkeypatch):
     """bootstrap -> make deploy FSX=up -> dslab run (outputs from CloudFormation) -> make fsx-down ->
-    make fsx-up -> a deploy with express=false -> make destroy -> a plain deploy refused (the kept bucket)
-    -> make deploy-again FSX=down."""
+    make fsx-up -> make deploy FSX=up with Persistent 2 -> an FSx run on it -> make fsx-up (back to Scratch 2) ->
+    a deploy with express=false -> make destroy -> a plain deploy refused (the kept bucket) -> make deploy-again
+    FSX=down."""
     with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
                      deploy=False, time_scale=0.001) as lab:
         for key, value in stand_in_environment(lab.endpoint, cdk_home=tmp_path / "cdk-home").items():
@@ -130,6 +133,8 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         put_datasets(lab, ["tiny-jpg"])
         experiment = tmp_path / "lifecycle.json"
         experiment.write_text(json.dumps(TINY_RUN))
+        fsx_only = tmp_path / "fsx-only.json"
+        fsx_only.write_text(json.dumps({**TINY_RUN, "name": "on-persistent-2", "modes": ["FSx"]}))
         out = steps.run("dslab run --wait", [str(REPO / ".venv" / "bin" / "dslab"), "run", "--experiment", str(experiment),
                                              "--wait", "--poll", "1"])
         executions = lab.client("stepfunctions").list_executions(stateMachineArn=lab.state_machine_arn)["executions"]
@@ -149,6 +154,34 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         assert len(lab.client("fsx").describe_file_systems()["FileSystems"]) == 1
         assert steps.stack(CORE_STACK).get("LastUpdatedTime") == core_before  # nothing else touched
 
+        # What `dslab size` prints for a cluster (Persistent 2 at a throughput tier and capacity) is one deploy; the
+        # run that follows records that lab, and `dslab fsx status` prices it. Then back to cdk.json's Scratch 2.
+        steps.make("make deploy FSX=up CONTEXT=<Persistent 2>", "deploy", "FSX=up", f"CONTEXT={PERSISTENT_2}")
+        (fs,) = lab.client("fsx").describe_file_systems()["FileSystems"]
+        assert (fs["LustreConfiguration"]["DeploymentType"], fs["LustreConfiguration"]["PerUnitStorageThroughput"],
+                fs["StorageCapacity"]) == ("PERSISTENT_2", 125, 2400)
+        assert lab.client("fsx").describe_data_repository_associations()["Associations"]   # linked to S3 by a DRA
+        assert steps.outputs(FSX_STACK)["FsxDeploymentType"] == "PERSISTENT_2"
+        assert lab.client("ssm").get_parameter(Name=FSX_ID_PARAMETER)["Parameter"]["Value"] == fs["FileSystemId"]
+        lab.refresh()
+        out = steps.run("dslab run --wait (Persistent 2)", [str(REPO / ".venv" / "bin" / "dslab"), "run", "--experiment",
+                                                           str(fsx_only), "--wait", "--poll", "1"])
+        latest = sorted(lab.client("stepfunctions").list_executions(stateMachineArn=lab.state_machine_arn)["executions"],
+                        key=lambda e: e["startDate"])[-1]
+        assert latest["status"] == "SUCCEEDED", out[-2000:]
+        ran_on = lab.read_json(f"results/{latest['name']}/results.json")["lab"]
+        assert ran_on["fsx_config"]["deployment_type"] == "PERSISTENT_2" and "as described" in ran_on["name"]
+        said = steps.run("dslab fsx status (Persistent 2)", [str(REPO / ".venv" / "bin" / "dslab"), "fsx", "status", "--json"])
+        status = json.loads(said[said.index("{"):said.rindex("}") + 1])
+        assert status["deployment_type"] == "PERSISTENT_2" and status["usd_per_hour"] == pytest.approx(0.145 * 2400 / 730, rel=1e-3)
+        steps.make("make fsx-up (back to Scratch 2)", "fsx-up")
+        (back,) = lab.client("fsx").describe_file_systems()["FileSystems"]
+        assert back["FileSystemId"] != fs["FileSystemId"]   # another deployment type is another file system
+        assert (back["LustreConfiguration"]["DeploymentType"], back["StorageCapacity"]) == ("SCRATCH_2", 1200)
+        assert lab.client("ssm").get_parameter(Name=FSX_ID_PARAMETER)["Parameter"]["Value"] == back["FileSystemId"]
+        assert steps.outputs(FSX_STACK)["FsxDeploymentType"] == "SCRATCH_2"
+        fsx_updated = steps.stack(FSX_STACK).get("LastUpdatedTime")
+
         # Turning S3 Express off deploys in one step: no export can hold the directory bucket.
         steps.make("make deploy FSX=keep CONTEXT=express=false", "deploy", "FSX=keep", "CONTEXT=express=false")
         core = steps.outputs(CORE_STACK)
@@ -157,7 +190,8 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         assert not [b for b in lab.client("s3").list_buckets()["Buckets"] if b["Name"].endswith("--x-s3")]
         plan = [f for f in lab.client("lambda").list_functions()["Functions"] if f["Handler"].endswith(".plan")][0]
         assert "DSLAB_EXPRESS_BUCKET" not in plan["Environment"]["Variables"]
-        assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"   # FSX=keep: left as it was
+        assert steps.stack(FSX_STACK).get("LastUpdatedTime") == fsx_updated   # FSX=keep: left as it was
+        assert [f["FileSystemId"] for f in lab.client("fsx").describe_file_systems()["FileSystems"]] == [back["FileSystemId"]]
 
         # make destroy: every stack goes; the data bucket (datasets, results) and its policy stay.
         steps.make("make destroy FORCE=yes", "destroy", "FORCE=yes")

@@ -186,3 +186,32 @@ def test_the_report_prices_the_lab_the_run_ran_on(tmp_path):
                "backend": "aws", "records": [record], "lab": lab.to_dict(), "fsx_capacity_gib": 1200}
     text = write_report(results, tmp_path / "out")["report.md"].read_text()
     assert "Priced on the lab as deployed (FSx fs-1 as described): FSx Persistent 2 1000 MB/s/TiB, 4,800 GiB" in text
+
+
+def _efs(mode: str, mibps: int | None = None, performance: str = "generalPurpose") -> dict:
+    props = {"PerformanceMode": performance, "ThroughputMode": mode, "Encrypted": True}
+    if mibps:
+        props["ProvisionedThroughputInMibps"] = mibps
+    return {"Type": "AWS::EFS::FileSystem", "Properties": props}
+
+
+def test_efs_throughput_changes_in_place_within_the_24_hour_rule(cfn):  # noqa: F811
+    """What `dslab size` prints for EFS is an update of the lab's file system: UpdateFileSystem changes the mode in
+    place, but "any time that you change the file system to Provisioned throughput or increase the provisioned
+    throughput amount, you must wait at least 24 hours before you can change the throughput mode again or decrease
+    the provisioned amount" (EFS User Guide, managing-throughput.html). Max I/O with Elastic is refused: "Max I/O mode
+    is not supported for One Zone file systems or file systems that use Elastic throughput" (performance.html)."""
+    cfn, client = cfn
+    assert deploy(cfn, "Efs", template({"Fs": _efs("bursting")}))["StackStatus"] == "CREATE_COMPLETE"
+    (created,) = client("efs").describe_file_systems()["FileSystems"]
+    assert deploy(cfn, "Efs", template({"Fs": _efs("provisioned", 256)}))["StackStatus"] == "UPDATE_COMPLETE"
+    (now,) = client("efs").describe_file_systems()["FileSystems"]
+    assert now["FileSystemId"] == created["FileSystemId"]
+    assert (now["ThroughputMode"], now["ProvisionedThroughputInMibps"]) == ("provisioned", 256)
+    assert deploy(cfn, "Efs", template({"Fs": _efs("provisioned", 512)}))["StackStatus"] == "UPDATE_COMPLETE"  # up: allowed
+    stack = deploy(cfn, "Efs", template({"Fs": _efs("elastic")}))
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "24 hours" in reasons(cfn, "Efs")
+    (kept,) = client("efs").describe_file_systems()["FileSystems"]
+    assert (kept["ThroughputMode"], kept["ProvisionedThroughputInMibps"]) == ("provisioned", 512)
+    stack = deploy(cfn, "MaxIo", template({"Fs": _efs("elastic", performance="maxIO")}))
+    assert stack["StackStatus"] == "ROLLBACK_COMPLETE" and "Max I/O" in reasons(cfn, "MaxIo")

@@ -37,6 +37,7 @@ class Environment:
     iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
     time_scale: Callable[[], float] = lambda: 1.0
     fsx_versions: dict[str, str] = field(default_factory=dict)   # file system ID -> Lustre version (moto keeps none)
+    efs_throughput_locks: dict[str, float] = field(default_factory=dict)   # EFS ID -> when it went Provisioned or up
 
     def check_assumable(self, role_arn: str | None) -> None:
         """A service assuming a role IAM has not propagated yet is refused ("Unable to assume role. Reason:

@@ -32,6 +32,10 @@ class EfsFileSystem(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         efs = self.client("efs")
+        if props.get("ThroughputMode") == "elastic" and props.get("PerformanceMode") == "maxIO":
+            # "Max I/O mode is not supported for One Zone file systems or file systems that use Elastic throughput"
+            # (EFS User Guide, performance.html#performancemodes).
+            raise ResourceFailed("Invalid request: Max I/O performance mode is not supported with Elastic throughput")
         kwargs = {"CreationToken": f"{stack.name}-{logical_id}-{uuid.uuid4()}",
                   "PerformanceMode": props.get("PerformanceMode", "generalPurpose"),
                   "Encrypted": bool(props.get("Encrypted", False)), "ThroughputMode": props.get("ThroughputMode", "bursting")}
@@ -45,7 +49,37 @@ class EfsFileSystem(Provider):
             efs.put_lifecycle_configuration(FileSystemId=fs["FileSystemId"], LifecyclePolicies=policies)
         return fs["FileSystemId"], {"FileSystemId": fs["FileSystemId"], "Arn": fs["FileSystemArn"]}
 
+    # "any time that you change the file system to Provisioned throughput or increase the provisioned throughput
+    # amount, you must wait at least 24 hours before you can change the throughput mode again or decrease the
+    # provisioned amount" (EFS User Guide, managing-throughput.html).
+    THROUGHPUT_LOCK_SECONDS = 24 * 3600
+
+    def _throughput(self, file_system_id: str, props) -> None:
+        """ThroughputMode and ProvisionedThroughputInMibps change in place (CloudFormation calls UpdateFileSystem;
+        moto has none, so its record is changed), within EFS's 24-hour rule."""
+        import time
+
+        from moto.efs.models import efs_backends
+        record = efs_backends[self.env.account][self.env.region].file_systems_by_id[file_system_id]
+        mode = props.get("ThroughputMode", "bursting")
+        mibps = float(props["ProvisionedThroughputInMibps"]) if props.get("ProvisionedThroughputInMibps") else None
+        was_mode, was_mibps = record.throughput_mode, record.provisioned_throughput_in_mibps
+        if (mode, mibps) == (was_mode, was_mibps if was_mode == "provisioned" else None):
+            return
+        locked_at = self.env.efs_throughput_locks.get(file_system_id)
+        relaxing = mode != was_mode or (mibps or 0) < (was_mibps or 0)
+        if relaxing and locked_at is not None:
+            waited = (time.monotonic() - locked_at) / max(self.env.time_scale(), 1e-9)
+            if waited < self.THROUGHPUT_LOCK_SECONDS:
+                raise ResourceFailed(f"Too many requests: the throughput of {file_system_id} went to Provisioned or up "
+                                     f"{waited / 3600:.1f} hours ago; its mode can change again, or its amount go down, "
+                                     "only 24 hours after that")
+        if mode == "provisioned" and (was_mode != "provisioned" or (mibps or 0) > (was_mibps or 0)):
+            self.env.efs_throughput_locks[file_system_id] = time.monotonic()
+        record.throughput_mode, record.provisioned_throughput_in_mibps = mode, mibps
+
     def update(self, old, props):
+        self._throughput(old.physical_id, props)
         if props.get("FileSystemPolicy"):
             self.client("efs").put_file_system_policy(FileSystemId=old.physical_id, Policy=json.dumps(props["FileSystemPolicy"]))
         # An empty list turns lifecycle management off, as PutLifecycleConfiguration documents.
