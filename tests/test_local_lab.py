@@ -299,3 +299,49 @@ modes: [File, Pipe, EFS, FastFile]
     assert {p.stem for p in (out / "jobs" / "attempt-1").glob("*.log")} <= set(planned) - kept
     assert f"> Resumed: {done} jobs kept from the interrupted attempt" in (out / "report.md").read_text()
     assert_clean(cache)
+
+
+def test_the_live_table_is_drawn_on_a_terminal_while_the_jobs_run(cache, tmp_path):
+    """Issue 28: in a real terminal `dslab local` showed its table only at the end or on Ctrl-C. Under a
+    pseudo-terminal, the table (a row per job, its phase) is drawn while the jobs are in progress; lines per
+    change are for output that is not a terminal (test_default_local_experiment_end_to_end)."""
+    import pty
+    import re
+    import select
+    experiment = tmp_path / "two.yaml"
+    experiment.write_text("""
+name: on-a-terminal
+instance_type: ml.m5.xlarge
+volume_size_gb: 5
+compute: {batch_size: 16, seconds_per_batch: 0.8}
+datasets: [{name: tty-tfr, format: tfrecord, generate: {images: 64, classes: 4, seed: 7, shard_size_mb: 1}}]
+modes: [File, Pipe]
+""")
+    pid, terminal = pty.fork()
+    if pid == 0:   # the child: `dslab local` with a terminal for its standard output
+        os.chdir(REPO)
+        os.environ.update({"TERM": "xterm", "COLUMNS": "160", "LINES": "50"})
+        os.execv(sys.executable, [sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment),
+                                  "--out", str(tmp_path / "out"), "--cache", str(cache)])
+    shown, deadline = b"", time.monotonic() + 400
+    try:
+        while time.monotonic() < deadline:
+            if select.select([terminal], [], [], 1.0)[0]:
+                try:
+                    chunk = os.read(terminal, 65536)
+                except OSError:   # the child closed the terminal: it ended
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(terminal)
+    text = shown.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0, text[-3000:]
+    before_the_end = text.split("jobs: 2/2 jobs done", 1)[0]
+    drawn_running = re.findall(r"│ dsl-tty-tfr-\w+-r0-\w+ +│ InProgress/\w+ +│", before_the_end)
+    assert len(drawn_running) >= 2, text[-3000:]     # frames drawn while jobs were in progress, not only the last
+    assert not re.search(r"(?m)^  \[ *\d", text)    # a table, not the lines for output that is not a terminal
+    assert "local run SUCCEEDED" in text
+    assert_clean(cache)
