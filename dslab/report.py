@@ -408,8 +408,8 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                      f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | "
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
     lines += ["", "Spread of the runs: one run has none measured (n/a: `repeats: 3` or `--repeats 3` measures it); two "
-              "show their min–max; from three, also the mean's 95% confidence interval (Student's t). MLPerf Storage "
-              "reports the mean of 5 runs."]
+              "show their min–max; from three, also the mean's 95% confidence interval (Student's t). Billable time "
+              "counts whole seconds. MLPerf Storage reports the mean of 5 runs."]
     lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
               "first batch included. Sources are ranked below by what a result costs, not by AU.", "",
               "![Downloading / Training / Other per mode](breakdown.png)", "",
