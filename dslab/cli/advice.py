@@ -11,8 +11,50 @@ from ..core.limits import MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
 from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
+def workload_of(args):
+    """The DLIO workload --workload names (core/dlio.py), at --scale; None without --workload. Its dataset and
+    compute replace --dataset/--files/--bytes/--samples and --compute-preset/--compute-rate, which are refused beside it."""
+    if getattr(args, "_workload", None) is not None:
+        return args._workload
+    path = getattr(args, "workload", None)
+    if path is None:
+        if getattr(args, "scale", None) is not None:
+            raise ConfigError("--scale", "goes with --workload (the fraction of its files)")
+        return None
+    for flag in ("dataset", "files", "bytes", "samples", "compute_rate", "compute_preset"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the workload file with --workload; drop it")
+    from ..core.dlio import parse_workload
+    from ..inputs.experiment_file import read_workload
+    document, digest = read_workload(Path(path))
+    try:
+        workload = parse_workload(document, str(path))
+    except ConfigError as err:
+        raise err.with_source(str(path)) from None
+    from dataclasses import replace
+    workload = replace(workload, sha256=digest)
+    args._workload = workload.with_scale(args.scale) if getattr(args, "scale", None) is not None else workload
+    return args._workload
+
+
+def workload_json(workload) -> dict[str, Any]:
+    return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
+            "files": workload.files, "samples": workload.samples, "bytes": workload.bytes,
+            "samples_per_second_per_accelerator": round(workload.rate, 3), "epochs": workload.epochs,
+            "au_target_percent": workload.au_percent, "used": list(workload.used), "ignored": list(workload.ignored)}
+
+
+def print_workload(workload) -> None:
+    print(workload.describe())
+    for line in workload.ignored:
+        print(f"ignored: {line}")
+
+
 def _shape(args):
     from ..core.estimate import DatasetShape
+    workload = workload_of(args)
+    if workload is not None:
+        return workload.shape()
     if args.dataset and (args.files or args.bytes):
         raise ConfigError("--dataset", "give either --dataset or --files with --bytes, not both")
     if args.dataset:
@@ -28,17 +70,27 @@ def _shape(args):
 def _estimate_kwargs(args) -> dict[str, Any]:
     from ..core.estimate import compute_rate
     args.instance = args.instance or "ml.p3.2xlarge"
+    args.epochs_given = args.epochs   # a workload's epochs stand unless --epochs says otherwise
     args.epochs = 1 if args.epochs is None else args.epochs
     from ..aws.validation import instance_type_problem
     if instance_type_problem(args.instance):
         raise ConfigError("--instance", instance_type_problem(args.instance))
     prices = price_table(args.prices)
     prices.require_instance(args.instance, "--instance")
+    count = 1 if args.instance_count is None else args.instance_count
+    kwargs = {"instance_type": args.instance, "epochs": args.epochs, "prices": prices, "instance_count": count,
+              "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}
+    workload = workload_of(args)
+    if workload is not None:
+        # As DLIO emulates it: batch_size every computation_time per accelerator, read_threads readers each.
+        from ..core.requests import accelerators_of
+        if getattr(args, "epochs_given", None) is None:
+            kwargs["epochs"] = workload.epochs
+        kwargs.update(rate=workload.rate, readers=workload.readers(accelerators_of(args.instance)))
+        return kwargs, workload.describe()
     # The instance's accelerator decides the default compute, refused where no preset emulates it (estimate.py).
     rate, rate_note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
-    count = 1 if args.instance_count is None else args.instance_count
-    return {"instance_type": args.instance, "epochs": args.epochs, "rate": rate, "prices": prices, "instance_count": count,
-            "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}, rate_note
+    return {**kwargs, "rate": rate}, rate_note
 
 
 def cmd_estimate(args) -> int:
@@ -79,9 +131,12 @@ def cmd_estimate(args) -> int:
                                     "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1),
                                     "over_max_runtime": e.source in too_long}
                                    for e, o in zip(estimates, options)], "prices": kwargs["prices"].label(),
-                    "lab": lab.to_dict()})
+                    "lab": lab.to_dict(),
+                    **({"workload": workload_json(workload_of(args))} if workload_of(args) else {})})
         return 0
-    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
+    for line in (workload_of(args).ignored if workload_of(args) else ()):
+        print(f"ignored: {line}")
     print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
           f"{'to a result':>11s} {'time':>8s}  bound")
     for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
@@ -151,12 +206,17 @@ def cmd_recommend(args) -> int:
     shape = _shape(args)
     kwargs, rate_note = _estimate_kwargs(args)
     lab = lab_provisioning(args)
+    workload = workload_of(args)
+    if workload is not None:
+        kwargs["au_target"] = workload.au_percent
     result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
                        portable=args.portable_script, lab=lab, **kwargs)
     if args.json:
-        print_json(result.to_dict())
+        print_json({**result.to_dict(), **({"workload": workload_json(workload)} if workload else {})})
         return 0
-    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {args.epochs} epoch(s) on {args.instance}; {rate_note}")
+    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
+    for line in (workload.ignored if workload else ()):
+        print(f"ignored: {line}")
     print_recommendation(result)
     print(f"priced on {lab.describe()}")
     print(kwargs["prices"].label())
@@ -216,7 +276,8 @@ def _recommend_experiment(args) -> int:
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
     prices = price_table(args.prices)
-    experiment = load_experiment(Path(args.experiment), prices=prices)
+    experiment = load_experiment(Path(args.experiment), prices=prices, workload=Path(args.workload) if args.workload else None,
+                                 scale=args.scale)
     stats, stats_source = measured_stats(args, experiment)
     lab = lab_provisioning(args)
     found = experiment_answers(experiment, prices, stats=stats, stats_source=stats_source, lab=lab)
@@ -239,6 +300,15 @@ def _recommend_experiment(args) -> int:
         print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0
+
+
+def add_workload_flags(p) -> None:
+    """--workload and --scale, as size, estimate, recommend, plan, run and local take them."""
+    p.add_argument("--workload", help="a DLIO workload file as MLPerf Storage publishes it (dlio_benchmark/configs/"
+                   "workload/*.yaml): its dataset, compute (batch_size every computation_time per accelerator), epochs, "
+                   "read_threads and AU target (metric.au)")
+    p.add_argument("--scale", type=real(0, 1), help="with --workload: the fraction of its files (record sizes kept; "
+                   "default 1)")
 
 
 def register(sub) -> None:
@@ -264,6 +334,7 @@ def register(sub) -> None:
         p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per job (default 1)")
         p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB), help="the training volume (default 100)")
         p.add_argument("--fsx-capacity", type=whole(1200), help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
+        add_workload_flags(p)
         p.add_argument("--prices", help="YAML file overriding prices")
         p.add_argument("--json", action="store_true")
         p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed are what is "

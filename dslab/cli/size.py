@@ -6,7 +6,7 @@ from ..core.errors import ConfigError
 from ..core.estimate import MAX_COMPUTE_RATE
 from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS
 from ..core.sizing import MAX_CLUSTER
-from .advice import _shape
+from .advice import _shape, add_workload_flags, workload_json, workload_of
 from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
@@ -24,12 +24,23 @@ def sizing_for(args):
                           + (f"; did you mean {' or '.join(close)}?" if close else ""), sorted(INSTANCES))
     prices = price_table(args.prices)
     prices.require_instance(args.instance, "--instance")
-    # The same rule as estimate and recommend: the instance's accelerator decides, or --compute-rate.
-    rate, note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
+    workload = workload_of(args)
+    extra = {}
+    if workload is not None:
+        # As DLIO emulates it (core/dlio.py): batch_size every computation_time per accelerator, its epochs,
+        # read_threads readers per accelerator, and its AU target (metric.au) for the largest cluster.
+        rate, note = workload.rate, workload.describe()
+        accelerators = args.accelerators or max(1, INSTANCES[args.instance].accelerators)
+        extra = {"au_target": workload.au_percent, "readers": workload.readers(accelerators)}
+        epochs = args.epochs or workload.epochs
+    else:
+        # The same rule as estimate and recommend: the instance's accelerator decides, or --compute-rate.
+        rate, note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
+        epochs = args.epochs or 1
     lab = lab_provisioning(args)
     result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=prices,
-                  epochs=args.epochs or 1, accelerators=args.accelerators, deployed=lab,
-                  provision=not getattr(args, "as_deployed", False))
+                  epochs=epochs, accelerators=args.accelerators, deployed=lab,
+                  provision=not getattr(args, "as_deployed", False), **extra)
     _name_the_dataset(result, getattr(args, "dataset", None))
     # One run is one training job per instance: past SageMaker's 28-day MaxRuntimeInSeconds it would be stopped.
     too_long = none_too_long({s.source: s.hours_per_run * 3600 for s in result.sources},
@@ -51,25 +62,29 @@ def _name_the_dataset(result, dataset: str | None) -> None:
 
 
 def cmd_size(args) -> int:
-    from ..core.sizing import AU_TARGET, MAX_CLUSTER
+    from ..core.sizing import MAX_CLUSTER
     from ..report import duration
     shape, result, note = sizing_for(args)
+    workload = workload_of(args)
     if args.json:
-        print_json({"files": shape.files, "bytes": shape.bytes, "compute": note, **result.to_dict()})
+        print_json({"files": shape.files, "bytes": shape.bytes, "compute": note, **result.to_dict(),
+                    **({"workload": workload_json(workload)} if workload else {})})
         return 0
     i = result.instance
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB; {result.count} x {i.name} ({result.accelerators} x "
           f"{i.accelerator or 'no accelerator'} each, {i.network_gbps:g} Gbit/s, "
           f"{'%d GB NVMe' % i.nvme_gb if i.nvme_gb else 'EBS only'}); {note}")
+    for line in (workload.ignored if workload else ()):
+        print(f"ignored: {line}")
     print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
     heading = f"provision for {result.count} instance(s)" if result.provisioned else "the lab as deployed"
-    print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(AU_TARGET, 'g') + '%':>19s} {'$/hour':>9s} "
-          f"{'$/run':>9s} {'run':>7s}  {heading}")
+    print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(result.au_target, 'g') + '%':>19s} {'accelerators':>12s} "
+          f"{'$/hour':>9s} {'$/run':>9s} {'run':>7s}  {heading}")
     for s in result.sources:
-        largest = f">={MAX_CLUSTER:,}" if s.max_instances_at_target_au >= MAX_CLUSTER else f"{s.max_instances_at_target_au:,}"
-        print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {s.usd_per_hour:9,.2f} {s.usd_per_run:9,.2f} "
-              f"{duration(s.hours_per_run * 3600):>7s}  {s.provision}")
+        largest, fed = _largest_text(s.max_instances_at_target_au, result.accelerators)
+        print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {s.usd_per_hour:9,.2f} "
+              f"{s.usd_per_run:9,.2f} {duration(s.hours_per_run * 3600):>7s}  {s.provision}")
     if not result.provisioned:
         print(f"priced on {result.lab.describe()}")
         _print_footer(result, i, args)
@@ -84,11 +99,19 @@ def cmd_size(args) -> int:
     print(f"{result.lab.describe()} (the same {result.count} instance(s), nothing provisioned for them):")
     for s in result.sources:
         d = s.deployed
-        largest = f">={MAX_CLUSTER:,}" if d["max_instances_at_target_au"] >= MAX_CLUSTER else f"{d['max_instances_at_target_au']:,}"
-        print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {d['usd_per_hour']:9,.2f} "
+        largest, fed = _largest_text(d["max_instances_at_target_au"], result.accelerators)
+        print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {d['usd_per_hour']:9,.2f} "
               f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
     _print_footer(result, i, args)
     return 0
+
+
+def _largest_text(instances: int, per_instance: int) -> tuple[str, str]:
+    """The largest cluster fed as instances and as MLPerf Storage counts it: accelerators (instances x per instance)."""
+    from ..core.sizing import MAX_CLUSTER
+    if instances >= MAX_CLUSTER:
+        return f">={MAX_CLUSTER:,}", f">={MAX_CLUSTER * per_instance:,}"
+    return f"{instances:,}", f"{instances * per_instance:,}"
 
 
 def _print_footer(result, i, args) -> None:
@@ -121,5 +144,6 @@ def register(sub) -> None:
     p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed (default: "
                    "cdk.json's context)")
     p.add_argument("--as-deployed", action="store_true", help="provision nothing: every source on the lab as it stands")
+    add_workload_flags(p)
     p.add_argument("--prices", help="YAML file overriding prices")
     p.add_argument("--json", action="store_true")

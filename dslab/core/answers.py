@@ -62,7 +62,10 @@ def scenarios(experiment: Experiment) -> list[Scenario]:
 
 
 def samples_of(dataset: Dataset) -> int | None:
-    """Samples the dataset holds when its recipe says (images x copies); None lets the estimate assume."""
+    """Samples the dataset holds when its recipe says (images x copies, or a DLIO workload's files x samples per
+    file); None lets the estimate assume."""
+    if dataset.generate.get("samples_per_file"):
+        return int(dataset.generate["files"]) * int(dataset.generate["samples_per_file"])
     images = dataset.generate.get("images")
     return int(images) * int(dataset.generate.get("copies", 1)) if images else None
 
@@ -172,11 +175,16 @@ def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str,
             answers.append(Answer(scenario, None, f"the size of dataset {dataset.name} is not known: {UNKNOWN_SHAPE_FIX}"))
             continue
         shape = known.shape
+        workload = {}
+        if trial.workload is not None:   # a DLIO workload: its readers per accelerator and its AU target
+            from .requests import accelerators_of
+            workload = {"readers": trial.workload.readers(trial.compute.accelerators or accelerators_of(trial.instance_type)),
+                        "au_target": trial.workload.au_percent}
         rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
                         fsx_capacity_gib=fsx_capacity_gib, lab=lab, instance_type=trial.instance_type,
                         instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
                         accelerators=trial.compute.accelerators,
-                        prices=prices, volume_size_gb=trial.volume_size_gb)
+                        prices=prices, volume_size_gb=trial.volume_size_gb, **workload)
         answers.append(Answer(scenario, rec, known=known))
     return answers
 

@@ -206,14 +206,16 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                   epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
                   storage: str = STANDARD, accelerators: int | None = None,
-                  provisioning: Provisioning | None = None, sharded: bool | None = None) -> Estimate:
+                  provisioning: Provisioning | None = None, sharded: bool | None = None,
+                  readers: int | None = None) -> Estimate:
     """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
     table's count, at least one) at ``rate`` samples/s, on the sources as ``provisioning`` has them (default:
     the lab as deployed, FSx Scratch 2 at ``fsx_capacity_gib``). The instances share each epoch's samples
     (data parallel); File and Pipe each instance's share only when ``sharded`` (ShardedByS3Key; the default
     for several instances), the whole channel otherwise. A shared source's limits (S3 GETs per prefix, the
-    directory bucket's reads, FSx's and EFS's throughput) are divided among the instances. `dslab size` is
-    this model searched over instance counts and provisioning."""
+    directory bucket's reads, FSx's and EFS's throughput) are divided among the instances. ``readers``: files
+    one instance reads at once (default its vCPUs; a DLIO workload's read_threads per accelerator, dlio.py).
+    `dslab size` is this model searched over instance counts and provisioning."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -244,7 +246,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     if hosts > 1 and mode in (FILE, PIPE):
         assumptions.append(f"{mode}: " + ("ShardedByS3Key: each instance gets its 1/N of the objects" if sharded else
                                           "FullyReplicated: every instance gets the whole channel"))
-    readers = vcpus
+    if readers is not None and not (isinstance(readers, int) and readers >= 1):
+        raise ConfigError("readers", f"{readers!r}: give the files one instance reads at once, 1 or more")
+    readers = readers or vcpus
     fsx_provisioning = None
     # The cluster's S3 requests per epoch, against what the bucket serves: GETs per prefix (standard) or
     # reads per directory bucket (Express). Large objects are read in 8 MiB ranges.

@@ -28,7 +28,9 @@ STANDARD, EXPRESS = "standard", "express"
 STORAGES = (STANDARD, EXPRESS)
 
 JPG, TFRECORD = "jpg", "tfrecord"
-FORMATS = (JPG, TFRECORD)
+# NumPy's .npz (a zip of .npy arrays): DLIO's format for 3D U-Net; samples of a DLIO workload (core/dlio.py).
+NPZ = "npz"
+FORMATS = (JPG, TFRECORD, NPZ)
 
 # Where a dataset's bytes live before the experiment starts. "efs" is the flowchart's first branch:
 # data produced by tools that write to EFS, never copied to S3.

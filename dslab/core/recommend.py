@@ -112,8 +112,9 @@ def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOU
 
 def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
               sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200, portable: bool = False,
-              lab: Provisioning | None = None, **estimate_kwargs) -> Recommendation:
-    """``portable``: one script for SageMaker, EC2 and EKS, or data that must stay put (SageMaker's S3
+              lab: Provisioning | None = None, au_target: float = AU_TARGET, **estimate_kwargs) -> Recommendation:
+    """``au_target``: the AU (percent) a source must keep to feed a cluster (a DLIO workload's metric.au).
+    ``portable``: one script for SageMaker, EC2 and EKS, or data that must stay put (SageMaker's S3
     channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain). ``lab``: the
     lab as deployed, which every source is priced on (default: the stacks' lab with FSx at ``fsx_capacity_gib``)."""
     lab = lab or as_deployed(fsx_capacity_gib)
@@ -164,22 +165,23 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if row is not None and (row.accelerators > 1 or count > 1):
         sizing = size(shape, instance_type=row.name, count=count, rate=estimate_kwargs["rate"],
                       prices=estimate_kwargs["prices"], epochs=int(estimate_kwargs.get("epochs", 1)),
-                      accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib, deployed=lab)
+                      accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib, deployed=lab,
+                      au_target=au_target, readers=estimate_kwargs.get("readers"))
         sized = next((s for s in sizing.sources if s.source == pick.source), None)
         if sized is not None:
             # Two premises, each named: the lab as it stands (what the ranking above priced) and the source
             # provisioned to feed this cluster (what `dslab size` prints). One model gives both.
             def largest(n: int) -> str:
                 return ("no shared limit binds" if n >= MAX_CLUSTER else
-                        f"feeds up to {n:,} instances at AU >= {AU_TARGET:g}%" if n else
-                        f"feeds not even one at AU >= {AU_TARGET:g}%")
+                        f"feeds up to {n:,} instances at AU >= {au_target:g}%" if n else
+                        f"feeds not even one at AU >= {au_target:g}%")
             deployed = sized.deployed
             advice.append(f"at {count} x {row.name} ({sizing.accelerators} x {row.accelerator} each), {pick.source} as the lab "
                           f"is deployed ({deployed['premise']}): AU {deployed['au_percent']:.0f}%, "
                           f"{largest(deployed['max_instances_at_target_au'])}; provisioned for {count}: {sized.provision}: "
                           f"AU {sized.au_percent:.0f}%, {largest(sized.max_instances_at_target_au)}, "
                           f"${sized.usd_per_run:,.2f} per run (`dslab size` for every source)")
-            fed = [s for s in sizing.sources if s.au_percent >= AU_TARGET]
+            fed = [s for s in sizing.sources if s.au_percent >= au_target]
             best = min(fed, key=lambda s: s.usd_per_run) if fed else None
             if best is not None and best.source != pick.source and best.usd_per_run <= sized.usd_per_run * (1 - ADVICE_MIN_SAVING):
                 advice.append(f"provisioned for this cluster, {best.source} feeds it at AU {best.au_percent:.0f}% for "

@@ -31,6 +31,8 @@ from .provisioning import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBP
                            FsxConfig, Provisioning, as_deployed, deploy_command, fsx_capacity_for)
 
 AU_TARGET = 90.0   # MLPerf Storage v2.0 rules: ResNet-50 and 3D U-Net at 90% AU (mlcommons/storage Submission_guidelines.md)
+# A DLIO workload's own target (metric.au, core/dlio.py) replaces it: CosmoFlow's is 70% ("CosmoFlow N-body
+# simulation (2MB/sample) | 70%", the same guidelines' table of workloads).
 MAX_CLUSTER = 4096  # instances searched for the largest cluster a source feeds
 # FSx capacity is searched up to this many 2,400 GiB steps above the smallest that holds the data (~75 PiB:
 # past any cluster here, so that one instance's own limits bind, not the search).
@@ -67,8 +69,16 @@ class SourceSize:
     commands: list[str] = field(default_factory=list)
     standing_usd_per_hour: float = 0.0   # what the provisioned source bills per hour while it stands, used or not
 
+    accelerators_per_instance: int = 1
+
+    @property
+    def max_accelerators_at_target_au(self) -> int:
+        """MLPerf Storage's figure: the simulated accelerators the source feeds (instances x accelerators)."""
+        return self.max_instances_at_target_au * self.accelerators_per_instance
+
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "au_percent": round(self.au_percent, 1), "as_deployed": self.deployed,
+                "max_accelerators_at_target_au": self.max_accelerators_at_target_au,
                 "commands": self.commands, "standing_usd_per_hour": round(self.standing_usd_per_hour, 2),
                 "max_instances_at_target_au": self.max_instances_at_target_au,
                 "per_host_limit": self.per_host_limit, "shared_limit": self.shared_limit,
@@ -89,6 +99,8 @@ class Sizing:
     notes: list[str]
     lab: Provisioning | None = None     # the lab as deployed (what the "as deployed" figures price)
     provisioned: bool = True            # False: every figure is the lab as deployed (`dslab size --as-deployed`)
+    au_target: float = AU_TARGET        # percent: the AU each source must keep (a DLIO workload's metric.au)
+    readers: int | None = None          # files one instance reads at once (None: its vCPUs)
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance": self.instance.to_dict(), "instance_count": self.count,
@@ -98,28 +110,31 @@ class Sizing:
                 "samples_per_second_per_accelerator": round(self.rate_per_accelerator, 1),
                 "demand_mb_per_second_per_instance": round(self.demand_mbps_per_host, 1),
                 "demand_objects_per_second_per_instance": round(self.demand_objects_per_host, 1),
-                "au_target_percent": AU_TARGET, "sources": [s.to_dict() for s in self.sources], "notes": self.notes}
+                "au_target_percent": self.au_target, "sources": [s.to_dict() for s in self.sources], "notes": self.notes}
 
 
-def _largest(au_at) -> int:
-    """The largest N in 1..MAX_CLUSTER with au_at(N) >= AU_TARGET (AU never grows with N)."""
-    if au_at(1) < AU_TARGET:
+def _largest(au_at, target: float = AU_TARGET) -> int:
+    """The largest N in 1..MAX_CLUSTER with au_at(N) >= target (AU never grows with N)."""
+    if au_at(1) < target:
         return 0
     lo, hi = 1, MAX_CLUSTER
-    if au_at(hi) >= AU_TARGET:
+    if au_at(hi) >= target:
         return hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if au_at(mid) >= AU_TARGET else (lo, mid)
+        lo, hi = (mid, hi) if au_at(mid) >= target else (lo, mid)
     return lo
 
 
 def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, prices: PriceTable,
          epochs: int = 1, accelerators: int | None = None, fsx_capacity_gib: int = 1200,
-         express: bool = True, deployed: Provisioning | None = None, provision: bool = True) -> Sizing:
+         express: bool = True, deployed: Provisioning | None = None, provision: bool = True,
+         au_target: float = AU_TARGET, readers: int | None = None) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
     provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
-    ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`)."""
+    ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`).
+    ``au_target``: the AU (percent) a source must keep to feed a cluster; ``readers``: files one instance reads
+    at once (a DLIO workload's read_threads x accelerators; default its vCPUs)."""
     found = find_instance(instance_type)
     if found is None:
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/instances.py)",
@@ -128,6 +143,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         raise ConfigError("--count", f"{count} instances: give 1 to {MAX_CLUSTER}")
     if epochs < 1:
         raise ConfigError("--epochs", "must be at least 1")
+    if not 0 < au_target <= 100:
+        raise ConfigError("metric.au", f"{au_target:g}%: an AU target is above 0 and at most 100%")
     lab = deployed or as_deployed(fsx_capacity_gib)
     per_host_accelerators = accelerators or max(1, found.accelerators)
     samples, _ = shape.sample_count()
@@ -152,7 +169,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     def job(mode: str, storage: str, n: int, provisioning: Provisioning, volume_gb: int = 100) -> Estimate:
         return estimate_mode(mode, shape, instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate,
                              prices=prices, storage=storage, accelerators=per_host_accelerators,
-                             provisioning=provisioning, volume_size_gb=volume_gb)
+                             provisioning=provisioning, volume_size_gb=volume_gb, readers=readers)
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
@@ -164,7 +181,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     # ---- what to provision for n instances, per source ---------------------------------------------
     def fsx_for(n: int) -> FsxConfig:
         """The cheapest FSx (Scratch 2 at least the lab's size, or a Persistent 2 tier) that holds the data and
-        feeds n instances at AU >= AU_TARGET in the model; failing that, the one that feeds them best."""
+        feeds n instances at AU >= au_target in the model; failing that, the one that feeds them best."""
         candidates = []
         for config in (FsxConfig(capacity_gib=1200), *(FsxConfig.persistent2(t, 1200) for t in FSX_PERSISTENT2_TIERS)):
             floor = lab.fsx.capacity_gib if config.deployment_type == lab.fsx.deployment_type else 0
@@ -175,14 +192,21 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                 return FsxConfig(config.deployment_type, capacity, config.mbps_per_tib)
 
             def feeds(steps: int) -> bool:
-                return job(FSX, STANDARD, n, Provisioning(fsx=at(steps), s3_prefixes=None)).au_percent >= AU_TARGET
+                return job(FSX, STANDARD, n, Provisioning(fsx=at(steps), s3_prefixes=None)).au_percent >= au_target
             # More capacity never lowers AU: double the steps until it feeds (or stops helping), then bisect.
             hi = 0
             while not feeds(hi) and hi < FSX_MAX_STEPS:
                 hi = max(1, hi * 2)
             if not feeds(hi):
-                candidates.append((1, -job(FSX, STANDARD, n, Provisioning(fsx=at(hi), s3_prefixes=None)).au_percent,
-                                   at(hi).hourly(prices), at(hi)))
+                # Nothing feeds them: the smallest capacity that does as well as the largest (past it, the instance's
+                # own limits bind and more capacity only costs more).
+                def au(steps: int) -> float:
+                    return job(FSX, STANDARD, n, Provisioning(fsx=at(steps), s3_prefixes=None)).au_percent
+                best, lo = au(hi), -1
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    lo, hi = (lo, mid) if au(mid) >= best - 0.05 else (mid, hi)
+                candidates.append((1, -round(best, 1), at(hi).hourly(prices), at(hi)))
                 continue
             lo = -1
             while hi - lo > 1:
@@ -192,11 +216,11 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         return min(candidates, key=lambda c: c[:3])[3]
 
     def efs_for(n: int) -> tuple[EfsConfig, bool]:
-        """The EFS throughput mode that feeds n instances at AU >= AU_TARGET in the model for the least per
+        """The EFS throughput mode that feeds n instances at AU >= au_target in the model for the least per
         run (Bursting, Elastic, or the least Provisioned MiB/s that does); failing that, the one that feeds best."""
         def evaluate(config: EfsConfig) -> tuple[bool, float, float]:
             estimate = job(EFS, STANDARD, n, Provisioning(fsx=lab.fsx, efs=config, s3_prefixes=None))
-            return estimate.au_percent >= AU_TARGET, estimate.au_percent, run(estimate, n)[1]
+            return estimate.au_percent >= au_target, estimate.au_percent, run(estimate, n)[1]
         top = int(min(EFS_PROVISIONED_MAX_MIBPS, EFS_PROVISIONED_READ_MIBPS))
         if evaluate(EfsConfig(PROVISIONED, top))[0]:   # the least Provisioned MiB/s that feeds them
             lo, hi = 0, top
@@ -225,7 +249,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         return n * demand_sps * estimate.au_percent / 100 * requests_per_sample
 
     out: list[SourceSize] = []
-    readers = found.vcpus
+    readers = readers or found.vcpus
     volume_gb = max(1, math.ceil(dataset_gb * 1.05 / count))   # File: each instance holds its shard
     for mode, storage in SOURCES:
         if storage == EXPRESS and not express:
@@ -236,12 +260,12 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         estimate = job(mode, storage, count, premise, volume)
         per_hour, per_run, hours = run(estimate, count)
         if mode == FSX:   # the file system grows with the cluster: one instance's own limits bound it
-            largest = _largest(lambda n: job(FSX, STANDARD, n, provisioned(FSX, n)).au_percent)
+            largest = _largest(lambda n: job(FSX, STANDARD, n, provisioned(FSX, n)).au_percent, au_target)
         elif mode == EFS and provision:  # Elastic's read throughput per file system is the ceiling, shared by all
             elastic = Provisioning(fsx=lab.fsx, efs=EfsConfig(ELASTIC), s3_prefixes=None)
-            largest = _largest(lambda n: job(EFS, STANDARD, n, elastic).au_percent)
+            largest = _largest(lambda n: job(EFS, STANDARD, n, elastic).au_percent, au_target)
         else:
-            largest = _largest(lambda n: job(mode, storage, n, premise).au_percent)
+            largest = _largest(lambda n: job(mode, storage, n, premise).au_percent, au_target)
         gets = gets_per_second(estimate, count)
         extra: list[str] = []
         commands: list[str] = []
@@ -269,7 +293,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             provision_text = (f"{premise.fsx.deployment_type}" + (f" {premise.fsx.mbps_per_tib:g} MB/s/TiB"
                                                                   if premise.fsx.deployment_type != "SCRATCH_2" else "")
                               + f", {premise.fsx.capacity_gib:,} GiB ({premise.fsx.throughput_mbps:,.0f} MB/s) — the "
-                              "cheapest deployment type and size that holds the data and feeds the target")
+                              + ("cheapest deployment type and size that holds the data and feeds the target"
+                                 if estimate.au_percent >= au_target else
+                                 "smallest that does as well as any: no deployment type or size feeds the target, "
+                                 "each instance's own reads bind"))
             commands.append(deploy_command(premise.fsx.settings(), fsx="up"))
             standing = premise.fsx.hourly(prices)
             if premise.fsx.deployment_type != "SCRATCH_2":
@@ -309,7 +336,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                 commands.append(upload.format(prefixes))
         latency = EXPRESS_FIRST_BYTE if storage == EXPRESS else S3_STANDARD_FIRST_BYTE
         needed = math.ceil(demand_ops * latency * 1.1)
-        if provision and mode == SCRIPT and small_files and estimate.au_percent < AU_TARGET and needed > SCRIPT_CONCURRENCY:
+        if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target and needed > SCRIPT_CONCURRENCY:
             # The script's own knob: enough GETs in flight for the accelerators' appetite.
             provision_text += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
             commands.append(f"experiment: hyperparameters: {{s3_concurrency: {needed}}}")
@@ -317,7 +344,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         as_is = job(mode, storage, count, lab)
         as_is_hour, as_is_run, _ = run(as_is, count)
         deployed_view = {"au_percent": round(as_is.au_percent, 1),
-                         "max_instances_at_target_au": _largest(lambda n: job(mode, storage, n, lab).au_percent),
+                         "max_instances_at_target_au": _largest(lambda n: job(mode, storage, n, lab).au_percent,
+                                                                 au_target),
                          "usd_per_run": round(as_is_run, 2), "usd_per_hour": round(as_is_hour, 2),
                          "premise": (lab.fsx.label() if mode == FSX else lab.efs.label() if mode == EFS else
                                      "a 100 GB volume per instance" if mode == FILE else
@@ -325,6 +353,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                                      "the directory bucket at its default read rate")}
         if not provision:   # every figure is the lab as it stands: nothing to provision, nothing to run
             how, shared, provision_text = "the lab as deployed", "the lab as deployed", deployed_view["premise"]
+        deployed_view["max_accelerators_at_target_au"] = deployed_view["max_instances_at_target_au"] * per_host_accelerators
         out.append(SourceSize(label, estimate.au_percent, largest, how, shared, provision_text, per_hour, per_run, hours,
-                              extra, deployed_view, commands, standing))
-    return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision)
+                              extra, deployed_view, commands, standing, per_host_accelerators))
+    return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision,
+                  au_target, readers)

@@ -47,13 +47,100 @@ def read_document(path: Path) -> Any:
     return document   # None: the file is empty or holds only comments
 
 
-def load_experiment(path: Path, prices=None, priced: bool = True, repeats: int | None = None) -> Experiment:
+def read_workload(path: Path, field: str = "--workload"):
+    """A DLIO workload file (core/dlio.py), read as published: (its document, its sha256)."""
+    import hashlib
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(field, f"cannot read {path}: {err.strerror}") from None
+    try:
+        document = yaml.load(data.decode("utf-8", errors="replace"), Loader=_StrictLoader)  # noqa: S506 - SafeLoader subclass
+    except ConfigError as err:
+        raise ConfigError(field, f"{path}: {err.field} {err.problem}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError(field, f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    return document, hashlib.sha256(data).hexdigest()
+
+
+def workload_entry(value, base: Path, field: str) -> dict[str, Any]:
+    """An experiment's ``workload:`` (a file name, or {file, scale}) with the file read in: what the core parses
+    and the workflow receives (it reads no files). Relative names are taken from ``base``."""
+    if isinstance(value, (str, Path)):
+        value = {"file": str(value)}
+    if not isinstance(value, dict) or "dlio" in value or not isinstance(value.get("file"), str):
+        return value   # inline, or not a file: the core parser says what is wrong
+    path = Path(value["file"]).expanduser()
+    document, digest = read_workload(path if path.is_absolute() else base / path, f"{field}.file" if field != "--workload" else field)
+    return {**value, "dlio": document, "sha256": digest}
+
+
+def _with_workloads(document: Any, base: Path, workload: Path | None, scale: float | None) -> Any:
+    """The experiment document with every workload file read in; ``workload``/``scale`` are the CLI's --workload
+    and --scale, which add one workload to the experiment (or make the experiment, without --experiment)."""
+    if scale is not None and workload is None:
+        raise ConfigError("--scale", "goes with --workload (the fraction of its files to generate and read)")
+    if not isinstance(document, dict):
+        return document
+    document = dict(document)
+    trials = document.get("trials") if isinstance(document.get("trials"), list) else []
+    if workload is not None:
+        if document.get("workload") is not None or any(isinstance(t, dict) and t.get("workload") for t in trials):
+            raise ConfigError("--workload", "the experiment names its own workload: give it in one place")
+        from ..core.dlio import check_scale
+        entry = {"file": str(workload)}
+        if scale is not None:
+            entry["scale"] = check_scale(scale)
+        document["workload"] = workload_entry(entry, Path.cwd(), "--workload")
+    elif document.get("workload") is not None:
+        document["workload"] = workload_entry(document["workload"], base, "workload")
+    if trials:
+        document["trials"] = [{**t, "workload": workload_entry(t["workload"], base, f"trials[{i}].workload")}
+                              if isinstance(t, dict) and t.get("workload") is not None else t
+                              for i, t in enumerate(trials)]
+    return document
+
+
+def workload_experiment(workload: Path, scale: float | None) -> dict[str, Any]:
+    """The experiment `--workload F` runs without --experiment: the workload's dataset, compute and epochs on the
+    default experiment's instance and sources, with a File-mode volume that holds the dataset."""
+    import math
+    import re
+    from ..core.dlio import check_scale, parse_workload
+    from ..core.limits import MAX_VOLUME_SIZE_GB
+    document, _ = read_workload(workload)
+    try:
+        parsed = parse_workload(document, str(workload))
+    except ConfigError as err:
+        raise err.with_source(str(workload)) from None
+    if scale is not None:
+        parsed = parsed.with_scale(check_scale(scale))
+    volume = min(MAX_VOLUME_SIZE_GB, max(100, math.ceil(parsed.bytes * 1.05 / 1e9) + 1))
+    name = (re.sub(r"[^a-z0-9]+", "-", parsed.name.lower()).strip("-")[:30].strip("-") or "dlio") + "-dlio"
+    return {"name": name, "description": parsed.describe(), "volume_size_gb": volume}
+
+
+def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats: int | None = None,
+                    workload: Path | None = None, scale: float | None = None) -> Experiment:
     """An experiment file, parsed, with every trial's instance type checked against botocore's
     SageMaker model and (``priced``) against the price table its results are costed with (``prices``,
     default the lab's): a typo or an unpriced type is refused here, before any command builds, uploads
     or runs anything. An empty file is refused too: it would silently run the default experiment.
-    ``repeats`` (the CLI's --repeats) replaces the file's repeats: the experiment as run records it."""
-    document = read_document(path)
+    ``repeats`` (the CLI's --repeats) replaces the file's repeats: the experiment as run records it.
+    ``workload`` (--workload, with ``scale``) adds a DLIO workload to the experiment, or without ``path``
+    is the experiment (workload_experiment); workload files the experiment names are read here."""
+    if path is None and workload is None:
+        raise ConfigError("--experiment", "give an experiment file or --workload")
+    if path is None:
+        document = workload_experiment(workload, scale)
+        path = workload
+    else:
+        document = read_document(path)
+        if document is None and workload is not None:
+            document = {}
+    document = _with_workloads(document, path.resolve().parent, workload, scale)
     if repeats is not None and isinstance(document, dict):
         document = {**document, "repeats": repeats}
     if document is None:

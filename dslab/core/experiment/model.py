@@ -102,6 +102,8 @@ DEFAULTS: dict[str, Any] = {
     # the workflow stages the trial's datasets first.
     "storage": STANDARD,
     "job_prefix": "dsl",
+    # A DLIO workload file (MLPerf Storage's training workloads, core/dlio.py): its dataset, compute and epochs.
+    "workload": None,
 }
 
 
@@ -192,6 +194,8 @@ class Trial:
     spot: bool
     script: Script | None = None
     storage: str = STANDARD
+    # The DLIO workload (core/dlio.py Workload) the trial's dataset, compute, epochs and readers come from.
+    workload: Any = None
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ import copy
 import json
 import re
 from typing import Any
+from ..dlio import parse_entry as parse_workload_entry
 from ..errors import ConfigError
 from ..limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
-from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, PIPE, S3_READ_MODES,
+from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
 from .model import COMPUTE_PRESETS, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
 
@@ -26,7 +27,7 @@ PREFIX_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 TRIAL_KEYS = {
     "datasets", "modes", "instance_type", "instance_count", "volume_size_gb", "epochs", "compute",
     "max_run_seconds", "hyperparameters", "image_uri", "s3_data_type", "distribution",
-    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script", "storage",
+    "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script", "storage", "workload",
 }
 
 
@@ -40,6 +41,8 @@ DATASET_KEYS = {"name", "format", "prefix", "source", "files", "bytes", "generat
 
 
 GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_kb"}
+# A dataset shaped like a DLIO workload (core/dlio.py Workload.recipe): files of samples of random bytes.
+DLIO_GENERATE_KEYS = {"files", "samples_per_file", "record_bytes", "record_bytes_stdev", "seed"}
 
 
 TRIAL_ONLY_KEYS = {"name"}
@@ -98,6 +101,13 @@ def _choice(value: Any, path: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ConfigError(path, f"{value!r} is not allowed", allowed)
     return value
+
+
+def _instance_accelerators(instance_type: str) -> int:
+    """Accelerators the trial emulates per instance: the instance table's count, at least one."""
+    from ..instances import INSTANCES
+    row = INSTANCES.get(instance_type)
+    return max(1, row.accelerators) if row is not None else 1
 
 
 def _instance_preset(instance_type: str) -> str:
@@ -213,6 +223,21 @@ def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) ->
     if size is not None:
         size = _int(size, f"{path}.bytes", 1)
     generate = value.get("generate") or {}
+    if isinstance(generate, dict) and "record_bytes" in generate:
+        _check_keys(generate, DLIO_GENERATE_KEYS, f"{path}.generate")
+        for key in ("files", "samples_per_file", "record_bytes"):
+            if key not in generate:
+                raise ConfigError(f"{path}.generate.{key}", "missing: a DLIO-shaped recipe gives files, samples_per_file "
+                                  "and record_bytes (and record_bytes_stdev, seed)")
+            _int(generate[key], f"{path}.generate.{key}", 1)
+        for key in ("record_bytes_stdev", "seed"):
+            if key in generate:
+                _int(generate[key], f"{path}.generate.{key}", 0)
+        return Dataset(name=name, format=fmt, prefix=prefix.strip("/"), source=source, files=files,
+                       bytes=size, generate=dict(generate))
+    if fmt == NPZ and generate:
+        raise ConfigError(f"{path}.generate", "an npz dataset is generated from a DLIO workload's shape",
+                          "workload: <DLIO file> (or generate: {files, samples_per_file, record_bytes, record_bytes_stdev})")
     _check_keys(generate, GENERATE_KEYS, f"{path}.generate")
     for key in ("images", "classes", "copies", "seed"):
         if key in generate:
@@ -223,7 +248,10 @@ def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) ->
                    bytes=size, generate=dict(generate))
 
 
-def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str, dict[str, Any]]) -> Trial:
+def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str, dict[str, Any]],
+                 given: frozenset[str] = frozenset()) -> Trial:
+    """``given``: the keys the document states for this trial (its own or the base's), as against DEFAULTS: a
+    workload's dataset, compute, epochs and readers fill in only what the document does not state."""
     modes_raw = merged["modes"]
     if isinstance(modes_raw, str):
         modes_raw = [modes_raw]
@@ -238,9 +266,15 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
             raise ConfigError(f"{path}modes[{i}]", f"mode {mode} is listed twice")
         modes.append(mode)
 
+    workload = None
+    if merged.get("workload") is not None:
+        workload = parse_workload_entry(merged["workload"], f"{path}workload")
     datasets_raw = merged.get("datasets")
     if datasets_raw is None:
-        datasets_raw = [d["name"] for d in DEFAULT_DATASETS]
+        datasets_raw = [] if workload else [d["name"] for d in DEFAULT_DATASETS]
+    if workload is not None and isinstance(datasets_raw, list):
+        # The workload's dataset beside the ones listed (first), read by every mode of the trial.
+        datasets_raw = [workload.dataset(), *datasets_raw]
     if not isinstance(datasets_raw, list) or not datasets_raw:
         raise ConfigError(f"{path}datasets", "must be a non-empty list of dataset names or mappings", sorted(catalog))
     datasets = tuple(_parse_dataset(d, f"{path}datasets[{i}]", catalog) for i, d in enumerate(datasets_raw))
@@ -282,6 +316,19 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
     shuffle_seed = merged["shuffle_seed"]
     if shuffle_seed is not None:
         _int(shuffle_seed, f"{path}shuffle_seed", 0, 2**63 - 1)
+    compute_doc = merged["compute"] if merged["compute"] is not None else _instance_preset(instance_type)
+    epochs, workers = merged["epochs"], merged["workers"]
+    if workload is not None:
+        # As DLIO emulates it: each accelerator takes batch_size samples every computation_time seconds, for the
+        # workload's epochs, with read_threads readers per accelerator; what the experiment states wins.
+        if "compute" not in given:
+            compute_doc = {"batch_size": workload.batch_size, "seconds_per_batch": workload.computation_time}
+        if "epochs" not in given:
+            epochs = workload.epochs
+        if "workers" not in given:
+            accelerators = (compute_doc.get("accelerators") if isinstance(compute_doc, dict) else None) \
+                or _instance_accelerators(instance_type)
+            workers = min(256, workload.readers(accelerators))
 
     return Trial(
         name=name,
@@ -290,9 +337,8 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         instance_type=instance_type,
         instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, 64),
         volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, MAX_VOLUME_SIZE_GB),
-        epochs=_int(merged["epochs"], f"{path}epochs", 1, MAX_EPOCHS),
-        compute=_parse_compute(merged["compute"] if merged["compute"] is not None else _instance_preset(instance_type),
-                               f"{path}compute"),
+        epochs=_int(epochs, f"{path}epochs", 1, MAX_EPOCHS),
+        compute=_parse_compute(compute_doc, f"{path}compute"),
         max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, MAX_RUNTIME_SECONDS),
         hyperparameters=dict(hyperparameters),
         image_uri=image_uri,
@@ -301,11 +347,12 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         shuffle_seed=shuffle_seed,
         record_wrapper=_choice(merged["record_wrapper"], f"{path}record_wrapper", RECORD_WRAPPERS),
         max_samples=_int(merged["max_samples"], f"{path}max_samples", 0),
-        workers=_int(merged["workers"], f"{path}workers", 0, 256),
+        workers=_int(workers, f"{path}workers", 0, 256),
         prefetch=_int(merged["prefetch"], f"{path}prefetch", 0, 4096),
         spot=_bool(merged["spot"], f"{path}spot"),
         script=_parse_script(merged["script"], f"{path}script"),
         storage=_choice(merged["storage"], f"{path}storage", STORAGES),
+        workload=workload,
     )
 
 
@@ -364,6 +411,9 @@ def _parse_experiment(document: Any) -> Experiment:
             raise ConfigError(f"trials[{i}].name", f"{trial_name!r} is not a valid trial name",
                               "lower-case letters, digits and '-'")
         trial_doc = _deep_merge(base, {k: v for k, v in override.items() if k != "name"})
+        if "workload" in override:   # a trial's workload replaces the base's (never merged into it)
+            trial_doc["workload"] = copy.deepcopy(override["workload"])
+        given = frozenset(k for k in (*doc, *override) if k != "trials")
         counts = trial_doc.get("instance_count")
         if isinstance(counts, list):
             # A sweep: one trial per cluster size, named "<trial>-n<count>" (the report draws them against N).
@@ -371,9 +421,10 @@ def _parse_experiment(document: Any) -> Experiment:
                 raise ConfigError(f"{path}instance_count", f"{counts!r}: a sweep lists distinct instance counts",
                                   "e.g. [1, 2, 4]")
             for count in counts:
-                trials.append(_parse_trial({**trial_doc, "instance_count": count}, path, f"{trial_name}-n{count}", catalog))
+                trials.append(_parse_trial({**trial_doc, "instance_count": count}, path, f"{trial_name}-n{count}", catalog,
+                                           given))
             continue
-        trials.append(_parse_trial(trial_doc, path, trial_name, catalog))
+        trials.append(_parse_trial(trial_doc, path, trial_name, catalog, given))
     if len({t.name for t in trials}) != len(trials):
         raise ConfigError("trials", "trial names must be unique")
 
@@ -410,7 +461,9 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
         "trials": [
             {
                 "name": t.name,
-                "datasets": [d.to_dict() for d in t.datasets],
+                # A workload's dataset is its to make (its entry below): listed, it would be added twice.
+                "datasets": [d.to_dict() for d in t.datasets
+                             if t.workload is None or d.name != t.workload.dataset_name],
                 "modes": list(t.modes),
                 "instance_type": t.instance_type,
                 "instance_count": t.instance_count,
@@ -430,6 +483,7 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
                 "spot": t.spot,
                 "script": None if t.script is None else t.script.to_dict(),
                 "storage": t.storage,
+                **({"workload": t.workload.entry()} if t.workload is not None else {}),
             }
             for t in experiment.trials
         ],

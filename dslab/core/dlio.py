@@ -1,0 +1,413 @@
+"""DLIO workload files, the format MLPerf Storage runs its training workloads in, read as they are published.
+
+A workload file (argonne-lcf/dlio_benchmark, dlio_benchmark/configs/workload/*.yaml; mlcommons/storage vendors
+them) describes a dataset and an emulated accelerator. The lab takes from it what shapes I/O and compute:
+
+- the dataset: ``dataset.num_files_train`` files of ``num_samples_per_file`` samples, each of the record length
+  (mean and stdev) in ``format``: the dataset's files, bytes and samples (the estimate's ``DatasetShape``) and
+  the recipe the lab generates it from;
+- the compute, as DLIO emulates it: each accelerator takes ``reader.batch_size`` samples every
+  ``train.computation_time`` seconds (MLPerf Storage's Submission_guidelines.md: the benchmark "replaces the
+  training on the accelerator for a single batch of data with a sleep() call"), for ``train.epochs`` epochs;
+- ``reader.read_threads`` readers per accelerator (the ``data_loader``'s workers: PyTorch's DataLoader
+  workers, tf.data's parallel reads, DALI's threads): the readers that overlap per-file latency;
+- ``metric.au``: the AU the workload must keep (DLIO's default 0.90). AU is what MLPerf Storage computes:
+  "AU (percentage) = (total_compute_time/total_benchmark_running_time) * 100" with "total_compute_time =
+  (records_per_file * total_files) / simulated_accelerators / batch_size * computation_time * epochs"
+  (mlcommons/storage Submission_guidelines.md), which is the estimate's AU (estimate.py).
+
+Everything else (checkpointing, evaluation, storage options, profiling, output) is ignored, each said in one
+line. Files in circulation spell some keys differently (older DLIO and MLPerf Storage v0.5/v1.0 files):
+``record_length`` for ``record_length_bytes``, ``record_length_stdev`` or ``record_length_std`` for
+``record_length_bytes_stdev``, ``epoch`` for ``epochs``, ``model: name`` for ``model: {name: ...}``, and
+``data_reader`` for ``reader``; all are read. Where a field is absent, DLIO's own default applies
+(dlio_benchmark/utils/config.py ConfigArguments) and the workload says so. No I/O here: the CLI reads the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import ConfigError
+from .limits import MAX_EPOCHS
+from .modes import JPG, NPZ, TFRECORD
+
+# DLIO's formats the lab generates, uploads and its training script reads, as the lab's dataset format.
+LAB_FORMATS = {"npz": NPZ, "tfrecord": TFRECORD, "jpeg": JPG}
+# Loaders that read the files with read_threads workers per accelerator (DLIO's DataLoaderType). "synthetic"
+# makes data in memory (no storage read: nothing to measure) and "custom" names a class the lab cannot know.
+DATA_LOADERS = ("pytorch", "tensorflow", "dali", "native_dali")
+
+# DLIO's defaults (dlio_benchmark/utils/config.py ConfigArguments, at e1919d7) for the fields the lab uses.
+DLIO_DEFAULTS = {"num_samples_per_file": 1, "record_length": 64 * 1024, "record_length_stdev": 0,
+                 "format": "tfrecord", "batch_size": 1, "read_threads": 1, "data_loader": "tensorflow",
+                 "epochs": 1, "au": 0.90}
+
+# The sections DLIO reads (LoadConfig), and the ones files in circulation carry beside them.
+SECTIONS = {"model", "framework", "workflow", "dataset", "reader", "data_reader", "train", "evaluation",
+            "checkpoint", "storage", "profiling", "output", "metric", "logging", "transformer", "hydra"}
+# Keys of the sections the lab reads: DLIO's LoadConfig at e1919d7 and older spellings found in published files.
+# A key outside these is refused with the closest (a typo in a used field must not fall back to a default).
+DATASET_KEYS = {
+    "num_files_train", "num_samples_per_file", "record_length_bytes", "record_length", "record_length_bytes_stdev",
+    "record_length_stdev", "record_length_std", "record_length_bytes_resize", "record_length_resize", "format",
+    "data_folder", "num_files_eval", "eval_num_samples_per_file", "num_subfolders_train", "num_subfolders_eval",
+    "file_prefix", "keep_files", "generation_buffer_size", "enable_chunking", "chunk_size", "compression",
+    "compression_level", "record_element_bytes", "record_element_type", "record_dims", "hdf5", "file_access",
+    "daos_pool", "daos_cont"}
+READER_KEYS = {
+    "batch_size", "read_threads", "data_loader", "batch_size_eval", "computation_threads", "dont_use_mmap",
+    "reader_classname", "multiprocessing_context", "data_loader_classname", "data_loader_sampler", "prefetch_size",
+    "file_shuffle", "file_access", "shuffle_size", "sample_shuffle", "read_type", "transfer_size", "odirect",
+    "preprocess_time", "preprocess_time_stdev", "pin_memory", "transformed_record_dims",
+    "transformed_record_element_type", "eval_every_step", "eval_num_samples_per_file", "steps_between_evals"}
+TRAIN_KEYS = {"computation_time", "computation_time_stdev", "epochs", "epoch", "seed_change_epoch", "seed",
+              "total_training_steps", "total_eval_steps"}
+METRIC_KEYS = {"au"}
+
+# Aliases, newest spelling first: each names one field; a file giving two spellings of one field is refused.
+RECORD_LENGTH = ("record_length_bytes", "record_length")
+RECORD_STDEV = ("record_length_bytes_stdev", "record_length_stdev", "record_length_std")
+EPOCHS = ("epochs", "epoch")
+
+# Why a field the lab does not use changes nothing it measures (one line each).
+IGNORED_WHY = {
+    "checkpoint": "checkpoint writes and reads; the lab measures reading the training data",
+    "evaluation": "evaluation passes; the lab measures the training epochs",
+    "storage": "DLIO's storage back end and its options; the lab reads from each SageMaker source instead",
+    "profiling": "DLIO's profiler",
+    "output": "DLIO's output folder and logs; the lab writes its own report",
+    "logging": "DLIO's logging",
+    "framework": "the framework DLIO imports; the lab's script reads with the standard library and numpy",
+    "transformer": "a model's shape for checkpoint sizes",
+    "hydra": "hydra's settings",
+    "model": "the model's size and shape, which set checkpoint sizes; its name names the dataset",
+    "workflow": "DLIO's phases; the lab generates the data itself and runs training",
+    "dataset.record_length_bytes_resize": "the size a sample is resized to after it is read: no I/O",
+    "dataset.record_length_resize": "the size a sample is resized to after it is read: no I/O",
+    "dataset.data_folder": "where DLIO keeps the data; the lab's dataset lives under its bucket's datasets/ prefix",
+    "dataset.num_files_eval": "evaluation files",
+    "dataset.num_subfolders_eval": "evaluation files",
+    "dataset.eval_num_samples_per_file": "evaluation files",
+    "reader.batch_size_eval": "evaluation batches",
+    "reader.computation_threads": "threads of the emulated compute, which sleeps",
+    "reader.file_shuffle": "the lab's script shuffles the file order every epoch",
+    "reader.sample_shuffle": "the lab's script shuffles samples through a buffer",
+    "reader.shuffle_size": "the lab's script shuffles samples through a buffer",
+    "reader.dont_use_mmap": "the lab's script reads files (no mmap)",
+    "reader.transfer_size": "the lab's script reads whole objects or 8 MiB ranges",
+    "reader.prefetch_size": "the lab's script prefetches four batches",
+    "train.seed_change_epoch": "the lab's script reseeds its shuffle every epoch",
+    "train.seed": "the lab's generator is seeded with 0",
+    "train.computation_time_stdev": "the emulated step takes computation_time exactly (the mean)",
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A DLIO workload as the lab runs it, at ``scale`` (a fraction of the files, record sizes kept)."""
+    name: str                    # model.name: names the dataset
+    source: str                  # the file as given
+    format: str                  # DLIO's format: npz, tfrecord, jpeg
+    num_files: int               # num_files_train, unscaled
+    samples_per_file: int
+    record_bytes: float          # mean record length
+    record_bytes_stdev: float
+    batch_size: int              # per accelerator
+    computation_time: float      # seconds per batch per accelerator
+    epochs: int
+    read_threads: int            # per accelerator
+    data_loader: str
+    au: float                    # metric.au, a fraction
+    used: tuple[str, ...] = ()   # "dataset.num_files_train: 168" for every field read (defaults said so)
+    ignored: tuple[str, ...] = ()
+    scale: float = 1.0
+    sha256: str | None = None    # the file's digest, where the CLI read it
+    document: str = field(default="{}", repr=False)   # the file's content as JSON, in its order
+
+    @property
+    def lab_format(self) -> str:
+        return LAB_FORMATS[self.format]
+
+    @property
+    def rate(self) -> float:
+        """Samples per second one emulated accelerator consumes."""
+        return self.batch_size / self.computation_time
+
+    @property
+    def au_percent(self) -> float:
+        return 100.0 * self.au
+
+    @property
+    def files(self) -> int:
+        """The files at this scale: a fraction of num_files_train, at least one."""
+        return max(1, round(self.num_files * self.scale))
+
+    @property
+    def samples(self) -> int:
+        return self.files * self.samples_per_file
+
+    @property
+    def bytes(self) -> int:
+        return int(round(self.samples * self.record_bytes))
+
+    def readers(self, accelerators: int) -> int:
+        """Files in flight on one instance: read_threads per accelerator (0: DLIO reads in the training process)."""
+        return max(1, self.read_threads) * max(1, accelerators)
+
+    def shape(self):
+        from .estimate import DatasetShape   # estimate imports the experiment, which imports this module
+        return DatasetShape(files=self.files, bytes=self.bytes, samples=self.samples)
+
+    def with_scale(self, scale: float, field_name: str = "--scale") -> "Workload":
+        return replace(self, scale=check_scale(scale, field_name))
+
+    def recipe(self) -> dict[str, Any]:
+        """What `dslab dataset generate` makes for it (inputs/datasets.py generate_dlio), seeded."""
+        return {"files": self.files, "samples_per_file": self.samples_per_file,
+                "record_bytes": int(round(self.record_bytes)), "record_bytes_stdev": int(round(self.record_bytes_stdev)),
+                "seed": 0}
+
+    @property
+    def dataset_name(self) -> str:
+        """A dataset name per shape: the same files make the same name (an A100 and an H100 file share it)."""
+        digest = hashlib.sha256(json.dumps([self.format, self.recipe()], sort_keys=True).encode()).hexdigest()[:6]
+        slug = re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")[:20].strip("-") or "dlio"
+        return f"{slug}-n{self.files}-{digest}"
+
+    def dataset(self) -> dict[str, Any]:
+        """The workload's dataset as an experiment declares one (parsing.py reads it like any other)."""
+        return {"name": self.dataset_name, "format": self.lab_format, "files": self.files, "bytes": self.bytes,
+                "generate": self.recipe()}
+
+    def entry(self) -> dict[str, Any]:
+        """The experiment's `workload:` as run: the file's name, scale, digest and content (so the record alone
+        reproduces the run, and the workflow needs no file)."""
+        out = {"file": self.source, "scale": self.scale, "dlio": json.loads(self.document)}
+        return {**out, "sha256": self.sha256} if self.sha256 else out
+
+    def describe(self) -> str:
+        mb, sd = self.record_bytes / 1e6, self.record_bytes_stdev / 1e6
+        scaled = (f"; scale {self.scale:g}: {self.files:,} of its {self.num_files:,} files"
+                  if self.scale != 1 else "")
+        return (f"workload {self.name} ({self.source}): {self.num_files:,} {self.format} files x {self.samples_per_file:,} "
+                f"sample(s) of {mb:,.3f} MB (stdev {sd:,.3f} MB){scaled}; each accelerator takes a batch of "
+                f"{self.batch_size} every {self.computation_time:g} s ({self.rate:,.1f} samples/s); {self.epochs} epoch(s); "
+                f"{self.read_threads} read thread(s) per accelerator ({self.data_loader}); AU target "
+                f"{self.au_percent:g}% (metric.au)")
+
+
+def check_scale(scale: Any, field_name: str = "--scale") -> float:
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or not 0 < scale <= 1:
+        raise ConfigError(field_name, f"{scale!r}: the fraction of the workload's files to generate and read",
+                          "a number above 0 and at most 1 (record sizes are kept)")
+    return float(scale)
+
+
+def _closest(word: str, candidates: set[str]) -> str | None:
+    match = difflib.get_close_matches(str(word), sorted(candidates), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _section(document: dict, name: str, allowed: set[str] | None, where: str) -> dict[str, Any]:
+    value = document.get(name)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}{name}", f"must be a mapping, got {type(value).__name__}")
+    if allowed is not None:
+        unknown = sorted(set(value) - allowed, key=str)
+        if unknown:
+            hint = _closest(unknown[0], allowed)
+            raise ConfigError(f"{where}{name}.{unknown[0]}", "is not a DLIO key" + (f" (did you mean '{hint}'?)" if hint else ""),
+                              sorted(allowed))
+    return value
+
+
+def _number(value: Any, path: str, low: float, high: float, whole: bool = False, above: bool = False) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    if ok and whole and float(value) != int(value):
+        ok = False
+    if ok and (value <= low if above else value < low) or ok and value > high:
+        ok = False
+    if not ok:
+        rng = f"{'above' if above else 'from'} {low:g} to {high:g}" + (", a whole number" if whole else "")
+        raise ConfigError(path, f"{value!r} is out of range", rng)
+    return int(value) if whole else float(value)
+
+
+def _one_of(section: dict, names: tuple[str, ...], path: str) -> tuple[str | None, Any]:
+    given = [n for n in names if n in section]
+    if len(given) > 1:
+        raise ConfigError(f"{path}.{given[1]}", f"and {path}.{given[0]} name the same field; keep one")
+    return (given[0], section[given[0]]) if given else (None, None)
+
+
+def parse_workload(document: Any, source: str, where: str = "") -> Workload:
+    """A DLIO workload document (the YAML file as loaded), validated; ConfigError names the key path."""
+    if not isinstance(document, dict) or not document:
+        raise ConfigError(where.rstrip(".") or "--workload", f"{source} is not a DLIO workload (a mapping with "
+                          "dataset, reader and train sections)")
+    unknown = sorted(set(map(str, document)) - SECTIONS)
+    if unknown:
+        hint = _closest(unknown[0], SECTIONS)
+        raise ConfigError(f"{where}{unknown[0]}", f"is not a DLIO section" + (f" (did you mean '{hint}'?)" if hint else ""),
+                          sorted(SECTIONS))
+    used: list[str] = []
+    ignored: list[str] = []
+
+    def note(path: str, value: Any, default: bool = False) -> None:
+        used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
+
+    workflow = _section(document, "workflow", None, where)
+    if workflow.get("train") is False:
+        raise ConfigError(f"{where}workflow.train", f"is False in {source}: the workload trains nothing (a "
+                          "checkpointing or data-generation workload), and the lab emulates training reads",
+                          "a workload with workflow.train: True (unet3d, resnet50, cosmoflow)")
+    model = document.get("model")
+    name = model.get("name") if isinstance(model, dict) else model
+    if name is not None and not isinstance(name, str):
+        raise ConfigError(f"{where}model.name", f"{name!r} is not a model name")
+    name = name or "default"
+    note("model.name", name, default=model is None)
+
+    dataset = _section(document, "dataset", DATASET_KEYS, where)
+    if not dataset:
+        raise ConfigError(f"{where}dataset", f"{source} has no dataset section", "num_files_train, format, record_length_bytes, ...")
+    if "num_files_train" not in dataset:
+        raise ConfigError(f"{where}dataset.num_files_train", f"missing in {source}: the workload's files are its dataset")
+    files = _number(dataset["num_files_train"], f"{where}dataset.num_files_train", 1, 10**9, whole=True)
+    note("dataset.num_files_train", files)
+    spf = _number(dataset.get("num_samples_per_file", DLIO_DEFAULTS["num_samples_per_file"]),
+                  f"{where}dataset.num_samples_per_file", 1, 10**9, whole=True)
+    note("dataset.num_samples_per_file", spf, "num_samples_per_file" not in dataset)
+    key, value = _one_of(dataset, RECORD_LENGTH, f"{where}dataset")
+    record = _number(DLIO_DEFAULTS["record_length"] if key is None else value, f"{where}dataset.{key or RECORD_LENGTH[0]}",
+                     1, 16 * 2**30)
+    note(f"dataset.{key or RECORD_LENGTH[0]}", f"{record:g} bytes", key is None)
+    key, value = _one_of(dataset, RECORD_STDEV, f"{where}dataset")
+    stdev = _number(0 if key is None else value, f"{where}dataset.{key or RECORD_STDEV[0]}", 0, 16 * 2**30)
+    note(f"dataset.{key or RECORD_STDEV[0]}", f"{stdev:g} bytes", key is None)
+    if "record_dims" in dataset:
+        raise ConfigError(f"{where}dataset.record_dims", "gives a record's shape, which the lab does not size",
+                          "record_length_bytes (and record_length_bytes_stdev)")
+    fmt = dataset.get("format", DLIO_DEFAULTS["format"])
+    if fmt not in LAB_FORMATS:
+        raise ConfigError(f"{where}dataset.format", f"{fmt!r}: the lab generates, uploads and reads only these DLIO "
+                          "formats", list(LAB_FORMATS))
+    note("dataset.format", fmt, "format" not in dataset)
+    if files * spf * record > 10**16:
+        raise ConfigError(f"{where}dataset.num_files_train", f"{files:,} files of {spf:,} x {record:g} bytes is past "
+                          "10 PB: not a dataset a SageMaker job reads")
+
+    reader_name = "data_reader" if "data_reader" in document and "reader" not in document else "reader"
+    if "reader" in document and "data_reader" in document:
+        raise ConfigError(f"{where}data_reader", "and reader are the same section (DLIO reads data_reader first); keep one")
+    reader = _section(document, reader_name, READER_KEYS, where)
+    batch = _number(reader.get("batch_size", DLIO_DEFAULTS["batch_size"]), f"{where}{reader_name}.batch_size", 1, 4096, whole=True)
+    note(f"{reader_name}.batch_size", batch, "batch_size" not in reader)
+    threads = _number(reader.get("read_threads", DLIO_DEFAULTS["read_threads"]), f"{where}{reader_name}.read_threads",
+                      0, 256, whole=True)
+    note(f"{reader_name}.read_threads", threads, "read_threads" not in reader)
+    loader = reader.get("data_loader")
+    if loader is None:   # absent, or written empty (`data_loader:` in resnet50_tf.yaml at d22548d)
+        loader = DLIO_DEFAULTS["data_loader"]
+        note(f"{reader_name}.data_loader", loader, default=True)
+    elif loader not in DATA_LOADERS:
+        raise ConfigError(f"{where}{reader_name}.data_loader", f"{loader!r}: "
+                          + ("a synthetic loader reads no storage" if loader == "synthetic" else
+                             "the lab runs loaders that read the files with read_threads workers per accelerator"),
+                          list(DATA_LOADERS))
+    else:
+        note(f"{reader_name}.data_loader", f"{loader} (read_threads readers per accelerator)")
+
+    train = _section(document, "train", TRAIN_KEYS, where)
+    if "computation_time" not in train:
+        raise ConfigError(f"{where}train.computation_time", f"missing in {source}: the seconds one accelerator takes "
+                          "per batch (without it there is no compute, and no AU)")
+    seconds = train["computation_time"]
+    if isinstance(seconds, dict):   # DLIO takes {mean, stdev} too
+        if "mean" not in seconds:
+            raise ConfigError(f"{where}train.computation_time", "a mapping needs 'mean' (seconds per batch)", ["mean", "stdev"])
+        if seconds.get("stdev"):
+            ignored.append(f"train.computation_time.stdev: {IGNORED_WHY['train.computation_time_stdev']}")
+        seconds = seconds["mean"]
+    seconds = _number(seconds, f"{where}train.computation_time", 0, 600, above=True)
+    note("train.computation_time", f"{seconds:g} s per batch")
+    if train.get("total_training_steps") not in (None, -1):
+        raise ConfigError(f"{where}train.total_training_steps", "stops each epoch after that many steps; the lab reads "
+                          "whole epochs (num_files_train x num_samples_per_file samples)", "leave it out")
+    key, value = _one_of(train, EPOCHS, f"{where}train")
+    epochs = _number(DLIO_DEFAULTS["epochs"] if key is None else value, f"{where}train.{key or 'epochs'}", 1, MAX_EPOCHS,
+                     whole=True)
+    note(f"train.{key or 'epochs'}", epochs, key is None)
+
+    metric = _section(document, "metric", METRIC_KEYS, where)
+    au = _number(metric.get("au", DLIO_DEFAULTS["au"]), f"{where}metric.au", 0, 1, above=True)
+    note("metric.au", f"{au:g}", "au" not in metric)
+
+    # One line per ignored field: a whole section, or a field of a section the lab reads.
+    read_fields = {"dataset": {"num_files_train", "num_samples_per_file", "format", *RECORD_LENGTH, *RECORD_STDEV},
+                   reader_name: {"batch_size", "read_threads", "data_loader"},
+                   "train": {"computation_time", *EPOCHS, "total_training_steps"}, "metric": {"au"}}
+    for section, value in document.items():
+        section = str(section)
+        if section in read_fields:
+            for key in value or {}:
+                if key not in read_fields[section]:
+                    why = IGNORED_WHY.get(f"{'reader' if section == 'data_reader' else section}.{key}",
+                                          "a DLIO setting that changes neither the data read nor the compute")
+                    ignored.append(f"{section}.{key}: {why}")
+        elif section == "workflow" and isinstance(value, dict):
+            rest = sorted(str(k) for k in value if k != "train")   # train is read: a workload that trains
+            if rest:
+                ignored.append(f"workflow ({', '.join(rest)}): {IGNORED_WHY['workflow']}")
+        elif section == "model":
+            rest = sorted(k for k in value if k != "name") if isinstance(value, dict) else []
+            if rest:
+                ignored.append(f"model ({', '.join(rest)}): {IGNORED_WHY['model']}")
+        else:
+            keys = f" ({', '.join(map(str, value))})" if isinstance(value, dict) and value else ""
+            ignored.append(f"{section}{keys}: {IGNORED_WHY.get(section, 'not read by the lab')}")
+    return Workload(name=name, source=source, format=fmt, num_files=files, samples_per_file=spf, record_bytes=record,
+                    record_bytes_stdev=stdev, batch_size=batch, computation_time=seconds, epochs=epochs,
+                    read_threads=threads, data_loader=loader, au=au, used=tuple(used), ignored=tuple(ignored),
+                    document=json.dumps(document, default=str))   # in the file's order, as its lines are said
+
+
+ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
+
+
+def parse_entry(value: Any, path: str) -> Workload:
+    """An experiment's ``workload:`` as the CLI resolved it: ``{file, scale, dlio: <the file's content>, sha256}``.
+    A bare file name reaches here only where no CLI read it (the workflow's input): refused, saying so."""
+    if isinstance(value, str):
+        raise ConfigError(path, f"{value!r} is a file: the dslab CLI reads it into the experiment (dslab plan/run/local)",
+                          "{file, scale, dlio: <the workload's content>}")
+    if not isinstance(value, dict):
+        raise ConfigError(path, f"must be a DLIO workload file name or a mapping, got {type(value).__name__}",
+                          sorted(ENTRY_KEYS))
+    unknown = sorted(set(value) - ENTRY_KEYS, key=str)
+    if unknown:
+        hint = _closest(unknown[0], ENTRY_KEYS)
+        raise ConfigError(f"{path}.{unknown[0]}", "unknown key" + (f" (did you mean '{hint}'?)" if hint else ""),
+                          sorted(ENTRY_KEYS))
+    if "dlio" not in value:
+        raise ConfigError(f"{path}.file" if "file" in value else path, "the workload file was not read",
+                          "run it through dslab plan/run/local, which read the file")
+    source = str(value.get("file") or "inline")
+    workload = parse_workload(value["dlio"], source, f"{path}.dlio.")
+    workload = workload.with_scale(value.get("scale", 1.0), f"{path}.scale")
+    sha = value.get("sha256")
+    if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):
+        raise ConfigError(f"{path}.sha256", f"{sha!r} is not a sha256 digest")
+    return replace(workload, sha256=sha)
+
+
+__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
