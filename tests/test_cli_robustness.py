@@ -165,6 +165,7 @@ def _base(words, tmp_path, jpgs, n):
         ("dataset", "replicate"): ["--src", jpgs, "--out", out],
         ("dataset", "upload"): ["--src", jpgs, "--to", "s3://datasourcelab-data-123456789012-us-east-1/datasets/x/"],
         ("run",): ["--experiment", "experiments/smoke.yaml"],
+        ("plan",): ["--workload", "dslab/contracts/dlio/cosmoflow_a100.yaml", "--offline"],
         ("local",): ["--out", out],
         ("status",): [],
         ("efs", "empty"): [],

@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dslab_train.compute import PRESETS, EmulatedCompute, TorchResNet50  # noqa: E402
 from dslab_train.contract import SCRIPT_INPUT, ContractError, JobContext, load_context  # noqa: E402
-from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, PipelineConfig, ShardSource,  # noqa: E402
-                                  default_workers, detect_format, jpg_records, pipe_records, s3_jpg_records,
-                                  s3_shard_records, shard_records)
+from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, NpzSource, PipelineConfig,  # noqa: E402
+                                  ShardSource, default_workers, detect_format, jpg_records, npz_records, pipe_records,
+                                  s3_jpg_records, s3_shard_records, shard_records)
 from dslab_train.s3source import (DEFAULT_CONCURRENCY, JPEG_SUFFIXES, S3Reads, detect_s3_format,  # noqa: E402
                                   jpg_labels)
 from dslab_train.records import RecordError  # noqa: E402
@@ -75,6 +75,12 @@ def make_sources(ctx: JobContext, dataset_format: str):
             raise DataError(f"channel '{ctx.channel}' is empty: no .jpg files under {root}. Check the dataset "
                             "prefix (upload it with `dslab dataset upload`) or the file system's DirectoryPath")
         return "jpg", jpg_records(source), len(source.classes)
+    if dataset_format == "npz":   # a DLIO workload's (3D U-Net's): read with zipfile and numpy, not decoded
+        source = NpzSource.scan(root, rank, hosts)
+        if not source.files:
+            raise DataError(f"channel '{ctx.channel}' is empty: no .npz files under {root}. Check the dataset prefix "
+                            "(`dslab dataset generate --workload` then `dslab dataset upload`) or the file system's DirectoryPath")
+        return "npz", npz_records(source), 1
     if dataset_format == "tfrecord":
         jpgs = [p for p in root.rglob("*.jpg")][:1]
         if jpgs:
@@ -87,7 +93,7 @@ def make_sources(ctx: JobContext, dataset_format: str):
         return "tfrecord", shard_records(source), 257
     if dataset_format == "unknown":
         raise DataError(f"channel '{ctx.channel}' is empty or holds neither JPEG files nor TFRecord shards ({root})")
-    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord or auto")
+    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord, npz or auto")
 
 
 def make_s3_sources(ctx: JobContext, dataset_format: str):
@@ -107,6 +113,13 @@ def make_s3_sources(ctx: JobContext, dataset_format: str):
             raise DataError(f"{reads.uri} holds no .jpg objects: check the dataset prefix (upload it with "
                             "`dslab dataset upload`) or dataset_format")
         return reads, "jpg", s3_jpg_records(reads, objects, labels, _int(hp, "s3_concurrency", DEFAULT_CONCURRENCY)), len(classes)
+    if dataset_format == "npz":
+        rank, hosts = ctx.shard
+        objects = [o for o in objects if o.key.lower().endswith(".npz")][rank::hosts]
+        if not objects:
+            raise DataError(f"{reads.uri} holds no .npz objects: check the dataset prefix or dataset_format")
+        return reads, "npz", s3_jpg_records(reads, objects, [-1] * len(objects),
+                                            _int(hp, "s3_concurrency", DEFAULT_CONCURRENCY), npz=True), 1
     if dataset_format == "tfrecord":
         jpgs = [o.key for o in objects if o.key.lower().endswith(JPEG_SUFFIXES)][:1]
         if jpgs:
@@ -120,7 +133,7 @@ def make_s3_sources(ctx: JobContext, dataset_format: str):
     if dataset_format == "unknown":
         raise DataError(f"{reads.uri} is empty: no objects under the prefix. Upload the dataset "
                         "(`dslab dataset upload`) or fix dataset_uri")
-    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord or auto")
+    raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord, npz or auto")
 
 
 def run(ctx: JobContext) -> dict:
@@ -136,8 +149,8 @@ def run(ctx: JobContext) -> dict:
         reads, dataset_format, records, num_classes = make_s3_sources(ctx, dataset_format)
         records_for_epoch = lambda epoch: records
     elif is_pipe:
-        if dataset_format not in ("jpg", "tfrecord"):
-            raise ContractError("Pipe mode needs hyperparameter dataset_format (jpg or tfrecord): a stream cannot be listed")
+        if dataset_format not in ("jpg", "tfrecord", "npz"):
+            raise ContractError("Pipe mode needs hyperparameter dataset_format (jpg, tfrecord or npz): a stream cannot be listed")
         records_for_epoch = lambda epoch: pipe_records(ctx.pipe_path(epoch), ctx.record_wrapper, dataset_format,
                                                        float(hp.get("pipe_timeout_seconds", 600)), shard=ctx.shard)
         num_classes = _int(hp, "num_classes", 257)

@@ -17,6 +17,13 @@ SEED_MAX = 2**63 - 1               # as an experiment's seed
 
 def cmd_dataset_generate(args) -> int:
     from ..inputs import datasets
+    if args.workload:
+        return _generate_workload(args)
+    if args.scale is not None:
+        raise ConfigError("--scale", "goes with --workload (the fraction of its files to generate)")
+    args.images = 30607 if args.images is None else args.images
+    args.classes = 257 if args.classes is None else args.classes
+    args.mean_kb = 39.0 if args.mean_kb is None else args.mean_kb
     if args.images > GENERATE_MAX_IMAGES:   # (under 1: generate says so)
         raise ConfigError("--images", f"{args.images:,} is more than this tool makes at once",
                           f"1..{GENERATE_MAX_IMAGES:,}; `dataset replicate` makes copies of a set")
@@ -26,6 +33,28 @@ def cmd_dataset_generate(args) -> int:
                                    mean_kb=args.mean_kb, progress=lambda n: progress.advance(task, n))
     print(f"generated {result.images} JPEGs in {result.classes} classes, {result.bytes / 1e6:.1f} MB "
           f"(mean {result.bytes / result.images / 1024:.1f} KiB) in {result.out}")
+    return 0
+
+
+def _generate_workload(args) -> int:
+    """A DLIO workload's dataset (core/dlio.py): its files at --scale, records drawn with its mean and stdev."""
+    from ..inputs import datasets
+    from .advice import print_workload, workload_of
+    for flag in ("images", "classes", "mean_kb"):
+        if getattr(args, flag) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}", "the workload file gives the dataset's shape with --workload; drop it")
+    workload = workload_of(args)
+    print_workload(workload)
+    recipe = workload.recipe()
+    with progress_bar() as progress:
+        task = progress.add_task(f"generating {workload.format} files", total=recipe["files"])
+        info = datasets.generate_dlio(Path(args.out), workload.lab_format, recipe["files"], recipe["samples_per_file"],
+                                      recipe["record_bytes"], recipe["record_bytes_stdev"], args.seed,
+                                      progress=lambda n: progress.advance(task, n))
+    print(f"generated {info['files']:,} {workload.format} files of {info['samples_per_file']:,} sample(s) "
+          f"({info['samples']:,} samples, {info['bytes'] / 1e6:,.1f} MB) in {args.out}"
+          + (f": scale {workload.scale:g} of the workload's {workload.num_files:,} files" if workload.scale != 1 else "")
+          + f"; upload it with dslab dataset upload --src {args.out} --to s3://<bucket>/datasets/{workload.dataset_name}/")
     return 0
 
 
@@ -91,13 +120,17 @@ def register(sub) -> None:
                                          "  dslab dataset generate --out data/caltech-jpg --images 2000\n"
                                          "  dslab dataset stats data/caltech-jpg")
     dsub = dataset.add_subparsers(dest="dataset_command", required=True)
-    p = add_command(dsub, "generate", cmd_dataset_generate, "Generate a deterministic Caltech-256-like jpg dataset.",
-                    "dslab dataset generate --out data/caltech-jpg --images 30607 --classes 257 --seed 0")
+    p = add_command(dsub, "generate", cmd_dataset_generate, "Generate a deterministic Caltech-256-like jpg dataset, or "
+                    "with --workload a DLIO workload's dataset (npz, tfrecord or jpeg files of its record sizes).",
+                    "dslab dataset generate --out data/caltech-jpg --images 30607 --classes 257 --seed 0\n"
+                    "  dslab dataset generate --workload dslab/contracts/dlio/cosmoflow_a100.yaml --scale 0.001 --out data/cosmoflow")
     p.add_argument("--out", required=True, help="new folder to write")
-    p.add_argument("--images", type=int, default=30607, help="number of JPEGs (default 30,607 as Caltech-256)")
-    p.add_argument("--classes", type=whole(1), default=257, help="number of classes (default 257)")
+    p.add_argument("--images", type=int, help="number of JPEGs (default 30,607 as Caltech-256)")
+    p.add_argument("--classes", type=whole(1), help="number of classes (default 257)")
     p.add_argument("--seed", type=whole(0, SEED_MAX), default=0)
-    p.add_argument("--mean-kb", type=real(0, GENERATE_MAX_MEAN_KB), default=39.0, help="mean file size in KiB (default 39)")
+    p.add_argument("--mean-kb", type=real(0, GENERATE_MAX_MEAN_KB), help="mean file size in KiB (default 39)")
+    from .advice import add_workload_flags
+    add_workload_flags(p)
     p = add_command(dsub, "pack", cmd_dataset_pack, "Pack a jpg folder into TFRecord shards with a manifest.",
                     "dslab dataset pack --src data/caltech-jpg --out data/caltech-tfr --shard-size 110MB")
     p.add_argument("--src", required=True)

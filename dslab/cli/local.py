@@ -20,7 +20,8 @@ def cmd_local(args) -> int:
     try:
         run = run_local(Path(args.experiment) if args.experiment else None, Path(args.out),
                         cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False,
-                        fresh=args.fresh, repeats=args.repeats)
+                        fresh=args.fresh, repeats=args.repeats,
+                        workload=Path(args.workload) if args.workload else None, scale=args.scale)
     except Interrupted as stop:
         left = stop.total - stop.done
         print(f"\ninterrupted at {stop.done}/{stop.total} jobs: {stop.paths['report.html']} reports the {stop.done} that "
@@ -48,6 +49,9 @@ def cmd_local(args) -> int:
         print(f"{source(r):16s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {num(m.get('samples_per_second')):>10s} "
               f"{num(m.get('mb_per_second')):>8s} {num(m.get('au_percent')):>6s} {num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{num(m.get('time_to_first_batch_seconds'), 2):>11s} {num(r['billable_seconds'], 0):>10s}")
+    from ..report import aggregate as _rows, workload_lines
+    for line in workload_lines(run.results.get("experiment", {}), _rows(run.results["records"])):
+        print(line.removeprefix("- ").replace("**", "").replace("`", ""))
     t = run.timings
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])
     print(f"wall time {t.get('total', 0):.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
@@ -66,7 +70,10 @@ def cmd_local(args) -> int:
 def register(sub) -> None:
     p = add_command(sub, "local", cmd_local, "Run the whole lab offline on the embedded AWS stand-in and write its report.",
                     "dslab local --out lab-out --experiment experiments/local.yaml")
-    p.add_argument("--experiment", help=f"experiment YAML (default {Path('experiments/local.yaml')})")
+    p.add_argument("--experiment", help=f"experiment YAML (default {Path('experiments/local.yaml')}; with --workload "
+                   "alone, the workload's dataset and compute on the five SageMaker sources)")
+    from .advice import add_workload_flags
+    add_workload_flags(p)
     p.add_argument("--out", required=True)
     p.add_argument("--cache", help="where datasets and templates are kept between runs (default .lab-cache)")
     p.add_argument("--plain", action="store_true", help="a line per job change instead of the live table on a terminal")

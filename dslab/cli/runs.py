@@ -10,6 +10,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
+from .advice import add_workload_flags
 from .common import (
     BUILD_DIR,
     add_command,
@@ -29,11 +30,11 @@ def cmd_plan(args) -> int:
     from ..core.requests import plan
     from ..inputs import user_code
     from ..inputs.experiment_file import load_experiment
-    experiment = load_experiment(Path(args.experiment))
+    experiment, where = _experiment(args)
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
-    experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR)
+    experiment = user_code.prepare(experiment, where, env.bucket, BUILD_DIR)
     jobs = plan(experiment, env, args.execution)
     if args.json:
         print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
@@ -52,14 +53,24 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _experiment(args, **kwargs):
+    """The experiment --experiment names, with --workload (and --scale) added, or --workload's own experiment; and
+    the file its relative paths are read from."""
+    from ..inputs.experiment_file import load_experiment
+    if not args.experiment and not args.workload:
+        raise ConfigError("--experiment", "give an experiment file, or --workload with a DLIO workload file")
+    path = Path(args.experiment) if args.experiment else None
+    workload = Path(args.workload) if args.workload else None
+    return (load_experiment(path, workload=workload, scale=args.scale, **kwargs), path or workload)
+
+
 def cmd_run(args) -> int:
     from ..inputs import user_code
-    from ..inputs.experiment_file import load_experiment
     from ..core.requests import check_every_host_gets_data, check_job_count
-    experiment = load_experiment(Path(args.experiment), repeats=args.repeats)
+    experiment, where = _experiment(args, repeats=args.repeats)
     check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
-    user_code.package(experiment, Path(args.experiment).resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
+    user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:
@@ -68,7 +79,7 @@ def cmd_run(args) -> int:
                 raise ConfigError("stack", "the DataSourceLab stack has no BucketName output to upload the script to: "
                                   "run `make deploy FSX=keep`")
             import boto3
-            experiment = user_code.prepare(experiment, Path(args.experiment), bucket, BUILD_DIR,
+            experiment = user_code.prepare(experiment, where, bucket, BUILD_DIR,
                                            s3_client=boto3.client("s3", region_name=region_of(args)))
         # A readable, unique execution name: it names the results folder, results/<name>/.
         name = f"{experiment.name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{uuid.uuid4().hex[:6]}"[:80]
@@ -273,7 +284,8 @@ def _positive_seconds(text: str) -> float:
 def register(sub) -> None:
     p = add_command(sub, "plan", cmd_plan, "Print the exact CreateTrainingJob requests an experiment would run (no AWS call "
                     "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
-    p.add_argument("--experiment", required=True)
+    p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
+    add_workload_flags(p)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--execution", default="plan-preview", help="execution name used in job names (default plan-preview)")
@@ -282,7 +294,8 @@ def register(sub) -> None:
 
     p = add_command(sub, "run", cmd_run, "Start the workflow on the deployed lab.",
                     "dslab run --experiment experiments/all-modes-20-jobs.yaml --wait")
-    p.add_argument("--experiment", required=True)
+    p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
+    add_workload_flags(p)
     p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
                    "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")
     p.add_argument("--outputs")

@@ -15,7 +15,7 @@ from .errors import ConfigError
 from .experiment import Dataset, Experiment, JobSpec, Trial, expand
 from .instances import INSTANCES
 from .limits import MAX_JOBS
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, JPG, PIPE, SCRIPT
+from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, TFRECORD
 
 CHANNEL = "train"
 ENTRY_POINT = "train.py"
@@ -279,11 +279,11 @@ def build_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any] | None:
             }},
         }
         if mode == PIPE:
-            # A jpg dataset is many objects: RecordIO keeps each object's boundaries in the stream.
+            # A jpg (or npz) dataset is many objects: RecordIO keeps each object's boundaries in the stream.
             # TFRecord framing is self-delimiting, so shards stream as they are.
             wrapper = trial.record_wrapper
             if wrapper == "auto":
-                wrapper = "RecordIO" if dataset.format == JPG else "None"
+                wrapper = "None" if dataset.format == TFRECORD else "RecordIO"
             channel["RecordWrapperType"] = wrapper
         if trial.shuffle_seed is not None:
             channel["ShuffleConfig"] = {"Seed": trial.shuffle_seed}
@@ -485,7 +485,8 @@ def _how_hosts_share(trial: Trial, dataset: Dataset, mode: str) -> str | None:
     if mode == PIPE:
         # Each host keeps every n-th record of the stream: one per object for RecordIO-wrapped JPEGs; a
         # TFRecord shard holds many records, which the stats do not count.
-        return "the lab's script splits the Pipe stream's records (one per object) among the instances" if dataset.format == JPG else None
+        return ("the lab's script splits the Pipe stream's records (one per object) among the instances"
+                if dataset.format != TFRECORD else None)
     return "the lab's script splits the files among the instances by SM_HOSTS"
 
 

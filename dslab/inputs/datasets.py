@@ -30,7 +30,7 @@ from ..core.requests import is_express_bucket, stats_key
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
 from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
 from dslab_train.layout import spread_count, spread_folder  # noqa: E402
-from dslab_train.records import encode_example, tfrecord_frame  # noqa: E402
+from dslab_train.records import encode_dlio_example, encode_example, tfrecord_frame  # noqa: E402
 
 # Caltech-256: 30,607 images in 257 classes (256 + clutter), mean file size about 39 KB
 # (../shared/calibration/bencher-measured.csv: 1.1 GB / 30,607 files).
@@ -146,6 +146,73 @@ def generate(out: Path, images: int = CALTECH_IMAGES, classes: int = CALTECH_CLA
     (out / "dataset.json").write_text(json.dumps({"format": "jpg", "images": images, "classes": classes,
                                                    "seed": seed, "mean_kb": mean_kb, "bytes": total}, indent=2))
     return GenerateResult(out, images, classes, total)
+
+
+# ---- a DLIO workload's dataset -----------------------------------------------------------------
+
+DLIO_EXTENSIONS = {"npz": "npz", "tfrecord": "tfrecord", "jpg": "jpeg"}   # as DLIO names its files (format)
+
+
+def dlio_record_sizes(files: int, record_bytes: int, record_bytes_stdev: int, seed: int) -> list[int]:
+    """One record length per file, drawn from a normal distribution of the workload's mean and stdev, at least
+    one byte (DLIO's generators draw one per file as well: data_generator.py get_dimension)."""
+    if not record_bytes_stdev:
+        return [record_bytes] * files
+    drawn = np.random.default_rng(seed).normal(record_bytes, record_bytes_stdev, size=files)
+    return [max(1, int(v)) for v in drawn]
+
+
+def generate_dlio(out: Path, fmt: str, files: int, samples_per_file: int, record_bytes: int, record_bytes_stdev: int = 0,
+                  seed: int = 0, progress: Progress = _noop, threads: int | None = None) -> dict:
+    """A dataset of a DLIO workload's shape (core/dlio.py Workload.recipe), as DLIO's generators lay it out:
+    ``img_<i>_of_<files>.<format>``, each file ``samples_per_file`` samples of random bytes of its record length.
+
+    - npz: ``x`` an array of (record length, samples) bytes and ``y`` the labels (zeros), as np.savez writes
+      them (DLIO's npz_generator.py); the training script reads it with the standard library's zipfile;
+    - tfrecord: a tf.train.Example per sample, "image" (the bytes) and "size" (tf_generator.py);
+    - jpeg: one grey image of random pixels per file, dimension sqrt(record length) (jpeg_generator.py saves
+      random pixels of the record length; JPEG compresses them, so the files are smaller than the records).
+    The same recipe always gives the same files, byte for byte."""
+    if fmt not in DLIO_EXTENSIONS:
+        raise ConfigError("format", f"{fmt!r}: DLIO datasets are generated as npz, tfrecord or jpeg", list(DLIO_EXTENSIONS))
+    if files < 1 or samples_per_file < 1 or record_bytes < 1:
+        raise ConfigError("--workload", "a DLIO dataset has at least one file, one sample per file and one byte per record")
+    if out.exists() and any(out.iterdir()):
+        raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder (nothing was overwritten)")
+    sizes = dlio_record_sizes(files, record_bytes, record_bytes_stdev, seed)
+    _check_room(out, sum(sizes) * samples_per_file * 1.01 + files * 4096, f"{files:,} {fmt} files")
+    out.mkdir(parents=True, exist_ok=True)
+    width = len(str(files))
+    extension = DLIO_EXTENSIONS[fmt]
+
+    def make(i: int) -> int:
+        rng = np.random.default_rng([seed, i])
+        size = sizes[i]
+        path = out / f"img_{i:0{width}d}_of_{files}.{extension}"
+        if fmt == "npz":
+            records = np.frombuffer(rng.bytes(size * samples_per_file), dtype=np.uint8).reshape(size, samples_per_file)
+            with open(path, "wb") as handle:
+                np.savez(handle, x=records, y=np.zeros(samples_per_file, dtype=np.int64))
+        elif fmt == "tfrecord":
+            with open(path, "wb") as handle:
+                for _ in range(samples_per_file):
+                    handle.write(tfrecord_frame(encode_dlio_example(rng.bytes(size), size)))
+        else:
+            side = max(1, int(math.sqrt(size)))
+            pixels = np.frombuffer(rng.bytes(side * side), dtype=np.uint8).reshape(side, side)
+            Image.fromarray(pixels).save(path, format="JPEG")
+        return path.stat().st_size
+
+    total = 0
+    with ThreadPoolExecutor(threads or min(8, os.cpu_count() or 2)) as pool:
+        for size in pool.map(make, range(files)):
+            total += size
+            progress(1)
+    info = {"format": fmt, "dlio": True, "files": files, "samples_per_file": samples_per_file,
+            "samples": files * samples_per_file, "record_bytes": record_bytes, "record_bytes_stdev": record_bytes_stdev,
+            "seed": seed, "bytes": total}
+    (out / "dataset.json").write_text(json.dumps(info, indent=2))
+    return info
 
 
 # ---- jpg folders -----------------------------------------------------------------------------
@@ -338,7 +405,11 @@ def stats(path: str, s3_client=None, write: bool = False) -> dict:
 
 def _format_of(names: list[str]) -> str:
     jpgs = sum(1 for n in names if Path(n).suffix.lower() in JPEG_SUFFIXES)
-    return "jpg" if jpgs > len(names) / 2 else "tfrecord" if any(n.endswith(".tfrecord") for n in names) else "other"
+    if jpgs > len(names) / 2:
+        return "jpg"
+    if sum(1 for n in names if n.endswith(".npz")) > len(names) / 2:
+        return "npz"
+    return "tfrecord" if any(n.endswith(".tfrecord") for n in names) else "other"
 
 
 def _put_stats(client, bucket: str, prefix: str, summary: dict, written_by: str) -> str:

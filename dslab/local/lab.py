@@ -84,6 +84,15 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
     if not spec:
         raise ConfigError(f"datasets.{dataset.name}.generate", "the local lab builds its datasets itself",
                           "generate: {images: N, classes: K, seed: S} (and shard_size_mb for tfrecord)")
+    if "record_bytes" in spec:   # a DLIO workload's shape (core/dlio.py): its files, samples and record sizes
+        files, per_file = int(spec["files"]), int(spec["samples_per_file"])
+        record, stdev, seed = int(spec["record_bytes"]), int(spec.get("record_bytes_stdev", 0)), int(spec.get("seed", 0))
+        folder = cache / "datasets" / f"dlio-{dataset.format}-{files}-{per_file}-{record}-{stdev}-{seed}"
+        if not (folder / "dataset.json").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            say(f"data: generating {files} {dataset.format} files of {per_file} x ~{record / 1e6:.2f} MB for {dataset.name} ...")
+            dataset_tools.generate_dlio(folder, dataset.format, files, per_file, record, stdev, seed)
+        return folder
     images, classes = int(spec.get("images", 1000)), int(spec.get("classes", 16))
     seed, mean_kb = int(spec.get("seed", 0)), float(spec.get("mean_kb", dataset_tools.CALTECH_MEAN_KB))
     copies = int(spec.get("copies", 1))
@@ -435,11 +444,14 @@ class FinishedJobs:
 
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
               fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None,
-              fresh: bool = False, repeats: int | None = None) -> LocalRun:
+              fresh: bool = False, repeats: int | None = None, workload: Path | None = None,
+              scale: float | None = None) -> LocalRun:
     """The lab, offline. ``repeats`` replaces the experiment's; ``fresh`` starts over where --out holds an
-    interrupted run (which is otherwise resumed: see prepare_out)."""
-    path = experiment_path or DEFAULT_EXPERIMENT
-    experiment = load_experiment(path, repeats=repeats)
+    interrupted run (which is otherwise resumed: see prepare_out). ``workload`` (a DLIO file, at ``scale``) is
+    added to the experiment, or without one is the experiment (experiment_file.load_experiment)."""
+    path = experiment_path or (None if workload else DEFAULT_EXPERIMENT)
+    experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale)
+    path = path or workload
     check_job_count(experiment, "--repeats" if repeats else "repeats")
     for i, dataset in enumerate(experiment.datasets):
         if not dataset.generate:

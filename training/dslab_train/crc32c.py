@@ -43,14 +43,65 @@ def masked_crc32c_u64(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def crc32c(data: bytes) -> int:
-    if _fast is not None:
-        return _fast(data)
-    crc = 0xFFFFFFFF
+def _update(crc: int, data) -> int:
+    """The CRC register after ``data`` (no initial value or final xor applied)."""
     table = _TABLE
     for byte in data:
         crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
+    return crc
+
+
+# Past this size, numpy computes many chunks' CRCs at once and joins them (a DLIO sample is megabytes).
+_CHUNKED_FROM = 1 << 16
+_CHUNKS = 4096
+_SHIFT_TABLES: dict[int, tuple] = {}
+
+
+def _shift_tables(length: int):
+    """Byte tables of the linear map "the register after ``length`` zero bytes" (CRC is linear over GF(2)):
+    register(s, A || B) = shift_len(B)(register(s, A)) xor register(0, B)."""
+    if length not in _SHIFT_TABLES:
+        if len(_SHIFT_TABLES) >= 256:   # records of many sizes: keep the cache bounded
+            _SHIFT_TABLES.clear()
+        basis = [_update(1 << bit, bytes(length)) for bit in range(32)]
+        tables = []
+        for k in range(4):
+            table = []
+            for value in range(256):
+                out = 0
+                for bit in range(8):
+                    if value >> bit & 1:
+                        out ^= basis[8 * k + bit]
+                table.append(out)
+            tables.append(tuple(table))
+        _SHIFT_TABLES[length] = tuple(tables)
+    return _SHIFT_TABLES[length]
+
+
+def _crc32c_chunked(data) -> int:
+    import numpy as np
+    length = len(data) // _CHUNKS
+    head = np.frombuffer(data, dtype=np.uint8, count=length * _CHUNKS).reshape(_CHUNKS, length)
+    table = np.asarray(_TABLE, dtype=np.uint32)
+    registers = np.zeros(_CHUNKS, dtype=np.uint32)
+    for column in range(length):   # every chunk's register, one byte position at a time
+        registers = table[(registers ^ head[:, column]) & 0xFF] ^ (registers >> 8)
+    t0, t1, t2, t3 = _shift_tables(length)
+    crc = 0xFFFFFFFF
+    for chunk in registers.tolist():
+        crc = t0[crc & 0xFF] ^ t1[(crc >> 8) & 0xFF] ^ t2[(crc >> 16) & 0xFF] ^ t3[crc >> 24] ^ chunk
+    return _update(crc, memoryview(data)[length * _CHUNKS:])
+
+
+def crc32c(data: bytes) -> int:
+    if _fast is not None:
+        return _fast(data)
+    if len(data) >= _CHUNKED_FROM:
+        try:
+            return _crc32c_chunked(data) ^ 0xFFFFFFFF
+        except ImportError:   # pragma: no cover - numpy is in the training image and the lab's environment
+            pass
+    return _update(0xFFFFFFFF, data) ^ 0xFFFFFFFF
 
 
 def masked_crc32c(data: bytes) -> int:

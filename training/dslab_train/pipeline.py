@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import queue
+import zipfile
 import random
 import threading
 import time
@@ -24,11 +25,16 @@ import numpy as np
 from PIL import Image
 
 from .layout import class_folder, spread_count
-from .records import RecordError, decode_example, looks_like_tfrecord, read_recordio, read_tfrecords, RECORDIO_MAGIC
+from .records import (RecordError, decode_example, is_dlio_example, looks_like_tfrecord, read_recordio, read_tfrecords,
+                      RECORDIO_MAGIC)
 from .s3source import RANGES_AHEAD, RangeStream, ordered_fetch
 
 IMAGE_SIZE = 224
 JPEG_SUFFIXES = {".jpg", ".jpeg"}
+NPZ_SUFFIX = ".npz"
+# A DLIO sample, read and not decoded (DLIO's readers hand the bytes to a sleep that stands for the model): its
+# batch carries no pixels, only its bytes counted.
+DLIO_SAMPLE = np.empty(0, dtype=np.uint8)
 LABEL_COMMENT = b"dslab:label="
 
 
@@ -157,11 +163,51 @@ class ShardSource:
         return cls(shards[host_rank::host_count])
 
 
+@dataclass
+class NpzSource:
+    """NumPy .npz files (a DLIO workload's, e.g. 3D U-Net's): each holds ``x``, samples along its last axis."""
+    files: list[Path]
+
+    @classmethod
+    def scan(cls, root: Path, host_rank: int = 0, host_count: int = 1) -> "NpzSource":
+        files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() == NPZ_SUFFIX)
+        return cls(files[host_rank::host_count])
+
+
+def npz_items(data, where: str) -> list[Item]:
+    """The samples of an .npz (a file path or its bytes), read as DLIO's npz reader reads them (``x``, one sample per
+    index of its last axis), with the standard library's zipfile and numpy's .npy reader."""
+    try:
+        with zipfile.ZipFile(data if isinstance(data, Path) else io.BytesIO(data)) as archive:
+            with archive.open("x.npy") as member:
+                x = np.lib.format.read_array(member, allow_pickle=False)
+    except KeyError:
+        raise DataError(f"{where}: an .npz without the array 'x' (DLIO's layout: x = samples, y = labels)") from None
+    except (zipfile.BadZipFile, ValueError, OSError) as err:
+        raise DataError(f"{where}: not a readable .npz ({err}); remove or replace the file") from None
+    count = x.shape[-1] if x.ndim else 1
+    per_sample = x.nbytes // max(1, count)
+    return [Item(DLIO_SAMPLE, -1, per_sample) for _ in range(count)]
+
+
+def npz_records(source: NpzSource):
+    """One task per file (its samples come back together), files in the epoch's shuffled order."""
+    def records(pipe: EpochPipeline):
+        order = list(range(len(source.files)))
+        pipe.rng.shuffle(order)
+        for i in order:
+            path = source.files[i]
+            yield (lambda rng, path=path: npz_items(path, str(path))), pipe.rng.getrandbits(32)
+    return records
+
+
 def detect_format(root: Path) -> str:
     for path in sorted(root.rglob("*")):
         if path.is_file():
             if path.suffix.lower() in JPEG_SUFFIXES:
                 return "jpg"
+            if path.suffix.lower() == NPZ_SUFFIX:
+                return "npz"
             with open(path, "rb") as handle:
                 if looks_like_tfrecord(handle.read(12)):
                     return "tfrecord"
@@ -234,13 +280,14 @@ class EpochPipeline:
             future = self._futures.get()
             if future is _END:
                 break
-            item: Item = future.result()
-            images.append(item.image)
-            labels.append(item.label)
-            nbytes += item.nbytes
-            if len(images) == size:
-                yield Batch(np.stack(images), np.asarray(labels, dtype=np.int64), nbytes)
-                images, labels, nbytes = [], [], 0
+            result = future.result()
+            for item in (result if isinstance(result, list) else (result,)):   # a file of several samples: a list
+                images.append(item.image)
+                labels.append(item.label)
+                nbytes += item.nbytes
+                if len(images) == size:
+                    yield Batch(np.stack(images), np.asarray(labels, dtype=np.int64), nbytes)
+                    images, labels, nbytes = [], [], 0
         if self._error is not None:
             raise self._error
         if images:
@@ -363,6 +410,8 @@ def _read_shards_in_parallel(shards: list, threads: int, verify: bool, stop: thr
 def _example_task(payload: bytes, where: str, size: int) -> Callable[[random.Random], Item]:
     def run(rng: random.Random) -> Item:
         try:
+            if is_dlio_example(payload):   # a DLIO sample: its bytes are read, not decoded
+                return Item(DLIO_SAMPLE, -1, len(payload))
             image, label = decode_example(payload)
         except ValueError as err:
             raise DataError(f"{where}: unreadable record ({err})") from None
@@ -392,8 +441,8 @@ def shard_records(source: ShardSource):
     return records
 
 
-def s3_jpg_records(reads, objects, labels: list[int], concurrency: int):
-    """Script mode, JPEG objects: GETs ``concurrency`` at a time in the epoch's shuffled order."""
+def s3_jpg_records(reads, objects, labels: list[int], concurrency: int, npz: bool = False):
+    """Script mode, JPEG objects (``npz``: .npz objects): GETs ``concurrency`` at a time in the epoch's shuffled order."""
     def records(pipe: EpochPipeline):
         order = list(range(len(objects)))
         pipe.rng.shuffle(order)
@@ -401,7 +450,10 @@ def s3_jpg_records(reads, objects, labels: list[int], concurrency: int):
         label_of = {objects[i].key: labels[i] for i in order}
         with ThreadPoolExecutor(concurrency, thread_name_prefix="s3-get") as fetchers:
             for key, data in ordered_fetch(fetchers, keys, reads.get, concurrency):
-                yield _decode_task(data, label_of[key], pipe.config.image_size, reads.where(key)), pipe.rng.getrandbits(32)
+                if npz:
+                    yield (lambda rng, data=data, key=key: npz_items(data, reads.where(key))), pipe.rng.getrandbits(32)
+                else:
+                    yield _decode_task(data, label_of[key], pipe.config.image_size, reads.where(key)), pipe.rng.getrandbits(32)
     return records
 
 
@@ -461,6 +513,15 @@ def pipe_records(fifo: Path, record_wrapper: str, dataset_format: str, timeout: 
             if not head:
                 raise DataError(f"Pipe {fifo.name} delivered no data: the dataset prefix is empty")
             is_recordio = int.from_bytes(head[:4], "little") == RECORDIO_MAGIC
+            if dataset_format == "npz":
+                if not is_recordio:
+                    raise DataError("an npz dataset arrived through Pipe as one concatenated byte stream: file "
+                                    "boundaries are lost. Set the channel's RecordWrapperType to RecordIO (dslab's "
+                                    "record_wrapper: auto does this for npz datasets)")
+                for offset, data in _own_share(read_recordio(stream, fifo.name), shard):
+                    where = f"{fifo.name} record at byte offset {offset}"
+                    yield (lambda rng, data=data, where=where: npz_items(data, where)), pipe.rng.getrandbits(32)
+                return
             if dataset_format == "jpg" or (is_recordio and dataset_format != "tfrecord"):
                 if not is_recordio:
                     if head[:2] == b"\xff\xd8":
@@ -489,6 +550,6 @@ def default_workers(num_cpus: int) -> int:
     return max(2, num_cpus + 1)
 
 
-__all__ = ["DataError", "RecordError", "PipelineConfig", "EpochPipeline", "JpgSource", "ShardSource",
-           "jpg_records", "shard_records", "pipe_records", "s3_jpg_records", "s3_shard_records", "detect_format", "default_workers",
+__all__ = ["DataError", "RecordError", "PipelineConfig", "EpochPipeline", "JpgSource", "ShardSource", "NpzSource",
+           "jpg_records", "shard_records", "npz_records", "npz_items", "pipe_records", "s3_jpg_records", "s3_shard_records", "detect_format", "default_workers",
            "with_label_comment", "jpeg_comment_label", "decode_and_augment"]

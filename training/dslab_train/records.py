@@ -150,6 +150,29 @@ def encode_example(image: bytes, label: int) -> bytes:
     return _field(1, entries)                                    # Example.features(1)
 
 
+def encode_dlio_example(data: bytes, size: int) -> bytes:
+    """A record as DLIO's TFRecord generator writes it (dlio_benchmark/data_generator/tf_generator.py):
+    tf.train.Example{features{feature{"image": bytes_list, "size": int64_list}}}: a sample of random bytes."""
+    entries = (_field(1, _field(1, b"image") + _field(2, _field(1, _field(1, data)))) +
+               _field(1, _field(1, b"size") + _field(2, _field(3, _field(1, _varint(size))))))
+    return _field(1, entries)
+
+
+def is_dlio_example(payload) -> bool:
+    """Whether a tf.train.Example is a DLIO sample ("image" bytes beside "size", no label): its bytes are read,
+    not decoded, as DLIO's reader does (the emulated step stands for what the model would do with them)."""
+    keys = set()
+    for number, wire, value in _fields(memoryview(payload)):
+        if number == 1 and wire == 2:
+            for enumber, ewire, entry in _fields(value):
+                if enumber == 1 and ewire == 2:
+                    for f, w, v in _fields(entry):
+                        if f == 1:
+                            keys.add(bytes(v))
+                            break
+    return b"size" in keys and b"image" in keys and b"image/encoded" not in keys
+
+
 def _read_varint(buf: memoryview, pos: int) -> tuple[int, int]:
     result = shift = 0
     while True:

@@ -189,4 +189,6 @@ def jpg_labels(objects: list[S3Object], prefix: str) -> tuple[list[int], list[st
 def detect_s3_format(objects: list[S3Object]) -> str:
     if any(o.key.lower().endswith(JPEG_SUFFIXES) for o in objects):
         return "jpg"
+    if any(o.key.lower().endswith(".npz") for o in objects):
+        return "npz"
     return "tfrecord" if objects else "unknown"

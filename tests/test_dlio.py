@@ -1,0 +1,401 @@
+"""MLPerf Storage's DLIO workload files, accepted as published (issue 30): the files read unchanged with every key
+spelling in circulation, compute as DLIO emulates it and AU as MLPerf Storage computes it, datasets of the workload's
+shape in npz, tfrecord and jpeg read by the training script in every mode, `dslab size/estimate/recommend --workload`
+on the one model, and `workload:` in an experiment."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from dslab.cli import main
+from dslab.core.dlio import parse_workload
+from dslab.core.errors import ConfigError
+from dslab.core.estimate import estimate_mode
+from dslab.core.experiment import parse_experiment
+from dslab.core.prices import PriceTable
+from dslab.core.requests import plan
+from dslab.inputs import datasets
+from dslab.inputs.experiment_file import load_experiment
+from dslab.local.runner import FolderStorage, run_training_job
+
+from .helpers import TRAINING, StandIn, lab_environment
+
+sys.path.insert(0, str(TRAINING))
+from dslab_train.crc32c import masked_crc32c  # noqa: E402
+from dslab_train.records import decode_example, is_dlio_example, read_tfrecords  # noqa: E402
+
+DLIO = Path(__file__).resolve().parent.parent / "dslab" / "contracts" / "dlio"
+UNET3D, RESNET50, COSMOFLOW = DLIO / "unet3d_a100.yaml", DLIO / "resnet50_a100.yaml", DLIO / "cosmoflow_a100.yaml"
+
+
+def workload(path: Path):
+    return parse_workload(yaml.safe_load(path.read_text()), str(path))
+
+
+def run_cli(capsys, *argv):
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def one_line_error(code, err, *words) -> bool:
+    line = err.strip()
+    return code == 2 and "\n" not in line and all(w in line for w in words)
+
+
+# ---- the files, as published -----------------------------------------------------------------------
+
+def test_the_vendored_workload_files_are_byte_for_byte_as_published():
+    sources = json.loads((DLIO / "sources.json").read_text())["files"]
+    assert set(sources) == {p.name for p in DLIO.glob("*.yaml")}
+    for name, entry in sources.items():
+        data = (DLIO / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == entry["sha256"], f"{name} changed: vendored files stay as published"
+        # The git blob id: what `git ls-tree <commit> <path>` shows in the source repository.
+        assert hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest() == entry["git_blob"], name
+        assert entry["repository"].startswith("https://github.com/") and len(entry["commit"]) == 40
+
+
+def test_the_three_a100_training_workloads_read_as_mlperf_storage_publishes_them():
+    """The figures of each file, and MLPerf Storage's AU thresholds: "3D U-Net ... 90%", "ResNet-50 ... 90%",
+    "CosmoFlow ... 70%" (mlcommons/storage Submission_guidelines.md)."""
+    unet, resnet, cosmo = workload(UNET3D), workload(RESNET50), workload(COSMOFLOW)
+    assert (unet.format, unet.num_files, unet.samples_per_file, unet.record_bytes, unet.record_bytes_stdev) == \
+        ("npz", 168, 1, 146600628, 68341808)
+    assert (unet.batch_size, unet.computation_time, unet.epochs, unet.read_threads, unet.data_loader, unet.au) == \
+        (7, 0.636, 5, 4, "pytorch", 0.90)
+    assert (resnet.format, resnet.num_files, resnet.samples_per_file, resnet.record_bytes) == ("tfrecord", 1024, 1251, 114660.07)
+    assert (resnet.batch_size, resnet.computation_time, resnet.read_threads, resnet.au) == (400, 0.435, 8, 0.90)
+    assert (cosmo.format, cosmo.num_files, cosmo.record_bytes, cosmo.record_bytes_stdev) == ("tfrecord", 524288, 2828486, 71311)
+    assert (cosmo.batch_size, cosmo.computation_time, cosmo.au_percent) == (1, 0.00551, 70.0)
+    shape = cosmo.shape()
+    assert (shape.files, shape.samples, shape.bytes) == (524288, 524288, 524288 * 2828486)
+    assert unet.rate == pytest.approx(7 / 0.636) and resnet.rate == pytest.approx(400 / 0.435)
+
+
+def test_every_key_spelling_in_circulation_names_the_same_field():
+    """mlcommons/storage's v0.5 unet3d.yaml writes `model: unet3d`, `record_length`, `record_length_stdev`; DLIO's
+    resnet50_tf.yaml at d22548d `record_length_std` and an empty `data_loader:`; resnet50_v100.yaml at 6027937 `epoch`."""
+    old = workload(DLIO / "unet3d@db54a51.yaml")
+    new = parse_workload({**yaml.safe_load(UNET3D.read_text())}, "unet3d_a100.yaml")
+    assert old.name == new.name == "unet3d"
+    assert (old.record_bytes, old.record_bytes_stdev, old.num_files, old.epochs) == (146600628, 68341808, 168, 5)
+    assert old.dataset_name == new.dataset_name          # one shape, one dataset (the A100 file's compute differs)
+    tf = workload(DLIO / "resnet50_tf@d22548d.yaml")
+    assert tf.record_bytes_stdev == 136075.82 and tf.data_loader == "tensorflow"   # DLIO's default for an empty one
+    assert any("data_loader: tensorflow (not given: DLIO's default)" in line for line in tf.used)
+    assert tf.epochs == 1 and any(line.startswith("train.epochs: 1 (not given") for line in tf.used)
+    v100 = yaml.safe_load((DLIO / "resnet50_v100@6027937.yaml").read_text())
+    v100["dataset"]["format"] = "tfrecord"               # the file is png: its spellings, read in a format the lab makes
+    spelled = parse_workload(v100, "resnet50_v100.yaml")
+    assert spelled.epochs == 5 and spelled.record_bytes_stdev == 136075.82
+    both = {**v100, "train": {**v100["train"], "epochs": 5}}
+    with pytest.raises(ConfigError, match=r"train\.epoch.*same field"):
+        parse_workload(both, "x.yaml")
+
+
+def test_a_format_the_lab_cannot_read_is_refused_with_the_formats_it_can(capsys):
+    code, _, err = run_cli(capsys, "size", "--workload", DLIO / "resnet50_v100@6027937.yaml")
+    assert one_line_error(code, err, "dataset.format", "'png'", "npz, tfrecord, jpeg"), err
+
+
+def test_every_ignored_field_is_said_in_one_line(capsys):
+    """unet3d_a100_s3.yaml carries storage_options (keys and an endpoint) and checkpointing: neither changes what the
+    lab measures, and each is named."""
+    code, out, _ = run_cli(capsys, "size", "--workload", DLIO / "unet3d_a100_s3.yaml", "--count", "2")
+    assert code == 0
+    ignored = [line for line in out.splitlines() if line.startswith("ignored: ")]
+    assert any(line.startswith("ignored: storage (storage_type, storage_root, storage_options)") for line in ignored)
+    assert any(line.startswith("ignored: checkpoint (checkpoint_folder") for line in ignored)
+    assert any(line.startswith("ignored: dataset.record_length_bytes_resize") for line in ignored)
+    assert not any("num_files_train" in line or "batch_size" in line for line in ignored)
+
+
+def test_a_typo_in_a_field_the_lab_reads_is_refused_naming_the_key(capsys, tmp_path):
+    text = COSMOFLOW.read_text().replace("num_files_train", "num_file_train")
+    (tmp_path / "typo.yaml").write_text(text)
+    code, _, err = run_cli(capsys, "size", "--workload", tmp_path / "typo.yaml")
+    assert one_line_error(code, err, "dataset.num_file_train", "did you mean 'num_files_train'"), err
+    (tmp_path / "ckpt.yaml").write_text("model: {name: llama_7b}\nworkflow: {train: False, checkpoint: True}\n"
+                                        "checkpoint: {checkpoint_folder: x}\n")
+    code, _, err = run_cli(capsys, "size", "--workload", tmp_path / "ckpt.yaml")
+    assert one_line_error(code, err, "workflow.train", "trains nothing"), err
+
+
+# ---- compute as DLIO emulates it, AU as MLPerf Storage computes it -----------------------------------
+
+@pytest.mark.parametrize("path", [UNET3D, RESNET50, COSMOFLOW])
+def test_au_is_mlperf_storages_total_compute_time_over_running_time(path):
+    """"total_compute_time = (records_per_file * total_files) / simulated_accelerators / batch_size *
+    computation_time * epochs" and "AU (percentage) = (total_compute_time/total_benchmark_running_time) * 100"
+    (mlcommons/storage Submission_guidelines.md)."""
+    w = workload(path)
+    accelerators = 8   # one ml.p4d.24xlarge
+    for mode in ("FastFile", "FSx"):
+        e = estimate_mode(mode, w.shape(), instance_type="ml.p4d.24xlarge", epochs=w.epochs, rate=w.rate,
+                          prices=PriceTable(), readers=w.readers(accelerators))
+        total_compute = w.samples_per_file * w.num_files / accelerators / w.batch_size * w.computation_time * w.epochs
+        running = e.training - 21.0   # the epochs' wall time (estimate.TRAIN_FIXED is the framework's start)
+        assert e.au_percent == pytest.approx(100 * total_compute / running, rel=1e-9), mode
+
+
+def test_read_threads_are_the_readers_that_overlap_per_file_latency():
+    """CosmoFlow reads 2.8 MB files: FastFile's per-file latency spread over 4 readers per accelerator (8 on a p4d:
+    32) leaves the accelerators waiting more than over the instance's 96 vCPUs."""
+    w = workload(COSMOFLOW)
+    common = dict(instance_type="ml.p4d.24xlarge", rate=w.rate, prices=PriceTable())
+    few = estimate_mode("FastFile", w.shape(), readers=w.readers(8), **common)
+    many = estimate_mode("FastFile", w.shape(), **common)
+    assert w.readers(8) == 32 and few.au_percent < many.au_percent
+
+
+# ---- dslab size / estimate / recommend --workload ------------------------------------------------
+
+def sized(capsys, *args) -> dict:
+    code, out, err = run_cli(capsys, "size", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_size_workload_gives_the_accelerators_each_source_feeds_at_the_workloads_au_target(capsys):
+    result = sized(capsys, "--workload", COSMOFLOW, "--count", "8")
+    assert result["au_target_percent"] == 70.0 and result["accelerators_per_instance"] == 8
+    assert result["workload"]["file"].endswith("cosmoflow_a100.yaml") and result["workload"]["epochs"] == 5
+    assert result["samples_per_second_per_accelerator"] == pytest.approx(1 / 0.00551, abs=0.1)
+    for source in result["sources"]:
+        assert source["max_accelerators_at_target_au"] == source["max_instances_at_target_au"] * 8, source["source"]
+        # A source feeds N instances exactly when its AU at N (here 8) is at the workload's 70%, not 90%.
+        assert (source["au_percent"] >= 70.0) == (source["max_instances_at_target_au"] >= 8), source["source"]
+    unet = sized(capsys, "--workload", UNET3D, "--count", "8")
+    assert unet["au_target_percent"] == 90.0 and unet["files"] == 168
+
+
+@pytest.mark.parametrize("count", [1, 8])
+def test_estimate_recommend_and_size_price_a_workload_alike(capsys, count):
+    """One model: the workload's cluster costs the same in estimate, recommend and size (as deployed)."""
+    common = ["--workload", RESNET50, "--instance", "ml.p4d.24xlarge"]
+    code, out, err = run_cli(capsys, "estimate", *common, "--instance-count", count, "--json")
+    assert code == 0, err
+    estimated = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
+    code, out, err = run_cli(capsys, "recommend", *common, "--instance-count", count, "--json")
+    assert code == 0, err
+    recommended = json.loads(out)
+    ranked = {r["source"]: r for r in recommended["ranking"]}
+    by_size = {s["source"]: s for s in sized(capsys, *common, "--count", count)["sources"]}
+    # 146.9 GB does not fit File's default 100 GB volume: recommend says so instead of ranking it.
+    assert set(by_size) - set(ranked) <= set(recommended["blocked"]) and len(ranked) >= 8
+    for source, row in ((s, r) for s, r in by_size.items() if s in ranked):
+        assert row["as_deployed"]["usd_per_run"] == pytest.approx(ranked[source]["cost_to_result_usd"], abs=0.006), source
+        assert row["as_deployed"]["au_percent"] == pytest.approx(estimated[source]["au_percent"], abs=0.06), source
+    assert "workload resnet50" in estimated["File"]["assumptions"][0]
+
+
+def test_scale_keeps_record_sizes_takes_a_fraction_of_the_files_and_is_bounded(capsys):
+    full, scaled = workload(COSMOFLOW), workload(COSMOFLOW).with_scale(0.001)
+    assert scaled.files == 524 and scaled.bytes / scaled.files == pytest.approx(full.bytes / full.files)
+    result = sized(capsys, "--workload", COSMOFLOW, "--scale", "0.001")
+    assert (result["files"], result["workload"]["scale"]) == (524, 0.001)
+    for bad in ("0", "1.5", "nan", "-1"):
+        code, _, err = run_cli(capsys, "size", "--workload", COSMOFLOW, "--scale", bad)
+        assert one_line_error(code, err, "--scale"), (bad, err)
+    code, _, err = run_cli(capsys, "size", "--files", "10", "--bytes", "1GB", "--scale", "0.5")
+    assert one_line_error(code, err, "--scale", "--workload"), err
+    code, _, err = run_cli(capsys, "size", "--workload", COSMOFLOW, "--files", "10")
+    assert one_line_error(code, err, "--files", "workload"), err
+
+
+# ---- datasets of the workload's shape ----------------------------------------------------------
+
+def test_generated_datasets_have_the_workloads_files_samples_and_record_sizes(tmp_path):
+    mean, stdev = 200_000, 40_000
+    for fmt in ("npz", "tfrecord", "jpg"):
+        info = datasets.generate_dlio(tmp_path / fmt, fmt, 24, 3, mean, stdev, seed=0)
+        files = sorted(p for p in (tmp_path / fmt).iterdir() if p.name != "dataset.json")
+        assert len(files) == 24 and info["samples"] == 72
+        assert files[0].name == ("img_00_of_24." + {"npz": "npz", "tfrecord": "tfrecord", "jpg": "jpeg"}[fmt])
+    sizes = datasets.dlio_record_sizes(24, mean, stdev, 0)
+    assert abs(np.mean(sizes) - mean) < 3 * stdev / np.sqrt(24) and 0.5 * stdev < np.std(sizes) < 1.5 * stdev
+    with zipfile.ZipFile(sorted((tmp_path / "npz").glob("*.npz"))[0]) as archive:   # DLIO's layout: x, y
+        with archive.open("x.npy") as member:
+            x = np.lib.format.read_array(member)
+    assert x.shape == (sizes[0], 3) and x.dtype == np.uint8
+    with open(sorted((tmp_path / "tfrecord").glob("*.tfrecord"))[0], "rb") as handle:
+        records = list(read_tfrecords(handle, "shard", verify_data=True))   # every payload's CRC checked
+    assert len(records) == 3 and all(is_dlio_example(bytes(p)) for _, p in records)
+    assert len(decode_example(bytes(records[0][1]))[0]) == sizes[0]
+    datasets.generate_dlio(tmp_path / "again", "npz", 24, 3, mean, stdev, seed=0)   # seeded: the same bytes again
+    first = sorted((tmp_path / "npz").glob("*.npz"))[0].name
+    assert (tmp_path / "again" / first).read_bytes() == (tmp_path / "npz" / first).read_bytes()
+
+
+def test_crc32c_of_large_records_is_the_castagnoli_crc():
+    """The check value of CRC-32C is 0xE3069283 for "123456789" (RFC 3720 B.4); a DLIO record of megabytes takes
+    the chunked path and must give what the byte-by-byte table gives."""
+    from dslab_train import crc32c as crc
+    assert crc.crc32c(b"123456789") == 0xE3069283
+    data = np.random.default_rng(1).bytes(300_007)
+    assert crc.crc32c(data) == crc._update(0xFFFFFFFF, data) ^ 0xFFFFFFFF
+    assert masked_crc32c(data) == (((crc.crc32c(data) >> 15) | (crc.crc32c(data) << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def test_dataset_generate_workload_cli(capsys, tmp_path):
+    code, out, err = run_cli(capsys, "dataset", "generate", "--workload", UNET3D, "--scale", "0.02", "--out", tmp_path / "u")
+    assert code == 0, err
+    assert "3 npz files" in out and "ignored: checkpoint" in out
+    assert len(list((tmp_path / "u").glob("*.npz"))) == 3
+    code, _, err = run_cli(capsys, "dataset", "generate", "--workload", UNET3D, "--images", "5", "--out", tmp_path / "v")
+    assert one_line_error(code, err, "--images"), err
+
+
+# ---- the training script reads each format in every mode -----------------------------------------
+
+def tiny_workload(fmt: str, files: int, per_file: int, record: int) -> dict:
+    return {"model": {"name": f"tiny-{fmt}"}, "framework": "pytorch", "workflow": {"train": True},
+            "dataset": {"format": fmt, "num_files_train": files, "num_samples_per_file": per_file,
+                        "record_length_bytes": record, "record_length_bytes_stdev": record // 5},
+            "reader": {"data_loader": "pytorch", "batch_size": 4, "read_threads": 2},
+            "train": {"epochs": 2, "computation_time": 0.001},
+            "checkpoint": {"checkpoint_folder": "checkpoints/x"}}
+
+
+@pytest.fixture(scope="module")
+def workload_stand(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dlio-stand-in")
+    stand = StandIn(root, root / "unused", root / "unused", 0, {})
+    shapes = {"npz": (12, 2, 60_000), "tfrecord": (6, 5, 40_000), "jpeg": (10, 1, 30_000)}
+    experiments = {}
+    for fmt, (files, per_file, record) in shapes.items():
+        experiment = parse_experiment({"name": f"w-{fmt}", "instance_type": "ml.m5.xlarge",
+                                       "modes": ["File", "FastFile", "Pipe", "FSx", "EFS", "Script"],
+                                       "workload": {"file": f"tiny-{fmt}.yaml", "dlio": tiny_workload(fmt, files, per_file, record)}})
+        dataset = experiment.trials[0].datasets[0]
+        recipe = dataset.generate
+        folder = root / "src" / dataset.name
+        datasets.generate_dlio(folder, dataset.format, recipe["files"], recipe["samples_per_file"], recipe["record_bytes"],
+                               recipe["record_bytes_stdev"], recipe["seed"])
+        stand.add_dataset(dataset.prefix, folder)
+        experiments[fmt] = (experiment, files * per_file)
+    return stand, experiments
+
+
+@pytest.mark.parametrize("fmt, mode", [("npz", m) for m in ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")]
+                         + [("tfrecord", "File"), ("tfrecord", "Pipe"), ("tfrecord", "Script"), ("jpeg", "FastFile"),
+                            ("jpeg", "Pipe")])
+def test_the_training_script_reads_every_sample_of_a_workload_dataset(workload_stand, tmp_path, fmt, mode):
+    stand, experiments = workload_stand
+    experiment, samples = experiments[fmt]
+    job = next(j for j in plan(experiment, lab_environment(), "test-exec") if j.spec.mode == mode)
+    if mode == "Pipe":   # every object its own record, except self-delimiting TFRecord
+        assert job.request["InputDataConfig"][0]["RecordWrapperType"] == ("None" if fmt == "tfrecord" else "RecordIO")
+    hp = job.request["HyperParameters"]
+    assert (hp["batch_size"], hp["compute_seconds_per_batch"], hp["epochs"]) == ("4", "0.001", "2")
+    outcome = run_training_job(job.request, FolderStorage(stand.s3_root, stand.fs_root), tmp_path, code_dir=TRAINING)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason", "") + outcome.log[-2000:]
+    metrics = outcome.metrics
+    assert metrics["samples"] == samples * 2 and metrics["dataset_format"] == ("jpg" if fmt == "jpeg" else fmt)
+    assert metrics["bytes"] > 0.5 * samples * 2 * {"npz": 60_000, "tfrecord": 40_000, "jpeg": 5_000}[fmt]
+
+
+# ---- workload: in an experiment --------------------------------------------------------------------
+
+def test_an_experiment_names_workloads_beside_its_datasets_and_the_record_reproduces_it(tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "cosmo.yaml").write_bytes(COSMOFLOW.read_bytes())
+    (folder / "exp.yaml").write_text(
+        "name: mlperf\ninstance_type: ml.p4d.24xlarge\nmodes: [FastFile, FSx]\nvolume_size_gb: 2000\n"
+        "workload: {file: cosmo.yaml, scale: 0.01}\n"
+        "datasets: [{name: extra-jpg, format: jpg, generate: {images: 10, classes: 2}}]\n"
+        f"trials:\n  - name: cosmoflow\n  - name: unet3d\n    workload: {UNET3D}\n    epochs: 1\n")
+    experiment = load_experiment(folder / "exp.yaml")
+    cosmo, unet = experiment.trials
+    assert [d.name for d in cosmo.datasets] == [cosmo.workload.dataset_name, "extra-jpg"]
+    assert cosmo.workload.files == 5243 and cosmo.workload.sha256 == hashlib.sha256(COSMOFLOW.read_bytes()).hexdigest()
+    assert (cosmo.compute.batch_size, cosmo.compute.seconds_per_batch, cosmo.epochs) == (1, 0.00551, 5)
+    assert cosmo.workers == 4 * 8   # read_threads per accelerator, 8 A100s
+    assert unet.workload.name == "unet3d" and unet.workload.scale == 1.0 and unet.epochs == 1   # stated: kept
+    assert unet.datasets[0].format == "npz" and (unet.compute.batch_size, unet.compute.seconds_per_batch) == (7, 0.636)
+    # The experiment as run names each workload with its content: the workflow re-parses it without any file.
+    again = parse_experiment(json.loads(json.dumps(experiment.document)))
+    assert again.content_hash == experiment.content_hash and again.trials == experiment.trials
+    with pytest.raises(ConfigError, match="workload.*CLI reads it"):
+        parse_experiment({"workload": "cosmo.yaml"})
+
+
+def test_plan_and_local_refuse_what_cannot_run_before_anything_starts(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "plan", "--workload", tmp_path / "missing.yaml", "--offline")
+    assert one_line_error(code, err, "--workload", "cannot read"), err
+    code, _, err = run_cli(capsys, "local", "--workload", DLIO / "resnet50_v100@6027937.yaml", "--out", tmp_path / "o",
+                           "--cache", tmp_path / "c")
+    assert one_line_error(code, err, "dataset.format"), err
+    assert not (tmp_path / "o").exists() and not (tmp_path / "c").exists()
+    code, _, err = run_cli(capsys, "plan", "--experiment", "experiments/smoke.yaml", "--scale", "0.1", "--offline")
+    assert one_line_error(code, err, "--scale"), err
+
+
+def test_plan_workload_runs_the_workloads_dataset_and_compute(capsys):
+    code, out, err = run_cli(capsys, "plan", "--workload", UNET3D, "--offline", "--json")
+    assert code == 0, err
+    planned = json.loads(out)
+    assert len(planned["jobs"]) == 5 and planned["experiment"]["trials"][0]["workload"]["file"] == str(UNET3D)
+    request = planned["jobs"][0]["request"]
+    hp = request["HyperParameters"]
+    assert (hp["dataset_format"], hp["batch_size"], hp["compute_seconds_per_batch"], hp["epochs"]) == ('"npz"', "7", "0.636", "5")
+    # File mode downloads the 24.6 GB dataset: the experiment --workload makes holds it.
+    assert request["ResourceConfig"]["VolumeSizeInGB"] >= 24.63 * 1.05
+
+
+# ---- the report and the local lab ----------------------------------------------------------------
+
+def test_the_report_says_the_workload_its_scale_and_each_sources_au_against_its_target():
+    experiment = parse_experiment({"name": "w", "workload": {"file": "cosmoflow_a100.yaml", "scale": 0.0002,
+                                                             "dlio": yaml.safe_load(COSMOFLOW.read_text())}})
+    name = experiment.trials[0].workload.dataset_name
+    rows = [{"dataset_name": name, "mode": "File", "au_percent": 75.0},
+            {"dataset_name": name, "mode": "FastFile", "au_percent": 65.0}]
+    from dslab.report import workload_lines
+    text = "\n".join(workload_lines(experiment.document, rows))
+    assert "scale 0.0002" in text and "105 of its 524,288 tfrecord files" in text
+    assert "AU target 70% (the workload's metric.au): File 75.0% meets it, FastFile 65.0% below" in text
+
+
+def test_the_local_lab_generates_a_workload_dataset_once(tmp_path):
+    from dslab.local.lab import prepare_dataset
+    experiment = parse_experiment({"workload": {"file": "t.yaml", "dlio": tiny_workload("npz", 4, 2, 10_000)}})
+    dataset = experiment.trials[0].datasets[0]
+    said: list[str] = []
+    folder = prepare_dataset(dataset, tmp_path, said.append)
+    assert len(list(folder.glob("*.npz"))) == 4 and len(said) == 1
+    assert prepare_dataset(dataset, tmp_path, said.append) == folder and len(said) == 1   # cached: not made again
+
+
+@pytest.mark.slow
+def test_dslab_local_runs_a_published_workload_at_a_small_scale(lab_cache, tmp_path, capsys):
+    from dslab.local.storage import fuse_available
+    if not fuse_available():
+        pytest.skip("s3fs-fuse and /dev/fuse are needed for FastFile and FSx")
+    out = tmp_path / "out"
+    code, printed, err = run_cli(capsys, "local", "--workload", COSMOFLOW, "--scale", "0.00002", "--out", out,
+                                 "--cache", lab_cache, "--plain")
+    assert code == 0, err + printed[-2000:]
+    results = json.loads((out / "results.json").read_text())
+    records = results["records"]
+    assert sorted(r["mode"] for r in records) == sorted(["File", "FastFile", "Pipe", "FSx", "EFS"])
+    for r in records:   # 10 files of one 2.8 MB sample, 5 epochs, each read whole
+        assert r["status"] == "Completed", r["failure_reason"]
+        assert r["metrics"]["samples"] == 10 * 5 and r["metrics"]["bytes"] > 10 * 5 * 2_700_000
+    report = (out / "report.md").read_text()
+    assert "scale 2e-05" in report and "10 of its 524,288 tfrecord files" in report and "AU target 70%" in report
+    assert "AU target 70%" in printed
