@@ -349,9 +349,12 @@ def test_an_inactive_directory_bucket_is_waited_for_while_it_wakes(emulated):
     """After 90 days without requests a directory bucket answers 503 "typically" for minutes: staging and
     Plan keep asking with backoff instead of failing the run."""
     from dslab.emulator import patches
-    with emulated(ScriptedJobs()) as lab:
+    # Staging waits EXPRESS_WAKE_SECONDS (5 minutes) for the bucket: at the usual 1000-fold compression
+    # that is 0.3 s of wall clock, which a loaded 2-core CI machine spends on a dozen requests; 100-fold
+    # gives the 3 s the waking below needs on any machine.
+    with emulated(ScriptedJobs(), time_scale=0.01) as lab:
         put_datasets(lab, ["tiny-jpg"])
-        asleep = {"requests": 30}   # more 503s than botocore's retries of one call
+        asleep = {"requests": 20}   # more 503s than botocore's retries of one call (8 for staging's client)
 
         def waking(method, bucket, key):
             if bucket == lab.express_bucket and asleep["requests"] > 0:
