@@ -168,6 +168,17 @@ def test_a_kept_bucket_keeps_its_name_so_creating_it_again_fails_and_rolls_back(
     assert settle(cfn, again["StackId"])["StackStatus"] == "DELETE_COMPLETE"
 
 
+def test_cloudtrail_lookup_after_a_failed_deploy_answers_with_no_events(cfn):
+    """The CDK CLI asks CloudTrail's LookupEvents for the errors behind a failed deploy (the rehearsal's
+    refused deploy after `make destroy`); the stand-in captures no management events, so it answers an
+    empty list in LookupEvents' own shape at once, instead of a 500 the CLI's SDK retries for ~25 s."""
+    import datetime as dt
+    _, client = cfn
+    now = dt.datetime.now(dt.timezone.utc)
+    answer = client("cloudtrail").lookup_events(StartTime=now - dt.timedelta(minutes=5), EndTime=now, MaxResults=50)
+    assert answer["Events"] == [] and "NextToken" not in answer
+
+
 def test_a_subnet_in_use_is_not_deleted_in_clean_up_and_the_update_still_completes(cfn):
     """EC2 refuses to delete a subnet that holds a mount target; CloudFormation's clean-up then leaves it
     behind (DELETE_FAILED) and the stack still ends UPDATE_COMPLETE: it keeps existing."""

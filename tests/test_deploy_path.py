@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from dslab.core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
-from dslab.emulator.deploy import CDK, CliDeployer, stand_in_environment
+from dslab.emulator.deploy import CDK, stand_in_environment
 from dslab.emulator.lab import EmulatedLab
 
 from .conftest import REPO
@@ -95,9 +95,20 @@ class Steps:
 
 def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monkeypatch):
     """bootstrap -> make deploy FSX=up -> dslab run (outputs from CloudFormation) -> make fsx-down ->
-    make fsx-up -> make deploy FSX=up with Persistent 2 -> an FSx run on it -> make fsx-up (back to Scratch 2) ->
-    a deploy with express=false -> make destroy -> a plain deploy refused (the kept bucket) -> make deploy-again
-    FSX=down."""
+    make deploy FSX=up with Persistent 2 (FSx back, as `dslab size` prints it) -> an FSx run on it -> make fsx-up
+    (back to Scratch 2) -> a deploy with express=false -> make destroy -> a plain deploy refused (the kept
+    bucket) -> make deploy-again FSX=down.
+
+    All of it with the CLI's own home (CDK_HOME): its account cache goes there, not into the user's ~/.cdk,
+    where the stand-in's key mapped to its account would send later syntheses with that key to AWS; and it
+    neither fetches notices nor collects telemetry."""
+    home = tmp_path / "home"
+    home.mkdir()
+    # jsii's unpacked aws-cdk-lib (~200 MB) stays where it is: it follows the home too, and is not the CLI's
+    monkeypatch.setenv("JSII_RUNTIME_PACKAGE_CACHE_ROOT", os.environ.get("JSII_RUNTIME_PACKAGE_CACHE_ROOT")
+                       or str(Path.home() / ".cache" / "aws" / "jsii" / "package-cache"))
+    monkeypatch.setenv("HOME", str(home))   # ~/.cdk.json and anything else that follows $HOME
+    users_cache_before = _user_cdk_cache()
     with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
                      deploy=False, time_scale=0.001) as lab:
         for key, value in stand_in_environment(lab.endpoint, cdk_home=tmp_path / "cdk-home").items():
@@ -110,6 +121,14 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         steps.run("cdk bootstrap", [str(CDK), "bootstrap", "aws://123456789012/us-east-1", "--no-notices"], cwd=tmp_path)
         assert steps.stack("CDKToolkit")["StackStatus"] == "CREATE_COMPLETE"
         assert lab.client("ssm").get_parameter(Name="/cdk-bootstrap/hnb659fds/version")["Parameter"]["Value"]
+        private = tmp_path / "cdk-home" / "cache"
+        assert json.loads((private / "accounts_partitions.json").read_text())   # the account cache went here ...
+        # ... and nowhere else (aws-cdk-lib's own synthesis keeps an asset fingerprint cache in $HOME/.cdk/cache/
+        # fingerprints: per folder, bound to no account, with no switch to turn it off)
+        assert _user_cdk_cache() == users_cache_before and list((home / ".cdk" / "cache").glob("*.json")) == []
+        assert not (private / "notices.json").exists()                          # notices never fetched
+        assert "CLI Telemetry is disabled" in steps.run("cdk cli-telemetry --status",
+                                                        [str(CDK), "cli-telemetry", "--status"], cwd=tmp_path)
 
         # make deploy FSX=up: synthesized bound to the account (the CLI's lookups), assets published,
         # three stacks created through change sets, outputs written; no stack exports anything.
@@ -143,20 +162,19 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         assert {r["mode"]: r["status"] for r in results["records"]} == {"File": "Completed", "FSx": "Completed",
                                                                            "EFS": "Completed"}
 
-        # make fsx-down, make fsx-up: only the FSx stack, through CloudFormation; its parameters go and come.
-        core_before = steps.stack(CORE_STACK)["LastUpdatedTime"] if "LastUpdatedTime" in steps.stack(CORE_STACK) else None
+        # make fsx-down: only the FSx stack goes, through CloudFormation; its parameters go with it.
+        core_before = steps.stack(CORE_STACK).get("LastUpdatedTime")
         steps.make("make fsx-down", "fsx-down")
         assert steps.stack(FSX_STACK) is None
         assert lab.client("ssm").get_parameters(Names=[FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER])["Parameters"] == []
         assert lab.client("fsx").describe_file_systems()["FileSystems"] == []
-        steps.make("make fsx-up", "fsx-up")
-        assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"
-        assert len(lab.client("fsx").describe_file_systems()["FileSystems"]) == 1
         assert steps.stack(CORE_STACK).get("LastUpdatedTime") == core_before  # nothing else touched
 
-        # What `dslab size` prints for a cluster (Persistent 2 at a throughput tier and capacity) is one deploy; the
-        # run that follows records that lab, and `dslab fsx status` prices it. Then back to cdk.json's Scratch 2.
+        # FSx comes back as what `dslab size` prints for a cluster (Persistent 2 at a throughput tier and capacity),
+        # in one deploy; the run that follows records that lab, and `dslab fsx status` prices it. Then make fsx-up
+        # puts back cdk.json's Scratch 2, touching only the FSx stack.
         steps.make("make deploy FSX=up CONTEXT=<Persistent 2>", "deploy", "FSX=up", f"CONTEXT={PERSISTENT_2}")
+        assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"
         (fs,) = lab.client("fsx").describe_file_systems()["FileSystems"]
         assert (fs["LustreConfiguration"]["DeploymentType"], fs["LustreConfiguration"]["PerUnitStorageThroughput"],
                 fs["StorageCapacity"]) == ("PERSISTENT_2", 125, 2400)
@@ -174,7 +192,9 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         said = steps.run("dslab fsx status (Persistent 2)", [str(REPO / ".venv" / "bin" / "dslab"), "fsx", "status", "--json"])
         status = json.loads(said[said.index("{"):said.rindex("}") + 1])
         assert status["deployment_type"] == "PERSISTENT_2" and status["usd_per_hour"] == pytest.approx(0.145 * 2400 / 730, rel=1e-3)
+        core_before = steps.stack(CORE_STACK).get("LastUpdatedTime")
         steps.make("make fsx-up (back to Scratch 2)", "fsx-up")
+        assert steps.stack(CORE_STACK).get("LastUpdatedTime") == core_before  # nothing else touched
         (back,) = lab.client("fsx").describe_file_systems()["FileSystems"]
         assert back["FileSystemId"] != fs["FileSystemId"]   # another deployment type is another file system
         assert (back["LustreConfiguration"]["DeploymentType"], back["StorageCapacity"]) == ("SCRATCH_2", 1200)
@@ -220,26 +240,3 @@ def _user_cdk_cache() -> dict[str, float]:
     before $HOME."""
     cache = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cdk" / "cache"
     return {p.name: p.stat().st_mtime for p in cache.glob("*.json")} if cache.is_dir() else {}
-
-
-def test_the_cli_against_the_stand_in_leaves_the_users_cdk_home_alone(tmp_path, monkeypatch):
-    """A CLI deploy into the stand-in (`cdk bootstrap`: STS, assets, a stack through CloudFormation) writes its
-    account cache into its own CDK_HOME, not ~/.cdk, where the stand-in's key mapped to its account would send
-    later syntheses with that key to AWS; and it neither fetches notices nor collects telemetry."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))   # ~/.cdk.json and anything else that follows $HOME
-    before = _user_cdk_cache()
-    with EmulatedLab(None, executor=ScriptedJobs(), efs_root=tmp_path / "efs", server_port=_free_port(),
-                     deploy=False, time_scale=0.001) as lab:
-        deployer = CliDeployer(lab.endpoint, tmp_path / "cli")
-        deployer.bootstrap()
-        assert lab.client("cloudformation").describe_stacks(StackName="CDKToolkit")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
-        telemetry = deployer.run("cli-telemetry", "--status")
-    private = deployer.cdk_home / "cache"
-    assert json.loads((private / "accounts_partitions.json").read_text())   # the cache went here ...
-    # ... and nowhere else (aws-cdk-lib's own synthesis keeps an asset fingerprint cache in $HOME/.cdk/cache/
-    # fingerprints: per folder, bound to no account, with no switch to turn it off)
-    assert _user_cdk_cache() == before and list((home / ".cdk" / "cache").glob("*.json")) == []
-    assert not (private / "notices.json").exists()                          # notices never fetched
-    assert "CLI Telemetry is disabled" in telemetry.stdout + telemetry.stderr

@@ -88,6 +88,7 @@ def install() -> None:
         stepfunctions.patch_state_limits()
         services.patch_service_quotas()
         services.patch_fsx_repository()
+        services.patch_cloudtrail_lookup()
         s3.patch_directory_buckets()
         s3.patch_bucket_policy_transport()
         s3.patch_s3_faults()

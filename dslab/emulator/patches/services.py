@@ -217,3 +217,14 @@ def patch_fsx_repository() -> None:
         return json.dumps({"DataRepositoryTask": HOOKS.fsx_create_task(params)}, default=str)
 
     FSxResponse.create_data_repository_task = create_data_repository_task
+
+
+def patch_cloudtrail_lookup() -> None:
+    """LookupEvents, which moto lacks: the pinned CDK CLI asks CloudTrail for the control-plane errors
+    behind a failed deploy, twice, and moto's 500 makes its SDK retry for ~25 s before it gives up.
+    CloudTrail API reference, LookupEvents: "Looks up management events ... that are captured by
+    CloudTrail" and answers "Events: A list of events returned based on the lookup attributes specified".
+    The stand-in captures no management events, so that list is empty (validated against botocore's model)."""
+    from moto.cloudtrail.responses import CloudTrailResponse
+
+    CloudTrailResponse.lookup_events = lambda self: json.dumps({"Events": []})
