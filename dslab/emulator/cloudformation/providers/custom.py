@@ -41,7 +41,9 @@ class _ResponseListener:
                 pass
 
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True, name="cfn-response")
+        # A short poll: close() (shutdown) waits up to one interval, and every stand-in closes one of these.
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
+                                       name="cfn-response")
         self.thread.start()
 
     def url(self, token: str) -> str:
