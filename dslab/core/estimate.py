@@ -340,8 +340,6 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                     volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
                     total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=lab.fsx.capacity_gib, storage=storage,
                     fsx=lab.fsx, efs=lab.efs)
-    if prices.instance_hourly(instance_type) is None:
-        assumptions.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
     staging_seconds = staging_cost = None
     if express:
         staging_seconds = shape.files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + shape.bytes / 1e6 / EXPRESS_STAGING_MBPS

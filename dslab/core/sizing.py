@@ -158,8 +158,6 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     # S3 requests per sample: one GET per small file, 8 MiB ranges of large ones.
     requests_per_sample = objects_per_sample if small_files else sample_bytes / (8 * 2**20)
     notes = []
-    if prices.instance_hourly(instance_type) is None:
-        notes.append(f"no price for {instance_type} in the price table of {prices.date}: instance cost counted as $0")
     if found.network_baseline_gbps < found.network_gbps:
         notes.append(f"{instance_type}: 'up to' {found.network_gbps:g} Gbit/s, {found.network_baseline_gbps:g} sustained "
                      "(a run of hours outlasts the burst credits): the sustained figure is used")
