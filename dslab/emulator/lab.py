@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -115,6 +116,18 @@ class Execution:
     history: list[dict[str, Any]] = field(default_factory=list)
     history_events: int = 0       # every event of the execution (AWS fails one at 25,000)
     max_state_bytes: int = 0      # the largest state input/output the stand-in saw (AWS limit: 256 KiB)
+
+
+def _interpreter_workers() -> list[threading.Thread]:
+    """Live threads of the Step Functions interpreter's Map iterations and Parallel branches (moto's parser
+    runs each in a thread whose target is its worker's eval)."""
+    found = []
+    for thread in threading.enumerate():
+        owner = getattr(getattr(thread, "_target", None), "__self__", None)
+        module = type(owner).__module__ if owner is not None else ""
+        if thread.is_alive() and module.startswith("moto.stepfunctions.parser") and ".program." not in module:
+            found.append(thread)
+    return found
 
 
 class EmulatedLab:
@@ -507,12 +520,14 @@ class EmulatedLab:
                 on_poll()
             time.sleep(poll)
         # A failed Map ends the execution while its other iterations are still being aborted, each adding
-        # history events (as on AWS): the snapshot waits until the count has settled.
+        # history events (as on AWS): the snapshot waits until the count has settled and the interpreter's
+        # iteration threads have ended (a loaded machine can pause one longer than a few polls), or for 3 s
+        # of no change where another execution keeps threads alive.
         settled, count = 0, -1
-        for _ in range(100 if described["status"] != "SUCCEEDED" else 0):
+        for _ in range(200 if described["status"] != "SUCCEEDED" else 0):
             now_count = max(patches.HOOKS.history_events.values(), default=0)
             settled = settled + 1 if now_count == count else 0
-            if settled >= 3:
+            if (settled >= 3 and not _interpreter_workers()) or settled >= 30:
                 break
             count = now_count
             time.sleep(0.1)
