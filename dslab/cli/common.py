@@ -73,6 +73,21 @@ def add_command(sub, name: str, handler: Callable, help_text: str, example: str)
     return parser
 
 
+def can_confirm(args, why: str) -> None:
+    """Refuse early, before anything is read or deleted, when a deletion could be neither confirmed with
+    --yes nor asked about (no terminal): ``why`` says what --yes agrees to."""
+    if not args.yes and not sys.stdin.isatty():
+        raise ConfigError("--yes", f"{why}: pass --yes")
+
+
+def confirmed(args, question: str) -> bool:
+    """--yes, or the user's y on the terminal; otherwise says nothing was deleted."""
+    if args.yes or input(f"{question} [y/N] ").strip().lower() in ("y", "yes"):
+        return True
+    print("nothing deleted")
+    return False
+
+
 def console():
     from rich.console import Console
     return Console(stderr=True)

@@ -11,7 +11,7 @@ from ..aws import efs
 from ..core import efs as efs_core
 from ..core.errors import ConfigError
 from ..core.requests import DATASETS_PREFIX
-from .common import add_command, lab_outputs, price_table, region_of
+from .common import add_command, can_confirm, confirmed, lab_outputs, price_table, region_of
 
 
 def _dataset_name(dataset: str | None) -> str | None:
@@ -28,9 +28,8 @@ def cmd_efs_empty(args) -> int:
     dataset = _dataset_name(args.dataset)
     if not math.isfinite(args.poll) or not 0 < args.poll <= 3600:
         raise ConfigError("--poll", f"{args.poll:g} is not a number of seconds", "above 0 and at most 3600, e.g. --poll 10")
-    if not args.yes and not sys.stdin.isatty():
-        raise ConfigError("--yes", "deleting from EFS needs a confirmation: pass --yes (the datasets themselves "
-                          "stay in S3; an EFS job running now would lose its files)")
+    can_confirm(args, "deleting from EFS needs a confirmation (the datasets themselves stay in S3; an EFS job "
+                      "running now would lose its files)")
     outputs = lab_outputs(args)
     fs_id, task_arn = efs.file_system_id(outputs), efs.empty_task_arn(outputs)
     region = region_of(args)
@@ -54,8 +53,7 @@ def cmd_efs_empty(args) -> int:
         print(f"dslab: DataSync is writing into EFS now ({busy}): a workflow's staging or an earlier emptying; "
               "run this again when it has ended", file=sys.stderr)
         return 1
-    if not args.yes and input(f"delete {what}? the datasets stay in S3 [y/N] ").strip().lower() not in ("y", "yes"):
-        print("nothing deleted")
+    if not confirmed(args, f"delete {what}? the datasets stay in S3"):
         return 1
     execution = efs.start_empty(datasync, task_arn, dataset)
     print(f"emptying {what}: DataSync task execution {execution}")

@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from ..aws import express
 from ..core.errors import ConfigError
 from ..core.requests import DATASETS_PREFIX
-from .common import add_command, lab_outputs, price_table, print_json, region_of
+from .common import add_command, can_confirm, confirmed, lab_outputs, price_table, print_json, region_of
 
 
 def _bucket_from_args(args) -> dict[str, Any] | None:
@@ -78,13 +77,9 @@ def cmd_express_empty(args) -> int:
     monthly = _monthly(price_table(getattr(args, "prices", None)), size)
     print(f"{what}: {objects:,} objects, {size / 1e9:.2f} GB (${monthly:.2f} per month)"
           + (f", {uploads} multipart uploads in progress" if uploads else ""))
-    if not args.yes:
-        if not sys.stdin.isatty():
-            raise ConfigError("--yes", "deleting the staged copies needs a confirmation: pass --yes "
-                              "(the datasets themselves stay in the data bucket)")
-        if input("delete them? the datasets stay in the data bucket [y/N] ").strip().lower() not in ("y", "yes"):
-            print("nothing deleted")
-            return 1
+    can_confirm(args, "deleting the staged copies needs a confirmation (the datasets themselves stay in the data bucket)")
+    if not confirmed(args, "delete them? the datasets stay in the data bucket"):
+        return 1
     done = express.empty(s3, info["bucket"], dataset)
     print(f"{what}: deleted {done['objects_deleted']:,} objects ({done['bytes_deleted'] / 1e9:.2f} GB)"
           + (f", aborted {done['uploads_aborted']} multipart uploads" if done["uploads_aborted"] else "")
