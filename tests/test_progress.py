@@ -203,3 +203,28 @@ def test_a_live_view_started_while_a_stand_in_function_runs_draws_its_table_on_t
     assert view.live, "standard output is a terminal: the view should be the live table"
     assert "job-a" in drawn and "InProgress/Training" in drawn and "━" in drawn, drawn
     assert function_log.getvalue() == "from the function\n"
+
+
+def test_status_leaves_an_unpriced_instances_spend_out_and_says_so(monkeypatch, capsys):
+    """Issue 26: no instance is priced at $0. A job on an instance the price table lacks (a table older than
+    the run's --prices) is not counted in the spend, and the line says which instance types are left out."""
+    import datetime as dt
+    import boto3
+    from dslab.cli import runs
+
+    class Fake:
+        def describe_execution(self, executionArn):
+            return {"name": "exec-1", "status": "RUNNING", "startDate": dt.datetime.now(dt.timezone.utc)}
+
+        def get_object(self, Bucket, Key):
+            return {"Body": io.BytesIO(json.dumps({"jobs": [{"name": "priced"}, {"name": "unpriced"}]}).encode())}
+
+        def describe_training_job(self, TrainingJobName):
+            instance = "ml.p3.2xlarge" if TrainingJobName == "priced" else "ml.x99.large"
+            return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", "BillableTimeInSeconds": 3600,
+                    "ResourceConfig": {"InstanceType": instance, "InstanceCount": 1}}
+
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: Fake())
+    state = runs.describe_progress("arn:exec-1", "us-east-1", "bucket")
+    assert state["spend_usd"] == pytest.approx(3.825) and state["unpriced_instance_types"] == ["ml.x99.large"]
+    assert runs.spend_text(state) == "$3.83 (not counting the jobs on ml.x99.large: not in the price table)"

@@ -111,6 +111,7 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     name = described.get("name") or execution_arn.rsplit(":", 1)[-1]
     counts: dict[str, int] = {}
     spend = 0.0
+    unpriced: set[str] = set()
     prices = PriceTable()
     jobs: list[dict[str, Any]] = []
     concurrency = 1
@@ -134,25 +135,37 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
             except Exception:
                 counts["Pending"] = counts.get("Pending", 0) + 1
                 continue
-            hourly = prices.instance_hourly(state["ResourceConfig"]["InstanceType"]) or 0.0
+            instance_type = state["ResourceConfig"]["InstanceType"]
+            hourly = prices.instance_hourly(instance_type)
             seconds = state.get("BillableTimeInSeconds")
             start = state.get("TrainingStartTime")
             if seconds is None and hasattr(start, "timestamp"):
                 seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
+            # A job on an instance the price table lacks is not costed at $0: its spend is left out, and said.
             seen = {"name": job["name"], "status": state["TrainingJobStatus"], "phase": state.get("SecondaryStatus", ""),
-                    "spend": hourly * (seconds or 0) / 3600}
+                    "spend": (hourly or 0.0) * (seconds or 0) / 3600, "unpriced": None if hourly is not None else instance_type}
             if ended is not None and seen["status"] in ("Completed", "Failed", "Stopped"):
                 ended[job["name"]] = seen
         counts[seen["status"]] = counts.get(seen["status"], 0) + 1
         states.append({k: seen[k] for k in ("name", "status", "phase")})
         spend += seen["spend"]
+        if seen.get("unpriced"):
+            unpriced.add(seen["unpriced"])
     stop = described.get("stopDate")
     end = stop.timestamp() if hasattr(stop, "timestamp") else time.time()
     elapsed = end - described["startDate"].timestamp() if hasattr(described.get("startDate"), "timestamp") else 0.0
     return {"execution": execution_arn, "status": described["status"], "jobs": counts, "spend_usd": round(spend, 4),
+            "unpriced_instance_types": sorted(unpriced),
             "elapsed_seconds": round(elapsed), "results": f"s3://{bucket or '<bucket>'}/results/{name}/results.json",
             "error": described.get("error"), "cause": described.get("cause"),
             "total": len(jobs), "concurrency": concurrency, "job_states": states}
+
+
+def spend_text(state: dict[str, Any]) -> str:
+    """The spend so far, saying which jobs it leaves out (instances the price table does not price)."""
+    unpriced = state.get("unpriced_instance_types") or []
+    return f"${state['spend_usd']:.2f}" + (f" (not counting the jobs on {', '.join(unpriced)}: not in the price table)"
+                                            if unpriced else "")
 
 
 POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job not yet seen ended
@@ -169,7 +182,7 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
         state = describe_progress(execution_arn, region, bucket, ended)
         progress = RunProgress(state["total"], state["concurrency"], started=time.monotonic() - state["elapsed_seconds"])
         with ProgressView(progress, live=False if plain else None,
-                          footer=lambda: f"spend so far ${state['spend_usd']:.2f}") as view:
+                          footer=lambda: f"spend so far {spend_text(state)}") as view:
             while True:
                 progress.total = state["total"]
                 progress.skipped = state["jobs"].get("Skipped", 0)
@@ -183,7 +196,7 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
         return 130
-    print(f"{state['status']}: {progress.counts()}, spend ${state['spend_usd']:.2f}; results in {state['results']}"
+    print(f"{state['status']}: {progress.counts()}, spend {spend_text(state)}; results in {state['results']}"
           + (f" ({state['error']}: {state['cause']})" if state.get("error") else ""))
     return 0 if state["status"] == "SUCCEEDED" else 1
 
@@ -203,7 +216,7 @@ def cmd_status(args) -> int:
     if args.json:
         print_json(state)
     else:
-        print(f"{state['status']}: {state['elapsed_seconds']} s, jobs {state['jobs']}, spend ${state['spend_usd']:.2f}; "
+        print(f"{state['status']}: {state['elapsed_seconds']} s, jobs {state['jobs']}, spend {spend_text(state)}; "
               f"results: {state['results']}")
     return 0
 
