@@ -54,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return args.handler(args)
+        code = args.handler(args)
+        sys.stdout.flush()  # inside the try: a reader that closed the pipe is met here, not at interpreter exit
+        return code
+    except BrokenPipeError:  # `dslab size ... | head`: the reader has what it wanted (before Exception: it is one)
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
+        return 0
     except (ConfigError, RequestInvalid, UserError) as err:
         print(f"dslab: error: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -67,7 +73,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dslab: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `dslab recommend ... | head`: the reader has what it wanted
-        import os
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
-        return 0

@@ -46,11 +46,19 @@ def cmd_plan(args) -> int:
         if job.request is None:
             print(f"  {job.name:60s} SKIPPED: {job.skip_reason}")
             continue
-        channel = job.request["InputDataConfig"][0]
-        source = channel["DataSource"].get("S3DataSource", {}).get("S3Uri") or channel["DataSource"]["FileSystemDataSource"]["DirectoryPath"]
-        print(f"  {job.name:60s} {job.spec.mode:8s} {job.request['ResourceConfig']['InstanceType']:16s} {source}")
+        print(f"  {job.name:60s} {job.spec.mode:8s} {job.request['ResourceConfig']['InstanceType']:16s} {_reads_from(job.request)}")
     print("(--json prints the complete CreateTrainingJob requests)")
     return 0
+
+
+def _reads_from(request: dict) -> str:
+    """Where a job's data comes from: its channel's S3 URI or file-system path; a Script job has no channel and
+    reads the dataset_uri it is given."""
+    channels = request.get("InputDataConfig")
+    if not channels:
+        return f"{request['HyperParameters']['dataset_uri'].strip(chr(34))} (read by the script, no channel)"
+    source = channels[0]["DataSource"]
+    return source.get("S3DataSource", {}).get("S3Uri") or source["FileSystemDataSource"]["DirectoryPath"]
 
 
 def _experiment(args, **kwargs):
