@@ -82,7 +82,9 @@ class EfsFileSystem(Provider):
         self._throughput(old.physical_id, props)
         if props.get("FileSystemPolicy"):
             self.client("efs").put_file_system_policy(FileSystemId=old.physical_id, Policy=json.dumps(props["FileSystemPolicy"]))
-        # An empty list turns lifecycle management off, as PutLifecycleConfiguration documents.
+        # An empty list turns lifecycle management off: "A PutLifecycleConfiguration call with an empty
+        # LifecyclePolicies array in the request body deletes any existing LifecycleConfiguration"
+        # (https://docs.aws.amazon.com/efs/latest/ug/API_PutLifecycleConfiguration.html).
         self.client("efs").put_lifecycle_configuration(FileSystemId=old.physical_id,
                                                        LifecyclePolicies=_lifecycle_policies(props))
         return old.physical_id, old.attributes
@@ -153,7 +155,12 @@ class FsxFileSystem(Provider):
 
     def update(self, old, props):
         """StorageCapacity and Persistent 2's PerUnitStorageThroughput change in place (CloudFormation calls
-        UpdateFileSystem; moto has none, so its record is changed). UpdateFileSystem StorageCapacity: "For
+        UpdateFileSystem; moto has none, so its record is changed). UpdateFileSystem lists PerUnitStorageThroughput
+        among the properties "For FSx for Lustre file systems, you can update", and its LustreConfiguration's
+        PerUnitStorageThroughput says "You can increase or decrease your file system's throughput ... For
+        PERSISTENT_2 SSD-based deployment types, valid values are 125, 250, 500, and 1000 MB/s/TiB"
+        (https://docs.aws.amazon.com/fsx/latest/APIReference/API_UpdateFileSystem.html,
+        API_UpdateFileSystemLustreConfiguration.html). UpdateFileSystem StorageCapacity: "For
         SCRATCH_2, PERSISTENT_1, and PERSISTENT_2 SSD deployment types, valid values are in multiples of 2400 GiB.
         The value must be greater than the current storage capacity."; "You can only increase the amount of
         storage capacity for a file system; you cannot decrease storage capacity" (Lustre User Guide,
