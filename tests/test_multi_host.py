@@ -139,3 +139,23 @@ def test_a_cluster_job_with_a_host_that_wrote_no_figures_has_no_cluster_totals()
     ten = job_metrics({f"metrics-algo-{i}.json": json.dumps({**host, "host": f"algo-{i}"}) for i in range(1, 11)}, 10)
     assert ten["host"] == "algo-1" and list(ten["cluster"]["au_percent_per_host"])[:3] == ["algo-1", "algo-2", "algo-3"]
     assert job_metrics({"metrics.json": json.dumps(host)}, 1) == host and job_metrics({}, 1) is None
+
+
+@pytest.mark.parametrize("entry_point", ["train.py", "train_reporting.py"])
+def test_the_example_scripts_write_the_model_on_the_first_host_only(tmp_path, entry_point):
+    """SageMaker merges every host's /opt/ml/model into one model.tar.gz: "If multiple containers in a single
+    training job write to this directory they should ensure no file/directory names clash." The examples write
+    model.json where SM_CURRENT_HOST is SM_HOSTS[0]; the local runner says so when two hosts write one name."""
+    import tarfile
+
+    from dslab.local.runner import run_training_job
+    from .test_own_script import copy_example_code, folder_job
+    request, storage = folder_job(tmp_path, copy_example_code(tmp_path), {"epochs": 1, "batch_size": 2})
+    request["HyperParameters"]["sagemaker_program"] = json.dumps(entry_point)
+    request["InputDataConfig"][0]["DataSource"]["S3DataSource"]["S3DataDistributionType"] = "ShardedByS3Key"
+    request["ResourceConfig"]["InstanceCount"] = 2
+    outcome = run_training_job(request, storage, tmp_path / "work")
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert outcome.warnings == [], outcome.warnings     # no name written by both hosts
+    with tarfile.open(storage.s3_root / "bkt" / "output" / "own-1" / "output" / "model.tar.gz") as tar:
+        assert [m.name.lstrip("./") for m in tar.getmembers() if m.isfile()] == ["model.json"]

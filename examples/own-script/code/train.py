@@ -2,8 +2,9 @@
 
 It reads its channel from SM_CHANNEL_TRAIN (a folder in File, FastFile, FSx and EFS; in Pipe mode
 the stream <SM_CHANNEL_TRAIN>_<epoch>, as SM_INPUT_DATA_CONFIG says), takes its hyperparameters as
-command-line arguments and writes its model to SM_MODEL_DIR. The "model" hashes every byte it reads
-and sleeps step_seconds per batch, standing in for the accelerator.
+command-line arguments and writes its model to SM_MODEL_DIR (on several instances, the first host
+only). The "model" hashes every byte it reads and sleeps step_seconds per batch, standing in for the
+accelerator.
 """
 
 import argparse
@@ -12,6 +13,14 @@ import json
 import os
 import time
 from pathlib import Path
+
+
+def first_host() -> bool:
+    """Whether this host writes the model: on several instances SageMaker merges every host's SM_MODEL_DIR into one
+    model.tar.gz, and "If multiple containers in a single training job write to this directory they should ensure no
+    file/directory names clash", so only the first host of SM_HOSTS writes it (one instance: always)."""
+    hosts = json.loads(os.environ.get("SM_HOSTS") or "[]")
+    return not hosts or os.environ.get("SM_CURRENT_HOST") == hosts[0]
 
 
 def batches_from_folder(root: str, batch_size: int):
@@ -53,9 +62,10 @@ def main() -> None:
                 seen += len(item)
             time.sleep(args.step_seconds)
         print(f"epoch={epoch} loss={1.0 / (epoch + 1):.4f} bytes_seen={seen}", flush=True)
-    model_dir = Path(os.environ["SM_MODEL_DIR"])
-    model_dir.mkdir(parents=True, exist_ok=True)
-    (model_dir / "model.json").write_text(json.dumps({"bytes_seen": seen, "sha256": digest.hexdigest()}))
+    if first_host():
+        model_dir = Path(os.environ["SM_MODEL_DIR"])
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / "model.json").write_text(json.dumps({"bytes_seen": seen, "sha256": digest.hexdigest()}))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from dslab_report import Meter
-from train import batches_from_folder, batches_from_pipe
+from train import batches_from_folder, batches_from_pipe, first_host
 
 
 def main() -> None:
@@ -28,10 +28,11 @@ def main() -> None:
         source = batches_from_pipe(f"{channel}_{epoch}") if mode == "Pipe" else batches_from_folder(channel, args.batch_size)
         for batch in meter.epoch(source, samples=len, nbytes=lambda b: sum(len(item) for item in b)):
             time.sleep(args.step_seconds)  # the training step
-    summary = meter.finish()
-    model_dir = Path(os.environ["SM_MODEL_DIR"])
-    model_dir.mkdir(parents=True, exist_ok=True)
-    (model_dir / "model.json").write_text(json.dumps({"samples": summary["samples"]}))
+    summary = meter.finish()   # each host's own metrics-<host>.json on several instances
+    if first_host():           # the model once: SageMaker merges every host's SM_MODEL_DIR into one archive
+        model_dir = Path(os.environ["SM_MODEL_DIR"])
+        model_dir.mkdir(parents=True, exist_ok=True)
+        (model_dir / "model.json").write_text(json.dumps({"samples": summary["samples"]}))
 
 
 if __name__ == "__main__":
