@@ -222,8 +222,15 @@ def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recomm
         assert result.code == 0, (name, result.err)
         sized = json.loads(result.out)
         assert all(source["usd_per_hour"] > 0 for source in sized["sources"]), name
+    # ml.p5.48xlarge is priced at its own row, never $0: every source's hour costs at least that instance-hour (plus
+    # what the source adds), and the prices line gives the row's own date and source, not the table's.
+    hourly = PriceTable().instance_hourly("ml.p5.48xlarge")
+    p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge", "--json")
+    assert p5.code == 0 and hourly and all(s["usd_per_hour"] >= hourly for s in json.loads(p5.out)["sources"])
     p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge")
-    assert p5.code == 0 and "113.07" not in p5.out and " 0.00 " not in p5.out
+    dated = next(line for line in p5.out.splitlines() if line.startswith("prices of "))
+    assert f"ml.p5.48xlarge, ml.trn1.32xlarge: prices of {PriceTable().row_date('ml.p5.48xlarge')}, public code quoting " \
+           "the AWS Price List API" in dated
 
 
 def test_an_unpriced_instance_is_refused_naming_prices_and_a_record_never_costs_it_zero(capsys, tmp_path):

@@ -20,8 +20,8 @@ DEFAULT_TABLE: dict[str, Any] = {
     "region": "us-east-1",
     "source": ("AWS public pricing pages (aws.amazon.com/sagemaker/pricing, /s3/pricing, /fsx/lustre/pricing, "
                "/efs/pricing, /datasync/pricing), on-demand, us-east-1; ml.p3.2xlarge and FSx/S3 figures as "
-               "quoted in the source post; ml.g6, g6e, p4de, p5 and trn1 from secondary listings of the AWS Price "
-               "List, not confirmed on the live page (override with --prices)"),
+               "quoted in the source post; the ml.g6, g6e, p4de, p5 and trn1 rows were added 2026-11-30 from other "
+               "sources, each row's in dated_rows (override any with --prices)"),
     # SageMaker training, per instance-hour.
     "instance_hourly": {
         "ml.m5.large": 0.115, "ml.m5.xlarge": 0.23, "ml.m5.2xlarge": 0.461, "ml.m5.4xlarge": 0.922,
@@ -34,6 +34,7 @@ DEFAULT_TABLE: dict[str, Any] = {
         "ml.g5.xlarge": 1.408, "ml.g5.2xlarge": 1.515, "ml.g5.4xlarge": 2.03, "ml.g5.8xlarge": 3.06,
         "ml.g5.12xlarge": 7.09, "ml.g5.16xlarge": 4.60, "ml.g5.24xlarge": 10.18, "ml.g5.48xlarge": 20.36,
         "ml.p4d.24xlarge": 37.688,
+        # Added 2026-11-30, not from the pages above: each has its date and source in dated_rows below.
         # Not confirmed against aws.amazon.com/sagemaker/pricing (its table is rendered by script). Read
         # 2026-11-30 from public code quoting the AWS Price List API (AmazonSageMaker, us-east-1, Train/Host
         # usage types, the same rate for these types): ml.p5.48xlarge, ml.g6.12xlarge, ml.g6.48xlarge and
@@ -48,6 +49,17 @@ DEFAULT_TABLE: dict[str, Any] = {
         # p4d 32.7726; ml.trn1.32xlarge 28.497 / trn1.32xlarge 21.50). An assumption: give the real one with --prices.
         "ml.p4de.24xlarge": 47.11,    # p4de.24xlarge $40.966 x 1.15
         "ml.trn1.2xlarge": 1.7811,    # trn1.2xlarge $1.34375 x 1.3254
+    },
+    # The instance rows added after the table's date, from other sources than its own: each row's date and source
+    # (PriceTable.row_date / row_source; the label names them, and a --prices row of the same type replaces it).
+    "dated_rows": {
+        **{itype: {"date": "2026-11-30", "source": "public code quoting the AWS Price List API (AmazonSageMaker, us-east-1, "
+                                                   "Train usage type), not confirmed on aws.amazon.com/sagemaker/pricing"}
+           for itype in ("ml.p5.48xlarge", "ml.g6.xlarge", "ml.g6.12xlarge", "ml.g6.48xlarge", "ml.g6e.xlarge",
+                         "ml.g6e.12xlarge", "ml.g6e.48xlarge", "ml.trn1.32xlarge")},
+        **{itype: {"date": "2026-11-30", "source": "no listing found: the EC2 on-demand price times the family's "
+                                                   "SageMaker/EC2 ratio (an assumption)"}
+           for itype in ("ml.p4de.24xlarge", "ml.trn1.2xlarge")},
     },
     "ml_storage_gb_month": 0.14,          # the training volume (EBS gp2 for ml.* instances)
     "s3_storage_gb_month": 0.023,         # S3 Standard, first 50 TB
@@ -91,7 +103,19 @@ class PriceTable:
         return self.data["source"]
 
     def label(self) -> str:
-        return f"prices of {self.date} ({self.data['region']}, on-demand): {self.source}"
+        """The table's date and source, then each group of rows with their own (dated_rows)."""
+        groups: dict[tuple[str, str], list[str]] = {}
+        for itype, row in sorted(self.data.get("dated_rows", {}).items()):
+            groups.setdefault((row["date"], row["source"]), []).append(itype)
+        dated = "".join(f"; {', '.join(types)}: prices of {date}, {source}" for (date, source), types in groups.items())
+        return f"prices of {self.date} ({self.data['region']}, on-demand): {self.source}{dated}"
+
+    def row_date(self, instance_type: str) -> str:
+        """The date of an instance's price: its own where it was added later (dated_rows), else the table's."""
+        return (self.data.get("dated_rows", {}).get(instance_type) or {}).get("date", self.date)
+
+    def row_source(self, instance_type: str) -> str:
+        return (self.data.get("dated_rows", {}).get(instance_type) or {}).get("source", self.source)
 
     def instance_hourly(self, instance_type: str) -> float | None:
         return self.data["instance_hourly"].get(instance_type)
@@ -131,6 +155,11 @@ class PriceTable:
                     if isinstance(price, bool) or not isinstance(price, (int, float)) or price < 0:
                         raise ConfigError(f"{source}: instance_hourly.{itype}", f"{price!r} is not a price")
                 data["instance_hourly"].update({k: float(v) for k, v in value.items()})
+                for itype in value:   # the file's price, under the file's date and source
+                    data["dated_rows"].pop(itype, None)
+            elif key == "dated_rows":
+                raise ConfigError(f"{source}: dated_rows", "is the table's own record of where its rows come from",
+                                  "give prices under instance_hourly, with date and source for the file")
             elif key in ("date", "source", "region"):
                 data[key] = str(value)
             else:
