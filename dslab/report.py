@@ -200,12 +200,17 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
 
 # ---- scaling: the same source at several cluster sizes -----------------------------------------------
 
+REPLICATED_MARK = " (replicated)"   # a multi-instance row whose S3 channel was FullyReplicated
+
+
 def scaling(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (dataset, source, instances): the cluster's samples/s and every host's AU, where a dataset and a
     source ran at two cluster sizes or more (an instance_count sweep). Means over completed repeats.
     A multi-instance job is drawn only from every host's own figures (``cluster``): one host's times N
-    would hide exactly what the section is for, the hosts that starve."""
-    points: dict[tuple[str, str, int], list[tuple[float, list[float]]]] = defaultdict(list)
+    would hide exactly what the section is for, the hosts that starve. A multi-instance job whose S3 channel
+    was FullyReplicated (set on purpose: every instance downloads or streams the whole dataset) is a row of its
+    own, marked ``replicated``: `dslab size` models a cluster's S3 channels sharded (ShardedByS3Key)."""
+    points: dict[tuple[str, str, int, bool], list[tuple[float, list[float]]]] = defaultdict(list)
     for r in records:
         metrics = r.get("metrics") or {}
         if r["status"] != "Completed" or metrics.get("samples_per_second") is None:
@@ -220,16 +225,18 @@ def scaling(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             throughput = float(metrics["samples_per_second"])
             aus = [float(metrics["au_percent"])] if metrics.get("au_percent") is not None else []
-        points[(r["dataset"], source(r), n)].append((throughput, aus))
+        replicated = n > 1 and r.get("distribution") == "FullyReplicated"
+        points[(r["dataset"], source(r), n, replicated)].append((throughput, aus))
     sizes: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for dataset, label, n in points:
+    for dataset, label, n, _ in points:
         sizes[(dataset, label)].add(n)
     rows = []
-    for (dataset, label, n), runs in sorted(points.items(), key=lambda kv: (kv[0][0], _source_rank(kv[0][1]), kv[0][2])):
+    for (dataset, label, n, replicated), runs in sorted(
+            points.items(), key=lambda kv: (kv[0][0], _source_rank(kv[0][1]), kv[0][2], kv[0][3])):
         if len(sizes[(dataset, label)]) < 2:
             continue
         aus = [a for _, host_aus in runs for a in host_aus]
-        rows.append({"dataset": dataset, "source": label, "instances": n,
+        rows.append({"dataset": dataset, "source": label, "instances": n, "replicated": replicated,
                      "samples_per_second": statistics.fmean(t for t, _ in runs),
                      "au_mean": statistics.fmean(aus) if aus else None, "au_min": min(aus) if aus else None})
     for row in rows:
@@ -245,10 +252,13 @@ def scaling_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[st
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), dpi=110)
     lines = []
-    for key in sorted({(r["dataset"], r["source"]) for r in rows}):
-        points = [r for r in rows if (r["dataset"], r["source"]) == key]
+    # A line per (dataset, source, replicated or not), each from the source's one-instance point.
+    for dataset, label_source, replicated in sorted({(r["dataset"], r["source"], r["replicated"]) for r in rows
+                                                     if r["instances"] > 1}):
+        points = [r for r in rows if (r["dataset"], r["source"]) == (dataset, label_source)
+                  and (r["instances"] == 1 or r["replicated"] == replicated)]
         xs = [r["instances"] for r in points]
-        label = f"{key[1]} · {key[0]}"
+        label = f"{label_source}{REPLICATED_MARK if replicated else ''} · {dataset}"
         left.plot(xs, [r["samples_per_second"] for r in points], marker="o", label=label)
         right.plot(xs, [r["au_mean"] if r["au_mean"] is not None else float("nan") for r in points], marker="o", label=label)
         lines.append({"label": label, "instances": xs})
@@ -464,11 +474,18 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                   "| dataset | source | instances | aggregate samples/s | speed-up | AU % per instance (mean) | AU % (lowest host) |",
                   "|---|---|---|---|---|---|---|"]
         for r in scale:
-            lines.append(f"| {r['dataset']} | {r['source']} | {r['instances']} | {_fmt(r['samples_per_second'])} | "
+            lines.append(f"| {r['dataset']} | {r['source']}{REPLICATED_MARK if r['replicated'] else ''} | {r['instances']} | "
+                         f"{_fmt(r['samples_per_second'])} | "
                          f"{_fmt(r['speedup'], 2)}{'x' if r['speedup'] else ''} | {_fmt(r['au_mean'])} | {_fmt(r['au_min'])} |")
         lines += ["", "Each instance runs every accelerator of its type (MLPerf Storage's simulated accelerators); "
-                  "a source that shares its limits among the instances shows it as falling AU.", "",
-                  "![Aggregate throughput and AU per instance against instances](scaling.png)"]
+                  "a source that shares its limits among the instances shows it as falling AU."]
+        if any(r["replicated"] for r in scale):
+            lines += ["", "**Replicated:** those rows ran their S3 channel FullyReplicated, as the experiment set it: every "
+                      "instance downloads or streams the whole dataset (S3DataSource: \"the entire dataset on each ML "
+                      "compute instance\"). `dslab size` and `dslab estimate` model a cluster's S3 channels sharded by default "
+                      "(ShardedByS3Key, each instance about 1/n of the objects), so these rows do not measure what they "
+                      "model; `distribution: auto` (the experiment's default) shards them."]
+        lines += ["", "![Aggregate throughput and AU per instance against instances](scaling.png)"]
     failures = [(r, reason) for r in rows for reason in r["reasons"]]
     if failures:
         lines += ["", "## Failed and skipped jobs", ""]

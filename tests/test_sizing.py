@@ -188,6 +188,51 @@ def test_the_report_draws_aggregate_throughput_and_per_host_au_against_instances
     assert paths["scaling.png"].read_bytes()[:4] == b"\x89PNG" and "scaling.png" not in paths["report.html"].read_text()
 
 
+def test_a_replicated_sweep_is_recorded_and_its_scaling_rows_say_replicated(tmp_path):
+    """A sweep set to FullyReplicated on purpose runs as asked, but every instance then gets "the entire dataset"
+    (S3DataSource), not the 1/n `dslab size` models: each record keeps the channel's S3DataDistributionType, and the
+    scaling table marks those rows replicated, apart from a sharded run at the same size."""
+    from dslab.contracts import validate_results
+    from dslab.core.results import record_from_describe
+
+    def described(n: int, distribution: str | None, sps: float, aus: list[float]) -> dict:
+        source = ({"FileSystemDataSource": {"FileSystemId": "fs-1", "FileSystemType": "FSxLustre", "DirectoryPath": "/x",
+                                            "FileSystemAccessMode": "ro"}} if distribution is None else
+                  {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://b/datasets/d/",
+                                    "S3DataDistributionType": distribution}})
+        describe = {"TrainingJobName": f"j-{n}-{distribution}", "TrainingJobStatus": "Completed",
+                    "BillableTimeInSeconds": 10 * n, "TrainingTimeInSeconds": 10,
+                    "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": n, "VolumeSizeInGB": 10},
+                    "AlgorithmSpecification": {"TrainingInputMode": "File"},
+                    "InputDataConfig": [{"ChannelName": "train", "InputMode": "File", "DataSource": source}],
+                    "SecondaryStatusTransitions": []}
+        metrics = {"samples_per_second": sps / n, "au_percent": aus[0], "epoch_seconds": [1.0]}
+        if n > 1:
+            metrics["cluster"] = {"hosts": n, "samples_per_second": sps,
+                                  "au_percent_per_host": {f"algo-{i + 1}": a for i, a in enumerate(aus)}}
+        return record_from_describe(describe, prices=PriceTable(), script_metrics=metrics, mode="File" if distribution else "FSx",
+                                    dataset="d", repeat=0, trial=f"n{n}")
+
+    records = [described(1, "FullyReplicated", 300.0, [95.0]), described(2, "FullyReplicated", 400.0, [70.0, 66.0]),
+               described(2, "ShardedByS3Key", 580.0, [94.0, 92.0]), described(1, None, 300.0, [95.0]),
+               described(2, None, 560.0, [90.0, 88.0])]
+    assert [r.get("distribution") for r in records] == ["FullyReplicated", "FullyReplicated", "ShardedByS3Key", None, None]
+    results = {"experiment": {"name": "sweep"}, "backend": "local", "records": records}
+    validate_results(results)   # an extra field: the record's contract allows them
+    rows = {(r["source"], r["instances"], r["replicated"]): r for r in scaling(records)}
+    assert set(rows) == {("File", 1, False), ("File", 2, True), ("File", 2, False), ("FSx", 1, False), ("FSx", 2, False)}
+    assert rows[("File", 2, True)]["speedup"] == pytest.approx(400 / 300)       # against the one instance
+    assert rows[("File", 2, False)]["samples_per_second"] == 580.0                # not averaged with the replicated run
+    text = write_report(results, tmp_path / "out")["report.md"].read_text()
+    assert "| d | File (replicated) | 2 | 400.0 | 1.33x | 68.0 | 66.0 |" in text
+    assert "| d | File | 2 | 580.0 | 1.93x |" in text and "| d | FSx | 2 | 560.0 |" in text
+    assert "| d | File (replicated) | 1 |" not in text                            # one instance shares nothing
+    assert "**Replicated:** those rows ran their S3 channel FullyReplicated" in text
+    sharded_only = write_report({**results, "records": [r for r in records if r["job_name"] != "j-2-FullyReplicated"]},
+                                tmp_path / "out2")["report.md"].read_text()
+    assert "(replicated)" not in sharded_only and "**Replicated:**" not in sharded_only
+
+
 def test_the_report_draws_no_scaling_row_for_a_cluster_job_without_every_hosts_figures():
     """A multi-instance job whose script wrote one metrics.json on every host (one copy survives SageMaker's
     merge) has no cluster view: its host's samples/s times N would hide the host that starved."""

@@ -190,6 +190,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
                     wall_seconds=wall, files=files, total_bytes=total_bytes, epochs=epochs,
                     fsx_capacity_gib=fsx_capacity_gib, storage=storage, **_lab_pricing(lab))
     contract_mode, ingestion = record_mode(mode)
+    distribution = s3_distribution(describe)
     return {
         "job_name": describe["TrainingJobName"],
         "mode": contract_mode,
@@ -208,7 +209,20 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         **({"trial": trial} if trial else {}),
         **({"storage": EXPRESS} if storage == EXPRESS else {}),
         **ingestion,
+        # An extra field (the record's contract allows them): how SageMaker shared the S3 channel among the instances.
+        **({"distribution": distribution} if distribution else {}),
     }
+
+
+def s3_distribution(describe: dict[str, Any]) -> str | None:
+    """The S3 channel's S3DataDistributionType as the job ran it (FullyReplicated: every instance gets the whole
+    dataset; ShardedByS3Key: each about 1/n of its objects, S3DataSource in the API reference), or None for a file
+    system's channel, no channel, or a channel that does not say (the lab's requests always do)."""
+    for channel in describe.get("InputDataConfig") or []:
+        s3 = (channel.get("DataSource") or {}).get("S3DataSource")
+        if s3:
+            return s3.get("S3DataDistributionType")
+    return None
 
 
 def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, instance_type: str,
