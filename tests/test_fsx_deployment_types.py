@@ -133,6 +133,40 @@ def test_persistent_2_and_elastic_are_settings_the_stack_builds(tmp_path):
     assert '"DSLAB_FSX_DEPLOYMENT_TYPE": "PERSISTENT_2"' in env and '"DSLAB_FSX_MBPS_PER_TIB": "1000"' in env
 
 
+@pytest.mark.parametrize("count", [1, 4, 16, 64])
+def test_every_deploy_dslab_size_prints_is_one_the_stack_accepts(capsys, tmp_path, monkeypatch, count):
+    """Each row's `make deploy` and the one that sets them all, on cdk.json's context as the Makefile adds CONTEXT
+    (-c key=value), pass the stack's own checks (stacks/config.py) and build what the row names; so do they on a
+    lab deployed with EFS Elastic (the row keeps it)."""
+    from dslab.cli import main
+
+    from .test_one_model import _outputs_file
+
+    def built(command: str) -> LabConfig:
+        context = dict(pair.split("=", 1) for pair in command.split('CONTEXT="')[1].split('"')[0].split())
+        return LabConfig.from_mapping(cdk_context(**context).get)
+
+    monkeypatch.chdir(tmp_path)
+    for deployed in (False, True):
+        if deployed:
+            _outputs_file(tmp_path, {"efsThroughput": "elastic", "efsPerformance": "generalPurpose"}, fsx_stack=False)
+        assert main(["size", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count",
+                     str(count), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        rows = {s["source"]: s for s in data["sources"]}
+        commands = [c for s in data["sources"] for c in s["commands"] if c.startswith("make deploy")]
+        commands += [data["deploy_all"]["command"]] if "deploy_all" in data else []
+        assert commands, count
+        for command in commands:
+            config = built(command)
+            if "fsxDeploymentType" in rows["FSx"]["deploy_settings"] and "FSX=up" in command:
+                fsx = rows["FSx"]["deploy_settings"]
+                assert (config.fsx_deployment_type, config.fsx_capacity_gib) == (fsx["fsxDeploymentType"], fsx["fsxCapacity"])
+                assert config.fsx_mbps_per_tib == fsx.get("fsxThroughputPerTiB")
+            if deployed and not rows["EFS"]["deploy_settings"]:
+                assert (config.efs_throughput, config.efs_performance) == ("elastic", "generalPurpose"), command
+
+
 # ---- the run's lab, recorded by Plan and priced by its report ---------------------------------------
 
 class _Fsx:

@@ -5,6 +5,8 @@ compute on an A100 instance, another FSx and another File download, and neither 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -79,22 +81,39 @@ def test_an_experiment_without_compute_emulates_its_instances_accelerator():
     assert parse_experiment({**base, "instance_type": "ml.p4d.24xlarge", "compute": "v100"}).trials[0].compute.preset == "v100"
 
 
-def _outputs_file(tmp_path, settings: dict) -> str:
-    """A `make deploy` outputs file for a lab deployed with these context settings (the stacks' outputs name them:
-    tests/test_fsx_deployment_types.py synthesizes them)."""
+STAND_IN_OUTPUTS = Path(__file__).resolve().parents[1] / "dslab" / "local" / "stand-in-outputs.json"
+
+
+def cdk_outputs(settings: dict, *, fsx_stack: bool = True) -> dict:
+    """What `cdk deploy --outputs-file` writes ({stack: {output: value}}, as the CDK CLI wrote it for the stand-in's
+    account, dslab/local/stand-in-outputs.json) for a lab deployed with these context settings (the stacks' outputs
+    name them: tests/test_fsx_deployment_types.py synthesizes them). ``fsx_stack`` False: `make deploy FSX=keep`
+    (cdk deploy DataSourceLab -c fsx=keep: the workflow does not depend on FSx, so the FSx stack is not deployed
+    and not written)."""
     from dslab.cli.common import LAB_OUTPUT_SETTINGS
+    written = json.loads(STAND_IN_OUTPUTS.read_text())
     output_of = {key: name for name, key in LAB_OUTPUT_SETTINGS.items()}
-    fsx = {output_of[k]: str(v) for k, v in settings.items() if k.startswith("fsx")}
-    core = {output_of[k]: str(v) for k, v in settings.items() if k in output_of and k.startswith("efs")}
-    path = tmp_path / "cdk-outputs.json"
-    path.write_text(json.dumps({"DataSourceLab-Fsx": fsx, "DataSourceLab-Core": core}))
+    written["DataSourceLab-Fsx"].update({output_of[k]: str(v) for k, v in settings.items() if k.startswith("fsx")})
+    written["DataSourceLab-Core"].update({output_of[k]: str(v) for k, v in settings.items() if k in output_of
+                                          and k.startswith("efs")})
+    if "efsPerformance" in settings:
+        written["DataSourceLab-Core"]["EfsPerformanceMode"] = settings["efsPerformance"]
+    if not fsx_stack:
+        del written["DataSourceLab-Fsx"]
+    return written
+
+
+def _outputs_file(tmp_path, settings: dict, name: str = "cdk-outputs.json", **kwargs) -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(cdk_outputs(settings, **kwargs), indent=2))
     return str(path)
 
 
 @pytest.mark.parametrize("count", [4, 16])
-def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(capsys, tmp_path, count):
+def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(capsys, tmp_path, monkeypatch, count):
     """`dslab size` prints the deploy command for FSx and EFS; once deployed (its outputs), `size --as-deployed`,
     `estimate` and `recommend` price that lab, say so, and give what `size` promised for it."""
+    monkeypatch.chdir(tmp_path)   # no cdk-outputs.json here: the lab as cdk.json would deploy it
     common = [*C, "--instance", "ml.p4d.24xlarge"]
     sized = {s["source"]: s for s in run_json(capsys, "size", *common, "--count", str(count), "--json")["sources"]}
     settings = {}
@@ -102,9 +121,9 @@ def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(c
         (command,) = sized[source]["commands"]
         assert command.startswith(f"make deploy FSX={'up' if source == 'FSx' else 'keep'} CONTEXT=\""), command
         settings.update(pair.split("=", 1) for pair in command.split('CONTEXT="')[1].rstrip('"').split())
-    outputs = _outputs_file(tmp_path, settings)
+    outputs = _outputs_file(tmp_path, settings, "deployed.json")
     deployed = run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs, "--as-deployed", "--json")
-    assert deployed["premise"] == "the lab as deployed" and "stack outputs" in deployed["lab"]["name"]
+    assert deployed["premise"] == "the lab as deployed" and deployed["lab"]["name"] == f"the lab as deployed ({outputs})"
     by_deployed = {s["source"]: s for s in deployed["sources"]}
     estimated = {(e.get("source") or e["mode"]): e for e in run_json(
         capsys, "estimate", *common, "--instance-count", str(count), "--outputs", outputs, "--json")["estimates"]}
@@ -118,28 +137,96 @@ def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(c
         assert by_deployed[source]["commands"] == []
         assert by_deployed[source]["usd_per_run"] == pytest.approx(ranked[source]["cost_to_result_usd"], abs=0.006), source
         assert estimated[source]["au_percent"] == pytest.approx(by_deployed[source]["au_percent"], abs=0.06), source
+    # Sized again on that lab (not --as-deployed): FSx and EFS need nothing new, and no row says to deploy.
+    again = {s["source"]: s for s in run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs,
+                                               "--json")["sources"]}
+    for source in ("FSx", "EFS"):
+        assert again[source]["commands"] == [] and again[source]["unchanged"] == "as deployed: nothing to change"
     if count == 16:
         assert deployed["lab"]["fsx_config"] == {"deployment_type": "PERSISTENT_2", "capacity_gib": 14400,
                                                  "mbps_per_tib": 1000.0, "throughput_mbps": 14062.5}
         assert deployed["lab"]["efs_config"]["mode"] == "elastic"
 
 
-def test_estimate_and_recommend_say_which_lab_they_price(capsys, tmp_path):
-    """Without outputs, the lab as cdk.json builds it; with them, as deployed; FSx down (no FSx outputs): as
-    cdk.json would bring it up. Each answer names its premise."""
+def test_estimate_and_recommend_say_which_lab_they_price(capsys, tmp_path, monkeypatch):
+    """Without outputs, the lab as cdk.json would deploy it; with them, as deployed. Each answer names its premise."""
+    monkeypatch.chdir(tmp_path)
     for command in ("estimate", "recommend"):
         assert main([command, *C]) == 0
-        assert "priced on the lab as deployed (cdk.json's context): FSx Scratch 2, 1,200 GiB" in capsys.readouterr().out
+        assert "priced on the lab as cdk.json would deploy it: FSx Scratch 2, 1,200 GiB" in capsys.readouterr().out
     outputs = _outputs_file(tmp_path, {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 250, "fsxCapacity": 2400,
-                                       "efsThroughput": "provisioned", "efsProvisionedMibps": 128})
+                                       "efsThroughput": "provisioned", "efsProvisionedMibps": 128}, "lab.json")
     assert main(["recommend", *C, "--outputs", outputs]) == 0
     out = capsys.readouterr().out
-    assert f"the stack outputs in {outputs}" in out and "Persistent 2 250 MB/s/TiB, 2,400 GiB" in out
+    assert f"priced on the lab as deployed ({outputs}): FSx Persistent 2 250 MB/s/TiB, 2,400 GiB" in out
     assert "EFS Provisioned 128 MiB/s" in out
-    down = _outputs_file(tmp_path, {"efsThroughput": "bursting"})
-    assert main(["estimate", *C, "--outputs", down]) == 0
-    assert "FSx is down: as cdk.json would bring it up" in capsys.readouterr().out
     # A deployed lab the FSx API would refuse cannot be read as one: the field is named, exit 2.
-    bad = _outputs_file(tmp_path, {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 300, "fsxCapacity": 2400})
+    bad = _outputs_file(tmp_path, {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 300, "fsxCapacity": 2400},
+                        "bad.json")
     assert main(["size", *C, "--outputs", bad]) == 2
     assert "fsxThroughputPerTiB" in capsys.readouterr().err
+
+
+P2_16 = {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 1000, "fsxCapacity": 14400,
+         "efsPerformance": "generalPurpose", "efsThroughput": "elastic"}   # what size provisions for 16 (README)
+
+
+def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, tmp_path, monkeypatch):
+    """`make deploy` writes cdk-outputs.json in the project folder: size, estimate and recommend run there without
+    --outputs price that lab and name the file; size --json says where FSx and EFS came from."""
+    monkeypatch.chdir(tmp_path)
+    _outputs_file(tmp_path, P2_16)
+    said = "the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB, 14,400 GiB (14,062 MB/s); EFS Elastic"
+    for argv in (["estimate", *C], ["recommend", *C], ["size", *C, "--as-deployed"]):
+        assert main(argv) == 0
+        assert f"priced on {said}" in capsys.readouterr().out, argv
+    assert main(["size", *C, "--count", "16"]) == 0
+    assert f"{said} (General Purpose) (the same 16 instance(s)" in capsys.readouterr().out
+    lab = run_json(capsys, "size", *C, "--count", "16", "--json")["lab"]
+    assert (lab["fsx_source"], lab["efs_source"]) == ("cdk-outputs.json", "cdk-outputs.json")
+    # The deploy settings beyond cdk.json's, which a later deploy must repeat to keep the lab as it stands.
+    assert lab["keep_settings"] == {"fsxDeploymentType": "PERSISTENT_2", "fsxCapacity": "14400",
+                                    "fsxThroughputPerTiB": "1000", "efsThroughput": "elastic",
+                                    "efsPerformance": "generalPurpose"}
+    # --outputs names another file: that one, not the one here.
+    other = _outputs_file(tmp_path, {"efsThroughput": "bursting"}, "other.json")
+    assert main(["estimate", *C, "--outputs", other]) == 0
+    assert f"priced on the lab as deployed ({other}): FSx Scratch 2, 1,200 GiB" in capsys.readouterr().out
+
+
+def test_outputs_without_the_fsx_stack_leave_fsx_unknown_never_down(capsys, tmp_path, monkeypatch):
+    """`make deploy FSX=keep` deploys the workflow and Core only: its cdk-outputs.json has no FSx stack, whether FSx
+    is up or down. FSx is then unknown from the file (priced as cdk.json would deploy it, or as the
+    cdk-outputs-fsx.json of `make fsx-up` says), never said to be down; EFS is as the file says."""
+    from dslab.cli.common import lab_provisioning
+    monkeypatch.chdir(tmp_path)
+    main_file = Path(_outputs_file(tmp_path, {"efsThroughput": "elastic", "efsPerformance": "generalPurpose"},
+                                   fsx_stack=False))
+    assert "DataSourceLab-Fsx" not in json.loads(main_file.read_text())
+    assert main(["estimate", *C]) == 0
+    out = capsys.readouterr().out
+    assert ("priced on the lab as deployed (cdk-outputs.json; FSx unknown from it, no FSx stack in it: as cdk.json "
+            "would deploy it): FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Elastic (General Purpose)") in out
+    assert "down" not in out.split("priced on")[1].split("\n")[0]
+    lab = run_json(capsys, "size", *C, "--json")["lab"]
+    assert (lab["fsx_source"], lab["efs_source"]) == ("cdk.json", "cdk-outputs.json")
+    # `make fsx-up` wrote cdk-outputs-fsx.json ({"DataSourceLab-Fsx": {...}}): FSx as it says.
+    fsx_only = {"DataSourceLab-Fsx": cdk_outputs({"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 250,
+                                                   "fsxCapacity": 2400})["DataSourceLab-Fsx"]}
+    fsx_file = tmp_path / "cdk-outputs-fsx.json"
+    fsx_file.write_text(json.dumps(fsx_only, indent=2))
+    assert main(["recommend", *C]) == 0
+    assert ("priced on the lab as deployed (cdk-outputs.json; FSx as cdk-outputs-fsx.json says (`make fsx-up`)): "
+            "FSx Persistent 2 250 MB/s/TiB, 2,400 GiB") in capsys.readouterr().out
+    # Both files name FSx: the newer says how it stands (a deploy with FSX=up after fsx-up rewrites cdk-outputs.json).
+    _outputs_file(tmp_path, P2_16)
+    os.utime(fsx_file, (1_000_000, 1_000_000))
+    assert main(["estimate", *C]) == 0
+    assert "priced on the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB" in capsys.readouterr().out
+    os.utime(main_file, (900_000, 900_000))
+    assert main(["estimate", *C]) == 0
+    assert "FSx as cdk-outputs-fsx.json says" in capsys.readouterr().out
+    # CloudFormation (what `dslab fsx status` reads) is another matter: no FSx stack there is FSx down.
+    flat = {k: v for stack in cdk_outputs({}, fsx_stack=False).values() for k, v in stack.items()}
+    assert "FSx is down, no FSx stack" in lab_provisioning(outputs=flat, where="CloudFormation").name
+    assert "down" not in lab_provisioning(outputs=flat, where="saved.json").name

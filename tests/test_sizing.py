@@ -64,8 +64,10 @@ def test_every_source_sized_for_scenario_c_on_p4d(count):
     assert result.accelerators == 8 and result.demand_objects_per_host == pytest.approx(8 * A100)
     # Small files through FUSE (8 x A100 ask ~7,400 images/s of each instance): FastFile starves even one.
     assert by["FastFile"].au_percent < AU_TARGET and by["FastFile"].max_instances_at_target_au == 0
-    # A directory bucket's default 200,000 reads/s feed ~27 instances at 7,356 reads/s each, 90% of it ~30.
-    assert by["Express FastFile"].max_instances_at_target_au == 30
+    # A directory bucket's default 200,000 reads/s feed ~27 instances at 7,356 reads/s each, 90% of it ~30: so the
+    # lab as deployed; provisioned, as far as a raised quota goes (2,000,000 reads/s: ~272, ~302 at 90%).
+    assert by["Express FastFile"].deployed["max_instances_at_target_au"] == 30
+    assert by["Express FastFile"].max_instances_at_target_au == 302
     # The script lists the whole prefix first (1,531 pages): with one epoch that alone keeps it under 90%.
     assert by["Express Script"].au_percent < AU_TARGET
     # FSx grows with the cluster: feeds the target, with more throughput provisioned for more instances.
@@ -242,3 +244,155 @@ def test_the_report_draws_no_scaling_row_for_a_cluster_job_without_every_hosts_f
     partial = _record(2, "FSx", 560.0, [90.0, 88.0])
     partial["metrics"]["cluster"].update(samples_per_second=None, hosts_reported=1)   # a host wrote none
     assert scaling([one, partial]) == []
+
+
+# ---- what `dslab size` prints to provision, row by row and all at once --------------------------------
+
+P4D_C = ["--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge"]
+
+
+def _context(command: str) -> dict[str, str]:
+    """The settings of a printed `make deploy ... CONTEXT="k=v ..."`."""
+    return dict(pair.split("=", 1) for pair in command.split('CONTEXT="')[1].split('"')[0].split())
+
+
+def test_the_directory_bucket_is_sized_against_the_clusters_demand_and_says_which_quota_to_raise(capsys, tmp_path,
+                                                                                                  monkeypatch):
+    """64 x ml.p4d.24xlarge on scenario C ask ~470,000 reads/s of the directory bucket, past its default 200,000
+    (S3 User Guide, s3-express-performance.html): provisioned, the row is priced on the raised rate, says the rate
+    needed and the quota, and prints the AWS Support case that raises it; as deployed, the default holds it to
+    42% AU. Within the default (16 instances: ~118,000 reads/s) nothing is asked."""
+    from dslab.core.provisioning import EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET
+    from dslab.core.sizing import EXPRESS_QUOTA, SUPPORT_LIMIT_CASE
+    at = lambda count: {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=count, rate=A100,  # noqa: E731
+                                                  prices=PriceTable()).sources}
+    big = at(64)["Express FastFile"]
+    assert big.quota["needed_per_second"] == pytest.approx(64 * 8 * A100, rel=0.001)   # the whole cluster's appetite
+    assert big.quota["needed_per_second"] > EXPRESS_READS_PER_BUCKET and big.quota["request_per_second"] == 471_000
+    assert big.quota["quota"] == EXPRESS_QUOTA and "200,000 reads" in big.quota["source"]
+    assert big.au_percent >= AU_TARGET and big.deployed["au_percent"] < 50     # the raise is what feeds them
+    (command,) = big.commands
+    assert command.startswith("AWS Support case, service limit increase") and SUPPORT_LIMIT_CASE in command
+    assert f'raise "{EXPRESS_QUOTA}"' in command and "to 471,000 (default 200,000)" in command
+    assert "471,000/s: 470,805 reads/s needed, above its default 200,000" in big.provision
+    # As far as a raise goes (2,000,000 a bucket): the largest cluster it feeds, provisioned.
+    assert big.max_instances_at_target_au == 302 and big.deployed["max_instances_at_target_au"] == 30
+    sixteen = at(16)["Express FastFile"]
+    assert sixteen.quota is None and sixteen.commands == [] and "within its default 200,000" in sixteen.provision
+    # Past what one bucket gives even raised: the most a raise gives, and the buckets the rest needs.
+    huge = at(300)["Express FastFile"]
+    assert (huge.quota["request_per_second"], huge.quota["buckets_needed"]) == (EXPRESS_READS_MAX, 2)
+    assert "the rest needs the data split over 2 buckets" in huge.provision
+    # The CLI: the command in text and the quota in --json.
+    monkeypatch.chdir(tmp_path)
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "64")
+    assert text.returncode == 0, text.stderr
+    assert f"  Express FastFile  {command}" in text.stdout.splitlines()
+    row = next(s for s in json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--json").stdout)["sources"]
+               if s["source"] == "Express FastFile")
+    assert row["commands"] == [command] and row["quota"]["request_per_second"] == 471_000
+
+
+def test_size_text_prints_each_sources_notes_as_json_has_them(capsys, tmp_path, monkeypatch):
+    """The per-source notes of --json (each source's assumptions) are printed in the text too, each once."""
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--json").stdout)
+    notes = {line for s in data["sources"] for line in s["assumptions"]}
+    assert any(n.startswith("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system")
+               for n in notes)
+    assert "FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)" in notes
+    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    for note in notes:
+        assert lines.count(f"note: {note}") == 1, note
+
+
+def test_a_row_the_lab_already_provisions_prints_no_command(capsys, tmp_path, monkeypatch):
+    """A small dataset on one instance: FSx's Scratch 2 at 1,200 GiB and EFS Bursting are what cdk.json deploys, so
+    no deploy is printed for them (it would change nothing), and the row says so; on a deployed lab that already
+    is what the cluster needs, "as deployed: nothing to change"."""
+    monkeypatch.chdir(tmp_path)
+    small = ["--files", "500", "--bytes", "1GB", "--instance", "ml.p3.2xlarge"]
+    rows = {s["source"]: s for s in json.loads(dslab_in_process(capsys, "size", *small, "--json").stdout)["sources"]}
+    for source in ("FSx", "EFS"):
+        assert rows[source]["commands"] == [] and rows[source]["deploy_settings"] == {}
+    assert rows["FSx"]["unchanged"] == "as cdk.json would deploy it: nothing to change (`make fsx-up` builds it if FSx is down)"
+    assert rows["EFS"]["unchanged"] == "as cdk.json would deploy it: nothing to change"
+    text = dslab_in_process(capsys, "size", *small).stdout
+    assert "make deploy" not in text and "  EFS               as cdk.json would deploy it: nothing to change" in text
+    # The lab deployed as the 16-instance sizing asks (its cdk-outputs.json here): nothing to change for FSx and EFS.
+    from .test_one_model import P2_16, _outputs_file
+    _outputs_file(tmp_path, P2_16)
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout
+    assert "  FSx               as deployed: nothing to change" in text
+    assert "  EFS               as deployed: nothing to change" in text and "make deploy" not in text
+
+
+def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_path, monkeypatch):
+    """Each `make deploy` redeploys Core with cdk.json's settings under its own CONTEXT: FSx's command run after
+    EFS's puts EFS back. So where two rows deploy, one command sets both, and a line says a later deploy without
+    those words goes back to cdk.json. On a deployed lab, a row's deploy keeps what the lab was deployed with
+    beyond cdk.json for the parts it leaves alone (EFS Elastic stays Elastic under FSx's deploy)."""
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--json").stdout)
+    rows = {s["source"]: s for s in data["sources"]}
+    combined = data["deploy_all"]
+    assert combined["sources"] == ["FSx", "EFS"] and combined["command"].startswith("make deploy FSX=up CONTEXT=")
+    assert _context(combined["command"]) == {**_context(rows["FSx"]["commands"][0]), **_context(rows["EFS"]["commands"][0])}
+    assert _context(combined["command"]) == {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": "1000",
+                                             "fsxCapacity": "14400", "efsPerformance": "generalPurpose",
+                                             "efsThroughput": "elastic"}
+    assert combined["standing_usd_per_hour"] == pytest.approx(rows["FSx"]["standing_usd_per_hour"] +
+                                                              rows["EFS"]["standing_usd_per_hour"], abs=0.01)
+    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    at = lines.index("  FSx + EFS together (one deploy sets them all: run it instead of the separate deploys, which "
+                     "undo each other):")
+    assert lines[at + 1].split()[:3] == ["make", "deploy", "FSX=up"] and combined["command"] in lines[at + 1]
+    assert ("  a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these words "
+            "builds cdk.json's settings again (put them in cdk.json's context to keep them)") in lines
+    # One row deploying (2 TB in 500 shards on one ml.p3.2xlarge: FSx grows to hold it, EFS Bursting feeds it): its
+    # command alone, and the line on CONTEXT.
+    one = ["--files", "500", "--bytes", "2000GB", "--instance", "ml.p3.2xlarge"]
+    assert "deploy_all" not in json.loads(dslab_in_process(capsys, "size", *one, "--json").stdout)
+    text = dslab_in_process(capsys, "size", *one).stdout
+    assert "together" not in text and "a deploy's CONTEXT holds for that deploy only" in text
+    assert '  FSx               make deploy FSX=up CONTEXT="fsxDeploymentType=SCRATCH_2 fsxCapacity=2400"' in text
+    # Deployed with EFS Elastic, FSx unknown (`make deploy FSX=keep`): FSx's deploy keeps EFS as deployed.
+    from .test_one_model import _outputs_file
+    _outputs_file(tmp_path, {"efsThroughput": "elastic", "efsPerformance": "generalPurpose"}, fsx_stack=False)
+    rows = {s["source"]: s for s in json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "16",
+                                                                 "--json").stdout)["sources"]}
+    assert _context(rows["FSx"]["commands"][0]) == {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": "1000",
+                                                    "fsxCapacity": "14400", "efsThroughput": "elastic",
+                                                    "efsPerformance": "generalPurpose"}
+    assert rows["EFS"]["commands"] == [] and rows["EFS"]["unchanged"] == "as deployed: nothing to change"
+
+
+def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monkeypatch):
+    """16 x ml.p4d.24xlarge on scenario C: the text's "to provision" block, row by row, and its `dslab dataset upload
+    --prefixes N`, which the CLI parses as written (the upload itself: tests/test_spread_prefixes.py); --dataset
+    puts the dataset's own prefix or folder in it."""
+    from dslab.cli import build_parser
+    from dslab.cli.datasets import cmd_dataset_upload
+    from dslab.cli.size import _name_the_dataset
+    monkeypatch.chdir(tmp_path)
+    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    start = lines.index("to provision for 16 instance(s):")
+    block = lines[start + 1:next(i for i, line in enumerate(lines) if i > start and not line.startswith("  "))]
+    upload = "dslab dataset upload --src <folder> --to s3://<bucket>/datasets/<name>/ --prefixes {}"
+    assert [line.split(None, 1)[0] for line in block][:8] == ["File", "FastFile", "Pipe", "Script", "Script",
+                                                              "Express", "FSx", "EFS"]
+    assert f"  {'FastFile':17s} {upload.format(7)}" in block and f"  {'Pipe':17s} {upload.format(2)}" in block
+    assert f"  {'File':17s} experiment: volume_size_gb: 4" in block
+    assert f"  {'Script':17s} experiment: hyperparameters: {{s3_concurrency: 324}}" in block
+    assert any(line.startswith(f"  {'FSx':17s} make deploy FSX=up CONTEXT=") and line.endswith("# $11.84/hour while it stands")
+               for line in block)
+    # The upload, as printed with the dataset named, is a command the CLI takes: FastFile's 7 prefixes.
+    result = size(C, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=PriceTable())
+    _name_the_dataset(result, "s3://my-bucket/datasets/c/")
+    (command,) = next(s for s in result.sources if s.source == "FastFile").commands
+    assert command == "dslab dataset upload --src <folder> --to s3://my-bucket/datasets/c/ --prefixes 7"
+    _name_the_dataset(result, "data/c")
+    (command,) = next(s for s in result.sources if s.source == "FastFile").commands
+    args = build_parser().parse_args(command.split()[1:])
+    assert (args.handler, args.src, args.to, args.prefixes) == (cmd_dataset_upload, "data/c",
+                                                               "s3://my-bucket/datasets/c/", 7)

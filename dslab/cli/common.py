@@ -143,39 +143,135 @@ def lab_fsx_capacity(args=None) -> int:
 LAB_OUTPUT_SETTINGS = {"FsxDeploymentType": "fsxDeploymentType", "FsxCapacityGiB": "fsxCapacity",
                        "FsxThroughputPerTiB": "fsxThroughputPerTiB", "EfsThroughputMode": "efsThroughput",
                        "EfsProvisionedMibps": "efsProvisionedMibps"}
+# The outputs files the Makefile writes in the project folder: `make deploy` (cdk deploy DataSourceLab
+# --outputs-file cdk-outputs.json: the stacks that deploy deployed) and `make fsx-up` (the FSx stack alone).
+OUTPUTS_FILE, FSX_OUTPUTS_FILE = "cdk-outputs.json", "cdk-outputs-fsx.json"
+
+
+def _fsx_found(outputs: dict[str, str]) -> dict[str, str]:
+    """The FSx settings in stack outputs, as context keys (empty where they name no deployment type)."""
+    found = {key: outputs[name] for name, key in LAB_OUTPUT_SETTINGS.items()
+             if key.startswith("fsx") and outputs.get(name) not in (None, "")}
+    if "fsxDeploymentType" not in found:
+        return {}
+    if found["fsxDeploymentType"] != "PERSISTENT_2":
+        found.pop("fsxThroughputPerTiB", None)   # Scratch 2's output is its baseline, not a setting
+    return found
+
+
+def _efs_found(outputs: dict[str, str]) -> dict[str, str]:
+    """The EFS settings in stack outputs, as context keys (empty where they name no throughput mode)."""
+    found = {key: outputs[name] for name, key in LAB_OUTPUT_SETTINGS.items()
+             if key.startswith("efs") and outputs.get(name) not in (None, "")}
+    if "efsThroughput" not in found:
+        return {}
+    if found["efsThroughput"] != "provisioned":
+        found.pop("efsProvisionedMibps", None)
+    if outputs.get("EfsPerformanceMode"):
+        found["efsPerformance"] = outputs["EfsPerformanceMode"]
+    return found
+
+
+def _stacks_of(path: Path, flag: str = "--outputs") -> dict[str, dict[str, str]]:
+    """A `cdk deploy --outputs-file` document as it is written: {stack name: {output key: value}}."""
+    from ..inputs.experiment_file import read_json_file
+    data = read_json_file(path, flag)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ConfigError(flag, f"{path} is not a cdk --outputs-file document ({{stack: {{output: value}}}})")
+    return {stack: {k: str(v) for k, v in outputs.items()} for stack, outputs in data.items()}
+
+
+def _in_stacks(stacks: dict[str, dict[str, str]], stack: str, key: str) -> dict[str, str]:
+    """The outputs of ``stack``, or of whichever stack has output ``key`` (a file written by hand)."""
+    if key in stacks.get(stack, {}):
+        return stacks[stack]
+    return next((outputs for outputs in stacks.values() if key in outputs), {})
 
 
 def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: str = "CloudFormation"):
-    """The lab an answer prices, as deployed: its stack outputs (``outputs``, or --outputs FILE: `make deploy` writes
-    cdk-outputs.json), else cdk.json's context (offline, what `make deploy` would build). --fsx-capacity sets
-    FSx's size on top. The premise is named where it came from."""
+    """The lab an answer prices, named by where each part came from.
+
+    ``outputs``: stack outputs already read (CloudFormation's, where a missing FSx stack means FSx is down). Else
+    the outputs file: --outputs FILE, or, for a command that takes --outputs and was given none, the cdk-outputs.json
+    `make deploy` wrote in the working folder; beside it, the cdk-outputs-fsx.json `make fsx-up` writes (the newer
+    of the two says FSx). A file without the FSx stack (`make deploy FSX=keep` leaves FSx as it was, up or down)
+    does not say FSx is down: FSx is unknown from it and priced as cdk.json would deploy it. Without any file, the
+    whole lab as cdk.json would deploy it. --fsx-capacity sets FSx's size on top."""
     from dataclasses import replace
 
-    from ..core.provisioning import PERSISTENT_2, lab_from_settings
+    from ..core.provisioning import CDK_JSON, lab_from_settings
     context = lab_context()
-    settings, source = dict(context), "cdk.json's context"
-    path = getattr(args, "outputs", None) if outputs is None else where
-    if path:
-        outputs = outputs if outputs is not None else outputs_from_file(Path(path))
-        found = {key: outputs[name] for name, key in LAB_OUTPUT_SETTINGS.items() if outputs.get(name) not in (None, "")}
-        if "fsxDeploymentType" not in found:   # FSx down (or a lab deployed before these outputs): as fsx-up builds it
-            found = {k: v for k, v in found.items() if not k.startswith("fsx")}
-        elif found["fsxDeploymentType"] != PERSISTENT_2:
-            found.pop("fsxThroughputPerTiB", None)   # Scratch 2's output is its baseline, not a setting
-        if found.get("efsThroughput") != "provisioned":
-            found.pop("efsProvisionedMibps", None)
-        settings.update(found)
-        source = f"the stack outputs in {path}" + ("" if any(k.startswith("fsx") for k in found) else
-                                                   "; FSx is down: as cdk.json would bring it up")
-    lab = lab_from_settings(settings.get, source)
+    settings = dict(context)
+    if outputs is not None:
+        fsx, efs = _fsx_found(outputs), _efs_found(outputs)
+        fsx_source = where if fsx else CDK_JSON
+        efs_source = where if efs else CDK_JSON
+        notes = [] if fsx else ["FSx is down, no FSx stack: as cdk.json would bring it up" if where == "CloudFormation"
+                                else "FSx unknown from it: as cdk.json would deploy it"]
+        if not efs:
+            notes.append("EFS as cdk.json would deploy it")
+        shown = where
+    else:
+        fsx, efs, fsx_source, efs_source, notes, shown = _from_outputs_files(args)
+    settings.update(fsx)
+    settings.update(efs)
+    if shown is None or (fsx_source == efs_source == CDK_JSON):
+        name = "the lab as cdk.json would deploy it" + (f" ({shown} names neither FSx nor EFS)" if shown else "")
+        source = "cdk.json"
+    else:
+        name = f"the lab as deployed ({shown}" + "".join(f"; {note}" for note in notes) + ")"
+        source = shown if fsx_source == efs_source else f"{shown}, {fsx_source}"
+    # What a later deploy must repeat to keep the deployed parts as they stand (CONTEXT holds for one deploy).
+    keep = tuple((key, value) for key, value in {**fsx, **efs}.items() if str(context.get(key)) != str(value))
+    lab = lab_from_settings(settings.get, source, name, fsx_source=fsx_source, efs_source=efs_source,
+                            keep_settings=keep)
     capacity = getattr(args, "fsx_capacity", None)
     if capacity is not None:
         from ..core.limits import fsx_capacity_problem
         problem = fsx_capacity_problem(capacity, lab.fsx.deployment_type)
         if problem:
             raise ConfigError("--fsx-capacity", problem, "1200, 2400, 4800, ...")
-        lab = replace(lab.with_fsx_capacity(capacity), name=f"{lab.name[:-1]}, FSx at --fsx-capacity {capacity})")
+        at = f"FSx at --fsx-capacity {capacity}"
+        lab = replace(lab.with_fsx_capacity(capacity),
+                      name=f"{lab.name[:-1]}; {at})" if lab.name.endswith(")") else f"{lab.name} ({at})")
     return lab
+
+
+def _from_outputs_files(args):
+    """(FSx settings, EFS settings, FSx's source, EFS's source, notes, the file shown) from the outputs files
+    lab_provisioning reads; the file shown is None where there is none."""
+    from ..core.provisioning import CDK_JSON
+    given = getattr(args, "outputs", None)
+    if given:
+        main, shown = Path(given), str(given)
+    elif args is not None and hasattr(args, "outputs") and (Path.cwd() / OUTPUTS_FILE).is_file():
+        main, shown = Path.cwd() / OUTPUTS_FILE, OUTPUTS_FILE
+    else:
+        main, shown = None, None
+    fsx_file = (main.parent if main is not None else Path.cwd()) / FSX_OUTPUTS_FILE
+    if main is None and not (args is not None and hasattr(args, "outputs") and fsx_file.is_file()):
+        return {}, {}, CDK_JSON, CDK_JSON, [], None
+    from ..core.requests import CORE_STACK, FSX_STACK
+    stacks = _stacks_of(main) if main is not None else {}
+    fsx = _fsx_found(_in_stacks(stacks, FSX_STACK, "FsxDeploymentType"))
+    efs = _efs_found(_in_stacks(stacks, CORE_STACK, "EfsThroughputMode"))
+    fsx_source = shown if fsx else CDK_JSON
+    notes: list[str] = []
+    newer = main is None or (fsx_file.is_file() and fsx_file.stat().st_mtime > main.stat().st_mtime)
+    if fsx_file.is_file() and (not fsx or newer):
+        from_fsx_file = _fsx_found(_in_stacks(_stacks_of(fsx_file), FSX_STACK, "FsxDeploymentType"))
+        if from_fsx_file:   # `make fsx-up` after the deploy, or a deploy that left FSx as it was
+            fsx, fsx_source = from_fsx_file, FSX_OUTPUTS_FILE if not given else str(fsx_file)
+            notes.append(f"FSx as {fsx_source} says (`make fsx-up`)")
+    if shown is None:
+        shown = fsx_source
+        notes = [n for n in notes if not n.startswith("FSx as")]
+    if not fsx:
+        notes.append("FSx unknown from it, no FSx stack in it: as cdk.json would deploy it" if FSX_STACK not in stacks else
+                     "FSx's settings not in its outputs (deployed before them): as cdk.json would deploy it")
+    if not efs:
+        notes.append("EFS as cdk.json would deploy it")
+    return fsx, efs, fsx_source, shown if efs else CDK_JSON, notes, shown
 
 
 def outputs_from_file(path: Path) -> dict[str, str]:

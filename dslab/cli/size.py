@@ -78,24 +78,21 @@ def cmd_size(args) -> int:
         print(f"ignored: {line}")
     print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
-    heading = f"provision for {result.count} instance(s)" if result.provisioned else "the lab as deployed"
+    heading = f"provision for {result.count} instance(s)" if result.provisioned else result.lab.name.split(" (")[0]
     print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(result.au_target, 'g') + '%':>19s} {'accelerators':>12s} "
           f"{'$/hour':>9s} {'$/run':>9s} {'run':>7s}  {heading}")
     for s in result.sources:
         largest, fed = _largest_text(s.max_instances_at_target_au, result.accelerators)
         print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {s.usd_per_hour:9,.2f} "
               f"{s.usd_per_run:9,.2f} {duration(s.hours_per_run * 3600):>7s}  {s.provision}")
+    # What each row's figures carry (--json: each source's assumptions), each line once.
+    for line in dict.fromkeys(line for s in result.sources for line in s.assumptions):
+        print(f"note: {line}")
     if not result.provisioned:
         print(f"priced on {result.lab.describe()}")
         _print_footer(result, i, args)
         return 0
-    print(f"to provision for {result.count} instance(s) (a deploy's CONTEXT holds for that deploy: put the settings in "
-          "cdk.json to keep them):")
-    for s in result.sources:
-        for command in s.commands:
-            standing = (f"  # ${s.standing_usd_per_hour:,.2f}/hour while it stands" if s.standing_usd_per_hour
-                        and command.startswith("make deploy") else "")
-            print(f"  {s.source:17s} {command}{standing}")
+    _print_to_provision(result)
     print(f"{result.lab.describe()} (the same {result.count} instance(s), nothing provisioned for them):")
     for s in result.sources:
         d = s.deployed
@@ -104,6 +101,34 @@ def cmd_size(args) -> int:
               f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
     _print_footer(result, i, args)
     return 0
+
+
+def _print_to_provision(result) -> None:
+    """Each row's commands (a row already provisioned as it needs says so instead), and, where several rows
+    deploy, the one deploy that sets them all: each `make deploy` builds cdk.json's settings under its own CONTEXT."""
+    from ..core.sizing import CONTEXT_HOLDS
+    print(f"to provision for {result.count} instance(s):")
+    said = False
+    for s in result.sources:
+        if s.unchanged:
+            print(f"  {s.source:17s} {s.unchanged}")
+            said = True
+        for command in s.commands:
+            standing = (f"  # ${s.standing_usd_per_hour:,.2f}/hour while it stands" if s.standing_usd_per_hour
+                        and command.startswith("make deploy") else "")
+            print(f"  {s.source:17s} {command}{standing}")
+            said = True
+    if not said:
+        print("  nothing: every source feeds them as the lab stands")
+    combined = result.combined_deploy()
+    if combined:
+        standing = (f"  # ${combined['standing_usd_per_hour']:,.2f}/hour while it stands"
+                    if combined["standing_usd_per_hour"] else "")
+        print(f"  {' + '.join(combined['sources'])} together (one deploy sets them all: run it instead of the separate "
+              f"deploys, which undo each other):")
+        print(f"  {'':17s} {combined['command']}{standing}")
+    if any(s.deploy_settings for s in result.sources):
+        print(f"  {CONTEXT_HOLDS}")
 
 
 def _largest_text(instances: int, per_instance: int) -> tuple[str, str]:
@@ -141,8 +166,9 @@ def register(sub) -> None:
                    "give --compute-rate)")
     p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per run (default 1)")
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: the lab as deployed)")
-    p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed (default: "
-                   "cdk.json's context)")
+    p.add_argument("--outputs", help="the deployed lab's stack outputs file: its FSx and EFS as deployed (default: the "
+                   "cdk-outputs.json `make deploy` wrote here, with the cdk-outputs-fsx.json of `make fsx-up`; without "
+                   "them, the lab as cdk.json would deploy it)")
     p.add_argument("--as-deployed", action="store_true", help="provision nothing: every source on the lab as it stands")
     add_workload_flags(p)
     p.add_argument("--prices", help="YAML file overriding prices")

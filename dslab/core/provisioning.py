@@ -21,8 +21,11 @@ from .prices import HOURS_PER_MONTH, PriceTable
 # S3: "at least ... 5,500 GET/HEAD requests per second per partitioned Amazon S3 prefix. There are no
 # limits to the number of prefixes in a bucket" (S3 User Guide, optimizing-performance.html).
 S3_GETS_PER_PREFIX = 5500.0
-# S3 Express One Zone: "By default, each directory bucket supports up to 200,000 reads ... per second"
-# (S3 User Guide, s3-express-performance.html; up to 2,000,000 GET TPS through AWS Support).
+# S3 Express One Zone: "By default, each directory bucket supports up to 200,000 reads and up to 100,000 writes per
+# second. If your workload requires higher than the default TPS limits, you can request an increase through AWS
+# Support" (S3 User Guide, s3-express-performance.html); "S3 Express One Zone storage class can support workloads with
+# up to 2,000,000 GET and up to 200,000 PUT transactions per second (TPS) per directory bucket" (S3 User Guide,
+# s3-express-optimizing-performance-design-patterns.html): the most a raised quota gives one bucket.
 EXPRESS_READS_PER_BUCKET = 200_000.0
 EXPRESS_READS_MAX = 2_000_000.0
 # FSx for Lustre, network throughput per TiB of storage ("File system performance for SSD storage
@@ -198,6 +201,13 @@ class Provisioning:
     s3_prefixes: int | None = 1          # the dataset's prefixes; None: as many as the load needs
     express_reads_per_second: float = EXPRESS_READS_PER_BUCKET
     name: str = "the lab as deployed"
+    # Where FSx's and EFS's settings came from: a stack outputs file ("cdk-outputs.json"), "CloudFormation", or
+    # "cdk.json" (not known deployed: what a deploy would build); None: not said (the stacks' defaults).
+    fsx_source: str | None = None
+    efs_source: str | None = None
+    # The context settings a deploy must repeat to keep the lab as it stands where it was deployed with other
+    # settings than cdk.json's (a deploy's CONTEXT holds for that deploy only): ((key, value), ...).
+    keep_settings: tuple[tuple[str, Any], ...] = ()
 
     def s3_gets_per_second(self) -> float:
         return float("inf") if self.s3_prefixes is None else self.s3_prefixes * S3_GETS_PER_PREFIX
@@ -205,10 +215,19 @@ class Provisioning:
     def with_fsx_capacity(self, capacity_gib: int) -> "Provisioning":
         return replace(self, fsx=replace(self.fsx, capacity_gib=capacity_gib))
 
+    def premise_of(self, part: str) -> str:
+        """How the lab's FSx or EFS (``part``: "fsx" or "efs") is known: "as deployed" (its stack outputs), or "as
+        cdk.json would deploy it" where nothing deployed says otherwise."""
+        source = self.fsx_source if part == "fsx" else self.efs_source
+        return "as cdk.json would deploy it" if source == CDK_JSON else "as deployed"
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "fsx": self.fsx.label(), "efs": self.efs.label(),
                 "s3_prefixes": self.s3_prefixes, "express_reads_per_second": self.express_reads_per_second,
-                "fsx_config": self.fsx.to_dict(), "efs_config": self.efs.to_dict()}
+                "fsx_config": self.fsx.to_dict(), "efs_config": self.efs.to_dict(),
+                **({"fsx_source": self.fsx_source, "efs_source": self.efs_source} if self.fsx_source or self.efs_source
+                   else {}),
+                **({"keep_settings": dict(self.keep_settings)} if self.keep_settings else {})}
 
     def describe(self) -> str:
         """One line naming the lab an answer prices."""
@@ -227,6 +246,7 @@ class Provisioning:
 
 
 AS_DEPLOYED = Provisioning()
+CDK_JSON = "cdk.json"   # a part's source when no deployed lab says how it stands
 
 
 def deploy_command(settings: dict[str, Any], fsx: str = "keep") -> str:
@@ -235,9 +255,11 @@ def deploy_command(settings: dict[str, Any], fsx: str = "keep") -> str:
     return f'make deploy FSX={fsx}' + (f' CONTEXT="{context}"' if context else "")
 
 
-def lab_from_settings(get: Callable[[str], Any], source: str) -> Provisioning:
+def lab_from_settings(get: Callable[[str], Any], source: str, name: str | None = None, **known: Any) -> Provisioning:
     """The lab as its deploy settings build it: ``get`` reads a context key (cdk.json's, or the stack outputs
-    translated to context keys). A value the stack would refuse is refused here too, naming the key."""
+    translated to context keys). A value the stack would refuse is refused here too, naming the key and ``source``.
+    ``name`` names the lab (default "the lab as deployed (source)"); ``known``: Provisioning's fsx_source, efs_source
+    and keep_settings."""
     def number(key: str, default: Any) -> float | None:
         raw = get(key)
         if raw in (None, "", "null", "None"):
@@ -263,7 +285,7 @@ def lab_from_settings(get: Callable[[str], Any], source: str) -> Provisioning:
     if mode == PROVISIONED and not mibps:
         raise ConfigError("efsProvisionedMibps", f"efsThroughput=provisioned needs a MiB/s value ({source})")
     efs = EfsConfig(mode, mibps if mode == PROVISIONED else None)
-    return Provisioning(fsx=fsx, efs=efs, name=f"the lab as deployed ({source})")
+    return Provisioning(fsx=fsx, efs=efs, name=name or f"the lab as deployed ({source})", **known)
 
 
 def as_deployed(fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None) -> Provisioning:

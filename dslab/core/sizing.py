@@ -14,7 +14,7 @@ source is sized twice: provisioned to feed the cluster, and as the lab is deploy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .decision import option_from_estimate
@@ -44,7 +44,16 @@ DATASET_FOLDER, DATASET_PREFIX = "<folder>", "s3://<bucket>/datasets/<name>/"
 # S3 Express One Zone: "By default, each directory bucket supports up to 200,000 reads and up to 100,000 writes per
 # second. If your workload requires higher than the default TPS limits, you can request an increase through AWS
 # Support" (S3 User Guide, s3-express-performance.html): a service-limit-increase case, no Service Quotas code.
+# A raise goes up to 2,000,000 reads/s per bucket (EXPRESS_READS_MAX, provisioning.py cites it).
 SUPPORT_LIMIT_CASE = "https://support.console.aws.amazon.com/support/home#/case/create?issueType=service-limit-increase"
+EXPRESS_QUOTA = "S3 Express One Zone: reads per second per directory bucket"
+EXPRESS_QUOTA_SOURCE = ("S3 User Guide, s3-express-performance.html: \"By default, each directory bucket supports up to "
+                        "200,000 reads and up to 100,000 writes per second. If your workload requires higher than the "
+                        "default TPS limits, you can request an increase through AWS Support.\"")
+EXPRESS_QUOTA_STEP = 1000.0   # a raise is asked in whole thousands of reads per second
+# A deploy's CONTEXT holds for that deploy only (Makefile: each word becomes -c key=value on top of cdk.json's).
+CONTEXT_HOLDS = ("a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these "
+                 "words builds cdk.json's settings again (put them in cdk.json's context to keep them)")
 
 
 @dataclass
@@ -70,6 +79,14 @@ class SourceSize:
     standing_usd_per_hour: float = 0.0   # what the provisioned source bills per hour while it stands, used or not
 
     accelerators_per_instance: int = 1
+    # The deploy this row asks for, as context settings and the Makefile's FSX= word (empty: no deploy).
+    deploy_settings: dict[str, Any] = field(default_factory=dict)
+    deploy_fsx: str = "keep"
+    # Where the row's source is already provisioned as it needs (FSx, EFS): why no command, e.g. "as deployed:
+    # nothing to change". Empty otherwise.
+    unchanged: str = ""
+    # The service quota the row needs raised (the directory bucket's reads per second), or None.
+    quota: dict[str, Any] | None = None
 
     @property
     def max_accelerators_at_target_au(self) -> int:
@@ -84,7 +101,9 @@ class SourceSize:
                 "per_host_limit": self.per_host_limit, "shared_limit": self.shared_limit,
                 "provision": self.provision, "usd_per_hour": round(self.usd_per_hour, 2),
                 "usd_per_run": round(self.usd_per_run, 2), "hours_per_run": round(self.hours_per_run, 3),
-                "assumptions": self.assumptions}
+                "assumptions": self.assumptions, "deploy_settings": self.deploy_settings,
+                **({"unchanged": self.unchanged} if self.unchanged else {}),
+                **({"quota": self.quota} if self.quota else {})}
 
 
 @dataclass
@@ -102,15 +121,46 @@ class Sizing:
     au_target: float = AU_TARGET        # percent: the AU each source must keep (a DLIO workload's metric.au)
     readers: int | None = None          # files one instance reads at once (None: its vCPUs)
 
+    def combined_deploy(self) -> dict[str, Any] | None:
+        """One deploy that sets what every row's deploy sets, together: each `make deploy` redeploys the Core stack
+        with cdk.json's settings under its own CONTEXT, so one row's command run after another's undoes it (FSx's
+        after EFS's puts EFS back as cdk.json builds it). None unless two rows or more deploy something."""
+        rows = [s for s in self.sources if s.deploy_settings]
+        if len(rows) < 2:
+            return None
+        own: dict[str, Any] = {}
+        for row in rows:
+            own.update(row.deploy_settings)
+        settings = deploy_settings(self.lab, own)
+        fsx = "up" if any(r.deploy_fsx == "up" for r in rows) else "keep"
+        return {"sources": [r.source for r in rows], "settings": settings, "command": deploy_command(settings, fsx=fsx),
+                "standing_usd_per_hour": round(sum(r.standing_usd_per_hour for r in rows), 2), "note": CONTEXT_HOLDS}
+
     def to_dict(self) -> dict[str, Any]:
         return {"instance": self.instance.to_dict(), "instance_count": self.count,
-                "premise": "provisioned for the cluster" if self.provisioned else "the lab as deployed",
+                "premise": ("provisioned for the cluster" if self.provisioned else
+                            (self.lab.name if self.lab is not None else "the lab as deployed").split(" (")[0]),
                 **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
+                **({"deploy_all": self.combined_deploy()} if self.provisioned and self.combined_deploy() else {}),
                 "accelerators_per_instance": self.accelerators, "accelerators": self.accelerators * self.count,
                 "samples_per_second_per_accelerator": round(self.rate_per_accelerator, 1),
                 "demand_mb_per_second_per_instance": round(self.demand_mbps_per_host, 1),
                 "demand_objects_per_second_per_instance": round(self.demand_objects_per_host, 1),
                 "au_target_percent": self.au_target, "sources": [s.to_dict() for s in self.sources], "notes": self.notes}
+
+
+def deploy_settings(lab: Provisioning | None, own: dict[str, Any]) -> dict[str, Any]:
+    """A deploy's context settings: ``own`` (what it provisions: FSx's, EFS's or both), then what the lab was deployed
+    with beyond cdk.json for the parts ``own`` leaves alone (``Provisioning.keep_settings``), so that the deploy
+    changes only what it provisions. EFS's performance mode stays as deployed unless ``own`` sets it (Elastic needs
+    General Purpose): another mode would replace the file system."""
+    kept = dict(lab.keep_settings) if lab is not None else {}
+    parts = {key[:3] for key in own}
+    out = dict(own)
+    for key, value in kept.items():
+        if key[:3] not in parts or (key == "efsPerformance" and key not in own):
+            out.setdefault(key, value)
+    return out
 
 
 def _largest(au_at, target: float = AU_TARGET) -> int:
@@ -234,17 +284,54 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             return min(feeding, key=lambda r: r[3])[0], True
         return max(ranked, key=lambda r: r[2])[0], False
 
-    def provisioned(mode: str, n: int) -> Provisioning:
+    def gets_per_second(estimate: Estimate, n: int) -> float:
+        return n * demand_sps * estimate.au_percent / 100 * requests_per_sample
+
+    def bucket_reads(mode: str, estimate: Estimate, n: int) -> float:
+        """The reads per second the cluster asks of its bucket: File's download GETs every object once over the
+        download, the others their requests at the AU they train at."""
+        if mode == FILE:
+            return shape.files / max(1.0, estimate.downloading / n)
+        return gets_per_second(estimate, n)
+
+    def express_demand(mode: str, n: int) -> tuple[float, float]:
+        """(the reads per second n instances ask of the directory bucket where its rate does not bind, the read rate
+        to provision for them): its default 200,000 while that holds them, else the demand in whole thousands, up to
+        the 2,000,000 a raise gives one bucket. Sized against the demand, not against the default it would pass."""
+        unbound = Provisioning(fsx=lab.fsx, efs=lab.efs, s3_prefixes=None, express_reads_per_second=float("inf"))
+        reads = bucket_reads(mode, job(mode, EXPRESS, n, unbound), n)
+        if reads <= EXPRESS_READS_PER_BUCKET:
+            return reads, EXPRESS_READS_PER_BUCKET
+        return reads, min(EXPRESS_READS_MAX, math.ceil(reads / EXPRESS_QUOTA_STEP) * EXPRESS_QUOTA_STEP)
+
+    def provisioned(mode: str, n: int, storage: str = STANDARD) -> Provisioning:
         if not provision:
             return lab
         if mode == FSX:
             return Provisioning(fsx=fsx_for(n), efs=lab.efs, s3_prefixes=None, name="provisioned for the cluster")
         if mode == EFS:
             return Provisioning(fsx=lab.fsx, efs=efs_for(n)[0], s3_prefixes=None, name="provisioned for the cluster")
-        return Provisioning(fsx=lab.fsx, efs=lab.efs, s3_prefixes=None, name="provisioned for the cluster")
+        rate = express_demand(mode, n)[1] if storage == EXPRESS else EXPRESS_READS_PER_BUCKET
+        return Provisioning(fsx=lab.fsx, efs=lab.efs, s3_prefixes=None, express_reads_per_second=rate,
+                            name="provisioned for the cluster")
 
-    def gets_per_second(estimate: Estimate, n: int) -> float:
-        return n * demand_sps * estimate.au_percent / 100 * requests_per_sample
+
+    def express_quota(mode: str, n: int) -> dict[str, Any] | None:
+        """The directory bucket's read quota to raise for n instances (None while its default holds them)."""
+        reads, rate = express_demand(mode, n)
+        if reads <= EXPRESS_READS_PER_BUCKET:
+            return None
+        buckets = math.ceil(reads / EXPRESS_READS_MAX)
+        summary = (f"its read quota raised to {rate:,.0f}/s: {reads:,.0f} reads/s needed, above its default "
+                   f"{EXPRESS_READS_PER_BUCKET:,.0f}"
+                   + (f"; past the {EXPRESS_READS_MAX:,.0f} a raise gives one bucket, the rest needs the data split over "
+                      f"{buckets} buckets" if buckets > 1 else ""))
+        command = (f"AWS Support case, service limit increase (no Service Quotas code): raise \"{EXPRESS_QUOTA}\" for "
+                   f"the lab's directory bucket (stack output ExpressBucketName) to {rate:,.0f} (default "
+                   f"{EXPRESS_READS_PER_BUCKET:,.0f}): {SUPPORT_LIMIT_CASE}")
+        return {"quota": EXPRESS_QUOTA, "default_per_second": EXPRESS_READS_PER_BUCKET, "needed_per_second": round(reads),
+                "request_per_second": rate, "buckets_needed": buckets, "how": "AWS Support, service limit increase",
+                "url": SUPPORT_LIMIT_CASE, "source": EXPRESS_QUOTA_SOURCE, "summary": summary, "command": command}
 
     out: list[SourceSize] = []
     readers = readers or found.vcpus
@@ -254,7 +341,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             continue
         label = source_label(mode, storage)
         volume = volume_gb if mode == FILE and provision else 100
-        premise = provisioned(mode, count)
+        premise = provisioned(mode, count, storage)
         estimate = job(mode, storage, count, premise, volume)
         per_hour, per_run, hours = run(estimate, count)
         if mode == FSX:   # the file system grows with the cluster: one instance's own limits bound it
@@ -262,12 +349,17 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         elif mode == EFS and provision:  # Elastic's read throughput per file system is the ceiling, shared by all
             elastic = Provisioning(fsx=lab.fsx, efs=EfsConfig(ELASTIC), s3_prefixes=None)
             largest = _largest(lambda n: job(EFS, STANDARD, n, elastic).au_percent, au_target)
+        elif storage == EXPRESS and provision:   # as far as a raised quota goes: 2,000,000 reads/s per bucket
+            raised = replace(premise, express_reads_per_second=EXPRESS_READS_MAX)
+            largest = _largest(lambda n: job(mode, storage, n, raised).au_percent, au_target)
         else:
             largest = _largest(lambda n: job(mode, storage, n, premise).au_percent, au_target)
         gets = gets_per_second(estimate, count)
         extra: list[str] = []
         commands: list[str] = []
         standing = 0.0
+        settings: dict[str, Any] = {}
+        deploy_fsx, unchanged, quota = "keep", "", None
         upload = f"dslab dataset upload --src {DATASET_FOLDER} --to {DATASET_PREFIX} --prefixes {{}}"
         if not provision:
             how = shared = provision_text = ""
@@ -282,6 +374,11 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             extra.append("File: the download is billed before training starts; each instance holds only its shard")
             if storage == STANDARD and prefixes > 1:
                 commands.append(upload.format(prefixes))
+            if storage == EXPRESS and provision:
+                quota = express_quota(mode, count)
+                if quota:
+                    provision_text += f"; {quota['summary']}"
+                    commands.append(quota["command"])
             if volume != 100:
                 commands.append(f"experiment: volume_size_gb: {volume}")
         elif mode == FSX:
@@ -295,7 +392,12 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                                  if estimate.au_percent >= au_target else
                                  "smallest that does as well as any: no deployment type or size feeds the target, "
                                  "each instance's own reads bind"))
-            commands.append(deploy_command(premise.fsx.settings(), fsx="up"))
+            if premise.fsx == lab.fsx:   # what the lab has (or cdk.json would build): no deploy asks for it
+                unchanged = f"{lab.premise_of('fsx')}: nothing to change" + (
+                    "" if lab.premise_of("fsx") == "as deployed" else " (`make fsx-up` builds it if FSx is down)")
+            else:
+                settings, deploy_fsx = premise.fsx.settings(), "up"
+                commands.append(deploy_command(deploy_settings(lab, settings), fsx="up"))
             standing = premise.fsx.hourly(prices)
             if premise.fsx.deployment_type != "SCRATCH_2":
                 extra.append("FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)")
@@ -307,23 +409,25 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             provision_text = f"{config.label()} ({need:,.0f} MiB/s needed)" + ("" if feeds else ": no mode feeds it")
             if config.mode == BURSTING:
                 extra.append("EFS: Bursting holds its burst only while credits last (up to 12 hours a day)")
-            commands.append(deploy_command(config.settings(), fsx="keep"))
+            if config == lab.efs:
+                unchanged = f"{lab.premise_of('efs')}: nothing to change"
+            else:
+                settings = config.settings()
+                commands.append(deploy_command(deploy_settings(lab, settings), fsx="keep"))
             standing = config.throughput_usd(prices, hours=1.0, gb_read=0.0)
             if config.mode == ELASTIC and lab.efs.mode != ELASTIC:
                 extra.append("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system "
                              "(the workflow stages the datasets into the new one)")
         elif storage == EXPRESS:
-            buckets = math.ceil(gets / EXPRESS_READS_PER_BUCKET) if gets else 1
             how = f"{readers} readers, ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first byte"
             shared = (f"{EXPRESS_READS_PER_BUCKET:,.0f} reads/s per directory bucket (AWS default; up to "
                       f"{EXPRESS_READS_MAX:,.0f} on request)")
-            provision_text = (f"the directory bucket ({gets:,.0f} reads/s at this size"
-                              + (f"; above its default {EXPRESS_READS_PER_BUCKET:,.0f}: ask AWS Support for more, or split "
-                                 f"the data over {buckets} buckets)" if buckets > 1 else ")"))
-            if buckets > 1:
-                commands.append(f"AWS Support, service limit increase: S3 Express One Zone reads per second of the lab's "
-                                f"directory bucket (ExpressBucketName), {min(gets, EXPRESS_READS_MAX):,.0f} instead of the "
-                                f"default {EXPRESS_READS_PER_BUCKET:,.0f}: {SUPPORT_LIMIT_CASE}")
+            quota = express_quota(mode, count)
+            provision_text = (f"the directory bucket, {quota['summary']}" if quota else
+                              f"the directory bucket ({gets:,.0f} reads/s at this size, within its default "
+                              f"{EXPRESS_READS_PER_BUCKET:,.0f})")
+            if quota:
+                commands.append(quota["command"])
         else:
             prefixes = max(1, math.ceil(gets / S3_GETS_PER_PREFIX))
             how = f"{readers} readers, ~{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms first byte"
@@ -350,9 +454,11 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                                      "the dataset under one S3 prefix" if storage == STANDARD else
                                      "the directory bucket at its default read rate")}
         if not provision:   # every figure is the lab as it stands: nothing to provision, nothing to run
-            how, shared, provision_text = "the lab as deployed", "the lab as deployed", deployed_view["premise"]
+            how = shared = lab.name.split(" (")[0]   # "the lab as deployed", or "... as cdk.json would deploy it"
+            provision_text = deployed_view["premise"]
         deployed_view["max_accelerators_at_target_au"] = deployed_view["max_instances_at_target_au"] * per_host_accelerators
         out.append(SourceSize(label, estimate.au_percent, largest, how, shared, provision_text, per_hour, per_run, hours,
-                              extra, deployed_view, commands, standing, per_host_accelerators))
+                              extra, deployed_view, commands, standing, per_host_accelerators, settings, deploy_fsx,
+                              unchanged, quota))
     return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision,
                   au_target, readers)
