@@ -36,7 +36,7 @@ PROJECT_FILES = ("Makefile", "app.py", "cdk.json", "stacks", "dslab", "training"
 # The deploy `dslab size` prints for FSx on a cluster, at the smallest Persistent 2 tier and capacity above 1,200 GiB.
 PERSISTENT_2 = "fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125 fsxCapacity=2400"
 TINY_RUN = {"name": "lifecycle", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx", "EFS"],
-            "instance_type": "ml.m5.xlarge"}
+            "instance_type": "ml.m5.xlarge", "compute": "v100"}
 
 
 def _free_port() -> int:

@@ -22,7 +22,8 @@ from .conftest import REPO
 from .helpers import lab_environment
 from .test_operator import OUTPUTS
 
-BASE = {"name": "export", "instance_type": "ml.g5.2xlarge", "volume_size_gb": 50, "max_run_seconds": 7200}
+BASE = {"name": "export", "instance_type": "ml.g5.2xlarge", "compute": "v100", "volume_size_gb": 50,
+        "max_run_seconds": 7200}
 CASES = {
     "File": {"modes": ["File"], "datasets": ["caltech-jpg-1x"]},
     "FastFile": {"modes": ["FastFile"], "datasets": ["caltech-tfr-1x"], "distribution": "ShardedByS3Key"},

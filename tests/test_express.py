@@ -28,7 +28,7 @@ ENV = {"bucket": "datasourcelab-data-123456789012-us-east-1", "region": "us-east
        "image_uri": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.6.0-gpu-py312",
        "fsx": {"file_system_id": "fs-0123456789abcdef1", "mount_name": "mnt1234"},
        "efs": {"file_system_id": "fs-0fedcba9876543210"}, "express_bucket": EXPRESS_BUCKET}
-EXPRESS_TRIAL = {"name": "tiny", "instance_type": "ml.m5.xlarge",
+EXPRESS_TRIAL = {"name": "tiny", "instance_type": "ml.m5.xlarge", "compute": "v100",
                  "datasets": [{"name": "tiny-jpg", "format": "jpg"}],
                  "trials": [{"name": "base", "modes": ["File", "FastFile"]},
                             {"name": "express", "storage": "express", "modes": ["File", "FastFile", "Pipe"]}]}
@@ -221,7 +221,7 @@ def test_express_staging_loops_in_bounded_invocations(emulated):
         files, size = put_many(lab, "many-jpg", 200)
         lab.client("s3").put_object(Bucket=lab.bucket, Key="datasets/many-jpg.stats.json",
                                     Body=json.dumps({"files": files, "bytes": size}).encode())
-        execution = lab.run({"name": "many", "instance_type": "ml.m5.xlarge", "storage": "express", "modes": ["FastFile"],
+        execution = lab.run({"name": "many", "instance_type": "ml.m5.xlarge", "compute": "v100", "storage": "express", "modes": ["FastFile"],
                              "datasets": [{"name": "many-jpg", "format": "jpg"}]})
         assert execution.status == "SUCCEEDED", execution.cause
         staging = lab.results(execution)["express_staging"]
@@ -297,7 +297,7 @@ def test_recommend_weighs_fsx_and_express_for_the_users_epochs():
 
 # ---- what would break a real run (runtime findings) -----------------------------------------------
 
-ONLY_EXPRESS = {"name": "xonly", "instance_type": "ml.m5.xlarge", "storage": "express", "modes": ["FastFile"],
+ONLY_EXPRESS = {"name": "xonly", "instance_type": "ml.m5.xlarge", "compute": "v100", "storage": "express", "modes": ["FastFile"],
                 "datasets": [{"name": "only-x", "format": "jpg"}]}
 
 

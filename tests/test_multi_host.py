@@ -16,7 +16,7 @@ from dslab.local import lab as local_lab
 
 from .helpers import lab_environment
 
-SWEEP = {"name": "sweep", "datasets": [{"name": "d", "format": "tfrecord"}], "instance_type": "ml.m5.xlarge",
+SWEEP = {"name": "sweep", "datasets": [{"name": "d", "format": "tfrecord"}], "instance_type": "ml.m5.xlarge", "compute": "v100",
          "modes": ["File", "FastFile", "Pipe", "FSx", "EFS", "Script"], "instance_count": [1, 2]}
 
 
@@ -50,7 +50,7 @@ def test_a_sweep_shards_its_s3_channels_on_several_instances_as_the_sizing_model
 
 FEW = {"name": "wide", "dataset_catalog": [{"name": "few-tfr", "format": "tfrecord", "files": 3},
                                            {"name": "few-jpg", "format": "jpg", "files": 3}],
-       "instance_type": "ml.m5.xlarge", "instance_count": [2, 4]}
+       "instance_type": "ml.m5.xlarge", "compute": "v100", "instance_count": [2, 4]}
 
 
 def assert_refusal(message: str, dataset: str = "few-tfr", count: int = 3) -> None:
@@ -122,7 +122,7 @@ def test_dslab_local_counts_the_generated_objects_and_refuses_before_the_stand_i
     def must_not_start(self):
         raise AssertionError("the stand-in started")
     monkeypatch.setattr(local_lab.LocalLab, "__enter__", must_not_start)
-    experiment = write(tmp_path, {"name": "wide", "instance_type": "ml.m5.xlarge", "instance_count": [2, 4], "modes": ["FSx"],
+    experiment = write(tmp_path, {"name": "wide", "instance_type": "ml.m5.xlarge", "compute": "v100", "instance_count": [2, 4], "modes": ["FSx"],
                                   "datasets": [{"name": "few-jpg", "format": "jpg", "generate": {"images": 3, "classes": 1}}]})
     assert main(["local", "--experiment", experiment, "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache")]) == 2
     assert_refusal(capsys.readouterr().err, "few-jpg")

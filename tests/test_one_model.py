@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dslab.cli import main
+from dslab.core.errors import ConfigError
 from dslab.core.estimate import DatasetShape, estimate_mode
 from dslab.core.prices import PriceTable
 from dslab.core.provisioning import Provisioning
@@ -69,15 +70,22 @@ def test_recommend_names_both_premises_for_a_cluster(capsys):
     assert "provisioned for 16:" in line and "AU" in line and "per run" in line
 
 
-def test_an_experiment_without_compute_emulates_its_instances_accelerator():
+def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_refused():
     """The compute preset comes from the instance everywhere: an experiment on ml.p4d that names no compute
-    emulates A100s (and its recommend/report answers price A100s), one on a CPU instance a V100."""
+    emulates A100s (and its recommend/report answers price A100s); one on an instance with no accelerator, or one no
+    preset emulates, is refused naming `compute`, as estimate/recommend/size refuse it without --compute-rate (it
+    used to emulate a V100 and price it as that instance's)."""
     from dslab.core.answers import compute_rate_of
     from dslab.core.experiment import parse_experiment
     base = {"name": "x", "datasets": [{"name": "d", "format": "jpg", "files": 10, "bytes": 1000}], "modes": ["File"]}
     p4d = parse_experiment({**base, "instance_type": "ml.p4d.24xlarge"}).trials[0]
     assert p4d.compute.preset == "a100" and compute_rate_of(p4d) == pytest.approx(A100)
-    assert parse_experiment({**base, "instance_type": "ml.m5.xlarge"}).trials[0].compute.preset == "v100"
+    for instance, has in (("ml.m5.xlarge", "no accelerator"), ("ml.g5.xlarge", "A10G"), ("ml.trn1.32xlarge", "Trainium")):
+        with pytest.raises(ConfigError, match=rf"compute: is not given, and {instance} has .*{has}") as refused:
+            parse_experiment({**base, "instance_type": instance})
+        assert "compute: v100" in str(refused.value) and "seconds_per_batch" in str(refused.value)
+    stated = parse_experiment({**base, "instance_type": "ml.m5.xlarge", "compute": {"batch_size": 8, "seconds_per_batch": 0.1}})
+    assert stated.trials[0].compute.seconds_per_batch == 0.1
     assert parse_experiment({**base, "instance_type": "ml.p4d.24xlarge", "compute": "v100"}).trials[0].compute.preset == "v100"
 
 

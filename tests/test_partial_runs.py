@@ -12,7 +12,7 @@ from dslab.cli import main
 from .scripted_jobs import ScriptedJobs
 from .test_workflow import put_datasets
 
-TINY = {"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "instance_type": "ml.m5.xlarge",
+TINY = {"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "instance_type": "ml.m5.xlarge", "compute": "v100",
         "max_concurrency": 1}
 
 
@@ -98,7 +98,7 @@ def test_an_interrupted_out_is_resumed_fresh_starts_over_and_another_experiments
     from dslab.inputs.experiment_file import load_experiment
     from dslab.local.lab import prepare_out, resume_of
     path = tmp_path / "e.yaml"
-    path.write_text("name: a\ninstance_type: ml.m5.xlarge\nmodes: [File, Pipe, EFS]\n"
+    path.write_text("name: a\ninstance_type: ml.m5.xlarge\ncompute: v100\nmodes: [File, Pipe, EFS]\n"
                     "datasets: [{name: a, format: tfrecord, generate: {images: 10}}]\n")
     experiment = load_experiment(path)
     said: list[str] = []
@@ -126,7 +126,7 @@ def test_a_finished_run_in_out_is_replaced_not_resumed(tmp_path):
     from dslab.inputs.experiment_file import load_experiment
     from dslab.local.lab import prepare_out, resume_of
     path = tmp_path / "e.yaml"
-    path.write_text("name: a\ninstance_type: ml.m5.xlarge\nmodes: [File]\n"
+    path.write_text("name: a\ninstance_type: ml.m5.xlarge\ncompute: v100\nmodes: [File]\n"
                     "datasets: [{name: a, format: tfrecord, generate: {images: 10}}]\n")
     experiment = load_experiment(path)
     out = _out_with_a_run(tmp_path, experiment, partial=False)

@@ -90,7 +90,7 @@ def test_dslab_run_wait_follows_the_execution_job_by_job(emulated, tmp_path, cap
         put_datasets(lab, ["tiny-jpg"])
         experiment = tmp_path / "tiny.json"
         experiment.write_text(json.dumps({"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}],
-                                          "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"}))
+                                          "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge", "compute": "v100"}))
         outputs = tmp_path / "cdk-outputs.json"
         outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
         assert main(["run", "--experiment", str(experiment), "--outputs", str(outputs), "--wait", "--poll", "0.2", "--plain"]) == 0

@@ -22,7 +22,7 @@ from dslab.core.results import identify, record_from_describe, skipped_record, t
 
 from .helpers import BUCKET, lab_environment
 
-BASE = {"name": "own", "datasets": [{"name": "caltech-jpg-1x", "format": "jpg"}], "instance_type": "ml.m5.xlarge",
+BASE = {"name": "own", "datasets": [{"name": "caltech-jpg-1x", "format": "jpg"}], "instance_type": "ml.m5.xlarge", "compute": "v100",
         "modes": ["Script"]}
 EXPRESS_BUCKET = "lab--use1-az4--x-s3"
 

@@ -68,7 +68,7 @@ def test_moving_the_zone_replaces_the_zonal_resources_in_one_deploy(emulated, bo
         assert fsx_zone(lab.client("ssm"), lab.client("fsx"), lab.client("ec2")) == "use1-az6"
         put_datasets(lab, ["tiny-jpg"])
         run = lab.run({"name": "moved", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "EFS", "FSx"],
-                       "instance_type": "ml.m5.xlarge"})
+                       "instance_type": "ml.m5.xlarge", "compute": "v100"})
         assert run.status == "SUCCEEDED", run.cause
         assert {r["status"] for r in lab.results(run)["records"]} == {"Completed"}
 
@@ -122,7 +122,7 @@ def test_efs_mount_authorisation_changes_in_place(emulated, variant):
         assert "elasticfilesystem:ClientMount" in policy
         put_datasets(lab, ["tiny-jpg"])
         run = lab.run({"name": "iam", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["EFS"],
-                       "instance_type": "ml.m5.xlarge"})
+                       "instance_type": "ml.m5.xlarge", "compute": "v100"})
         assert run.status == "SUCCEEDED", run.cause
 
 

@@ -24,7 +24,7 @@ from .helpers import lab_environment
 from .scripted_jobs import ScriptedJobs
 
 TINY = {"name": "tiny", "datasets": [{"name": "tiny-jpg", "format": "jpg"}, {"name": "tiny-tfr", "format": "tfrecord"}],
-        "instance_type": "ml.m5.xlarge"}
+        "instance_type": "ml.m5.xlarge", "compute": "v100"}
 
 
 def definition_of(lab) -> dict:

@@ -78,7 +78,7 @@ def test_plan_of_a_100k_object_dataset_makes_two_s3_requests_and_reads_its_stats
         try:
             started = time.monotonic()
             execution = lab.run({"name": "big", "datasets": [{"name": "big-jpg", "format": "jpg"}],
-                                 "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge"})
+                                 "modes": ["File", "FastFile"], "instance_type": "ml.m5.xlarge", "compute": "v100"})
             seconds = time.monotonic() - started
         finally:
             calls.close()
@@ -100,7 +100,7 @@ def test_a_dataset_without_stats_file_fails_at_plan_saying_how_to_write_it(emula
     with emulated(jobs) as lab:
         lab.client("s3").put_object(Bucket=lab.bucket, Key="datasets/other-tool/a.jpg", Body=b"x")
         execution = lab.run({"name": "nostats", "datasets": [{"name": "other-tool", "format": "jpg"}],
-                             "modes": ["File"], "instance_type": "ml.m5.xlarge"})
+                             "modes": ["File"], "instance_type": "ml.m5.xlarge", "compute": "v100"})
         assert execution.status == "FAILED" and execution.error == "ExperimentInvalid"
         assert "other-tool" in execution.cause and "no stats file" in execution.cause
         assert f"dslab dataset stats s3://{lab.bucket}/datasets/other-tool/ --write" in execution.cause
@@ -475,7 +475,7 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
         patches.HOOKS.datasync_seconds = 10**9
         put_datasets(lab, datasets_ + ["locked"])
         assert take_staging_lock(lab.client("s3"), lab.express_bucket, "locked", "another-execution", stale_after=10**9) is None
-        experiment = {"name": "worst", "instance_type": "ml.m5.xlarge", "max_concurrency": 40, "teardown_fsx": True,
+        experiment = {"name": "worst", "instance_type": "ml.m5.xlarge", "compute": "v100", "max_concurrency": 40, "teardown_fsx": True,
                       "trials": [{"name": "base", "datasets": [{"name": d, "format": "jpg"} for d in datasets_]},
                                  {"name": "express", "storage": "express", "modes": ["FastFile"],
                                   "datasets": [{"name": "locked", "format": "jpg"}]}]}

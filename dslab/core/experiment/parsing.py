@@ -110,11 +110,23 @@ def _instance_accelerators(instance_type: str) -> int:
     return max(1, row.accelerators) if row is not None else 1
 
 
-def _instance_preset(instance_type: str) -> str:
-    """The compute an experiment emulates when it names none: the instance's accelerator's preset, else V100."""
+def _instance_preset(instance_type: str, path: str) -> str:
+    """The compute an experiment emulates when it names none: the instance's accelerator's preset. An instance with
+    no accelerator (m5, c5) or one no preset emulates (T4, A10G, L4, L40S, Trainium) is refused, as `dslab estimate`,
+    `recommend` and `size` refuse it without --compute-rate: a V100 put in its place would be priced and reported
+    as that instance's."""
     from ..instances import INSTANCES
     row = INSTANCES.get(instance_type)
-    return (row.preset if row is not None else None) or "v100"
+    if row is None:
+        # Not in the instance table: a typo, or a type the lab neither describes nor prices; both are refused once
+        # parsed, naming instance_type (did you mean, or no price), which says more than a missing compute would.
+        return "v100"
+    if row.preset is not None:
+        return row.preset
+    has = "no accelerator" if not row.accelerators else f"{row.accelerator}, which no preset emulates"
+    raise ConfigError(f"{path}compute", f"is not given, and {instance_type} has {has}",
+                      [f"compute: {{batch_size: 64, seconds_per_batch: 0.2}} (what one step of your model takes there)",
+                       *(f"compute: {name}" for name in COMPUTE_PRESETS)])
 
 
 def _parse_compute(value: Any, path: str) -> Compute:
@@ -316,8 +328,15 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
     shuffle_seed = merged["shuffle_seed"]
     if shuffle_seed is not None:
         _int(shuffle_seed, f"{path}shuffle_seed", 0, 2**63 - 1)
-    compute_doc = merged["compute"] if merged["compute"] is not None else _instance_preset(instance_type)
     epochs, workers = merged["epochs"], merged["workers"]
+    if merged["compute"] is not None:
+        compute_doc = merged["compute"]
+    elif workload is not None or merged["script"] is not None:
+        # A workload states its compute (below); a user's script computes what it computes: the lab's emulation
+        # does not run, and V100's rate only stands in for it in estimates.
+        compute_doc = "v100"
+    else:
+        compute_doc = _instance_preset(instance_type, path)
     if workload is not None:
         # As DLIO emulates it: each accelerator takes batch_size samples every computation_time seconds, for the
         # workload's epochs, with read_threads readers per accelerator; what the experiment states wins.
