@@ -324,6 +324,31 @@ def test_a_job_past_sagemakers_28_day_limit_is_flagged_and_refused_when_nothing_
         assert result.one_line_error("28-day", "MaxRuntimeInSeconds", "--epochs"), (argv[0], result.err)
 
 
+def test_an_experiment_whose_job_outlasts_28_days_is_refused_by_plan_run_recommend_and_export(capsys, tmp_path, monkeypatch):
+    """plan and run checked no job's length: 900 epochs of the post's 1.5 M-file set on ml.p3.2xlarge (File ~49
+    days) planned with exit 0. Now every command on an experiment refuses it, naming the experiment's key (not
+    --epochs, which --experiment does not take), before a request is built or AWS is called; a job past the trial's
+    own max_run_seconds (SageMaker would stop it) is said, and still planned."""
+    import boto3
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(boto3, "client", lambda *a, **k: pytest.fail("dslab run called AWS"))
+    experiment = tmp_path / "long.yaml"
+    experiment.write_text("name: long\ndatasets: [{name: big-jpg, format: jpg, files: 1530350, bytes: 54000000000}]\n"
+                          "modes: [File, FSx]\ninstance_type: ml.p3.2xlarge\nepochs: 900\n")
+    for argv in (["plan", "--experiment", experiment, "--offline"], ["run", "--experiment", experiment],
+                 ["recommend", "--experiment", experiment], ["export", "--experiment", experiment, "--offline"]):
+        result = run(capsys, *argv)
+        last = _Ran(result.code, result.out, result.err.strip().splitlines()[-1])   # export says which lab it read first
+        assert last.one_line_error("epochs:", "28-day", "MaxRuntimeInSeconds", "fewer epochs:"), (argv[0], result.err)
+        assert "--epochs" not in result.err and not list(tmp_path.glob("build")), argv[0]
+    experiment.write_text(experiment.read_text().replace("epochs: 900", "epochs: 20"))
+    planned = run(capsys, "plan", "--experiment", experiment, "--offline")
+    assert planned.code == 0 and "past its max_run_seconds (21,600 s)" in planned.err and "File job" in planned.err
+    trials = tmp_path / "trials.yaml"   # a trial's own epochs are named by its place in trials:
+    trials.write_text(experiment.read_text() + "trials:\n  - name: short\n    epochs: 1\n  - name: long\n    epochs: 900\n")
+    assert run(capsys, "plan", "--experiment", trials, "--offline").one_line_error("trials[1].epochs", "trial long's")
+
+
 def test_mode_suggests_the_closest_source_and_takes_the_labels_the_tool_prints(capsys):
     shape = ["--files", "30607", "--bytes", "1.1GB"]
     typo = run(capsys, "estimate", *shape, "--mode", "FastFil")

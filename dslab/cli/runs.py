@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +32,7 @@ def cmd_plan(args) -> int:
     from ..inputs import user_code
     from ..inputs.experiment_file import load_experiment
     experiment, where = _experiment(args)
+    check_runtimes(experiment)   # a job SageMaker would stop is refused before a request is built
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
@@ -61,6 +63,21 @@ def _reads_from(request: dict) -> str:
     return source.get("S3DataSource", {}).get("S3Uri") or source["FileSystemDataSource"]["DirectoryPath"]
 
 
+def check_runtimes(experiment, stats=None) -> None:
+    """Refuse a job estimated past SageMaker's 28-day MaxRuntimeInSeconds (naming the experiment's key and what brings
+    it under), and say which would be stopped at its trial's max_run_seconds, where a dataset's size is known (its
+    files/bytes, its generate: recipe, or ``stats``); the estimate is `recommend --experiment`'s."""
+    from ..core.answers import runtime_checks
+    from ..core.prices import PriceTable
+    checks = runtime_checks(experiment, PriceTable(), stats=stats)
+    for check in checks:
+        if check.past_sagemakers_limit:
+            raise ConfigError(check.field, check.past_sagemakers_limit)
+    for check in checks:
+        if check.past_max_run:
+            print(f"dslab: warning: {check.past_max_run}", file=sys.stderr)
+
+
 def _experiment(args, **kwargs):
     """The experiment --experiment names, with --workload (and --scale) added, or --workload's own experiment; and
     the file its relative paths are read from."""
@@ -78,6 +95,7 @@ def cmd_run(args) -> int:
     experiment, where = _experiment(args, repeats=args.repeats)
     check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
+    check_runtimes(experiment)
     user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError

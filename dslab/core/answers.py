@@ -15,6 +15,7 @@ from typing import Any, Iterable, Mapping
 
 from .decision import Decision, decide, option_from_measured
 from .estimate import DatasetShape, compute_rate
+from .limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
 from .experiment import Dataset, Experiment, Trial
 from .modes import EXPRESS, MODES, STANDARD
 from .prices import PriceTable
@@ -183,10 +184,67 @@ def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str,
         rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
                         fsx_capacity_gib=fsx_capacity_gib, lab=lab, instance_type=trial.instance_type,
                         instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
-                        accelerators=trial.compute.accelerators,
+                        accelerators=trial.compute.accelerators, too_long=(runtime_field(experiment, trial), EXPERIMENT_RUNTIME_FIX),
                         prices=prices, volume_size_gb=trial.volume_size_gb, **workload)
         answers.append(Answer(scenario, rec, known=known))
     return answers
+
+
+def runtime_field(experiment: Experiment, trial: Trial) -> str:
+    """The experiment key that sets a trial's job length, as the parser names it (a trial's own, or the base's)."""
+    if len(experiment.trials) == 1:
+        return "epochs"
+    return f"trials[{experiment.trials.index(trial)}].epochs"
+
+
+@dataclass(frozen=True)
+class RuntimeCheck:
+    """A planned job's estimated length against SageMaker's limit and the trial's own max_run_seconds."""
+    trial: Trial
+    dataset: str
+    source: str
+    seconds: float
+    field: str
+
+    @property
+    def past_sagemakers_limit(self) -> str | None:
+        return runtime_problem(self.seconds, f"trial {self.trial.name}'s {self.source} job on {self.dataset}",
+                               EXPERIMENT_RUNTIME_FIX)
+
+    @property
+    def past_max_run(self) -> str | None:
+        if self.seconds <= self.trial.max_run_seconds or self.past_sagemakers_limit:
+            return None
+        return (f"trial {self.trial.name}'s {self.source} job on {self.dataset} is estimated at {self.seconds / 3600:,.1f} h "
+                f"on AWS, past its max_run_seconds ({self.trial.max_run_seconds:,} s): SageMaker would stop it; raise "
+                f"max_run_seconds (up to {MAX_RUNTIME_SECONDS:,}) or shorten the job")
+
+
+def runtime_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
+                   lab: Any = None) -> list[RuntimeCheck]:
+    """Every job of the experiment whose dataset's size is known (``known_shape``), with its estimated length: what
+    `dslab plan` and `dslab run` check before a request is built (a job SageMaker would stop is money without a
+    result). The estimate is the one `recommend --experiment` ranks by."""
+    from .recommend import options
+    checks = []
+    for scenario in scenarios(experiment):
+        known = known_shape(scenario.dataset, stats)
+        if known is None:
+            continue   # the workflow's Plan reads the stats file; nothing to estimate from here
+        for trial in scenario.trials:
+            sources = [(m, trial.storage or STANDARD) for m in trial.modes]
+            workload = {}
+            if trial.workload is not None:
+                from .requests import accelerators_of
+                workload = {"readers": trial.workload.readers(trial.compute.accelerators or accelerators_of(trial.instance_type))}
+            for option, _ in options(known.shape, sources=sources, lab=lab, instance_type=trial.instance_type,
+                                     instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
+                                     accelerators=trial.compute.accelerators, prices=prices,
+                                     volume_size_gb=trial.volume_size_gb, data_in_efs=scenario.dataset.source == "efs",
+                                     **workload):
+                checks.append(RuntimeCheck(trial, scenario.dataset.name, option.source, option.job_seconds,
+                                           runtime_field(experiment, trial)))
+    return checks
 
 
 def for_dataset(answers: Iterable[Answer], dataset: str, trial: str | None = None) -> Answer | None:

@@ -131,29 +131,32 @@ def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> s
 MAX_RUNTIME_SECONDS = 28 * 24 * 3600
 
 
-# The inputs that make a job longer, named when every source's job is too long.
+# The inputs that make a job longer, named when every source's job is too long, and what brings it under.
 RUNTIME_FIELDS = "--files/--bytes/--samples/--epochs/--instance-count"
+RUNTIME_FIX = "fewer epochs or samples, more instances (--instance-count / --count), a faster compute rate or source"
+# The same in an experiment file's words (`dslab plan`/`run`, `recommend --experiment`, `export`).
+EXPERIMENT_RUNTIME_FIX = ("fewer epochs: (or a smaller dataset), a larger instance_count:, a faster compute: or another "
+                          "of its modes:")
 
 
-def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS) -> dict[str, str]:
+def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS, fix: str = RUNTIME_FIX) -> dict[str, str]:
     """Each source whose job (``seconds`` on one instance's clock) outlasts SageMaker's limit, with why;
     refused, naming ``field`` and the quickest one's length, when every one does."""
     from .errors import ConfigError
-    problems = {source: runtime_problem(length, f"{source}'s job") for source, length in seconds.items()}
+    problems = {source: runtime_problem(length, f"{source}'s job", fix) for source, length in seconds.items()}
     problems = {source: problem for source, problem in problems.items() if problem}
     if seconds and len(problems) == len(seconds):
         raise ConfigError(field, problems[min(seconds, key=seconds.get)])
     return problems
 
 
-def runtime_problem(seconds: float, what: str = "the job") -> str | None:
+def runtime_problem(seconds: float, what: str = "the job", fix: str = RUNTIME_FIX) -> str | None:
     """Why a job of ``seconds`` (wall time, each instance's clock) cannot run on SageMaker, or None."""
     if seconds <= MAX_RUNTIME_SECONDS:
         return None
     length = f"~{seconds / 86400:,.0f} days" if seconds < float("inf") else "without end"
     return (f"{what} would run {length}, past SageMaker's 28-day limit on a training job "
-            "(StoppingCondition.MaxRuntimeInSeconds): fewer epochs or samples, more instances (--instance-count / "
-            "--count), a faster compute rate or source bring it under")
+            f"(StoppingCondition.MaxRuntimeInSeconds): {fix} bring it under")
 
 
 # ---- The lab's own bounds on what a job asks for (experiment files and the CLI alike) --------------

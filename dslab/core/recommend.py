@@ -11,7 +11,7 @@ from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_
                        random_access_blocker)
 from .estimate import BreakEven, DatasetShape, Estimate, estimate_mode, fsx_express_break_even
 from .instances import INSTANCES
-from .limits import none_too_long
+from .limits import RUNTIME_FIELDS, RUNTIME_FIX, none_too_long
 from .sizing import AU_TARGET, MAX_CLUSTER, size
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from .provisioning import Provisioning, as_deployed
@@ -112,15 +112,18 @@ def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOU
 
 def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: bool = False,
               sources: Sequence[tuple[str, str]] = ALL_SOURCES, fsx_capacity_gib: int = 1200, portable: bool = False,
-              lab: Provisioning | None = None, au_target: float = AU_TARGET, **estimate_kwargs) -> Recommendation:
+              lab: Provisioning | None = None, au_target: float = AU_TARGET,
+              too_long: tuple[str, str] = (RUNTIME_FIELDS, RUNTIME_FIX), **estimate_kwargs) -> Recommendation:
     """``au_target``: the AU (percent) a source must keep to feed a cluster (a DLIO workload's metric.au).
     ``portable``: one script for SageMaker, EC2 and EKS, or data that must stay put (SageMaker's S3
     channels and the copies Express and EFS make are ruled out; Script, FSx linked to S3 remain). ``lab``: the
-    lab as deployed, which every source is priced on (default: the stacks' lab with FSx at ``fsx_capacity_gib``)."""
+    lab as deployed, which every source is priced on (default: the stacks' lab with FSx at ``fsx_capacity_gib``).
+    ``too_long``: the field and the fix named when every source's job outlasts SageMaker's limit (the CLI's flags
+    by default; an experiment's keys for `recommend --experiment`)."""
     lab = lab or as_deployed(fsx_capacity_gib)
     candidates = options(shape, sources=sources, random_access=random_access, data_in_efs=data_in_efs,
                          fsx_capacity_gib=fsx_capacity_gib, portable=portable, lab=lab, **estimate_kwargs)
-    none_too_long({option.source: option.job_seconds for option, _ in candidates})   # else SageMaker stops them all
+    none_too_long({option.source: option.job_seconds for option, _ in candidates}, *too_long)   # else SageMaker stops them all
     decision = decide(option for option, _ in candidates)
     steps, chart_source = flowchart(shape, random_access=random_access, data_in_efs=data_in_efs, portable=portable)
     pick = decision.pick
@@ -162,7 +165,7 @@ def recommend(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     sizing = None
     row = INSTANCES.get(estimate_kwargs.get("instance_type", "ml.p3.2xlarge"))
     count = int(estimate_kwargs.get("instance_count", 1))
-    if row is not None and (row.accelerators > 1 or count > 1):
+    if row is not None and ((estimate_kwargs.get("accelerators") or row.accelerators) > 1 or count > 1):
         sizing = size(shape, instance_type=row.name, count=count, rate=estimate_kwargs["rate"],
                       prices=estimate_kwargs["prices"], epochs=int(estimate_kwargs.get("epochs", 1)),
                       accelerators=estimate_kwargs.get("accelerators"), fsx_capacity_gib=fsx_capacity_gib, deployed=lab,
