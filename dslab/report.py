@@ -17,6 +17,7 @@ from typing import Any
 
 from .contracts import validate_results
 from .core.errors import ConfigError
+from .core.job_metrics import job_au_percent
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
@@ -114,7 +115,8 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "other": _mean(done, lambda r: r["breakdown"]["other"]),
             "samples_per_second": _mean(done, lambda r: r["metrics"].get("samples_per_second")),
             "mb_per_second": _mean(done, lambda r: r["metrics"].get("mb_per_second")),
-            "au_percent": _mean(done, lambda r: r["metrics"].get("au_percent")),
+            # DLIO's AU: the mean of the epochs' (on a cluster, of every host's per epoch: job_metrics.py).
+            "au_percent": _mean(done, lambda r: job_au_percent(r["metrics"])),
             "end_to_end_percent": _mean(done, lambda r: r["metrics"].get("end_to_end_efficiency_percent")),
             "first_batch_seconds": _mean(done, lambda r: r["metrics"].get("time_to_first_batch_seconds")),
             "slow_first_batch": any(_slow_first_batch(r) for r in done),

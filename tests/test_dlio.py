@@ -1,7 +1,8 @@
 """MLPerf Storage's DLIO workload files, accepted as published (issue 30): the files read unchanged with every key
 spelling in circulation, compute as DLIO emulates it and AU as MLPerf Storage computes it, datasets of the workload's
 shape in npz, tfrecord and jpeg read by the training script in every mode, `dslab size/estimate/recommend --workload`
-on the one model, and `workload:` in an experiment."""
+on the one model, and `workload:` in an experiment. AU is DLIO's (dlio_benchmark/utils/statscounter.py at 03b5ed329fe8):
+the epochs' mean of each epoch's compute over its time, written out here from DLIO's code, not from the lab's."""
 
 from __future__ import annotations
 
@@ -134,21 +135,99 @@ def test_a_typo_in_a_field_the_lab_reads_is_refused_naming_the_key(capsys, tmp_p
     assert one_line_error(code, err, "workflow.train", "trains nothing"), err
 
 
-# ---- compute as DLIO emulates it, AU as MLPerf Storage computes it -----------------------------------
+# ---- compute as DLIO emulates it, AU as DLIO computes it -------------------------------------------
 
-@pytest.mark.parametrize("path", [UNET3D, RESNET50, COSMOFLOW])
-def test_au_is_mlperf_storages_total_compute_time_over_running_time(path):
-    """"total_compute_time = (records_per_file * total_files) / simulated_accelerators / batch_size *
-    computation_time * epochs" and "AU (percentage) = (total_compute_time/total_benchmark_running_time) * 100"
-    (mlcommons/storage Submission_guidelines.md)."""
-    w = workload(path)
-    accelerators = 8   # one ml.p4d.24xlarge
-    for mode in ("FastFile", "FSx"):
-        e = estimate_mode(mode, w.shape(), instance_type="ml.p4d.24xlarge", epochs=w.epochs, rate=w.rate,
-                          prices=PriceTable(), readers=w.readers(accelerators))
-        total_compute = w.samples_per_file * w.num_files / accelerators / w.batch_size * w.computation_time * w.epochs
-        running = e.training - 21.0   # the epochs' wall time (estimate.TRAIN_FIXED is the framework's start)
-        assert e.au_percent == pytest.approx(100 * total_compute / running, rel=1e-9), mode
+def dlio_epoch_au(step_compute: list[float], step_proc: list[float], epoch_seconds: float, exclude_start: int = 1) -> float:
+    """One epoch's AU (percent) as DLIO computes it, written from dlio_benchmark/utils/statscounter.py at 03b5ed329fe8,
+    compute_metrics_train (lines 340-349): total_compute_time is the steps' compute past the first
+    metric_exclude_start_steps (default 1), total_time the epoch's wall time less those steps' load and compute."""
+    total_compute_time = sum(step_compute[exclude_start:])
+    total_time = epoch_seconds - sum(step_proc[:exclude_start])
+    return 0.0 if total_compute_time == 0 else 100 * total_compute_time / total_time
+
+
+def dlio_train_au_mean(au_per_rank_and_epoch: list[list[float]]) -> float:
+    """end_run (lines 148-152): train_au = allreduce(train_au) / comm.size (per epoch, over the ranks), then
+    train_au_mean_percentage = np.mean(train_au) (over the epochs)."""
+    ranks = np.array(au_per_rank_and_epoch, dtype=float)
+    train_au = ranks.sum(axis=0) / len(ranks)
+    return float(np.mean(train_au))
+
+
+def test_au_is_dlios_mean_of_the_epochs_au_not_compute_over_the_whole_run():
+    """CosmoFlow on one ml.p4d.24xlarge with FSx Persistent 2 that feeds it once warm: the first epoch lazy-loads
+    from S3 and takes 4.6 times the others. DLIO (whose AU MLPerf Storage reports) averages the epochs' AU, so that
+    epoch weighs one fifth: 84%, where compute over the run's whole time would say 58%."""
+    from dslab.core.provisioning import FsxConfig, Provisioning
+    w = workload(COSMOFLOW)
+    accelerators, hosts = 8, 1
+    e = estimate_mode("FSx", w.shape(), instance_type="ml.p4d.24xlarge", epochs=w.epochs, rate=w.rate,
+                      prices=PriceTable(), readers=w.readers(accelerators),
+                      provisioning=Provisioning(fsx=FsxConfig.persistent2(1000, 4800)))
+    assert len(e.epoch_seconds) == 5 and e.epoch_seconds[0] > 4 * e.epoch_seconds[1] == 4 * e.epoch_seconds[4]
+    assert e.training == pytest.approx(21.0 + sum(e.epoch_seconds))   # estimate.TRAIN_FIXED: the framework's start
+    # Each simulated accelerator (a rank) takes batch_size samples per step, computation_time each: every one of
+    # the 8 ranks has the same steps, and each step of an epoch takes that epoch's share of its wall time.
+    steps = w.num_files * w.samples_per_file // (hosts * accelerators) // w.batch_size
+    per_rank = [[dlio_epoch_au([w.computation_time] * steps, [t / steps] * steps, t) for t in e.epoch_seconds]] * accelerators
+    expected = dlio_train_au_mean(per_rank)
+    assert e.au_percent == pytest.approx(expected, rel=1e-3)
+    assert e.au_percent_per_epoch == pytest.approx(per_rank[0], rel=1e-3)
+    assert expected == pytest.approx(84.4, abs=0.1)
+    compute_over_running = 100 * steps * w.computation_time * w.epochs / sum(e.epoch_seconds)
+    assert compute_over_running == pytest.approx(58.4, abs=0.1)   # what the lab said before
+    # FastFile reads every epoch alike: there the two agree.
+    same = estimate_mode("FastFile", w.shape(), instance_type="ml.p4d.24xlarge", epochs=w.epochs, rate=w.rate,
+                         prices=PriceTable(), readers=w.readers(accelerators))
+    assert len(set(same.au_percent_per_epoch)) == 1 and same.au_percent == pytest.approx(same.au_percent_per_epoch[0])
+
+
+def test_the_training_helper_averages_the_epochs_au_as_dlio_does(tmp_path):
+    """dslab_report.Meter (training/train.py's definitions): a slow first epoch (each batch 3 s late) and a fast second
+    (0.5 s late), a 1 s step. Each epoch's AU leaves its first step out, and the run's is their mean."""
+    sys.path.insert(0, str(TRAINING))
+    from dslab_report import Meter, dlio_au
+    now = [0.0]
+    waits = {0: 3.0, 1: 0.5}
+
+    def loader(epoch):
+        for _ in range(5):
+            now[0] += waits[epoch]
+            yield [0] * 4
+
+    meter = Meter(output_dir=tmp_path, clock=lambda: now[0])
+    for epoch in (0, 1):
+        for _ in meter.epoch(loader(epoch)):
+            now[0] += 1.0
+    summary = meter.summary()
+    epochs = []
+    for epoch in (0, 1):
+        step_proc = [waits[epoch] + 1.0] * 5   # DLIO's proc: from start_loading to the step's end
+        epochs.append(dlio_epoch_au([1.0] * 5, step_proc, sum(step_proc)))
+    assert summary["au_percent_per_epoch"] == pytest.approx(epochs) == [25.0, 200 / 3]
+    assert summary["au_percent"] == pytest.approx(dlio_train_au_mean([epochs])) == pytest.approx(45.83, abs=0.01)
+    assert 100 * 8 / (16 + 6) != pytest.approx(summary["au_percent"], abs=1)   # not the two epochs' compute over time
+    assert dlio_au([None, 50.0, 70.0]) == 60.0 and dlio_au([None]) is None   # an epoch of one step measures nothing
+
+
+def test_a_clusters_au_is_every_hosts_per_epoch_averaged_then_the_epochs_mean():
+    """DLIO's allreduce over the ranks per epoch, then the epochs' mean: what the report judges a workload's AU by."""
+    from dslab.core.job_metrics import job_au_percent, job_metrics
+    from dslab.report import aggregate
+    hosts = {"metrics-algo-1.json": {"samples": 10, "samples_per_second": 5.0, "au_percent": 70.0,
+                                     "au_percent_per_epoch": [40.0, 100.0]},
+             "metrics-algo-2.json": {"samples": 10, "samples_per_second": 4.0, "au_percent": 90.0,
+                                     "au_percent_per_epoch": [80.0, 100.0]}}
+    metrics = job_metrics({name: json.dumps(m) for name, m in hosts.items()}, 2)
+    expected = dlio_train_au_mean([[40.0, 100.0], [80.0, 100.0]])
+    assert metrics["cluster"]["au_percent_per_epoch"] == [60.0, 100.0] and metrics["cluster"]["au_percent"] == expected == 80.0
+    assert metrics["au_percent"] == 70.0 and job_au_percent(metrics) == 80.0   # the leader's own, and the job's
+    record = {"dataset": "d", "mode": "FSx", "status": "Completed", "billable_seconds": 10.0, "instance_count": 2,
+              "breakdown": {"downloading": 1.0, "training": 8.0, "other": 1.0}, "metrics": metrics,
+              "cost_usd": {"total": 1.0, "instance": 1.0}, "failure_reason": None}
+    assert aggregate([record])[0]["au_percent"] == 80.0
+    missing = job_metrics({"metrics-algo-1.json": json.dumps(hosts["metrics-algo-1.json"])}, 2)
+    assert missing["cluster"]["au_percent"] is None and job_au_percent(missing) == 70.0
 
 
 def test_read_threads_are_the_readers_that_overlap_per_file_latency():

@@ -94,6 +94,20 @@ def test_au_follows_the_emulated_compute(stand, tmp_path):
     assert 60 < metrics["end_to_end_efficiency_percent"] <= 100
 
 
+def test_au_is_the_mean_of_the_epochs_au_as_dlio_computes_it(stand, tmp_path):
+    """DLIO (dlio_benchmark/utils/statscounter.py at 03b5ed329fe8): per epoch, the steps' compute after the first
+    over the epoch's time after the first step; the run's AU is those epochs' mean (train_au_mean_percentage), and
+    the script keeps each epoch's (train_au_percentage)."""
+    request = tiny_requests(epochs=3, compute={"batch_size": 16, "seconds_per_batch": 0.02})[("tiny-tfr", "File")]
+    metrics = run(stand, request, tmp_path).metrics
+    epochs = metrics["per_epoch"]
+    assert len(epochs) == 3 and all(e["steps"] == 6 for e in epochs)
+    dlio = [100 * e["compute_seconds"] / e["measured_seconds"] for e in epochs]
+    assert metrics["au_percent_per_epoch"] == pytest.approx(dlio) and [e["au_percent"] for e in epochs] == pytest.approx(dlio)
+    assert metrics["au_percent"] == pytest.approx(sum(dlio) / 3)
+    assert all(0 < e["compute_seconds"] and e["measured_seconds"] < e["epoch_seconds"] for e in epochs)   # 1st step out
+
+
 # ---- failures ----------------------------------------------------------------------------------
 
 def test_jpg_through_pipe_without_recordio_fails_with_the_fix(stand, tmp_path):

@@ -18,9 +18,9 @@ first batch, data stall) and writes ``metrics.json`` to ``SM_OUTPUT_DATA_DIR`` (
 on each host of a cluster, see ``metrics_file_name``), so a job's record, report and chart carry them
 exactly as for the lab's own script.
 
-Definitions (as in the lab's script): AU is MLPerf Storage's accelerator utilisation, compute over
-wall time with the first step left out; end-to-end efficiency is compute over the whole epoch,
-first batch included. On a GPU, compute runs asynchronously: pass ``sync=torch.cuda.synchronize``
+Definitions (as in the lab's script): AU is MLPerf Storage's accelerator utilisation as DLIO computes
+it: per epoch, compute over wall time with the first step left out, and for the run the mean of the
+epochs' AU (``dlio_au``); end-to-end efficiency is compute over the whole epoch, first batch included. On a GPU, compute runs asynchronously: pass ``sync=torch.cuda.synchronize``
 so a step's time is the accelerator's, not the launch's.
 """
 
@@ -44,6 +44,17 @@ def metrics_file_name(current_host: str | None = None, hosts: list[str] | tuple[
         hosts = json.loads(os.environ.get("SM_HOSTS", "[]") or "[]")
     current_host = current_host or os.environ.get("SM_CURRENT_HOST", "")
     return f"metrics-{current_host}.json" if len(hosts) > 1 and current_host else "metrics.json"
+
+
+def dlio_au(per_epoch: Iterable[float | None]) -> float | None:
+    """A run's AU from its epochs' AU (percent), as DLIO computes it, which is what MLPerf Storage reports.
+    dlio_benchmark/utils/statscounter.py at 03b5ed329fe8: each epoch's ``au = total_compute_time / total_time``,
+    the first step (metric_exclude_start_steps) left out of both (compute_metrics_train, lines 340-349; end_train,
+    213-223), then ``train_au_mean_percentage = np.mean(train_au)``, the mean over the epochs (end_run, lines
+    148-152). Not the run's compute over its whole time: a slow epoch weighs as one epoch, whatever its length.
+    An epoch of one step measures nothing (DLIO would count it 0%): it is left out, and None if none measured."""
+    measured = [float(a) for a in per_epoch if a is not None]
+    return sum(measured) / len(measured) if measured else None
 
 
 def metric(name: str, value: float, **labels: Any) -> None:
@@ -111,13 +122,13 @@ class Meter:
         epochs = self.epochs
         wall = sum(e["epoch_seconds"] for e in epochs)
         samples = sum(e["samples"] for e in epochs)
-        measured = sum(e["measured_seconds"] for e in epochs)
         has_bytes = bool(epochs) and all(e["bytes"] is not None for e in epochs)
         total_bytes = sum(e["bytes"] for e in epochs) if has_bytes else None
         return {
             "samples_per_second": samples / wall if wall > 0 else None,
             "mb_per_second": total_bytes / wall / 1e6 if has_bytes and wall > 0 else None,
-            "au_percent": 100.0 * sum(e["compute_seconds"] for e in epochs) / measured if measured > 0 else None,
+            "au_percent": dlio_au(e["au_percent"] for e in epochs),   # the epochs' mean, as DLIO
+            "au_percent_per_epoch": [e["au_percent"] for e in epochs],
             "end_to_end_efficiency_percent": (100.0 * sum(e["compute_seconds_all"] for e in epochs) / wall
                                               if wall > 0 else None),
             "time_to_first_batch_seconds": epochs[0]["time_to_first_batch_seconds"] if epochs else None,

@@ -142,7 +142,8 @@ def _largest_text(instances: int, per_instance: int) -> tuple[str, str]:
 def _print_footer(result, i, args) -> None:
     for line in result.notes:
         print(f"note: {line}")
-    print("AU: compute over wall time (MLPerf Storage), the pipeline overlapping reads with steps; the largest cluster "
+    print("AU: as DLIO computes it for MLPerf Storage, each epoch's compute over its wall time, averaged over the "
+          "epochs, the pipeline overlapping reads with steps; the largest cluster "
           "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
     print(price_table(args.prices).label())

@@ -11,10 +11,12 @@ them) describes a dataset and an emulated accelerator. The lab takes from it wha
   training on the accelerator for a single batch of data with a sleep() call"), for ``train.epochs`` epochs;
 - ``reader.read_threads`` readers per accelerator (the ``data_loader``'s workers: PyTorch's DataLoader
   workers, tf.data's parallel reads, DALI's threads): the readers that overlap per-file latency;
-- ``metric.au``: the AU the workload must keep (DLIO's default 0.90). AU is what MLPerf Storage computes:
-  "AU (percentage) = (total_compute_time/total_benchmark_running_time) * 100" with "total_compute_time =
-  (records_per_file * total_files) / simulated_accelerators / batch_size * computation_time * epochs"
-  (mlcommons/storage Submission_guidelines.md), which is the estimate's AU (estimate.py).
+- ``metric.au``: the AU the workload must keep (DLIO's default 0.90). AU is what DLIO computes and MLPerf Storage
+  reports (dlio_benchmark/utils/statscounter.py at 03b5ed329fe8): per epoch ``au = total_compute_time /
+  total_time``, the first step left out (compute_metrics_train, lines 340-349), averaged over the ranks per epoch
+  and then over the epochs, ``train_au_mean_percentage = np.mean(train_au)``, which meets the target when it is
+  ``>= au * 100`` (end_run, lines 148-156). The estimate (estimate.py), the training script and its helper
+  (training/dslab_report.py dlio_au) and a cluster's figures (job_metrics.py) all compute it so.
 
 Everything else (checkpointing, evaluation, storage options, profiling, output) is ignored, each said in one
 line. Files in circulation spell some keys differently (older DLIO and MLPerf Storage v0.5/v1.0 files):

@@ -129,10 +129,13 @@ class Estimate:
     # Express: copying the dataset into the directory bucket once (not billed to the job).
     staging_seconds: float | None = None
     staging_cost_usd: float | None = None
-    # Accelerator utilisation over the training epochs (MLPerf Storage: compute time over wall time).
+    # Accelerator utilisation as DLIO computes it (MLPerf Storage runs DLIO): the mean of the epochs' AU.
     au_percent: float = 100.0
     provisioning: Provisioning | None = None
     instance_count: int = 1
+    # Each epoch's seconds on one instance and its AU (compute over that epoch's wall time), in order.
+    epoch_seconds: list[float] = field(default_factory=list)
+    au_percent_per_epoch: list[float] = field(default_factory=list)
 
     @property
     def wall_seconds(self) -> float:
@@ -147,6 +150,7 @@ class Estimate:
         out = {"mode": self.mode, "downloading": round(self.downloading, 1), "training": round(self.training, 1),
                "other": round(self.other, 1), "billable_seconds": round(self.billable_seconds, 1),
                "cost_usd": self.cost_usd, "bound": self.bound, "au_percent": round(self.au_percent, 1),
+               "au_percent_per_epoch": [round(a, 1) for a in self.au_percent_per_epoch],
                "assumptions": self.assumptions}
         if self.provisioning is not None:
             out["provisioning"] = self.provisioning.to_dict()
@@ -329,7 +333,13 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
 
     epoch_times = [max(compute, io) for io in io_epochs]
     training = TRAIN_FIXED + sum(epoch_times)
-    au = 100.0 * compute * epochs / sum(epoch_times) if sum(epoch_times) > 0 else 100.0
+    # AU as DLIO computes it, which MLPerf Storage reports (dlio_benchmark/utils/statscounter.py at 03b5ed3):
+    # each epoch's `au = total_compute_time / total_time` (compute_metrics_train, lines 340-349; end_train, 213-223),
+    # then `train_au_mean_percentage = np.mean(train_au)` over the epochs (end_run, lines 148-152, after the mean
+    # over ranks, which here all run the same model): not the run's compute over its whole time, so a slow epoch
+    # (FSx's first, lazy-loading from S3) weighs one epoch's share, whatever its length.
+    au_per_epoch = [100.0 * compute / t if t > 0 else 100.0 for t in epoch_times]
+    au = sum(au_per_epoch) / len(au_per_epoch)
     bound = "I/O" if any(io > compute for io in io_epochs) else "compute"
     start = STARTUP[mode]
     # Billable time runs from the instance's start; File mode's download hides its image pull.
@@ -354,7 +364,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                     other=other * instance_count, billable_seconds=billable, cost_usd=cost.to_dict(),
                     assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning,
                     storage=storage, staging_seconds=staging_seconds, staging_cost_usd=staging_cost,
-                    au_percent=au, provisioning=lab, instance_count=hosts)
+                    au_percent=au, provisioning=lab, instance_count=hosts, epoch_seconds=epoch_times,
+                    au_percent_per_epoch=au_per_epoch)
 
 
 def estimate_all(shape: DatasetShape, modes=MODES, express: bool = False, **kwargs) -> list[Estimate]:

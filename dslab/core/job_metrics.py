@@ -43,10 +43,37 @@ def cluster_metrics(per_host: dict[str, dict[str, Any] | None], hosts: int | Non
         complete = len(done) == hosts and all(isinstance(v, (int, float)) for v in values)
         return sum(values) if values and complete else None
     aus = [m.get("au_percent") for m in done.values()]
+    per_epoch = _au_per_epoch(list(done.values())) if len(done) == hosts else None
     return {"hosts": hosts, "hosts_reported": len(done), "samples": total("samples"),
             "samples_per_second": total("samples_per_second"), "mb_per_second": total("mb_per_second"),
             "au_percent_per_host": {h: m.get("au_percent") for h, m in done.items()},
-            "au_percent_min": min((a for a in aus if a is not None), default=None)}
+            "au_percent_min": min((a for a in aus if a is not None), default=None),
+            "au_percent_per_epoch": per_epoch,
+            "au_percent": (sum(per_epoch) / len(per_epoch) if per_epoch else
+                           sum(aus) / len(aus) if aus and len(done) == hosts and None not in aus else None)}
+
+
+def _au_per_epoch(hosts: list[dict[str, Any]]) -> list[float] | None:
+    """The cluster's AU per epoch as DLIO computes it: every rank's epoch AU summed and divided by the ranks
+    (dlio_benchmark/utils/statscounter.py at 03b5ed329fe8, end_run lines 148-152: ``train_au =
+    allreduce(train_au) / comm.size``), whose mean over the epochs is the job's AU (``au_percent``). A host runs
+    its accelerators in one step, so each of its accelerators has its AU. None unless every host gave every epoch's."""
+    epochs = [m.get("au_percent_per_epoch") for m in hosts]
+    if not epochs or any(not isinstance(e, list) or len(e) != len(epochs[0]) or not e for e in epochs):
+        return None
+    by_epoch = list(zip(*epochs))
+    if any(not all(isinstance(a, (int, float)) for a in epoch) for epoch in by_epoch):
+        return None
+    return [sum(epoch) / len(epoch) for epoch in by_epoch]
+
+
+def job_au_percent(metrics: dict[str, Any] | None) -> float | None:
+    """A job's AU: on a cluster the hosts' as DLIO averages them (``cluster.au_percent``), else the host's own."""
+    metrics = metrics or {}
+    cluster = metrics.get("cluster") or {}
+    if cluster.get("au_percent") is not None:
+        return cluster["au_percent"]
+    return metrics.get("au_percent")
 
 
 def _parse(data: bytes | str) -> dict[str, Any] | None:

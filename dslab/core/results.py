@@ -130,8 +130,9 @@ def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None
             value = script_metrics.get(key)
             out[key] = float(value) if isinstance(value, (int, float)) else None
         out["epoch_seconds"] = [float(v) for v in script_metrics.get("epoch_seconds") or []]
-        # "cluster": a multi-instance job's aggregate and per-host AU, from every host's metrics file (job_metrics.py).
-        for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster"):
+        # "cluster": a multi-instance job's aggregate and per-host AU, from every host's metrics file (job_metrics.py);
+        # "au_percent_per_epoch": the epochs' AU, whose mean is au_percent (DLIO's train_au_percentage).
+        for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster", "au_percent_per_epoch"):
             if key in script_metrics:
                 out[key] = script_metrics[key]
         return out
