@@ -107,6 +107,41 @@ def test_every_key_spelling_in_circulation_names_the_same_field():
         parse_workload(both, "x.yaml")
 
 
+def test_data_reader_is_reader_as_older_files_spell_it():
+    """DLIO's first workload files name the reader section `data_reader` (DLIO reads it first); one file giving both
+    is refused, naming them."""
+    document = yaml.safe_load(UNET3D.read_text())
+    reader = document.pop("reader")
+    older = parse_workload({**document, "data_reader": reader}, "unet3d_data_reader.yaml")
+    new = workload(UNET3D)
+    assert (older.batch_size, older.read_threads, older.data_loader) == (new.batch_size, new.read_threads, new.data_loader) \
+        == (7, 4, "pytorch")
+    assert older.rate == new.rate and older.dataset_name == new.dataset_name
+    assert any(line.startswith("data_reader.batch_size: 7") for line in older.used)
+    extra = parse_workload({**document, "data_reader": {**reader, "prefetch_size": 2}}, "x.yaml")
+    assert any(line.startswith("data_reader.prefetch_size: ") for line in extra.ignored)   # its ignored keys named so
+    with pytest.raises(ConfigError, match=r"data_reader.*same section"):
+        parse_workload({**document, "reader": reader, "data_reader": reader}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"data_reader\.batch_sise.*did you mean 'batch_size'"):
+        parse_workload({**document, "data_reader": {**reader, "batch_sise": 7}}, "x.yaml")
+
+
+def test_evaluation_is_ignored_in_one_line(capsys, tmp_path):
+    """DLIO's unet3d.yaml carries an evaluation section (eval_time, epochs_between_evals) and dataset.num_files_eval:
+    the lab measures the training epochs, and says so for each."""
+    document = yaml.safe_load(UNET3D.read_text())
+    document["evaluation"] = {"eval_time": 11.572, "epochs_between_evals": 2}
+    document["dataset"]["num_files_eval"] = 42
+    (tmp_path / "eval.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
+    code, out, err = run_cli(capsys, "size", "--workload", tmp_path / "eval.yaml")
+    assert code == 0, err
+    ignored = [line for line in out.splitlines() if line.startswith("ignored: ")]
+    assert [line for line in ignored if line.startswith("ignored: evaluation")] == \
+        ["ignored: evaluation (eval_time, epochs_between_evals): evaluation passes; the lab measures the training epochs"]
+    assert "ignored: dataset.num_files_eval: evaluation files" in ignored
+    assert workload(UNET3D).shape() == parse_workload(document, "eval.yaml").shape()   # nothing it reads changed
+
+
 def test_a_format_the_lab_cannot_read_is_refused_with_the_formats_it_can(capsys):
     code, _, err = run_cli(capsys, "size", "--workload", DLIO / "resnet50_v100@6027937.yaml")
     assert one_line_error(code, err, "dataset.format", "'png'", "npz, tfrecord, jpeg"), err
@@ -281,6 +316,38 @@ def test_estimate_recommend_and_size_price_a_workload_alike(capsys, count):
     assert "workload resnet50" in estimated["File"]["assumptions"][0]
 
 
+def test_accelerators_means_the_same_in_estimate_recommend_and_size(capsys):
+    """--accelerators N: N emulated accelerators per instance, each at the workload's rate with read_threads readers,
+    in estimate and recommend as in size (one flag, one rule: cli/advice.py), bounded alike."""
+    common = ["--workload", COSMOFLOW, "--instance", "ml.p4d.24xlarge", "--accelerators", "4"]
+    by_size = {s["source"]: s for s in sized(capsys, *common, "--count", "2")["sources"]}
+    assert sized(capsys, *common)["accelerators_per_instance"] == 4
+    code, out, err = run_cli(capsys, "estimate", *common, "--instance-count", "2", "--json")
+    assert code == 0, err
+    estimated = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
+    code, out, err = run_cli(capsys, "estimate", "--workload", COSMOFLOW, "--instance", "ml.p4d.24xlarge",
+                             "--instance-count", "2", "--json")
+    eight = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
+    for source in ("File", "FastFile", "FSx", "EFS"):
+        assert estimated[source]["au_percent"] == pytest.approx(by_size[source]["as_deployed"]["au_percent"], abs=0.06), source
+        assert any("2 instance(s) x 4 accelerator(s)" in a for a in estimated[source]["assumptions"]), source
+    # Half the accelerators ask half the data: the sources that starved 8 keep 4 busier.
+    assert estimated["FastFile"]["au_percent"] > eight["FastFile"]["au_percent"]
+    code, out, err = run_cli(capsys, "recommend", *common, "--instance-count", "2", "--json")
+    assert code == 0, err
+    ranked = {r["source"]: r for r in json.loads(out)["ranking"]}
+    for source in set(ranked) & set(by_size):
+        assert ranked[source]["cost_to_result_usd"] == pytest.approx(by_size[source]["as_deployed"]["usd_per_run"], abs=0.006)
+    code, out, err = run_cli(capsys, "recommend", *common)
+    assert code == 0 and "1 x ml.p4d.24xlarge (4 x A100" in out, err   # the cluster's sizing names the accelerators asked for
+    for command in ("size", "estimate", "recommend"):
+        for bad in ("0", "65", "two"):
+            code, _, err = run_cli(capsys, command, "--workload", COSMOFLOW, "--accelerators", bad)
+            assert code == 2 and "--accelerators" in err, (command, bad, err)
+    code, _, err = run_cli(capsys, "recommend", "--experiment", "experiments/smoke.yaml", "--accelerators", "2")
+    assert one_line_error(code, err, "--accelerators", "experiment"), err
+
+
 def test_scale_keeps_record_sizes_takes_a_fraction_of_the_files_and_is_bounded(capsys):
     full, scaled = workload(COSMOFLOW), workload(COSMOFLOW).with_scale(0.001)
     assert scaled.files == 524 and scaled.bytes / scaled.files == pytest.approx(full.bytes / full.files)
@@ -336,6 +403,40 @@ def test_dataset_generate_workload_cli(capsys, tmp_path):
     assert len(list((tmp_path / "u").glob("*.npz"))) == 3
     code, _, err = run_cli(capsys, "dataset", "generate", "--workload", UNET3D, "--images", "5", "--out", tmp_path / "v")
     assert one_line_error(code, err, "--images"), err
+
+
+def test_a_generated_workload_dataset_uploads_like_any_other_and_its_stats_file_answers(capsys, tmp_path, monkeypatch):
+    """`dslab dataset generate --workload` then `dslab dataset upload` to the prefix it names: every file under the
+    dataset's prefix, its stats file beside it (what the workflow's Plan reads), and `recommend --experiment --outputs`
+    answers from that stats file, as for any uploaded dataset."""
+    import boto3
+    from moto import mock_aws
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    document = tiny_workload("tfrecord", 6, 3, 20_000)
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(document))
+    code, out, err = run_cli(capsys, "dataset", "generate", "--workload", tmp_path / "w.yaml", "--out", tmp_path / "data")
+    assert code == 0, err
+    name = parse_workload(document, "w.yaml").dataset_name
+    assert f"s3://<bucket>/datasets/{name}/" in out
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="lab")
+        code, out, err = run_cli(capsys, "dataset", "upload", "--src", tmp_path / "data", "--to", f"s3://lab/datasets/{name}/")
+        assert code == 0, err
+        keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="lab", Prefix=f"datasets/{name}/")["Contents"])
+        assert len(keys) == 6 and all(k.endswith(".tfrecord") for k in keys)
+        stats = json.loads(s3.get_object(Bucket="lab", Key=f"datasets/{name}.stats.json")["Body"].read())
+        on_disk = sum(p.stat().st_size for p in (tmp_path / "data").glob("*.tfrecord"))
+        assert (stats["files"], stats["bytes"], stats["format"]) == (6, on_disk, "tfrecord")
+        assert stats["written_by"] == "dslab dataset upload"
+        (tmp_path / "exp.yaml").write_text("name: w\nmodes: [File, FastFile]\nworkload: w.yaml\n")
+        (tmp_path / "outputs.json").write_text(json.dumps({"DataSourceLab": {"BucketName": "lab"}}))
+        code, out, err = run_cli(capsys, "recommend", "--experiment", tmp_path / "exp.yaml", "--outputs",
+                                 tmp_path / "outputs.json", "--json")
+    assert code == 0, err
+    answer = json.loads(out)["answers"][0]
+    assert (answer["assumed"]["files"], answer["assumed"]["bytes"]) == (6, on_disk), answer["assumed"]
+    assert answer["assumed"]["samples"] == 18 and "stats file" in answer["assumed"]["from"]
 
 
 # ---- the training script reads each format in every mode -----------------------------------------
@@ -436,6 +537,42 @@ def test_plan_workload_runs_the_workloads_dataset_and_compute(capsys):
     assert request["ResourceConfig"]["VolumeSizeInGB"] >= 24.63 * 1.05
 
 
+S3_WORKLOAD_IGNORED = ("ignored: storage (storage_type, storage_root, storage_options)", "ignored: checkpoint (checkpoint_folder",
+                       "ignored: dataset.record_length_bytes_resize")
+
+
+def said_once_each(out: str, starts=S3_WORKLOAD_IGNORED) -> bool:
+    lines = out.splitlines()
+    return all(sum(line.startswith(start) for line in lines) == 1 for start in starts)
+
+
+def test_plan_run_and_local_say_every_ignored_field_in_one_line(capsys, tmp_path):
+    """What size, estimate and recommend print, the commands that run a workload print too: --workload, or `workload:`
+    in an experiment; each field once, before anything runs (plan --json: under workloads)."""
+    s3 = DLIO / "unet3d_a100_s3.yaml"
+    expected = workload(s3).ignored
+    code, out, err = run_cli(capsys, "plan", "--workload", s3, "--offline")
+    assert code == 0 and said_once_each(out), err + out
+    assert [line.removeprefix("ignored: ") for line in out.splitlines() if line.startswith("ignored: ")] == list(expected)
+    code, out, err = run_cli(capsys, "plan", "--workload", s3, "--offline", "--json")
+    assert code == 0 and json.loads(out)["workloads"][0]["ignored"] == list(expected), err
+    (tmp_path / "s3.yaml").write_bytes(s3.read_bytes())
+    (tmp_path / "exp.yaml").write_text("name: w\nmodes: [File]\nworkload: s3.yaml\n")
+    code, out, err = run_cli(capsys, "plan", "--experiment", tmp_path / "exp.yaml", "--offline")
+    assert code == 0 and said_once_each(out), err + out
+    # dslab run says them before it looks for the deployed workflow (here: none, refused in one line).
+    (tmp_path / "outputs.json").write_text("{}")
+    code, out, err = run_cli(capsys, "run", "--workload", s3, "--outputs", tmp_path / "outputs.json")
+    assert one_line_error(code, err, "StateMachineArn") and said_once_each(out), err + out
+    # dslab local says them before its checks (here an extra dataset it cannot build: refused before anything runs).
+    (tmp_path / "bad.yaml").write_text("name: w\nmodes: [File]\nworkload: s3.yaml\n"
+                                       "datasets: [{name: mine, format: jpg}]\n")
+    code, out, err = run_cli(capsys, "local", "--experiment", tmp_path / "bad.yaml", "--out", tmp_path / "o",
+                             "--cache", tmp_path / "c")
+    assert one_line_error(code, err, "generate") and said_once_each(out), err + out
+    assert not (tmp_path / "o").exists()
+
+
 # ---- the report and the local lab ----------------------------------------------------------------
 
 def test_the_report_says_the_workload_its_scale_and_each_sources_au_against_its_target():
@@ -448,6 +585,30 @@ def test_the_report_says_the_workload_its_scale_and_each_sources_au_against_its_
     text = "\n".join(workload_lines(experiment.document, rows))
     assert "scale 0.0002" in text and "105 of its 524,288 tfrecord files" in text
     assert "AU target 70% (the workload's metric.au): File 75.0% meets it, FastFile 65.0% below" in text
+    # The fields the lab ignores, one line each, as the commands print them (dslab local prints them before the run).
+    ignored = [line for line in text.splitlines() if line.startswith("  - ignored: ")]
+    assert [line.removeprefix("  - ignored: ") for line in ignored] == list(experiment.trials[0].workload.ignored)
+    assert any(line.startswith("  - ignored: reader.file_shuffle: ") for line in ignored)
+    assert not any("ignored" in line for line in workload_lines(experiment.document, rows, ignored=False))
+
+
+def test_report_md_of_a_workload_run_lists_the_ignored_fields(tmp_path):
+    from dslab.report import write_report
+    experiment = parse_experiment({"name": "w", "workload": {"file": "unet3d_a100_s3.yaml",
+                                                             "dlio": yaml.safe_load((DLIO / "unet3d_a100_s3.yaml").read_text())}})
+    name = experiment.trials[0].workload.dataset_name
+    record = {"job_name": "j-file", "mode": "File", "dataset": name, "repeat": 0, "status": "Completed",
+              "instance_type": "ml.p3.2xlarge", "instance_count": 1, "billable_seconds": 300.0, "phases": {"Training": 60.0},
+              "breakdown": {"downloading": 20.0, "training": 60.0, "other": 220.0},
+              "metrics": {"samples_per_second": 10.0, "au_percent": 95.0, "au_percent_per_epoch": [94.0, 96.0],
+                          "epoch_seconds": [30.0, 30.0]},
+              "cost_usd": {"instance": 0.3, "total": 0.3}}
+    results = {"backend": "local", "experiment": experiment.document, "records": [record]}
+    paths = write_report(results, tmp_path)
+    text = paths["report.md"].read_text()
+    for start in S3_WORKLOAD_IGNORED:
+        assert sum(line.startswith("  - " + start) for line in text.splitlines()) == 1, start
+    assert "ignored: storage" in paths["report.html"].read_text()
 
 
 def test_the_local_lab_generates_a_workload_dataset_once(tmp_path):

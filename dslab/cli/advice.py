@@ -7,7 +7,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.estimate import MAX_COMPUTE_RATE
-from ..core.limits import MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
+from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
 from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
@@ -46,8 +46,27 @@ def workload_json(workload) -> dict[str, Any]:
 
 def print_workload(workload) -> None:
     print(workload.describe())
-    for line in workload.ignored:
-        print(f"ignored: {line}")
+    print_ignored([workload])
+
+
+def print_ignored(workloads) -> None:
+    """The DLIO fields the lab does not use, one line each (core/dlio.py ignored_lines), as every command that takes
+    a workload prints them."""
+    from ..core.dlio import ignored_lines
+    for line in ignored_lines(workloads):
+        print(line)
+
+
+def add_accelerators_flag(p) -> None:
+    """--accelerators, as size, estimate and recommend take it."""
+    p.add_argument("--accelerators", type=whole(1, MAX_ACCELERATORS),
+                   help="accelerators per instance, each at the compute's rate (default: the instance table's)")
+
+
+def accelerators_per_instance(args, instance_type: str) -> int:
+    """--accelerators, else the instance table's count (at least one: a CPU type emulates one)."""
+    from ..core.requests import accelerators_of
+    return getattr(args, "accelerators", None) or accelerators_of(instance_type)
 
 
 def _shape(args):
@@ -80,13 +99,14 @@ def _estimate_kwargs(args) -> dict[str, Any]:
     count = 1 if args.instance_count is None else args.instance_count
     kwargs = {"instance_type": args.instance, "epochs": args.epochs, "prices": prices, "instance_count": count,
               "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}
+    if getattr(args, "accelerators", None) is not None:
+        kwargs["accelerators"] = args.accelerators
     workload = workload_of(args)
     if workload is not None:
         # As DLIO emulates it: batch_size every computation_time per accelerator, read_threads readers each.
-        from ..core.requests import accelerators_of
         if getattr(args, "epochs_given", None) is None:
             kwargs["epochs"] = workload.epochs
-        kwargs.update(rate=workload.rate, readers=workload.readers(accelerators_of(args.instance)))
+        kwargs.update(rate=workload.rate, readers=workload.readers(accelerators_per_instance(args, args.instance)))
         return kwargs, workload.describe()
     # The instance's accelerator decides the default compute, refused where no preset emulates it (estimate.py).
     rate, rate_note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
@@ -135,8 +155,7 @@ def cmd_estimate(args) -> int:
                     **({"workload": workload_json(workload_of(args))} if workload_of(args) else {})})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
-    for line in (workload_of(args).ignored if workload_of(args) else ()):
-        print(f"ignored: {line}")
+    print_ignored([workload_of(args)])
     print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
           f"{'to a result':>11s} {'time':>8s}  bound")
     for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
@@ -215,8 +234,7 @@ def cmd_recommend(args) -> int:
         print_json({**result.to_dict(), **({"workload": workload_json(workload)} if workload else {})})
         return 0
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
-    for line in (workload.ignored if workload else ()):
-        print(f"ignored: {line}")
+    print_ignored([workload])
     print_recommendation(result)
     print(f"priced on {lab.describe()}")
     print(kwargs["prices"].label())
@@ -271,7 +289,7 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "instance", "instance_count",
+                 "portable_script", "instance", "instance_count", "accelerators",
                  "epochs", "volume_size_gb"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
@@ -328,6 +346,7 @@ def register(sub) -> None:
         p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
         p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
         p.add_argument("--instance-count", type=whole(1, 4096), help="instances of the job (default 1): they share each epoch")
+        add_accelerators_flag(p)
         p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
         p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; V100 on "
                        "ml.p3.2xlarge; without one, give --compute-rate)")

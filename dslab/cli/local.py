@@ -39,6 +39,7 @@ def cmd_local(args) -> int:
     if resumed:
         print(f"resumed (attempt {resumed['attempt']}): {resumed['kept']} jobs kept from the interrupted attempt, "
               f"{resumed['ran']} run now")
+    from ..core.job_metrics import job_au_percent
     from ..report import scenario, source, trials_collide
     several_trials = trials_collide(run.results["records"])
     width = 28 if several_trials else 12
@@ -47,10 +48,10 @@ def cmd_local(args) -> int:
     for r in run.results["records"]:
         m = r["metrics"]
         print(f"{source(r):16s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {num(m.get('samples_per_second')):>10s} "
-              f"{num(m.get('mb_per_second')):>8s} {num(m.get('au_percent')):>6s} {num(m.get('end_to_end_efficiency_percent')):>6s} "
+              f"{num(m.get('mb_per_second')):>8s} {num(job_au_percent(m)):>6s} {num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{num(m.get('time_to_first_batch_seconds'), 2):>11s} {num(r['billable_seconds'], 0):>10s}")
     from ..report import aggregate as _rows, workload_lines
-    for line in workload_lines(run.results.get("experiment", {}), _rows(run.results["records"])):
+    for line in workload_lines(run.results.get("experiment", {}), _rows(run.results["records"]), ignored=False):
         print(line.removeprefix("- ").replace("**", "").replace("`", ""))
     t = run.timings
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
-from .advice import add_workload_flags
+from .advice import add_workload_flags, print_ignored, workload_json
 from .common import (
     BUILD_DIR,
     add_command,
@@ -38,12 +38,15 @@ def cmd_plan(args) -> int:
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
     experiment = user_code.prepare(experiment, where, env.bucket, BUILD_DIR)
     jobs = plan(experiment, env, args.execution)
+    workloads = _workloads(experiment)
     if args.json:
         print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
                      "jobs": [{"name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
-                               "repeat": j.spec.repeat, "request": j.request, "skip_reason": j.skip_reason} for j in jobs]})
+                               "repeat": j.spec.repeat, "request": j.request, "skip_reason": j.skip_reason} for j in jobs],
+                     **({"workloads": [workload_json(w) for w in workloads]} if workloads else {})})
         return 0
     print(f"experiment {experiment.name} ({experiment.content_hash}): {len(jobs)} jobs")
+    print_ignored(workloads)   # the DLIO fields the lab does not use, one line each
     for job in jobs:
         if job.request is None:
             print(f"  {job.name:60s} SKIPPED: {job.skip_reason}")
@@ -61,6 +64,12 @@ def _reads_from(request: dict) -> str:
         return f"{request['HyperParameters']['dataset_uri'].strip(chr(34))} (read by the script, no channel)"
     source = channels[0]["DataSource"]
     return source.get("S3DataSource", {}).get("S3Uri") or source["FileSystemDataSource"]["DirectoryPath"]
+
+
+def _workloads(experiment) -> list:
+    """The DLIO workloads the experiment's trials run (--workload or `workload:`), each once."""
+    return list({(t.workload.source, t.workload.document, t.workload.scale): t.workload
+                 for t in experiment.trials if t.workload is not None}.values())
 
 
 def check_runtimes(experiment, stats=None) -> None:
@@ -97,6 +106,7 @@ def cmd_run(args) -> int:
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
     check_runtimes(experiment)
     user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
+    print_ignored(_workloads(experiment))   # the DLIO fields the lab does not use, one line each
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from ..core.errors import ConfigError
 from ..core.estimate import MAX_COMPUTE_RATE
-from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS
+from ..core.limits import MAX_EPOCHS
 from ..core.sizing import MAX_CLUSTER
-from .advice import _shape, add_workload_flags, workload_json, workload_of
+from .advice import (_shape, accelerators_per_instance, add_accelerators_flag, add_workload_flags, print_ignored,
+                     workload_json, workload_of)
 from .common import add_command, lab_provisioning, price_table, print_json, real, whole
 
 
@@ -30,7 +31,7 @@ def sizing_for(args):
         # As DLIO emulates it (core/dlio.py): batch_size every computation_time per accelerator, its epochs,
         # read_threads readers per accelerator, and its AU target (metric.au) for the largest cluster.
         rate, note = workload.rate, workload.describe()
-        accelerators = args.accelerators or max(1, INSTANCES[args.instance].accelerators)
+        accelerators = accelerators_per_instance(args, args.instance)
         extra = {"au_target": workload.au_percent, "readers": workload.readers(accelerators)}
         epochs = args.epochs or workload.epochs
     else:
@@ -74,8 +75,7 @@ def cmd_size(args) -> int:
     print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB; {result.count} x {i.name} ({result.accelerators} x "
           f"{i.accelerator or 'no accelerator'} each, {i.network_gbps:g} Gbit/s, "
           f"{'%d GB NVMe' % i.nvme_gb if i.nvme_gb else 'EBS only'}); {note}")
-    for line in (workload.ignored if workload else ()):
-        print(f"ignored: {line}")
+    print_ignored([workload])
     print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
     heading = f"provision for {result.count} instance(s)" if result.provisioned else result.lab.name.split(" (")[0]
@@ -161,7 +161,7 @@ def register(sub) -> None:
     p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
     p.add_argument("--instance", default="ml.p4d.24xlarge", help="training instance type (default ml.p4d.24xlarge)")
     p.add_argument("--count", type=whole(1, MAX_CLUSTER), default=1, help="the cluster to feed: instances (default 1)")
-    p.add_argument("--accelerators", type=whole(1, MAX_ACCELERATORS), help="accelerators per instance (default: the instance table's)")
+    add_accelerators_flag(p)
     p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
     p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; without one, "
                    "give --compute-rate)")

@@ -205,6 +205,15 @@ class Workload:
                 f"{self.au_percent:g}% (metric.au)")
 
 
+def ignored_lines(workloads) -> list[str]:
+    """``ignored: <field>: <why>``, one line per field a workload names and the lab does not use, as every command
+    that takes a workload prints them (size, estimate, recommend, plan, run, local, dataset generate) and the report
+    lists them. ``workloads``: Workloads (or None, a trial without one), each said once; where an experiment runs
+    several, each line names its file."""
+    distinct = list({(w.source, w.document): w for w in workloads if w is not None}.values())
+    return [f"ignored{f' ({w.source})' if len(distinct) > 1 else ''}: {line}" for w in distinct for line in w.ignored]
+
+
 def check_scale(scale: Any, field_name: str = "--scale") -> float:
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or not 0 < scale <= 1:
         raise ConfigError(field_name, f"{scale!r}: the fraction of the workload's files to generate and read",
@@ -412,4 +421,4 @@ def parse_entry(value: Any, path: str) -> Workload:
     return replace(workload, sha256=sha)
 
 
-__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
+__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]

@@ -452,6 +452,9 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     path = experiment_path or (None if workload else DEFAULT_EXPERIMENT)
     experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale)
     path = path or workload
+    from ..core.dlio import ignored_lines
+    for line in ignored_lines(t.workload for t in experiment.trials):   # the DLIO fields not used, one line each
+        say(line)
     check_job_count(experiment, "--repeats" if repeats else "repeats")
     for i, dataset in enumerate(experiment.datasets):
         if not dataset.generate:
