@@ -366,11 +366,13 @@ def test_scale_keeps_record_sizes_takes_a_fraction_of_the_files_and_is_bounded(c
 
 def test_generated_datasets_have_the_workloads_files_samples_and_record_sizes(tmp_path):
     mean, stdev = 200_000, 40_000
-    for fmt in ("npz", "tfrecord", "jpg"):
-        info = datasets.generate_dlio(tmp_path / fmt, fmt, 24, 3, mean, stdev, seed=0)
+    for fmt, per_file in (("npz", 3), ("tfrecord", 3), ("jpg", 1)):   # DLIO's jpeg: one image per file
+        info = datasets.generate_dlio(tmp_path / fmt, fmt, 24, per_file, mean, stdev, seed=0)
         files = sorted(p for p in (tmp_path / fmt).iterdir() if p.name != "dataset.json")
-        assert len(files) == 24 and info["samples"] == 72
+        assert len(files) == 24 and info["samples"] == 24 * per_file
         assert files[0].name == ("img_00_of_24." + {"npz": "npz", "tfrecord": "tfrecord", "jpg": "jpeg"}[fmt])
+    with pytest.raises(ConfigError, match="one image per file"):
+        datasets.generate_dlio(tmp_path / "jpg3", "jpg", 4, 3, mean, stdev, seed=0)
     sizes = datasets.dlio_record_sizes(24, mean, stdev, 0)
     assert abs(np.mean(sizes) - mean) < 3 * stdev / np.sqrt(24) and 0.5 * stdev < np.std(sizes) < 1.5 * stdev
     with zipfile.ZipFile(sorted((tmp_path / "npz").glob("*.npz"))[0]) as archive:   # DLIO's layout: x, y
@@ -384,6 +386,57 @@ def test_generated_datasets_have_the_workloads_files_samples_and_record_sizes(tm
     datasets.generate_dlio(tmp_path / "again", "npz", 24, 3, mean, stdev, seed=0)   # seeded: the same bytes again
     first = sorted((tmp_path / "npz").glob("*.npz"))[0].name
     assert (tmp_path / "again" / first).read_bytes() == (tmp_path / "npz" / first).read_bytes()
+
+
+def dlio_jpeg_generator(files: int, record_length: float, record_length_stdev: float) -> list[np.ndarray]:
+    """The images DLIO's jpeg generator draws on one rank, written from dlio_benchmark at 03b5ed329fe8:
+    config.py derive_configurations (dimension = int(sqrt(record_length)), dimension_stdev = record_length_stdev /
+    2.0 / sqrt(record_length)), data_generator.py get_dimension and jpeg_generator.py generate (np.random.seed(10);
+    per file records = np.random.randint(255, size=(dim1, dim2), dtype=np.uint8), saved with img.save(..., 'JPEG'))."""
+    import math
+    dimension = int(math.sqrt(record_length))
+    dimension_stdev = record_length_stdev / 2.0 / math.sqrt(record_length)
+    np.random.seed(10)
+    if dimension_stdev > 0:
+        dim = [max(int(d), 1) for d in np.random.normal(dimension, dimension_stdev, 2 * files)]
+    else:
+        dim = np.ones(2 * files, dtype=np.int64) * int(dimension)
+    images = [np.random.randint(255, size=(dim[2 * i], dim[2 * i + 1]), dtype=np.uint8) for i in range(files)]
+    np.random.seed()
+    return images
+
+
+@pytest.mark.parametrize("record, stdev", [(30_000, 6_000), (250_000, 0)])
+def test_jpeg_datasets_are_dlios_own_files_and_size_counts_their_bytes(tmp_path, capsys, record, stdev):
+    """DLIO writes one JPEG of random pixels per file, which JPEG compresses to ~56% of the record length: the lab
+    writes the same images (byte for byte, Pillow encoding both), and the workload's bytes, which `dslab size
+    --workload` sizes, are those files' (within 4%: the sides are drawn at random), not the record length's."""
+    import io
+    from PIL import Image
+    files = 40
+    datasets.generate_dlio(tmp_path / "lab", "jpg", files, 1, record, stdev, seed=0)
+    made = sorted((tmp_path / "lab").glob("*.jpeg"))
+    assert len(made) == files
+    for path, pixels in zip(made, dlio_jpeg_generator(files, record, stdev)):
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="JPEG", bits=8)
+        assert path.read_bytes() == buffer.getvalue(), path.name
+    on_disk = sum(p.stat().st_size for p in made)
+    document = tiny_workload("jpeg", files, 1, record)
+    document["dataset"]["record_length_bytes_stdev"] = stdev
+    (tmp_path / "w.yaml").write_text(yaml.safe_dump(document))
+    result = sized(capsys, "--workload", tmp_path / "w.yaml")
+    assert result["files"] == files and result["bytes"] == pytest.approx(on_disk, rel=0.04)
+    assert 0.5 < on_disk / (files * record) < 0.65     # DLIO's JPEGs are not the record length
+    code, out, err = run_cli(capsys, "dataset", "generate", "--workload", tmp_path / "w.yaml", "--out", tmp_path / "cli")
+    assert code == 0, err
+    said = f"`dslab size --workload` counts {result['bytes'] / 1e6:,.1f} MB"
+    assert said in out and f"{on_disk / 1e6:,.1f} MB;" in out   # the same files again, and the difference said
+    # More than one sample per JPEG file: DLIO's reader serves its one image for each, the lab's script reads one.
+    document["dataset"]["num_samples_per_file"] = 4
+    (tmp_path / "w4.yaml").write_text(yaml.safe_dump(document))
+    code, _, err = run_cli(capsys, "size", "--workload", tmp_path / "w4.yaml")
+    assert one_line_error(code, err, "dataset.num_samples_per_file", "one image per file"), err
 
 
 def test_crc32c_of_large_records_is_the_castagnoli_crc():

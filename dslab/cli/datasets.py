@@ -52,7 +52,8 @@ def _generate_workload(args) -> int:
                                       recipe["record_bytes"], recipe["record_bytes_stdev"], args.seed,
                                       progress=lambda n: progress.advance(task, n))
     print(f"generated {info['files']:,} {workload.format} files of {info['samples_per_file']:,} sample(s) "
-          f"({info['samples']:,} samples, {info['bytes'] / 1e6:,.1f} MB) in {args.out}"
+          f"({info['samples']:,} samples, {info['bytes'] / 1e6:,.1f} MB; `dslab size --workload` counts "
+          f"{workload.bytes / 1e6:,.1f} MB, {100 * (info['bytes'] / workload.bytes - 1):+.1f}%) in {args.out}"
           + (f": scale {workload.scale:g} of the workload's {workload.num_files:,} files" if workload.scale != 1 else "")
           + f"; upload it with dslab dataset upload --src {args.out} --to s3://<bucket>/datasets/{workload.dataset_name}/")
     return 0

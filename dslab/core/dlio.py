@@ -157,6 +157,10 @@ class Workload:
 
     @property
     def bytes(self) -> int:
+        """The dataset's bytes as generated: its records; for jpeg, the JPEG files DLIO's generator writes (one
+        image per file of random pixels, which JPEG compresses to ~56% of the record length: jpeg_file_bytes)."""
+        if self.format == "jpeg":
+            return int(round(self.files * jpeg_file_bytes(round(self.record_bytes), round(self.record_bytes_stdev))))
         return int(round(self.samples * self.record_bytes))
 
     def readers(self, accelerators: int) -> int:
@@ -198,11 +202,54 @@ class Workload:
         mb, sd = self.record_bytes / 1e6, self.record_bytes_stdev / 1e6
         scaled = (f"; scale {self.scale:g}: {self.files:,} of its {self.num_files:,} files"
                   if self.scale != 1 else "")
+        if self.format == "jpeg":   # what DLIO's generator writes (jpeg_file_bytes), and so the lab's
+            scaled = f"; DLIO's JPEGs of random pixels, ~{self.bytes / self.files / 1e6:,.3f} MB a file{scaled}"
         return (f"workload {self.name} ({self.source}): {self.num_files:,} {self.format} files x {self.samples_per_file:,} "
                 f"sample(s) of {mb:,.3f} MB (stdev {sd:,.3f} MB){scaled}; each accelerator takes a batch of "
                 f"{self.batch_size} every {self.computation_time:g} s ({self.rate:,.1f} samples/s); {self.epochs} epoch(s); "
                 f"{self.read_threads} read thread(s) per accelerator ({self.data_loader}); AU target "
                 f"{self.au_percent:g}% (metric.au)")
+
+
+# DLIO's jpeg generator (dlio_benchmark/data_generator/jpeg_generator.py at 03b5ed329fe8) writes one image per file,
+# whatever num_samples_per_file says (its reader serves that image num_samples_per_file times), of dim1 x dim2
+# pixels each drawn from N(int(sqrt(record_length)), record_length_stdev / 2 / sqrt(record_length)) (config.py
+# derive_configurations, data_generator.py get_dimension), random grey values saved by Pillow as JPEG at its
+# defaults (quality 75). JPEG compresses noise to ~0.555 bytes a pixel; libjpeg pads each side to a multiple of 8
+# with copies of the edge, which compress better. Fitted on Pillow's encoder (tests/test_dlio.py checks the fit
+# against the files `dslab dataset generate` writes): within 1% from 100,000 pixels, 5% from 10,000.
+JPEG_HEADER_BYTES = 554.0
+JPEG_BYTES_PER_PIXEL = 0.5552
+JPEG_BYTES_PER_PADDING_PIXEL = 0.303
+
+
+def jpeg_dimension(record_length: float, record_length_stdev: float) -> tuple[int, float]:
+    """The mean and stdev of a DLIO JPEG's side, as DLIO derives them from the record length and its stdev."""
+    return int(math.sqrt(record_length)), record_length_stdev / 2.0 / math.sqrt(record_length)
+
+
+def jpeg_file_bytes(record_length: float, record_length_stdev: float = 0.0) -> float:
+    """The mean size of the JPEG files DLIO's generator writes for this record length (see JPEG_HEADER_BYTES)."""
+    mean, stdev = jpeg_dimension(record_length, record_length_stdev)
+
+    def padded(d: float) -> float:
+        return math.ceil(d / 8) * 8
+    if stdev <= 0:
+        side, side_padded = float(max(mean, 1)), float(padded(max(mean, 1)))
+    elif stdev * 16 <= 200_000:
+        # A side is max(int(x), 1) of x ~ N(mean, stdev): sum over the values it takes, within 8 stdev.
+        def cdf(x: float) -> float:
+            return 0.5 * (1 + math.erf((x - mean) / (stdev * math.sqrt(2))))
+        below = cdf(2)   # int() truncates: every x under 2 gives 1
+        side, side_padded = below * 1.0, below * 8.0
+        for d in range(max(2, int(mean - 8 * stdev)), int(mean + 8 * stdev) + 2):
+            p = cdf(d + 1) - cdf(d)
+            side += p * d
+            side_padded += p * padded(d)
+    else:   # sides of hundreds of thousands of pixels: truncation (-0.5) and padding (+3.5) on average
+        side, side_padded = max(mean - 0.5, 1.0), max(mean - 0.5, 1.0) + 3.5
+    pixels, padded_pixels = side * side, side_padded * side_padded   # the two sides are drawn independently
+    return JPEG_HEADER_BYTES + JPEG_BYTES_PER_PIXEL * pixels + JPEG_BYTES_PER_PADDING_PIXEL * (padded_pixels - pixels)
 
 
 def ignored_lines(workloads) -> list[str]:
@@ -313,6 +360,11 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         raise ConfigError(f"{where}dataset.format", f"{fmt!r}: the lab generates, uploads and reads only these DLIO "
                           "formats", list(LAB_FORMATS))
     note("dataset.format", fmt, "format" not in dataset)
+    if fmt == "jpeg" and spf > 1:
+        raise ConfigError(f"{where}dataset.num_samples_per_file", f"{spf} with format jpeg: DLIO's jpeg generator writes "
+                          "one image per file whatever it says, and its reader serves that image as each of the file's "
+                          "samples; the lab's script reads a JPEG as one sample, so it would train on 1/"
+                          f"{spf} of the workload's samples", "num_samples_per_file: 1 with jpeg, or format npz or tfrecord")
     if files * spf * record > 10**16:
         raise ConfigError(f"{where}dataset.num_files_train", f"{files:,} files of {spf:,} x {record:g} bytes is past "
                           "10 PB: not a dataset a SageMaker job reads")

@@ -170,49 +170,99 @@ def generate_dlio(out: Path, fmt: str, files: int, samples_per_file: int, record
     - npz: ``x`` an array of (record length, samples) bytes and ``y`` the labels (zeros), as np.savez writes
       them (DLIO's npz_generator.py); the training script reads it with the standard library's zipfile;
     - tfrecord: a tf.train.Example per sample, "image" (the bytes) and "size" (tf_generator.py);
-    - jpeg: one grey image of random pixels per file, dimension sqrt(record length) (jpeg_generator.py saves
-      random pixels of the record length; JPEG compresses them, so the files are smaller than the records).
-    The same recipe always gives the same files, byte for byte."""
+    - jpeg: exactly what DLIO's jpeg_generator.py (at 03b5ed329fe8) writes on one rank, not the record length:
+      one image per file whatever ``samples_per_file`` says, dim1 x dim2 pixels each drawn from N(int(sqrt(record
+      length)), stdev / 2 / sqrt(record length)), random grey values (``randint(255)``), numpy's legacy generator
+      seeded with DLIO's 10 (plus ``seed``, 0 in every workload's recipe), saved as Pillow's JPEG at its defaults.
+      JPEG compresses noise to ~56% of the record length; the workload's bytes count that (core/dlio.py
+      jpeg_file_bytes), so `dslab size --workload` sizes the files generated. Matching DLIO, not the record
+      length, keeps the bytes a source serves those a DLIO run of the same file reads from its storage.
+    The same recipe always gives the same files, byte for byte (jpeg: for one Pillow, whose libjpeg encodes)."""
     if fmt not in DLIO_EXTENSIONS:
         raise ConfigError("format", f"{fmt!r}: DLIO datasets are generated as npz, tfrecord or jpeg", list(DLIO_EXTENSIONS))
     if files < 1 or samples_per_file < 1 or record_bytes < 1:
         raise ConfigError("--workload", "a DLIO dataset has at least one file, one sample per file and one byte per record")
     if out.exists() and any(out.iterdir()):
         raise ConfigError("--out", f"{out} exists and is not empty; choose a new folder (nothing was overwritten)")
-    sizes = dlio_record_sizes(files, record_bytes, record_bytes_stdev, seed)
-    _check_room(out, sum(sizes) * samples_per_file * 1.01 + files * 4096, f"{files:,} {fmt} files")
-    out.mkdir(parents=True, exist_ok=True)
+    if fmt == "jpg" and samples_per_file != 1:
+        raise ConfigError("num_samples_per_file", f"{samples_per_file} with jpeg: DLIO writes one image per file, which "
+                          "the lab's script reads as one sample", "1")
     width = len(str(files))
     extension = DLIO_EXTENSIONS[fmt]
+    workers = threads or min(8, os.cpu_count() or 2)
+    if fmt == "jpg":
+        total = _generate_dlio_jpeg(out, files, record_bytes, record_bytes_stdev, seed, progress, workers)
+    else:
+        sizes = dlio_record_sizes(files, record_bytes, record_bytes_stdev, seed)
+        _check_room(out, sum(sizes) * samples_per_file * 1.01 + files * 4096, f"{files:,} {fmt} files")
+        out.mkdir(parents=True, exist_ok=True)
 
-    def make(i: int) -> int:
-        rng = np.random.default_rng([seed, i])
-        size = sizes[i]
-        path = out / f"img_{i:0{width}d}_of_{files}.{extension}"
-        if fmt == "npz":
-            records = np.frombuffer(rng.bytes(size * samples_per_file), dtype=np.uint8).reshape(size, samples_per_file)
-            with open(path, "wb") as handle:
-                np.savez(handle, x=records, y=np.zeros(samples_per_file, dtype=np.int64))
-        elif fmt == "tfrecord":
-            with open(path, "wb") as handle:
-                for _ in range(samples_per_file):
-                    handle.write(tfrecord_frame(encode_dlio_example(rng.bytes(size), size)))
-        else:
-            side = max(1, int(math.sqrt(size)))
-            pixels = np.frombuffer(rng.bytes(side * side), dtype=np.uint8).reshape(side, side)
-            Image.fromarray(pixels).save(path, format="JPEG")
-        return path.stat().st_size
+        def make(i: int) -> int:
+            rng = np.random.default_rng([seed, i])
+            size = sizes[i]
+            path = out / f"img_{i:0{width}d}_of_{files}.{extension}"
+            if fmt == "npz":
+                records = np.frombuffer(rng.bytes(size * samples_per_file), dtype=np.uint8).reshape(size, samples_per_file)
+                with open(path, "wb") as handle:
+                    np.savez(handle, x=records, y=np.zeros(samples_per_file, dtype=np.int64))
+            else:
+                with open(path, "wb") as handle:
+                    for _ in range(samples_per_file):
+                        handle.write(tfrecord_frame(encode_dlio_example(rng.bytes(size), size)))
+            return path.stat().st_size
 
-    total = 0
-    with ThreadPoolExecutor(threads or min(8, os.cpu_count() or 2)) as pool:
-        for size in pool.map(make, range(files)):
-            total += size
-            progress(1)
+        total = 0
+        with ThreadPoolExecutor(workers) as pool:
+            for size in pool.map(make, range(files)):
+                total += size
+                progress(1)
     info = {"format": fmt, "dlio": True, "files": files, "samples_per_file": samples_per_file,
             "samples": files * samples_per_file, "record_bytes": record_bytes, "record_bytes_stdev": record_bytes_stdev,
             "seed": seed, "bytes": total}
     (out / "dataset.json").write_text(json.dumps(info, indent=2))
     return info
+
+
+DLIO_JPEG_SEED = 10   # jpeg_generator.py: np.random.seed(10) before it draws the sides, then each file's pixels
+
+
+def dlio_jpeg_sides(files: int, record_bytes: int, record_bytes_stdev: int, rng: np.random.RandomState) -> list[int]:
+    """Two sides per file, as DLIO's get_dimension draws them (data_generator.py): N(int(sqrt(record length)),
+    stdev / 2 / sqrt(record length)), each max(int(x), 1); every file the same sides without a stdev (no draw)."""
+    from ..core.dlio import jpeg_dimension
+    mean, stdev = jpeg_dimension(record_bytes, record_bytes_stdev)
+    if stdev > 0:
+        return [max(int(d), 1) for d in rng.normal(mean, stdev, 2 * files)]
+    return [mean] * (2 * files)
+
+
+def _generate_dlio_jpeg(out: Path, files: int, record_bytes: int, record_bytes_stdev: int, seed: int,
+                        progress: Progress, workers: int) -> int:
+    """DLIO's jpeg_generator.py on one rank: the sides, then file by file ``randint(255, size=(dim1, dim2))``
+    from one generator (so the pixels are drawn in order; Pillow encodes them on ``workers`` threads)."""
+    from ..core.dlio import jpeg_file_bytes
+    rng = np.random.RandomState(DLIO_JPEG_SEED + seed)
+    sides = dlio_jpeg_sides(files, record_bytes, record_bytes_stdev, rng)
+    _check_room(out, files * jpeg_file_bytes(record_bytes, record_bytes_stdev) * 1.05 + files * 4096,
+                f"{files:,} jpeg files")
+    out.mkdir(parents=True, exist_ok=True)
+    width = len(str(files))
+
+    def save(item: tuple[int, np.ndarray]) -> int:
+        i, pixels = item
+        path = out / f"img_{i:0{width}d}_of_{files}.jpeg"
+        Image.fromarray(pixels).save(path, format="JPEG", bits=8)   # as DLIO's img.save
+        return path.stat().st_size
+
+    total = 0
+    with ThreadPoolExecutor(workers) as pool:
+        for start in range(0, files, 2 * workers):   # a few images in memory at a time, drawn in DLIO's order
+            batch = [(i, rng.randint(255, size=(sides[2 * i], sides[2 * i + 1]), dtype=np.uint8))
+                     for i in range(start, min(files, start + 2 * workers))]
+            for size in pool.map(save, batch):
+                total += size
+                progress(1)
+    return total
 
 
 # ---- jpg folders -----------------------------------------------------------------------------

@@ -88,6 +88,8 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
         files, per_file = int(spec["files"]), int(spec["samples_per_file"])
         record, stdev, seed = int(spec["record_bytes"]), int(spec.get("record_bytes_stdev", 0)), int(spec.get("seed", 0))
         folder = cache / "datasets" / f"dlio-{dataset.format}-{files}-{per_file}-{record}-{stdev}-{seed}"
+        if dataset.format == JPG:   # jpeg drawn as DLIO draws it (datasets.py): not an earlier layout's cached files
+            folder = folder.with_name(folder.name + "-as-dlio")
         if not (folder / "dataset.json").exists():
             shutil.rmtree(folder, ignore_errors=True)
             say(f"data: generating {files} {dataset.format} files of {per_file} x ~{record / 1e6:.2f} MB for {dataset.name} ...")
