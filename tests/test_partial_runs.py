@@ -58,6 +58,32 @@ def test_report_of_a_stopped_execution_reports_the_jobs_that_ended_marked_partia
     assert "partial report: the execution ended ABORTED at 3/4 jobs" in said
 
 
+def test_report_of_an_execution_that_failed_before_its_results_were_stored_reports_the_jobs_that_ended(
+        emulated, tmp_path, capsys, monkeypatch):
+    """A FAILED execution (here Collect itself failing: ResultsNotStored, no results.json) is reported like a stopped
+    one: every job that ended, marked partial with how the execution ended."""
+    import dslab.workflow.handlers as handlers
+
+    def collect_fails(event, context):
+        raise RuntimeError("S3 refused the results")
+
+    monkeypatch.setattr(handlers, "collect", collect_fails)
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        execution = lab.run({**TINY, "modes": ["File", "FastFile"]})
+        assert execution.status == "FAILED" and execution.error == "ResultsNotStored", execution.cause
+        name = execution.arn.rsplit(":", 1)[-1]
+        assert "Contents" not in lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix=f"results/{name}/results.json")
+        capsys.readouterr()
+        assert main(["report", execution.arn, "--out", str(tmp_path / "report")]) == 0
+        said = capsys.readouterr().out
+    results = json.loads((tmp_path / "report" / "results.json").read_text())
+    assert results["partial"] == {"done": 2, "total": 2, "reason": "the execution ended FAILED"}
+    assert sorted((r["mode"], r["status"]) for r in results["records"]) == [("FastFile", "Completed"), ("File", "Completed")]
+    assert "**Partial: the execution ended FAILED at 2/2 jobs." in (tmp_path / "report" / "report.md").read_text()
+    assert "partial report: the execution ended FAILED at 2/2 jobs" in said
+
+
 def test_run_repeats_overrides_the_files_repeats(emulated, tmp_path, capsys):
     """MLPerf Storage reports the mean of 5 runs; `--repeats` asks for them without editing the file."""
     with emulated(ScriptedJobs()) as lab:
@@ -135,3 +161,32 @@ def test_a_finished_run_in_out_is_replaced_not_resumed(tmp_path):
     prepare_out(out, None, experiment, False, said.append)
     assert not list((out / "jobs").glob("*.log")) and said == [
         f"{out}: starting over: removed the earlier run's 2 result and report files and 3 job logs"]
+
+
+def test_local_repeats_overrides_the_files_repeats(tmp_path, monkeypatch):
+    """`dslab local --repeats 3` runs every job of the file three times (r0, r1, r2), as `dslab run --repeats` does;
+    checked on the experiment the local lab loads, before anything is generated or started."""
+    from dslab.local import lab as local_lab
+
+    class Started(Exception):
+        pass
+
+    given = []
+
+    def capture(experiment, field):   # the first thing run_local does with the loaded experiment
+        given.append((experiment, field))
+        raise Started()
+
+    monkeypatch.setattr(local_lab, "check_job_count", capture)
+    path = tmp_path / "e.yaml"
+    path.write_text("name: a\ninstance_type: ml.p3.2xlarge\nmodes: [File, EFS]\nrepeats: 1\n"
+                    "datasets: [{name: a, format: tfrecord, generate: {images: 10}}]\n")
+    import pytest
+    with pytest.raises(Started):
+        main(["local", "--experiment", str(path), "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "cache"),
+              "--repeats", "3"])
+    from dslab.core.experiment import expand
+    experiment, field = given[0]
+    assert experiment.repeats == 3 and field == "--repeats"   # a job count past the cap would name the flag
+    assert sorted((s.mode, s.repeat) for s in expand(experiment)) == [(m, i) for m in ("EFS", "File") for i in range(3)]
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
