@@ -88,6 +88,13 @@ SKIPPED = {
         "(~90 s); tests/test_dlio.py runs a published workload at a smaller scale",
     "dataset generate --workload dslab/contracts/dlio/cosmoflow_a100.yaml --scale 0.0002 --out data/cosmoflow": "writes "
         "105 files of 2.8 MB (~300 MB); tests/test_dlio.py generates every format smaller",
+    # Named in the README's prose:
+    "local --out lab-out": "what `make lab` runs (tests/test_local_lab.py runs the lab end to end and checks make lab's command)",
+    "local --experiment examples/own-script/experiment.yaml --out own-out": "runs the local lab; "
+        "tests/test_own_script.py runs the example in it",
+    "local --experiment examples/own-ingestion/experiment.yaml --out ingest-out": "runs the local lab; "
+        "tests/test_own_script.py runs the example in it",
+    "run --experiment experiments/all-modes-20-jobs.yaml --wait": "starts the workflow in your account",
 }
 
 
@@ -101,12 +108,26 @@ def offline(argv: list[str]) -> bool:
 PLACEHOLDER = re.compile(r"[<…|()]|(?:^|\s)[A-Z][A-Z_-]*(?=\s|$)")   # <bucket>, …, a|b, F, N, EXECUTION
 
 
+# Prose names a flag of a command (`dslab recommend --portable-script`) without the rest of its arguments: a mention,
+# not a command to run as written.
+FRAGMENTS = {
+    "recommend --portable-script": "names the flag; the README's recommend examples give the dataset",
+    "recommend --instance-count 16": "names the flag; the cluster walk-through's commands give the dataset",
+    "local --plain": "names the flag (a line per change instead of the live table)",
+    "dataset generate --workload": "names the flag; the DLIO section's command gives the workload file",
+    "recommend --experiment": "names the flag; the README's recommend --experiment examples give the file",
+    "efs empty --dataset": "names the flag (and deletes in your account)",
+}
+
+
 def readme_commands() -> list[str]:
-    """`dslab ...` in README.md's code lines and its tables' cells, optional [groups] dropped, each once."""
+    """`dslab ...` in README.md's code lines, its tables' cells and its prose (a command with flags; a bare
+    `dslab size` is a name), optional [groups] dropped, each once."""
     readme = (REPO / "README.md").read_text()
     found = re.findall(r"(?m)^\s*(?:\.venv/bin/)?dslab (.+?)\s*(?:\\|#.*|>.*)?$", readme)
     for row in re.findall(r"(?m)^\|.*$", readme):
         found += re.findall(r"`(?:\.venv/bin/)?dslab ([^`]+)`", row)
+    found += [text for text in re.findall(r"`(?:\.venv/bin/)?dslab ([^`|]+)`", readme) if re.search(r"\s-", text)]
     out = []
     for text in found:
         text = re.sub(r"\s*\[[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]", "", text).strip()
@@ -121,10 +142,13 @@ def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypat
     (tmp_path / "experiments").symlink_to(REPO / "experiments")
     (tmp_path / "dslab").symlink_to(REPO / "dslab")   # the vendored DLIO workload files, dslab/contracts/dlio/
     assert run(capsys, "dataset", "generate", "--out", "data/jpg-1x", "--images", "40", "--classes", "4").code == 0
+    import shutil   # a folder of your own images at ~/my-images, for `dataset import --src ~/my-images`
+    shutil.copytree(tmp_path / "data" / "jpg-1x", tmp_path / "home" / "my-images", ignore=shutil.ignore_patterns("*.json"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     for text in readme_commands():
-        if text in SKIPPED or PLACEHOLDER.search(text):
-            continue   # skipped with its reason, or syntax with placeholders
-        argv = shlex.split(text)
+        if text in SKIPPED or text in FRAGMENTS or PLACEHOLDER.search(text):
+            continue   # skipped with its reason, a flag named in prose, or syntax with placeholders
+        argv = [str(Path(a).expanduser()) if a.startswith("~") else a for a in shlex.split(text)]   # as a shell would
         assert offline(argv), f"README: `dslab {text}`: runs offline? run it here, or add it to SKIPPED with why"
         result = run(capsys, *argv)
         assert result.code == 0, f"README: `dslab {text}` -> {result.code}: {result.err}"
@@ -134,8 +158,9 @@ def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypat
     assert {"dataset pack --src data/jpg-1x --out data/tfr-1x",
             "dataset replicate --src data/tfr-1x --copies 50 --out data/tfr-50x"} <= set(ran), ran
     assert len(list((tmp_path / "data" / "tfr-50x").glob("copy-*"))) == 50
-    stale = set(SKIPPED) - set(readme_commands())
-    assert not stale, f"no longer in the README, drop from SKIPPED: {stale}"
+    assert "dataset import --src ~/my-images --out data/mine" in ran and (tmp_path / "data" / "mine").is_dir()
+    stale = (set(SKIPPED) | set(FRAGMENTS)) - set(readme_commands())
+    assert not stale, f"no longer in the README, drop from SKIPPED/FRAGMENTS: {stale}"
 
 
 # ---- every numeric flag, fuzzed ------------------------------------------------------------------
