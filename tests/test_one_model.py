@@ -47,6 +47,36 @@ def test_estimate_recommend_and_size_price_the_same_cluster_alike(capsys, count)
         assert row["as_deployed"]["au_percent"] == pytest.approx(by_estimate[source]["au_percent"], abs=0.06), source
 
 
+@pytest.mark.parametrize("count", [1, 4, 16])
+def test_recommend_experiment_the_reports_aws_answer_and_export_price_that_cluster_as_recommend_does(
+        capsys, tmp_path, monkeypatch, count):
+    """The same cluster in an experiment file: `recommend --experiment`, the report's estimated AWS answer and
+    `dslab export` give the figures `recommend --files --bytes --instance-count` gives, to the cent, per source."""
+    from dslab.inputs.experiment_file import load_experiment
+    from dslab.report import Answers, aggregate
+
+    from .test_answer import _synthetic_results
+    monkeypatch.chdir(tmp_path)   # no cdk-outputs.json here: every command prices the lab as cdk.json deploys it
+    path = tmp_path / "c.yaml"
+    path.write_text("name: c\ndatasets: [{name: post-c, format: jpg, files: 1530350, bytes: 54000000000}]\n"
+                    f"modes: [File, FastFile, FSx, EFS]\ninstance_type: ml.p4d.24xlarge\ninstance_count: {count}\n")
+    flags = {r["source"]: r for r in run_json(capsys, "recommend", *C, "--instance", "ml.p4d.24xlarge",
+                                               "--instance-count", str(count), "--json")["ranking"]}
+    (answer,) = run_json(capsys, "recommend", "--experiment", str(path), "--json")["answers"]
+    experiment = load_experiment(path)
+    (reported,) = Answers(_synthetic_results(experiment), aggregate(_synthetic_results(experiment)["records"])).estimated
+    from_file = {r["source"]: r for r in answer["ranking"]}
+    from_report = {o.source: o for o in reported.decision.ranking}
+    assert set(from_file) == set(from_report) == {"File", "FastFile", "FSx", "EFS"}
+    for source, row in from_file.items():
+        assert row["cost_to_result_usd"] == pytest.approx(flags[source]["cost_to_result_usd"], abs=1e-4), source
+        assert row["job_seconds"] == pytest.approx(flags[source]["job_seconds"], rel=1e-6), source
+        assert from_report[source].cost_usd == pytest.approx(row["cost_to_result_usd"], abs=1e-4), source
+    assert reported.decision.pick.source == answer["pick"]
+    assert main(["export", "--experiment", str(path), "--offline", "--out", str(tmp_path / "job.py")]) == 0
+    assert f"dslab:mode', value='{answer['mode']}'" in (tmp_path / "job.py").read_text()
+
+
 def test_what_size_provisions_is_the_estimate_of_that_provisioning():
     """A sized row is estimate_mode on the provisioning it prints: nothing is modelled twice."""
     shape, prices = DatasetShape(files=1_530_350, bytes=54_000_000_000), PriceTable()
