@@ -12,12 +12,14 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from dslab.aws import efs as efs_aws
 from dslab.cli import main
 from dslab.core import efs as efs_core
 from dslab.core.experiment.model import DEFAULT_DATASETS
 from dslab.core.prices import PriceTable
 from dslab.core.requests import CORE_STACK, WORKFLOW_STACK
 from dslab.emulator import patches
+from dslab.emulator.lab import REMOVE_WHOLE_LOCATION, REMOVE_WITHIN_FILTERS
 
 from .conftest import REPO
 from .scripted_jobs import ScriptedJobs
@@ -110,6 +112,8 @@ def _in_efs(lab, name: str) -> dict[str, bytes]:
 
 
 def test_a_sync_removes_what_s3_deleted_within_its_own_dataset_only(emulated):
+    """The stand-in's default reading of REMOVE with include filters (REMOVE_WITHIN_FILTERS: an inference, no
+    document says it); the other reading is emulated below."""
     with emulated(ScriptedJobs()) as lab:
         jpg, tfr = _upload(lab, "tiny-jpg", [300, 301, 302]), _upload(lab, "tiny-tfr", [5000, 5001])
         _sync(lab, "/tiny-jpg|/tiny-tfr")
@@ -122,6 +126,99 @@ def test_a_sync_removes_what_s3_deleted_within_its_own_dataset_only(emulated):
         assert _in_efs(lab, "tiny-jpg") == {k: v for k, v in jpg.items() if k != "part-1.bin"}
         # ... and "DataSync scans ... only files and folders that match the include filters": the other stays.
         assert _in_efs(lab, "tiny-tfr") == tfr
+
+
+READINGS = [REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION]
+
+
+def _in_s3(lab, name: str) -> dict[str, bytes]:
+    s3 = lab.client("s3")
+    listed = s3.list_objects_v2(Bucket=lab.bucket, Prefix=f"datasets/{name}/").get("Contents", [])
+    return {o["Key"].rsplit("/", 1)[-1]: s3.get_object(Bucket=lab.bucket, Key=o["Key"])["Body"].read() for o in listed}
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_under_either_reading_of_remove_a_sync_leaves_its_datasets_as_s3_holds_them(emulated, reading):
+    """Whether REMOVE deletes only within the include filters is not documented: under the other reading one
+    dataset's sync empties another's folder. Either way the datasets a sync names end as S3 holds them."""
+    with emulated(ScriptedJobs(), datasync_remove=reading) as lab:
+        a, b = _upload(lab, "tiny-a", [300, 301, 302]), _upload(lab, "tiny-b", [5000, 5001])
+        _sync(lab, "/tiny-a")
+        assert _in_efs(lab, "tiny-a") == a
+        _sync(lab, "/tiny-b")
+        assert _in_efs(lab, "tiny-b") == b
+        assert _in_efs(lab, "tiny-a") == (a if reading == REMOVE_WITHIN_FILTERS else {})
+        lab.client("s3").delete_object(Bucket=lab.bucket, Key="datasets/tiny-a/part-1.bin")
+        _sync(lab, "/tiny-a")   # copied again where the other reading deleted it; its deleted file gone either way
+        assert _in_efs(lab, "tiny-a") == _in_s3(lab, "tiny-a") == {k: v for k, v in a.items() if k != "part-1.bin"}
+        assert _in_efs(lab, "tiny-b") == (b if reading == REMOVE_WITHIN_FILTERS else {})
+
+
+class EfsReads:
+    """Training jobs that check, as each EFS job starts, that its dataset's folder in EFS holds exactly what S3
+    holds under the dataset's prefix (what the job would read), and again as it ends; ``during`` runs inside the
+    first job (while it reads), e.g. another execution."""
+
+    def __init__(self):
+        self.lab = None
+        self.jobs = ScriptedJobs()
+        self.reads: list[tuple[str, str, bool]] = []   # (job, dataset, EFS == S3)
+        self.during = None
+
+    def _check(self, request: dict, when: str) -> None:
+        path = request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["DirectoryPath"]
+        folder = self.lab.efs_root / path.strip("/")
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        held = {p.name: p.read_bytes() for p in folder.iterdir()} if folder.is_dir() else {}
+        self.reads.append((f"{request['TrainingJobName']} {when}", name, held == _in_s3(self.lab, name)))
+
+    def __call__(self, request: dict, update) -> dict:
+        self._check(request, "start")
+        during, self.during = self.during, None
+        if during:
+            during()
+        self._check(request, "end")
+        return self.jobs(request, update)
+
+
+def _efs_experiment(name: str, dataset: str) -> dict:
+    return {"name": name, "datasets": [{"name": dataset, "format": "jpg"}], "instance_type": "ml.m5.xlarge",
+            "compute": "v100", "modes": ["EFS"], "max_concurrency": 1}
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_every_efs_job_reads_what_s3_holds_under_either_reading_of_remove(emulated, reading):
+    """Each execution syncs the datasets its EFS jobs read before any of them starts, and names in its sync the
+    datasets other running executions' EFS jobs read (Plan: efs_datasets_in_use). So under the reading where REMOVE
+    deletes everything outside the filtered source, the cost is a copy again, never a job reading a folder another
+    execution's sync emptied: run 1 reads A while run 2 syncs B; run 3 syncs B alone (A goes, under that reading);
+    run 4 reads A again after a file of A was deleted from S3."""
+    reads = EfsReads()
+    with emulated(reads, datasync_remove=reading) as lab:
+        reads.lab = lab
+        a, b = _upload(lab, "tiny-a", [300, 301, 302]), _upload(lab, "tiny-b", [5000, 5001, 5002])
+        second = []
+        reads.during = lambda: second.append(lab.run(_efs_experiment("second", "tiny-b")))
+        first = lab.run(_efs_experiment("first", "tiny-a"))
+        assert first.status == "SUCCEEDED" and second[0].status == "SUCCEEDED", (first.cause, second[0].cause)
+        assert [r for r in reads.reads if not r[2]] == []   # the first's job read all of A before and after
+        # The second's sync named the first's dataset, which its EFS job was reading.
+        assert lab.read_json(f"results/{second[0].name}/plan.json")["efs_in_use"] == {first.name: ["tiny-a"]}
+        assert _in_efs(lab, "tiny-a") == a and _in_efs(lab, "tiny-b") == b
+
+        third = lab.run(_efs_experiment("third", "tiny-b"))   # nothing else runs: its sync names B only
+        assert third.status == "SUCCEEDED", third.cause
+        assert "efs_in_use" not in lab.read_json(f"results/{third.name}/plan.json")
+        assert _in_efs(lab, "tiny-a") == (a if reading == REMOVE_WITHIN_FILTERS else {})   # the cost: a copy again
+
+        lab.client("s3").delete_object(Bucket=lab.bucket, Key="datasets/tiny-a/part-0.bin")
+        fourth = lab.run(_efs_experiment("fourth", "tiny-a"))
+        assert fourth.status == "SUCCEEDED", fourth.cause
+        assert _in_efs(lab, "tiny-a") == {k: v for k, v in a.items() if k != "part-0.bin"}
+    assert [(job.split()[1], dataset) for job, dataset, _ in reads.reads] == [
+        ("start", "tiny-a"), ("start", "tiny-b"), ("end", "tiny-b"), ("end", "tiny-a"), ("start", "tiny-b"),
+        ("end", "tiny-b"), ("start", "tiny-a"), ("end", "tiny-a")]
+    assert [r for r in reads.reads if not r[2]] == []
 
 
 def test_the_stand_in_records_the_lifecycle_and_refuses_remove_with_transfer_all(emulated):
@@ -158,6 +255,7 @@ def test_dslab_efs_empty_deletes_one_dataset_then_all_and_doctor_reports_what_ef
         assert main(["efs", "empty", "--dataset", "tiny-jpg", "--yes", "--outputs", str(outputs), "--poll", "0.01"]) == 0
         said = capsys.readouterr().out
         assert "tiny-jpg: 3 files" in said and "SUCCESS" in said and "deleted tiny-jpg" in said
+        assert efs_aws.UNSCOPED_CAVEAT in said   # what --dataset deletes under the other reading, said before it runs
         assert not (lab.efs_root / "datasets" / "tiny-jpg").exists()
         assert _in_efs(lab, "tiny-tfr") == tfr                      # the other dataset, byte for byte
         assert lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix="datasets/tiny-jpg/")["KeyCount"] == 3
@@ -182,6 +280,52 @@ def test_efs_empty_waits_while_datasync_writes_into_efs(emulated, tmp_path, caps
                                                     Includes=[{"FilterType": "SIMPLE_PATTERN", "Value": "/tiny-jpg"}])
         assert main(["efs", "empty", "--yes", "--outputs", str(outputs), "--poll", "0.01"]) == 1
         assert "DataSync is writing into EFS now" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reading", READINGS)
+def test_efs_empty_waits_while_a_running_executions_efs_jobs_may_read_efs(emulated, tmp_path, capsys, reading):
+    """Emptying one dataset might empty them all (REMOVE's scope is not documented), so `dslab efs empty` waits for
+    every running execution with EFS jobs, not only those reading the dataset named; under either reading the job
+    reading EFS keeps its files, and once it has ended the dataset is emptied."""
+    import threading
+    release, reading_now = threading.Event(), threading.Event()
+    reads = EfsReads()
+
+    def hold():
+        reading_now.set()
+        assert release.wait(60)
+
+    with emulated(reads, datasync_remove=reading) as lab:
+        reads.lab, reads.during = lab, hold
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps(lab.outputs))
+        a, b = _upload(lab, "tiny-a", [300, 301]), _upload(lab, "tiny-b", [5000])
+        _sync(lab, "/tiny-b")
+        arn = lab.start(_efs_experiment("reader", "tiny-a"))
+        assert reading_now.wait(60)
+        capsys.readouterr()
+        for argv in (["--dataset", "tiny-b"], ["--dataset", "tiny-a"], []):
+            assert main(["efs", "empty", *argv, "--yes", "--outputs", str(outputs), "--poll", "0.01"]) == 1, argv
+            err = capsys.readouterr().err
+            name = arn.rsplit(":", 1)[-1]
+            assert "a running execution may read EFS now" in err and f"execution {name}'s EFS jobs read tiny-a" in err
+            assert ("if REMOVE is not limited to the include filter" in err) == (argv == ["--dataset", "tiny-b"])
+        release.set()
+        assert lab.wait(arn).status == "SUCCEEDED"
+        assert [r for r in reads.reads if not r[2]] == [] and _in_efs(lab, "tiny-a") == a
+        assert _in_efs(lab, "tiny-b") == (b if reading == REMOVE_WITHIN_FILTERS else {})   # the reader's own sync
+        assert main(["efs", "empty", "--dataset", "tiny-b", "--yes", "--outputs", str(outputs), "--poll", "0.01"]) == 0
+        assert _in_efs(lab, "tiny-b") == {} and _in_efs(lab, "tiny-a") == (a if reading == REMOVE_WITHIN_FILTERS else {})
+
+
+def test_efs_empty_prints_what_datasync_deleted_beside_the_datasets_own_count():
+    """DescribeTaskExecution FilesDeleted: "The number of files, objects, and directories that DataSync actually
+    deletes in your destination location" (the stand-in does not count it): on AWS it tells the readings apart."""
+    line = efs_aws.deleted_line({"Status": "SUCCESS", "FilesDeleted": 30710}, "caltech-jpg-1x", {"files": 30607, "bytes": 1})
+    assert line.startswith("DataSync deleted 30,710 files and folders; caltech-jpg-1x has 30,607 files")
+    assert "outside the include filter" in line
+    assert efs_aws.deleted_line({"Status": "SUCCESS", "FilesDeleted": 12}, None, None) == "DataSync deleted 12 files and folders"
+    assert efs_aws.deleted_line({"Status": "SUCCESS"}, "d", {"files": 3, "bytes": 1}) is None
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -55,6 +55,9 @@ PARLIAMENT_ALLOWED: dict[tuple[str, str, str, str], str] = {
         "(https://docs.aws.amazon.com/step-functions/latest/apireference/API_ListExecutions.html). Teardown "
         "lists the executions of the lab's state machine only (another execution still running keeps FSx), "
         "so its stateMachine ARN is the right and only resource; adding a mapRun ARN would only widen it."),
+    ("DataSourceLab", "WorkflowPlanFunctionRoleDefaultPolicy", "RESOURCE_MISMATCH", "states:ListExecutions"): (
+        "The same as Teardown's: Plan lists the running executions of the lab's state machine only (their EFS "
+        "jobs' datasets join its DataSync include filters, plan.efs_datasets_in_use); a mapRun ARN would only widen it."),
 }
 
 # S3 Express One Zone: parliament cannot match any directory-bucket ARN. Its is_arn_match() treats every

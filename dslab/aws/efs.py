@@ -6,7 +6,9 @@ EFS is mounted inside the VPC: no AWS API lists or deletes its files. What the o
   (https://docs.aws.amazon.com/efs/latest/ug/API_FileSystemSize.html), and its lifecycle policy;
 - empty it through the lab's DataSync emptying task (stacks/components/efs_staging.py), which mounts EFS in the
   lab's subnet: StartTaskExecution, with one dataset's include filter or none, then DescribeTaskExecution
-  until it ends. While the workflow's staging task runs, emptying waits: both write the same folders.
+  until it ends. While the workflow's staging task runs, emptying waits: both write the same folders. While a
+  running execution's EFS jobs may read EFS, it waits too: whether REMOVE deletes only within the include filter
+  is not documented (efs_staging.py), so emptying one dataset might empty them all, theirs included.
 """
 
 from __future__ import annotations
@@ -91,6 +93,52 @@ def running_staging(datasync, task_arns: list[str]) -> str | None:
         if described.get("Status") in TASK_BUSY:
             return described.get("CurrentTaskExecutionArn") or arn
     return None
+
+
+# Said beside `dslab efs empty --dataset`: what it deletes under the reading of REMOVE no document rules out.
+UNSCOPED_CAVEAT = ("DataSync's documentation does not say whether REMOVE deletes only within the include filter: if it "
+                   "does not, this empties every dataset in EFS (all stay in S3, and the workflow copies each again "
+                   "when an EFS job needs it)")
+
+
+def executions_reading_efs(s3, stepfunctions, bucket: str, state_machine: str) -> dict[str, list[str] | None]:
+    """The running executions of the workflow whose EFS jobs may read EFS now: their datasets, or None for one still
+    planning (it may plan EFS jobs). The workflow's own rule (plan.efs_datasets_in_use), without its wait."""
+    from ..workflow.plan import efs_datasets_in_use
+    planning: list[str] = []
+    found: dict[str, list[str] | None] = dict(efs_datasets_in_use({"s3": s3, "stepfunctions": stepfunctions}, bucket,
+                                                                  state_machine, "", wait_seconds=0,
+                                                                  still_planning=planning))
+    found.update({name: None for name in planning})
+    return found
+
+
+def reading_lines(readers: dict[str, list[str] | None], dataset: str | None) -> list[str]:
+    """Why emptying waits for these executions, one line each."""
+    out = []
+    for name, datasets in sorted(readers.items()):
+        if datasets is None:
+            out.append(f"  execution {name} is still planning (it may stage datasets in EFS and read them)")
+        elif dataset is None or dataset in datasets:
+            out.append(f"  execution {name}'s EFS jobs read {', '.join(datasets)}")
+        else:
+            out.append(f"  execution {name}'s EFS jobs read {', '.join(datasets)}, which emptying {dataset} would delete "
+                       "if REMOVE is not limited to the include filter (undocumented)")
+    return out
+
+
+def deleted_line(described: dict[str, Any], dataset: str | None, found: dict[str, int] | None) -> str | None:
+    """What DataSync says it deleted (DescribeTaskExecution FilesDeleted: "The number of files, objects, and
+    directories that DataSync actually deletes in your destination location"), beside the dataset's own count: more
+    than that dataset holds shows REMOVE deleting outside the include filter. None where the count is not given."""
+    deleted = described.get("FilesDeleted")
+    if not isinstance(deleted, int):
+        return None
+    line = f"DataSync deleted {deleted:,} files and folders"
+    if dataset and found:
+        line += (f"; {dataset} has {found['files']:,} files (and its folders): far more means REMOVE deleted outside "
+                 "the include filter, and the other datasets will be copied again from S3 when an EFS job needs them")
+    return line
 
 
 def start_empty(datasync, task_arn: str, dataset: str | None) -> str:

@@ -28,17 +28,18 @@ def cmd_efs_empty(args) -> int:
     dataset = _dataset_name(args.dataset)
     if not math.isfinite(args.poll) or not 0 < args.poll <= 3600:
         raise ConfigError("--poll", f"{args.poll:g} is not a number of seconds", "above 0 and at most 3600, e.g. --poll 10")
-    can_confirm(args, "deleting from EFS needs a confirmation (the datasets themselves stay in S3; an EFS job "
-                      "running now would lose its files)")
+    can_confirm(args, "deleting from EFS needs a confirmation (the datasets themselves stay in S3)")
     outputs = lab_outputs(args)
     fs_id, task_arn = efs.file_system_id(outputs), efs.empty_task_arn(outputs)
     region = region_of(args)
     prices = price_table(args.prices)
     efs_client, datasync = boto3.client("efs", region_name=region), boto3.client("datasync", region_name=region)
     print("\n".join(efs.usage_lines(efs.usage(efs_client, fs_id, prices))[:1]))
+    s3 = boto3.client("s3", region_name=region)
+    found = None
     if dataset:
         what = f"{dataset} (EFS {DATASETS_PREFIX}/{dataset}/)"
-        found = efs.dataset_in_s3(boto3.client("s3", region_name=region), outputs.get("BucketName", ""), dataset)
+        found = efs.dataset_in_s3(s3, outputs.get("BucketName", ""), dataset)
         if found:
             estimate = efs_core.dataset_estimate(found["files"], found["bytes"], lifecycle=False)
             print(f"  {dataset}: {found['files']:,} files, {found['bytes'] / 1e9:.2f} GB in S3 (its stats file), about "
@@ -53,6 +54,17 @@ def cmd_efs_empty(args) -> int:
         print(f"dslab: DataSync is writing into EFS now ({busy}): a workflow's staging or an earlier emptying; "
               "run this again when it has ended", file=sys.stderr)
         return 1
+    if outputs.get("StateMachineArn"):
+        readers = efs.executions_reading_efs(s3, boto3.client("stepfunctions", region_name=region),
+                                             outputs.get("BucketName", ""), outputs["StateMachineArn"])
+        if readers:
+            print("\n".join(["dslab: a running execution may read EFS now; run this again when it has ended:",
+                             *efs.reading_lines(readers, dataset)]), file=sys.stderr)
+            return 1
+    else:
+        print("  (no StateMachineArn output: whether an execution reads EFS now was not checked)")
+    if dataset:
+        print(f"  {efs.UNSCOPED_CAVEAT}")
     if not confirmed(args, f"delete {what}? the datasets stay in S3"):
         return 1
     execution = efs.start_empty(datasync, task_arn, dataset)
@@ -69,6 +81,9 @@ def cmd_efs_empty(args) -> int:
         print(f"dslab: the DataSync execution ended {final.get('Status')}: {detail}; its log group is the task's "
               "(CloudWatch Logs, /aws/datasync)", file=sys.stderr)
         return 1
+    deleted = efs.deleted_line(final, dataset, found)
+    if deleted:
+        print(f"  {deleted}")
     after = efs.usage(efs_client, fs_id, prices)
     print(f"deleted {what}; EFS now reports {after['size_in_bytes'].get('Value', 0) / 1e9:.2f} GB "
           f"(${after['usd_per_month']:.2f} per month; its metered size catches up within a couple of hours). "
@@ -84,8 +99,11 @@ def register(sub) -> None:
     esub = group.add_subparsers(dest="efs_command", required=True)
     p = add_command(esub, "empty", cmd_efs_empty, "Delete the datasets staged in EFS (all, or one dataset's folder) "
                     "through the lab's DataSync emptying task: EFS bills them by the GB-month while they sit there. "
-                    "The datasets stay in S3.", "dslab efs empty --dataset caltech-jpg-1x --yes")
-    p.add_argument("--dataset", help="only this dataset's folder (datasets/NAME/ in EFS)")
+                    "The datasets stay in S3. Waits while DataSync writes into EFS or a running execution's EFS jobs "
+                    "may read it.", "dslab efs empty --dataset caltech-jpg-1x --yes")
+    p.add_argument("--dataset", help="only this dataset's folder (datasets/NAME/ in EFS), by its include filter: "
+                   "whether DataSync's REMOVE keeps to it is not documented, and if not, every dataset is emptied "
+                   "(all stay in S3 and are copied again when needed)")
     p.add_argument("--yes", action="store_true", help="delete without asking")
     p.add_argument("--poll", type=float, default=10.0, help="seconds between looks at the DataSync execution (default 10)")
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")

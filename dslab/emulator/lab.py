@@ -38,6 +38,15 @@ PROCESS_ENV = {"AWS_S3_DISABLE_EXPRESS_SESSION_AUTH": "true"}
 # A new IAM role is not assumable by a service at once: the stand-in holds it back this long (stand-in
 # seconds; IAM "usually" takes seconds, and the lab's own wait is IAM_PROPAGATION_SECONDS of efs_staging.py).
 IAM_PROPAGATION_SECONDS = 10.0
+# What DataSync's PreserveDeletedFiles=REMOVE deletes when an execution has include filters. No DataSync document
+# says. The stand-in's default, REMOVE_WITHIN_FILTERS, is an inference from two quotes: "DataSync scans and
+# transfers only files and folders that match the include filters" (filtering.html) and, of REMOVE with
+# TransferMode ALL, "When you transfer all data, DataSync doesn't scan your destination location and doesn't know
+# what to delete" (API_Options.html): deletions follow the scan, which the filters limit. REMOVE_WHOLE_LOCATION
+# emulates the other reading: every destination file absent from the filtered source is deleted (EmulatedLab's
+# datasync_remove), so the lab can be checked under both.
+REMOVE_WITHIN_FILTERS = "within-include-filters"
+REMOVE_WHOLE_LOCATION = "whole-location"
 
 
 class TemplateError(RuntimeError):
@@ -147,10 +156,14 @@ class EmulatedLab:
                  fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
                  fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None,
                  via_cli: bool = False, cli_workdir: Path | None = None, say: Callable[[str], None] | None = None,
-                 deploy: bool = True, fsx_import_failures: int = 0):
+                 deploy: bool = True, fsx_import_failures: int = 0, datasync_remove: str = REMOVE_WITHIN_FILTERS):
         """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
         metadata import runs after the file system exists; ``fsx_delete_seconds`` /
-        ``fsx_delete_failure``: how DeleteStack of the FSx stack ends."""
+        ``fsx_delete_failure``: how DeleteStack of the FSx stack ends; ``datasync_remove``: which reading of
+        DataSync's REMOVE with include filters the stand-in emulates (REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION)."""
+        if datasync_remove not in (REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION):
+            raise ValueError(f"datasync_remove: {REMOVE_WITHIN_FILTERS} or {REMOVE_WHOLE_LOCATION}, not {datasync_remove!r}")
+        self.datasync_remove = datasync_remove
         if (via_cli or not deploy) and not server_port:
             raise ValueError("the CDK CLI needs the stand-in's server: give server_port")
         self.deploy_on_enter = deploy
@@ -477,12 +490,14 @@ class EmulatedLab:
             target.write_bytes(s3.get_object(Bucket=bucket, Key=obj["Key"])["Body"].read())
         if options.get("PreserveDeletedFiles") != "REMOVE":
             return
-        # "REMOVE: Delete destination files that aren't present in the source" (API_Options.html): among what
-        # this execution scans, so only within its include filters' folders.
+        # "REMOVE - Deletes destination files that aren't present in the source" (API_Options.html). Within the
+        # include filters' folders only (REMOVE_WITHIN_FILTERS, the default: an inference, see its comment), or
+        # everywhere in the location (REMOVE_WHOLE_LOCATION, the other reading).
+        within_filters = self.datasync_remove == REMOVE_WITHIN_FILTERS
         folders = {"/".join(path.split("/")[:i]) for path in source for i in range(2, path.count("/") + 1)}
         for item in sorted(target_root.rglob("*") if target_root.is_dir() else [], key=lambda p: len(p.parts), reverse=True):
             path = "/" + item.relative_to(target_root).as_posix()
-            if not included(path):
+            if within_filters and not included(path):
                 continue
             if item.is_dir() and path not in folders and not any(item.iterdir()):
                 item.rmdir()
@@ -552,4 +567,5 @@ class EmulatedLab:
         return [j["TrainingJobName"] for j in self.client("sagemaker").list_training_jobs(MaxResults=100)["TrainingJobSummaries"]]
 
 
-__all__ = ["EmulatedLab", "Execution", "load_template", "resolve", "TemplateError"]
+__all__ = ["EmulatedLab", "Execution", "load_template", "resolve", "TemplateError", "REMOVE_WITHIN_FILTERS",
+           "REMOVE_WHOLE_LOCATION"]

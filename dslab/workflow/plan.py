@@ -179,6 +179,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
         "lab": deployed_lab(clients, env_vars, fsx).to_dict(),
         "fsx_paths": fsx_paths,
+        "efs_prefixes": efs_prefixes,   # the datasets this execution's EFS jobs read (another's Plan reads it)
         "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}
                          for d in experiment.datasets if f"{FS_DATASETS_PATH}/{d.prefix}" in fsx_paths],
         "dataset_stats": stats,
@@ -194,6 +195,14 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     }
     clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
                              ContentType="application/json")
+    # The EFS sync also names the datasets other running executions' EFS jobs read (efs_datasets_in_use says why),
+    # looked for once this execution's own plan.json is stored, so two Plans at once find each other's.
+    in_use = efs_datasets_in_use(clients, bucket, str(event.get("state_machine") or ""), execution) if efs_prefixes else {}
+    if in_use:
+        plan_document["efs_in_use"] = in_use
+        clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
+                                 ContentType="application/json")
+    efs_include = sorted(set(efs_prefixes).union(*in_use.values())) if efs_prefixes else []
     # What flows on through the state machine: small and bounded (see dslab/core/limits.py).
     return {
         "plan": {
@@ -203,7 +212,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             "plan_key": f"{base}/plan.json",
             "job_count": len(items),
             "max_concurrency": decision.concurrency,
-            "efs_include": "|".join(f"/{p}" for p in efs_prefixes),
+            "efs_include": "|".join(f"/{p}" for p in efs_include),
             "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
             "express_datasets": len(express_prefixes),
             "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
@@ -242,6 +251,85 @@ def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
         return lab_from_settings(settings.get, source)
     except ConfigError:   # a type the lab does not build: priced as the default lab, and said so
         return as_deployed(int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200))
+
+
+PEER_PLAN_WAIT_SECONDS = 60   # at most, for a running execution that is still planning to store its plan.json
+PEER_PLAN_POLL_SECONDS = 2
+
+
+def efs_datasets_in_use(clients, bucket: str, state_machine: str, own_execution: str,
+                        wait_seconds: float = PEER_PLAN_WAIT_SECONDS,
+                        still_planning: list[str] | None = None) -> dict[str, list[str]]:
+    """Per other RUNNING execution of the workflow whose EFS jobs may still run, the datasets (prefixes under
+    datasets/) they read: what this execution's EFS sync must name as well.
+
+    The sync runs PreserveDeletedFiles=REMOVE with one include filter per dataset. Whether REMOVE deletes only
+    within the include filters is not written anywhere: the filtering guide says "DataSync scans and transfers
+    only files and folders that match the include filters", and API_Options that with TransferMode ALL "DataSync
+    doesn't scan your destination location and doesn't know what to delete", so deletions follow the scan, which
+    the filters limit; that is an inference. Were REMOVE to delete every destination file absent from the filtered
+    source, a sync naming only this execution's datasets would delete the ones another execution's EFS jobs are
+    reading. Naming them too costs a scan (TransferMode CHANGED copies nothing already there) under either reading.
+
+    An execution has EFS jobs that may run while it is RUNNING, its plan.json lists them (efs_prefixes; before
+    that field, its EFS jobs with requests) and its results.json (Collect's, once every job ended) is absent.
+    One still planning (no plan.json yet) is waited for, up to ``wait_seconds``: this Plan stores its own
+    plan.json first, so two Plans at once each find the other's. ListExecutions "is eventually consistent" (as
+    teardown_blocker notes): an execution started in the same seconds as this one can be missed; if its sync then
+    ran before this one's, only the second reading would make this sync delete its datasets, which its jobs
+    would then not find. ``still_planning`` collects the running executions left out because they had stored no
+    plan.json within the wait (`dslab efs empty` does not wait, and refuses while one plans)."""
+    if not state_machine:
+        return {}
+    import time
+
+    s3 = clients["s3"]
+
+    def running() -> set[str]:
+        pages = clients["stepfunctions"].get_paginator("list_executions").paginate(stateMachineArn=state_machine,
+                                                                                   statusFilter="RUNNING")
+        return {e["name"] for page in pages for e in page.get("executions", [])} - {own_execution}
+
+    found: dict[str, list[str]] = {}
+    deadline = time.monotonic() + wait_seconds * time_scale()
+    for name in sorted(running()):
+        document = None
+        while document is None:
+            try:
+                document = json.loads(s3.get_object(Bucket=bucket, Key=f"{RESULTS_PREFIX}/{name}/plan.json")["Body"].read())
+            except s3.exceptions.ClientError as err:
+                if not is_missing(err):
+                    raise
+                # Still planning; past the wait (or no longer running: refused by its Plan) it is left out.
+                if time.monotonic() >= deadline or name not in running():
+                    break
+                time.sleep(PEER_PLAN_POLL_SECONDS * time_scale())
+        if not isinstance(document, dict):
+            if still_planning is not None and document is None:
+                still_planning.append(name)
+            continue
+        try:
+            s3.head_object(Bucket=bucket, Key=f"{RESULTS_PREFIX}/{name}/results.json")
+            continue   # Collect ran: its jobs have all ended
+        except s3.exceptions.ClientError as err:
+            if not is_missing(err):
+                raise
+        prefixes = _efs_prefixes_of(document)
+        if prefixes:
+            found[name] = prefixes
+    return found
+
+
+def _efs_prefixes_of(plan_document: dict[str, Any]) -> list[str]:
+    """The datasets an execution's EFS jobs read, from its plan.json."""
+    if isinstance(plan_document.get("efs_prefixes"), list):
+        return sorted(str(p) for p in plan_document["efs_prefixes"])
+    names = {j.get("dataset") for j in plan_document.get("jobs") or [] if j.get("mode") == "EFS" and not j.get("skip_reason")}
+    try:
+        experiment = parse_experiment(_kept_jobs(plan_document.get("experiment") or {})[0], source="experiment")
+    except (ConfigError, ExperimentInvalid):
+        return []
+    return sorted({d.prefix for d in experiment.datasets if d.name in names})
 
 
 def _kept_jobs(document: Any) -> tuple[Any, frozenset[str]]:

@@ -14,18 +14,25 @@ Three things a first real deploy depends on:
   ClientRootAccess (it writes as root to keep ownership), and TLS in transit
   (https://docs.aws.amazon.com/datasync/latest/userguide/create-efs-location.html).
 
-What EFS holds follows S3: the task deletes what is gone from S3 ("REMOVE: Delete destination files that
+What EFS holds follows S3: the task deletes what is gone from S3 ("REMOVE - Deletes destination files that
 aren't present in the source", with TransferMode CHANGED: "If you set this parameter to REMOVE, you can't set
 TransferMode to ALL. When you transfer all data, DataSync doesn't scan your destination location and doesn't
 know what to delete", https://docs.aws.amazon.com/datasync/latest/userguide/API_Options.html). The workflow
 starts it with one include filter per dataset the EFS jobs read, and "DataSync scans and transfers only files
-and folders that match the include filters" (https://docs.aws.amazon.com/datasync/latest/userguide/filtering.html):
-what it deletes is within those datasets' folders, never another dataset's.
+and folders that match the include filters" (https://docs.aws.amazon.com/datasync/latest/userguide/filtering.html).
+No document says whether REMOVE deletes only within the include filters. The two quotes suggest it does
+(deletions come from the scan, and the filters limit the scan), but that is an inference, not a statement. The
+lab is correct under either reading: an execution's sync names every dataset its EFS jobs read, before any of
+them starts, and the datasets other running executions' EFS jobs read (dslab/workflow/plan.py
+efs_datasets_in_use). Were REMOVE to delete every destination file absent from the filtered source, a dataset
+no running execution reads is deleted and copied again when a run needs it: a cost, never a wrong read. The
+stand-in emulates both readings (dslab/emulator/lab.py, REMOVE_WITHIN_FILTERS and REMOVE_WHOLE_LOCATION).
 
 A second task empties EFS (`dslab efs empty`): EFS is mounted in the VPC, so no AWS API deletes its files from
 the operator's machine, but DataSync already mounts it here. The task copies from an S3 folder that never
 holds an object into the same EFS location with REMOVE, so every file it scans is deleted: all of them, or,
-started with one dataset's include filter, only that dataset's folder.
+started with one dataset's include filter, that dataset's folder; under the other reading, all of them again
+(`dslab efs empty --dataset` says so, and waits while a running execution's EFS jobs may read EFS).
 """
 
 from __future__ import annotations

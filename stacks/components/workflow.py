@@ -124,6 +124,11 @@ class BenchmarkWorkflow(Construct):
                                        conditions={"StringLike": {"s3:prefix": [f"{prefix}/*"]}})
 
         self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject"], resources=[results_objects]))
+        # The EFS sync names the datasets other running executions' EFS jobs read too (plan.efs_datasets_in_use):
+        # which executions run, and their plan.json and results.json.
+        self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["states:ListExecutions"], resources=[self.state_machine_arn]))
+        self.plan_fn.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[results_objects]))
+        self.plan_fn.add_to_role_policy(list_prefix(RESULTS_PREFIX))
         self.plan_fn.add_to_role_policy(iam.PolicyStatement(
             actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{DATASETS_PREFIX}/*{STATS_SUFFIX}")]))
         self.plan_fn.add_to_role_policy(list_prefix(DATASETS_PREFIX))
@@ -221,7 +226,8 @@ class BenchmarkWorkflow(Construct):
         # is caught too, so no Plan problem ends the execution with a stack trace as its cause.
         refused = sfn.Fail(self, "PlanRefused", error_path="$.plan.error", cause_path="$.plan.failed")
         plan = self._invoke(
-            "Plan", self.plan_fn, {"experiment.$": "$", "execution.$": "$$.Execution.Name"},
+            "Plan", self.plan_fn,
+            {"experiment.$": "$", "execution.$": "$$.Execution.Name", "state_machine.$": "$$.StateMachine.Id"},
             "Validate the experiment, check quotas and write one CreateTrainingJob request per job",
             result_selector={"plan.$": "$.Payload.plan", "lanes.$": "$.Payload.lanes"}, result_path="$")
         unfinished = sfn.Pass(self, "PlanDidNotFinish", parameters={
