@@ -416,3 +416,14 @@ def test_output_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path):
     result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, cwd=REPO,
                             timeout=120)
     assert result.returncode == 0 and "Traceback" not in result.stderr and "BrokenPipe" not in result.stderr, result.stderr
+
+
+def test_a_prices_file_that_cannot_be_read_is_named_as_prices_and_small_datasets_are_said_in_mb(capsys, tmp_path):
+    """A missing --prices file was reported as '--experiment: cannot read ...'; the flowchart said a 40 MB set was
+    '0.0 GB'."""
+    missing = tmp_path / "nowhere.yaml"
+    for argv in (["recommend", "--files", "10", "--bytes", "1GB", "--prices", missing],
+                 ["recommend", "--experiment", REPO / "experiments" / "local.yaml", "--prices", missing]):
+        assert run(capsys, *argv).one_line_error("--prices: cannot read", str(missing))
+    said = run(capsys, "recommend", "--files", "1000", "--bytes", "39.9MB")
+    assert said.code == 0 and "small dataset (39.9 MB < 75 GB)" in said.out and "0.0 GB" not in said.out

@@ -112,7 +112,7 @@ def price_table(path: str | None):
     if not path:
         return PriceTable()
     from ..inputs.experiment_file import read_document
-    return PriceTable.with_overrides(read_document(Path(path)), source=path)
+    return PriceTable.with_overrides(read_document(Path(path), "--prices"), source=path)
 
 
 def region_of(args) -> str:

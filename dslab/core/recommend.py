@@ -75,7 +75,8 @@ def flowchart(shape: DatasetShape, *, random_access: bool = False, data_in_efs: 
     if random_access:
         return ["random reads -> a file system built for them: FSx for Lustre"], FSX
     if shape.bytes < SMALL_DATASET_BYTES:
-        steps = [f"small dataset ({size_gb:.1f} GB < {SMALL_DATASET_BYTES / 1e9:.0f} GB) -> File mode"]
+        size = f"{size_gb:.1f} GB" if shape.bytes >= 1e8 else f"{shape.bytes / 1e6:.1f} MB"   # 40 MB, not "0.0 GB"
+        steps = [f"small dataset ({size} < {SMALL_DATASET_BYTES / 1e9:.0f} GB) -> File mode"]
         if shape.mean_file_bytes < LARGE_FILE_BYTES:
             steps.append(f"small files (mean {mean_mb * 1000:.0f} KB < 50 MB) -> serialize them into shards")
         return steps, FILE

@@ -31,11 +31,12 @@ def _mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
-def read_document(path: Path) -> Any:
+def read_document(path: Path, field: str = "--experiment") -> Any:
+    """A YAML (or JSON) file read strictly (a key twice is refused); ``field``: the option that named it."""
     try:
         text = path.read_text()
     except OSError as err:
-        raise ConfigError("--experiment", f"cannot read {path}: {err.strerror}") from None
+        raise ConfigError(field, f"cannot read {path}: {err.strerror}") from None
     try:
         document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except ConfigError as err:
@@ -43,7 +44,7 @@ def read_document(path: Path) -> Any:
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError("--experiment", f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+        raise ConfigError(field, f"{path} is not valid YAML{where}: {getattr(err, 'problem', err)}") from None
     return document   # None: the file is empty or holds only comments
 
 
