@@ -159,3 +159,47 @@ def test_the_example_scripts_write_the_model_on_the_first_host_only(tmp_path, en
     assert outcome.warnings == [], outcome.warnings     # no name written by both hosts
     with tarfile.open(storage.s3_root / "bkt" / "output" / "own-1" / "output" / "model.tar.gz") as tar:
         assert [m.name.lstrip("./") for m in tar.getmembers() if m.isfile()] == ["model.json"]
+
+
+def _upload_objects(lab, name: str, count: int, stats: bool = True) -> None:
+    s3 = lab.client("s3")
+    for i in range(count):
+        s3.put_object(Bucket=lab.bucket, Key=f"datasets/{name}/shard-{i}.tfrecord", Body=b"x" * (100 + i))
+    if stats:   # as `dslab dataset upload` writes it
+        s3.put_object(Bucket=lab.bucket, Key=f"datasets/{name}.stats.json",
+                      Body=json.dumps({"files": count, "bytes": 100 * count}).encode())
+
+
+def test_dslab_run_counts_each_datasets_objects_from_its_stats_file_before_starting_the_execution(emulated, tmp_path, capsys):
+    """With credentials `dslab run` reads the stats file the workflow's Plan reads (plan.dataset_stats), so an
+    experiment without its own `files` figures is refused before StartExecution, not by Plan after the execution
+    started; a dataset without a stats file is said and left to Plan. A sharded sweep then runs and each record
+    keeps its channel's S3DataDistributionType."""
+    from .scripted_jobs import ScriptedJobs
+    with emulated(ScriptedJobs()) as lab:
+        _upload_objects(lab, "few-tfr", 3)
+        _upload_objects(lab, "no-stats", 3, stats=False)
+        outputs = tmp_path / "cdk-outputs.json"
+        outputs.write_text(json.dumps({"DataSourceLab": {"StateMachineArn": lab.state_machine_arn, "BucketName": lab.bucket}}))
+        sfn = lab.client("stepfunctions")
+        wide = {"name": "wide", "datasets": [{"name": "few-tfr", "format": "tfrecord"}], "instance_type": "ml.m5.xlarge",
+                "compute": "v100", "instance_count": [2, 4], "modes": ["FastFile"]}
+        capsys.readouterr()
+        assert main(["run", "--experiment", write(tmp_path, wide), "--outputs", str(outputs)]) == 2
+        assert_refusal(capsys.readouterr().err)
+        assert sfn.list_executions(stateMachineArn=lab.state_machine_arn)["executions"] == []   # none started
+
+        unknown = {**wide, "name": "unknown", "datasets": [{"name": "no-stats", "format": "tfrecord"}]}
+        assert main(["run", "--experiment", write(tmp_path, unknown), "--outputs", str(outputs)]) == 0
+        said = capsys.readouterr()
+        assert "dataset 'no-stats'" in said.err and "has no stats file" in said.err
+        assert "checked against its objects in the workflow's Plan" in said.err
+        execution = said.out.split("started ", 1)[1].split()[0]
+        assert lab.wait(execution).status == "FAILED"   # Plan refuses a dataset without its stats file
+
+        sweep = {**wide, "name": "sweep", "instance_count": [1, 2]}
+        assert main(["run", "--experiment", write(tmp_path, sweep), "--outputs", str(outputs), "--wait", "--poll", "0.2",
+                     "--plain"]) == 0
+        execution = capsys.readouterr().out.split("started ", 1)[1].split()[0]
+        records = lab.read_json(f"results/{execution.rsplit(':', 1)[-1]}/results.json")["records"]
+    assert sorted((r["instance_count"], r["distribution"]) for r in records) == [(1, "FullyReplicated"), (2, "ShardedByS3Key")]

@@ -110,6 +110,7 @@ def cmd_run(args) -> int:
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError
     try:
+        check_hosts_against_stats_files(experiment, bucket, region_of(args))   # with credentials, before StartExecution
         if any(t.script is not None and t.script.source_dir for t in experiment.trials):
             if not bucket:
                 raise ConfigError("stack", "the DataSourceLab stack has no BucketName output to upload the script to: "
@@ -130,6 +131,34 @@ def cmd_run(args) -> int:
         return watch(execution, region_of(args), bucket, poll=args.poll, plain=args.plain)
     print(f"follow it with: dslab status {execution}")
     return 0
+
+
+def check_hosts_against_stats_files(experiment, bucket: str | None, region: str) -> None:
+    """instance_count against each dataset's objects as its stats file counts them (`dslab dataset upload` or `stats
+    --write` writes it), read as the workflow's Plan reads it (dslab/workflow/plan.py dataset_stats): S3DataSource
+    "Don't choose more ML compute instances for training than available S3 objects". Refused here, before
+    StartExecution, rather than by Plan after the execution started. Only datasets of multi-instance trials are read; a
+    dataset whose stats file cannot be read is said, and left to Plan, which reads it again."""
+    from ..core.requests import check_every_host_gets_data
+    clustered = {d.name: d for t in experiment.trials if t.instance_count > 1 for d in t.datasets if d.source == "s3"}
+    if not clustered or not bucket:
+        return
+    import boto3
+    from botocore.exceptions import ClientError
+
+    from ..workflow.plan import ExperimentInvalid, dataset_stats
+    s3 = boto3.client("s3", region_name=region)
+    objects: dict[str, int] = {}
+    for name, dataset in sorted(clustered.items()):
+        try:
+            objects[name] = dataset_stats(s3, bucket, dataset.prefix)["files"]
+        except ExperimentInvalid as err:   # no stats file, an empty prefix (an Express-only dataset), not JSON
+            print(f"dslab: dataset '{name}': {err}. Its instance_count is checked against its objects in the "
+                  "workflow's Plan", file=sys.stderr)
+        except ClientError as err:
+            print(f"dslab: dataset '{name}': its stats file was not read ({err.response['Error']['Code']}); its "
+                  "instance_count is checked against its objects in the workflow's Plan", file=sys.stderr)
+    check_every_host_gets_data(experiment, objects)
 
 
 def describe_progress(execution_arn: str, region: str, bucket: str | None = None,
