@@ -67,7 +67,7 @@ def test_doctor_command_exit_codes_and_json(aws, capsys):
 def test_doctor_reads_the_experiment_instance_types(aws, tmp_path, capsys):
     ec2, _ = aws
     experiment = tmp_path / "e.yaml"
-    experiment.write_text("name: zcheck\ninstance_type: ml.g5.xlarge\ntrials:\n  - name: small\n  - name: big\n    instance_type: ml.p5.48xlarge\n")
+    experiment.write_text("name: zcheck\ninstance_type: ml.g5.xlarge\ncompute: v100\ntrials:\n  - name: small\n  - name: big\n    instance_type: ml.p5.48xlarge\n")
     zone = sorted(set(offered_in(ec2, "g5.xlarge")) & set(offered_in(ec2, "p5.48xlarge")))[0]
     assert main(["doctor", "--az-id", zone, "--experiment", str(experiment), "--json"]) == 0
     assert set(json.loads(capsys.readouterr().out)["training_offered_in"]) == {"ml.g5.xlarge", "ml.p5.48xlarge"}
@@ -170,7 +170,7 @@ def test_doctor_reads_express_trials_from_the_experiment(aws, capsys, tmp_path):
     without = [z for z in g5 if z not in ("use1-az4", "use1-az5", "use1-az6")]
     assert without
     experiment = tmp_path / "express.yaml"
-    experiment.write_text("name: x\ndatasets: [caltech-jpg-1x]\ninstance_type: ml.g5.xlarge\n"
+    experiment.write_text("name: x\ndatasets: [caltech-jpg-1x]\ninstance_type: ml.g5.xlarge\ncompute: v100\n"
                           "trials:\n  - {name: base, modes: [File]}\n  - {name: express, storage: express, modes: [FastFile]}\n")
     assert main(["doctor", "--az-id", without[0], "--experiment", str(experiment), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)

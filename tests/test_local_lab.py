@@ -223,8 +223,9 @@ datasets: [{name: resume-tfr, format: tfrecord, generate: {images: 96, classes: 
 modes: [File, Pipe, EFS, FastFile]
 """)
     out = tmp_path / "out"
+    # No --plain: its output is a pipe, not a terminal, so it prints a line per change by itself ("(2/4 done").
     proc = subprocess.Popen([sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment), "--out", str(out),
-                             "--cache", str(cache), "--plain"],
+                             "--cache", str(cache)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     seen = []
     deadline = time.monotonic() + 300
@@ -315,4 +316,9 @@ modes: [File, FastFile]
     assert len(drawn_running) >= 2, typed[-3000:]     # frames drawn while jobs were in progress, not only the last
     assert not re.search(r"(?m)^  \[ *\d", text)    # a table, not the lines for output that is not a terminal
     assert os.waitstatus_to_exitcode(status) == 130, text[-3000:]
+    # Ctrl-C keeps what finished as SIGTERM does: results.json and a report, marked partial (none had finished).
+    partial = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert partial["partial"] == {"done": 0, "total": 2, "reason": "interrupted"} and partial["records"] == []
+    assert "**Partial: interrupted at 0/2 jobs." in (tmp_path / "out" / "report.md").read_text()
+    assert "interrupted at 0/2 jobs" in text
     assert_clean(cache)
