@@ -53,13 +53,16 @@ lint: synth
 CDK_CONTEXT = $(foreach setting,$(CONTEXT),-c $(setting))
 FSX_CHOICE = case "$(FSX)" in up|keep|down) ;; *) echo 'make $@: say what FSx should be: FSX=up (create or keep it; $$0.23/h for 1,200 GiB), FSX=keep (as it is now) or FSX=down (remove it)' >&2; exit 2;; esac
 DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep) $(CDK_CONTEXT)
+# FSX=down: the deploy just synthesized the lab (with these settings) into cdk.out, FSx stack included; destroying
+# that stack from it spares a second synthesis (~10-15 s).
+FSX_DOWN_AFTER = $(if $(filter down,$(FSX)),$(CDK) destroy --app cdk.out DataSourceLab-Fsx --exclusively --force)
 # Moving the lab to another zone (azId) replaces its subnet: FSx, if up in the old zone, goes down first
 # (`dslab fsx follow-zone`; FSX=up brings it back in the new zone).
 deploy: setup
 	@$(FSX_CHOICE)
 	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) --outputs-file cdk-outputs.json
-	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force $(CDK_CONTEXT))
+	$(FSX_DOWN_AFTER)
 
 # Asks before deleting (the CDK CLI's prompt); FORCE=yes skips it where no terminal is attached (scripts).
 destroy: setup
@@ -72,7 +75,7 @@ deploy-again: setup
 	@$(FSX_CHOICE)
 	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) -c adoptBucket=true --outputs-file cdk-outputs.json
-	$(if $(filter down,$(FSX)),$(CDK) destroy DataSourceLab-Fsx --exclusively --force -c adoptBucket=true $(CDK_CONTEXT))
+	$(FSX_DOWN_AFTER)
 
 # With your credentials: does the configured zone (azId) offer the experiment's instance types and FSx?
 doctor: setup

@@ -166,18 +166,23 @@ class CliDeployer:
     def environment(self) -> dict[str, str]:
         return stand_in_environment(self.endpoint, self.region, cdk_home=self.cdk_home)
 
-    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    def run(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
         if not CDK.exists():
             raise DeployError("the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
         # No notices: fetching them is a request to the internet (cli.cdk.dev-tools.aws.dev) on every call.
-        result = subprocess.run([str(CDK), *args, "--no-notices"], cwd=self.workdir, env=self.environment(),
+        result = subprocess.run([str(CDK), *args, "--no-notices"], cwd=cwd or self.workdir, env=self.environment(),
                                 capture_output=True, text=True)
         if check and result.returncode != 0:
             raise DeployError(f"cdk {' '.join(args)} failed:\n{_tail(result.stdout + result.stderr)}")
         return result
 
     def bootstrap(self, account: str = "123456789012") -> None:
-        self.run("bootstrap", f"aws://{account}/{self.region}")
+        # From a folder with no cdk.json, as `cdk bootstrap aws://ACCOUNT/REGION` is run outside a project: inside
+        # one the CLI first synthesizes the app (twice, with its context lookup: ~35 s of the local lab's start)
+        # only to bootstrap the environment it was given anyway. The lab keeps the default qualifier.
+        outside = self.workdir / "bootstrap"
+        outside.mkdir(exist_ok=True)
+        self.run("bootstrap", f"aws://{account}/{self.region}", cwd=outside)
 
     def seed_zone_lookup(self, account: str = "123456789012") -> None:
         """Write the one lookup the app needs (the region's zones) into the CLI's cdk.context.json, as the
