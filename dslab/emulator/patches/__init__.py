@@ -72,6 +72,34 @@ def reset_hooks() -> None:
     workflow_common.CLIENT_CACHE.clear()
 
 
+def _patch_mock_start() -> None:
+    """moto's in-process mock (``mock_aws``) builds ~1,300 ``responses`` callbacks, one per service URL pattern and
+    HTTP method, each time it starts: about a second of every stand-in's start, and the same callbacks every time.
+    They are built once here and registered again on each start; what they answer is unchanged (botocore's own
+    calls never go through them: moto's botocore stubber answers those)."""
+    import re
+
+    from moto.core import models
+    built: list = []
+
+    def _enable_patching(self, reset: bool = True) -> None:
+        models.botocore_stubber.enabled = True
+        if reset:
+            self.reset()
+        models.responses_mock.start()
+        if not built:
+            for method in models.RESPONSES_METHODS:
+                for _, pattern in models.backend_index.backend_url_patterns:
+                    built.append(models.CallbackResponse(method=method, url=pattern,
+                                                         callback=models.botocore_stubber.process_prepared_request))
+                built.append(models.CallbackResponse(method=method, url=re.compile(r"https?://.+\.amazonaws.com/.*"),
+                                                     callback=models.not_implemented_callback))
+        for response in built:
+            models.responses_mock.add(response)
+
+    models.MockAWS._enable_patching = _enable_patching
+
+
 def install() -> None:
     """Every patch, once per process (each does nothing until an emulator sets HOOKS)."""
     global _INSTALLED
@@ -94,4 +122,5 @@ def install() -> None:
         s3.patch_s3_faults()
         stepfunctions.patch_json_path_cache()
         stepfunctions.patch_stop_execution()
+        _patch_mock_start()
         _INSTALLED = True
