@@ -437,6 +437,18 @@ def _full_history(lab, execution_arn: str) -> list[dict]:
             return events
 
 
+def _settled_history(lab, execution_arn: str, quiet_seconds: float = 1.0, timeout: float = 60.0) -> list[dict]:
+    """The whole history once no event has been added for ``quiet_seconds``."""
+    deadline, events = time.monotonic() + timeout, _full_history(lab, execution_arn)
+    while time.monotonic() < deadline:
+        time.sleep(quiet_seconds)
+        again = _full_history(lab, execution_arn)
+        if len(again) == len(events):
+            return again
+        events = again
+    raise AssertionError(f"the history of {execution_arn} still grows after {timeout:.0f} s")
+
+
 def _events_per_state(events: list[dict]) -> dict[str, int]:
     """Every history event counted against the state it belongs to (following previousEventId back to the
     state's StateEntered event; the execution's own events go to "")."""
@@ -491,8 +503,10 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
         assert [r["status"] for r in records if r.get("storage") == "express"] == ["Skipped"]   # the lock never freed
         assert results["teardown"]["status"] == "TIMED_OUT"
         assert execution.max_state_bytes < limits.MAX_STATE_BYTES
-        events = _full_history(lab, execution.arn)
-        assert len(events) == execution.history_events
+        events = _settled_history(lab, execution.arn)
+        # The stand-in counts every event it adds: the count is the history. (The execution's own snapshot, taken
+        # when it ended, may precede the last events of iterations still being aborted on a loaded machine.)
+        assert len(events) == max(patches.HOOKS.history_events.values()) >= execution.history_events
         per_state = _events_per_state(events)
         entered: dict[str, int] = {}
         for event in events:
@@ -519,13 +533,13 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
             assert loops[loop] <= rounds[loop] * events_per_round + 4, (loop, loops[loop], rounds[loop])
         # The Express branch ended at its lock cap; a run could instead spend its copying invocations
         # too: they are counted on top.
-        worst = execution.history_events + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
+        worst = len(events) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
         assert worst < limits.MAX_HISTORY_EVENTS
         # And with every job at its worst too (each retried to exhaustion: measured in the test above),
         # the loops as measured here still leave MAX_JOBS room: the bound limits.py derives.
         assert (sum(loops.values()) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
                 + limits.HISTORY_EVENTS_BASE + limits.MAX_JOBS * limits.HISTORY_EVENTS_PER_JOB_WORST) <= limits.MAX_HISTORY_EVENTS
-        print(f"\nworst execution: {execution.history_events:,} history events ({worst:,} with every Express invocation); "
+        print(f"\nworst execution: {len(events):,} history events ({worst:,} with every Express invocation); "
               f"events per round {({k: round(v, 1) for k, v in per_round.items()})}; loops {loops}")
 
 
