@@ -55,9 +55,13 @@ def cmd_local(args) -> int:
         print(line.removeprefix("- ").replace("**", "").replace("`", ""))
     t = run.timings
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])
-    print(f"wall time {t.get('total', 0):.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
-          f"jobs {t.get('jobs', 0):.1f} s (of which Training phases {training:.1f} s), reporting {t.get('reporting', 0):.1f} s; "
-          f"lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time" if t.get("total") else "")
+    if t.get("total"):
+        # Jobs run side by side (max_concurrency): their Training phases can add up to more than the jobs' wall time.
+        share = (f"Training phases {training:.1f} s" if training <= t.get("jobs", 0) else
+                 f"Training phases {training:.1f} s in all, side by side")
+        print(f"wall time {t['total']:.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
+              f"jobs {t.get('jobs', 0):.1f} s ({share}), reporting {t.get('reporting', 0):.1f} s"
+              + (f"; lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time" if training <= t.get("jobs", 0) else ""))
     from ..report import Answers, aggregate, answer_lines
     print()
     print("the answer (as report.md's ## Answer; local seconds are this machine's, not AWS's):")
