@@ -342,9 +342,20 @@ def test_express_bucket_is_emptied_before_it_is_deleted(lab):
     assert any(d.startswith(role) for d in emptier["DependsOn"])
 
 
-def test_express_off_leaves_bucket_endpoint_grants_and_outputs_out(tmp_path):
+# One synthesis for the settings tested one by one below (each test looks only at what its setting changes):
+# a synthesis costs ~10 s of two cores, four of them a quarter of this module's time.
+SETTINGS = dict(express=False, fsxCapacity=4800, fsxLink="import-path", fsx="up", fsxIdleHours=0,
+                efsThroughput="provisioned", efsProvisionedMibps=256, efsMountAuth="iam")
+
+
+@pytest.fixture(scope="module")
+def with_settings(tmp_path_factory):
     from .conftest import SynthesizedLab
-    off = SynthesizedLab(tmp_path, express=False)
+    return SynthesizedLab(tmp_path_factory.mktemp("cdk.out-settings"), **SETTINGS)
+
+
+def test_express_off_leaves_bucket_endpoint_grants_and_outputs_out(with_settings):
+    off = with_settings
     assert off.stacks["DataSourceLab-Core"].express is None
     for name in ("DataSourceLab-Core", "DataSourceLab-Fsx", "DataSourceLab"):
         text = json.dumps(off.raw(name))
@@ -398,9 +409,8 @@ def test_fsx_scratch2_lustre_215_linked_to_datasets(lab):
     assert link["Properties"]["BatchImportMetaDataOnCreate"] is True
 
 
-def test_fsx_capacity_is_configurable(tmp_path):
-    from .conftest import SynthesizedLab
-    big = SynthesizedLab(tmp_path, fsxCapacity=4800, fsxLink="import-path")
+def test_fsx_capacity_is_configurable(with_settings):
+    big = with_settings   # fsxCapacity=4800, fsxLink=import-path
     (fs,) = resources(big.fsx, "AWS::FSx::FileSystem").values()
     assert fs["Properties"]["StorageCapacity"] == 4800
     # The legacy link is one switch: ImportPath on the bucket root, so /datasets stays the same path.
@@ -444,9 +454,8 @@ def test_idle_guard_rule_deletes_fsx_after_the_configured_hours(lab):
     assert outputs["FsxIdleHours"]["Value"] == "8"
 
 
-def test_fsx_up_deploys_fsx_with_the_workflow_and_the_guard_can_be_off(tmp_path):
-    from .conftest import SynthesizedLab
-    up = SynthesizedLab(tmp_path, fsx="up", fsxIdleHours=0)
+def test_fsx_up_deploys_fsx_with_the_workflow_and_the_guard_can_be_off(with_settings):
+    up = with_settings   # fsx=up, fsxIdleHours=0
     manifest = json.loads((up.outdir / "manifest.json").read_text())
     assert "DataSourceLab-Fsx" in manifest["artifacts"]["DataSourceLab"]["dependencies"]
     assert not resources(up.workflow, "AWS::Events::Rule")
@@ -473,9 +482,8 @@ def test_efs_mountable_by_training_jobs(lab):
         assert "ClientMount" in actions
 
 
-def test_efs_provisioned_throughput_and_iam_mounts_by_context(tmp_path):
-    from .conftest import SynthesizedLab
-    provisioned = SynthesizedLab(tmp_path, efsThroughput="provisioned", efsProvisionedMibps=256, efsMountAuth="iam")
+def test_efs_provisioned_throughput_and_iam_mounts_by_context(with_settings):
+    provisioned = with_settings   # efsThroughput=provisioned, efsProvisionedMibps=256, efsMountAuth=iam
     provisioned.core.has_resource_properties("AWS::EFS::FileSystem", {
         "ThroughputMode": "provisioned", "ProvisionedThroughputInMibps": 256, "PerformanceMode": "maxIO"})
     (fs,) = resources(provisioned.core, "AWS::EFS::FileSystem").values()
