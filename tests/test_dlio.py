@@ -675,10 +675,15 @@ def test_the_local_lab_generates_a_workload_dataset_once(tmp_path):
 
 
 @pytest.mark.slow
-def test_dslab_local_runs_a_published_workload_at_a_small_scale(lab_cache, tmp_path, capsys):
+def test_dslab_local_runs_a_published_workload_at_a_small_scale(lab_cache, tmp_path, capsys, monkeypatch, bound_lab):
+    from dslab.local import lab as local_lab
     from dslab.local.storage import fuse_available
     if not fuse_available():
         pytest.skip("s3fs-fuse and /dev/fuse are needed for FastFile and FSx")
+    # `dslab local` as typed, its lab deployed in-process from the session's synthesis (the CLI's deploy into the
+    # stand-in is tests/test_local_lab.py's business: ~30 s of two cores saved here).
+    real_run_local = local_lab.run_local
+    monkeypatch.setattr(local_lab, "run_local", lambda *a, **k: real_run_local(*a, **{**k, "assembly": bound_lab.outdir}))
     out = tmp_path / "out"
     code, printed, err = run_cli(capsys, "local", "--workload", COSMOFLOW, "--scale", "0.00002", "--out", out,
                                  "--cache", lab_cache, "--plain")
