@@ -68,8 +68,62 @@ def reset_hooks() -> None:
     HOOKS.fsx_create_task = None
     services.DATASYNC_RUNNING.clear()
     sagemaker.CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
+    SFN_CLIENTS.clear()
     from ...workflow import common as workflow_common
     workflow_common.CLIENT_CACHE.clear()
+
+
+def _patch_shared_loader() -> None:
+    """One botocore data loader for the process. moto's mock makes boto3's default session anew each time it
+    starts (``patch("boto3.DEFAULT_SESSION", None)``), and each new session's loader parses the service models
+    again (sagemaker's alone is megabytes of JSON): a tenth of an emulated workflow's CPU. The models are files
+    of the installed botocore, the same for every session, and nothing writes into what the loader returns."""
+    import botocore.loaders
+    import botocore.session
+    from moto.core import utils as moto_utils
+
+    loaders: dict = {}
+    original, making = botocore.loaders.create_loader, threading.Lock()
+
+    def create_loader(search_path_string=None):
+        with making:
+            if search_path_string not in loaders:
+                loaders[search_path_string] = original(search_path_string)
+            return loaders[search_path_string]
+
+    botocore.session.create_loader = create_loader
+    moto_utils.create_loader = create_loader
+
+
+# The clients moto's Step Functions engine calls services with, per (region, service, stub or server port).
+SFN_CLIENTS: dict[tuple, object] = {}
+
+
+def _patch_sfn_clients() -> None:
+    """moto's Step Functions engine makes a new boto3 client for every aws-sdk task and Lambda invocation (its
+    ``boto_client_for``): client creation, not the call, was most of such a task's cost. It always signs with the
+    same fixed keys, so one client per region and service serves every call (botocore clients are thread-safe)."""
+    import importlib
+    import sys
+
+    from moto.core.models import botocore_stubber
+    from moto.settings import moto_server_port
+    from moto.stepfunctions.parser.asl.utils import boto_client
+    original = boto_client.boto_client_for
+
+    def boto_client_for(region: str, service: str, state_credentials=None):
+        key = (region, service, botocore_stubber.enabled, None if botocore_stubber.enabled else moto_server_port())
+        client = SFN_CLIENTS.get(key)
+        if client is None:
+            client = SFN_CLIENTS.setdefault(key, original(region=region, service=service, state_credentials=state_credentials))
+        return client
+
+    boto_client.boto_client_for = boto_client_for
+    importlib.import_module("moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk")
+    importlib.import_module("moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils")
+    for name, module in list(sys.modules.items()):
+        if name.startswith("moto.stepfunctions.parser.") and getattr(module, "boto_client_for", None) is original:
+            module.boto_client_for = boto_client_for
 
 
 def _patch_mock_start() -> None:
@@ -122,5 +176,8 @@ def install() -> None:
         s3.patch_s3_faults()
         stepfunctions.patch_json_path_cache()
         stepfunctions.patch_stop_execution()
+        stepfunctions.patch_definition_parsing()
         _patch_mock_start()
+        _patch_shared_loader()
+        _patch_sfn_clients()
         _INSTALLED = True
