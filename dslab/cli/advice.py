@@ -357,7 +357,8 @@ def register(sub) -> None:
         p.add_argument("--prices", help="YAML file overriding prices")
         p.add_argument("--json", action="store_true")
         p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed are what is "
-                       "priced (default: cdk.json's context)" + ("; with --experiment, also the stats file each dataset's "
+                       "priced (default: the cdk-outputs.json `make deploy` wrote here, with the cdk-outputs-fsx.json of a later "
+                       "`make fsx-up`; without them, cdk.json's context)" + ("; with --experiment, also the stats file each dataset's "
                                                                  "upload wrote (needs credentials)" if name == "recommend" else ""))
         if name == "recommend":
             p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
