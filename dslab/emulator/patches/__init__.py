@@ -77,10 +77,16 @@ def _patch_shared_loader() -> None:
     """One botocore data loader for the process. moto's mock makes boto3's default session anew each time it
     starts (``patch("boto3.DEFAULT_SESSION", None)``), and each new session's loader parses the service models
     again (sagemaker's alone is megabytes of JSON): a tenth of an emulated workflow's CPU. The models are files
-    of the installed botocore, the same for every session, and nothing writes into what the loader returns."""
+    of the installed botocore, the same for every session. moto's own loader (what its responses are serialized
+    from) stays apart: sharing it too left FastFile channels empty through s3fs (tests/test_local_lab.py's
+    interrupt tests saw it; the cause was not traced further)."""
     import botocore.loaders
     import botocore.session
-    from moto.core import utils as moto_utils
+
+    class _Paths(list):
+        def append(self, path) -> None:   # boto3 adds its own data folder for each session it makes: once is enough
+            if path not in self:
+                super().append(path)
 
     loaders: dict = {}
     original, making = botocore.loaders.create_loader, threading.Lock()
@@ -88,11 +94,11 @@ def _patch_shared_loader() -> None:
     def create_loader(search_path_string=None):
         with making:
             if search_path_string not in loaders:
-                loaders[search_path_string] = original(search_path_string)
+                loader = loaders[search_path_string] = original(search_path_string)
+                loader._search_paths = _Paths(loader._search_paths)
             return loaders[search_path_string]
 
-    botocore.session.create_loader = create_loader
-    moto_utils.create_loader = create_loader
+    botocore.session.create_loader = create_loader   # sessions only: moto's server keeps its own models (below)
 
 
 # The clients moto's Step Functions engine calls services with, per (region, service, stub or server port).
