@@ -67,8 +67,7 @@ def reset_hooks() -> None:
     HOOKS.efs_size = None
     HOOKS.fsx_create_task = None
     services.DATASYNC_RUNNING.clear()
-    sagemaker.CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
-    SFN_CLIENTS.clear()
+    SFN_CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
     from ...workflow import common as workflow_common
     workflow_common.CLIENT_CACHE.clear()
 
@@ -108,8 +107,8 @@ SFN_CLIENTS: dict[tuple, object] = {}
 def _patch_sfn_clients() -> None:
     """moto's Step Functions engine makes a new boto3 client for every aws-sdk task and Lambda invocation (its
     ``boto_client_for``): client creation, not the call, was most of such a task's cost. It always signs with the
-    same fixed keys, so one client per region and service serves every call (botocore clients are thread-safe)."""
-    import importlib
+    same fixed keys, so one client per region and service serves every call (botocore clients are thread-safe),
+    the lab's SageMaker task's too."""
     import sys
 
     from moto.core.models import botocore_stubber
@@ -124,10 +123,8 @@ def _patch_sfn_clients() -> None:
             client = SFN_CLIENTS.setdefault(key, original(region=region, service=service, state_credentials=state_credentials))
         return client
 
-    boto_client.boto_client_for = boto_client_for
-    importlib.import_module("moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk")
-    importlib.import_module("moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils")
-    for name, module in list(sys.modules.items()):
+    boto_client.boto_client_for = boto_client_for   # what modules imported from now on take
+    for name, module in list(sys.modules.items()):    # and those that took the original already
         if name.startswith("moto.stepfunctions.parser.") and getattr(module, "boto_client_for", None) is original:
             module.boto_client_for = boto_client_for
 

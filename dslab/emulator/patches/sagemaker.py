@@ -28,9 +28,6 @@ def _apply(job: Any, fields: dict[str, Any]) -> None:
         setattr(job, _snake(key), value)
 
 
-CLIENTS: dict[tuple[str, str], Any] = {}
-
-
 @functools.lru_cache(maxsize=1)
 def _sagemaker_model():
     import botocore.session
@@ -60,7 +57,7 @@ def _sagemaker_task_class():
         StateTaskServiceCallback,
     )
     from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
-    from moto.stepfunctions.parser.asl.utils.boto_client import boto_client_for
+    from moto.stepfunctions.parser.asl.utils import boto_client
 
     class StateTaskServiceSageMaker(StateTaskServiceCallback):
         """``arn:aws:states:::sagemaker:createTrainingJob[.sync]``."""
@@ -78,11 +75,9 @@ def _sagemaker_task_class():
             return set(_sagemaker_model().operation_model(operation).input_shape.members)
 
         def _client(self, resource_runtime_part, state_credentials):
-            key = (resource_runtime_part.region, json.dumps(state_credentials, sort_keys=True, default=str))
-            if key not in CLIENTS:  # a client per call would cost more than the emulated call
-                CLIENTS[key] = boto_client_for(region=resource_runtime_part.region, service="sagemaker",
-                                                state_credentials=state_credentials)
-            return CLIENTS[key]
+            # Looked up when called: the engine's one client per region and service (patches._patch_sfn_clients).
+            return boto_client.boto_client_for(region=resource_runtime_part.region, service="sagemaker",
+                                               state_credentials=state_credentials)
 
         def _from_error(self, env, ex):
             if isinstance(ex, ClientError):
