@@ -57,11 +57,11 @@ def cmd_local(args) -> int:
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])
     if t.get("total"):
         # Jobs run side by side (max_concurrency): their Training phases can add up to more than the jobs' wall time.
-        share = (f"Training phases {training:.1f} s" if training <= t.get("jobs", 0) else
-                 f"Training phases {training:.1f} s in all, side by side")
+        side_by_side = training > t.get("jobs", 0)
+        share = f"Training phases {training:.1f} s" + (" in all, side by side" if side_by_side else "")
         print(f"wall time {t['total']:.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
               f"jobs {t.get('jobs', 0):.1f} s ({share}), reporting {t.get('reporting', 0):.1f} s"
-              + (f"; lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time" if training <= t.get("jobs", 0) else ""))
+              + ("" if side_by_side else f"; lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time"))
     from ..report import Answers, aggregate, answer_lines
     print()
     print("the answer (as report.md's ## Answer; local seconds are this machine's, not AWS's):")
