@@ -96,8 +96,8 @@ class Steps:
 def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monkeypatch):
     """bootstrap -> make deploy FSX=up -> dslab run (outputs from CloudFormation) -> make deploy FSX=down ->
     make deploy FSX=up with Persistent 2 (FSx back, as `dslab size` prints it) and express=false -> an FSx run on
-    it -> make fsx-down -> make fsx-up (back to Scratch 2) -> make destroy -> make deploy-again FSX=down (the kept
-    bucket).
+    it -> make fsx-down -> make fsx-up (back to Scratch 2) -> make destroy -> make deploy-again FSX=keep (the kept
+    bucket; FSx stays down).
 
     All of it with the CLI's own home (CDK_HOME): its account cache goes there, not into the user's ~/.cdk,
     where the stand-in's key mapped to its account would send later syntheses with that key to AWS; and it
@@ -224,8 +224,8 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         assert "aws:SecureTransport" in s3.get_bucket_policy(Bucket=bucket)["Policy"]
 
         # make deploy-again adopts the kept bucket (a plain deploy meets its name and fails "already exists", as on
-        # AWS: tests/test_cloudformation_standin.py); FSX=down leaves FSx out.
-        steps.make("make deploy-again FSX=down", "deploy-again", "FSX=down")
+        # AWS: tests/test_cloudformation_standin.py); FSX=keep leaves FSx as it is, down (FSX=down: above).
+        steps.make("make deploy-again FSX=keep", "deploy-again", "FSX=keep")
         assert steps.stack(CORE_STACK)["StackStatus"] == "CREATE_COMPLETE"
         assert steps.stack(WORKFLOW_STACK)["StackStatus"] == "CREATE_COMPLETE"
         assert steps.stack(FSX_STACK) is None
