@@ -595,6 +595,28 @@ def test_cdk_nag_has_no_unacknowledged_findings(lab):
         assert "[" in suppressed["ruleName"] or suppressed["ruleName"].startswith("AwsSolutions-"), suppressed
 
 
+def test_a_property_cloudformation_would_refuse_fails_synthesis(tmp_path):
+    """aws-cdk-lib's built-in CloudFormation validation (resource schemas and its default rules) runs on every
+    synthesis; cdk.json's `@aws-cdk/core:validateAgainstDefaultRules` makes its findings errors instead of
+    warnings, so a template CloudFormation would refuse stops at `cdk synth`, not halfway through a deploy.
+    The lab itself synthesizes clean under it (the `lab` fixture's syntheses would fail otherwise)."""
+    import aws_cdk as cdk
+
+    from stacks.app_builder import build_app
+    context = cdk_context()
+    assert context["@aws-cdk/core:validateAgainstDefaultRules"] is True
+    app = build_app(cdk.App(context=context, outdir=str(tmp_path)), REPO)
+    (fsx,) = [s for s in app.node.children if isinstance(s, cdk.Stack) and s.stack_name == "DataSourceLab-Fsx"]
+    (file_system,) = [c for c in fsx.node.find_all()
+                      if isinstance(c, cdk.CfnResource) and c.cfn_resource_type == "AWS::FSx::FileSystem"]
+    file_system.add_property_override("StorageCapacity", "1.2 TiB")   # FSx wants GiB as an integer
+    with pytest.raises(RuntimeError, match="(?s)ValidationFailed: ERROR StorageCapacity.*CloudFormation-Validate::F3012"):
+        app.synth()
+    report = json.loads((tmp_path / "validation-report.json").read_text())
+    (validate,) = [r for r in report["pluginReports"] if r["pluginName"] == "CloudFormation Validate"]
+    assert [(v["ruleName"], v["severity"]) for v in validate["violations"]] == [("F3012", "error")], validate
+
+
 def test_cfn_lint_clean(lab):
     files = [str(p) for p in lab.template_files()]
     assert len(files) == 3
