@@ -10,46 +10,53 @@ export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh
 
-# Bytecode is compiled once here, on every core (pip's own compiling is serial: --no-compile). Python would
-# cache what it imports by itself, but not where PYTHONDONTWRITEBYTECODE is set, as on these machines: every
-# process then compiles the sources it imports again, aws-cdk-lib's bindings (aws_ec2 alone is 7 MB) ~5 s of
-# each synthesis, moto, numpy and the SageMaker SDK seconds of each test process and training script.
-COMPILE = -m compileall -q -j 0 $$($(1) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true   # a package's stray uncompilable file is its business
+# Bytecode: every installed module is compiled once here, on every core, but aws-cdk-lib's bindings (176 MB of
+# sources for ~300 services, of which the lab's stacks import a few dozen): those are compiled by importing the
+# stacks once. Python then caches what else it imports by itself, also where the machine sets
+# PYTHONDONTWRITEBYTECODE (these machines do): without a cache every process compiles what it imports again
+# (aws-cdk-lib's bindings ~2.5 s of each synthesis, moto, numpy, checkov and the SageMaker SDK in every test
+# process and training script); importing everything lazily instead cost a fresh `make test` ~2 min of CPU, its
+# first processes compiling the same modules side by side. The caches stay in the environments and the project's
+# __pycache__ folders (git-ignored; the lab's code packaging leaves them out).
+unexport PYTHONDONTWRITEBYTECODE
+COMPILE = $(1)/bin/python -m compileall -q -j 0 -x /site-packages/aws_cdk/ \
+	$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true   # a package's stray uncompilable file is its business
+
+# uv (pinned) installs the pinned requirements: downloads side by side, wheels unpacked from its cache (~5 s for
+# .venv where pip took ~30 s, ~2 s for .venv-scan where it took ~25 s). Where uv cannot run, pip installs them.
+UV := uv==0.13.9
+PIP = $(1)/bin/python -m pip install -q --no-compile --disable-pip-version-check
+INSTALL = { $(call PIP,$(1)) $(UV) && $(1)/bin/uv pip install -q --python $(1)/bin/python $(2); } || $(call PIP,$(1)) $(2)
 
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q --no-compile --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install -q --no-compile --disable-pip-version-check --no-deps -e .
-	$(PY) $(call COMPILE,$(PY))
+	$(call INSTALL,.venv,-r requirements-dev.txt -e .)
+	$(call COMPILE,.venv)
+	$(PY) -c 'import stacks.app_builder'
 	touch $@
 
 # checkov (tests/test_scanners.py) gets its own venv: it pins boto3==1.35.49, networkx<2.7 and
 # packaging<24, which conflict with requirements.txt (boto3 1.44.5) and cfn-lint (networkx 3).
 .venv-scan/.installed: requirements-scan.txt
 	test -x .venv-scan/bin/python || python3 -m venv .venv-scan
-	.venv-scan/bin/python -m pip install -q --no-compile --disable-pip-version-check -r requirements-scan.txt
-	.venv-scan/bin/python $(call COMPILE,.venv-scan/bin/python)
+	$(call INSTALL,.venv-scan,-r requirements-scan.txt)
+	$(call COMPILE,.venv-scan)
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The three environments install side by side (make -j3), each compiled once it is installed (above).
+# The three environments install side by side (make -j3).
 SETUP = @$(MAKE) --no-print-directory -j3 setup
 
 # The main job: the whole lab offline on the embedded AWS stand-in (experiments/local.yaml).
 lab:
 	$(SETUP)
-	@$(COMPILE_OWN)
 	.venv/bin/dslab local --out lab-out
-
-# The project's own modules too (the suite starts hundreds of processes that import them); only what changed.
-COMPILE_OWN = $(PY) -m compileall -q dslab stacks training > /dev/null
 
 test:
 	$(SETUP)
-	@$(COMPILE_OWN)
 	$(PY) -m pytest -q -n 2 --no-loadscope-reorder --durations=15
 
 synth: setup
@@ -105,7 +112,6 @@ bench-reader: setup
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:
 	$(SETUP)
-	@$(COMPILE_OWN)
 	.venv/bin/dslab local --out lab-out >/dev/null
 	.venv/bin/dslab local --out lab-out
 
