@@ -257,3 +257,39 @@ def test_an_eleventh_logs_resource_policy_is_refused(cfn):
     body = template({"P": {"Type": "AWS::Logs::ResourcePolicy", "Properties": {
         "PolicyName": "DataSourceLab-DataSync", "PolicyDocument": '{"Statement": []}'}}})
     assert deploy(cfn, "Logs", body)["StackStatus"] == "ROLLBACK_COMPLETE"
+
+
+def test_generated_names_take_cloudformations_form_are_new_at_each_creation_and_the_same_in_every_stand_in(cfn):
+    """A resource given no name gets "<stack>-<logical ID>-<random>" (a bucket's in lower case). The stand-in
+    draws the random part per stand-in: a resource created again gets another name, and another stand-in
+    deploying the same template draws the same names (so the lab's state machine, whose definition embeds
+    its functions' generated names, is the same text in every lab a process starts, and is parsed once)."""
+    import re
+
+    cfn, client = cfn
+    body = template({"B": {"Type": "AWS::S3::Bucket"}}, outputs={"Name": {"Value": {"Ref": "B"}}})
+
+    def deployed_name() -> str:
+        stack = deploy(cfn, "Gen", body)
+        assert stack["StackStatus"] == "CREATE_COMPLETE", stack
+        return {o["OutputKey"]: o["OutputValue"] for o in stack["Outputs"]}["Name"]
+
+    def delete() -> None:
+        cfn.delete_stack(StackName="Gen")
+        deadline = time.monotonic() + 30
+        while any(s["StackName"] == "Gen" for s in cfn.list_stacks(StackStatusFilter=["DELETE_IN_PROGRESS", "CREATE_COMPLETE"])["StackSummaries"]):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+
+    first = deployed_name()
+    assert re.fullmatch(r"gen-b-[a-z0-9]{12}", first)
+    delete()
+    again = deployed_name()
+    assert re.fullmatch(r"gen-b-[a-z0-9]{12}", again) and again != first
+    delete()
+    client.standin.close()
+    another = CloudFormationStandIn(client, region=REGION)   # a new stand-in (a new lab) in the same account
+    try:
+        assert deployed_name() == first
+    finally:
+        another.close()

@@ -139,6 +139,24 @@ def _interpreter_workers() -> list[threading.Thread]:
     return found
 
 
+def _new_client(service: str, region: str, endpoint: str | None):
+    import boto3
+    kwargs = {"endpoint_url": endpoint} if endpoint else {}
+    return boto3.client(service, region_name=region, aws_access_key_id="testing", aws_secret_access_key="testing",
+                        **kwargs)
+
+
+_IN_PROCESS_CLIENTS: dict[tuple[str, str], Any] = {}
+_IN_PROCESS_CLIENTS_LOCK = threading.Lock()
+
+
+def _in_process_client(service: str, region: str):
+    with _IN_PROCESS_CLIENTS_LOCK:
+        if (service, region) not in _IN_PROCESS_CLIENTS:
+            _IN_PROCESS_CLIENTS[service, region] = _new_client(service, region, None)
+        return _IN_PROCESS_CLIENTS[service, region]
+
+
 class EmulatedLab:
     """Use as a context manager. ``executor`` runs each training job (see ``patches.Hooks``).
 
@@ -202,13 +220,13 @@ class EmulatedLab:
         return f"http://127.0.0.1:{self.server_port}" if self.server_port else None
 
     def client(self, service: str):
-        """A client of the stand-in, one per service (clients are thread-safe; making one reads its
-        service model from disk, which would dominate a deployment's time)."""
-        import boto3
+        """A client of the stand-in, one per service. In-process stand-ins (no server) share theirs with the
+        labs the process starts after them: clients are thread-safe and keep nothing of a stand-in's state, and
+        making one, tens of milliseconds, was a second of each such lab's start. A server's clients are its own
+        (their pooled connections are to that server)."""
         if service not in self._clients:
-            kwargs = {"endpoint_url": self.endpoint} if self.endpoint else {}
-            self._clients[service] = boto3.client(service, region_name=self.region, aws_access_key_id="testing",
-                                                  aws_secret_access_key="testing", **kwargs)
+            self._clients[service] = _in_process_client(service, self.region) if self.endpoint is None else \
+                _new_client(service, self.region, self.endpoint)
         return self._clients[service]
 
     # ---- lifecycle -----------------------------------------------------------------------

@@ -14,7 +14,7 @@ a custom name (a custom-named resource cannot be replaced)."""
 from __future__ import annotations
 
 from ..model import ResourceFailed
-from .base import Provider, Record, generated_name
+from .base import NameSource, Provider, Record
 from .compute import EcrRepository, EventsRule, LambdaFunction, StateMachine
 from .custom import CustomResource, _ResponseListener
 from .environment import Environment
@@ -24,7 +24,7 @@ from .identity import LogGroup, LogsResourcePolicy, ManagedPolicy, Policy, Role,
 from .network import FlowLog, RouteTable, RouteTableAssociation, SecurityGroup, SecurityGroupRule, Subnet, Vpc, VpcEndpoint
 from .s3 import Bucket, BucketPolicy, DirectoryBucket
 
-__all__ = ["Environment", "Provider", "Providers", "_ResponseListener", "generated_name"]
+__all__ = ["Environment", "NameSource", "Provider", "Providers", "_ResponseListener"]
 
 RECORDED = ("AWS::CDK::Metadata", "AWS::Lambda::Permission", "AWS::KMS::Key", "AWS::KMS::Alias")
 

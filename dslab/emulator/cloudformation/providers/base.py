@@ -3,8 +3,10 @@ properties) and the names CloudFormation generates."""
 
 from __future__ import annotations
 
-import random
+import collections
+import hashlib
 import string
+import threading
 from typing import TYPE_CHECKING, Any
 
 from ..model import Resource
@@ -13,16 +15,34 @@ if TYPE_CHECKING:  # annotations only: the environment imports the providers' he
     from .environment import Environment
 
 
-def _random(n: int = 12) -> str:
-    return "".join(random.choices(string.ascii_uppercase + string.digits, k=n))
+_ALPHABET = string.ascii_uppercase + string.digits
 
 
-def generated_name(stack: str, logical_id: str, limit: int = 64, lower: bool = False) -> str:
-    """CloudFormation's generated physical names: "<stack>-<logical ID>-<random>", trimmed to the limit."""
-    suffix = f"-{_random()}"
-    head = f"{stack}-{logical_id}"[: limit - len(suffix)]
-    name = head + suffix
-    return name.lower() if lower else name
+class NameSource:
+    """The random parts of the names CloudFormation (and the services it calls) generate, drawn per stand-in:
+    the n-th draw for a resource is the same in every stand-in. AWS draws them at random and nothing may rely
+    on them but their uniqueness; reproducible draws make the same templates deploy under the same names, so a
+    state machine whose definition embeds its functions' generated names is the same text in every lab of a
+    process, and its parse is reused (patches/stepfunctions.py). A resource's draws never depend on the order
+    in which the engine's threads create resources."""
+
+    def __init__(self):
+        self._draws: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def token(self, key: str, n: int = 12) -> str:
+        with self._lock:
+            self._draws[key] += 1
+            draw = self._draws[key]
+        digest = hashlib.sha256(f"{key}#{draw}".encode()).digest()
+        return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:n])
+
+    def generated_name(self, stack: str, logical_id: str, limit: int = 64, lower: bool = False) -> str:
+        """CloudFormation's generated physical names: "<stack>-<logical ID>-<random>", trimmed to the limit."""
+        suffix = f"-{self.token(f'{stack}/{logical_id}')}"
+        head = f"{stack}-{logical_id}"[: limit - len(suffix)]
+        name = head + suffix
+        return name.lower() if lower else name
 
 
 def _error(err: Exception) -> str:
@@ -53,6 +73,13 @@ class Provider:
     def client(self, service: str):
         return self.env.client(service)
 
+    def generated_name(self, stack: str, logical_id: str, limit: int = 64, lower: bool = False) -> str:
+        return self.env.names.generated_name(stack, logical_id, limit, lower)
+
+    def token(self, key: str, n: int = 12) -> str:
+        """A random-looking part of a name, drawn for ``key`` (what the name belongs to)."""
+        return self.env.names.token(key, n)
+
     @staticmethod
     def unless_gone(call, **kwargs):
         """``call(**kwargs)``, or None where it fails because what it reads or deletes is already gone (a
@@ -68,4 +95,4 @@ class Record(Provider):
     replace_on = ("*",)
 
     def create(self, logical_id, kind, props, *, stack):
-        return f"{logical_id}-{_random(8).lower()}", {}
+        return f"{logical_id}-{self.token(f'{stack.name}/{logical_id}', 8).lower()}", {}

@@ -7,7 +7,7 @@ import json
 import zipfile
 from typing import Any, Callable
 
-from .base import Provider, generated_name
+from .base import Provider
 
 
 class LambdaFunction(Provider):
@@ -15,7 +15,7 @@ class LambdaFunction(Provider):
     replace_on = ("FunctionName",)
 
     def create(self, logical_id, kind, props, *, stack):
-        name = props.get("FunctionName") or generated_name(stack.name, logical_id, 64)
+        name = props.get("FunctionName") or self.generated_name(stack.name, logical_id, 64)
         kwargs = self._config(props)
         code = props["Code"]
         kwargs["Code"] = ({"ZipFile": _zip_inline(code["ZipFile"])} if "ZipFile" in code else
@@ -66,7 +66,7 @@ class StateMachine(Provider):
     replace_on = ("StateMachineName", "StateMachineType")
 
     def create(self, logical_id, kind, props, *, stack):
-        name = props.get("StateMachineName") or generated_name(stack.name, logical_id, 80)
+        name = props.get("StateMachineName") or self.generated_name(stack.name, logical_id, 80)
         definition = props.get("DefinitionString") or json.dumps(props.get("Definition", {}))
         arn = self.client("stepfunctions").create_state_machine(
             name=name, definition=definition, roleArn=props["RoleArn"], type=props.get("StateMachineType", "STANDARD"))["stateMachineArn"]
@@ -87,7 +87,7 @@ class EventsRule(Provider):
     replace_on = ("Name", "EventBusName")
 
     def create(self, logical_id, kind, props, *, stack):
-        name = props.get("Name") or generated_name(stack.name, logical_id, 64)
+        name = props.get("Name") or self.generated_name(stack.name, logical_id, 64)
         self._put(name, props)
         return name, {"Arn": f"arn:aws:events:{self.env.region}:{self.env.account}:rule/{name}"}
 
@@ -120,7 +120,7 @@ class EcrRepository(Provider):
     replace_on = ("RepositoryName",)
 
     def create(self, logical_id, kind, props, *, stack):
-        name = props.get("RepositoryName") or generated_name(stack.name, logical_id, 256, lower=True)
+        name = props.get("RepositoryName") or self.generated_name(stack.name, logical_id, 256, lower=True)
         repo = self.client("ecr").create_repository(repositoryName=name)["repository"]
         return name, {"Arn": repo["repositoryArn"], "RepositoryUri": repo["repositoryUri"]}
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model import ResourceFailed
+from .base import NameSource
 from .custom import _LambdaContext, _ResponseListener
 
 _AWS_POLICIES: dict[str, Any] | None = None
@@ -38,6 +39,7 @@ class Environment:
     time_scale: Callable[[], float] = lambda: 1.0
     fsx_versions: dict[str, str] = field(default_factory=dict)   # file system ID -> Lustre version (moto keeps none)
     efs_throughput_locks: dict[str, float] = field(default_factory=dict)   # EFS ID -> when it went Provisioned or up
+    names: NameSource = field(default_factory=NameSource)   # the random parts of generated names, per stand-in
 
     def check_assumable(self, role_arn: str | None) -> None:
         """A service assuming a role IAM has not propagated yet is refused ("Unable to assume role. Reason:

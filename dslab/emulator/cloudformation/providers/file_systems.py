@@ -6,7 +6,7 @@ import json
 import uuid
 
 from ..model import ResourceFailed
-from .base import Provider, _random
+from .base import Provider
 
 
 def _lifecycle_policies(props) -> list[dict]:
@@ -146,7 +146,7 @@ class FsxFileSystem(Provider):
         if props.get("FileSystemTypeVersion"):
             kwargs["FileSystemTypeVersion"] = props["FileSystemTypeVersion"]
         fs = self.client("fsx").create_file_system(**kwargs)["FileSystem"]
-        mount = fs.get("LustreConfiguration", {}).get("MountName") or _random(8).lower()
+        mount = fs.get("LustreConfiguration", {}).get("MountName") or self.token(f"{fs['FileSystemId']}/MountName", 8).lower()
         self.env.fsx_versions[fs["FileSystemId"]] = props.get("FileSystemTypeVersion") or (
             "2.12" if props.get("LustreConfiguration", {}).get("DeploymentType") == "PERSISTENT_2" else "2.10")
         self.env.on_fsx_created(fs["FileSystemId"], props)

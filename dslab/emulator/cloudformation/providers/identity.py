@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..model import ResourceFailed
-from .base import Provider, _random, generated_name
+from .base import Provider
 
 
 class SsmParameter(Provider):
@@ -15,7 +15,7 @@ class SsmParameter(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         ssm = self.client("ssm")
-        name = props.get("Name") or f"CFN-{logical_id}-{_random()}"
+        name = props.get("Name") or f"CFN-{logical_id}-{self.token(f'{stack.name}/{logical_id}')}"
         try:
             ssm.get_parameter(Name=name)
             raise ResourceFailed(f"Resource of type 'AWS::SSM::Parameter' with identifier '{name}' already exists.")
@@ -42,7 +42,7 @@ class Role(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         iam = self.client("iam")
-        name = props.get("RoleName") or generated_name(stack.name, logical_id, 64)
+        name = props.get("RoleName") or self.generated_name(stack.name, logical_id, 64)
         kwargs = {k: props[k] for k in ("Path", "Description", "PermissionsBoundary", "MaxSessionDuration") if k in props}
         if "Tags" in props:
             kwargs["Tags"] = props["Tags"]
@@ -88,7 +88,7 @@ class Policy(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         self._put(props)
-        return f"{stack.name[:5]}-{logical_id[:4]}-{_random()}", {"Id": logical_id}
+        return f"{stack.name[:5]}-{logical_id[:4]}-{self.token(f'{stack.name}/{logical_id}')}", {"Id": logical_id}
 
     def _put(self, props):
         for role in props.get("Roles", []):
@@ -118,7 +118,7 @@ class ManagedPolicy(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         iam = self.client("iam")
-        name = props.get("ManagedPolicyName") or generated_name(stack.name, logical_id, 128)
+        name = props.get("ManagedPolicyName") or self.generated_name(stack.name, logical_id, 128)
         arn = iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(props["PolicyDocument"]),
                                 Path=props.get("Path", "/"))["Policy"]["Arn"]
         for role in props.get("Roles", []):
@@ -141,7 +141,7 @@ class LogGroup(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         logs = self.client("logs")
-        name = props.get("LogGroupName") or generated_name(stack.name, logical_id, 512)
+        name = props.get("LogGroupName") or self.generated_name(stack.name, logical_id, 512)
         if logs.describe_log_groups(logGroupNamePrefix=name).get("logGroups", []) and any(
                 g["logGroupName"] == name for g in logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]):
             raise ResourceFailed(f"Resource of type 'AWS::Logs::LogGroup' with identifier '{name}' already exists.")

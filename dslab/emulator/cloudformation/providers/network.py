@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..model import ResourceFailed
-from .base import Provider, _random, generated_name
+from .base import Provider
 
 
 class Vpc(Provider):
@@ -107,7 +107,7 @@ class SecurityGroup(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         ec2 = self.client("ec2")
-        name = props.get("GroupName") or generated_name(stack.name, logical_id, 255)
+        name = props.get("GroupName") or self.generated_name(stack.name, logical_id, 255)
         group = ec2.create_security_group(GroupName=name, Description=props["GroupDescription"], VpcId=props["VpcId"])
         group_id = group["GroupId"]
         if "SecurityGroupEgress" in props:  # explicit egress replaces the default allow-all rule
@@ -147,7 +147,7 @@ class SecurityGroupRule(Provider):
         peer = "SourceSecurityGroupId" if self.direction == "ingress" else "DestinationSecurityGroupId"
         call = ec2.authorize_security_group_ingress if self.direction == "ingress" else ec2.authorize_security_group_egress
         call(GroupId=props["GroupId"], IpPermissions=[_permission(props, peer)])
-        return f"{props['GroupId']}-{self.direction}-{_random(8).lower()}", {}
+        return f"{props['GroupId']}-{self.direction}-{self.token(f'{stack.name}/{logical_id}', 8).lower()}", {}
 
     def delete(self, resource):
         ec2 = self.client("ec2")

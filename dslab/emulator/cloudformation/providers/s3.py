@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..model import ResourceFailed
-from .base import Provider, generated_name
+from .base import Provider
 
 
 class Bucket(Provider):
@@ -15,7 +15,7 @@ class Bucket(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         s3 = self.client("s3")
-        name = props.get("BucketName") or generated_name(stack.name, logical_id, 63, lower=True)
+        name = props.get("BucketName") or self.generated_name(stack.name, logical_id, 63, lower=True)
         try:
             s3.head_bucket(Bucket=name)
             # CreateBucket in us-east-1 answers 200 for a bucket one already owns; CloudFormation does not.
@@ -95,7 +95,7 @@ class DirectoryBucket(Provider):
     def create(self, logical_id, kind, props, *, stack):
         from ... import patches
         zone = props["LocationName"]
-        name = props.get("BucketName") or f"{generated_name(stack.name, logical_id, 63 - len(zone) - 9, lower=True)}--{zone}--x-s3"
+        name = props.get("BucketName") or f"{self.generated_name(stack.name, logical_id, 63 - len(zone) - 9, lower=True)}--{zone}--x-s3"
         if not name.endswith(f"--{zone}--x-s3"):
             raise ResourceFailed(f"Bucket name {name} must end with --{zone}--x-s3")
         if self.env.express_zones is not None and zone not in self.env.express_zones:
