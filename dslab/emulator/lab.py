@@ -10,6 +10,7 @@ from the stacks' outputs.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -122,9 +123,15 @@ class Execution:
     output: dict[str, Any] | None
     error: str | None
     cause: str | None
-    history: list[dict[str, Any]] = field(default_factory=list)
     history_events: int = 0       # every event of the execution (AWS fails one at 25,000)
     max_state_bytes: int = 0      # the largest state input/output the stand-in saw (AWS limit: 256 KiB)
+    fetch_history: Callable[[], list[dict[str, Any]]] | None = field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def history(self) -> list[dict[str, Any]]:
+        """Every event of the execution, page after page of GetExecutionHistory, fetched when first asked for (the
+        largest run's ~8,000 events are seconds of CPU through the stand-in's serializer)."""
+        return self.fetch_history() if self.fetch_history else []
 
 
 def _interpreter_workers() -> list[threading.Thread]:
@@ -565,10 +572,14 @@ class EmulatedLab:
             count = now_count
             time.sleep(0.1)
         output = json.loads(described["output"]) if described.get("output") else None
-        history = sfn.get_execution_history(executionArn=execution_arn, maxResults=1000).get("events", [])
+
+        def fetch_history() -> list[dict[str, Any]]:
+            pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn,
+                                                                         PaginationConfig={"PageSize": 1000})
+            return [event for page in pages for event in page["events"]]
         return Execution(arn=execution_arn, name=described.get("name") or execution_arn.rsplit(":", 1)[-1],
                          status=described["status"], output=output, error=described.get("error"),
-                         cause=described.get("cause"), history=history,
+                         cause=described.get("cause"), fetch_history=fetch_history,
                          history_events=max(patches.HOOKS.history_events.values(), default=0),
                          max_state_bytes=patches.HOOKS.max_state_bytes)
 

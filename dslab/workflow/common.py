@@ -96,7 +96,8 @@ def is_missing(err) -> bool:
 def express_client(s3_or_none=None):
     """The S3 client staging uses: a connection for each of its copy threads (botocore keeps 10 by
     default and discards the rest: "Connection pool is full, discarding connection"), and the standard
-    retry mode (exponential backoff with jitter on 500/503 and throttling)."""
+    retry mode (exponential backoff with jitter on 500/503 and throttling). Made once per execution
+    environment and credentials, as the function's other clients (CLIENT_CACHE)."""
     if s3_or_none is not None:
         return s3_or_none
     import boto3
@@ -107,8 +108,11 @@ def express_client(s3_or_none=None):
     if env.get("AWS_ACCESS_KEY_ID"):
         kwargs.update(aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
                       aws_session_token=env.get("AWS_SESSION_TOKEN"))
-    config = Config(max_pool_connections=EXPRESS_COPY_THREADS + 4, retries={"mode": "standard", "max_attempts": 8})
-    return boto3.client("s3", region_name=region_of(env), config=config, **kwargs)
+    key = ("s3-express-staging", region_of(env), endpoint, kwargs.get("aws_access_key_id"), kwargs.get("aws_session_token"))
+    if key not in CLIENT_CACHE:
+        config = Config(max_pool_connections=EXPRESS_COPY_THREADS + 4, retries={"mode": "standard", "max_attempts": 8})
+        CLIENT_CACHE[key] = boto3.client("s3", region_name=region_of(env), config=config, **kwargs)
+    return CLIENT_CACHE[key]
 
 
 def time_scale() -> float:

@@ -199,6 +199,7 @@ def install() -> None:
         stepfunctions.patch_json_path_cache()
         stepfunctions.patch_stop_execution()
         stepfunctions.patch_definition_parsing()
+        stepfunctions.patch_execution_history_pages()
         _patch_mock_start()
         _patch_shared_loader()
         _patch_sfn_clients()
