@@ -58,29 +58,38 @@ def skip(scope: IConstruct, check_id: str, reason: str) -> None:
     resource.add_metadata("checkov", {"skip": skips + [{"id": check_id, "comment": reason}]})
 
 
-def _find(stack: cdk.Stack, suffix: str) -> cdk.CfnResource:
-    """The one CloudFormation resource of ``stack`` whose construct path ends with ``suffix``."""
-    found = [c for c in stack.node.find_all()
-             if isinstance(c, cdk.CfnResource) and f"/{c.node.path}".endswith(f"/{suffix}")]
-    if len(found) != 1:
-        raise LookupError(f"checkov suppressions: expected one resource at */{suffix} in {stack.stack_name}, "
-                          f"found {[c.node.path for c in found]}")
-    return found[0]
+class _Resources:
+    """A stack's CloudFormation resources by construct path, read once: every construct property is a call into
+    the jsii runtime, and looking each suppression's resource up afresh among all constructs made ~6,000 calls
+    (a second of every synthesis)."""
 
+    def __init__(self, stack: cdk.Stack):
+        self.stack = stack
+        self.by_path = {f"/{c.node.path}": c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource)}
 
-def _cdk_providers(stack: cdk.Stack) -> list[cdk.CfnResource]:
-    return [c for c in stack.node.find_all() if isinstance(c, cdk.CfnResource)
-            and c.cfn_resource_type == "AWS::Lambda::Function"
-            and c.node.path.split("/")[1].startswith("Custom::") and c.node.path.endswith("CustomResourceProvider/Handler")]
+    def find(self, suffix: str) -> cdk.CfnResource:
+        """The one resource whose construct path ends with ``suffix``."""
+        found = [c for path, c in self.by_path.items() if path.endswith(f"/{suffix}")]
+        if len(found) != 1:
+            raise LookupError(f"checkov suppressions: expected one resource at */{suffix} in {self.stack.stack_name}, "
+                              f"found {[c.node.path for c in found]}")
+        return found[0]
+
+    def cdk_providers(self) -> list[tuple[str, cdk.CfnResource]]:
+        """aws-cdk-lib's own custom-resource providers' functions: (construct path, resource)."""
+        return [(path[1:], c) for path, c in self.by_path.items()
+                if path.split("/")[2].startswith("Custom::") and path.endswith("CustomResourceProvider/Handler")
+                and c.cfn_resource_type == "AWS::Lambda::Function"]
 
 
 def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
-    skip(_find(stack, "Network/FlowLogs/Resource"), "CKV_AWS_158",
+    resources = _Resources(stack)
+    skip(resources.find("Network/FlowLogs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="the VPC flow logs (addresses, ports, accept/reject)"))
     if stack.config.express:
-        _suppress_express_emptier(stack)
-    for provider in _cdk_providers(stack):
-        what = provider.node.path.split("/")[1].removeprefix("Custom::").removesuffix("CustomResourceProvider")
+        _suppress_express_emptier(resources)
+    for path, provider in resources.cdk_providers():
+        what = path.split("/")[1].removeprefix("Custom::").removesuffix("CustomResourceProvider")
         for check, detail in (("CKV_AWS_116", "a DLQ would only hold the deployment event CloudFormation already failed on"),
                               ("CKV_AWS_117", "it calls AWS APIs only (EC2 to strip the default security group, S3 to empty a "
                                                "disposable bucket) and reaches nothing inside the VPC"),
@@ -89,7 +98,7 @@ def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
             skip(provider, check, CDK_PROVIDER.format(check=check, what=what) + f"; {detail}")
     if adopt_bucket:
         return  # the kept bucket is referenced, not created: no S3 resource in this stack
-    access_logs = _find(stack, "Data/AccessLogs/Resource")
+    access_logs = resources.find("Data/AccessLogs/Resource")
     skip(access_logs, "CKV_AWS_18",
          "CKV_AWS_18 (access logging): this is the access-log bucket of the data bucket; logging it into itself "
          "would log each log delivery, and another bucket would only move the question. S3 recommends a "
@@ -99,10 +108,10 @@ def _suppress_core(stack: cdk.Stack, adopt_bucket: bool) -> None:
          "after 90 days by lifecycle rule; versions of write-once log objects would only add cost")
 
 
-def _suppress_express_emptier(stack: cdk.Stack) -> None:
+def _suppress_express_emptier(resources: _Resources) -> None:
     """The custom resource that empties the S3 Express directory bucket before CloudFormation deletes it
     (stacks/components/express_bucket.py)."""
-    fn = _find(stack, "Express/EmptyFunction/Resource")
+    fn = resources.find("Express/EmptyFunction/Resource")
     skip(fn, "CKV_AWS_116",
          "CKV_AWS_116 (DLQ): the bucket emptier is a custom-resource function invoked by CloudFormation once per "
          "stack deletion (or bucket replacement); it answers FAILED itself on any error, with the fix "
@@ -120,30 +129,31 @@ def _suppress_express_emptier(stack: cdk.Stack) -> None:
          "replacement. Reserving concurrency takes it from the account's unreserved pool, which must keep 100: "
          "on new accounts with a low concurrency quota the deployment would fail "
          "(https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html)")
-    skip(_find(stack, "Express/EmptyFunctionLogs/Resource"), "CKV_AWS_158",
+    skip(resources.find("Express/EmptyFunctionLogs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="the bucket emptier's log (the bucket's name and counts of deleted objects)"))
 
 
 def _suppress_workflow(stack: cdk.Stack) -> None:
+    resources = _Resources(stack)
     for cid, (how, apis) in WORKFLOW_FUNCTIONS.items():
-        fn = _find(stack, f"Workflow/{cid}/Resource")
+        fn = resources.find(f"Workflow/{cid}/Resource")
         name = cid.removesuffix("Function")
         skip(fn, "CKV_AWS_116", LAMBDA_DLQ.format(fn=name))
         skip(fn, "CKV_AWS_117", LAMBDA_VPC.format(fn=name, apis=apis))
         skip(fn, "CKV_AWS_115", LAMBDA_CONCURRENCY.format(fn=name, how=how))
         skip(fn, "CKV_AWS_173", LAMBDA_ENV.format(fn=name))
-        skip(_find(stack, f"Workflow/{cid}Logs/Resource"), "CKV_AWS_158",
+        skip(resources.find(f"Workflow/{cid}Logs/Resource"), "CKV_AWS_158",
              LOGS_KMS.format(what=f"the {name} function's log (experiment names, job names, S3 keys)"))
-    skip(_find(stack, "DataSyncLogs/Resource"), "CKV_AWS_158",
+    skip(resources.find("DataSyncLogs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="DataSync's transfer log (file names and counts)"))
-    _suppress_iam_wait(stack)
-    skip(_find(stack, "Workflow/Logs/Resource"), "CKV_AWS_158",
+    _suppress_iam_wait(resources)
+    skip(resources.find("Workflow/Logs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="the state machine's execution history (experiment and job requests)"))
 
 
-def _suppress_iam_wait(stack: cdk.Stack) -> None:
+def _suppress_iam_wait(resources: _Resources) -> None:
     """The custom resource that waits for IAM to propagate DataSync's roles (stacks/components/efs_staging.py)."""
-    fn = _find(stack, "IamPropagation/Function/Resource")
+    fn = resources.find("IamPropagation/Function/Resource")
     skip(fn, "CKV_AWS_116",
          "CKV_AWS_116 (DLQ): a custom-resource function CloudFormation invokes once, at creation, that only waits "
          "and answers; an event it never answered fails the deployment, and a dead-letter queue would hold an "
@@ -157,7 +167,7 @@ def _suppress_iam_wait(stack: cdk.Stack) -> None:
     skip(fn, "CKV_AWS_173",
          "CKV_AWS_173 (environment encryption): its one variable is the number of seconds it waits; Lambda encrypts "
          "environment variables at rest with an AWS managed key")
-    skip(_find(stack, "IamPropagation/Logs/Resource"), "CKV_AWS_158",
+    skip(resources.find("IamPropagation/Logs/Resource"), "CKV_AWS_158",
          LOGS_KMS.format(what="a log of the IAM propagation wait (no data at all)"))
 
 
