@@ -22,10 +22,11 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
 os.environ.pop("AWS_PROFILE", None)
 
 
-# How `make test`'s two pytest-xdist workers share the work: whole modules, so that a module's fixtures
+# How `make test`'s pytest-xdist workers share the work: whole modules, so that a module's fixtures
 # (checkov's runs, the variant syntheses) are built once, not once per worker; the modules whose tests
-# run training scripts and FUSE mounts and check that none is left machine-wide
-# (test_local_lab.assert_clean) together on one worker, one after another. The longest units start
+# run training scripts and FUSE mounts together on one worker, one after another, so that no two local
+# labs (each a stand-in server, s3fs mounts and job processes, checked for leftovers under the worker's
+# own lab folder by test_local_lab.assert_clean) compete for the two cores. The longest units start
 # first (`make test` keeps this order: --no-loadscope-reorder). Grouped here rather than with
 # xdist_group marks: with pytest 9.2, xdist 3.8's loadgroup silently ignores them
 # (pytest-dev/pytest-xdist#1386).

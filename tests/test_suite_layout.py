@@ -1,4 +1,4 @@
-"""`make test` runs on two workers; the tests that start training scripts or FUSE mounts must share one
+"""`make test` runs on several workers; the tests that start training scripts or FUSE mounts must share one
 (test_local_lab.assert_clean looks for leftover mounts, s3fs and train.py processes under the lab's folders)."""
 
 from __future__ import annotations
