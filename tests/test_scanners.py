@@ -122,34 +122,57 @@ VARIANT = dict(efsMountAuth="iam", disposableBucket=True, fsx="up", fsxDeploymen
                fsxThroughputPerTiB=1000, fsxCapacity=2400, efsPerformance="generalPurpose", efsThroughput="elastic")
 
 
-@pytest.fixture(scope="module")
-def labs(lab, tmp_path_factory) -> dict:
-    from tests.conftest import SynthesizedLab
-
-    return {"default": lab, "variant": SynthesizedLab(tmp_path_factory.mktemp("cdk.out.variant"), account=lab.account, **VARIANT)}
+FORMS = ("agnostic", "bound")   # the forms of the `lab` fixture (conftest.py): `cdk synth`, and `cdk deploy` with an account
 
 
 @pytest.fixture(scope="module")
-def checkov_runs(labs, tmp_path_factory):
-    """One checkov process per test session (~15 s on two cores) over each lab's templates as
-    synthesized and over copies stripped of the suppressions, split back per lab."""
-    sets: dict[tuple[str, bool], list[Path]] = {}
-    for name, one in labs.items():
-        sets[(name, False)] = one.template_files()
-        sets[(name, True)] = _stripped_copies(one.template_files(), tmp_path_factory.mktemp(f"checkov-stripped-{name}"))
+def labs_of_every_form(tmp_path_factory) -> dict[str, dict]:
+    """Per form, the default lab and the variant synthesized in that form."""
+    from tests.conftest import SynthesizedLab, synthesized
+
+    labs = {}
+    for form in FORMS:
+        default = synthesized(form, tmp_path_factory)
+        labs[form] = {"default": default, "variant": SynthesizedLab(tmp_path_factory.mktemp(f"cdk.out.variant-{form}"),
+                                                                    account=default.account, **VARIANT)}
+    return labs
+
+
+@pytest.fixture(params=FORMS)
+def labs(request, labs_of_every_form) -> dict:
+    return labs_of_every_form[request.param]
+
+
+@pytest.fixture(scope="module")
+def checkov_of_every_form(labs_of_every_form, tmp_path_factory) -> dict[str, dict]:
+    """One checkov process (~10 s of CPU to start and load its checks) over every lab of every form, as
+    synthesized and as copies stripped of the suppressions, split back per form and lab."""
+    sets: dict[tuple[str, str, bool], list[Path]] = {}
+    for form, labs in labs_of_every_form.items():
+        for name, one in labs.items():
+            sets[(form, name, False)] = one.template_files()
+            sets[(form, name, True)] = _stripped_copies(one.template_files(),
+                                                        tmp_path_factory.mktemp(f"checkov-stripped-{form}-{name}"))
     reports = _run_checkov([f for files in sets.values() for f in files])
     where = {str(files[0].parent.resolve()): key for key, files in sets.items()}
 
-    def select(kind: str, name: str, stripped: bool) -> list[dict]:
+    def select(kind: str, form: str, name: str, stripped: bool) -> list[dict]:
         return [r for r in _results(reports, kind)
-                if where[str(Path(r["file_abs_path"]).parent.resolve())] == (name, stripped)]
+                if where[str(Path(r["file_abs_path"]).parent.resolve())] == (form, name, stripped)]
 
-    return {name: {"failed": select("failed_checks", name, False),
-                   "skipped": select("skipped_checks", name, False),
-                   "passed": select("passed_checks", name, False),
-                   "failed_without_suppressions": select("failed_checks", name, True),
-                   "lab": labs[name]}
-            for name in labs} | {"reports": reports}
+    return {form: {**{name: {"failed": select("failed_checks", form, name, False),
+                             "skipped": select("skipped_checks", form, name, False),
+                             "passed": select("passed_checks", form, name, False),
+                             "failed_without_suppressions": select("failed_checks", form, name, True),
+                             "lab": one}
+                      for name, one in labs.items()},
+                   "reports": reports}
+            for form, labs in labs_of_every_form.items()}
+
+
+@pytest.fixture(params=FORMS)
+def checkov_runs(request, checkov_of_every_form) -> dict:
+    return checkov_of_every_form[request.param]
 
 
 def _by_template(results: list[dict]) -> dict[str, int]:
@@ -438,7 +461,7 @@ def _leftover_tokens(node: Any) -> list[str]:
     return ["${"] if isinstance(node, str) and "${" in node else []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def policies(labs):
     return [p for one in labs.values() for p in _resolved_policies(one)]
 
