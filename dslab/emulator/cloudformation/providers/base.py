@@ -20,11 +20,15 @@ _ALPHABET = string.ascii_uppercase + string.digits
 
 class NameSource:
     """The random parts of the names CloudFormation (and the services it calls) generate, drawn per stand-in:
-    the n-th draw for a resource is the same in every stand-in. AWS draws them at random and nothing may rely
-    on them but their uniqueness; reproducible draws make the same templates deploy under the same names, so a
-    state machine whose definition embeds its functions' generated names is the same text in every lab of a
-    process, and its parse is reused (patches/stepfunctions.py). A resource's draws never depend on the order
-    in which the engine's threads create resources."""
+    the n-th draw for a resource is the same in every stand-in. CloudFormation User Guide, "Name type": "By
+    default, AWS CloudFormation generates a unique physical ID to name a resource. For example, CloudFormation
+    might name an Amazon S3 bucket with the following physical ID stack123123123123-s3bucket-abcdefghijk1"; and
+    "If you don't specify a name, CloudFormation generates a unique physical ID". AWS draws the random part at
+    random and nothing may rely on it but its uniqueness (a new draw at each creation); reproducible draws make
+    the same templates deploy under the same names, so a state machine whose definition embeds its functions'
+    generated names is the same text in every lab of a process, and its parse is reused
+    (patches/stepfunctions.py). A resource's draws never depend on the order in which the engine's threads
+    create resources."""
 
     def __init__(self):
         self._draws: collections.Counter[str] = collections.Counter()
