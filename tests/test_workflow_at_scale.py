@@ -174,10 +174,56 @@ def test_the_stand_in_pages_an_execution_history_as_step_functions_does(emulated
         assert paged == events
         latest = sfn.get_execution_history(executionArn=execution.arn, reverseOrder=True, maxResults=3)["events"]
         assert [e["id"] for e in latest] == [len(events), len(events) - 1, len(events) - 2]
+        backwards, token = [], None
+        while True:
+            page = sfn.get_execution_history(executionArn=execution.arn, reverseOrder=True, maxResults=70,
+                                             **({"nextToken": token} if token else {}))
+            backwards += page["events"]
+            token = page.get("nextToken")
+            if not token:
+                break
+        assert backwards == events[::-1]
         with pytest.raises(sfn.exceptions.InvalidToken):   # a token belongs to the listing it came from
             sfn.get_execution_history(executionArn=execution.arn, reverseOrder=True, nextToken=first["nextToken"])
+        with pytest.raises(sfn.exceptions.InvalidToken):
+            sfn.get_execution_history(executionArn=execution.arn, nextToken="not-a-token")
         with pytest.raises(sfn.exceptions.ClientError, match="less than or equal to 1000"):
             sfn.get_execution_history(executionArn=execution.arn, maxResults=1001)
+        assert len(sfn.get_execution_history(executionArn=execution.arn, maxResults=1000)["events"]) == min(1000, len(events))
+
+
+def test_a_history_read_newest_first_while_the_execution_runs_serves_each_event_once(emulated):
+    """The history grows at its end while an execution runs; reverseOrder pages read from the newest event
+    back. The next page goes on from where the last one stopped: an event is served once, and a token of
+    another execution is refused ("Keep all other arguments unchanged"; an invalid token: InvalidToken).
+    An execution's history read after its lab has closed is an error saying so."""
+    with emulated(ScriptedJobs()) as lab:
+        sfn = lab.client("stepfunctions")
+        definition = {"StartAt": "One", "States": {
+            "One": {"Type": "Pass", "Next": "Two"}, "Two": {"Type": "Pass", "Next": "Hold"},
+            "Hold": {"Type": "Wait", "Seconds": 2000, "Next": "Three"},   # 2 s at the tests' time scale
+            "Three": {"Type": "Pass", "Next": "Done"}, "Done": {"Type": "Succeed"}}}
+        machine = sfn.create_state_machine(name="growing", definition=json.dumps(definition),
+                                           roleArn=lab.training_role_arn)["stateMachineArn"]
+        arn = sfn.start_execution(stateMachineArn=machine, name="growing")["executionArn"]
+        for _ in range(200):
+            newest = sfn.get_execution_history(executionArn=arn, reverseOrder=True, maxResults=2)
+            if newest["events"][0]["type"] == "WaitStateEntered":
+                break
+            time.sleep(0.01)
+        assert newest["events"][0]["type"] == "WaitStateEntered", "the execution never reached its Wait state"
+        assert lab.wait(arn).status == "SUCCEEDED"
+        rest = sfn.get_execution_history(executionArn=arn, reverseOrder=True, nextToken=newest["nextToken"])
+        served = [e["id"] for e in newest["events"] + rest["events"]]
+        assert served == list(range(served[0], 0, -1)), served
+        everything = sfn.get_execution_history(executionArn=arn)["events"]
+        assert len(everything) > len(served) and everything[-1]["type"] == "ExecutionSucceeded"
+        other = sfn.start_execution(stateMachineArn=machine, name="another")["executionArn"]
+        with pytest.raises(sfn.exceptions.InvalidToken):
+            sfn.get_execution_history(executionArn=other, reverseOrder=True, nextToken=newest["nextToken"])
+        late = lab.wait(other)
+    with pytest.raises(RuntimeError, match="the lab is closed"):   # not a call to AWS with the fake keys
+        late.history
 
 
 def test_history_events_of_the_worst_job_fit_the_max_jobs_arithmetic(emulated):

@@ -574,6 +574,9 @@ class EmulatedLab:
         output = json.loads(described["output"]) if described.get("output") else None
 
         def fetch_history() -> list[dict[str, Any]]:
+            if self._mock is None and self._server is None:   # its client would call AWS, or a stopped server
+                raise RuntimeError(f"the lab is closed: read {execution_arn}'s history inside the `with EmulatedLab(...)` "
+                                   "block that ran it")
             pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn,
                                                                          PaginationConfig={"PageSize": 1000})
             return [event for page in pages for event in page["events"]]

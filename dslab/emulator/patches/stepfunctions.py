@@ -3,6 +3,7 @@ read as text by aws-sdk tasks, a cached JSONPath parser, definitions parsed once
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import threading
@@ -243,28 +244,45 @@ def patch_execution_history_pages() -> None:
             return original(self)
         size = self._get_param("maxResults") or 100
         if not 0 <= size <= 1000:
+            bound = "less than or equal to 1000" if size > 1000 else "greater than or equal to 0"
             raise ValidationException(f"1 validation error detected: Value '{size}' at 'maxResults' failed to satisfy "
-                                      "constraint: Member must have value less than or equal to 1000")
+                                      f"constraint: Member must have value {bound}")
         reverse = bool(self._get_param("reverseOrder"))
-        start = 0
-        token = self._get_param("nextToken")
-        if token:
-            try:
-                token_arn, token_reverse, start = json.loads(base64.urlsafe_b64decode(token.encode()))
-                assert token_arn == arn and token_reverse == reverse and isinstance(start, int) and start >= 0
-            except Exception:  # noqa: BLE001 - not a token of this listing
-                raise InvalidToken("the token is not one of this execution's listing with these arguments") from None
         manager = worker.env.event_manager if worker.env is not None else None
-        if manager is None:   # not started yet
-            return ActionResult({"events": []})
-        with manager._mutex:
-            events = manager._history_event_list
-            ordered = events[::-1] if reverse else events
-            page = copy.deepcopy(ordered[start:start + size])
-            more = start + size < len(events)
+        with contextlib.ExitStack() as held:
+            if manager is not None:
+                held.enter_context(manager._mutex)
+            events = manager._history_event_list if manager is not None else []   # not started yet: none
+            # The token names the last event served, not a position: a running execution's history grows at its
+            # end, so a position counted from the newest event (reverseOrder) would shift between calls and
+            # serve events twice. Event ids count from 1 in the order events are added: event id i is events[i-1].
+            last = _history_token(self._get_param("nextToken"), arn, reverse, len(events))
+            if reverse:
+                end = len(events) if last is None else last - 1
+                page = events[max(0, end - size):end][::-1]
+                more = end - size > 0
+            else:
+                begin = 0 if last is None else last
+                page = events[begin:begin + size]
+                more = begin + size < len(events)
+            page = copy.deepcopy(page)
         result: dict[str, Any] = {"events": page}
         if more:
-            result["nextToken"] = base64.urlsafe_b64encode(json.dumps([arn, reverse, start + size]).encode()).decode()
+            result["nextToken"] = base64.urlsafe_b64encode(json.dumps([arn, reverse, page[-1]["id"]]).encode()).decode()
         return ActionResult(result)
+
+    def _history_token(token: str | None, arn: str, reverse: bool, count: int) -> int | None:
+        """The id of the last event a previous page served, or None for the first page. "Using an expired
+        pagination token will return an HTTP 400 InvalidToken error": so does a token of another execution or
+        of the other order ("Keep all other arguments unchanged"), and anything that is not a token."""
+        if not token:
+            return None
+        try:
+            token_arn, token_reverse, last = json.loads(base64.urlsafe_b64decode(token.encode()))
+        except Exception:  # noqa: BLE001 - not a token at all
+            last = token_arn = token_reverse = None
+        if (token_arn != arn or token_reverse is not reverse or type(last) is not int or not 1 <= last <= count):
+            raise InvalidToken("the token is not one of this execution's listing with these arguments")
+        return last
 
     StepFunctionResponse.get_execution_history = get_execution_history
