@@ -293,3 +293,30 @@ def test_generated_names_take_cloudformations_form_are_new_at_each_creation_and_
         assert deployed_name() == first
     finally:
         another.close()
+
+
+def test_a_name_already_taken_fails_the_creation_and_leaves_the_existing_resource_as_it_was(cfn):
+    """CloudFormation's resource type handler contract: "AlreadyExists: The specified resource already existed
+    before the execution of this handler". Step Functions' CreateStateMachine answers with an existing machine
+    of the same name and EventBridge's PutRule overwrites a rule, so the stand-in asks first: the stack rolls
+    back, and what existed keeps its definition (a rollback deletes only what the stack made)."""
+    cfn, client = cfn
+    sfn, events = client("stepfunctions"), client("events")
+    role = client("iam").create_role(RoleName="sfn", AssumeRolePolicyDocument=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"},
+                                                "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+    theirs = json.dumps({"StartAt": "Theirs", "States": {"Theirs": {"Type": "Succeed"}}})
+    machine = sfn.create_state_machine(name="taken", definition=theirs, roleArn=role)["stateMachineArn"]
+    events.put_rule(Name="taken-rule", ScheduleExpression="rate(1 day)")
+    ours = {"StartAt": "Ours", "States": {"Ours": {"Type": "Pass", "End": True}}}
+    for resource in ({"Type": "AWS::StepFunctions::StateMachine",
+                      "Properties": {"StateMachineName": "taken", "RoleArn": role, "DefinitionString": json.dumps(ours)}},
+                     {"Type": "AWS::Events::Rule", "Properties": {"Name": "taken-rule", "ScheduleExpression": "rate(5 minutes)"}}):
+        stack = deploy(cfn, "Taker", template({"R": resource}))
+        assert stack["StackStatus"] == "ROLLBACK_COMPLETE", stack
+        assert f"Resource of type '{resource['Type']}' with identifier " in reasons(cfn, "Taker")
+        assert "already exists" in reasons(cfn, "Taker")
+        cfn.delete_stack(StackName="Taker")
+        settle(cfn, stack["StackId"])
+    assert sfn.describe_state_machine(stateMachineArn=machine)["definition"] == theirs
+    assert events.describe_rule(Name="taken-rule")["ScheduleExpression"] == "rate(1 day)"

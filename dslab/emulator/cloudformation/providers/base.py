@@ -9,7 +9,7 @@ import string
 import threading
 from typing import TYPE_CHECKING, Any
 
-from ..model import Resource
+from ..model import Resource, ResourceFailed
 
 if TYPE_CHECKING:  # annotations only: the environment imports the providers' helpers
     from .environment import Environment
@@ -83,6 +83,22 @@ class Provider:
     def token(self, key: str, n: int = 12) -> str:
         """A random-looking part of a name, drawn for ``key`` (what the name belongs to)."""
         return self.env.names.token(key, n)
+
+    @staticmethod
+    def refuse_if_taken(kind: str, name: str, read, **kwargs) -> None:
+        """Fails the creation of ``name`` when ``read(**kwargs)`` finds it, for services whose create call
+        answers with the existing resource (Step Functions) or overwrites it (EventBridge's PutRule) instead
+        of refusing. CloudFormation's resource type handler contract: "AlreadyExists: The specified resource
+        already existed before the execution of this handler. This error is applicable to create handlers
+        only." (its contract test creates a resource twice "with the expectation that the second create
+        operation will fail with the AlreadyExists error code"). The lab never meets it but through a name
+        it gave explicitly, or stand-ins sharing one moto state without a reset (their generated names are
+        drawn alike, NameSource): both now fail loudly instead of sharing a resource."""
+        try:
+            read(**kwargs)
+        except Exception:  # noqa: BLE001 - absent: the name is free
+            return
+        raise ResourceFailed(f"Resource of type '{kind}' with identifier '{name}' already exists.")
 
     @staticmethod
     def unless_gone(call, **kwargs):
