@@ -23,10 +23,9 @@ COMPILE = $(1)/bin/python -m compileall -q -j 0 -x /site-packages/aws_cdk/ \
 	$$($(1)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') > /dev/null || true   # a package's stray uncompilable file is its business
 
 # uv (pinned) installs the pinned requirements: downloads side by side, wheels unpacked from its cache (~5 s for
-# .venv where pip took ~30 s, ~2 s for .venv-scan where it took ~25 s). Where uv cannot run, pip installs them.
-UV := uv==0.13.9
-PIP = $(1)/bin/python -m pip install -q --no-compile --disable-pip-version-check
-INSTALL = { $(call PIP,$(1)) $(UV) && $(1)/bin/uv pip install -q --python $(1)/bin/python $(2); } || $(call PIP,$(1)) $(2)
+# .venv where pip took ~30 s, ~2 s for .venv-scan where it took ~25 s). pip installs them where uv cannot run or
+# where pip is configured with an index of its own, which uv would not read (the script says why).
+INSTALL = scripts/install-requirements.sh $(1) $(2)
 
 .venv/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || python3 -m venv .venv

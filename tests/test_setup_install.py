@@ -1,0 +1,74 @@
+"""`make setup`'s installer (scripts/install-requirements.sh): uv where it installs what pip would, pip where
+the machine's pip configuration sends it elsewhere (a mirror uv would not read) or uv fails. Run against a
+recording `python` and `uv`, so nothing is downloaded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+SCRIPT = REPO / "scripts" / "install-requirements.sh"
+
+# A venv whose python answers `-m pip config list` with $PIP_CONFIG_LIST, installs uv, records every call.
+FAKE_PYTHON = """#!/usr/bin/env bash
+echo "python $*" >> "$CALLS"
+if [[ "$*" == "-m pip config list" ]]; then printf '%s' "$PIP_CONFIG_LIST"; exit 0; fi
+if [[ "$*" == *" uv==0.13.9" ]]; then cp "$UV_STAND_IN" "$(dirname "$0")/uv"; fi
+exit 0
+"""
+FAKE_UV = """#!/usr/bin/env bash
+echo "uv $*" >> "$CALLS"
+exit "${UV_EXIT:-0}"
+"""
+
+
+def install(tmp_path: Path, config: str, uv_exit: int = 0) -> list[str]:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    uv = tmp_path / "uv"
+    uv.write_text(FAKE_UV)
+    uv.chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {**os.environ, "CALLS": str(calls), "PIP_CONFIG_LIST": config, "UV_STAND_IN": str(uv), "UV_EXIT": str(uv_exit)}
+    done = subprocess.run([str(SCRIPT), str(venv), "-r", "requirements-dev.txt"], env=env, capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return [line.replace(str(venv), "VENV") for line in calls.read_text().splitlines() if "config list" not in line]
+
+
+PIP = "python -m pip install -q --no-compile --disable-pip-version-check"
+
+
+def test_uv_installs_with_the_constraint_files_pip_is_configured_with(tmp_path):
+    config = ("global.constraint='/etc/pip/constraints.txt'\nglobal.extra-index-url='file:///opt/pypi/simple'\n"
+              ":env:.constraint='/tmp/a.txt /tmp/b.txt'\n")
+    assert install(tmp_path, config) == [
+        f"{PIP} uv==0.13.9",
+        "uv pip install -q --python VENV/bin/python -c /etc/pip/constraints.txt -c /tmp/a.txt -c /tmp/b.txt "
+        "-r requirements-dev.txt"]
+
+
+@pytest.mark.parametrize("setting", ["global.index-url='https://mirror.example/simple'",
+                                     ":env:.index-url='https://mirror.example/simple'", "install.no-index='true'"])
+def test_pip_installs_where_it_is_configured_with_an_index_of_its_own(tmp_path, setting):
+    assert install(tmp_path, f"global.extra-index-url='x'\n{setting}\n") == [f"{PIP} -r requirements-dev.txt"]
+
+
+def test_pip_installs_where_uv_fails(tmp_path):
+    assert install(tmp_path, "", uv_exit=2) == [
+        f"{PIP} uv==0.13.9", "uv pip install -q --python VENV/bin/python -r requirements-dev.txt",
+        f"{PIP} -r requirements-dev.txt"]
+
+
+def test_the_makefile_installs_every_environment_through_it():
+    makefile = (REPO / "Makefile").read_text()
+    assert "INSTALL = scripts/install-requirements.sh" in makefile
+    assert makefile.count("$(call INSTALL,") == 2   # .venv and .venv-scan
