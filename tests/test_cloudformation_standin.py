@@ -298,7 +298,8 @@ def test_generated_names_take_cloudformations_form_are_new_at_each_creation_and_
 def test_a_name_already_taken_fails_the_creation_and_leaves_the_existing_resource_as_it_was(cfn):
     """CloudFormation's resource type handler contract: "AlreadyExists: The specified resource already existed
     before the execution of this handler". Step Functions' CreateStateMachine answers with an existing machine
-    of the same name and EventBridge's PutRule overwrites a rule, so the stand-in asks first: the stack rolls
+    of the same name and EventBridge's PutRule overwrites a rule, so the stand-in asks first (as it does for SSM
+    parameters and log groups, whose create calls refuse in words of their own): the stack rolls
     back, and what existed keeps its definition (a rollback deletes only what the stack made)."""
     cfn, client = cfn
     sfn, events = client("stepfunctions"), client("events")
@@ -308,10 +309,15 @@ def test_a_name_already_taken_fails_the_creation_and_leaves_the_existing_resourc
     theirs = json.dumps({"StartAt": "Theirs", "States": {"Theirs": {"Type": "Succeed"}}})
     machine = sfn.create_state_machine(name="taken", definition=theirs, roleArn=role)["stateMachineArn"]
     events.put_rule(Name="taken-rule", ScheduleExpression="rate(1 day)")
+    client("ssm").put_parameter(Name="taken-parameter", Value="theirs", Type="String")
+    client("logs").create_log_group(logGroupName="taken-logs")
+    client("logs").put_retention_policy(logGroupName="taken-logs", retentionInDays=7)
     ours = {"StartAt": "Ours", "States": {"Ours": {"Type": "Pass", "End": True}}}
     for resource in ({"Type": "AWS::StepFunctions::StateMachine",
                       "Properties": {"StateMachineName": "taken", "RoleArn": role, "DefinitionString": json.dumps(ours)}},
-                     {"Type": "AWS::Events::Rule", "Properties": {"Name": "taken-rule", "ScheduleExpression": "rate(5 minutes)"}}):
+                     {"Type": "AWS::Events::Rule", "Properties": {"Name": "taken-rule", "ScheduleExpression": "rate(5 minutes)"}},
+                     parameter("taken-parameter", "ours"),
+                     {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "taken-logs", "RetentionInDays": 30}}):
         stack = deploy(cfn, "Taker", template({"R": resource}))
         assert stack["StackStatus"] == "ROLLBACK_COMPLETE", stack
         assert f"Resource of type '{resource['Type']}' with identifier " in reasons(cfn, "Taker")
@@ -320,3 +326,6 @@ def test_a_name_already_taken_fails_the_creation_and_leaves_the_existing_resourc
         settle(cfn, stack["StackId"])
     assert sfn.describe_state_machine(stateMachineArn=machine)["definition"] == theirs
     assert events.describe_rule(Name="taken-rule")["ScheduleExpression"] == "rate(1 day)"
+    assert client("ssm").get_parameter(Name="taken-parameter")["Parameter"]["Value"] == "theirs"
+    (logs,) = client("logs").describe_log_groups(logGroupNamePrefix="taken-logs")["logGroups"]
+    assert logs["retentionInDays"] == 7

@@ -7,7 +7,7 @@ import collections
 import hashlib
 import string
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import Resource, ResourceFailed
 
@@ -85,20 +85,21 @@ class Provider:
         return self.env.names.token(key, n)
 
     @staticmethod
-    def refuse_if_taken(kind: str, name: str, read, **kwargs) -> None:
-        """Fails the creation of ``name`` when ``read(**kwargs)`` finds it, for services whose create call
-        answers with the existing resource (Step Functions) or overwrites it (EventBridge's PutRule) instead
-        of refusing. CloudFormation's resource type handler contract: "AlreadyExists: The specified resource
-        already existed before the execution of this handler. This error is applicable to create handlers
-        only." (its contract test creates a resource twice "with the expectation that the second create
-        operation will fail with the AlreadyExists error code"). The lab never meets it but through a name
-        it gave explicitly, or stand-ins sharing one moto state without a reset (their generated names are
-        drawn alike, NameSource): both now fail loudly instead of sharing a resource."""
+    def refuse_if_taken(kind: str, name: str, find: Callable[[], Any]) -> None:
+        """Fails the creation of ``name`` when ``find()`` finds it (answers truthy; raising means absent). Some
+        create calls do not refuse a taken name (Step Functions answers with the existing machine, EventBridge's
+        PutRule overwrites), others refuse in words of their own (SSM, CloudWatch Logs). CloudFormation's resource type handler contract: "AlreadyExists:
+        The specified resource already existed before the execution of this handler. This error is applicable to
+        create handlers only." (its contract test creates a resource twice "with the expectation that the second
+        create operation will fail with the AlreadyExists error code"). The lab meets it only through a name it
+        gave explicitly, or stand-ins sharing one moto state without a reset (their generated names are drawn
+        alike, NameSource): both fail loudly instead of sharing a resource."""
         try:
-            read(**kwargs)
+            found = find()
         except Exception:  # noqa: BLE001 - absent: the name is free
             return
-        raise ResourceFailed(f"Resource of type '{kind}' with identifier '{name}' already exists.")
+        if found:
+            raise ResourceFailed(f"Resource of type '{kind}' with identifier '{name}' already exists.")
 
     @staticmethod
     def unless_gone(call, **kwargs):

@@ -68,9 +68,10 @@ class StateMachine(Provider):
     def create(self, logical_id, kind, props, *, stack):
         name = props.get("StateMachineName") or self.generated_name(stack.name, logical_id, 80)
         definition = props.get("DefinitionString") or json.dumps(props.get("Definition", {}))
-        self.refuse_if_taken(kind, name, self.client("stepfunctions").describe_state_machine,
-                             stateMachineArn=f"arn:aws:states:{self.env.region}:{self.env.account}:stateMachine:{name}")
-        arn = self.client("stepfunctions").create_state_machine(
+        sfn = self.client("stepfunctions")
+        self.refuse_if_taken(kind, name, lambda: sfn.describe_state_machine(
+            stateMachineArn=f"arn:aws:states:{self.env.region}:{self.env.account}:stateMachine:{name}"))
+        arn = sfn.create_state_machine(
             name=name, definition=definition, roleArn=props["RoleArn"], type=props.get("StateMachineType", "STANDARD"))["stateMachineArn"]
         return arn, {"Arn": arn, "Name": name}
 
@@ -90,7 +91,7 @@ class EventsRule(Provider):
 
     def create(self, logical_id, kind, props, *, stack):
         name = props.get("Name") or self.generated_name(stack.name, logical_id, 64)
-        self.refuse_if_taken(kind, name, self.client("events").describe_rule, Name=name)   # the default bus, as _put
+        self.refuse_if_taken(kind, name, lambda: self.client("events").describe_rule(Name=name))   # the default bus, as _put
         self._put(name, props)
         return name, {"Arn": f"arn:aws:events:{self.env.region}:{self.env.account}:rule/{name}"}
 

@@ -16,13 +16,7 @@ class SsmParameter(Provider):
     def create(self, logical_id, kind, props, *, stack):
         ssm = self.client("ssm")
         name = props.get("Name") or f"CFN-{logical_id}-{self.token(f'{stack.name}/{logical_id}')}"
-        try:
-            ssm.get_parameter(Name=name)
-            raise ResourceFailed(f"Resource of type 'AWS::SSM::Parameter' with identifier '{name}' already exists.")
-        except ResourceFailed:
-            raise
-        except Exception:  # noqa: BLE001 - absent
-            pass
+        self.refuse_if_taken(kind, name, lambda: ssm.get_parameter(Name=name))
         ssm.put_parameter(Name=name, Value=str(props["Value"]), Type=props.get("Type", "String"),
                           Description=props.get("Description", ""))
         return name, {"Type": props.get("Type", "String"), "Value": str(props["Value"])}
@@ -142,9 +136,8 @@ class LogGroup(Provider):
     def create(self, logical_id, kind, props, *, stack):
         logs = self.client("logs")
         name = props.get("LogGroupName") or self.generated_name(stack.name, logical_id, 512)
-        if logs.describe_log_groups(logGroupNamePrefix=name).get("logGroups", []) and any(
-                g["logGroupName"] == name for g in logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]):
-            raise ResourceFailed(f"Resource of type 'AWS::Logs::LogGroup' with identifier '{name}' already exists.")
+        self.refuse_if_taken(kind, name, lambda: any(
+            g["logGroupName"] == name for g in logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]))
         logs.create_log_group(logGroupName=name)
         if props.get("RetentionInDays"):
             logs.put_retention_policy(logGroupName=name, retentionInDays=int(props["RetentionInDays"]))
