@@ -69,11 +69,12 @@ def _outputs(tmp_path, **core) -> str:
     return str(path)
 
 
-def _fill(s3, objects: dict[str, int]) -> None:
+def _fill(objects: dict[str, int]) -> None:
     """The objects, straight into the stand-in's S3 (thousands through the API are seconds of CPU; what is
     tested is how the code lists and deletes them)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
     from moto.s3.models import s3_backends
-    backend = s3_backends["123456789012"]["global"]
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["global"]
     for key, size in objects.items():
         backend.put_object(BUCKET, key, b"x" * size)
 
@@ -89,7 +90,7 @@ STAGED = {**{f"datasets/jpg/c{i % 3}/{i}.jpg": 1000 for i in range(12)}, "datase
 # ---- dslab express status ----------------------------------------------------------------------
 
 def test_status_counts_objects_bytes_and_monthly_cost_per_dataset(bucket, tmp_path, capsys):
-    _fill(bucket, STAGED)
+    _fill(STAGED)
     bucket.create_multipart_upload(Bucket=BUCKET, Key="datasets/tfr/shard-9.tfrecord")
     assert main(["express", "status", "--outputs", _outputs(tmp_path), "--json"]) == 0
     state = json.loads(capsys.readouterr().out)
@@ -135,7 +136,7 @@ def test_a_lab_deployed_before_express_is_told_to_deploy_again(tmp_path, capsys)
 # ---- dslab express empty -----------------------------------------------------------------------
 
 def test_empty_one_dataset_leaves_the_others(bucket, tmp_path, capsys, directory_listing):
-    _fill(bucket, STAGED)
+    _fill(STAGED)
     upload = bucket.create_multipart_upload(Bucket=BUCKET, Key="datasets/jpg/c0/late.jpg")
     other = bucket.create_multipart_upload(Bucket=BUCKET, Key="datasets/tfr/late.tfrecord")
     assert main(["express", "empty", "--dataset", "jpg", "--yes", "--outputs", _outputs(tmp_path)]) == 0
@@ -150,7 +151,7 @@ def test_empty_one_dataset_leaves_the_others(bucket, tmp_path, capsys, directory
 
 
 def test_empty_everything_in_pages_of_1000(bucket, tmp_path, capsys, monkeypatch):
-    _fill(bucket, {f"datasets/many/{i}.jpg": 1 for i in range(2345)})
+    _fill({f"datasets/many/{i}.jpg": 1 for i in range(2345)})
     bucket.create_multipart_upload(Bucket=BUCKET, Key="datasets/many/big.tfrecord")
     sizes = []
     original = boto3.client
@@ -168,7 +169,7 @@ def test_empty_everything_in_pages_of_1000(bucket, tmp_path, capsys, monkeypatch
 
 
 def test_empty_without_yes_asks_and_a_script_must_pass_yes(bucket, tmp_path, capsys, monkeypatch):
-    _fill(bucket, {"datasets/a/1.jpg": 10})
+    _fill({"datasets/a/1.jpg": 10})
     monkeypatch.setattr(sys, "stdin", open("/dev/null"))   # not a terminal
     assert main(["express", "empty", "--outputs", _outputs(tmp_path)]) == 2
     assert "--yes" in capsys.readouterr().err and _keys(bucket) == {"datasets/a/1.jpg"}
@@ -201,7 +202,7 @@ def test_a_prefix_without_a_slash_is_never_sent(bucket):
     with pytest.raises(ClientError) as err:   # and the stand-in answers as AWS would
         bucket.list_objects_v2(Bucket=BUCKET, Prefix="datasets/jpg")
     assert err.value.response["Error"]["Code"] == "InvalidRequest"
-    _fill(bucket, {f"datasets/d/{i:03d}.jpg": 1 for i in range(30)})
+    _fill({f"datasets/d/{i:03d}.jpg": 1 for i in range(30)})
     listed = [o["Key"] for o in bucket.list_objects_v2(Bucket=BUCKET, Prefix="datasets/d/")["Contents"]]
     assert sorted(listed) != listed and len(listed) == 30   # not in lexicographic order, like a directory bucket
 
@@ -260,7 +261,7 @@ def emptier(monkeypatch):
 
 
 def test_emptier_deletes_every_object_and_upload_on_delete(bucket, emptier, directory_listing):
-    _fill(bucket, {**STAGED, **{f"datasets/many/{i}.jpg": 1 for i in range(2100)}})
+    _fill({**STAGED, **{f"datasets/many/{i}.jpg": 1 for i in range(2100)}})
     bucket.create_multipart_upload(Bucket=BUCKET, Key="datasets/many/big.tfrecord")
     emptier.handler(_event("Delete"), Context())
     (answer,) = emptier.answers
@@ -274,7 +275,7 @@ def test_emptier_deletes_every_object_and_upload_on_delete(bucket, emptier, dire
 
 
 def test_emptier_does_nothing_on_create_or_a_plain_update(bucket, emptier):
-    _fill(bucket, {"datasets/a/1.jpg": 1})
+    _fill({"datasets/a/1.jpg": 1})
     emptier.handler(_event("Create"), Context())
     emptier.handler(_event("Update", old=BUCKET), Context())
     assert [a["Status"] for a in emptier.answers] == ["SUCCESS", "SUCCESS"]
@@ -284,7 +285,7 @@ def test_emptier_does_nothing_on_create_or_a_plain_update(bucket, emptier):
 
 def test_emptier_clears_the_old_bucket_when_the_bucket_is_replaced(bucket, emptier):
     """A new zone ID replaces the bucket; CloudFormation then deletes the old one, which must be empty."""
-    _fill(bucket, {"datasets/a/1.jpg": 1})
+    _fill({"datasets/a/1.jpg": 1})
     emptier.handler(_event("Update", bucket="new--use1-az5--x-s3", old=BUCKET), Context())
     assert emptier.answers[0]["Status"] == "SUCCESS" and _keys(bucket) == set()
 
@@ -295,14 +296,14 @@ def test_emptier_answers_success_for_a_bucket_already_gone(bucket, emptier):
 
 
 def test_emptier_answers_failed_with_the_fix_rather_than_timing_out(bucket, emptier):
-    _fill(bucket, {"datasets/a/1.jpg": 1})
+    _fill({"datasets/a/1.jpg": 1})
     emptier.handler(_event("Delete"), Context(remaining_ms=30_000))
     (answer,) = emptier.answers
     assert answer["Status"] == "FAILED" and "not empty yet" in answer["Reason"] and "dslab express empty" in answer["Reason"]
 
 
 def test_emptier_answers_failed_when_a_delete_is_refused(bucket, emptier, monkeypatch):
-    _fill(bucket, {"datasets/a/1.jpg": 1})
+    _fill({"datasets/a/1.jpg": 1})
     real = emptier._client
 
     def refusing():

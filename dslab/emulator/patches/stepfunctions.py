@@ -249,9 +249,7 @@ def patch_execution_history_pages() -> None:
                                       f"constraint: Member must have value {bound}")
         reverse = bool(self._get_param("reverseOrder"))
         manager = worker.env.event_manager if worker.env is not None else None
-        with contextlib.ExitStack() as held:
-            if manager is not None:
-                held.enter_context(manager._mutex)
+        with manager._mutex if manager is not None else contextlib.nullcontext():
             events = manager._history_event_list if manager is not None else []   # not started yet: none
             # The token names the last event served, not a position: a running execution's history grows at its
             # end, so a position counted from the newest event (reverseOrder) would shift between calls and
