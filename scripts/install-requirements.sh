@@ -9,6 +9,10 @@
 #   places to look; every requirement is pinned and on PyPI);
 # - and where uv cannot run or fails, pip does.
 set -euo pipefail
+if [[ $# -lt 2 || ! -x ${1}/bin/python ]]; then
+    echo "usage: $0 VENV PIP-ARGS... (VENV: a virtual environment, made first with python3 -m venv VENV)" >&2
+    exit 2
+fi
 venv=$1; shift
 python=$venv/bin/python
 pip() { "$python" -m pip install -q --no-compile --disable-pip-version-check "$@"; }

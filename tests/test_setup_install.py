@@ -72,3 +72,9 @@ def test_the_makefile_installs_every_environment_through_it():
     makefile = (REPO / "Makefile").read_text()
     assert "INSTALL = scripts/install-requirements.sh" in makefile
     assert makefile.count("$(call INSTALL,") == 2   # .venv and .venv-scan
+
+
+@pytest.mark.parametrize("args", [[], ["/nonexistent-venv", "-r", "requirements.txt"]])
+def test_a_missing_environment_is_a_usage_error_not_a_traceback(args):
+    done = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 2 and "usage:" in done.stderr and "python3 -m venv" in done.stderr, done.stderr
