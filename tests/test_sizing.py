@@ -348,7 +348,9 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
                      "undo each other):")
     assert lines[at + 1].split()[:3] == ["make", "deploy", "FSX=up"] and combined["command"] in lines[at + 1]
     assert ("  a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these words "
-            "builds cdk.json's settings again (put them in cdk.json's context to keep them)") in lines
+            "builds cdk.json's settings again (put them in cdk.json's context to keep them); where that would shrink FSx "
+            "in place or change EFS's throughput within 24 hours of its last change, which AWS refuses, it stops before "
+            "anything changes and says the way (FSX=down, then up; the time after which EFS may)") in lines
     # One row deploying (2 TB in 500 shards on one ml.p3.2xlarge: FSx grows to hold it, EFS Bursting feeds it): its
     # command alone, and the line on CONTEXT.
     one = ["--files", "500", "--bytes", "2000GB", "--instance", "ml.p3.2xlarge"]

@@ -53,7 +53,9 @@ EXPRESS_QUOTA_SOURCE = ("S3 User Guide, s3-express-performance.html: \"By defaul
 EXPRESS_QUOTA_STEP = 1000.0   # a raise is asked in whole thousands of reads per second
 # A deploy's CONTEXT holds for that deploy only (Makefile: each word becomes -c key=value on top of cdk.json's).
 CONTEXT_HOLDS = ("a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these "
-                 "words builds cdk.json's settings again (put them in cdk.json's context to keep them)")
+                 "words builds cdk.json's settings again (put them in cdk.json's context to keep them); where that would "
+                 "shrink FSx in place or change EFS's throughput within 24 hours of its last change, which AWS refuses, "
+                 "it stops before anything changes and says the way (FSX=down, then up; the time after which EFS may)")
 
 
 @dataclass
