@@ -752,22 +752,58 @@ def test_a_dataset_uploaded_while_fsx_is_up_is_imported_before_its_jobs_start(em
         assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}
 
 
+def import_task(fsx, file_system_id, paths):
+    return fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=file_system_id,
+                                           Paths=paths, Report={"Enabled": False})["DataRepositoryTask"]
+
+
+def until_no_task_executes(lab, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while any(t["Lifecycle"] in ("PENDING", "EXECUTING") for t in lab._fsx_repository_now()[1]):
+        assert time.monotonic() < deadline, "an FSx task still executes"
+        time.sleep(0.02)
+
+
 def test_the_stand_ins_fsx_fails_an_import_task_whose_paths_are_not_s3_paths(emulated):
     """CreateDataRepositoryTask.Paths (botocore's FSx model): "For import tasks, the list contains paths in the
     Amazon S3 bucket ... in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the
     task fails." A file-system path, as the workflow sent before, fails; the S3 path of the same data runs."""
-    with emulated(ScriptedJobs(), fsx_import_seconds=3000) as lab:
+    with emulated(ScriptedJobs(), fsx_import_seconds=1000) as lab:
         put_datasets(lab, ["tiny-jpg"])
+        until_no_task_executes(lab)   # the association's own import: FSx runs one task at a time
         fsx = lab.client("fsx")
         for paths in (["/datasets/tiny-jpg"], ["datasets/tiny-jpg"], ["s3://another-bucket/datasets/tiny-jpg/"]):
-            task = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
-                                                   Paths=paths, Report={"Enabled": False})["DataRepositoryTask"]
+            task = import_task(fsx, lab.fsx_id, paths)
             assert task["Lifecycle"] == "FAILED" and paths[0] in task["FailureDetails"]["Message"], paths
-        good = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
-                                               Paths=[f"s3://{lab.bucket}/datasets/tiny-jpg/"],
-                                               Report={"Enabled": False})["DataRepositoryTask"]
+        good = import_task(fsx, lab.fsx_id, [f"s3://{lab.bucket}/datasets/tiny-jpg/"])
         objects = lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix="datasets/tiny-jpg/")["KeyCount"]
         assert good["Lifecycle"] == "EXECUTING" and good["Status"]["TotalCount"] == objects > 0
+
+
+def test_the_stand_ins_fsx_runs_one_data_repository_task_at_a_time(emulated):
+    """DataRepositoryTaskExecuting (CreateDataRepositoryTask's errors, botocore's FSx model): "An existing data
+    repository task is currently executing on the file system. Wait until the existing task has completed, then
+    create the new task." The association's own import is such a task; a FAILED one is not."""
+    from botocore.exceptions import ClientError
+    with emulated(ScriptedJobs(), fsx_import_seconds=1500) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        fsx = lab.client("fsx")
+        path = f"s3://{lab.bucket}/datasets/tiny-jpg/"
+
+        def refused(paths, file_system_id=lab.fsx_id) -> str:
+            with pytest.raises(ClientError) as caught:
+                import_task(fsx, file_system_id, paths)
+            return caught.value.response["Error"]["Code"]
+
+        (own,) = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert own["Lifecycle"] == "EXECUTING" and refused([path]) == "DataRepositoryTaskExecuting"
+        until_no_task_executes(lab)
+        assert import_task(fsx, lab.fsx_id, ["/datasets/tiny-jpg"])["Lifecycle"] == "FAILED"
+        assert import_task(fsx, lab.fsx_id, [path])["Lifecycle"] == "EXECUTING"
+        assert refused([path]) == "DataRepositoryTaskExecuting"
+        assert refused([path] * 101) == "BadRequest"                      # Paths: "max": 100
+        assert refused([path], "fs-0123456789abcdef0") == "FileSystemNotFound"
+        assert len(fsx.describe_data_repository_tasks()["DataRepositoryTasks"]) == 3
 
 
 def test_a_late_dataset_whose_import_failed_is_imported_again_by_the_next_run(emulated):
