@@ -19,7 +19,8 @@ them) describes a dataset and an emulated accelerator. The lab takes from it wha
   (training/dslab_report.py dlio_au) and a cluster's figures (job_metrics.py) all compute it so.
 
 Everything else (checkpointing, evaluation, storage options, profiling, output) is ignored, each said in one
-line. Files in circulation spell some keys differently (older DLIO and MLPerf Storage v0.5/v1.0 files):
+line. A checkpointing workload (``workflow: {train: False, checkpoint: True}``, MLPerf Storage's llama3 files) is
+core/checkpoint.py's: ``parse_any_workload`` hands it there. Files in circulation spell some keys differently (older DLIO and MLPerf Storage v0.5/v1.0 files):
 ``record_length`` for ``record_length_bytes``, ``record_length_stdev`` or ``record_length_std`` for
 ``record_length_bytes_stdev``, ``epoch`` for ``epochs``, ``model: name`` for ``model: {name: ...}``, and
 ``data_reader`` for ``reader``; all are read. Where a field is absent, DLIO's own default applies
@@ -371,6 +372,18 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
 
     workflow = _section(document, "workflow", None, where)
+    if workflow.get("train") is False and workflow.get("checkpoint") is True:
+        # A checkpointing workload (core/checkpoint.py reads it, refusing its typos): its size said, then refused
+        # here, where the lab emulates training reads.
+        from .checkpoint import GIB, parse_checkpoint_workload
+        try:
+            plan = parse_checkpoint_workload(document, source, where).plan()
+            size = f" ({plan.full_bytes / GIB:,.1f} GiB per checkpoint on {plan.processes} processes by DLIO's formula)"
+        except ConfigError as err:
+            size = f" (and not a valid one: {err.field}: {err.problem})"
+        raise ConfigError(f"{where}workflow.train", f"is False in {source}: a checkpointing workload, which trains "
+                          f"nothing{size}, and this command emulates training reads",
+                          "a workload with workflow.train: True (unet3d, resnet50, cosmoflow)")
     if workflow.get("train") is False:
         raise ConfigError(f"{where}workflow.train", f"is False in {source}: the workload trains nothing (a "
                           "checkpointing or data-generation workload), and the lab emulates training reads",
@@ -491,6 +504,15 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
                     document=json.dumps(document, default=str))   # in the file's order, as its lines are said
 
 
+def parse_any_workload(document: Any, source: str, where: str = ""):
+    """A training workload (``Workload``), or a checkpointing one (core/checkpoint.py ``CheckpointWorkload``: DLIO's
+    ``workflow: {train: False, checkpoint: True}``, as MLPerf Storage's llama3 files)."""
+    from .checkpoint import is_checkpointing, parse_checkpoint_workload
+    if is_checkpointing(document):
+        return parse_checkpoint_workload(document, source, where)
+    return parse_workload(document, source, where)
+
+
 ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
 
 
@@ -520,4 +542,4 @@ def parse_entry(value: Any, path: str) -> Workload:
     return replace(workload, sha256=sha)
 
 
-__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
+__all__ = ["Workload", "parse_workload", "parse_any_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
