@@ -431,3 +431,13 @@ def test_a_file_system_channel_holds_the_checkpoints_of_every_host(tmp_path):
     assert figures["shared"] is True and len(written(mount / "trial-1")) == 16
     with pytest.raises(ContractError, match="checkpoint_channel='efs' names no input channel"):
         train.checkpoint_directory(replace(ctx, hyperparameters={**ctx.hyperparameters, "checkpoint_channel": "efs"}))
+
+
+def test_the_formula_runs_anywhere_the_lab_or_a_job_does():
+    """checkpoint_layout.py is imported by dslab/core (no numpy there) and by the job: the standard library only."""
+    import ast
+    tree = ast.parse((TRAINING / "dslab_train" / "checkpoint_layout.py").read_text())
+    imported = {(n.module if isinstance(n, ast.ImportFrom) else a.name).split(".")[0]
+                for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                for a in (n.names if isinstance(n, ast.Import) else [n])}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
