@@ -19,7 +19,8 @@ them) describes a dataset and an emulated accelerator. The lab takes from it wha
   (training/dslab_report.py dlio_au) and a cluster's figures (job_metrics.py) all compute it so.
 
 Everything else (checkpointing, evaluation, storage options, profiling, output's folders) is ignored, each said in one
-line. Only key spellings some DLIO release reads are read (its LoadConfig, dlio_benchmark/utils/config.py):
+line. A checkpointing workload (``workflow: {train: False, checkpoint: True}``, MLPerf Storage's llama3 files) is
+core/checkpoint.py's: ``parse_any_workload`` hands it there. Only key spellings some DLIO release reads are read (its LoadConfig, dlio_benchmark/utils/config.py):
 ``record_length``/``record_length_stdev`` (up to v2.0.0) or ``record_length_bytes``/``record_length_bytes_stdev``
 (v2.0.1 on), ``model: name`` or ``model: {name: ...}``, ``data_reader`` or ``reader``, ``output.metric.exclude_start_steps``
 and ``exclude_end_steps`` (v2.0.1 on: the lab's AU honours their defaults, 1 and 0, and refuses others). Spellings found in
@@ -423,6 +424,18 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
 
     workflow = _section(document, "workflow", None, where)
+    if workflow.get("train") is False and workflow.get("checkpoint") is True:
+        # A checkpointing workload (core/checkpoint.py reads it, refusing its typos): its size said, then refused
+        # here, where the lab emulates training reads.
+        from .checkpoint import GIB, parse_checkpoint_workload
+        try:
+            plan = parse_checkpoint_workload(document, source, where).plan()
+            size = f" ({plan.full_bytes / GIB:,.1f} GiB per checkpoint on {plan.processes} processes by DLIO's formula)"
+        except ConfigError as err:
+            size = f" (and not a valid one: {err.field}: {err.problem})"
+        raise ConfigError(f"{where}workflow.train", f"is False in {source}: a checkpointing workload, which trains "
+                          f"nothing{size}, and this command emulates training reads",
+                          "a workload with workflow.train: True (unet3d, resnet50, cosmoflow)")
     if workflow.get("train") is False:
         raise ConfigError(f"{where}workflow.train", f"is False in {source}: the workload trains nothing (a "
                           "checkpointing or data-generation workload), and the lab emulates training reads",
@@ -569,6 +582,15 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
                     document=json.dumps(document, default=str))   # in the file's order, as its lines are said
 
 
+def parse_any_workload(document: Any, source: str, where: str = ""):
+    """A training workload (``Workload``), or a checkpointing one (core/checkpoint.py ``CheckpointWorkload``: DLIO's
+    ``workflow: {train: False, checkpoint: True}``, as MLPerf Storage's llama3 files)."""
+    from .checkpoint import is_checkpointing, parse_checkpoint_workload
+    if is_checkpointing(document):
+        return parse_checkpoint_workload(document, source, where)
+    return parse_workload(document, source, where)
+
+
 ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
 
 
@@ -598,4 +620,4 @@ def parse_entry(value: Any, path: str) -> Workload:
     return replace(workload, sha256=sha)
 
 
-__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
+__all__ = ["Workload", "parse_workload", "parse_any_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
