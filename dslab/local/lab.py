@@ -332,6 +332,7 @@ class LocalLab:
         if self.fsx_root is not None and self.mounts is not None:
             self.mounts.unmount(self.fsx_root)
             self.fsx_root = None
+            shutil.rmtree(self.work / "fsx-lustre", ignore_errors=True)   # what FSx held beside its link goes with it
 
     # ---- data ----------------------------------------------------------------------------------
     def upload(self) -> None:
@@ -354,7 +355,8 @@ class LocalLab:
     def _execute(self, request: dict, update: Callable[[dict], None]) -> dict:
         storage = LabStorage(self.lab.client("s3"), self.mounts, self.work / "efs", self.fsx_root,
                              self.lab.fsx_id, self.lab.efs_id,
-                             fsx_problem=None if fuse_available() else FUSE_HELP)
+                             fsx_problem=None if fuse_available() else FUSE_HELP,
+                             fsx_lustre_root=self.work / "fsx-lustre" if self.fsx_root is not None else None)
         workdir = self.work / "jobs" / request["TrainingJobName"]
         workdir.mkdir(parents=True, exist_ok=True)
         outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))
