@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from .common import add_command, lab_provisioning, price_table, print_json
-from .question import add_question_flags, premise_json, premise_of, workload_of
+from .question import add_question_flags, is_checkpoint_question, premise_json, premise_of, workload_of
 
 
 def print_workload(workload) -> None:
@@ -52,6 +52,9 @@ def cmd_estimate(args) -> int:
     from ..core.recommend import options
     from ..report import duration
     prices = price_table(args.prices)
+    if is_checkpoint_question(args):
+        from . import checkpoints
+        return checkpoints.cmd_estimate(args, prices)
     premise = premise_of(args, prices=prices)
     found = options(premise.shape, sources=_sources(args), lab=premise.lab, au_target=premise.au_target, prices=prices,
                     **premise.estimate_kwargs())
@@ -144,6 +147,9 @@ def cmd_recommend(args) -> int:
     if getattr(args, "results", None):
         raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
     prices = price_table(args.prices)
+    if is_checkpoint_question(args):
+        from . import checkpoints
+        return checkpoints.cmd_recommend(args, prices)
     premise = premise_of(args, prices=prices)
     result = recommend(premise.shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
                        portable=args.portable_script, lab=premise.lab, au_target=premise.au_target, prices=prices,
@@ -207,7 +213,7 @@ def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity"):
+                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity", "checkpoint_every", "keep"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
     prices = price_table(args.prices)
