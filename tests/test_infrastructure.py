@@ -253,7 +253,7 @@ def test_come_back_after_destroy_adopts_the_kept_bucket(tmp_path):
     s3_resources = [r for st in _statements(again.core) if "s3:" in json.dumps(st["Action"])
                     for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])]
     data_resources = [r for r in s3_resources if "cdk-hnb659fds-assets" not in json.dumps(r)]  # the code asset
-    assert len(data_resources) == 4
+    assert len(data_resources) == 6   # datasets/ and code/ read, output/ written, listed; checkpoints/ synced, listed
     for resource in data_resources:
         assert BUCKET_ARN in json.dumps(resource) and "Fn::GetAtt" not in json.dumps(resource)
     # FSx links the kept bucket's datasets prefix.

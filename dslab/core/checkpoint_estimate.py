@@ -507,7 +507,7 @@ def recommend(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS, expres
         if o is pick:
             continue
         if o.blocker:
-            passed[option_name(o)] = f"cannot hold them: {o.blocker}"
+            passed[option_name(o)] = f"cannot: {o.blocker}"
         elif o.warnings:
             passed[option_name(o)] = f"cannot keep up: {'; '.join(o.warnings)}"
     if pick is None:
@@ -554,6 +554,88 @@ def size(q: Question, save_under: float, targets: tuple[str, ...] = CHECKPOINT_T
     return rows
 
 
-__all__ = ["CheckpointAnswer", "CheckpointLoad", "Question", "TargetEstimate", "estimate_target", "estimate_targets",
+# ---- measured: a run's checkpoint records, per trial and target ------------------------------------------------
+
+@dataclass
+class MeasuredTarget:
+    """One target of a checkpoint trial as a run measured it: means over its completed jobs (and the sync's restore
+    job's copy-in, the Downloading phase SageMaker's copy of the S3 URI is reported in, plus its reads)."""
+    trial: str
+    model: str
+    target: str
+    jobs: int
+    completed: int
+    save_seconds: float | None
+    stall_seconds: float | None
+    load_seconds: float | None
+    save_gb_per_second: float | None
+    load_gb_per_second: float | None
+    restore_seconds: float | None
+    copy_in_seconds: float | None
+    bytes_per_checkpoint: int | None
+    instance_type: str
+    instance_count: int
+    cost_usd: float
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return checkpoint_target_label(self.target)
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if isinstance(v, (int, float))]
+    return sum(values) / len(values) if values else None
+
+
+def measured_targets(records: list[dict[str, Any]]) -> list[MeasuredTarget]:
+    """The checkpoint records (``checkpoint_target`` set) per (trial, target), in the records' order."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("checkpoint_target"):
+            groups.setdefault((r.get("trial") or "", r["checkpoint_target"]), []).append(r)
+    out = []
+    for (trial, target), items in groups.items():
+        writers = [r for r in items if not r.get("checkpoint_restore")]
+        restores = [r for r in items if r.get("checkpoint_restore")]
+        done = [r for r in writers if r["status"] == "Completed"]
+        figures = [(r.get("metrics") or {}).get("checkpoint") or {} for r in done]
+        # A cluster's figures are its slowest host's (job_metrics._checkpoint_cluster), where every host gave them.
+        figures = [((r.get("metrics") or {}).get("cluster") or {}).get("checkpoint") or f for r, f in zip(done, figures)]
+        restored = [r for r in restores if r["status"] == "Completed"]
+        restore_figures = [(((r.get("metrics") or {}).get("cluster") or {}).get("checkpoint")
+                            or (r.get("metrics") or {}).get("checkpoint") or {}) for r in restored]
+        copy_in = _mean((r.get("phases") or {}).get("Downloading", 0.0) for r in restored)
+        if target in SYNC_TARGETS:
+            load = _mean(f.get("load_seconds_mean") for f in restore_figures)
+            restore = (copy_in or 0.0) + load if load is not None else None
+        else:
+            load = _mean(f.get("load_seconds_mean") for f in figures)
+            restore = load
+        first = items[0]
+        out.append(MeasuredTarget(
+            trial=trial, model=first["dataset"], target=target, jobs=len(items), completed=len(done) + len(restored),
+            save_seconds=_mean(f.get("save_seconds_mean") for f in figures),
+            stall_seconds=_mean(f.get("stall_seconds_mean") for f in figures),
+            load_seconds=load, save_gb_per_second=_mean(f.get("save_gb_per_second_mean") for f in figures),
+            load_gb_per_second=_mean(f.get("load_gb_per_second_mean") for f in (restore_figures if target in SYNC_TARGETS
+                                                                              else figures)),
+            restore_seconds=restore, copy_in_seconds=copy_in if target in SYNC_TARGETS else None,
+            bytes_per_checkpoint=next((f.get("bytes_per_checkpoint") for f in figures if f.get("bytes_per_checkpoint")), None),
+            instance_type=first.get("instance_type", "?"), instance_count=int(first.get("instance_count") or 1),
+            cost_usd=sum(r["cost_usd"]["total"] for r in items),
+            failures=[f"{r['job_name']}: {r.get('failure_reason') or r['status']}" for r in items
+                      if r["status"] != "Completed"]))
+    return out
+
+
+def measured_pick(targets: list[MeasuredTarget]) -> tuple[MeasuredTarget | None, MeasuredTarget | None]:
+    """The measured pick of one trial: the shortest stall (what training waits), then the shortest restore."""
+    ranked = sorted((t for t in targets if t.stall_seconds is not None),
+                    key=lambda t: (t.stall_seconds, t.restore_seconds if t.restore_seconds is not None else math.inf))
+    return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+
+
+__all__ = ["CheckpointAnswer", "MeasuredTarget", "measured_targets", "measured_pick", "CheckpointLoad", "Question", "TargetEstimate", "estimate_target", "estimate_targets",
            "recommend", "size", "provisioned", "parse_duration", "DEFAULT_KEEP", "DEFAULT_EVERY_SECONDS",
            "DEFAULT_SAVE_UNDER_SECONDS", "MAX_KEEP", "option_name"]

@@ -324,7 +324,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         if isinstance(workload, CheckpointWorkload):
             checkpoint = _parse_checkpoint(merged.get("checkpoint"), workload, f"{path}checkpoint.")
             for key in ("modes", "datasets", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):
-                if key in own:
+                if key in own and not (key == "datasets" and merged.get("datasets") == []):
                     raise ConfigError(f"{path}{key}", f"a checkpoint trial ({workload.source} is a checkpointing "
                                       "workload) writes checkpoints, not a dataset: where it writes is checkpoint.targets",
                                       ["checkpoint: {targets: [s3, express, fsx, efs]}"])
@@ -611,8 +611,8 @@ def _normal_trial(t: Trial) -> dict[str, Any]:
         **({"workload": t.workload.entry()} if t.workload is not None else {}),
     }
     if t.checkpoint is not None:
-        for key in ("datasets", "modes", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):
-            out.pop(key)
+        for key in ("modes", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):
+            out.pop(key)   # what shapes a data job; its datasets stay, none
         out["workload"] = t.checkpoint.workload.entry()
         out["checkpoint"] = t.checkpoint.to_dict()
     return out
