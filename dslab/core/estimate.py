@@ -422,7 +422,8 @@ def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices
     return BreakEven(epochs, fsx_usd, express_usd, crossover, cheaper[0], notes)
 
 
-# The measured cells the constants above are fitted on (vendored; see dslab/contracts/vendored.json).
+# ../shared's nine measured cells (A, B, D; vendored, see dslab/contracts/vendored.json). The fit reads all twelve,
+# these and scenario C, from bencher-cells.csv (calibration.py); test_estimate_calibration holds the two files equal.
 CALIBRATION_PATH = Path(__file__).resolve().parent.parent / "contracts" / "bencher-measured.csv"
 
 
