@@ -180,7 +180,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     drawn = [r for r in rows if r["billable_mean"] is not None]
     per_dataset = {d: sorted((r for r in drawn if r["dataset"] == d), key=lambda r: _source_rank(r["mode"]))
                    for d in datasets}
-    panels = [d for d in datasets if per_dataset[d]] or datasets[:1]
+    panels = [d for d in datasets if per_dataset[d]] or datasets[:1] or ["no job completed"]   # an empty run: one frame
     widths = [max(1, len(per_dataset.get(d) or [])) for d in panels]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 0.55 * sum(widths) + 1.2 * len(panels) + 1.5), 5.2),
                              dpi=110, sharey=True, squeeze=False, gridspec_kw={"width_ratios": widths})

@@ -400,3 +400,47 @@ def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monke
     args = build_parser().parse_args(command.split()[1:])
     assert (args.handler, args.src, args.to, args.prefixes) == (cmd_dataset_upload, "data/c",
                                                                "s3://my-bucket/datasets/c/", 6)
+
+
+def test_an_fsx_row_past_the_accounts_default_storage_quota_says_so_and_prints_the_request():
+    """100,800 GiB per deployment type by default (FSx for Lustre User Guide, limits.html): 256 x ml.p4d.24xlarge on
+    scenario C need a Persistent 2 file system twice that size."""
+    from dslab.core.provisioning import FSX_QUOTA_DEFAULT_GIB
+    rows = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=256, rate=A100, prices=PriceTable()).sources}
+    fsx = rows["FSx"]
+    assert fsx.quota["needed_gib"] > FSX_QUOTA_DEFAULT_GIB and fsx.quota["code"] == "L-8F1B9C74"
+    assert "above the account's default quota \"Lustre Persistent_2 storage capacity\"" in fsx.provision
+    assert (f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code L-8F1B9C74 "
+            f"--desired-value {fsx.quota['needed_gib']}") in fsx.commands
+    small = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=PriceTable()).sources}
+    assert small["FSx"].quota is None and not any("service-quotas" in c for c in small["FSx"].commands)
+
+
+def test_efs_reads_are_metered_at_a_third_bursting_counts_standard_and_ia_reads_are_billed():
+    """"Amazon EFS meters read operations up to one-third the rate of write operations"; Bursting's rate follows the
+    ValueInStandard size; reads from Infrequent Access are billed per GB; Elastic's client reads up to 1,500 MiB/s."""
+    from dslab.core.estimate import estimate_mode
+    from dslab.core.provisioning import (EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_PER_CLIENT_MIBPS, ELASTIC, PROVISIONED,
+                                         EfsConfig, Provisioning)
+    assert EfsConfig(PROVISIONED, 100).read_mibps(0) == 300.0          # 1 GB/s provisioned "can now drive up to 3 GB/s"
+    assert EfsConfig().read_mibps(0) == 300.0 and EfsConfig().read_mibps(2048) == 600.0   # Bursting: 100 MiB/s per TiB
+    assert EfsConfig(ELASTIC).per_client_mibps == EFS_ELASTIC_PER_CLIENT_MIBPS == 1500 and EfsConfig().per_client_mibps == \
+        EFS_PER_CLIENT_MIBPS == 500
+    # The provisioning size asks for feeds 16 x p4d on scenario D with a third of the reads' MiB/s.
+    d = DatasetShape(files=500, bytes=54_000_000_000)
+    rows = {s.source: s for s in size(d, instance_type="ml.p3.16xlarge", count=2, rate=A100 / 2.8, prices=PriceTable()).sources}
+    provisioned = rows["EFS"]
+    if provisioned.deploy_settings.get("efsThroughput") == "provisioned":
+        mibps = provisioned.deploy_settings["efsProvisionedMibps"]
+        needed = float(provisioned.provision.split("(")[1].split(" MiB/s")[0].replace(",", ""))
+        assert mibps <= needed / 3 * 1.05
+    # A dataset living in EFS (its 110 MB shards in IA after 7 days unread): the first epoch reads from IA at Bursting's
+    # minimum and bills those reads; a copy staged for the run reads from Standard at the dataset's rate.
+    shards = DatasetShape(files=500, bytes=3 * 2**40)
+    kwargs = dict(instance_type="ml.p3.16xlarge", instance_count=1, epochs=2, rate=1e5, prices=PriceTable(),
+                  provisioning=Provisioning())
+    staged = estimate_mode("EFS", shards, **kwargs)
+    resident = estimate_mode("EFS", shards, efs_resident=True, **kwargs)
+    assert resident.epoch_seconds[0] > staged.epoch_seconds[0] and resident.epoch_seconds[1] == staged.epoch_seconds[1]
+    assert resident.cost_usd["storage"] - staged.cost_usd["storage"] >= 3 * 2**40 / 1e9 * 0.01 * 0.99
+    assert any("Infrequent Access" in a for a in resident.assumptions)

@@ -38,7 +38,7 @@ from .instances import INSTANCES as INSTANCE_TABLE
 from .premise import (LARGE_FILE_BYTES, MAX_COMPUTE_RATE, SAMPLE_BYTES, VOLUME_HEADROOM, DatasetShape, compute_rate,
                       file_share_bytes, volume_for)
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
-from .provisioning import EFS_PER_CLIENT_MIBPS, MIB, Provisioning, as_deployed
+from .provisioning import EFS_IA_MIN_FILE_BYTES, MIB, Provisioning, as_deployed
 
 # ---- constants -------------------------------------------------------------------------------
 # The constants a run's figures rest on, in one record so that the calibration (calibration.py) can fit them on some
@@ -191,7 +191,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
                   storage: str = STANDARD, accelerators: int | None = None,
                   provisioning: Provisioning | None = None, sharded: bool | None = None,
-                  readers: int | None = None, model: Model = MODEL) -> Estimate:
+                  readers: int | None = None, efs_resident: bool = False, model: Model = MODEL) -> Estimate:
     """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
     table's count, at least one) at ``rate`` samples/s, on the sources as ``provisioning`` has them (default:
     the lab as deployed, FSx Scratch 2 at ``fsx_capacity_gib``). The instances share each epoch's samples
@@ -202,8 +202,10 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     ``volume_size_gb``: the EBS volume asked for (None: the default, raised to what File mode's share needs;
     NVMe types have their fixed instance storage whatever is asked, premise.volume_for). A source that cannot hold
     the data as premised (File's share past the volume, FSx smaller than the dataset) gets a ``blocker`` and is
-    never an answer. `dslab size` is this model searched over instance counts and provisioning. ``model``: the
-    constants (default MODEL; the calibration passes others: fitted on fewer cells, or at a range's end)."""
+    never an answer. ``efs_resident``: the dataset lives in EFS (not copied in for the run), so the lifecycle has moved
+    its larger files to Infrequent Access. `dslab size` is this model searched over instance counts and provisioning.
+    ``model``: the constants (default MODEL; the calibration passes others: fitted on fewer cells, or at a range's
+    end)."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -238,6 +240,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         raise ConfigError("readers", f"{readers!r}: give the files one instance reads at once, 1 or more")
     readers = readers or vcpus
     fsx_provisioning = None
+    efs_ia_gb = 0.0
     # The cluster's S3 requests per epoch, against what the bucket serves: GETs per prefix (standard) or
     # reads per directory bucket (Express). Large objects are read in 8 MiB ranges.
     small = shape.mean_file_bytes <= LARGE_FILE_BYTES
@@ -315,13 +318,29 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                            "(not billed to the job, but FSx bills while it exists)")
     else:
         downloading = model.mount_fixed
-        shared_mbps = lab.efs.read_mibps(shape.bytes / 2**30) * MIB
-        throughput = min(shared_mbps / hosts, EFS_PER_CLIENT_MIBPS * MIB, network_mbps)
-        per_epoch = files * model.efs_read_latency / readers + megabytes / throughput
-        io_epochs = [per_epoch] * epochs
-        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:,.0f} MB/s per instance"
-                           f"{' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
-                           f"~{model.efs_read_latency * 1000:.0f} ms per file; the data must be copied into EFS first (DataSync, not billed to the job)")
+        dataset_gib = shape.bytes / 2**30
+        # Files the lifecycle moved to Infrequent Access (a dataset living in EFS, unread for 7 days: its files of 128
+        # KiB and more) count nothing towards Bursting's rate until their first read brings them back to Standard.
+        in_ia = efs_resident and shape.mean_file_bytes >= EFS_IA_MIN_FILE_BYTES
+        per_client = lab.efs.per_client_mibps * MIB
+
+        def efs_epoch(standard_gib: float) -> tuple[float, float]:
+            rate = min(lab.efs.read_mibps(standard_gib) * MIB / hosts, per_client, network_mbps)
+            return files * model.efs_read_latency / readers + megabytes / rate, rate
+        first, first_rate = efs_epoch(0.0 if in_ia else dataset_gib)
+        warm, throughput = efs_epoch(dataset_gib)
+        io_epochs = [first] + [warm] * (epochs - 1)
+        efs_ia_gb = shape.bytes / 1e9 if in_ia else 0.0
+        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:,.0f} MB/s per instance (reads metered at a third of "
+                           f"the rate){' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
+                           f"~{model.efs_read_latency * 1000:.0f} ms per file"
+                           + ("" if efs_resident else "; the data must be copied into EFS first (DataSync, not billed to "
+                                                      "the job)"))
+        if in_ia:
+            assumptions.append(f"EFS: the dataset lives in EFS; unread for 7 days, its files of {EFS_IA_MIN_FILE_BYTES // 1024} "
+                               f"KiB and more sit in Infrequent Access: the first epoch reads {efs_ia_gb:,.2f} GB from IA "
+                               f"(${prices['efs_ia_read_per_gb']:.2f} per GB) at {first_rate:,.0f} MB/s per instance "
+                               "(Bursting counts only Standard), which brings them back to Standard")
 
     epoch_times = [max(compute, io) for io in io_epochs]
     training = model.train_fixed + sum(epoch_times)
@@ -341,7 +360,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
                     volume_size_gb=volume.priced_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
                     total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=lab.fsx.capacity_gib, storage=storage,
-                    fsx=lab.fsx, efs=lab.efs)
+                    fsx=lab.fsx, efs=lab.efs, efs_ia_gb_read=efs_ia_gb)
     staging_seconds = staging_cost = None
     if express:
         staging_seconds = shape.files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + shape.bytes / 1e6 / EXPRESS_STAGING_MBPS

@@ -70,11 +70,17 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
 
 
 def read_training_quotas(service_quotas) -> dict[str, Quota]:
-    """SageMaker's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only
-    quotas with an applied value, so both lists are read; ~10 requests of 100 quotas each)."""
+    """SageMaker's quotas by name (read_quotas)."""
+    return read_quotas(service_quotas, QUOTA_SERVICE)
+
+
+def read_quotas(service_quotas, service_code: str) -> dict[str, Quota]:
+    """A service's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only quotas with an
+    applied value, so both lists are read; ~10 requests of 100 quotas each for SageMaker)."""
     quotas: dict[str, Quota] = {}
     for operation in ("list_aws_default_service_quotas", "list_service_quotas"):
-        for page in service_quotas.get_paginator(operation).paginate(ServiceCode=QUOTA_SERVICE, PaginationConfig={"PageSize": 100}):
+        for page in service_quotas.get_paginator(operation).paginate(ServiceCode=service_code,
+                                                                     PaginationConfig={"PageSize": 100}):
             for q in page.get("Quotas", []):
                 quotas[q["QuotaName"]] = Quota(q["QuotaName"], q.get("QuotaCode", "?"), float(q.get("Value", 0)))
     return quotas
