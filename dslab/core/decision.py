@@ -30,7 +30,8 @@ The pick (``decide``):
    error, and that a measured run (`dslab run` or `dslab local` with ``repeats``) separates them.
 
 Measured runs rest on measured figures: they are weighed at their mean, and only the first margin applies
-to them. With the data already in EFS, EFS asks nothing: every other source needs a copy out of it first.
+to them. With the data already in EFS, EFS asks nothing and is weighed at its cost: every other source needs a copy
+out of it first (DataSync, unmeasured too).
 """
 
 from __future__ import annotations
@@ -172,9 +173,12 @@ class Option:
 
     @property
     def pick_usd(self) -> float:
-        """The cost the pick weighs: the top of its range for an estimate without a measured cell, else its cost."""
+        """The cost the pick weighs: the top of its range for an estimate without a measured cell, else its cost. EFS
+        holding the data is weighed at its cost: every other source's copy out of it is unmeasured too."""
         interval = self.cost_interval
-        return self.cost_usd if self.measured or interval is None else max(self.cost_usd, interval[1])
+        if self.measured or interval is None or (self.data_in_efs and self.mode == EFS):
+            return self.cost_usd
+        return max(self.cost_usd, interval[1])
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "mode": self.mode, "storage": self.storage,
