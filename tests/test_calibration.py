@@ -12,7 +12,7 @@ import pytest
 from dslab.core import calibration
 from dslab.core.calibration import (Cell, assumptions, estimate_range, fit, leave_one_scenario_out, measured_cells,
                                     mountpoint)
-from dslab.core.estimate import MODEL, DatasetShape, estimate_mode
+from dslab.core.estimate import MODEL, estimate_mode
 from dslab.core.modes import EXPRESS
 from dslab.core.premise import compute_rate
 from dslab.core.prices import PriceTable

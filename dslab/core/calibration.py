@@ -37,7 +37,7 @@ from statistics import mean
 from typing import Any
 
 from .estimate import MODEL, Estimate, Model, estimate_mode, instance_properties
-from .modes import EXPRESS, FASTFILE, FILE, FSX, STANDARD, source_label
+from .modes import EXPRESS, FASTFILE, FILE, FSX, STANDARD
 from .premise import DatasetShape, compute_rate
 from .prices import PriceTable
 
@@ -557,4 +557,4 @@ def with_range(estimate: Estimate, shape: DatasetShape, **kwargs) -> Estimate:
 
 __all__ = ["Assumption", "Calibration", "Cell", "Error", "Fitted", "Fold", "Prediction", "Range", "assumptions",
            "calibration", "estimate_range", "fit", "leave_one_scenario_out", "measured_cells", "model_of",
-           "mountpoint", "with_range", "source_label"]
+           "mountpoint", "with_range"]

@@ -19,7 +19,7 @@ The model (every constant in ``Model`` names its source):
 The first group of constants is fitted on the measured cells in ``dslab/contracts/bencher-cells.csv`` (Bencher's
 12 cells, ml.p3.2xlarge, ResNet-50, one epoch) by ``calibration.fit``; the rest are public figures (Mountpoint's
 CI, vendored in ``mountpoint-s3-ci.csv``; AWS's documents) or assumptions, each with its plausible range in
-``calibration.ASSUMPTIONS``. ``calibration.py`` gives every estimate its range: the out-of-sample error of the
+``calibration.assumptions()``. ``calibration.py`` gives every estimate its range: the out-of-sample error of the
 fit (leave one scenario out) and the repeats' spread for the sources with measured cells, the assumptions' ranges
 on top for the others. ``test_estimate_calibration`` computes the in-sample error.
 """
@@ -63,7 +63,7 @@ class Model:
     fastfile_fixed: float = 15.4       # FastFile mount (FastFile cells with few files: "Downloading" less the listing)
     mount_fixed: float = 12.1          # FSx / EFS mount, Pipe set-up (FSx cells' "Downloading": 10-14 s)
     fastfile_get_latency: float = 0.0447  # seconds per small-file GET through FastFile, per reader (FastFile on JPEGs: A, C)
-    # Public figures and assumptions: each has its plausible range and source in calibration.ASSUMPTIONS.
+    # Public figures and assumptions: each has its plausible range and source in calibration.assumptions().
     nvme_download_mbps: float = 1000.0   # File mode onto NVMe instance storage (post: "NVMe-backed ones go higher"; assumption)
     fastfile_list_rate: float = 5500.0   # objects/s listed before the script starts (the post)
     s3_stream_mbps: float = 1000.0       # large sequential reads through FastFile by several workers (the post: "exceed 1 GB/s")
