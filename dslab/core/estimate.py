@@ -72,8 +72,8 @@ class Model:
     fsx_read_latency: float = 0.0005     # FSx cached read, sub-millisecond (the post: "low-latency")
     # S3 first byte of a small object, S3 Standard and S3 Express One Zone: Mountpoint for Amazon S3's CI on EC2, the
     # median of its last 30 runs (dslab/contracts/mountpoint-s3-ci.csv, time_to_first_byte_read_small_file), taken
-    # for FastFile's, Pipe's and the script's own reads (not SageMaker: the assumption's label and range stay). The
-    # S3 share of FastFile's measured per-file GET; Express replaces it by its own.
+    # for Pipe's and the script's own reads (not SageMaker: the assumption's label and range stay); their ratio is
+    # how much shorter an S3 request is on Express, for FastFile's and File's measured per-file times.
     s3_standard_first_byte: float = 0.02783
     express_first_byte: float = 0.006278
     # The share of FastFile's measured per-file GET that S3's request latency sets, which Express shortens by its first
