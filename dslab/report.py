@@ -385,6 +385,8 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
             lines.append(f"- {bold('Estimated on AWS')} (the same jobs at AWS speed, not measured): pick "
                          f"{e.pick.source}, {usd(e.pick.cost_usd)} per run{_range(e.pick)}, {duration(e.pick.seconds)} "
                          f"to a result{runner}. Why: {e.why}." + (f" Precision: {e.noise}." if e.noise else ""))
+            if estimate.premise is not None:   # what the estimate assumed, as every answer says it
+                lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}.")
             for advice in estimate.recommendation.advice:
                 lines.append(f"- Advice (estimated on AWS): {advice}.")
         lines.append("")

@@ -257,6 +257,9 @@ def test_the_report_leads_with_the_answer_and_renders_as_html(tmp_path):
     assert text.splitlines()[2] == "## Answer"
     assert "### local-jpg" in text and "### local-tfr" in text and "**Pick: " in text and "Runner-up" in text
     assert "Estimated on AWS" in text and "| set-up |" in text
+    # The estimated answer names its premise, as every answer does (instance, epochs, compute, dataset, lab).
+    assert text.count("- Premise of the estimate: 1 x ml.p3.2xlarge, each 1 x V100 16GB; 1 epoch; compute: ResNet-50 "
+                      "on V100") == 2
     assert "jobs: 12 jobs" not in text
     page = _Page()
     page.feed(paths["report.html"].read_text())
@@ -395,7 +398,7 @@ def test_an_experiment_gets_one_answer_and_says_which_sizes_it_assumed(tmp_path,
     assert "dataset: 1,000 files" in premise and "generate: recipe" in premise and "1,000 samples" in premise
     assert main(["export", "--experiment", local, "--offline", "--dataset", "local-jpg"]) == 0
     err = capsys.readouterr().err
-    assert "recommended for local-jpg" in err and "assuming 1,000 files" in err
+    assert "recommended for local-jpg" in err and "premise: " in err and "dataset: 1,000 files" in err
     from dslab.inputs.experiment_file import load_experiment
     experiment = load_experiment(REPO / "experiments/local.yaml")
     results = tmp_path / "results.json"
