@@ -27,6 +27,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.aws_errors import explain
 from ..core.errors import ConfigError
 from ..core.requests import LOGS_POLICY_NAME
 # CloudWatch Logs: "Resource policies: 10 per Region per account" (CloudWatch Logs quotas); the lab adds one.
@@ -61,6 +62,7 @@ class ZoneReport:
     express_zones: list[str] = field(default_factory=list)   # zone IDs with S3 Express One Zone (documented)
     logs_policies: list[str] | None = None                     # CloudWatch Logs resource policies of the region
     needs_express: bool = False                                # the experiment has storage: express trials
+    logs_detail: str = ""                                      # why the resource policies were not checked
     notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE,
                                                       f"S3 Express One Zone: the S3 User Guide's table, {EXPRESS_ZONES_SOURCE}"])
 
@@ -111,6 +113,8 @@ class ZoneReport:
                            else "the lab deploys without it here (express=auto)")
             out.append(f"  S3 Express One Zone: NOT offered in {self.az_id}: {consequence} "
                        f"({express_where(self.region)})")
+        if self.logs_detail:
+            out.append(f"  CloudWatch Logs: the region's resource policies were not checked: {self.logs_detail}")
         if not self.logs_policy_ok:
             out.append(f"  CloudWatch Logs: the region already holds {len(self.logs_policies)} resource policies, the most "
                        f"it takes: the lab's DataSync log policy ({LOGS_POLICY_NAME}) cannot be added and the deploy "
@@ -175,14 +179,14 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], 
         fsx_detail = ("FSx answers in the region and the zone is a standard, available zone (no per-zone offering "
                       "is published: a proxy)" if zone_ok else "the zone is not a standard, available zone")
     except (ClientError, BotoCoreError) as err:
-        code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
-        fsx_ok, fsx_detail = False, f"FSx did not answer in {region} ({code})"
-    policies = None
+        fsx_ok, fsx_detail = False, f"FSx did not answer in {region}: {explain(err)}"
+    policies, logs_detail = None, ""
     if logs is not None:
         try:
             policies = [p["policyName"] for p in logs.describe_resource_policies().get("resourcePolicies", [])]
-        except (ClientError, BotoCoreError):
-            policies = None   # not allowed to look: not checked
+        except (ClientError, BotoCoreError) as err:
+            policies, logs_detail = None, explain(err, service="logs")   # not checked, and said why
     return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
                       fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard,
-                      express_zones=list(express_zone_ids(region)), needs_express=needs_express, logs_policies=policies)
+                      express_zones=list(express_zone_ids(region)), needs_express=needs_express, logs_policies=policies,
+                      logs_detail=logs_detail)
