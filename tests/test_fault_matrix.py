@@ -494,3 +494,46 @@ def test_a_second_training_job_of_the_same_name_is_refused_resource_in_use():
     name, _, target, _ = row.outcome(faults.Fault("ResourceInUse", 400, "model"))
     assert name == "SageMaker.ResourceInUseException" and target == "ClassifyError"
     assert row.classified_default[0] == "HasCause?" and "ResourceInUse" not in row.classified
+
+
+def test_a_second_execution_of_a_running_datasync_task_waits_its_turn(monkeypatch):
+    """DataSync: "previously queued tasks must finish running before newer tasks can begin" (DescribeTaskExecution,
+    StartTime), Status QUEUED. Two workflow executions staging EFS at once start the same task: the second waits
+    (DescribeEfsSync keeps looking while it is QUEUED); moto refused it, and the second's EFS jobs failed."""
+    from types import SimpleNamespace
+
+    import boto3
+    from moto import mock_aws
+
+    from dslab.emulator import patches
+    from dslab.emulator.patches import HOOKS, services
+    patches.install()
+    clock = [0.0]
+    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    staged: list[str] = []
+    try:
+        with mock_aws():
+            HOOKS.stager = lambda task, pattern, overrides: staged.append(pattern)
+            HOOKS.datasync_seconds, HOOKS.time_scale = 60.0, 1.0
+            ds = boto3.client("datasync", region_name="us-east-1")
+            source = ds.create_location_s3(S3BucketArn="arn:aws:s3:::b",
+                                           S3Config={"BucketAccessRoleArn": "arn:aws:iam::123456789012:role/r"})["LocationArn"]
+            target = ds.create_location_smb(ServerHostname="efs", Subdirectory="/d", User="u", Password="p",
+                                            AgentArns=["arn:aws:datasync:us-east-1:123456789012:agent/agent-0123456789abcdef0"])["LocationArn"]
+            task = ds.create_task(SourceLocationArn=source, DestinationLocationArn=target)["TaskArn"]
+
+            def start(path):
+                return ds.start_task_execution(TaskArn=task, Includes=[{"FilterType": "SIMPLE_PATTERN", "Value": path}])["TaskExecutionArn"]
+
+            def status(arn):
+                return ds.describe_task_execution(TaskExecutionArn=arn)["Status"]
+            first, second = start("/a"), start("/b")
+            assert (status(first), status(second), staged) == ("TRANSFERRING", "QUEUED", [])
+            assert ds.describe_task(TaskArn=task)["Status"] == "RUNNING"
+            clock[0] = 61.0   # the first copy's time is up: it ends, and the second begins
+            assert (status(second), status(first), staged) == ("TRANSFERRING", "SUCCESS", ["/a"])
+            clock[0] = 122.0
+            assert (status(second), staged) == ("SUCCESS", ["/a", "/b"])
+            assert ds.describe_task(TaskArn=task)["Status"] == "AVAILABLE"
+    finally:
+        patches.reset_hooks()

@@ -27,6 +27,8 @@ Limits, names and lifecycles AWS enforces and the product depends on (moto copie
 - An aws-sdk task's error is named "ServiceName.ErrorName" in Pascal case ("S3.NoSuchKeyException",
   "DataSync.InternalException"), as AWS names it; moto wrote the service as the Resource does ("s3").
 - Any AWS error of any call can be answered in the service's own protocol (HOOKS.api_fault, patches/faults.py).
+- DataSync runs one execution of a task at a time: a second one is QUEUED until the first has ended (moto
+  refused it, and kept a task whose execution ended in ERROR busy for good).
 - A training job's name is unique in the account and region: a second CreateTrainingJob of a name answers
   ResourceInUse (moto created a second job).
 - SageMaker API errors reach the state machine as Step Functions names them:
@@ -73,6 +75,7 @@ def reset_hooks() -> None:
     HOOKS.fsx_create_task = None
     HOOKS.api_fault = None
     services.DATASYNC_RUNNING.clear()
+    services.DATASYNC_QUEUED.clear()
     SFN_CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
     from ...workflow import common as workflow_common
     workflow_common.CLIENT_CACHE.clear()
