@@ -76,10 +76,14 @@ DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep) $(
 # FSX=down: the deploy just synthesized the lab (with these settings) into cdk.out, FSx stack included; destroying
 # that stack from it spares a second synthesis (~10-15 s).
 FSX_DOWN_AFTER = $(if $(filter down,$(FSX)),$(CDK) destroy --app cdk.out DataSourceLab-Fsx --exclusively --force)
+# Before anything changes, `dslab deploy-check` compares the settings with the deployed lab and stops (exit 2, naming
+# the way through) a deploy that FSx or EFS would refuse and CloudFormation roll back: FSx shrunk in place (FSX=down,
+# then up), EFS's throughput mode changed or lowered within 24 hours of its last change (it says after when).
 # Moving the lab to another zone (azId) replaces its subnet: FSx, if up in the old zone, goes down first
 # (`dslab fsx follow-zone`; FSX=up brings it back in the new zone).
 deploy: setup
 	@$(FSX_CHOICE)
+	.venv/bin/dslab deploy-check deploy --fsx $(FSX) $(CDK_CONTEXT)
 	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) --outputs-file cdk-outputs.json
 	$(FSX_DOWN_AFTER)
@@ -93,6 +97,7 @@ destroy: setup
 # Use it for every later deploy of this lab too (a plain `make deploy` would try to create the bucket).
 deploy-again: setup
 	@$(FSX_CHOICE)
+	.venv/bin/dslab deploy-check deploy-again --fsx $(FSX) $(CDK_CONTEXT)
 	.venv/bin/dslab fsx follow-zone $(CDK_CONTEXT)
 	$(DEPLOY) -c adoptBucket=true --outputs-file cdk-outputs.json
 	$(FSX_DOWN_AFTER)
@@ -105,6 +110,7 @@ fsx-down: setup
 	$(CDK) destroy DataSourceLab-Fsx --exclusively --force $(CDK_CONTEXT)
 
 fsx-up: setup
+	.venv/bin/dslab deploy-check fsx-up $(CDK_CONTEXT)
 	$(CDK) deploy DataSourceLab-Fsx --exclusively --outputs-file cdk-outputs-fsx.json $(CDK_CONTEXT)
 
 bench-reader: setup

@@ -29,6 +29,16 @@ LOCAL_NOTE = ("This is a LOCAL run on the embedded AWS stand-in: its seconds mea
               "local disk and this machine's CPUs, not AWS. Compare its modes with each other, never with AWS figures.")
 
 
+def shared_cpus(results: dict[str, Any]) -> str:
+    """How many jobs of a local run shared this machine's CPUs (its figures move with the neighbours' load)."""
+    local = results.get("local_run") or {}
+    if not local.get("max_concurrency"):
+        return ""
+    at_once = int(local["max_concurrency"])
+    return (f" Its jobs ran {'one at a time' if at_once == 1 else f'up to {at_once} at a time'} on "
+            f"{local.get('cpus', '?')} CPUs (max_concurrency: {at_once}).")
+
+
 def load_results(path: Path) -> dict[str, Any]:
     results = read_json_file(path, "--results")
     try:
@@ -156,7 +166,11 @@ def _mean(items, key):
 # ---- chart -------------------------------------------------------------------------------------
 
 def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[str, Any]:
-    """Stacked bars per data source (mode, and storage for the S3 modes), grouped by dataset. Returns what was drawn (for tests and the report)."""
+    """Stacked bars per data source (mode, and storage for the S3 modes), one panel per dataset with only the sources
+    it ran (no empty slots), each panel titled with the dataset's whole name; every label inside the image. Returns
+    what was drawn (for tests and the report)."""
+    import textwrap
+
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -164,40 +178,42 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     datasets = sorted({r["dataset"] for r in rows})
     modes = sorted({r["mode"] for r in rows}, key=_source_rank)
     drawn = [r for r in rows if r["billable_mean"] is not None]
-    width = 0.8 / max(1, len(modes))
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(datasets) * max(1, len(modes)) * 0.5 + 2), 4.8), dpi=110)
+    per_dataset = {d: sorted((r for r in drawn if r["dataset"] == d), key=lambda r: _source_rank(r["mode"]))
+                   for d in datasets}
+    panels = [d for d in datasets if per_dataset[d]] or datasets[:1]
+    widths = [max(1, len(per_dataset.get(d) or [])) for d in panels]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 0.55 * sum(widths) + 1.2 * len(panels) + 1.5), 5.2),
+                             dpi=110, sharey=True, squeeze=False, gridspec_kw={"width_ratios": widths})
     colours = {"downloading": "#4C72B0", "training": "#55A868", "other": "#C44E52"}
     bars = []
-    for di, dataset in enumerate(datasets):
-        for mi, mode in enumerate(modes):
-            row = next((r for r in drawn if r["dataset"] == dataset and r["mode"] == mode), None)
-            if row is None:
-                continue
-            x = di + (mi - (len(modes) - 1) / 2) * width
+    top = max((r["billable_mean"] or 0.0 for r in drawn), default=1.0) or 1.0
+    for ax, dataset in zip(axes[0], panels):
+        for x, row in enumerate(per_dataset.get(dataset) or []):
             bottom = 0.0
             for part in ("downloading", "training", "other"):
                 value = row[part] or 0.0
-                ax.bar(x, value, width * 0.92, bottom=bottom, color=colours[part],
-                       label=part.capitalize() if not bars and part else None)
+                ax.bar(x, value, 0.8, bottom=bottom, color=colours[part])
                 bottom += value
             runs = row["billable"]
             if runs is not None and runs.runs > 1:   # the runs' min-max; one run has no measured spread
                 ax.errorbar(x, runs.mean, yerr=[[runs.mean - runs.low], [runs.high - runs.mean]], color="black",
                             capsize=3, lw=1)
-            ax.text(x, bottom, mode, ha="center", va="bottom", fontsize=7, rotation=90)
-            bars.append({"dataset": dataset, "mode": mode, "x": x, "height": bottom})
+            bars.append({"dataset": dataset, "mode": row["mode"], "x": x, "height": bottom})
+        shown = per_dataset.get(dataset) or []
+        ax.set_xticks(range(len(shown)))
+        ax.set_xticklabels([r["mode"] for r in shown], rotation=90, fontsize=8)
+        ax.set_xlim(-0.6, max(len(shown), 1) - 0.4)
+        ax.set_title("\n".join(textwrap.wrap(dataset, 28)) or dataset, fontsize=9)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    axes[0][0].set_ylabel("billable seconds")
+    axes[0][0].set_ylim(0, top * 1.12)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[p]) for p in ("downloading", "training", "other")]
-    ax.legend(handles, ["Downloading", "Training", "Other"], loc="upper left", fontsize=8)
-    ax.set_xticks(range(len(datasets)))
-    ax.set_xticklabels(datasets, fontsize=8)
-    ax.set_ylabel("billable seconds")
-    ax.set_title(title, fontsize=10)
-    top = max((b["height"] for b in bars), default=1.0)
-    ax.set_ylim(0, top * 1.25)
-    fig.tight_layout()
-    fig.savefig(path, format="png")
+    fig.legend(handles, ["Downloading", "Training", "Other"], loc="upper right", fontsize=8, ncol=3)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.savefig(path, format="png", bbox_inches="tight")   # whatever the names' lengths, nothing falls off the image
     plt.close(fig)
-    return {"bars": bars, "datasets": datasets, "modes": modes}
+    return {"bars": bars, "datasets": datasets, "modes": modes, "panels": panels}
 
 
 # ---- scaling: the same source at several cluster sizes -----------------------------------------------
@@ -305,7 +321,9 @@ class Answers:
         # (its dollars, priced per file and byte, stay).
         self.measured = answers.measured(rows, self.prices, shapes=shapes, fsx_capacity_gib=self.fsx_capacity_gib,
                                          data_in_efs={n: d.source == "efs" for n, d in datasets.items()},
-                                         setup_time=results.get("backend") != "local", lab=self.lab)
+                                         setup_time=results.get("backend") != "local", lab=self.lab,
+                                         local_setup=(results.get("local_run") or {}).get("setup_seconds")
+                                         if results.get("backend") == "local" else None)
         self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, fsx_capacity_gib=self.fsx_capacity_gib,
                                             lab=self.lab)
                           if self.experiment is not None and results.get("backend") == "local" else [])
@@ -327,10 +345,10 @@ def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     if seconds < 120:
-        return f"{seconds:.0f} s"
+        return f"{seconds:,.0f} s"
     if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"
 
 
 def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=lambda label: f"### {label}") -> list[str]:
@@ -424,7 +442,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     summary = summarise(results["records"])
     lines = [f"# DataSourceLab report: {experiment.get('name', 'experiment')}", "", "## Answer", ""]
     if results["backend"] == "local":
-        lines += [f"> **{LOCAL_NOTE}**", ""]
+        lines += [f"> **{LOCAL_NOTE}**{shared_cpus(results)}", ""]
     if results.get("partial"):
         lines += [f"> **{partial_note(results)}**", ""]
     if results.get("resumed"):

@@ -9,9 +9,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from constructs import Node
+if TYPE_CHECKING:  # annotations only: `dslab deploy-check` reads the settings without starting jsii (~0.9 s)
+    from constructs import Node
 
 # The stack names and the FSx stack's SSM parameters: one definition, in the domain core.
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401

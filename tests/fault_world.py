@@ -246,8 +246,10 @@ class World:
                 + ["EfsFileSystemId"],
                 "DataSourceLab": ["StateMachineArn", "EfsSyncTaskArn", "EfsEmptyTaskArn"],
                 "DataSourceLab-Fsx": ["FsxFileSystemId", "FsxMountName"]}
+        efs = {"Type": "AWS::EFS::FileSystem", "Properties": {"PerformanceMode": "maxIO", "ThroughputMode": "bursting"}}
         for stack, outputs in keys.items():
-            template = {**body, "Outputs": {k: {"Value": self.stack_outputs[k]} for k in outputs}}
+            template = {"Resources": {**body["Resources"], **({"Efs": efs} if stack == "DataSourceLab-Core" else {})},
+                        "Outputs": {k: {"Value": self.stack_outputs[k]} for k in outputs}}
             cfn.create_stack(StackName=stack, TemplateBody=json.dumps(template),
                              RoleARN=f"arn:aws:iam::{ACCOUNT}:role/cdk-cfn-exec-role")
         self.fsx_stack_id = cfn.describe_stacks(StackName="DataSourceLab-Fsx")["Stacks"][0]["StackId"]
@@ -276,7 +278,7 @@ class World:
         code = self.tmp / "code"
         if not code.exists():
             shutil.copytree(REPO / "examples" / "own-script" / "code", code)
-        base = {"name": "fm", "datasets": [{"name": "tiny", "format": "jpg", "files": 3, "bytes": 303}],
+        base = {"name": "fm", "datasets": [{"name": "tiny", "format": "jpg", "files": 3, "bytes": "303KB"}],
                 "modes": ["File"], "instance_type": "ml.m5.xlarge", "compute": "v100"}
         self.experiment = self.tmp / "experiment.json"
         self.experiment.write_text(json.dumps({**base, "trials": [
@@ -390,6 +392,8 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
     if entry == "dslab doctor":
         return run_cli(["doctor", "--az-id", w.az_id, "--region", REGION, "--instance-type", "ml.m5.xlarge",
                         *([] if in_outputs else ["--outputs", w.outputs])])
+    if entry == "dslab deploy-check":
+        return run_cli(["deploy-check", "deploy", "--fsx", "up", "--region", REGION])
     if entry == "dslab dataset stats":
         return run_cli(["dataset", "stats", f"s3://{BUCKET}/datasets/tiny/", "--write"])
     if entry == "dslab dataset upload":

@@ -371,7 +371,8 @@ def test_an_experiment_gets_one_answer_and_says_which_sizes_it_assumed(tmp_path,
     assert main(["recommend", "--experiment", local]) == 0
     out = capsys.readouterr().out
     assert "no answer" not in out
-    assert "assumed: 1,000 files" in out and "generate: recipe" in out and "1,000 samples" in out
+    premise = next(line for line in out.splitlines() if line.startswith("premise: "))
+    assert "dataset: 1,000 files" in premise and "generate: recipe" in premise and "1,000 samples" in premise
     assert main(["export", "--experiment", local, "--offline", "--dataset", "local-jpg"]) == 0
     err = capsys.readouterr().err
     assert "recommended for local-jpg" in err and "assuming 1,000 files" in err

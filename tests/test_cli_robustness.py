@@ -302,6 +302,24 @@ def test_every_rows_sustained_network_is_the_ec2_baseline_bandwidth():
     assert (INSTANCES["ml.m5.large"].network_baseline_gbps, INSTANCES["ml.g4dn.xlarge"].network_baseline_gbps) == (0.75, 5)
 
 
+def test_every_rows_instance_storage_is_the_ec2_guides():
+    """NVMe instance storage is what File mode's share lands on where SageMaker provisions no EBS volume (premise.py):
+    each row's figure is the EC2 guide's, vendored with its source; the types it does not list say so."""
+    path = Path(__file__).parent / "data" / "ec2-instance-storage.csv"
+    text = path.read_text()
+    assert "docs.aws.amazon.com/ec2/latest/instancetypes/ac.html" in text and "VolumeSizeInGB" in text
+    with open(path, newline="") as handle:
+        rows = {r["ec2_type"]: r for r in csv.DictReader(line for line in handle if not line.startswith("#"))}
+    for name, row in INSTANCES.items():
+        ec2 = name.removeprefix("ml.")
+        assert ec2 in rows, f"{name}: add its instance storage to {path.name}"
+        assert row.nvme_gb == int(rows[ec2]["total_gb"]), (name, row.nvme_gb, rows[ec2])
+        counts = [int(n) * int(size) for n, size in re.findall(r"(\d+) x (\d+) GB", rows[ec2]["layout"])]
+        assert sum(counts) == row.nvme_gb, (name, rows[ec2]["layout"])
+        if rows[ec2]["status"] == "secondary":   # not on the guide at hand: the row says so
+            assert "secondary" in row.source, name
+
+
 # ---- refused, clearly, before anything is created -----------------------------------------------
 
 @pytest.mark.parametrize("flag, value", [("--samples", "-3"), ("--samples", "0"), ("--files", "0"), ("--bytes", "0"),

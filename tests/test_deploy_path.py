@@ -10,6 +10,7 @@ cdk.out land there, not in the checkout.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import pwd
@@ -35,6 +36,8 @@ PROJECT_FILES = ("Makefile", "app.py", "cdk.json", "stacks", "dslab", "training"
                  "requirements.txt", "requirements-dev.txt", "requirements-scan.txt")
 # The deploy `dslab size` prints for FSx on a cluster, at the smallest Persistent 2 tier and capacity above 1,200 GiB.
 PERSISTENT_2 = "fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125 fsxCapacity=2400"
+# ... and for EFS at a provisioned throughput (what `dslab size` prints where the lab's Bursting does not feed it).
+EFS_PROVISIONED = "efsThroughput=provisioned efsProvisionedMibps=64"
 TINY_RUN = {"name": "lifecycle", "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File", "FSx", "EFS"],
             "instance_type": "ml.m5.xlarge", "compute": "v100"}
 
@@ -102,9 +105,10 @@ class Steps:
 
 def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monkeypatch):
     """bootstrap -> make deploy FSX=up -> dslab run (outputs from CloudFormation) -> make deploy FSX=down ->
-    make deploy FSX=up with Persistent 2 (FSx back, as `dslab size` prints it) and express=false -> an FSx run on
-    it -> make fsx-down -> make fsx-up (back to Scratch 2) -> make destroy -> make deploy-again FSX=keep (the kept
-    bucket; FSx stays down).
+    make deploy FSX=up with Persistent 2 (FSx back, as `dslab size` prints it), EFS Provisioned and express=false ->
+    an FSx run on it -> deploys back towards cdk.json's settings refused before cdk runs (FSx shrunk in place, EFS's
+    throughput within 24 hours) -> make fsx-down -> make fsx-up (back to Scratch 2) -> make destroy -> make
+    deploy-again FSX=keep (the kept bucket; FSx stays down).
 
     All of it with the CLI's own home (CDK_HOME): its account cache goes there, not into the user's ~/.cdk,
     where the stand-in's key mapped to its account would send later syntheses with that key to AWS; and it
@@ -182,8 +186,8 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         # in one deploy that also turns S3 Express off (no export can hold the directory bucket: one step); the run
         # that follows records that lab, and `dslab fsx status` prices it. Then make fsx-up puts back cdk.json's
         # Scratch 2, touching only the FSx stack.
-        steps.make("make deploy FSX=up CONTEXT=<Persistent 2> express=false", "deploy", "FSX=up",
-                   f"CONTEXT={PERSISTENT_2} express=false")
+        steps.make("make deploy FSX=up CONTEXT=<Persistent 2> <EFS Provisioned> express=false", "deploy", "FSX=up",
+                   f"CONTEXT={PERSISTENT_2} {EFS_PROVISIONED} express=false")
         assert steps.stack(FSX_STACK)["StackStatus"] == "CREATE_COMPLETE"
         (fs,) = lab.client("fsx").describe_file_systems()["FileSystems"]
         assert (fs["LustreConfiguration"]["DeploymentType"], fs["LustreConfiguration"]["PerUnitStorageThroughput"],
@@ -208,6 +212,29 @@ def test_documented_lifecycle_walks_the_cli_deploy_path(project, tmp_path, monke
         said = steps.run("dslab fsx status (Persistent 2)", [str(REPO / ".venv" / "bin" / "dslab"), "fsx", "status", "--json"])
         status = json.loads(said[said.index("{"):said.rindex("}") + 1])
         assert status["deployment_type"] == "PERSISTENT_2" and status["usd_per_hour"] == pytest.approx(0.145 * 2400 / 730, rel=1e-3)
+        # Back towards cdk.json's settings (a deploy's CONTEXT holds for that deploy only), two changes AWS refuses on
+        # this lab: Persistent 2 at cdk.json's 1,200 GiB shrinks FSx in place, and cdk.json's Bursting changes EFS's
+        # throughput mode within 24 hours of its change to Provisioned. `dslab deploy-check` stops each deploy before
+        # anything runs (no cdk, no follow-zone: every stack as it was), naming the setting and the way through: FSx
+        # down, then up; the UTC time after which EFS may change (24 hours after CloudFormation changed it).
+        efs_changed = max(e["Timestamp"] for e in cfn.describe_stack_events(StackName=CORE_STACK)["StackEvents"]
+                          if e["ResourceType"] == "AWS::EFS::FileSystem" and e["ResourceStatus"] == "UPDATE_COMPLETE")
+        efs_until = (efs_changed + dt.timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        updated = {name: steps.stack(name).get("LastUpdatedTime") for name in (CORE_STACK, FSX_STACK, WORKFLOW_STACK)}
+        both = steps.make("make deploy FSX=up CONTEXT=<Persistent 2 at 1,200 GiB> (refused)", "deploy", "FSX=up",
+                          "CONTEXT=fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125", ok=False)
+        assert "dslab: error: fsxCapacity and efsThroughput: " in both, both[-2000:]
+        again = 'CONTEXT="fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125"'
+        assert f"`make deploy FSX=down {again}`, then `make deploy FSX=up {again}`" in both
+        assert f"after {efs_until} UTC" in both
+        efs_only = steps.make("make deploy FSX=down (refused)", "deploy", "FSX=down", ok=False)   # FSx's size aside
+        assert "dslab: error: efsThroughput: " in efs_only and "fsxCapacity" not in efs_only and efs_until in efs_only
+        fsx_only = steps.make("make fsx-up CONTEXT=<Persistent 2 at 1,200 GiB> (refused)", "fsx-up",
+                              "CONTEXT=fsxDeploymentType=PERSISTENT_2 fsxThroughputPerTiB=125", ok=False)
+        assert "dslab: error: fsxCapacity: " in fsx_only and "`make fsx-down`, then `make fsx-up" in fsx_only   # FSx alone
+        for said in (both, efs_only, fsx_only):
+            assert "deploy DataSourceLab" not in said and "follow-zone" not in said, said[-2000:]
+        assert {name: steps.stack(name).get("LastUpdatedTime") for name in updated} == updated
         # make fsx-down takes Persistent 2 down (only the FSx stack), make fsx-up brings cdk.json's Scratch 2 back.
         core_before = steps.stack(CORE_STACK).get("LastUpdatedTime")
         steps.make("make fsx-down (Persistent 2)", "fsx-down")

@@ -81,8 +81,13 @@ def test_persistent_2_changes_tier_and_grows_in_place_and_never_shrinks(cfn):  #
     (grown,) = client("fsx").describe_file_systems()["FileSystems"]
     assert grown["FileSystemId"] == first["FileSystemId"]   # the same file system, not a new one
     assert (grown["StorageCapacity"], grown["LustreConfiguration"]["PerUnitStorageThroughput"]) == (4800, 1000)
+    # "You can only increase the amount of storage capacity for a file system" (managing-storage-capacity.html): the
+    # update fails with UpdateFileSystem's BadRequest, and CloudFormation rolls the stack back, the file system kept.
     stack = deploy(cfn, "P2", body(2400, 1000))
     assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "can only increase" in reasons(cfn, "P2")
+    assert "Error Code: BadRequest" in reasons(cfn, "P2")
+    (kept,) = client("fsx").describe_file_systems()["FileSystems"]
+    assert (kept["FileSystemId"], kept["StorageCapacity"]) == (first["FileSystemId"], 4800)
     # A change of deployment type is a new file system (CloudFormation replaces it), so Scratch 2 at 1,200 GiB
     # after Persistent 2 at 4,800 is no shrink.
     back = template({"Fs": lustre(1200, "SCRATCH_2"), "Link": link()})
@@ -233,8 +238,14 @@ def test_efs_throughput_changes_in_place_within_the_24_hour_rule(cfn):  # noqa: 
     """What `dslab size` prints for EFS is an update of the lab's file system: UpdateFileSystem changes the mode in
     place, but "any time that you change the file system to Provisioned throughput or increase the provisioned
     throughput amount, you must wait at least 24 hours before you can change the throughput mode again or decrease
-    the provisioned amount" (EFS User Guide, managing-throughput.html). Max I/O with Elastic is refused: "Max I/O mode
-    is not supported for One Zone file systems or file systems that use Elastic throughput" (performance.html)."""
+    the provisioned amount" (EFS User Guide, managing-throughput.html), and "Amazon EFS restricts the following
+    modifications to one change within a 24-hour period: Changing a file system's throughput mode ... Reducing the
+    amount of provisioned throughput" (re:Post Knowledge Center, efs-max-throughput-mode-changes): TooManyRequests,
+    "You have reached the maximum number of throughput mode changes or provisioned throughput value decreases. Wait
+    until YYYY-MM-DDTxx:xx:xxZ UTC and try again." CloudFormation rolls the stack update back. Max I/O with Elastic is
+    refused: "Max I/O mode is not supported for One Zone file systems or file systems that use Elastic throughput"
+    (performance.html)."""
+    import datetime as dt
     cfn, client = cfn
     assert deploy(cfn, "Efs", template({"Fs": _efs("bursting")}))["StackStatus"] == "CREATE_COMPLETE"
     (created,) = client("efs").describe_file_systems()["FileSystems"]
@@ -243,9 +254,22 @@ def test_efs_throughput_changes_in_place_within_the_24_hour_rule(cfn):  # noqa: 
     assert now["FileSystemId"] == created["FileSystemId"]
     assert (now["ThroughputMode"], now["ProvisionedThroughputInMibps"]) == ("provisioned", 256)
     assert deploy(cfn, "Efs", template({"Fs": _efs("provisioned", 512)}))["StackStatus"] == "UPDATE_COMPLETE"  # up: allowed
+    changes = client.standin.env.efs_throughput_changes
+    until = (changes[created["FileSystemId"]] + dt.timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for refused in (_efs("elastic"), _efs("provisioned", 128)):     # a mode change, a decrease
+        stack = deploy(cfn, "Efs", template({"Fs": refused}))
+        assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE"
+        why = [e["ResourceStatusReason"] for e in cfn.describe_stack_events(StackName="Efs")["StackEvents"]
+               if e["LogicalResourceId"] == "Fs" and e["ResourceStatus"] == "UPDATE_FAILED"][0]
+        assert "Error Code: TooManyRequests" in why and "Status Code: 429" in why
+        assert f"throughput value decreases. Wait until {until} UTC and try again." in why
+        (kept,) = client("efs").describe_file_systems()["FileSystems"]
+        assert (kept["ThroughputMode"], kept["ProvisionedThroughputInMibps"]) == ("provisioned", 512)
+    # 24 hours after the last change (its record moved back: no test waits a day) the decrease goes through, and is
+    # itself the one change of the next 24 hours.
+    changes[created["FileSystemId"]] -= dt.timedelta(hours=24, seconds=1)
+    assert deploy(cfn, "Efs", template({"Fs": _efs("provisioned", 128)}))["StackStatus"] == "UPDATE_COMPLETE"
     stack = deploy(cfn, "Efs", template({"Fs": _efs("elastic")}))
-    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "24 hours" in reasons(cfn, "Efs")
-    (kept,) = client("efs").describe_file_systems()["FileSystems"]
-    assert (kept["ThroughputMode"], kept["ProvisionedThroughputInMibps"]) == ("provisioned", 512)
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "TooManyRequests" in reasons(cfn, "Efs")
     stack = deploy(cfn, "MaxIo", template({"Fs": _efs("elastic", performance="maxIO")}))
     assert stack["StackStatus"] == "ROLLBACK_COMPLETE" and "Max I/O" in reasons(cfn, "MaxIo")

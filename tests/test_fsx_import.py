@@ -10,8 +10,17 @@ written from that text: FSx answers as it would, a fake client stands in for it.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
-from dslab.workflow.fsx_data import import_status, imports_to_start, to_fs_path, to_s3_path
+import boto3
+import botocore.session
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from dslab.workflow.check_fsx_data import FSX_ERROR_REACTIONS, WAIT, check
+from dslab.workflow.fsx_data import NONE_FOUND, import_status, imports_to_start, to_fs_path, to_s3_path
 
 FS_ID = "fs-0123456789abcdef0"
 T0 = dt.datetime(2026, 12, 1, 8, 0, tzinfo=dt.timezone.utc)
@@ -108,3 +117,186 @@ def test_paths_translate_both_ways_through_the_deepest_link():
     assert to_fs_path("s3://lab-bucket/datasets/a/", links) == "/datasets/a"
     assert to_fs_path("s3://big-bucket/shards/x", links) == "/datasets/big/x"
     assert to_fs_path("s3://lab-bucket/datasetsX/", links) == "/"        # not under the prefix: covers all
+
+
+# ---- CheckFsxData: late datasets' imports, and what it does with each FSx error ----------------------------
+# Errors come from a real FSx client whose request is answered by FSx's error (botocore's before-send event): the
+# ClientError, its code and modelled fields (ServiceLimitExceeded's Limit) are what botocore makes of the answer.
+
+PLAN_WRITTEN = T0 + dt.timedelta(minutes=40)   # the run began after the late datasets were written
+ENVIRON = {"DSLAB_FSX_ID_PARAMETER": "/fsx/id", "DSLAB_FSX_MOUNT_PARAMETER": "/fsx/mount"}
+
+
+class _Body:
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def stream(self, **_):
+        yield self.data
+
+    def read(self):
+        return self.data
+
+
+def fsx_error(code: str, call: str = "create_data_repository_task", status: int = 400, **fields) -> ClientError:
+    """What botocore raises when FSx answers ``call`` with the error ``code``."""
+    client = boto3.client("fsx", region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test",
+                          config=Config(retries={"total_max_attempts": 1}))
+    body = json.dumps({"__type": code, "Message": f"{code} (from FSx)", **fields}).encode()
+    client.meta.events.register("before-send.fsx.*", lambda request, **_: AWSResponse(
+        request.url, status, {"Content-Type": "application/x-amz-json-1.1"}, _Body(body)))
+    params = {"Type": "IMPORT_METADATA_FROM_REPOSITORY", "FileSystemId": FS_ID, "Report": {"Enabled": False}} \
+        if call == "create_data_repository_task" else {"Filters": [{"Name": "file-system-id", "Values": [FS_ID]}]}
+    with pytest.raises(ClientError) as caught:
+        getattr(client, call)(**params)
+    return caught.value
+
+
+class CheckedFsx(FakeFsx):
+    """FakeFsx that makes import tasks (EXECUTING), or answers with the next of ``refusals``."""
+
+    def __init__(self, *args, refusals=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refusals, self.created = list(refusals), []
+
+    def create_data_repository_task(self, Type, FileSystemId, Paths, Report):
+        self.created.append(Paths)
+        if self.refusals:
+            raise self.refusals.pop(0)
+        made = task(Paths, "EXECUTING", created=PLAN_WRITTEN + dt.timedelta(minutes=len(self.created)), done=0)
+        self.tasks.append(made)
+        return {"DataRepositoryTask": made}
+
+
+def run_check(fsx, datasets, checks=0, wait_checks=10):
+    document = {"fsx_paths": [d["path"] for d in datasets], "fsx_datasets": datasets}
+
+    class S3:
+        def get_object(self, Bucket, Key):
+            return {"Body": _Body(json.dumps(document).encode()), "LastModified": PLAN_WRITTEN}
+
+    class Ssm:
+        def get_parameters(self, Names):
+            return {"Parameters": [{"Name": "/fsx/id", "Value": FS_ID}, {"Name": "/fsx/mount", "Value": "abcdef"}]}
+
+    event = {"plan": {"bucket": "lab-bucket", "plan_key": "results/run/plan.json", "fsx_wait_checks": wait_checks},
+             "checks": checks}
+    return check({"fsx": fsx, "s3": S3(), "ssm": Ssm()}, ENVIRON, event)
+
+
+def settle(fsx):
+    """Every executing import ends, having imported everything."""
+    fsx.tasks = [{**t, "Lifecycle": "SUCCEEDED", "Status": {"TotalCount": 10, "SucceededCount": 10, "FailedCount": 0}}
+                 if t["Lifecycle"] == "EXECUTING" else t for t in fsx.tasks]
+
+
+def test_one_import_task_takes_every_late_dataset_and_at_most_100_paths():
+    """CreateDataRepositoryTask.Paths: "max": 100 (botocore's FSx model). 101 late datasets: one task of 100,
+    then, at a later check, one of the last; never ready on the check that made a task."""
+    datasets = [late(f"d{i:03}") for i in range(101)]
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])])
+    first = run_check(fsx, datasets)
+    assert fsx.created == [[f"s3://lab-bucket/datasets/d{i:03}/" for i in range(100)]]
+    assert not first["ready"] and not first["final"] and "at most 100 paths" in first["reason"], first
+    settle(fsx)
+    second = run_check(fsx, datasets, checks=1)
+    assert fsx.created[1:] == [["s3://lab-bucket/datasets/d100/"]] and not second["ready"] and not second["final"]
+    settle(fsx)
+    third = run_check(fsx, datasets, checks=2)
+    assert len(fsx.created) == 2 and third["ready"], third
+
+
+WAITS = {   # code -> words of the reason; the next check starts the import
+    "DataRepositoryTaskExecuting": "another data repository task is executing",
+    "InternalServerError": "trying again at the next check",
+    "IncompatibleParameterError": "trying again",
+}
+STOPS = {   # code -> the fix the reason names
+    "FileSystemNotFound": "dslab fsx up",
+    "BadRequest": "dslab fsx status",
+    "UnsupportedOperation": "Lustre 2.12 or 2.15",
+    "ServiceLimitExceeded": "limit TOTAL_USER_TAGS is reached",
+}
+
+
+@pytest.mark.parametrize("code", sorted(WAITS))
+def test_an_import_fsx_refuses_for_now_starts_at_a_later_check(code):
+    """DataRepositoryTaskExecuting: "Wait until the existing task has completed, then create the new task"
+    (botocore's FSx model): not final (the state machine's Catch used to skip every FSx job)."""
+    error = fsx_error(code, status=500 if code == "InternalServerError" else 400, Parameter="ClientRequestToken")
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])], refusals=[error])
+    waited = run_check(fsx, [late("a"), late("b")])
+    assert not waited["ready"] and not waited["final"] and WAITS[code] in waited["reason"], waited
+    assert "2 dataset(s) uploaded while FSx was up" in waited["reason"]
+    started = run_check(fsx, [late("a"), late("b")], checks=1)
+    assert fsx.created[-1] == ["s3://lab-bucket/datasets/a/", "s3://lab-bucket/datasets/b/"]
+    assert not started["ready"] and not started["final"]
+    # bounded: the last of the checks the plan allows ends the wait with the reason
+    fsx.refusals.append(error)
+    fsx.tasks.pop()
+    last = run_check(fsx, [late("a")], checks=9, wait_checks=10)
+    assert last["final"] and last["reason"].startswith("still not ready after 10 checks") and WAITS[code] in last["reason"]
+
+
+@pytest.mark.parametrize("code", sorted(STOPS))
+def test_an_import_fsx_refuses_for_good_skips_the_fsx_jobs_with_the_fix(code):
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])],
+                     refusals=[fsx_error(code, Limit="TOTAL_USER_TAGS")])
+    stopped = run_check(fsx, [late()])
+    assert not stopped["ready"] and stopped["final"], stopped
+    assert stopped["reason"].startswith("the import of 1 dataset(s) uploaded while FSx was up") and STOPS[code] in stopped["reason"]
+    assert f"{code} (from FSx)" in stopped["reason"]
+
+
+def test_every_documented_error_of_the_checks_fsx_calls_has_one_reaction():
+    """CreateDataRepositoryTask's errors each have a reaction, and every reaction is for an error FSx documents
+    for a call the check makes (the Describe* "not found" ones mean "none": fsx_data.NONE_FOUND)."""
+    model = botocore.session.get_session().get_service_model("fsx")
+    errors = {op: {e.name for e in model.operation_model(op).error_shapes} for op in (
+        "CreateDataRepositoryTask", "DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")}
+    assert errors["CreateDataRepositoryTask"] <= set(FSX_ERROR_REACTIONS)
+    assert set(FSX_ERROR_REACTIONS) | set(NONE_FOUND) <= set.union(*errors.values())
+    assert set(FSX_ERROR_REACTIONS) == set(WAITS) | set(STOPS)
+    assert {c for c, (kind, _) in FSX_ERROR_REACTIONS.items() if kind == WAIT} == set(WAITS)
+    # what is left: a filter on a repository type, which the check never sets
+    assert set.union(*errors.values()) - set(FSX_ERROR_REACTIONS) - set(NONE_FOUND) == {"InvalidDataRepositoryType"}
+
+
+def test_an_error_no_reaction_names_fails_the_check():
+    """Not one FSx documents (e.g. the role lacks fsx:CreateDataRepositoryTask): the state machine's Catch."""
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])], refusals=[fsx_error("AccessDeniedException")])
+    with pytest.raises(ClientError):
+        run_check(fsx, [late()])
+
+
+@pytest.mark.parametrize("code, final, words", [("InternalServerError", False, "FSx failed on its side (DescribeDataRepositoryTasks"),
+                                                ("FileSystemNotFound", True, f"FSx file system {FS_ID} no longer exists")])
+def test_a_describe_error_waits_or_stops_by_the_same_reactions(code, final, words):
+    class Failing(CheckedFsx):
+        def describe_data_repository_tasks(self, Filters):
+            raise fsx_error(code, "describe_data_repository_tasks", status=500 if code == "InternalServerError" else 400)
+
+    status = run_check(Failing([association()]), [{"path": "/datasets/early", "written_at": T0.isoformat()}])
+    assert not status["ready"] and status["final"] is final and words in status["reason"], status
+
+
+def test_describe_not_found_means_none():
+    """"No data repository associations were found based upon the supplied parameters": none, so not linked."""
+    class NoneFound(CheckedFsx):
+        def describe_data_repository_associations(self, Filters):
+            raise fsx_error("DataRepositoryAssociationNotFound", "describe_data_repository_associations")
+
+    status = run_check(NoneFound([]), [{"path": "/datasets/early", "written_at": T0.isoformat()}])
+    assert status["final"] and "is not linked to S3" in status["reason"], status
+
+
+def test_an_import_that_failed_during_this_run_is_not_started_again():
+    """Before the run: started again (the previous test's rule). During it: waiting cannot help, so the
+    readiness rules say what it imported, rather than an import at every check."""
+    failed = task(["s3://lab-bucket/datasets/late/"], "FAILED", created=PLAN_WRITTEN + dt.timedelta(minutes=1), total=3, failed=3)
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"]), failed])
+    status = run_check(fsx, [late()])
+    assert fsx.created == [] and status["final"] and "imported nothing" in status["reason"], status
+    fsx.tasks[1] = {**failed, "CreationTime": PLAN_WRITTEN - dt.timedelta(minutes=1)}
+    run_check(fsx, [late()])
+    assert fsx.created == [["s3://lab-bucket/datasets/late/"]]

@@ -110,10 +110,14 @@ def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_
     base = {"name": "x", "datasets": [{"name": "d", "format": "jpg", "files": 10, "bytes": 1000}], "modes": ["File"]}
     p4d = parse_experiment({**base, "instance_type": "ml.p4d.24xlarge"}).trials[0]
     assert p4d.compute.preset == "a100" and compute_rate_of(p4d) == pytest.approx(A100)
-    for instance, has in (("ml.m5.xlarge", "no accelerator"), ("ml.g5.xlarge", "A10G"), ("ml.trn1.32xlarge", "Trainium")):
+    for instance, has in (("ml.m5.xlarge", "no accelerator"), ("ml.g4dn.xlarge", "T4"), ("ml.trn1.32xlarge", "Trainium")):
         with pytest.raises(ConfigError, match=rf"compute: is not given, and {instance} has .*{has}") as refused:
             parse_experiment({**base, "instance_type": instance})
         assert "compute: v100" in str(refused.value) and "seconds_per_batch" in str(refused.value)
+        assert "samples/s a real job of your model logs" in str(refused.value)   # how to measure one
+    # A10G, L4 and L40S have presets from published training throughput (premise.py), said as not MLPerf's own.
+    g5 = parse_experiment({**base, "instance_type": "ml.g5.xlarge"}).trials[0]
+    assert g5.compute.preset == "a10g" and compute_rate_of(g5) == pytest.approx(241.3, abs=0.1)
     stated = parse_experiment({**base, "instance_type": "ml.m5.xlarge", "compute": {"batch_size": 8, "seconds_per_batch": 0.1}})
     assert stated.trials[0].compute.seconds_per_batch == 0.1
     assert parse_experiment({**base, "instance_type": "ml.p4d.24xlarge", "compute": "v100"}).trials[0].compute.preset == "v100"
@@ -161,7 +165,7 @@ def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(c
         settings.update(pair.split("=", 1) for pair in command.split('CONTEXT="')[1].rstrip('"').split())
     outputs = _outputs_file(tmp_path, settings, "deployed.json")
     deployed = run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs, "--as-deployed", "--json")
-    assert deployed["premise"] == "the lab as deployed" and deployed["lab"]["name"] == f"the lab as deployed ({outputs})"
+    assert deployed["priced_as"] == "the lab as deployed" and deployed["lab"]["name"] == f"the lab as deployed ({outputs})"
     by_deployed = {s["source"]: s for s in deployed["sources"]}
     estimated = {(e.get("source") or e["mode"]): e for e in run_json(
         capsys, "estimate", *common, "--instance-count", str(count), "--outputs", outputs, "--json")["estimates"]}

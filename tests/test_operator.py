@@ -195,7 +195,9 @@ def test_recommend_shows_the_posts_flowchart_beside_its_pick():
     assert small_shards.flowchart_source == "File" and "small" in small_shards.flowchart[0]
     large_large = _rec(2000, int(400e9))
     assert large_large.mode == "FastFile" and "large files" in large_large.flowchart[0]
-    assert "File" in large_large.decision.blocked   # 400 GB does not fit the 100 GB volume
+    # 400 GB does not fit the default 100 GB volume: priced on one sized for it (420 GB), refused on one asked too small.
+    assert large_large.estimates["File"].volume_gb == 420 and "File" not in large_large.decision.blocked
+    assert "File" in _rec(2000, int(400e9), volume_size_gb=100).decision.blocked
     large_small = _rec(1_530_350, int(54e9))
     assert large_small.mode == "FSx" and large_small.flowchart_source == "File"  # 54 GB is "small" to the post
     assert any("pack into ~150 MB shards" in a and "saves" in a for a in large_small.advice)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from dslab.cli.deploy_check import check
 from dslab.cli.fsx import follow_zone, fsx_zone
 from dslab.core.requests import CORE_STACK, FSX_STACK, WORKFLOW_STACK, core_parameter
 from dslab.emulator.deploy import InProcessDeployer
@@ -118,6 +119,11 @@ def test_efs_mount_authorisation_changes_in_place(emulated, variant):
         InProcessDeployer(lab.cloudformation, iam.outdir).deploy(CORE_STACK, WORKFLOW_STACK)
         lab.refresh()
         assert lab.efs_id == efs_id   # the same file system, its data kept
+        # An update of EFS that left its throughput alone (CloudFormation's events carry its properties) does not hold
+        # back a throughput change: `make deploy` (dslab deploy-check) lets one through, and back.
+        cfn = lab.client("cloudformation")
+        check("deploy", "keep", ["efsMountAuth=iam", "efsThroughput=provisioned", "efsProvisionedMibps=64"], cfn=cfn)
+        check("deploy", "keep", None, cfn=cfn)
         policy = lab.client("efs").describe_file_system_policy(FileSystemId=efs_id)["Policy"]
         assert "elasticfilesystem:ClientMount" in policy
         put_datasets(lab, ["tiny-jpg"])

@@ -108,9 +108,9 @@ def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag(caps
     data = json.loads(result.stdout)
     assert data["instance_count"] == 16 and data["accelerators"] == 128 and len(data["sources"]) == 10
     assert {"au_percent", "max_instances_at_target_au", "provision", "usd_per_hour", "usd_per_run"} <= set(data["sources"][0])
-    text = dslab("size", "--files", "500", "--bytes", "54GB", "--count", "4")
+    text = dslab("size", "--files", "500", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "4")
     assert text.returncode == 0 and "largest at AU>=90%" in text.stdout and "PERSISTENT_2" in text.stdout
-    for args, flag in ((["--instance", "ml.p9.huge"], "--instance"), (["--instance", "ml.g6.xlarge"], "--compute-preset"),
+    for args, flag in ((["--instance", "ml.p9.huge"], "--instance"), (["--instance", "ml.g4dn.xlarge"], "--compute-preset"),
                        (["--count", "0"], "--count"), (["--accelerators", "0"], "--accelerators")):
         bad = dslab("size", "--files", "10", "--bytes", "1GB", *args)
         assert bad.returncode == 2 and flag in bad.stderr, bad.stderr
@@ -348,7 +348,9 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
                      "undo each other):")
     assert lines[at + 1].split()[:3] == ["make", "deploy", "FSX=up"] and combined["command"] in lines[at + 1]
     assert ("  a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these words "
-            "builds cdk.json's settings again (put them in cdk.json's context to keep them)") in lines
+            "builds cdk.json's settings again (put them in cdk.json's context to keep them); where that would shrink FSx "
+            "in place or change EFS's throughput within 24 hours of its last change, which AWS refuses, it stops before "
+            "anything changes and says the way (FSX=down, then up; the time after which EFS may)") in lines
     # One row deploying (2 TB in 500 shards on one ml.p3.2xlarge: FSx grows to hold it, EFS Bursting feeds it): its
     # command alone, and the line on CONTEXT.
     one = ["--files", "500", "--bytes", "2000GB", "--instance", "ml.p3.2xlarge"]
@@ -379,10 +381,9 @@ def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monke
     start = lines.index("to provision for 16 instance(s):")
     block = lines[start + 1:next(i for i, line in enumerate(lines) if i > start and not line.startswith("  "))]
     upload = "dslab dataset upload --src <folder> --to s3://<bucket>/datasets/<name>/ --prefixes {}"
-    assert [line.split(None, 1)[0] for line in block][:8] == ["File", "FastFile", "Pipe", "Script", "Script",
-                                                              "Express", "FSx", "EFS"]
+    # File asks for nothing: p4d's 8,000 GB of NVMe hold each instance's share (no volume is asked for on NVMe types).
+    assert [line.split(None, 1)[0] for line in block][:6] == ["FastFile", "Pipe", "Script", "Script", "FSx", "EFS"]
     assert f"  {'FastFile':17s} {upload.format(7)}" in block and f"  {'Pipe':17s} {upload.format(2)}" in block
-    assert f"  {'File':17s} experiment: volume_size_gb: 4" in block
     assert f"  {'Script':17s} experiment: hyperparameters: {{s3_concurrency: 324}}" in block
     assert any(line.startswith(f"  {'FSx':17s} make deploy FSX=up CONTEXT=") and line.endswith("# $11.84/hour while it stands")
                for line in block)

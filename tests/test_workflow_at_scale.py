@@ -752,22 +752,58 @@ def test_a_dataset_uploaded_while_fsx_is_up_is_imported_before_its_jobs_start(em
         assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}
 
 
+def import_task(fsx, file_system_id, paths):
+    return fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=file_system_id,
+                                           Paths=paths, Report={"Enabled": False})["DataRepositoryTask"]
+
+
+def until_no_task_executes(lab, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while any(t["Lifecycle"] in ("PENDING", "EXECUTING") for t in lab._fsx_repository_now()[1]):
+        assert time.monotonic() < deadline, "an FSx task still executes"
+        time.sleep(0.02)
+
+
 def test_the_stand_ins_fsx_fails_an_import_task_whose_paths_are_not_s3_paths(emulated):
     """CreateDataRepositoryTask.Paths (botocore's FSx model): "For import tasks, the list contains paths in the
     Amazon S3 bucket ... in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the
     task fails." A file-system path, as the workflow sent before, fails; the S3 path of the same data runs."""
-    with emulated(ScriptedJobs(), fsx_import_seconds=3000) as lab:
+    with emulated(ScriptedJobs(), fsx_import_seconds=1000) as lab:
         put_datasets(lab, ["tiny-jpg"])
+        until_no_task_executes(lab)   # the association's own import: FSx runs one task at a time
         fsx = lab.client("fsx")
         for paths in (["/datasets/tiny-jpg"], ["datasets/tiny-jpg"], ["s3://another-bucket/datasets/tiny-jpg/"]):
-            task = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
-                                                   Paths=paths, Report={"Enabled": False})["DataRepositoryTask"]
+            task = import_task(fsx, lab.fsx_id, paths)
             assert task["Lifecycle"] == "FAILED" and paths[0] in task["FailureDetails"]["Message"], paths
-        good = fsx.create_data_repository_task(Type="IMPORT_METADATA_FROM_REPOSITORY", FileSystemId=lab.fsx_id,
-                                               Paths=[f"s3://{lab.bucket}/datasets/tiny-jpg/"],
-                                               Report={"Enabled": False})["DataRepositoryTask"]
+        good = import_task(fsx, lab.fsx_id, [f"s3://{lab.bucket}/datasets/tiny-jpg/"])
         objects = lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix="datasets/tiny-jpg/")["KeyCount"]
         assert good["Lifecycle"] == "EXECUTING" and good["Status"]["TotalCount"] == objects > 0
+
+
+def test_the_stand_ins_fsx_runs_one_data_repository_task_at_a_time(emulated):
+    """DataRepositoryTaskExecuting (CreateDataRepositoryTask's errors, botocore's FSx model): "An existing data
+    repository task is currently executing on the file system. Wait until the existing task has completed, then
+    create the new task." The association's own import is such a task; a FAILED one is not."""
+    from botocore.exceptions import ClientError
+    with emulated(ScriptedJobs(), fsx_import_seconds=1500) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        fsx = lab.client("fsx")
+        path = f"s3://{lab.bucket}/datasets/tiny-jpg/"
+
+        def refused(paths, file_system_id=lab.fsx_id) -> str:
+            with pytest.raises(ClientError) as caught:
+                import_task(fsx, file_system_id, paths)
+            return caught.value.response["Error"]["Code"]
+
+        (own,) = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert own["Lifecycle"] == "EXECUTING" and refused([path]) == "DataRepositoryTaskExecuting"
+        until_no_task_executes(lab)
+        assert import_task(fsx, lab.fsx_id, ["/datasets/tiny-jpg"])["Lifecycle"] == "FAILED"
+        assert import_task(fsx, lab.fsx_id, [path])["Lifecycle"] == "EXECUTING"
+        assert refused([path]) == "DataRepositoryTaskExecuting"
+        assert refused([path] * 101) == "BadRequest"                      # Paths: "max": 100
+        assert refused([path], "fs-0123456789abcdef0") == "FileSystemNotFound"
+        assert len(fsx.describe_data_repository_tasks()["DataRepositoryTasks"]) == 3
 
 
 def test_a_late_dataset_whose_import_failed_is_imported_again_by_the_next_run(emulated):
@@ -790,6 +826,100 @@ def test_a_late_dataset_whose_import_failed_is_imported_again_by_the_next_run(em
         assert [(t["Paths"], t["Lifecycle"]) for t in tasks[1:]] == [
             (["/datasets/late"], "FAILED"), ([f"s3://{lab.bucket}/datasets/late/"], "SUCCEEDED")]
         assert lab.results(execution)["records"][0]["status"] == "Completed"
+
+
+def put_late_dataset(lab, name: str) -> None:
+    """A dataset uploaded while FSx is up: its stats file's written_at (whole seconds, as `dslab dataset upload`
+    writes it) later than the association's CreationTime."""
+    while time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) <= lab._fsx_association["CreationTime"]:
+        time.sleep(0.05)
+    s3 = lab.client("s3")
+    for i in range(3):
+        s3.put_object(Bucket=lab.bucket, Key=f"datasets/{name}/part-{i}.bin", Body=b"x" * 100)
+    s3.put_object(Bucket=lab.bucket, Key=f"datasets/{name}.stats.json", Body=json.dumps({
+        "files": 3, "bytes": 300, "written_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).encode())
+
+
+def until_the_check_says(lab, execution_arn: str, words: str, timeout: float = 60.0) -> None:
+    """Until one of the execution's CheckFsxData results says ``words`` (the check's reason)."""
+    sfn = lab.client("stepfunctions")
+    deadline = time.monotonic() + timeout
+    while True:
+        pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+        if any(words in json.dumps(e, default=str) for page in pages for e in page["events"]):
+            return
+        assert time.monotonic() < deadline and sfn.describe_execution(executionArn=execution_arn)["status"] == "RUNNING", \
+            f"no check said {words!r}"
+        time.sleep(0.05)
+
+
+BUSY = "another data repository task is executing"   # the check's reason on DataRepositoryTaskExecuting
+
+
+class Timed(ScriptedJobs):
+    """Notes when each training job was created."""
+
+    def __init__(self):
+        super().__init__()
+        self.created: dict[str, float] = {}
+
+    def __call__(self, request, update):
+        self.created[request["TrainingJobName"]] = time.monotonic()
+        return super().__call__(request, update)
+
+
+def test_two_datasets_uploaded_while_the_associations_import_runs_are_imported_by_one_task_after_it(emulated):
+    """FSx runs one data repository task at a time (DataRepositoryTaskExecuting: "Wait until the existing task
+    has completed, then create the new task"). Two datasets uploaded while the association's own import runs:
+    the check waits (not a final FsxCheckFailed), then one task imports both, and the jobs start after it."""
+    jobs = Timed()
+    with emulated(jobs, fsx_import_seconds=10**6) as lab:   # the association's import runs until released
+        for name in ("late-a", "late-b"):
+            put_late_dataset(lab, name)
+        arn = lab.start({**TINY, "datasets": [{"name": "late-a", "format": "jpg"}, {"name": "late-b", "format": "jpg"}],
+                         "modes": ["FSx"]})
+        until_the_check_says(lab, arn, BUSY)
+        released = time.monotonic()
+        lab.fsx_import_seconds = 500                        # later imports take 0.5 s
+        lab.end_fsx_imports()                               # the association's ends now
+        execution = lab.wait(arn)
+        assert execution.status == "SUCCEEDED", execution.cause
+        tasks = lab.client("fsx").describe_data_repository_tasks()["DataRepositoryTasks"]
+        late = [f"s3://{lab.bucket}/datasets/late-a/", f"s3://{lab.bucket}/datasets/late-b/"]
+        assert [t["Paths"] for t in tasks] == [[f"s3://{lab.bucket}/datasets/"], late]   # one task, both paths
+        assert [t["Lifecycle"] for t in tasks] == ["SUCCEEDED", "SUCCEEDED"] and tasks[1]["Status"]["TotalCount"] == 6
+        started = lab._fsx_tasks[1]["_started"]
+        assert started >= released and min(jobs.created.values()) >= started + 500 * lab.time_scale
+        assert {r["status"] for r in lab.results(execution)["records"]} == {"Completed"}
+        assert lab.results(execution)["fsx_data"]["ready"] is True
+
+
+def test_a_late_dataset_waits_while_another_executions_import_runs(emulated):
+    """Two executions, each with a dataset uploaded while FSx is up: the second's import starts once the first's
+    has ended, and both executions' FSx jobs run."""
+    jobs = Timed()
+    with emulated(jobs) as lab:                             # the association's import ends at once
+        for name in ("late-a", "late-b"):
+            put_late_dataset(lab, name)
+        lab.fsx_import_seconds = 10**6                      # the next import runs until released
+        one = {**TINY, "modes": ["FSx"]}
+        first = lab.start({**one, "datasets": [{"name": "late-a", "format": "jpg"}], "job_prefix": "first"}, name="first")
+        deadline = time.monotonic() + 60
+        while len(lab._fsx_tasks) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        second = lab.start({**one, "datasets": [{"name": "late-b", "format": "jpg"}], "job_prefix": "second"}, name="second")
+        until_the_check_says(lab, second, BUSY)
+        released = time.monotonic()
+        lab.fsx_import_seconds = 200                        # the first's import ends now, the second's takes 0.2 s
+        lab.end_fsx_imports()
+        assert lab.wait(first).status == "SUCCEEDED" and lab.wait(second).status == "SUCCEEDED"
+        tasks = lab.client("fsx").describe_data_repository_tasks()["DataRepositoryTasks"]
+        assert [(t["Paths"], t["Lifecycle"]) for t in tasks[1:]] == [
+            ([f"s3://{lab.bucket}/datasets/late-a/"], "SUCCEEDED"), ([f"s3://{lab.bucket}/datasets/late-b/"], "SUCCEEDED")]
+        second_import = lab._fsx_tasks[2]["_started"]
+        assert second_import >= released
+        assert min(t for name, t in jobs.created.items() if name.startswith("second")) >= second_import + 200 * lab.time_scale
+        assert all(r["status"] == "Completed" for e in (first, second) for r in lab.results(lab.wait(e))["records"])
 
 
 def test_spot_trials_are_held_to_the_spot_training_quota(emulated):

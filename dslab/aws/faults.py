@@ -53,7 +53,8 @@ NOT_SCANNED = {
     "dslab/local": "the local lab: every client it makes is given the stand-in's endpoint; it never calls an account",
 }
 # Attribute references named like an operation that are not AWS calls.
-NOT_AWS = {("dslab/aws/images.py", "_cuda_from_tag", "search"): "re.search, not SageMaker Search"}
+NOT_AWS = {("dslab/aws/images.py", "_cuda_from_tag", "search"): "re.search, not SageMaker Search",
+           ("dslab/core/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search"}
 # boto3's managed S3 transfers: the method, and the operations it may make (s3transfer: a small object in one request,
 # a large one in parts; a copy first reads the source's size).
 TRANSFER = {
@@ -289,6 +290,24 @@ def _fn(entries, module, function, service, operation, reaction, **kwargs) -> Si
 
 MISSING = {"missing": MISSING_OBJECT}
 CHECK = {"throttled": CHECK_WAITS, "unavailable": CHECK_WAITS}
+NONE_FOUND = {code: Reaction(ANSWER, "a filter that matches nothing: none (fsx_data.NONE_FOUND)")
+              for code in ("DataRepositoryAssociationNotFound", "DataRepositoryTaskNotFound")}
+
+
+NOT_LINKED = {"DataRepositoryAssociationNotFound": Reaction(
+    FINAL, "no association answered: the file system is not linked to S3, and the FSx jobs are Skipped saying so",
+    marker="is not linked to S3")}
+
+
+def _fsx_check_reactions() -> dict:
+    """CheckFsxData's own reaction to each FSx error it names (check_fsx_data.FSX_ERROR_REACTIONS): WAIT or STOP,
+    and the reason it gives (the fixed words after its last placeholder are what the test looks for)."""
+    from ..workflow.check_fsx_data import FSX_ERROR_REACTIONS
+    from ..workflow.check_fsx_data import WAIT as CHECK_WAIT
+    return {code: Reaction(WAIT if kind == CHECK_WAIT else FINAL, text, marker=text.rsplit("}", 1)[-1].strip(" ():;"))
+            for code, (kind, text) in FSX_ERROR_REACTIONS.items()}
+
+
 FSX_GONE = {"FileSystemNotFound": Reaction(FINAL, "final: FSx is gone, the FSx jobs are Skipped saying `dslab fsx up`; "
                                                   "the others run", marker="`dslab fsx up`")}
 STAGE = {"throttled": STAGE_WAITS, "unavailable": STAGE_WAITS}
@@ -363,9 +382,18 @@ PY_SITES: tuple[Site, ...] = (
          method="get_paginator:list_executions"),
     _cli("dslab fsx status", "dslab/workflow/fsx_guard.py", "last_execution_end", "stepfunctions", "ListExecutions"),
     _cli("dslab fsx status", "dslab/cli/fsx.py", "fsx_state", "ssm", "GetParameters"),
-    _cli("dslab fsx status", "dslab/workflow/fsx_data.py", "import_status", "fsx", "DescribeFileSystems"),
-    _cli("dslab fsx status", "dslab/workflow/fsx_data.py", "import_status", "fsx", "DescribeDataRepositoryAssociations"),
-    _cli("dslab fsx status", "dslab/workflow/fsx_data.py", "import_status", "fsx", "DescribeDataRepositoryTasks"),
+    *(_cli("dslab fsx status", "dslab/workflow/fsx_data.py", "import_status", "fsx", op, by_code=NONE_FOUND)
+      for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
+    # dslab deploy-check (the Makefile runs it before a deploy): what it cannot read, it says, and the deploy goes on
+    *(_cli("dslab deploy-check", "dslab/cli/deploy_check.py", function, "cloudformation", op,
+           Reaction(GOES_ON, "one line says the deployed lab was not read and why; FSx's capacity and EFS's throughput "
+                             "are not compared, and the deploy itself goes on"), method=method, extra=extra,
+           by_code=by_code)
+      for function, op, method, extra, by_code in (
+          ("_stack", "DescribeStacks", "", (STACK_MISSING,),
+           {"ValidationError": Reaction(ANSWER, "no such stack: nothing deployed to compare with")}),
+          ("_resource", "GetTemplate", "", (), {}),
+          ("_efs_events", "DescribeStackEvents", "get_paginator:describe_stack_events", (), {}))),
     _cli("dslab fsx follow-zone", "dslab/cli/fsx.py", "fsx_zone", "ssm", "GetParameter",
          by_code={"ParameterNotFound": Reaction(ANSWER, "FSx is down: nothing to move")},
          why="before a deploy that moves the lab"),
@@ -469,21 +497,20 @@ PY_SITES: tuple[Site, ...] = (
         denied_is_missing=True),
     _fn("Plan", "dslab/workflow/plan.py", "efs_datasets_in_use", "s3", "HeadObject", PLAN_FAILS,
         by_kind={"missing": Reaction(ANSWER, "no results.json: its EFS jobs may still run")}, denied_is_missing=True),
-    # CheckFsxData
-    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_check", "s3", "GetObject", CHECK_ENDS, by_kind=CHECK),
+    # CheckFsxData: FSx's own errors by the check's table (FSX_ERROR_REACTIONS), every other by its class
+    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_status", "s3", "GetObject", CHECK_ENDS, by_kind=CHECK),
     _fn("CheckFsxData", "dslab/workflow/common.py", "look_up_fsx", "ssm", "GetParameters", CHECK_ENDS, by_kind=CHECK),
     _fn("CheckFsxData", "dslab/workflow/common.py", "look_up_fsx", "fsx", "DescribeFileSystems", CHECK_ENDS,
         by_kind=CHECK, by_code=FSX_GONE),
-    *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "imports_to_start", "fsx", op,
-          Reaction(FINAL, "final at the first check: the FSx jobs are Skipped with the reason (a dataset uploaded "
-                          "while FSx was up would be read half-imported otherwise); the others run"),
-          why="the first check only: datasets uploaded while FSx was up")
+    *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "imports_to_start", "fsx", op, CHECK_ENDS, by_kind=CHECK,
+          by_code={**_fsx_check_reactions(), **NONE_FOUND}, why="datasets uploaded while FSx was up, at every check "
+                                                                 "until their import starts")
       for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
-    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_check", "fsx", "CreateDataRepositoryTask",
-        Reaction(FINAL, "final: the FSx jobs are Skipped with the reason (the dataset would be read half-imported); "
-                        "the others run; the next run starts the import again")),
+    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_check_file_system", "fsx", "CreateDataRepositoryTask",
+        CHECK_ENDS, by_kind=CHECK, by_code=_fsx_check_reactions(),
+        why="the import of datasets uploaded while FSx was up; one at a time on a file system"),
     *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "import_status", "fsx", op, CHECK_ENDS, by_kind=CHECK,
-          by_code=FSX_GONE)
+          by_code={**_fsx_check_reactions(), **NONE_FOUND, **NOT_LINKED})
       for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
     # StageExpress
     _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express", "s3", "GetObject", STAGE_ENDS,

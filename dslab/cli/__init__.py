@@ -12,11 +12,11 @@ import sys
 
 from ..aws.validation import RequestInvalid
 from ..core.errors import ConfigError
-from . import advice, datasets, doctor, efs, export, express, fsx, jobs, local, runs, size
+from . import advice, datasets, deploy_check, doctor, efs, export, express, fsx, jobs, local, runs, size
 from .common import EXIT_BAD_INPUT, Parser, UserError, explain_aws, find_client_error
 
 # In the order `dslab -h` lists them.
-GROUPS = (datasets, jobs, runs, advice, size, export, fsx, express, efs, doctor, local)
+GROUPS = (datasets, jobs, runs, advice, size, export, fsx, express, efs, doctor, deploy_check, local)
 
 
 def build_parser() -> argparse.ArgumentParser:

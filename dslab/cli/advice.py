@@ -1,4 +1,5 @@
-"""``dslab estimate`` and ``recommend``: seconds and dollars per source before running, and which source to pick."""
+"""``dslab estimate`` and ``recommend``: seconds and dollars per source before running, and which source to pick,
+on one premise (question.py) that every answer prints first."""
 
 from __future__ import annotations
 
@@ -7,42 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.estimate import MAX_COMPUTE_RATE
-from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB, none_too_long
-from .common import add_command, explain_aws, lab_provisioning, price_table, print_json, real, whole
-
-
-def workload_of(args):
-    """The DLIO workload --workload names (core/dlio.py), at --scale; None without --workload. Its dataset and
-    compute replace --dataset/--files/--bytes/--samples and --compute-preset/--compute-rate, which are refused beside it."""
-    if getattr(args, "_workload", None) is not None:
-        return args._workload
-    path = getattr(args, "workload", None)
-    if path is None:
-        if getattr(args, "scale", None) is not None:
-            raise ConfigError("--scale", "goes with --workload (the fraction of its files)")
-        return None
-    for flag in ("dataset", "files", "bytes", "samples", "compute_rate", "compute_preset"):
-        if getattr(args, flag, None) is not None:
-            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the workload file with --workload; drop it")
-    from ..core.dlio import parse_workload
-    from ..inputs.experiment_file import read_workload
-    document, digest = read_workload(Path(path))
-    try:
-        workload = parse_workload(document, str(path))
-    except ConfigError as err:
-        raise err.with_source(str(path)) from None
-    from dataclasses import replace
-    workload = replace(workload, sha256=digest)
-    args._workload = workload.with_scale(args.scale) if getattr(args, "scale", None) is not None else workload
-    return args._workload
-
-
-def workload_json(workload) -> dict[str, Any]:
-    return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
-            "files": workload.files, "samples": workload.samples, "bytes": workload.bytes,
-            "samples_per_second_per_accelerator": round(workload.rate, 3), "epochs": workload.epochs,
-            "au_target_percent": workload.au_percent, "used": list(workload.used), "ignored": list(workload.ignored)}
+from .common import add_command, explain_aws, lab_provisioning, price_table, print_json
+from .question import add_question_flags, premise_json, premise_of, workload_of
 
 
 def print_workload(workload) -> None:
@@ -58,117 +25,71 @@ def print_ignored(workloads) -> None:
         print(line)
 
 
-def add_accelerators_flag(p) -> None:
-    """--accelerators, as size, estimate and recommend take it."""
-    p.add_argument("--accelerators", type=whole(1, MAX_ACCELERATORS),
-                   help="accelerators per instance, each at the compute's rate (default: the instance table's)")
-
-
-def accelerators_per_instance(args, instance_type: str) -> int:
-    """--accelerators, else the instance table's count (at least one: a CPU type emulates one)."""
-    from ..core.requests import accelerators_of
-    return getattr(args, "accelerators", None) or accelerators_of(instance_type)
-
-
-def _shape(args):
-    from ..core.estimate import DatasetShape
-    workload = workload_of(args)
-    if workload is not None:
-        return workload.shape()
-    if args.dataset and (args.files or args.bytes):
-        raise ConfigError("--dataset", "give either --dataset or --files with --bytes, not both")
-    if args.dataset:
-        from ..inputs.datasets import stats
-        info = stats(args.dataset)
-        return DatasetShape(files=info["files"], bytes=info["bytes"], samples=args.samples)
-    if not (args.files and args.bytes):
-        raise ConfigError("--files/--bytes", "give --dataset PATH|s3://..., or both --files N and --bytes B")
-    from ..inputs.datasets import parse_size
-    return DatasetShape(files=args.files, bytes=parse_size(args.bytes, "--bytes"), samples=args.samples)
-
-
-def _estimate_kwargs(args) -> dict[str, Any]:
-    from ..core.estimate import compute_rate
-    args.instance = args.instance or "ml.p3.2xlarge"
-    args.epochs_given = args.epochs   # a workload's epochs stand unless --epochs says otherwise
-    args.epochs = 1 if args.epochs is None else args.epochs
-    from ..aws.validation import instance_type_problem
-    if instance_type_problem(args.instance):
-        raise ConfigError("--instance", instance_type_problem(args.instance))
-    prices = price_table(args.prices)
-    prices.require_instance(args.instance, "--instance")
-    count = 1 if args.instance_count is None else args.instance_count
-    kwargs = {"instance_type": args.instance, "epochs": args.epochs, "prices": prices, "instance_count": count,
-              "volume_size_gb": 100 if args.volume_size_gb is None else args.volume_size_gb}
-    if getattr(args, "accelerators", None) is not None:
-        kwargs["accelerators"] = args.accelerators
-    workload = workload_of(args)
-    if workload is not None:
-        # As DLIO emulates it: batch_size every computation_time per accelerator, read_threads readers each.
-        if getattr(args, "epochs_given", None) is None:
-            kwargs["epochs"] = workload.epochs
-        kwargs.update(rate=workload.rate, readers=workload.readers(accelerators_per_instance(args, args.instance)))
-        return kwargs, workload.describe()
-    # The instance's accelerator decides the default compute, refused where no preset emulates it (estimate.py).
-    rate, rate_note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
-    return {**kwargs, "rate": rate}, rate_note
-
-
-def cmd_estimate(args) -> int:
-    from ..core.estimate import estimate_all
-    from ..core.modes import MODES, parse_source
-    shape = _shape(args)
-    kwargs, rate_note = _estimate_kwargs(args)
-    lab = lab_provisioning(args)
-    from ..core.modes import EXPRESS, S3_READ_MODES
-    modes, storage = MODES, args.storage
+def _sources(args) -> tuple[tuple[str, str], ...]:
+    """The sources `estimate` shows: every one (the S3 modes on both buckets), or those --mode and --storage name."""
+    from ..core.modes import EXPRESS, MODES, S3_READ_MODES, STANDARD, parse_source
+    from ..core.recommend import ALL_SOURCES
+    storage = args.storage
     if args.mode:
         # A mode ("fastfile") or a source as the tool prints it ("Express FastFile"); "did you mean" otherwise.
         mode, label_storage = parse_source(args.mode)
         if label_storage and storage not in (None, label_storage):
             raise ConfigError("--storage", f"--mode {args.mode!r} reads S3 Express One Zone: drop --storage {storage}")
-        modes, storage = (mode,), label_storage or storage
-    if storage == "express":
-        from ..core.estimate import estimate_mode
-        bad = [m for m in modes if m not in S3_READ_MODES]
-        if args.mode and bad:
-            raise ConfigError("--storage", f"{bad[0]} reads its own file system, not S3 Express One Zone",
+        storage = label_storage or storage
+        if storage == EXPRESS and mode not in S3_READ_MODES:
+            raise ConfigError("--storage", f"{mode} reads its own file system, not S3 Express One Zone",
                               list(S3_READ_MODES))
-        estimates = [estimate_mode(m, shape, storage=EXPRESS, provisioning=lab, **kwargs) for m in modes if m in S3_READ_MODES]
-    else:
-        # Without --storage the S3 modes are shown on both buckets (unless one mode was asked for).
-        estimates = estimate_all(shape, modes=modes, express=storage is None and not args.mode, provisioning=lab, **kwargs)
-    for e in estimates:
-        e.assumptions.insert(0, rate_note)
-    from ..core.decision import option_from_estimate, usd
+        return ((mode, storage or STANDARD),)
+    if storage is None:
+        return ALL_SOURCES
+    if storage == EXPRESS:
+        return tuple((m, EXPRESS) for m in MODES if m in S3_READ_MODES)
+    return tuple((m, STANDARD) for m in MODES)
+
+
+def cmd_estimate(args) -> int:
+    from ..core.decision import usd
+    from ..core.limits import none_too_long
+    from ..core.recommend import options
     from ..report import duration
-    options = [option_from_estimate(e, shape, kwargs["prices"], fsx_capacity_gib=lab.fsx.capacity_gib,
-                                    volume_size_gb=kwargs["volume_size_gb"]) for e in estimates]
+    prices = price_table(args.prices)
+    premise = premise_of(args, prices=prices)
+    found = options(premise.shape, sources=_sources(args), lab=premise.lab, au_target=premise.au_target, prices=prices,
+                    **premise.estimate_kwargs())
+    for e, _ in ((e, o) for o, e in found):
+        e.assumptions.insert(0, premise.compute)
+    runnable = [(o, e) for o, e in found if not e.blocker]
     # A job past SageMaker's 28-day MaxRuntimeInSeconds would be stopped: flagged, refused when none fits.
-    too_long = none_too_long({e.source: o.job_seconds for e, o in zip(estimates, options)})
+    too_long = none_too_long({e.source: o.job_seconds for o, e in runnable}) if runnable else []
     if args.json:
-        print_json({"estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
+        print_json({**premise_json(premise, workload_of(args)),
+                    "estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
                                                              "what": o.setup.what},
-                                    "cost_to_result_usd": round(o.cost_usd, 4), "time_to_result_seconds": round(o.seconds, 1),
-                                    "over_max_runtime": e.source in too_long}
-                                   for e, o in zip(estimates, options)], "prices": kwargs["prices"].label(),
-                    "lab": lab.to_dict(),
-                    **({"workload": workload_json(workload_of(args))} if workload_of(args) else {})})
+                                   **({"cost_to_result_usd": round(o.cost_usd, 4),
+                                       "time_to_result_seconds": round(o.seconds, 1)} if not e.blocker else
+                                      {"cost_to_result_usd": None, "time_to_result_seconds": None}),
+                                   "over_max_runtime": e.source in too_long, **({"premise": o.premise} if o.premise else {})}
+                                  for o, e in found], "prices": prices.label(), "lab": premise.lab.to_dict()})
         return 0
-    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
+    print(premise.describe())
     print_ignored([workload_of(args)])
     print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
           f"{'to a result':>11s} {'time':>8s}  bound")
-    for e, o in sorted(zip(estimates, options), key=lambda pair: pair[1].cost_usd):
-        print(f"{e.source:17s} {e.downloading:9.0f} {e.training:9.0f} {e.other:7.0f} {e.billable_seconds:9.0f} "
+    for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
+        print(f"{e.source:17s} {e.downloading:9,.0f} {e.training:9,.0f} {e.other:7,.0f} {e.billable_seconds:9,.0f} "
               f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
+    for o, e in found:
+        if e.blocker:
+            print(f"{e.source:17s} cannot run as premised, not priced: {e.blocker}")
+    for o, e in runnable:
+        if o.premise:
+            print(f"note: {o.premise}")
     if too_long:
         print(f"over SageMaker's 28-day limit on a training job (StoppingCondition.MaxRuntimeInSeconds), SageMaker would "
               f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
-    print(f"priced on {lab.describe()}")
     print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
           "FSx: its uptime while it imports); `dslab recommend` picks from these")
-    print(kwargs["prices"].label())
+    print(prices.label())
     return 0
 
 
@@ -223,22 +144,18 @@ def cmd_recommend(args) -> int:
         return _recommend_experiment(args)
     if getattr(args, "results", None):
         raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
-    shape = _shape(args)
-    kwargs, rate_note = _estimate_kwargs(args)
-    lab = lab_provisioning(args)
-    workload = workload_of(args)
-    if workload is not None:
-        kwargs["au_target"] = workload.au_percent
-    result = recommend(shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
-                       portable=args.portable_script, lab=lab, **kwargs)
+    prices = price_table(args.prices)
+    premise = premise_of(args, prices=prices)
+    result = recommend(premise.shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
+                       portable=args.portable_script, lab=premise.lab, au_target=premise.au_target, prices=prices,
+                       **premise.estimate_kwargs())
     if args.json:
-        print_json({**result.to_dict(), **({"workload": workload_json(workload)} if workload else {})})
+        print_json({**premise_json(premise, workload_of(args)), **result.to_dict()})
         return 0
-    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB, {kwargs['epochs']} epoch(s) on {args.instance}; {rate_note}")
-    print_ignored([workload])
+    print(premise.describe())
+    print_ignored([workload_of(args)])
     print_recommendation(result)
-    print(f"priced on {lab.describe()}")
-    print(kwargs["prices"].label())
+    print(prices.label())
     return 0
 
 
@@ -295,14 +212,14 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
 
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
+    from .question import experiment_overrides
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "instance", "instance_count", "accelerators",
-                 "epochs", "volume_size_gb"):
+                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
     prices = price_table(args.prices)
     experiment = load_experiment(Path(args.experiment), prices=prices, workload=Path(args.workload) if args.workload else None,
-                                 scale=args.scale)
+                                 scale=args.scale, overrides=experiment_overrides(args))
     stats, stats_source = measured_stats(args, experiment)
     lab = lab_provisioning(args)
     found = experiment_answers(experiment, prices, stats=stats, stats_source=stats_source, lab=lab)
@@ -314,26 +231,16 @@ def _recommend_experiment(args) -> int:
     if args.json:
         print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict()})
         return 1 if unanswered else 0
-    print(f"priced on {lab.describe()}")
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
         if a.recommendation is None:
             print(f"no answer: {a.missing}")
             continue
-        print(f"assumed: {a.known.describe()}")
+        print(a.premise.describe())
         print_recommendation(a.recommendation)
         print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0
-
-
-def add_workload_flags(p) -> None:
-    """--workload and --scale, as size, estimate, recommend, plan, run and local take them."""
-    p.add_argument("--workload", help="a DLIO workload file as MLPerf Storage publishes it (dlio_benchmark/configs/"
-                   "workload/*.yaml): its dataset, compute (batch_size every computation_time per accelerator), epochs, "
-                   "read_threads and AU target (metric.au)")
-    p.add_argument("--scale", type=real(0, 1), help="with --workload: the fraction of its files (record sizes kept; "
-                   "default 1)")
 
 
 def register(sub) -> None:
@@ -346,23 +253,8 @@ def register(sub) -> None:
              "dslab recommend --files 1530350 --bytes 54GB --epochs 1\n"
              "  dslab recommend --experiment experiments/post-12-jobs.yaml")):
         p = add_command(sub, name, handler, text, example)
-        p.add_argument("--dataset", help="a folder or s3:// prefix to measure" + (
+        add_question_flags(p, dataset_help="a folder or s3:// prefix to measure" + (
             "; with --experiment, one of its datasets by name" if name == "recommend" else ""))
-        p.add_argument("--files", type=whole(1))
-        p.add_argument("--bytes", help="total size, e.g. 1.1GB")
-        p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
-        p.add_argument("--instance", help="training instance type (default ml.p3.2xlarge)")
-        p.add_argument("--instance-count", type=whole(1, 4096), help="instances of the job (default 1): they share each epoch")
-        add_accelerators_flag(p)
-        p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
-        p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; V100 on "
-                       "ml.p3.2xlarge; without one, give --compute-rate)")
-        p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per job (default 1)")
-        p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB), help="the training volume (default 100)")
-        p.add_argument("--fsx-capacity", type=whole(1200), help="FSx for Lustre size in GiB (default: fsxCapacity in cdk.json, else 1200)")
-        add_workload_flags(p)
-        p.add_argument("--prices", help="YAML file overriding prices")
-        p.add_argument("--json", action="store_true")
         p.add_argument("--outputs", help="cdk-outputs.json of the deployed lab: its FSx and EFS as deployed are what is "
                        "priced (default: the cdk-outputs.json `make deploy` wrote here, with the cdk-outputs-fsx.json of a later "
                        "`make fsx-up`; without them, cdk.json's context)" + ("; with --experiment, also the stats file each dataset's "

@@ -130,7 +130,7 @@ def register(sub) -> None:
     p.add_argument("--classes", type=whole(1), help="number of classes (default 257)")
     p.add_argument("--seed", type=whole(0, SEED_MAX), default=0)
     p.add_argument("--mean-kb", type=real(0, GENERATE_MAX_MEAN_KB), help="mean file size in KiB (default 39)")
-    from .advice import add_workload_flags
+    from .question import add_workload_flags
     add_workload_flags(p)
     p = add_command(dsub, "pack", cmd_dataset_pack, "Pack a jpg folder into TFRecord shards with a manifest.",
                     "dslab dataset pack --src data/caltech-jpg --out data/caltech-tfr --shard-size 110MB")

@@ -25,7 +25,8 @@ def cmd_export(args) -> int:
     from ..core.modes import MODES, parse_source
     from ..core.requests import plan
     from ..inputs.experiment_file import load_experiment
-    experiment = load_experiment(Path(args.experiment))
+    from .question import experiment_overrides
+    experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
     datasets = {d.name: d for d in experiment.datasets}
     dataset = datasets.get(args.dataset or next(iter(datasets)))
     if dataset is None:
@@ -143,6 +144,8 @@ def register(sub) -> None:
                     "cheapest completed job of --results) as ready-to-run SageMaker Python SDK code: the lab's own request.",
                     "dslab export --experiment experiments/post-12-jobs.yaml --offline --out winner.py")
     p.add_argument("--experiment", required=True)
+    from .question import add_instance_flags
+    add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--region")

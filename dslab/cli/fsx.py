@@ -72,6 +72,9 @@ def cmd_fsx(args) -> int:
         return 0
     if args.action == "follow-zone":
         return cmd_fsx_follow_zone(args)
+    if args.action == "up":   # FSx up at a smaller size than it stands would be refused by FSx: say so first
+        from .deploy_check import check
+        check("dslab-fsx-up", "up", None, args.region)
     command = ([str(cdk), "destroy", FSX_STACK, "--exclusively", "--force"] if args.action == "down"
                else [str(cdk), "deploy", FSX_STACK, "--exclusively", "--require-approval", "never"])
     print(f"{'removing' if args.action == 'down' else 'creating'} FSx ({fsx.label()}, ${hourly:.3f}/hour while up): "

@@ -12,6 +12,7 @@ from .common import add_command, num, whole
 
 def cmd_local(args) -> int:
     from ..local.lab import Interrupted, Terminated, run_local
+    from .question import experiment_overrides
 
     def terminate(signum, frame):
         raise Terminated()   # SIGTERM stops the run as Ctrl-C does: what finished is kept, everything started stopped
@@ -21,7 +22,8 @@ def cmd_local(args) -> int:
         run = run_local(Path(args.experiment) if args.experiment else None, Path(args.out),
                         cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False,
                         fresh=args.fresh, repeats=args.repeats,
-                        workload=Path(args.workload) if args.workload else None, scale=args.scale)
+                        workload=Path(args.workload) if args.workload else None, scale=args.scale,
+                        overrides=experiment_overrides(args))
     except Interrupted as stop:
         left = stop.total - stop.done
         print(f"\ninterrupted at {stop.done}/{stop.total} jobs: {stop.paths['report.html']} reports the {stop.done} that "
@@ -42,12 +44,13 @@ def cmd_local(args) -> int:
     from ..core.job_metrics import job_au_percent
     from ..report import scenario, source, trials_collide
     several_trials = trials_collide(run.results["records"])
-    width = 28 if several_trials else 12
+    # Whole names, never cut: the column is as wide as the longest.
+    width = max([12, *(len(scenario(r, several_trials)) for r in run.results["records"])])
     print(f"{'source':16s} {'dataset':{width}s} {'status':10s} {'samples/s':>10s} {'MB/s':>8s} {'AU %':>6s} {'e2e %':>6s} "
           f"{'1st batch s':>11s} {'billable s':>10s}")
     for r in run.results["records"]:
         m = r["metrics"]
-        print(f"{source(r):16s} {scenario(r, several_trials)[:width]:{width}s} {r['status']:10s} {num(m.get('samples_per_second')):>10s} "
+        print(f"{source(r):16s} {scenario(r, several_trials):{width}s} {r['status']:10s} {num(m.get('samples_per_second')):>10s} "
               f"{num(m.get('mb_per_second')):>8s} {num(job_au_percent(m)):>6s} {num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{num(m.get('time_to_first_batch_seconds'), 2):>11s} {num(r['billable_seconds'], 0):>10s}")
     from ..report import aggregate as _rows, workload_lines
@@ -77,8 +80,9 @@ def register(sub) -> None:
                     "dslab local --out lab-out --experiment experiments/local.yaml")
     p.add_argument("--experiment", help=f"experiment YAML (default {Path('experiments/local.yaml')}; with --workload "
                    "alone, the workload's dataset and compute on the five SageMaker sources)")
-    from .advice import add_workload_flags
+    from .question import add_instance_flags, add_workload_flags
     add_workload_flags(p)
+    add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
     p.add_argument("--out", required=True)
     p.add_argument("--cache", help="where datasets and templates are kept between runs (default .lab-cache)")
     p.add_argument("--plain", action="store_true", help="a line per job change instead of the live table on a terminal")

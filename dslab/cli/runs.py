@@ -11,14 +11,18 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
-from .advice import add_workload_flags, print_ignored, workload_json
+from .advice import print_ignored
+from .question import add_instance_flags, add_workload_flags, workload_json
 from .common import (
     BUILD_DIR,
     add_command,
     aws_failure,
     explain_aws,
     environment_from_outputs,
+    OFFLINE_OUTPUTS,
     lab_outputs,
+    lab_provisioning,
+    outputs_from_file,
     outputs_from_cloudformation,
     price_table,
     print_json,
@@ -34,7 +38,11 @@ def cmd_plan(args) -> int:
     from ..inputs import user_code
     from ..inputs.experiment_file import load_experiment
     experiment, where = _experiment(args)
-    check_runtimes(experiment)   # a job SageMaker would stop is refused before a request is built
+    # The lab the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its one line), else
+    # the outputs file or cdk.json (lab_provisioning).
+    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
+           if args.offline else lab_provisioning(args))
+    check_runtimes(experiment, lab=lab)   # a job SageMaker would stop, or FSx too small, refused before a request is built
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
@@ -48,6 +56,7 @@ def cmd_plan(args) -> int:
                      **({"workloads": [workload_json(w) for w in workloads]} if workloads else {})})
         return 0
     print(f"experiment {experiment.name} ({experiment.content_hash}): {len(jobs)} jobs")
+    print_premises(experiment, lab)
     print_ignored(workloads)   # the DLIO fields the lab does not use, one line each
     for job in jobs:
         if job.request is None:
@@ -74,13 +83,49 @@ def _workloads(experiment) -> list:
                  for t in experiment.trials if t.workload is not None}.values())
 
 
-def check_runtimes(experiment, stats=None) -> None:
+def print_premises(experiment, lab, stats=None) -> None:
+    """Each scenario's premise, as `recommend --experiment` states it: what the plan's jobs are estimated on."""
+    from ..core.answers import known_shape, premise_of_trial, scenarios
+    for scenario in scenarios(experiment):
+        known = known_shape(scenario.dataset, stats)
+        if known is None:
+            print(f"{scenario.label}: its size is read from its stats file at Plan (not known here)")
+            continue
+        print(f"{scenario.label}: {premise_of_trial(scenario.trials[0], known, lab).describe()}")
+
+
+def check_fsx_holds(experiment, lab, stats=None) -> None:
+    """An FSx job on a dataset larger than the lab's FSx would fail when the file system fills (FSx loads every file it
+    reads): refused, naming the deploy that holds it, where the dataset's size is known."""
+    from ..core.answers import known_shape
+    from ..core.modes import FSX
+    from ..core.provisioning import deploy_command, fsx_capacity_for
+    from ..core.sizing import deploy_settings
+    for ti, trial in enumerate(experiment.trials):
+        if FSX not in trial.modes:
+            continue
+        for dataset in trial.datasets:
+            known = known_shape(dataset, stats)
+            if known is None or lab.fsx.holds(known.shape.bytes):
+                continue
+            gib = known.shape.bytes / 2**30
+            settings = deploy_settings(lab, {"fsxCapacity": fsx_capacity_for(gib * 1.05)})
+            field = f"trials[{ti}].modes" if len(experiment.trials) > 1 else "modes"
+            raise ConfigError(field, f"FSx as the lab stands ({lab.fsx.label()}, {lab.name}) cannot hold dataset "
+                              f"'{dataset.name}' ({gib:,.0f} GiB, {known.source}): deploy it larger "
+                              f"(`{deploy_command(settings, fsx='up')}`, or what `dslab size` provisions) or drop FSx")
+
+
+def check_runtimes(experiment, stats=None, lab=None) -> None:
     """Refuse a job estimated past SageMaker's 28-day MaxRuntimeInSeconds (naming the experiment's key and what brings
     it under), and say which would be stopped at its trial's max_run_seconds, where a dataset's size is known (its
-    files/bytes, its generate: recipe, or ``stats``); the estimate is `recommend --experiment`'s."""
+    files/bytes, its generate: recipe, or ``stats``); the estimate is `recommend --experiment`'s, on ``lab`` (default:
+    the lab as deployed, lab_provisioning). An FSx job on data the lab's FSx cannot hold is refused too."""
     from ..core.answers import runtime_checks
     from ..core.prices import PriceTable
-    checks = runtime_checks(experiment, PriceTable(), stats=stats)
+    lab = lab if lab is not None else lab_provisioning()
+    check_fsx_holds(experiment, lab, stats)
+    checks = runtime_checks(experiment, PriceTable(), stats=stats, lab=lab)
     for check in checks:
         if check.past_sagemakers_limit:
             raise ConfigError(check.field, check.past_sagemakers_limit)
@@ -97,7 +142,9 @@ def _experiment(args, **kwargs):
         raise ConfigError("--experiment", "give an experiment file, or --workload with a DLIO workload file")
     path = Path(args.experiment) if args.experiment else None
     workload = Path(args.workload) if args.workload else None
-    return (load_experiment(path, workload=workload, scale=args.scale, **kwargs), path or workload)
+    from .question import experiment_overrides
+    return (load_experiment(path, workload=workload, scale=args.scale, overrides=experiment_overrides(args), **kwargs),
+            path or workload)
 
 
 def cmd_run(args) -> int:
@@ -393,6 +440,7 @@ def register(sub) -> None:
     p = add_command(sub, "plan", cmd_plan, "Print the exact CreateTrainingJob requests an experiment would run (no AWS call "
                     "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
     p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
+    add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
     add_workload_flags(p)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
@@ -403,6 +451,7 @@ def register(sub) -> None:
     p = add_command(sub, "run", cmd_run, "Start the workflow on the deployed lab.",
                     "dslab run --experiment experiments/all-modes-20-jobs.yaml --wait")
     p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
+    add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
     add_workload_flags(p)
     p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
                    "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")

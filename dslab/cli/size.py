@@ -3,53 +3,36 @@
 from __future__ import annotations
 
 from ..core.errors import ConfigError
-from ..core.estimate import MAX_COMPUTE_RATE
-from ..core.limits import MAX_EPOCHS
-from ..core.sizing import MAX_CLUSTER
-from .advice import (_shape, accelerators_per_instance, add_accelerators_flag, add_workload_flags, print_ignored,
-                     workload_json, workload_of)
-from .common import add_command, lab_provisioning, price_table, print_json, real, whole
+from .advice import print_ignored
+from .common import add_command, print_json, price_table
+from .question import add_question_flags, premise_json, premise_of, workload_of
 
 
 def sizing_for(args):
-    """The sizing the arguments ask for (shared by `dslab size` and tests)."""
-    from ..core.estimate import compute_rate
+    """The premise and the sizing the arguments ask for (shared by `dslab size` and tests): the same question as
+    estimate and recommend ask (question.premise_of), searched over provisioning."""
     from ..core.instances import INSTANCES
     from ..core.limits import none_too_long
     from ..core.sizing import size
-    shape = _shape(args)
-    if args.instance not in INSTANCES:
+    if args.instance is not None and args.instance not in INSTANCES:
         import difflib
         close = difflib.get_close_matches(args.instance, INSTANCES, n=2)
         raise ConfigError("--instance", f"{args.instance!r} is not in the instance table (dslab/core/instances.py)"
                           + (f"; did you mean {' or '.join(close)}?" if close else ""), sorted(INSTANCES))
     prices = price_table(args.prices)
-    prices.require_instance(args.instance, "--instance")
-    workload = workload_of(args)
-    extra = {}
-    if workload is not None:
-        # As DLIO emulates it (core/dlio.py): batch_size every computation_time per accelerator, its epochs,
-        # read_threads readers per accelerator, and its AU target (metric.au) for the largest cluster.
-        rate, note = workload.rate, workload.describe()
-        accelerators = accelerators_per_instance(args, args.instance)
-        extra = {"au_target": workload.au_percent, "readers": workload.readers(accelerators)}
-        epochs = args.epochs or workload.epochs
-    else:
-        # The same rule as estimate and recommend: the instance's accelerator decides, or --compute-rate.
-        rate, note = compute_rate(args.compute_preset, args.compute_rate, instance_type=args.instance)
-        epochs = args.epochs or 1
-    lab = lab_provisioning(args)
-    result = size(shape, instance_type=args.instance, count=args.count or 1, rate=rate, prices=prices,
-                  epochs=epochs, accelerators=args.accelerators, deployed=lab,
-                  provision=not getattr(args, "as_deployed", False), **extra)
+    premise = premise_of(args, prices=prices)
+    result = size(premise.shape, instance_type=premise.instance_type, count=premise.instance_count, rate=premise.rate,
+                  prices=prices, epochs=premise.epochs, accelerators=premise.accelerators, deployed=premise.lab,
+                  provision=not getattr(args, "as_deployed", False), au_target=premise.au_target,
+                  readers=premise.readers, volume_size_gb=premise.volume_size_gb)
     _name_the_dataset(result, getattr(args, "dataset", None))
     # One run is one training job per instance: past SageMaker's 28-day MaxRuntimeInSeconds it would be stopped.
-    too_long = none_too_long({s.source: s.hours_per_run * 3600 for s in result.sources},
-                             field="--files/--bytes/--samples/--epochs/--count")
+    too_long = none_too_long({s.source: s.hours_per_run * 3600 for s in result.sources if not s.blocker},
+                             field="--files/--bytes/--samples/--epochs/--instance-count")
     if too_long:
         result.notes.append(f"{', '.join(too_long)}: a run would outlast SageMaker's 28-day limit on a training job "
                             "(StoppingCondition.MaxRuntimeInSeconds); fewer epochs or samples, or more instances")
-    return shape, result, note
+    return premise, result
 
 
 def _name_the_dataset(result, dataset: str | None) -> None:
@@ -63,39 +46,42 @@ def _name_the_dataset(result, dataset: str | None) -> None:
 
 
 def cmd_size(args) -> int:
-    from ..core.sizing import MAX_CLUSTER
     from ..report import duration
-    shape, result, note = sizing_for(args)
-    workload = workload_of(args)
+    premise, result = sizing_for(args)
     if args.json:
-        print_json({"files": shape.files, "bytes": shape.bytes, "compute": note, **result.to_dict(),
-                    **({"workload": workload_json(workload)} if workload else {})})
+        print_json({**premise_json(premise, workload_of(args)), "files": premise.shape.files,
+                    "bytes": premise.shape.bytes, "compute": premise.compute, **result.to_dict()})
         return 0
     i = result.instance
-    print(f"{shape.files:,} files, {shape.bytes / 1e9:.2f} GB; {result.count} x {i.name} ({result.accelerators} x "
-          f"{i.accelerator or 'no accelerator'} each, {i.network_gbps:g} Gbit/s, "
-          f"{'%d GB NVMe' % i.nvme_gb if i.nvme_gb else 'EBS only'}); {note}")
-    print_ignored([workload])
+    print(premise.describe())
+    print(f"{i.name}: {result.accelerators} x {i.accelerator or 'no accelerator'} each, {i.network_gbps:g} Gbit/s, "
+          f"{'%s GB NVMe' % format(i.nvme_gb, ',') if i.nvme_gb else 'EBS only'}")
+    print_ignored([workload_of(args)])
     print(f"each instance asks {result.demand_mbps_per_host:,.0f} MB/s ({result.demand_objects_per_host:,.0f} objects/s); "
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
-    heading = f"provision for {result.count} instance(s)" if result.provisioned else result.lab.name.split(" (")[0]
+    heading = f"provision for {result.count:,} instance(s)" if result.provisioned else result.lab.name.split(" (")[0]
     print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(result.au_target, 'g') + '%':>19s} {'accelerators':>12s} "
           f"{'$/hour':>9s} {'$/run':>9s} {'run':>7s}  {heading}")
     for s in result.sources:
         largest, fed = _largest_text(s.max_instances_at_target_au, result.accelerators)
+        if s.blocker:
+            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s} {'-':>7s}  cannot run: {s.blocker}")
+            continue
         print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {s.usd_per_hour:9,.2f} "
               f"{s.usd_per_run:9,.2f} {duration(s.hours_per_run * 3600):>7s}  {s.provision}")
     # What each row's figures carry (--json: each source's assumptions), each line once.
     for line in dict.fromkeys(line for s in result.sources for line in s.assumptions):
         print(f"note: {line}")
     if not result.provisioned:
-        print(f"priced on {result.lab.describe()}")
         _print_footer(result, i, args)
         return 0
     _print_to_provision(result)
-    print(f"{result.lab.describe()} (the same {result.count} instance(s), nothing provisioned for them):")
+    print(f"{result.lab.describe()} (the same {result.count:,} instance(s), nothing provisioned for them):")
     for s in result.sources:
         d = s.deployed
+        if d.get("blocker"):
+            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s}  {'':7s}  cannot run: {d['blocker']}")
+            continue
         largest, fed = _largest_text(d["max_instances_at_target_au"], result.accelerators)
         print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {d['usd_per_hour']:9,.2f} "
               f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
@@ -154,23 +140,9 @@ def register(sub) -> None:
                     "How many accelerators each data source feeds at AU >= 90% (MLPerf Storage's question), the AU at a "
                     "cluster size, and what to provision for it (FSx capacity and deployment type, EFS throughput mode, "
                     "S3 prefixes), with the cost per hour and per run.",
-                    "dslab size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16")
-    p.add_argument("--dataset", help="a folder or s3:// prefix to measure")
-    p.add_argument("--files", type=whole(1))
-    p.add_argument("--bytes", help="total size, e.g. 54GB")
-    p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: files, or bytes / 35.9 KB for large files)")
-    p.add_argument("--instance", default="ml.p4d.24xlarge", help="training instance type (default ml.p4d.24xlarge)")
-    p.add_argument("--count", type=whole(1, MAX_CLUSTER), default=1, help="the cluster to feed: instances (default 1)")
-    add_accelerators_flag(p)
-    p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
-    p.add_argument("--compute-preset", help="v100, a100 or h100 (default: the instance's accelerator; without one, "
-                   "give --compute-rate)")
-    p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help="epochs per run (default 1)")
-    p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: the lab as deployed)")
+                    "dslab size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --instance-count 16")
+    add_question_flags(p)
     p.add_argument("--outputs", help="the deployed lab's stack outputs file: its FSx and EFS as deployed (default: the "
                    "cdk-outputs.json `make deploy` wrote here, with the cdk-outputs-fsx.json of `make fsx-up`; without "
                    "them, the lab as cdk.json would deploy it)")
     p.add_argument("--as-deployed", action="store_true", help="provision nothing: every source on the lab as it stands")
-    add_workload_flags(p)
-    p.add_argument("--prices", help="YAML file overriding prices")
-    p.add_argument("--json", action="store_true")

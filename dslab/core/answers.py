@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .decision import Decision, decide, option_from_measured
-from .estimate import DatasetShape, compute_rate
+from .premise import (COMPUTE_PRESETS, DatasetShape, Premise, accelerator_kind, accelerators_of, compute_rate,
+                      describe_preset)
 from .limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
 from .experiment import Dataset, Experiment, Trial
 from .modes import EXPRESS, MODES, STANDARD
@@ -141,12 +142,48 @@ def compute_rate_of(trial: Trial) -> float:
     return compute_rate(compute.preset)[0]
 
 
+def compute_said(trial: Trial) -> str:
+    """The trial's compute in the words the CLI's premise uses (premise.describe_preset)."""
+    compute = trial.compute
+    if compute.model:
+        return (f"{compute.model} trained for real; estimated at the V100 preset's {compute_rate('v100')[0]:,.0f} "
+                "samples/s per accelerator")
+    if compute.preset and compute.seconds_per_batch == COMPUTE_PRESETS[compute.preset]["seconds_per_batch"] \
+            and compute.batch_size == COMPUTE_PRESETS[compute.preset]["batch_size"]:
+        return describe_preset(compute.preset)
+    rate = compute_rate_of(trial)
+    if trial.workload is not None:
+        return (f"{trial.workload.name} as DLIO emulates it: batch {compute.batch_size} every {compute.seconds_per_batch:g} s "
+                f"= {rate:,.1f} samples/s per accelerator")
+    return (f"batch {compute.batch_size} every {compute.seconds_per_batch:g} s = {rate:,.1f} samples/s per accelerator "
+            "(the experiment's compute)")
+
+
+def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premise:
+    """A trial's question on a dataset of a known shape, as the CLI's flags would ask it (cli/question.py)."""
+    accelerators = trial.compute.accelerators or accelerators_of(trial.instance_type)
+    readers = au_target = None
+    notes: tuple[str, ...] = ()
+    if trial.workload is not None:   # a DLIO workload: its readers per accelerator and its AU target
+        readers, au_target = trial.workload.readers(accelerators), trial.workload.au_percent
+        said = trial.workload.on_accelerator(accelerator_kind(trial.instance_type))[1]
+        notes = (said,) if said and "compute" not in trial.given else ()
+    return Premise(instance_type=trial.instance_type, instance_count=trial.instance_count, accelerators=accelerators,
+                   epochs=trial.epochs, rate=compute_rate_of(trial), compute=compute_said(trial), shape=known.shape,
+                   shape_origin=known.source, lab=lab, volume_size_gb=trial.volume_size_gb, readers=readers,
+                   au_target=au_target if au_target is not None else 90.0,
+                   defaults=frozenset(k for k in ("instance", "instance_count", "epochs")
+                                      if {"instance": "instance_type"}.get(k, k) not in trial.given),
+                   notes=notes)
+
+
 @dataclass
 class Answer:
     scenario: Scenario
     recommendation: Recommendation | None    # None when the dataset's size is not known
     missing: str | None = None
     known: KnownShape | None = None           # the shape it assumed, and where it came from
+    premise: Premise | None = None            # the whole question it answers (None when the size is not known)
 
     @property
     def decision(self) -> Decision | None:
@@ -159,6 +196,8 @@ class Answer:
             samples, _ = self.known.shape.sample_count()
             out["assumed"] = {"files": self.known.shape.files, "bytes": self.known.shape.bytes, "samples": samples,
                               "from": self.known.source}
+        if self.premise is not None:
+            out["premise"] = self.premise.to_dict()
         if self.recommendation is None:
             return {**out, "missing": self.missing}
         return {**out, **self.recommendation.to_dict()}
@@ -175,18 +214,12 @@ def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str,
         if known is None:
             answers.append(Answer(scenario, None, f"the size of dataset {dataset.name} is not known: {UNKNOWN_SHAPE_FIX}"))
             continue
-        shape = known.shape
-        workload = {}
-        if trial.workload is not None:   # a DLIO workload: its readers per accelerator and its AU target
-            from .requests import accelerators_of
-            workload = {"readers": trial.workload.readers(trial.compute.accelerators or accelerators_of(trial.instance_type)),
-                        "au_target": trial.workload.au_percent}
-        rec = recommend(shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
-                        fsx_capacity_gib=fsx_capacity_gib, lab=lab, instance_type=trial.instance_type,
-                        instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
-                        accelerators=trial.compute.accelerators, too_long=(runtime_field(experiment, trial), EXPERIMENT_RUNTIME_FIX),
-                        prices=prices, volume_size_gb=trial.volume_size_gb, **workload)
-        answers.append(Answer(scenario, rec, known=known))
+        premise = premise_of_trial(trial, known, lab)
+        rec = recommend(premise.shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
+                        fsx_capacity_gib=fsx_capacity_gib, lab=lab, au_target=premise.au_target,
+                        too_long=(runtime_field(experiment, trial), EXPERIMENT_RUNTIME_FIX), prices=prices,
+                        **premise.estimate_kwargs())
+        answers.append(Answer(scenario, rec, known=known, premise=premise))
     return answers
 
 
@@ -233,15 +266,9 @@ def runtime_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping
             continue   # the workflow's Plan reads the stats file; nothing to estimate from here
         for trial in scenario.trials:
             sources = [(m, trial.storage or STANDARD) for m in trial.modes]
-            workload = {}
-            if trial.workload is not None:
-                from .requests import accelerators_of
-                workload = {"readers": trial.workload.readers(trial.compute.accelerators or accelerators_of(trial.instance_type))}
-            for option, _ in options(known.shape, sources=sources, lab=lab, instance_type=trial.instance_type,
-                                     instance_count=trial.instance_count, epochs=trial.epochs, rate=compute_rate_of(trial),
-                                     accelerators=trial.compute.accelerators, prices=prices,
-                                     volume_size_gb=trial.volume_size_gb, data_in_efs=scenario.dataset.source == "efs",
-                                     **workload):
+            premise = premise_of_trial(trial, known, lab)
+            for option, _ in options(known.shape, sources=sources, lab=lab, prices=prices, au_target=premise.au_target,
+                                     data_in_efs=scenario.dataset.source == "efs", **premise.estimate_kwargs()):
                 checks.append(RuntimeCheck(trial, scenario.dataset.name, option.source, option.job_seconds,
                                            runtime_field(experiment, trial)))
     return checks
@@ -267,9 +294,18 @@ class MeasuredAnswer:
         return {**out, **(self.decision.to_dict() if self.decision else {"missing": self.missing})}
 
 
+def local_setup_seconds(measured: Mapping[str, float], mode: str, storage: str | None) -> float:
+    """A source's set-up as a local run measured it (the workflow's PrepareData branch that prepares it: the copy
+    into EFS, FSx's import, the Express staging copy); 0 for a source that prepares nothing."""
+    if storage == EXPRESS:
+        return float(measured.get("Express", 0.0))
+    return float(measured.get(mode, 0.0)) if mode in ("EFS", "FSx") else 0.0
+
+
 def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[str, DatasetShape | None],
              fsx_capacity_gib: int = 1200, data_in_efs: Mapping[str, bool] | None = None,
-             setup_time: bool = True, lab: Any = None) -> list[MeasuredAnswer]:
+             setup_time: bool = True, lab: Any = None,
+             local_setup: Mapping[str, float] | None = None) -> list[MeasuredAnswer]:
     """Each report scenario's pick among the sources that completed, from their measured mean cost and
     time, with each source's set-up priced from the dataset's shape (rows of ``report.aggregate``)."""
     by_scenario: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -285,7 +321,9 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
             continue
         options = [option_from_measured(r["mode_name"], r["storage"], r["cost_total"], r["wall_mean"], shapes.get(name),
                                         prices, fsx_capacity_gib=fsx_capacity_gib, fsx=lab.fsx if lab else None,
-                                        data_in_efs=bool((data_in_efs or {}).get(name)), setup_time=setup_time,
+                                        data_in_efs=bool((data_in_efs or {}).get(name)),
+                                        setup_time=setup_time if local_setup is None else
+                                        local_setup_seconds(local_setup, r["mode_name"], r["storage"]),
                                         runs=r["cost"].runs if r.get("cost") else 1,
                                         job_usd_interval=r["cost"].interval if r.get("cost") else None)
                    for r in done]

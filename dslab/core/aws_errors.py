@@ -124,6 +124,7 @@ FIXES = {
     "InvalidPaginationTokenException": "the quota listing's page token expired: run again",
     "NoSuchResourceException": "Service Quotas has no such quota list in this region: check --region",
     "InvalidPermission.NotFound": "the rule is not there: nothing to revoke",
+    "ChangeSetNotFound": "CloudFormation has no such change set (a deploy removed it meanwhile): run the command again",
 }
 
 

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .errors import ConfigError
-from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, DatasetShape, Estimate
+from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, Estimate
+from .premise import DatasetShape
 from .limits import runtime_problem
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
@@ -127,6 +128,9 @@ class Option:
     runs: int = 0               # measured: the completed runs its cost is the mean of (0: an estimate)
     # measured: where its job cost per run lies (the runs' min-max for two, the mean's 95% interval from three)
     job_usd_interval: tuple[float, float] | None = None
+    # Where the source is priced on another premise than the lab as it stands (FSx provisioned for the data), the
+    # sentence that says so, with its deploy command.
+    premise: str | None = None
 
     @property
     def source(self) -> str:
@@ -170,7 +174,8 @@ class Option:
                 "job_usd": round(self.job_usd, 4), "setup_usd": round(self.setup.usd, 4),
                 "cost_to_result_usd": round(self.cost_usd, 4), "setup_seconds": round(self.setup.seconds, 1),
                 "job_seconds": round(self.job_seconds, 1), "time_to_result_seconds": round(self.seconds, 1),
-                "setup": self.setup.what, "measured": self.measured, "bound": self.bound, "blocker": self.blocker}
+                "setup": self.setup.what, "measured": self.measured, "bound": self.bound, "blocker": self.blocker,
+                **({"premise": self.premise} if self.premise else {})}
 
 
 @dataclass
@@ -329,8 +334,7 @@ def setup_phrase(option: Option) -> str:
 # ---- options from estimates and from measured results ----------------------------------------------
 
 def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceTable, *, instance_count: int | None = None,
-                         fsx_capacity_gib: int = 1200, data_in_efs: bool = False,
-                         volume_size_gb: int | None = None) -> Option:
+                         fsx_capacity_gib: int = 1200, data_in_efs: bool = False) -> Option:
     # The job's wall time on one instance's clock (an estimate's seconds are instance-seconds).
     job_seconds = (estimate.downloading + estimate.training + estimate.other) / max(1, instance_count or estimate.instance_count)
     staging = ((estimate.staging_seconds or 0.0, estimate.staging_cost_usd or 0.0)
@@ -339,10 +343,9 @@ def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceT
     fsx = estimate.provisioning.fsx if estimate.provisioning is not None else None
     setup = setup_cost(estimate.mode, estimate.storage, shape, prices, job_seconds=job_seconds,
                        fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs, express_staging=staging, fsx=fsx)
-    blocker = None
-    if estimate.mode == FILE and volume_size_gb is not None and shape.bytes / 1e9 * 1.05 > volume_size_gb:
-        blocker = f"File mode copies {shape.bytes / 1e9:.1f} GB onto a {volume_size_gb} GB volume: raise volume_size_gb"
-    blocker = blocker or runtime_problem(job_seconds, "its job")   # SageMaker would stop it (limits.py)
+    # A source that cannot hold the data as premised (estimate.py) is refused, never priced; then one SageMaker
+    # would stop (limits.py).
+    blocker = estimate.blocker or runtime_problem(job_seconds, "its job")
     measured = estimate.mode in MEASURED_SOURCES and estimate.storage != EXPRESS
     return Option(mode=estimate.mode, storage=estimate.storage or STANDARD, job_usd=estimate.cost_usd["total"],
                   setup=setup, job_seconds=job_seconds, measured=measured, bound=estimate.bound, blocker=blocker,
@@ -351,15 +354,15 @@ def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceT
 
 def option_from_measured(mode: str, storage: str | None, job_usd: float, job_seconds: float, shape: DatasetShape | None,
                          prices: PriceTable, *, fsx_capacity_gib: int = 1200, data_in_efs: bool = False, fsx: Any = None,
-                         setup_time: bool = True, runs: int = 1,
+                         setup_time: bool | float = True, runs: int = 1,
                          job_usd_interval: tuple[float, float] | None = None) -> Option:
     """A measured source (a report row): its jobs' mean cost and time, its set-up priced from the shape.
-    ``setup_time`` False (a local run): the set-up's AWS duration is left out of the time to a result,
-    which then compares this machine's seconds only."""
+    ``setup_time``: True, the set-up's AWS duration (an AWS run); a number of seconds, the set-up as this machine
+    measured it (a local run: its time to a result is then all this machine's seconds); False, none known."""
     setup = (setup_cost(mode, storage, shape, prices, job_seconds=job_seconds, fsx_capacity_gib=fsx_capacity_gib,
                         data_in_efs=data_in_efs, fsx=fsx) if shape else Setup(0.0, 0.0, "not priced: the dataset's size is unknown"))
-    if not setup_time and setup.seconds:
-        setup = Setup(setup.usd, 0.0, setup.what)
+    if setup_time is not True:
+        setup = Setup(setup.usd, float(setup_time or 0.0), setup.what)
     return Option(mode=mode, storage=storage or STANDARD, job_usd=job_usd, setup=setup, job_seconds=job_seconds,
                   measured=True, data_in_efs=data_in_efs, runs=runs, job_usd_interval=job_usd_interval)
 

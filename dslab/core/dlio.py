@@ -39,6 +39,7 @@ from typing import Any
 from .errors import ConfigError
 from .limits import MAX_EPOCHS
 from .modes import JPG, NPZ, TFRECORD
+from .premise import DatasetShape
 
 # DLIO's formats the lab generates, uploads and its training script reads, as the lab's dataset format.
 LAB_FORMATS = {"npz": NPZ, "tfrecord": TFRECORD, "jpeg": JPG}
@@ -50,6 +51,22 @@ DATA_LOADERS = ("pytorch", "tensorflow", "dali", "native_dali")
 DLIO_DEFAULTS = {"num_samples_per_file": 1, "record_length": 64 * 1024, "record_length_stdev": 0,
                  "format": "tfrecord", "batch_size": 1, "read_threads": 1, "data_loader": "tensorflow",
                  "epochs": 1, "au": 0.90}
+
+# The accelerator each published workload file emulates: (model, accelerator) -> (batch_size, computation_time), as
+# the files vendored under dslab/contracts/dlio/ give them (tests/test_dlio.py holds this table equal to the files).
+# MLPerf Storage publishes an A100 and an H100 file per training workload (mlcommons/storage configs/dlio/workload/);
+# DLIO kept a V100 ResNet-50 file until 6027937. A workload run on another accelerator takes that accelerator's own
+# timing where a file gives one (Workload.on_accelerator), and says so.
+MLPERF_TIMINGS: dict[tuple[str, str], tuple[int, float, str]] = {
+    ("resnet50", "v100"): (64, 0.195, "resnet50_v100@6027937.yaml"),
+    ("resnet50", "a100"): (400, 0.435, "resnet50_a100.yaml"),
+    ("resnet50", "h100"): (400, 0.224, "resnet50_h100.yaml"),
+    ("unet3d", "a100"): (7, 0.636, "unet3d_a100.yaml"),
+    ("unet3d", "h100"): (7, 0.323, "unet3d_h100.yaml"),
+    ("cosmoflow", "a100"): (1, 0.00551, "cosmoflow_a100.yaml"),
+    ("cosmoflow", "h100"): (1, 0.00350, "cosmoflow_h100.yaml"),
+}
+ACCELERATOR_NAMES = {"v100": "V100", "a100": "A100", "h100": "H100"}
 
 # The sections DLIO reads (LoadConfig), and the ones files in circulation carry beside them.
 SECTIONS = {"model", "framework", "workflow", "dataset", "reader", "data_reader", "train", "evaluation",
@@ -163,12 +180,42 @@ class Workload:
             return int(round(self.files * jpeg_file_bytes(round(self.record_bytes), round(self.record_bytes_stdev))))
         return int(round(self.samples * self.record_bytes))
 
+    @property
+    def accelerator(self) -> str | None:
+        """The accelerator the file's timing emulates ("v100", "a100", "h100"): named by the file (``*_h100.yaml``), or
+        found by its timing among MLPerf's own; None where neither says."""
+        stem = re.split(r"[\\/]", self.source)[-1].rsplit(".", 1)[0].split("@")[0].lower()
+        named = next((acc for acc in ACCELERATOR_NAMES if re.search(rf"(^|[_-]){acc}($|[_-])", stem)), None)
+        if named:
+            return named
+        return next((acc for (model, acc), (batch, seconds, _) in MLPERF_TIMINGS.items()
+                     if model == self.name and batch == self.batch_size and abs(seconds - self.computation_time) < 1e-9),
+                    None)
+
+    def on_accelerator(self, accelerator: str | None) -> tuple["Workload", str | None]:
+        """The workload run on ``accelerator`` (the instance's: "v100", "a100", "h100", or None for another kind), and
+        the sentence that says what was done: MLPerf's own timing of that accelerator where a published file gives one,
+        else the file's timing kept, the mismatch named. (None: nothing to say.)"""
+        own = self.accelerator
+        if own is None or own == accelerator:
+            return self, None
+        from .premise import INSTANCE_OF_ACCELERATOR
+        target = ACCELERATOR_NAMES.get(accelerator or "", "another accelerator")
+        its_own = f"--instance {INSTANCE_OF_ACCELERATOR[own]} runs it on {ACCELERATOR_NAMES[own]}"
+        timing = MLPERF_TIMINGS.get((self.name, accelerator or ""))
+        if timing is not None:
+            batch, seconds, source = timing
+            return (replace(self, batch_size=batch, computation_time=seconds),
+                    f"{self.source} emulates {ACCELERATOR_NAMES[own]} and the instance has {target}: MLPerf's own "
+                    f"{target} timing of {self.name} is used ({source}: batch {batch} every {seconds:g} s); {its_own}")
+        return self, (f"{self.source} emulates {ACCELERATOR_NAMES[own]}, but the instance has {target} and no published "
+                      f"{self.name} file emulates {target}: its {ACCELERATOR_NAMES[own]} timing is used as given; {its_own}")
+
     def readers(self, accelerators: int) -> int:
         """Files in flight on one instance: read_threads per accelerator (0: DLIO reads in the training process)."""
         return max(1, self.read_threads) * max(1, accelerators)
 
-    def shape(self):
-        from .estimate import DatasetShape   # estimate imports the experiment, which imports this module
+    def shape(self) -> DatasetShape:
         return DatasetShape(files=self.files, bytes=self.bytes, samples=self.samples)
 
     def with_scale(self, scale: float, field_name: str = "--scale") -> "Workload":

@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .experiment import COMPUTE_PRESETS
 from .limits import EXPRESS_COPY_THREADS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from .instances import INSTANCES as INSTANCE_TABLE
+from .premise import (LARGE_FILE_BYTES, MAX_COMPUTE_RATE, SAMPLE_BYTES, VOLUME_HEADROOM, DatasetShape, compute_rate,
+                      file_share_bytes, volume_for)
 from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
 from .provisioning import EFS_PER_CLIENT_MIBPS, MIB, Provisioning, as_deployed
 
@@ -74,8 +75,6 @@ S3_CONNECTION_MBPS = 87.5
 SCRIPT_LIST_PAGE_SECONDS = 0.1  # assumption: one ListObjectsV2 page (1,000 keys), listed in sequence once per job
 EFS_READ_LATENCY = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
 EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
-SAMPLE_BYTES = 35_900         # bytes per image in a packed dataset when only bytes are known (Caltech-256: 1.1 GB / 30,607)
-LARGE_FILE_BYTES = 1_000_000  # files above this are containers of many samples
 
 # Instance properties (vCPUs: the readers; sustained network Gbit/s, since a run of hours outlasts an "up
 # to" size's burst credits; NVMe instance storage): a view of the instance table (instances.py), which names
@@ -83,35 +82,6 @@ LARGE_FILE_BYTES = 1_000_000  # files above this are containers of many samples
 # figure leaves them as they were.
 INSTANCES = {name: (i.vcpus, i.network_baseline_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
 NETWORK_PAYLOAD = 0.8         # the share of the network's bits that carry data (assumption)
-
-
-@dataclass(frozen=True)
-class DatasetShape:
-    files: int
-    bytes: int
-    samples: int | None = None
-
-    def __post_init__(self):
-        if self.files < 1:
-            raise ConfigError("--files", "must be at least 1")
-        if self.bytes < 1:
-            raise ConfigError("--bytes", "must be at least 1")
-        if self.samples is not None and self.samples < 1:
-            raise ConfigError("--samples", f"{self.samples}: a dataset holds at least one sample",
-                              "a whole number from 1, or leave it out to count files (or bytes / 35.9 KB)")
-
-    @property
-    def mean_file_bytes(self) -> float:
-        return self.bytes / self.files
-
-    def sample_count(self) -> tuple[int, str | None]:
-        if self.samples:
-            return self.samples, None
-        if self.mean_file_bytes <= LARGE_FILE_BYTES:
-            return self.files, None
-        count = max(self.files, int(self.bytes / SAMPLE_BYTES))
-        return count, (f"samples not given: assumed {count:,} ({SAMPLE_BYTES / 1000:.1f} KB per sample, "
-                       "Caltech-256's mean) inside the large files")
 
 
 @dataclass
@@ -136,6 +106,10 @@ class Estimate:
     # Each epoch's seconds on one instance and its AU (compute over that epoch's wall time), in order.
     epoch_seconds: list[float] = field(default_factory=list)
     au_percent_per_epoch: list[float] = field(default_factory=list)
+    # Why this source cannot run as premised (a volume or a file system that cannot hold the data): then it is
+    # never priced as an answer, only refused with what it would need.
+    blocker: str | None = None
+    volume_gb: int | None = None      # what each instance's storage holds (NVMe capacity, or the EBS volume)
 
     @property
     def wall_seconds(self) -> float:
@@ -151,7 +125,8 @@ class Estimate:
                "other": round(self.other, 1), "billable_seconds": round(self.billable_seconds, 1),
                "cost_usd": self.cost_usd, "bound": self.bound, "au_percent": round(self.au_percent, 1),
                "au_percent_per_epoch": [round(a, 1) for a in self.au_percent_per_epoch],
-               "assumptions": self.assumptions}
+               "assumptions": self.assumptions, **({"blocker": self.blocker} if self.blocker else {}),
+               **({"volume_gb": self.volume_gb} if self.volume_gb is not None else {})}
         if self.provisioning is not None:
             out["provisioning"] = self.provisioning.to_dict()
         if self.fsx_provisioning_seconds is not None:
@@ -162,43 +137,6 @@ class Estimate:
         return out
 
 
-# A bound on a given rate, per accelerator: ~550x the H100 preset's 1,786 samples/s. Past it the number is a
-# typo (every source would be I/O-bound), and the arithmetic stays finite.
-MAX_COMPUTE_RATE = 1_000_000.0
-
-
-def compute_rate(preset: str | None = None, rate: float | None = None, *,
-                 instance_type: str | None = None) -> tuple[float, str]:
-    """Samples/s one accelerator consumes, and how it was chosen: ``rate`` as given, else ``preset``, else the
-    preset that emulates ``instance_type``'s accelerator. The one rule estimate, recommend and size share: an
-    instance without an accelerator (m5, c5), with one no MLPerf Storage preset emulates (T4, A10G, L4, L40S,
-    Trainium) or not in the instance table is refused, asking for --compute-rate. Without an instance, V100."""
-    import math
-    if rate is not None and preset:
-        raise ConfigError("--compute-rate", "give either --compute-rate or --compute-preset, not both")
-    if rate is not None:
-        if not (isinstance(rate, (int, float)) and math.isfinite(rate) and 0 < rate <= MAX_COMPUTE_RATE):
-            raise ConfigError("--compute-rate", f"{rate!r}: give the samples per second one accelerator consumes",
-                              f"a number above 0 and at most {MAX_COMPUTE_RATE:,.0f}")
-        return float(rate), f"the model consumes {rate:g} samples/s (given)"
-    if preset is None and instance_type is not None:
-        row = INSTANCE_TABLE.get(instance_type)
-        preset = row.preset if row is not None else None
-        if preset is None:
-            has = ("has no accelerator for a compute preset to emulate" if row and not row.accelerator else
-                   f"has {row.accelerator}, which no MLPerf Storage compute preset emulates" if row else
-                   "is not in the instance table (dslab/core/instances.py), so its accelerator is unknown")
-            raise ConfigError("--compute-rate", f"{instance_type} {has}: give --compute-rate (samples/s one accelerator "
-                              "consumes) or --compute-preset v100, a100 or h100")
-    preset = preset or "v100"
-    if preset not in COMPUTE_PRESETS:
-        raise ConfigError("--compute-preset", f"unknown preset {preset!r}", sorted(COMPUTE_PRESETS))
-    spec = COMPUTE_PRESETS[preset]
-    value = spec["batch_size"] / spec["seconds_per_batch"]
-    return value, (f"ResNet-50 on {preset.upper()} as MLPerf Storage emulates it: batch {spec['batch_size']} "
-                   f"every {spec['seconds_per_batch']} s = {value:.0f} samples/s")
-
-
 def instance_properties(instance_type: str) -> tuple[int, float, bool, str | None]:
     if instance_type in INSTANCES:
         vcpus, gbps, nvme = INSTANCES[instance_type]
@@ -207,7 +145,7 @@ def instance_properties(instance_type: str) -> tuple[int, float, bool, str | Non
 
 
 def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3.2xlarge", instance_count: int = 1,
-                  epochs: int = 1, rate: float, volume_size_gb: int = 100, prices: PriceTable,
+                  epochs: int = 1, rate: float, volume_size_gb: int | None = None, prices: PriceTable,
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
                   storage: str = STANDARD, accelerators: int | None = None,
                   provisioning: Provisioning | None = None, sharded: bool | None = None,
@@ -219,7 +157,10 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     for several instances), the whole channel otherwise. A shared source's limits (S3 GETs per prefix, the
     directory bucket's reads, FSx's and EFS's throughput) are divided among the instances. ``readers``: files
     one instance reads at once (default its vCPUs; a DLIO workload's read_threads per accelerator, dlio.py).
-    `dslab size` is this model searched over instance counts and provisioning."""
+    ``volume_size_gb``: the EBS volume asked for (None: the default, raised to what File mode's share needs;
+    NVMe types have their fixed instance storage whatever is asked, premise.volume_for). A source that cannot hold
+    the data as premised (File's share past the volume, FSx smaller than the dataset) gets a ``blocker`` and is
+    never an answer. `dslab size` is this model searched over instance counts and provisioning."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -264,6 +205,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         """The epoch's I/O time once the bucket's shared request rate is counted."""
         return max(seconds, requests / bucket_rate)
 
+    blocker = None
+    volume = volume_for(instance_type, volume_size_gb,
+                        file_share_bytes(shape.bytes, hosts, sharded) if mode == FILE else None)
     if mode == FILE:
         throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, network_mbps)
         # File's per-object cost is taken as request latency over its parallel downloads: on Express it
@@ -275,10 +219,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                                                       shape.files * (1 if sharded else hosts))
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
-        assumptions.append(f"File: downloads {copied_mb / 1e3:.2f} GB in {copied_files:,} objects to each instance's "
-                           f"{'NVMe' if nvme else 'EBS'} volume at {throughput:.0f} MB/s plus {per_object * 1000:.1f} ms per object")
-        if copied_mb / 1e3 * 1.05 > volume_size_gb:
-            assumptions.append(f"File: the dataset does not fit the {volume_size_gb} GB volume; raise volume_size_gb")
+        assumptions.append(f"File: downloads {copied_mb / 1e3:,.2f} GB in {copied_files:,} objects onto each instance's "
+                           f"{volume.describe()} at {throughput:,.0f} MB/s plus {per_object * 1000:.1f} ms per object")
+        blocker = volume.problem()
     elif mode == FASTFILE:
         downloading = FASTFILE_FIXED + shape.files / FASTFILE_LIST_RATE
         latency = FASTFILE_GET_LATENCY - latency_cut
@@ -308,17 +251,21 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
         assumptions.append(f"Script: the script lists the prefix ({-(-shape.files // 1000):,} pages of 1,000 keys, "
                            f"~{SCRIPT_LIST_PAGE_SECONDS * 1000:.0f} ms each: assumption), then GETs each object "
-                           f"(~{latency * 1000:.0f} ms first byte) {connections} at a time, {mbps:.0f} MB/s at most "
+                           f"(~{latency * 1000:.0f} ms first byte) {connections} at a time, {mbps:,.0f} MB/s at most "
                            f"({S3_CONNECTION_MBPS:g} MB/s per connection, AWS's S3 performance guidelines); no channel: "
                            "SageMaker's lineage does not record the dataset (the lab tags the job with its URI and stats)")
     elif mode == FSX:
         downloading = MOUNT_FIXED
+        if not lab.fsx.holds(shape.bytes):
+            from .provisioning import fsx_capacity_for
+            blocker = (f"FSx for Lustre ({lab.fsx.label()}) cannot hold {shape.bytes / 2**30:,.0f} GiB: it needs "
+                       f"{fsx_capacity_for(shape.bytes / 2**30 * VOLUME_HEADROOM):,} GiB or more")
         throughput = min(lab.fsx.throughput_mbps / hosts, network_mbps)   # this instance's share
         first = files * FSX_FIRST_READ_LATENCY / readers + megabytes / min(throughput, S3_STREAM_MBPS)
         warm = files * FSX_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [first] + [warm] * (epochs - 1)
         fsx_provisioning = shape.files / FSX_IMPORT_RATE
-        assumptions.append(f"FSx: {lab.fsx.label()}, {throughput:.0f} MB/s per instance; the first epoch lazy-loads "
+        assumptions.append(f"FSx: {lab.fsx.label()}, {throughput:,.0f} MB/s per instance; the first epoch lazy-loads "
                            f"from S3; creating the file system indexes {shape.files:,} objects in ~{fsx_provisioning / 60:.0f} min "
                            "(not billed to the job, but FSx bills while it exists)")
     else:
@@ -327,7 +274,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         throughput = min(shared_mbps / hosts, EFS_PER_CLIENT_MIBPS * MIB, network_mbps)
         per_epoch = files * EFS_READ_LATENCY / readers + megabytes / throughput
         io_epochs = [per_epoch] * epochs
-        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:.0f} MB/s per instance"
+        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:,.0f} MB/s per instance"
                            f"{' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
                            f"~{EFS_READ_LATENCY * 1000:.0f} ms per file; the data must be copied into EFS first (DataSync, not billed to the job)")
 
@@ -347,7 +294,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     wall = downloading + training + other
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
-                    volume_size_gb=volume_size_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
+                    volume_size_gb=volume.priced_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
                     total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=lab.fsx.capacity_gib, storage=storage,
                     fsx=lab.fsx, efs=lab.efs)
     staging_seconds = staging_cost = None
@@ -365,7 +312,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                     assumptions=assumptions, bound=bound, fsx_provisioning_seconds=fsx_provisioning,
                     storage=storage, staging_seconds=staging_seconds, staging_cost_usd=staging_cost,
                     au_percent=au, provisioning=lab, instance_count=hosts, epoch_seconds=epoch_times,
-                    au_percent_per_epoch=au_per_epoch)
+                    au_percent_per_epoch=au_per_epoch, blocker=blocker, volume_gb=volume.gb)
 
 
 def estimate_all(shape: DatasetShape, modes=MODES, express: bool = False, **kwargs) -> list[Estimate]:

@@ -52,8 +52,9 @@ class Instance:
     @property
     def preset(self) -> str | None:
         """The MLPerf Storage compute preset that emulates one of its accelerators, if there is one."""
+        from .premise import PRESET_OF_ACCELERATOR   # premise.py reads this table: imported when asked
         kind = next(iter((self.accelerator or "").split()), None)   # CPU-only rows have none
-        return {"V100": "v100", "A100": "a100", "H100": "h100"}.get(kind)
+        return PRESET_OF_ACCELERATOR.get(kind)
 
     def to_dict(self) -> dict:
         return {"instance_type": self.name, "vcpus": self.vcpus, "accelerators": self.accelerators,
@@ -76,7 +77,8 @@ INSTANCES: dict[str, Instance] = {i.name: i for i in (
     _row("ml.p4d.24xlarge", 96, 8, "A100 40GB", 400, 400, 8000, EC2_AC),
     _row("ml.p4de.24xlarge", 96, 8, "A100 80GB", 400, 400, 8000, EC2_AC),
     # NVIDIA H100
-    _row("ml.p5.48xlarge", 192, 8, "H100 80GB", 3200, 3200, 30720, f"{KARPENTER_BW}; the rest: {SECONDARY}"),
+    # NVMe: the EC2 guide's 8 x 3,800 GB (the AWS Price List says 8 x 3,840 GB; tests/data/ec2-instance-storage.csv)
+    _row("ml.p5.48xlarge", 192, 8, "H100 80GB", 3200, 3200, 30400, f"{KARPENTER_BW}; NVMe {EC2_AC}; the rest: {SECONDARY}"),
     # NVIDIA A10G
     _row("ml.g5.xlarge", 4, 1, "A10G 24GB", 10, 2.5, 250, EC2_AC),
     _row("ml.g5.2xlarge", 8, 1, "A10G 24GB", 10, 5, 450, EC2_AC),
@@ -86,10 +88,11 @@ INSTANCES: dict[str, Instance] = {i.name: i for i in (
     _row("ml.g5.16xlarge", 64, 1, "A10G 24GB", 25, 25, 1900, OWN_TABLE + " and EC2_AC's GPU count"),
     _row("ml.g5.24xlarge", 96, 4, "A10G 24GB", 50, 50, 3800, OWN_TABLE + " and EC2_AC's GPU count"),
     _row("ml.g5.48xlarge", 192, 8, "A10G 24GB", 100, 100, 7600, EC2_AC),
-    # NVIDIA L4 (NVMe sizes not on a page at hand)
-    _row("ml.g6.xlarge", 4, 1, "L4 24GB", 10, 2.5, 250, f"{BATCH_GPU}; baseline {KARPENTER_BW}; NVMe {SECONDARY}"),
-    _row("ml.g6.12xlarge", 48, 4, "L4 24GB", 40, 40, 3760, f"{BATCH_GPU} (GPUs); network {KARPENTER_BW}; the rest {SECONDARY}"),
-    _row("ml.g6.48xlarge", 192, 8, "L4 24GB", 100, 100, 7520, f"network {KARPENTER_BW}; the rest {SECONDARY}"),
+    # NVIDIA L4
+    _row("ml.g6.xlarge", 4, 1, "L4 24GB", 10, 2.5, 250, f"{BATCH_GPU}; baseline {KARPENTER_BW}; NVMe {EC2_AC}"),
+    _row("ml.g6.12xlarge", 48, 4, "L4 24GB", 40, 40, 3760, f"{BATCH_GPU} (GPUs); network {KARPENTER_BW}; NVMe {EC2_AC}; "
+         f"the rest {SECONDARY}"),
+    _row("ml.g6.48xlarge", 192, 8, "L4 24GB", 100, 100, 7520, f"network {KARPENTER_BW}; NVMe {EC2_AC}; the rest {SECONDARY}"),
     # NVIDIA L40S
     _row("ml.g6e.xlarge", 4, 1, "L40S 48GB", 20, 2.5, 250, f"baseline {KARPENTER_BW}; the rest {SECONDARY}"),
     _row("ml.g6e.12xlarge", 48, 4, "L40S 48GB", 100, 100, 3800, f"network {KARPENTER_BW}; the rest {SECONDARY}"),

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import ConfigError
+from .premise import instance_storage_gb
 
 HOURS_PER_MONTH = 730.0  # AWS bills GB-month and MB/s-month on 730 hours
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600
@@ -218,7 +219,9 @@ def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_coun
     hourly = prices.require_instance(instance_type) if billable > 0 else (prices.instance_hourly(instance_type) or 0.0)
     wall = wall_seconds or 0.0
     instance = hourly * billable / 3600.0
-    volumes = prices["ml_storage_gb_month"] * volume_size_gb * instance_count * wall / SECONDS_PER_MONTH
+    # NVMe types get no EBS volume whatever VolumeSizeInGB says (premise.Volume quotes the API reference): none priced.
+    ebs_gb = 0 if instance_storage_gb(instance_type) else volume_size_gb
+    volumes = prices["ml_storage_gb_month"] * ebs_gb * instance_count * wall / SECONDS_PER_MONTH
     if mode == "FSx":   # the file system's uptime while the job ran (provisioning.FsxConfig, or Scratch 2)
         volumes += (fsx.hourly(prices) * wall / 3600 if fsx is not None else
                     prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH)

@@ -122,6 +122,11 @@ class FsxConfig:
     def persistent2(cls, mbps_per_tib: int, capacity_gib: int) -> "FsxConfig":
         return cls(PERSISTENT_2, capacity_gib, float(mbps_per_tib))
 
+    def holds(self, nbytes: float) -> bool:
+        """Whether a dataset of ``nbytes`` fits: FSx linked to S3 loads every file it reads, so an epoch needs all of
+        it (with the headroom every volume gets, premise.VOLUME_HEADROOM)."""
+        return nbytes / 2**30 * 1.05 <= self.capacity_gib
+
     @property
     def throughput_mbps(self) -> float:
         """The whole file system's baseline throughput (MB/s), shared by every client."""

@@ -13,9 +13,9 @@ from typing import Any
 
 from .errors import ConfigError
 from .experiment import Dataset, Experiment, JobSpec, Trial, expand
-from .instances import INSTANCES
 from .limits import MAX_JOBS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, TFRECORD
+from .premise import Volume, accelerators_of, file_share_bytes, volume_for  # accelerators_of: re-exported
 
 CHANNEL = "train"
 ENTRY_POINT = "train.py"
@@ -326,10 +326,14 @@ def script_hyperparameters(spec: JobSpec) -> dict[str, Any]:
     return hp
 
 
-def accelerators_of(instance_type: str) -> int:
-    """Accelerators of an instance type (the instance table), at least one: a CPU type emulates one."""
-    row = INSTANCES.get(instance_type)
-    return max(1, row.accelerators) if row else 1
+def job_volume(spec: JobSpec, stats: dict[str, Any] | None = None) -> Volume:
+    """The storage a job's instances get (premise.volume_for): File mode's share of the dataset as its distribution
+    splits it (its bytes from the stats file Plan read, else the experiment's), on the volume asked for or one
+    sized for it; NVMe types their own instance storage."""
+    total = (stats or {}).get("bytes") or spec.dataset.bytes
+    share = (file_share_bytes(int(total), spec.trial.instance_count, s3_distribution(spec.trial) == "ShardedByS3Key")
+             if spec.mode == FILE and total else None)
+    return volume_for(spec.trial.instance_type, spec.trial.volume_size_gb, share)
 
 
 def encode_hyperparameters(values: dict[str, Any]) -> dict[str, str]:
@@ -434,7 +438,7 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         "ResourceConfig": {
             "InstanceType": spec.trial.instance_type,
             "InstanceCount": spec.trial.instance_count,
-            "VolumeSizeInGB": spec.trial.volume_size_gb,
+            "VolumeSizeInGB": job_volume(spec, stats).request_gb,
         },
         "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
         "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 from .decision import option_from_estimate
 from .errors import ConfigError
-from .estimate import (FASTFILE_GET_LATENCY, LARGE_FILE_BYTES, NETWORK_PAYLOAD, SCRIPT_CONCURRENCY,
-                       S3_STANDARD_FIRST_BYTE, EXPRESS_FIRST_BYTE, DatasetShape, Estimate, estimate_mode)
+from .estimate import (FASTFILE_GET_LATENCY, NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
+                       EXPRESS_FIRST_BYTE, Estimate, estimate_mode)
 from .instances import Instance, instance as find_instance
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
+from .premise import LARGE_FILE_BYTES, MAX_INSTANCE_COUNT, VOLUME_HEADROOM, DatasetShape
 from .prices import PriceTable
 from .provisioning import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBPS, EFS_PROVISIONED_MAX_MIBPS,
                            EFS_PROVISIONED_READ_MIBPS, ELASTIC, EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET,
@@ -33,7 +34,7 @@ from .provisioning import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBP
 AU_TARGET = 90.0   # MLPerf Storage v2.0 rules: ResNet-50 and 3D U-Net at 90% AU (mlcommons/storage Submission_guidelines.md)
 # A DLIO workload's own target (metric.au, core/dlio.py) replaces it: CosmoFlow's is 70% ("CosmoFlow N-body
 # simulation (2MB/sample) | 70%", the same guidelines' table of workloads).
-MAX_CLUSTER = 4096  # instances searched for the largest cluster a source feeds
+MAX_CLUSTER = MAX_INSTANCE_COUNT  # instances searched for the largest cluster a source feeds (premise.py's bound)
 # FSx capacity is searched up to this many 2,400 GiB steps above the smallest that holds the data (~75 PiB:
 # past any cluster here, so that one instance's own limits bind, not the search).
 FSX_MAX_STEPS = 32768
@@ -53,7 +54,9 @@ EXPRESS_QUOTA_SOURCE = ("S3 User Guide, s3-express-performance.html: \"By defaul
 EXPRESS_QUOTA_STEP = 1000.0   # a raise is asked in whole thousands of reads per second
 # A deploy's CONTEXT holds for that deploy only (Makefile: each word becomes -c key=value on top of cdk.json's).
 CONTEXT_HOLDS = ("a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these "
-                 "words builds cdk.json's settings again (put them in cdk.json's context to keep them)")
+                 "words builds cdk.json's settings again (put them in cdk.json's context to keep them); where that would "
+                 "shrink FSx in place or change EFS's throughput within 24 hours of its last change, which AWS refuses, "
+                 "it stops before anything changes and says the way (FSX=down, then up; the time after which EFS may)")
 
 
 @dataclass
@@ -87,6 +90,8 @@ class SourceSize:
     unchanged: str = ""
     # The service quota the row needs raised (the directory bucket's reads per second), or None.
     quota: dict[str, Any] | None = None
+    # Why the source cannot run as premised (the lab as it stands cannot hold the data): no price is given.
+    blocker: str | None = None
 
     @property
     def max_accelerators_at_target_au(self) -> int:
@@ -99,8 +104,10 @@ class SourceSize:
                 "commands": self.commands, "standing_usd_per_hour": round(self.standing_usd_per_hour, 2),
                 "max_instances_at_target_au": self.max_instances_at_target_au,
                 "per_host_limit": self.per_host_limit, "shared_limit": self.shared_limit,
-                "provision": self.provision, "usd_per_hour": round(self.usd_per_hour, 2),
-                "usd_per_run": round(self.usd_per_run, 2), "hours_per_run": round(self.hours_per_run, 3),
+                "provision": self.provision, "usd_per_hour": None if self.blocker else round(self.usd_per_hour, 2),
+                "usd_per_run": None if self.blocker else round(self.usd_per_run, 2),
+                "hours_per_run": None if self.blocker else round(self.hours_per_run, 3),
+                **({"blocker": self.blocker} if self.blocker else {}),
                 "assumptions": self.assumptions, "deploy_settings": self.deploy_settings,
                 **({"unchanged": self.unchanged} if self.unchanged else {}),
                 **({"quota": self.quota} if self.quota else {})}
@@ -138,7 +145,7 @@ class Sizing:
 
     def to_dict(self) -> dict[str, Any]:
         return {"instance": self.instance.to_dict(), "instance_count": self.count,
-                "premise": ("provisioned for the cluster" if self.provisioned else
+                "priced_as": ("provisioned for the cluster" if self.provisioned else
                             (self.lab.name if self.lab is not None else "the lab as deployed").split(" (")[0]),
                 **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
                 **({"deploy_all": self.combined_deploy()} if self.provisioned and self.combined_deploy() else {}),
@@ -163,6 +170,11 @@ def deploy_settings(lab: Provisioning | None, own: dict[str, Any]) -> dict[str, 
     return out
 
 
+def au_of(estimate: Estimate) -> float:
+    """The AU a source keeps; 0 where it cannot run as premised (it feeds nothing)."""
+    return 0.0 if estimate.blocker else estimate.au_percent
+
+
 def _largest(au_at, target: float = AU_TARGET) -> int:
     """The largest N in 1..MAX_CLUSTER with au_at(N) >= target (AU never grows with N)."""
     if au_at(1) < target:
@@ -176,10 +188,49 @@ def _largest(au_at, target: float = AU_TARGET) -> int:
     return lo
 
 
+def cheapest_fsx(shape: DatasetShape, job_on: Callable[[FsxConfig], Estimate], lab: Provisioning, prices: PriceTable,
+                 au_target: float = AU_TARGET) -> FsxConfig:
+    """The cheapest FSx (Scratch 2 at least the lab's size, or a Persistent 2 tier) that holds the data and feeds the
+    cluster ``job_on`` estimates at AU >= au_target in the model; failing that, the one that feeds it best.
+    ``job_on(config)``: the estimate of the cluster's FSx job on that file system."""
+    dataset_gib = shape.bytes / 2**30
+    candidates = []
+    for config in (FsxConfig(capacity_gib=1200), *(FsxConfig.persistent2(t, 1200) for t in FSX_PERSISTENT2_TIERS)):
+        floor = lab.fsx.capacity_gib if config.deployment_type == lab.fsx.deployment_type else 0
+        smallest = fsx_capacity_for(max(dataset_gib * VOLUME_HEADROOM, floor))
+
+        def at(steps: int, config=config, smallest=smallest) -> FsxConfig:
+            capacity = smallest if steps == 0 else fsx_capacity_for(smallest + steps * FSX_CAPACITY_INCREMENT_GIB)
+            return FsxConfig(config.deployment_type, capacity, config.mbps_per_tib)
+
+        def au(steps: int) -> float:
+            return job_on(at(steps)).au_percent
+
+        # More capacity never lowers AU: double the steps until it feeds (or stops helping), then bisect.
+        hi = 0
+        while au(hi) < au_target and hi < FSX_MAX_STEPS:
+            hi = max(1, hi * 2)
+        if au(hi) < au_target:
+            # Nothing feeds them: the smallest capacity that does as well as the largest (past it, the instance's
+            # own limits bind and more capacity only costs more).
+            best, lo = au(hi), -1
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if au(mid) >= best - 0.05 else (mid, hi)
+            candidates.append((1, -round(best, 1), at(hi).hourly(prices), at(hi)))
+            continue
+        lo = -1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if au(mid) >= au_target else (mid, hi)
+        candidates.append((0, 0.0, at(hi).hourly(prices), at(hi)))
+    return min(candidates, key=lambda c: c[:3])[3]
+
+
 def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, prices: PriceTable,
          epochs: int = 1, accelerators: int | None = None, fsx_capacity_gib: int = 1200,
          express: bool = True, deployed: Provisioning | None = None, provision: bool = True,
-         au_target: float = AU_TARGET, readers: int | None = None) -> Sizing:
+         au_target: float = AU_TARGET, readers: int | None = None, volume_size_gb: int | None = None) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
     provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
     ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`).
@@ -190,7 +241,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/instances.py)",
                           "a type of the table, e.g. ml.p4d.24xlarge")
     if not 1 <= count <= MAX_CLUSTER:
-        raise ConfigError("--count", f"{count} instances: give 1 to {MAX_CLUSTER}")
+        raise ConfigError("--instance-count", f"{count} instances: give 1 to {MAX_CLUSTER:,}")
     if epochs < 1:
         raise ConfigError("--epochs", "must be at least 1")
     if not 0 < au_target <= 100:
@@ -214,10 +265,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     dataset_gib = shape.bytes / 2**30
     dataset_gb = shape.bytes / 1e9
 
-    def job(mode: str, storage: str, n: int, provisioning: Provisioning, volume_gb: int = 100) -> Estimate:
+    def job(mode: str, storage: str, n: int, provisioning: Provisioning) -> Estimate:
         return estimate_mode(mode, shape, instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate,
                              prices=prices, storage=storage, accelerators=per_host_accelerators,
-                             provisioning=provisioning, volume_size_gb=volume_gb, readers=readers)
+                             provisioning=provisioning, volume_size_gb=volume_size_gb, readers=readers)
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
@@ -228,40 +279,9 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
 
     # ---- what to provision for n instances, per source ---------------------------------------------
     def fsx_for(n: int) -> FsxConfig:
-        """The cheapest FSx (Scratch 2 at least the lab's size, or a Persistent 2 tier) that holds the data and
-        feeds n instances at AU >= au_target in the model; failing that, the one that feeds them best."""
-        candidates = []
-        for config in (FsxConfig(capacity_gib=1200), *(FsxConfig.persistent2(t, 1200) for t in FSX_PERSISTENT2_TIERS)):
-            floor = lab.fsx.capacity_gib if config.deployment_type == lab.fsx.deployment_type else 0
-            smallest = fsx_capacity_for(max(dataset_gib * 1.05, floor))
-
-            def at(steps: int, config=config, smallest=smallest) -> FsxConfig:
-                capacity = smallest if steps == 0 else fsx_capacity_for(smallest + steps * FSX_CAPACITY_INCREMENT_GIB)
-                return FsxConfig(config.deployment_type, capacity, config.mbps_per_tib)
-
-            def feeds(steps: int) -> bool:
-                return job(FSX, STANDARD, n, Provisioning(fsx=at(steps), s3_prefixes=None)).au_percent >= au_target
-            # More capacity never lowers AU: double the steps until it feeds (or stops helping), then bisect.
-            hi = 0
-            while not feeds(hi) and hi < FSX_MAX_STEPS:
-                hi = max(1, hi * 2)
-            if not feeds(hi):
-                # Nothing feeds them: the smallest capacity that does as well as the largest (past it, the instance's
-                # own limits bind and more capacity only costs more).
-                def au(steps: int) -> float:
-                    return job(FSX, STANDARD, n, Provisioning(fsx=at(steps), s3_prefixes=None)).au_percent
-                best, lo = au(hi), -1
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    lo, hi = (lo, mid) if au(mid) >= best - 0.05 else (mid, hi)
-                candidates.append((1, -round(best, 1), at(hi).hourly(prices), at(hi)))
-                continue
-            lo = -1
-            while hi - lo > 1:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if feeds(mid) else (mid, hi)
-            candidates.append((0, 0.0, at(hi).hourly(prices), at(hi)))
-        return min(candidates, key=lambda c: c[:3])[3]
+        """The cheapest FSx that holds the data and feeds n instances (cheapest_fsx)."""
+        return cheapest_fsx(shape, lambda config: job(FSX, STANDARD, n, Provisioning(fsx=config, s3_prefixes=None)),
+                            lab, prices, au_target)
 
     def efs_for(n: int) -> tuple[EfsConfig, bool]:
         """The EFS throughput mode that feeds n instances at AU >= au_target in the model for the least per
@@ -335,25 +355,17 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
 
     out: list[SourceSize] = []
     readers = readers or found.vcpus
-    volume_gb = max(1, math.ceil(dataset_gb * 1.05 / count))   # File: each instance holds its shard
     for mode, storage in SOURCES:
         if storage == EXPRESS and not express:
             continue
         label = source_label(mode, storage)
-        volume = volume_gb if mode == FILE and provision else 100
         premise = provisioned(mode, count, storage)
-        estimate = job(mode, storage, count, premise, volume)
+        estimate = job(mode, storage, count, premise)
         per_hour, per_run, hours = run(estimate, count)
-        if mode == FSX:   # the file system grows with the cluster: one instance's own limits bound it
-            largest = _largest(lambda n: job(FSX, STANDARD, n, provisioned(FSX, n)).au_percent, au_target)
-        elif mode == EFS and provision:  # Elastic's read throughput per file system is the ceiling, shared by all
-            elastic = Provisioning(fsx=lab.fsx, efs=EfsConfig(ELASTIC), s3_prefixes=None)
-            largest = _largest(lambda n: job(EFS, STANDARD, n, elastic).au_percent, au_target)
-        elif storage == EXPRESS and provision:   # as far as a raised quota goes: 2,000,000 reads/s per bucket
-            raised = replace(premise, express_reads_per_second=EXPRESS_READS_MAX)
-            largest = _largest(lambda n: job(mode, storage, n, raised).au_percent, au_target)
-        else:
-            largest = _largest(lambda n: job(mode, storage, n, premise).au_percent, au_target)
+        # The largest cluster on the same rule as the AU column: at each N the source as provisioned for N (FSx grown
+        # with the cluster, EFS's mode, the directory bucket's quota raised as far as 2,000,000 reads/s), so that the
+        # column and the largest agree at N and N + 1 (tests/test_sizing.py).
+        largest = _largest(lambda n: au_of(job(mode, storage, n, provisioned(mode, n, storage))), au_target)
         gets = gets_per_second(estimate, count)
         extra: list[str] = []
         commands: list[str] = []
@@ -369,7 +381,9 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             shared = "none while training; the download GETs every object once"
             where = ("the directory bucket" if storage == EXPRESS else
                      f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''}")
-            provision_text = ((f"ShardedByS3Key, {volume} GB per instance" if count > 1 else f"a volume of {volume} GB")
+            volume = (f"{estimate.volume_gb:,} GB of NVMe per instance (fixed)" if found.nvme_gb else
+                      f"a {estimate.volume_gb:,} GB volume per instance")
+            provision_text = ((f"ShardedByS3Key, {volume}" if count > 1 else volume)
                               + f"; {where}; downloads {estimate.downloading / count / 60:,.0f} min first")
             extra.append("File: the download is billed before training starts; each instance holds only its shard")
             if storage == STANDARD and prefixes > 1:
@@ -379,8 +393,6 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                 if quota:
                     provision_text += f"; {quota['summary']}"
                     commands.append(quota["command"])
-            if volume != 100:
-                commands.append(f"experiment: volume_size_gb: {volume}")
         elif mode == FSX:
             how = f"its network ({network_mbps:,.0f} MB/s) and its reads"
             shared = (f"{premise.fsx.mbps_per_tib:g} MB/s per TiB of the file system "
@@ -446,19 +458,22 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         as_is = job(mode, storage, count, lab)
         as_is_hour, as_is_run, _ = run(as_is, count)
         deployed_view = {"au_percent": round(as_is.au_percent, 1),
-                         "max_instances_at_target_au": _largest(lambda n: job(mode, storage, n, lab).au_percent,
-                                                                 au_target),
+                         "max_instances_at_target_au": _largest(lambda n: au_of(job(mode, storage, n, lab)), au_target),
                          "usd_per_run": round(as_is_run, 2), "usd_per_hour": round(as_is_hour, 2),
                          "premise": (lab.fsx.label() if mode == FSX else lab.efs.label() if mode == EFS else
-                                     "a 100 GB volume per instance" if mode == FILE else
+                                     f"{as_is.volume_gb:,} GB per instance ({'NVMe' if found.nvme_gb else 'EBS'})"
+                                     if mode == FILE else
                                      "the dataset under one S3 prefix" if storage == STANDARD else
                                      "the directory bucket at its default read rate")}
+        if as_is.blocker:   # the lab as it stands cannot hold the data: no price for what cannot run
+            deployed_view.update(au_percent=None, usd_per_run=None, usd_per_hour=None, blocker=as_is.blocker,
+                                 max_instances_at_target_au=0)
         if not provision:   # every figure is the lab as it stands: nothing to provision, nothing to run
             how = shared = lab.name.split(" (")[0]   # "the lab as deployed", or "... as cdk.json would deploy it"
             provision_text = deployed_view["premise"]
         deployed_view["max_accelerators_at_target_au"] = deployed_view["max_instances_at_target_au"] * per_host_accelerators
-        out.append(SourceSize(label, estimate.au_percent, largest, how, shared, provision_text, per_hour, per_run, hours,
+        out.append(SourceSize(label, au_of(estimate), largest, how, shared, provision_text, per_hour, per_run, hours,
                               extra, deployed_view, commands, standing, per_host_accelerators, settings, deploy_fsx,
-                              unchanged, quota))
+                              unchanged, quota, estimate.blocker))
     return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision,
                   au_target, readers)

@@ -201,6 +201,7 @@ class EmulatedLab:
         self.fsx_import_failures = fsx_import_failures   # objects the association's first import fails on
         self._fsx_association: dict[str, Any] | None = None
         self._fsx_tasks: list[dict[str, Any]] = []       # import tasks, each with its start ("_started")
+        self._fsx_lock = threading.Lock()
         self.executor, self.efs_root, self.with_fsx = executor, efs_root, fsx
         self.time_scale, self.region, self.server_port, self.backend = time_scale, region, server_port, backend
         self.on_fsx_down = on_fsx_down
@@ -401,33 +402,62 @@ class EmulatedLab:
         return {"TaskId": f"task-{uuid.uuid4().hex[:17]}", "Type": "IMPORT_METADATA_FROM_REPOSITORY",
                 "FileSystemId": file_system_id, "Paths": paths,
                 "CreationTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "_started": time.monotonic(), "_failures": failures, "_invalid": invalid}
+                "_started": time.monotonic(), "_seconds": self.fsx_import_seconds, "_failures": failures,
+                "_invalid": invalid}
+
+    def end_fsx_imports(self) -> None:
+        """Every import task still running ends now (a test's way to say when; fsx_import_seconds, which each
+        task takes when it is made, then says how long the next ones run)."""
+        with self._fsx_lock:
+            for task in self._fsx_tasks:
+                task["_seconds"] = min(task["_seconds"], (time.monotonic() - task["_started"]) / max(self.time_scale, 1e-9))
 
     def _create_task(self, params: dict[str, Any]) -> dict[str, Any]:
         """CreateDataRepositoryTask (an import of the given paths), as the stand-in's FSx answers it.
 
-        "A CreateDataRepositoryTask operation will fail if a data repository is not linked to the FSx file
-        system." Import paths: "For import tasks, the list contains paths in the Amazon S3 bucket from which
-        POSIX metadata changes are imported to the FSx for Lustre file system. The path can be an S3 bucket or
+        Refusals (FSx API reference, CreateDataRepositoryTask, and its error shapes in botocore's FSx model):
+        - "A CreateDataRepositoryTask operation will fail if a data repository is not linked to the FSx file
+          system": BadRequest ("A generic error indicating a failure with a client request"; which error is
+          not documented), and FileSystemNotFound ("No Amazon FSx file systems were found based upon supplied
+          parameters") for a file system the stand-in does not have.
+        - Paths: a list of at most 100 ("max": 100; botocore checks only minimums): BadRequest (an inference,
+          as above).
+        - DataRepositoryTaskExecuting: "An existing data repository task is currently executing on the file
+          system. Wait until the existing task has completed, then create the new task." The association's
+          own import (BatchImportMetaDataOnCreate) is such a task, and so is another caller's import.
+        Import paths: "For import tasks, the list contains paths in the Amazon S3 bucket from which POSIX
+        metadata changes are imported to the FSx for Lustre file system. The path can be an S3 bucket or
         prefix in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the task
-        fails" (botocore's FSx model, CreateDataRepositoryTask.Paths): a file-system path, or an S3 path outside
-        the linked repository, makes a task that ends FAILED having imported nothing."""
-        if self._fsx_association is None or params.get("FileSystemId") != self._fsx_association["FileSystemId"]:
-            raise ValueError(f"file system {params.get('FileSystemId')} has no data repository association")
+        fails" (CreateDataRepositoryTask.Paths): a file-system path, or an S3 path outside the linked
+        repository, makes a task that ends FAILED having imported nothing."""
+        file_system_id = params.get("FileSystemId")
+        if not self.client("fsx").describe_file_systems(FileSystemIds=[file_system_id]).get("FileSystems"):
+            raise patches.ServiceRefusal("FileSystemNotFound", f"File system '{file_system_id}' does not exist.")
+        if self._fsx_association is None or file_system_id != self._fsx_association["FileSystemId"]:
+            raise patches.ServiceRefusal("BadRequest", f"File system {file_system_id} is not linked to a data repository.")
         paths = list(params.get("Paths") or [])
-        repository = self._fsx_association["DataRepositoryPath"].rstrip("/") + "/"
-        invalid = next((p for p in paths if not (p.rstrip("/") + "/").startswith(repository)), None)
-        reason = None
-        if invalid is not None:
-            reason = (f"Invalid path {invalid}: import paths are S3 paths (s3://bucket-name/prefix) in the linked "
-                      f"data repository {repository}")
-        task = self._new_task(params["FileSystemId"], paths, invalid=reason)
-        self._fsx_tasks.append(task)
-        return self._task_now(task)
+        if len(paths) > 100:
+            raise patches.ServiceRefusal("BadRequest", f"Paths: at most 100 paths, not {len(paths)}.")
+        with self._fsx_lock:   # two callers at once: one task is made, the other is refused
+            executing = next((t for t in self._fsx_tasks if t["FileSystemId"] == file_system_id
+                              and self._task_now(t)["Lifecycle"] in ("PENDING", "EXECUTING")), None)
+            if executing is not None:
+                raise patches.ServiceRefusal(
+                    "DataRepositoryTaskExecuting", f"Data repository task {executing['TaskId']} is currently "
+                    "executing on the file system. Wait until the existing task has completed, then create the new task.")
+            repository = self._fsx_association["DataRepositoryPath"].rstrip("/") + "/"
+            invalid = next((p for p in paths if not (p.rstrip("/") + "/").startswith(repository)), None)
+            reason = None
+            if invalid is not None:
+                reason = (f"Invalid path {invalid}: import paths are S3 paths (s3://bucket-name/prefix) in the linked "
+                          f"data repository {repository}")
+            task = self._new_task(file_system_id, paths, invalid=reason)
+            self._fsx_tasks.append(task)
+            return self._task_now(task)
 
     def _task_now(self, task: dict[str, Any]) -> dict[str, Any]:
-        """The task as it stands: it runs ``fsx_import_seconds`` (stand-in time) from its start, then
-        SUCCEEDED, or FAILED with FailedCount objects (the others imported); an invalid path fails it at once."""
+        """The task as it stands: it runs ``fsx_import_seconds`` as it was when the task was made (stand-in time),
+        then SUCCEEDED, or FAILED with FailedCount objects (the others imported); an invalid path fails it at once."""
         view = {k: v for k, v in task.items() if not k.startswith("_")}
         if task.get("_invalid"):
             return {**view, "Lifecycle": "FAILED", "Status": {"TotalCount": 0, "SucceededCount": 0, "FailedCount": 0},
@@ -441,8 +471,8 @@ class EmulatedLab:
             task["_total"] = sum(s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{p}/" if p else "").get("KeyCount", 0)
                                  for p in prefixes)
         total = task["_total"]
-        if elapsed < self.fsx_import_seconds:
-            done = int(total * elapsed / self.fsx_import_seconds)
+        if elapsed < task["_seconds"]:
+            done = int(total * elapsed / task["_seconds"])
             return {**view, "Lifecycle": "EXECUTING", "Status": {"TotalCount": total, "SucceededCount": done, "FailedCount": 0}}
         failed = min(task["_failures"], total)
         if failed:

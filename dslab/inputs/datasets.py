@@ -302,24 +302,11 @@ def import_folder(src: Path, out: Path, progress: Progress = _noop) -> GenerateR
 # ---- pack ------------------------------------------------------------------------------------
 
 def parse_size(text: str | int, field: str = "--shard-size") -> int:
-    if isinstance(text, int):
+    """A size with its unit (110MB, 150MiB, 1GB), as every size the lab takes (premise.parse_bytes)."""
+    if isinstance(text, int) and not isinstance(text, bool):
         return text
-    value = str(text).strip().upper().replace(" ", "")
-    units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 1024, "MIB": 1024 ** 2, "GIB": 1024 ** 3,
-             "TIB": 1024 ** 4, "B": 1}
-    for unit in sorted(units, key=len, reverse=True):
-        if value.endswith(unit):
-            number = value[: -len(unit)]
-            break
-    else:
-        unit, number = "B", value
-    try:
-        size = int(float(number) * units[unit])
-    except (ValueError, OverflowError):   # "lots", "nan"; "inf" and 1e400 overflow int()
-        raise ConfigError(field, f"{text!r} is not a size", "e.g. 110MB, 150MiB, 1GB") from None
-    if size <= 0:
-        raise ConfigError(field, "must be positive")
-    return size
+    from ..core.premise import parse_bytes
+    return parse_bytes(text, field, example="110MB, 150MiB, 1GB")
 
 
 def pack(src: Path, out: Path, shard_size: int = DEFAULT_SHARD_MB * 1_000_000, seed: int = 0,

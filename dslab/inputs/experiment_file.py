@@ -123,15 +123,37 @@ def workload_experiment(workload: Path, scale: float | None) -> dict[str, Any]:
     return {"name": name, "description": parsed.describe(), "volume_size_gb": volume}
 
 
+def with_overrides(document: Any, overrides: dict[str, Any] | None) -> Any:
+    """The document with the CLI's --instance, --instance-count and --epochs (``overrides``, experiment keys) set on
+    the experiment and taken out of every trial, so that they hold for every job, as --repeats does."""
+    if not overrides or not isinstance(document, dict):
+        return document
+    out = {**document, **overrides}
+    if isinstance(out.get("trials"), list):
+        out["trials"] = [{k: v for k, v in t.items() if k not in overrides} if isinstance(t, dict) else t
+                         for t in out["trials"]]
+    return out
+
+
+def _runs_a_workload(document: Any) -> bool:
+    trials = document.get("trials") if isinstance(document, dict) else None
+    return isinstance(document, dict) and (document.get("workload") is not None or any(
+        isinstance(t, dict) and t.get("workload") is not None for t in (trials if isinstance(trials, list) else [])))
+
+
 def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats: int | None = None,
-                    workload: Path | None = None, scale: float | None = None) -> Experiment:
+                    workload: Path | None = None, scale: float | None = None,
+                    overrides: dict[str, Any] | None = None,
+                    workload_defaults: dict[str, Any] | None = None) -> Experiment:
     """An experiment file, parsed, with every trial's instance type checked against botocore's
     SageMaker model and (``priced``) against the price table its results are costed with (``prices``,
     default the lab's): a typo or an unpriced type is refused here, before any command builds, uploads
     or runs anything. An empty file is refused too: it would silently run the default experiment.
     ``repeats`` (the CLI's --repeats) replaces the file's repeats: the experiment as run records it.
     ``workload`` (--workload, with ``scale``) adds a DLIO workload to the experiment, or without ``path``
-    is the experiment (workload_experiment); workload files the experiment names are read here."""
+    is the experiment (workload_experiment); workload files the experiment names are read here. ``overrides``:
+    the CLI's --instance, --instance-count and --epochs as experiment keys (with_overrides); ``workload_defaults``:
+    keys set where the document runs a DLIO workload and does not state them (the local lab's one job at a time)."""
     if path is None and workload is None:
         raise ConfigError("--experiment", "give an experiment file or --workload")
     if path is None:
@@ -144,6 +166,9 @@ def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats
     document = _with_workloads(document, path.resolve().parent, workload, scale)
     if repeats is not None and isinstance(document, dict):
         document = {**document, "repeats": repeats}
+    if workload_defaults and _runs_a_workload(document):   # the caller's defaults for what the document leaves out
+        document = {**workload_defaults, **document}
+    document = with_overrides(document, overrides)
     if document is None:
         from ..core.experiment import default_experiment, expand
         raise ConfigError("--experiment", f"{path} is empty (or holds only comments): write {{}} in it to run the default "

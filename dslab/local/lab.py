@@ -168,10 +168,17 @@ def resume_of(out: Path, experiment: Experiment, fresh: bool) -> Resume | None:
     return Resume(previous["execution"], kept, int(local.get("attempt") or 1) + 1)
 
 
-def prepare_out(out: Path, resume: Resume | None, experiment: Experiment, fresh: bool, say: Callable[[str], None]) -> None:
+# Where a run that starts over keeps the earlier run's results, report and logs until it ends (finish_out).
+PREVIOUS = ".previous"
+
+
+def prepare_out(out: Path, resume: Resume | None, experiment: Experiment, fresh: bool,
+                say: Callable[[str], None]) -> Path | None:
     """Resuming: the logs of the earlier attempt's unfinished jobs are set apart under jobs/attempt-N/ (the kept
     jobs' stay in jobs/). Starting over (a finished run there, or --fresh): the earlier run's results, report and
-    job logs are removed. Either is said."""
+    job logs move aside into <out>/.previous/, which the new run deletes when it ends and puts back where it stops
+    before its first result (finish_out): a run that starts over never leaves less than there was. Either is said;
+    the folder set aside is returned (None: nothing was)."""
     logs = out / "jobs"
     if resume is not None:
         names = {r["job_name"] for r in resume.kept}
@@ -187,16 +194,55 @@ def prepare_out(out: Path, resume: Resume | None, experiment: Experiment, fresh:
             + (f"; {moved} log{'s' if moved != 1 else ''} of attempt {resume.attempt - 1}'s unfinished jobs moved to "
                f"{apart}/" if moved else ""))
         return
-    removed = [out / name for name in OUTPUTS if (out / name).is_file()]
+    files = [out / name for name in OUTPUTS if (out / name).is_file()]
     job_logs = sorted(logs.rglob("*.log")) if logs.is_dir() else []
-    if not removed and not job_logs:
+    if not files and not job_logs:
+        return None
+    aside = out / PREVIOUS
+    if aside.is_dir():
+        # A finished run set aside by a start-over that stopped after its first result: that one is kept, and what is
+        # in --out now (the interrupted start-over, or another finished run) is dropped for the new one.
+        for path in files:
+            path.unlink()
+        shutil.rmtree(logs, ignore_errors=True)
+        say(f"{out}: starting over{' (--fresh)' if fresh else ''}: the earlier finished run stays in {aside}/ until "
+            "this one ends; the interrupted run's files were removed")
+        return aside
+    aside.mkdir()
+    for path in files:
+        path.replace(aside / path.name)
+    if logs.is_dir():
+        logs.replace(aside / "jobs")
+    say(f"{out}: starting over{' (--fresh)' if fresh else ''}: the earlier run's {len(files)} result and report files "
+        f"and {len(job_logs)} job logs are kept in {aside}/ until this run ends (Ctrl-C before its first result puts "
+        "them back)")
+    return aside
+
+
+def finish_out(out: Path, aside: Path | None, ended: bool, say: Callable[[str], None]) -> None:
+    """The earlier run set aside by prepare_out: deleted when the new run ``ended``; put back in place when the new
+    run stopped before its first completed job; otherwise kept aside (the new run's partial results are what a rerun
+    resumes), and said."""
+    if aside is None or not aside.is_dir():
         return
-    for path in removed + job_logs:
-        path.unlink()
-    for folder in sorted(logs.glob("attempt-*")) if logs.is_dir() else []:
-        shutil.rmtree(folder, ignore_errors=True)
-    say(f"{out}: starting over{' (--fresh)' if fresh else ''}: removed the earlier run's {len(removed)} result and "
-        f"report files and {len(job_logs)} job logs")
+    if ended:
+        shutil.rmtree(aside, ignore_errors=True)
+        return
+    try:
+        current = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError):
+        current = None
+    done = [r for r in (current or {}).get("records", []) if r.get("status") == "Completed"]
+    if done:
+        say(f"the earlier finished run stays in {aside}/ until a run in {out} ends")
+        return
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
+    shutil.rmtree(out / "jobs", ignore_errors=True)
+    for path in aside.iterdir():
+        path.replace(out / path.name)
+    aside.rmdir()
+    say(f"{out}: the earlier run is back in place (this one stopped before its first result)")
 
 
 @dataclass
@@ -373,10 +419,30 @@ class LocalLab:
             results["records"] = [kept.get(r["job_name"], r) for r in results["records"]]
             results["summary"] = summarise(results["records"])
             results["resumed"] = {"kept": len(kept), "ran": len(results["records"]) - len(kept), "attempt": finished.attempt}
+        finished.local_run["setup_seconds"] = prepare_seconds(execution.history, json.loads(self.lab.definition))
         results["local_run"] = finished.local_run
         paths = write_report(results, self.out)
         self.timings["reporting"] = time.monotonic() - t1
         return LocalRun(results, paths, execution.status, execution.error, dict(self.timings))
+
+
+def prepare_seconds(history: list[dict[str, Any]], definition: dict[str, Any]) -> dict[str, float]:
+    """Each source's set-up as this machine ran it: seconds from the workflow's PrepareData entered to the last step of
+    the branch that prepares it (the copy into EFS, FSx's import check, the Express staging copy), from the execution's
+    history. The report adds them to a local run's time to a result, as the AWS answer adds AWS's."""
+    branches = definition["States"]["PrepareData"]["Branches"]
+    entered = next((e["timestamp"] for e in history if e.get("type") == "ParallelStateEntered"
+                    and (e.get("stateEnteredEventDetails") or {}).get("name") == "PrepareData"), None)
+    if entered is None:
+        return {}
+    out: dict[str, float] = {}
+    for branch in branches:
+        names = set(branch["States"])
+        label = "FSx" if "CheckFsxData" in names else "Express" if "StageExpress" in names else "EFS"
+        ends = [e["timestamp"] for e in history if (e.get("stateExitedEventDetails") or {}).get("name") in names]
+        if ends:
+            out[label] = round(max(0.0, (max(ends) - entered).total_seconds()), 3)
+    return out
 
 
 class FinishedJobs:
@@ -386,7 +452,9 @@ class FinishedJobs:
     def __init__(self, lab: LocalLab, execution: str, kept: dict[str, dict[str, Any]]):
         self.lab, self.execution, self.kept = lab, execution, kept
         self.attempt = lab.resume.attempt if lab.resume else 1
-        self.local_run = {"experiment_hash": lab.experiment_hash, "attempt": self.attempt}
+        # How many jobs shared this machine's CPUs: local figures depend on it (the report says it).
+        self.local_run = {"experiment_hash": lab.experiment_hash, "attempt": self.attempt,
+                          "max_concurrency": lab.experiment.max_concurrency, "cpus": os.cpu_count() or 1}
         self.records: dict[str, dict[str, Any]] = {}
         self._plan: dict[str, Any] | None = None
         environment = lab.lab.function_environment()   # the prices Collect uses: the deployed functions'
@@ -444,15 +512,22 @@ class FinishedJobs:
         os.replace(partial, out / "results.json")   # never a torn results.json, whenever the run stops
 
 
+# A DLIO workload run locally: one job at a time unless the experiment asks for more (as experiments/local.yaml
+# does): jobs side by side share this machine's cores, and a workload's figures (AU against its target) then move
+# with the neighbours' load from run to run.
+LOCAL_WORKLOAD_DEFAULTS = {"max_concurrency": 1}
+
+
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
               fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None,
               fresh: bool = False, repeats: int | None = None, workload: Path | None = None,
-              scale: float | None = None) -> LocalRun:
+              scale: float | None = None, overrides: dict | None = None) -> LocalRun:
     """The lab, offline. ``repeats`` replaces the experiment's; ``fresh`` starts over where --out holds an
     interrupted run (which is otherwise resumed: see prepare_out). ``workload`` (a DLIO file, at ``scale``) is
     added to the experiment, or without one is the experiment (experiment_file.load_experiment)."""
     path = experiment_path or (None if workload else DEFAULT_EXPERIMENT)
-    experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale)
+    experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale, overrides=overrides,
+                                 workload_defaults=LOCAL_WORKLOAD_DEFAULTS)
     path = path or workload
     from ..core.dlio import ignored_lines
     for line in ignored_lines(t.workload for t in experiment.trials):   # the DLIO fields not used, one line each
@@ -475,11 +550,16 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
                                             for name, folder in prepared.items()})
     preparing = time.monotonic() - started
-    prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved or removed
-    with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged, live_progress=live_progress,
-                  assembly=assembly, resume=resume) as lab:
-        lab.upload()
-        run = lab.run()
+    aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
+    try:
+        with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged,
+                      live_progress=live_progress, assembly=assembly, resume=resume) as lab:
+            lab.upload()
+            run = lab.run()
+    except BaseException:   # Ctrl-C, SIGTERM or a failure: nothing the earlier run had is lost
+        finish_out(out, aside, False, say)
+        raise
+    finish_out(out, aside, True, say)
     run.timings["data"] = run.timings.get("data", 0.0) + preparing
     run.timings["total"] = time.monotonic() - started
     return run

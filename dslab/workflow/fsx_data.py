@@ -22,6 +22,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 IMPORT_TASK = "IMPORT_METADATA_FROM_REPOSITORY"
 TASK_RUNNING = ("PENDING", "EXECUTING", "CANCELING")
 LINK_WAIT = ("CREATING", "UPDATING")
@@ -29,6 +31,13 @@ LINK_BROKEN = ("MISCONFIGURED", "FAILED", "DELETING")
 FS_BROKEN = ("DELETING", "FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE")
 # A new association's import task may not be listed at once; wait this long for it to appear.
 IMPORT_APPEAR_GRACE = dt.timedelta(minutes=15)
+# CreateDataRepositoryTask.Paths is a list of at most 100 ("max": 100 in botocore's FSx model; botocore's
+# validator checks only minimums, so a longer list would reach FSx): more late datasets go in later tasks.
+MAX_TASK_PATHS = 100
+# Describe* "could not be found" answers to a filter that matches nothing mean "none": "No data repository
+# associations were found based upon the supplied parameters" (DataRepositoryAssociationNotFound), "The data
+# repository task or tasks you specified could not be found" (DataRepositoryTaskNotFound; botocore's FSx model).
+NONE_FOUND = ("DataRepositoryAssociationNotFound", "DataRepositoryTaskNotFound")
 
 
 def _norm(path: str) -> str:
@@ -98,7 +107,12 @@ def _task_covers(task: dict[str, Any], path: str, links: list[dict[str, Any]], *
 def _pages(call, key: str, **kwargs) -> list[dict[str, Any]]:
     items, token = [], None
     while True:
-        response = call(**kwargs, **({"NextToken": token} if token else {}))
+        try:
+            response = call(**kwargs, **({"NextToken": token} if token else {}))
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") in NONE_FOUND:
+                return items
+            raise
         items.extend(response.get(key, []))
         token = response.get("NextToken")
         if not token:
@@ -188,7 +202,8 @@ def import_status(fsx, file_system_id: str, paths: list[str], now: dt.datetime |
     return _result(True, False, "the S3 listing is imported", imports=progress)
 
 
-def imports_to_start(fsx, file_system_id: str, datasets: list[dict[str, Any]]) -> list[str]:
+def imports_to_start(fsx, file_system_id: str, datasets: list[dict[str, Any]],
+                     tried_since: dt.datetime | None = None) -> list[str]:
     """The S3 paths to import for datasets written to S3 after their link was made, with no import since.
 
     An association imports new and changed objects on its own (AutoImportPolicy), "some time" after they
@@ -196,25 +211,36 @@ def imports_to_start(fsx, file_system_id: str, datasets: list[dict[str, Any]]) -
     uploaded while FSx was up (its stats file's ``written_at`` is later than the link's CreationTime), the
     readiness step starts an import task (CreateDataRepositoryTask, IMPORT_METADATA_FROM_REPOSITORY) of its
     S3 path (the link's DataRepositoryPath plus the dataset's place under it) and waits for it like the
-    link's first import. An import since then that FAILED or was CANCELED does not count: the next run
-    starts another, so a failed import is retried rather than left for good."""
+    link's first import. An import since then that FAILED or was CANCELED before ``tried_since`` (the start
+    of this run) does not count: this run starts another, so a failed import is retried rather than left for
+    good; one that failed during this run counts (trying it again at every check would not help)."""
     systems = fsx.describe_file_systems(FileSystemIds=[file_system_id]).get("FileSystems", [])
     filters = [{"Name": "file-system-id", "Values": [file_system_id]}]
     associations = _pages(fsx.describe_data_repository_associations, "Associations", Filters=filters)
     links = _repository_links(systems[0] if systems else {}, associations)
+
+    def counts(task: dict[str, Any]) -> bool:
+        if task.get("Lifecycle") not in ("FAILED", "CANCELED"):
+            return True
+        # Strictly later: both times may be whole seconds, and a task from the run's first second is tried again.
+        return tried_since is not None and (as_utc(task.get("CreationTime")) or _EARLIEST) > tried_since
+
     tasks = [t for t in _pages(fsx.describe_data_repository_tasks, "DataRepositoryTasks", Filters=filters)
-             if t.get("Type") == IMPORT_TASK and t.get("Lifecycle") not in ("FAILED", "CANCELED")]
+             if t.get("Type") == IMPORT_TASK and counts(t)]
     wanted = []
     for dataset in datasets:
         path, written = dataset["path"], as_utc(dataset.get("written_at"))
         covering = [l for l in links if _covers(l["fs"], path)]
         target = to_s3_path(path, links)
-        if written is None or not covering or target is None:
+        if written is None or not covering or target is None or target in wanted:
             continue
         linked = max(l["created"] or _EARLIEST for l in covering)
         if written <= linked:
             continue   # there before the link: its first import has it
-        since = [t for t in tasks if (as_utc(t.get("CreationTime")) or _EARLIEST) >= written
+        # An import made since the dataset was written, or since this run began (Plan read the dataset's stats
+        # file, so it was there; this keeps the uploader's clock, which wrote written_at, out of it).
+        since_written = min(written, tried_since) if tried_since else written
+        since = [t for t in tasks if (as_utc(t.get("CreationTime")) or _EARLIEST) >= since_written
                  and _task_covers(t, path, links, whole=True)]
         if not since:
             wanted.append(target)

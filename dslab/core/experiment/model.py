@@ -10,14 +10,8 @@ from ..limits import FSX_DATA_MAX_WAIT_MINUTES
 from ..modes import (CONTRACT_MODES, EXPRESS, FASTFILE, JPG, STANDARD, TFRECORD)
 
 
-# MLPerf Storage (DLIO) emulated-compute presets: batch size and seconds of accelerator time per batch.
-# Source: ../shared/reference/anchors.md (ResNet-50; V100 batch 64 0.195 s, A100 batch 400 0.435 s,
-# H100 batch 400 0.224 s).
-COMPUTE_PRESETS: dict[str, dict[str, float | int]] = {
-    "v100": {"batch_size": 64, "seconds_per_batch": 0.195},
-    "a100": {"batch_size": 400, "seconds_per_batch": 0.435},
-    "h100": {"batch_size": 400, "seconds_per_batch": 0.224},
-}
+# The compute presets (MLPerf Storage's emulation and published training rates) are the premise's (premise.py).
+from ..premise import COMPUTE_PRESETS  # noqa: E402  (re-exported: experiment.COMPUTE_PRESETS)
 
 
 REAL_MODELS = ("resnet50",)
@@ -77,7 +71,9 @@ DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "instance_type": "ml.p3.2xlarge",
     "instance_count": 1,
-    "volume_size_gb": 100,
+    # None: every job gets the default volume, raised to what its File-mode share of the data needs; NVMe types
+    # their fixed instance storage (premise.volume_for). A number asks for that EBS volume.
+    "volume_size_gb": None,
     "epochs": 1,
     # None: emulate the instance's own accelerator (instances.py: its MLPerf Storage preset), as `dslab
     # estimate`, `recommend` and `size` do; V100 where the instance has none the presets emulate.
@@ -178,7 +174,7 @@ class Trial:
     modes: tuple[str, ...]
     instance_type: str
     instance_count: int
-    volume_size_gb: int
+    volume_size_gb: int | None      # None: sized for the data (premise.volume_for)
     epochs: int
     compute: Compute
     max_run_seconds: int
@@ -196,6 +192,9 @@ class Trial:
     storage: str = STANDARD
     # The DLIO workload (core/dlio.py Workload) the trial's dataset, compute, epochs and readers come from.
     workload: Any = None
+    # The keys the document states for this trial (its own or the base's), against DEFAULTS: what was not
+    # given is a default, and the premise of its answers says so.
+    given: frozenset = field(default=frozenset(), compare=False)   # not what runs: a record re-parsed states every key
 
 
 @dataclass(frozen=True)

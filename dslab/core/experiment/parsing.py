@@ -14,6 +14,7 @@ from ..errors import ConfigError
 from ..limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
 from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
+from ..premise import MAX_INSTANCE_COUNT, accelerator_kind, file_share_bytes, instance_preset, parse_bytes, volume_for
 from .model import COMPUTE_PRESETS, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
 
 
@@ -111,22 +112,16 @@ def _instance_accelerators(instance_type: str) -> int:
 
 
 def _instance_preset(instance_type: str, path: str) -> str:
-    """The compute an experiment emulates when it names none: the instance's accelerator's preset. An instance with
-    no accelerator (m5, c5) or one no preset emulates (T4, A10G, L4, L40S, Trainium) is refused, as `dslab estimate`,
-    `recommend` and `size` refuse it without --compute-rate: a V100 put in its place would be priced and reported
+    """The compute an experiment emulates when it names none: the instance's accelerator's preset, by the rule every
+    command shares (premise.instance_preset): an instance with no accelerator (m5, c5) or one no preset knows is
+    refused, asking for a compute and saying how to measure one: a V100 put in its place would be priced and reported
     as that instance's."""
     from ..instances import INSTANCES
-    row = INSTANCES.get(instance_type)
-    if row is None:
+    if instance_type not in INSTANCES:
         # Not in the instance table: a typo, or a type the lab neither describes nor prices; both are refused once
         # parsed, naming instance_type (did you mean, or no price), which says more than a missing compute would.
         return "v100"
-    if row.preset is not None:
-        return row.preset
-    has = "no accelerator" if not row.accelerators else f"{row.accelerator}, which no preset emulates"
-    raise ConfigError(f"{path}compute", f"is not given, and {instance_type} has {has}",
-                      [f"compute: {{batch_size: 64, seconds_per_batch: 0.2}} (what one step of your model takes there)",
-                       *(f"compute: {name}" for name in COMPUTE_PRESETS)])
+    return instance_preset(instance_type, f"{path}compute", experiment=True)
 
 
 def _parse_compute(value: Any, path: str) -> Compute:
@@ -232,8 +227,8 @@ def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) ->
     if files is not None:
         files = _int(files, f"{path}.files", 1)
     size = value.get("bytes")
-    if size is not None:
-        size = _int(size, f"{path}.bytes", 1)
+    if size is not None:   # 2TB, 54GB, 1.5 GiB or a whole number of bytes, as --bytes takes them
+        size = parse_bytes(size, f"{path}.bytes")
     generate = value.get("generate") or {}
     if isinstance(generate, dict) and "record_bytes" in generate:
         _check_keys(generate, DLIO_GENERATE_KEYS, f"{path}.generate")
@@ -341,7 +336,10 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         # As DLIO emulates it: each accelerator takes batch_size samples every computation_time seconds, for the
         # workload's epochs, with read_threads readers per accelerator; what the experiment states wins.
         if "compute" not in given:
-            compute_doc = {"batch_size": workload.batch_size, "seconds_per_batch": workload.computation_time}
+            # On the instance's accelerator: MLPerf's own timing of it where a published file gives one (the
+            # premise names the swap, answers.premise_of_trial); the file's as given otherwise.
+            timed, _ = workload.on_accelerator(accelerator_kind(instance_type))
+            compute_doc = {"batch_size": timed.batch_size, "seconds_per_batch": timed.computation_time}
         if "epochs" not in given:
             epochs = workload.epochs
         if "workers" not in given:
@@ -354,8 +352,10 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         datasets=datasets,
         modes=tuple(modes),
         instance_type=instance_type,
-        instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, 64),
-        volume_size_gb=_int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, MAX_VOLUME_SIZE_GB),
+        instance_count=_int(merged["instance_count"], f"{path}instance_count", 1, MAX_INSTANCE_COUNT),
+        # None: sized for the data (premise.volume_for: the default, raised to what File mode's share needs).
+        volume_size_gb=(None if merged["volume_size_gb"] is None else
+                        _int(merged["volume_size_gb"], f"{path}volume_size_gb", 1, MAX_VOLUME_SIZE_GB)),
         epochs=_int(epochs, f"{path}epochs", 1, MAX_EPOCHS),
         compute=_parse_compute(compute_doc, f"{path}compute"),
         max_run_seconds=_int(merged["max_run_seconds"], f"{path}max_run_seconds", 60, MAX_RUNTIME_SECONDS),
@@ -372,6 +372,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         script=_parse_script(merged["script"], f"{path}script"),
         storage=_choice(merged["storage"], f"{path}storage", STORAGES),
         workload=workload,
+        given=given,
     )
 
 
@@ -557,12 +558,15 @@ def check_combinations(experiment: Experiment) -> None:
                                       f"({'Pipe streams from S3 only' if mode == PIPE else mode + ' reads from S3'}); "
                                       "use mode EFS or copy the data to S3 and set source: s3", ["s3"])
                 if mode == FILE and ds.bytes is not None:
-                    need_gb = ds.bytes / 1e9
-                    if need_gb * 1.05 > trial.volume_size_gb:
-                        raise ConfigError(f"{base}volume_size_gb",
-                                          f"File mode downloads all of '{ds.name}' ({need_gb:.1f} GB) to a "
-                                          f"{trial.volume_size_gb} GB volume; raise volume_size_gb to at least "
-                                          f"{int(need_gb * 1.05) + 1} or use FastFile/FSx")
+                    # Each instance holds its share as the distribution splits it (premise.volume_for).
+                    sharded = trial.distribution == "ShardedByS3Key" or (trial.distribution == "auto"
+                                                                          and trial.instance_count > 1)
+                    volume = volume_for(trial.instance_type, trial.volume_size_gb,
+                                        file_share_bytes(ds.bytes, trial.instance_count, sharded))
+                    problem = volume.problem(f"{base}volume_size_gb")
+                    if problem:
+                        raise ConfigError(f"{base}instance_count" if volume.nvme else f"{base}volume_size_gb",
+                                          f"dataset '{ds.name}': {problem}")
 
 
 def default_experiment() -> Experiment:

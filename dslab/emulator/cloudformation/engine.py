@@ -284,7 +284,9 @@ class Engine:
         if reason:
             event["ResourceStatusReason"] = reason
         if properties is not None:
-            event["ResourceProperties"] = json.dumps(properties)
+            # CloudFormation's events carry the resource's properties (DescribeStackEvents: "BLOB of the properties
+            # used to create the resource"); `dslab deploy-check` reads EFS's throughput changes from them.
+            event["ResourceProperties"] = json.dumps(properties, default=str)
         with self.lock:
             stack.events.insert(0, event)
 
@@ -393,13 +395,13 @@ class Engine:
                     live[lid] = old
                     continue
                 if old is not None and old.type == spec["Type"] and not provider.requires_replacement(old.properties, props):
-                    self._event(stack, lid, spec["Type"], old.physical_id, "UPDATE_IN_PROGRESS")
+                    self._event(stack, lid, spec["Type"], old.physical_id, "UPDATE_IN_PROGRESS", properties=props)
                     physical, attributes = self._call(stack, lid, provider.update, old, props)
                     new = Resource(lid, spec["Type"], physical, props, attributes, policy, "UPDATE_COMPLETE")
                     updated.append((old, new))
                     if physical != old.physical_id:  # a new physical resource: the old one goes in clean-up
                         replaced.append(old)
-                    self._event(stack, lid, spec["Type"], physical, "UPDATE_COMPLETE")
+                    self._event(stack, lid, spec["Type"], physical, "UPDATE_COMPLETE", properties=props)
                 else:
                     if old is not None:
                         name_key = provider.name_property
@@ -408,14 +410,16 @@ class Engine:
                                 f"CloudFormation cannot update a stack when a custom-named resource requires replacing. "
                                 f"Rename {props[name_key]} and update the stack again.", lid)
                         self._event(stack, lid, spec["Type"], old.physical_id, "UPDATE_IN_PROGRESS",
-                                    "Requested update requires the creation of a new physical resource; hence creating one.")
+                                    "Requested update requires the creation of a new physical resource; hence creating one.",
+                                    properties=props)
                         replaced.append(old)
                     else:
-                        self._event(stack, lid, spec["Type"], "", "CREATE_IN_PROGRESS")
+                        self._event(stack, lid, spec["Type"], "", "CREATE_IN_PROGRESS", properties=props)
                     physical, attributes = self._call(stack, lid, provider.create, lid, spec["Type"], props)
                     new = Resource(lid, spec["Type"], physical, props, attributes, policy)
                     created.append(new)
-                    self._event(stack, lid, spec["Type"], physical, "UPDATE_COMPLETE" if old else "CREATE_COMPLETE")
+                    self._event(stack, lid, spec["Type"], physical, "UPDATE_COMPLETE" if old else "CREATE_COMPLETE",
+                                properties=props)
                 live[lid] = new
             outputs = self._outputs(template, context)
             self._check_exports(stack, outputs)
@@ -494,12 +498,18 @@ class Engine:
         self._event(stack, stack.name, "AWS::CloudFormation::Stack", stack.stack_id, stack.status, stack.reason)
         problems = []
         for before, after in reversed(updated):
+            # Updated in place again, back to the properties it had: an update of its own, with its events.
+            self._event(stack, before.logical_id, before.type, after.physical_id, "UPDATE_IN_PROGRESS",
+                        properties=before.properties)
             try:
                 provider = self.providers.for_type(before.type)
                 physical, attributes = provider.update(after, before.properties)
                 before.physical_id, before.attributes = physical, attributes
+                self._event(stack, before.logical_id, before.type, physical, "UPDATE_COMPLETE", properties=before.properties)
             except Exception as err:  # noqa: BLE001 - recorded as the rollback's failure
                 problems.append(f"{before.logical_id}: {err}")
+                self._event(stack, before.logical_id, before.type, after.physical_id, "UPDATE_FAILED", str(err),
+                            properties=before.properties)
         for resource in reversed(created):
             try:
                 self.providers.for_type(resource.type).delete(resource)

@@ -37,7 +37,8 @@ Limits, names and lifecycles AWS enforces and the product depends on (moto copie
   own ResourceLimitExceeded message; tests can inject throttling and validation errors.
 - Service Quotas answers SageMaker's per-instance-type training quotas (list calls, paginated).
 - FSx data repository associations and their S3 metadata import task, which finishes some
-  (stand-in) time after the file system exists.
+  (stand-in) time after the file system exists. CreateDataRepositoryTask refuses a task while another
+  executes on the file system (DataRepositoryTaskExecuting), as FSx documents.
 - Bucket policies are evaluated as for an HTTPS request, and a statement whose condition does not
   hold does not apply (moto denies on any condition it cannot evaluate).
 
@@ -48,12 +49,12 @@ from __future__ import annotations
 import threading
 
 from . import faults, s3, sagemaker, services, stepfunctions
-from .hooks import HOOKS, Hooks, JobExecutor
+from .hooks import HOOKS, Hooks, JobExecutor, ServiceRefusal
 from .s3 import create_directory_bucket, delete_directory_bucket, directory_listing_order, is_directory_bucket
 from .sagemaker import step_functions_error, training_quota_message
 
 __all__ = ["HOOKS", "Hooks", "JobExecutor", "create_directory_bucket", "delete_directory_bucket", "directory_listing_order",
-           "install", "is_directory_bucket", "reset_hooks", "step_functions_error", "training_quota_message"]
+           "install", "is_directory_bucket", "reset_hooks", "ServiceRefusal", "step_functions_error", "training_quota_message"]
 
 _LOCK = threading.Lock()
 _INSTALLED = False

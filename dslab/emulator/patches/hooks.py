@@ -9,6 +9,14 @@ from typing import Callable
 JobExecutor = Callable[[dict, Callable[[dict], None]], dict]
 
 
+class ServiceRefusal(Exception):
+    """An error a stand-in rule answers with, as the service would: its documented error code and a message."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(f"{code}: {message}")
+        self.code, self.message = code, message
+
+
 @dataclass
 class Hooks:
     """Set by the running emulator; read by the patches."""
@@ -39,7 +47,8 @@ class Hooks:
     # (method, bucket, key or None, query) for every S3 request the stand-in answers (tests count them)
     s3_observer: Callable[[str, str, str | None, dict], None] | None = None
     datasync_seconds: float = 0.0    # how long (stand-in seconds) a DataSync task execution transfers
-    # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations
+    # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations; raises
+    # ServiceRefusal for what FSx refuses
     fsx_create_task: Callable[[dict], dict] | None = None
     # (service ID as botocore hyphenizes it, e.g. "s3" or "sfn"; operation name; the prepared request) -> (HTTP status,
     # error code, message) to answer that request with, in the service's own protocol (patches/faults.py), or None: any

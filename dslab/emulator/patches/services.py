@@ -13,7 +13,7 @@ import traceback
 from contextlib import redirect_stdout
 from typing import Any
 
-from .hooks import HOOKS
+from .hooks import HOOKS, ServiceRefusal
 
 _ENV_LOCK = threading.Lock()
 
@@ -264,10 +264,14 @@ def patch_fsx_repository() -> None:
     FSxResponse.describe_data_repository_tasks = lambda self: _answer(self, "DataRepositoryTasks")
 
     def create_data_repository_task(self) -> str:
+        from moto.core.exceptions import JsonRESTError
         params = json.loads(self.body or "{}")
         if HOOKS.fsx_create_task is None:
             raise NotImplementedError("CreateDataRepositoryTask: no emulated FSx association")
-        return json.dumps({"DataRepositoryTask": HOOKS.fsx_create_task(params)}, default=str)
+        try:
+            return json.dumps({"DataRepositoryTask": HOOKS.fsx_create_task(params)}, default=str)
+        except ServiceRefusal as refusal:
+            raise JsonRESTError(refusal.code, refusal.message) from None
 
     FSxResponse.create_data_repository_task = create_data_repository_task
 

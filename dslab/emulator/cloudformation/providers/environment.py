@@ -14,7 +14,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..model import ResourceFailed
+from ..model import ResourceFailed, now
 from .base import NameSource
 from .custom import _LambdaContext, _ResponseListener
 
@@ -37,8 +37,12 @@ class Environment:
     function_env: Callable[[], dict[str, str]] = lambda: {}
     iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
     time_scale: Callable[[], float] = lambda: 1.0
+    # The wall clock (UTC) of rules that AWS states as a time of day, EFS's 24 hours between throughput changes: not
+    # scaled by time_scale, since AWS's answer names the UTC time after which it may ("Wait until ... UTC") and the
+    # CLI reads the same from CloudFormation's event times. A test moves a recorded time back instead of waiting.
+    clock: Callable[[], Any] = now
     fsx_versions: dict[str, str] = field(default_factory=dict)   # file system ID -> Lustre version (moto keeps none)
-    efs_throughput_locks: dict[str, float] = field(default_factory=dict)   # EFS ID -> when it went Provisioned or up
+    efs_throughput_changes: dict[str, Any] = field(default_factory=dict)   # EFS ID -> its last throughput change (UTC)
     names: NameSource = field(default_factory=NameSource)   # the random parts of generated names, per stand-in
 
     def check_assumable(self, role_arn: str | None) -> None:

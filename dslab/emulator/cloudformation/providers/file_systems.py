@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import uuid
 
@@ -49,33 +50,43 @@ class EfsFileSystem(Provider):
             efs.put_lifecycle_configuration(FileSystemId=fs["FileSystemId"], LifecyclePolicies=policies)
         return fs["FileSystemId"], {"FileSystemId": fs["FileSystemId"], "Arn": fs["FileSystemArn"]}
 
-    # "any time that you change the file system to Provisioned throughput or increase the provisioned throughput
-    # amount, you must wait at least 24 hours before you can change the throughput mode again or decrease the
-    # provisioned amount" (EFS User Guide, managing-throughput.html).
-    THROUGHPUT_LOCK_SECONDS = 24 * 3600
+    # What EFS allows (UpdateFileSystem changes ThroughputMode and ProvisionedThroughputInMibps in place):
+    # - "any time that you change the file system to Provisioned throughput or increase the provisioned throughput
+    #   amount, you must wait at least 24 hours before you can change the throughput mode again or decrease the
+    #   provisioned amount" (EFS User Guide, managing-throughput.html);
+    # - "Amazon EFS restricts the following modifications to one change within a 24-hour period: Changing a file
+    #   system's throughput mode. ... Reducing the amount of provisioned throughput in Provisioned Throughput mode."
+    #   and "you can increase the Provisioned Throughput value of the file system at any time with no restriction"
+    #   (AWS re:Post Knowledge Center, efs-max-throughput-mode-changes);
+    # - UpdateFileSystem's error TooManyRequests (HTTP 429): "Returned if you don't wait at least 24 hours before either
+    #   changing the throughput mode, or decreasing the Provisioned Throughput value." (EFS API reference; botocore's
+    #   efs model), its message "You have reached the maximum number of throughput mode changes or provisioned
+    #   throughput value decreases. Wait until YYYY-MM-DDTxx:xx:xxZ UTC and try again." (re:Post, same article).
+    # So every throughput change starts the 24 hours (the guide's to-Provisioned and increases, re:Post's mode changes
+    # and decreases), and a mode change or a decrease within them is refused; an increase never is. Creating a file
+    # system is no change (none of the three says it is).
+    THROUGHPUT_WAIT = dt.timedelta(hours=24)
 
     def _throughput(self, file_system_id: str, props) -> None:
         """ThroughputMode and ProvisionedThroughputInMibps change in place (CloudFormation calls UpdateFileSystem;
-        moto has none, so its record is changed), within EFS's 24-hour rule."""
-        import time
-
+        moto has none, so its record is changed), within EFS's 24-hour rule (above)."""
         from moto.efs.models import efs_backends
         record = efs_backends[self.env.account][self.env.region].file_systems_by_id[file_system_id]
         mode = props.get("ThroughputMode", "bursting")
         mibps = float(props["ProvisionedThroughputInMibps"]) if props.get("ProvisionedThroughputInMibps") else None
-        was_mode, was_mibps = record.throughput_mode, record.provisioned_throughput_in_mibps
-        if (mode, mibps) == (was_mode, was_mibps if was_mode == "provisioned" else None):
+        was_mode = record.throughput_mode
+        was_mibps = record.provisioned_throughput_in_mibps if was_mode == "provisioned" else None
+        if (mode, mibps) == (was_mode, was_mibps):
             return
-        locked_at = self.env.efs_throughput_locks.get(file_system_id)
-        relaxing = mode != was_mode or (mibps or 0) < (was_mibps or 0)
-        if relaxing and locked_at is not None:
-            waited = (time.monotonic() - locked_at) / max(self.env.time_scale(), 1e-9)
-            if waited < self.THROUGHPUT_LOCK_SECONDS:
-                raise ResourceFailed(f"Too many requests: the throughput of {file_system_id} went to Provisioned or up "
-                                     f"{waited / 3600:.1f} hours ago; its mode can change again, or its amount go down, "
-                                     "only 24 hours after that")
-        if mode == "provisioned" and (was_mode != "provisioned" or (mibps or 0) > (was_mibps or 0)):
-            self.env.efs_throughput_locks[file_system_id] = time.monotonic()
+        changed_at, now = self.env.efs_throughput_changes.get(file_system_id), self.env.clock()
+        restricted = mode != was_mode or (mibps or 0) < (was_mibps or 0)
+        if restricted and changed_at is not None and now < changed_at + self.THROUGHPUT_WAIT:
+            until = (changed_at + self.THROUGHPUT_WAIT).strftime("%Y-%m-%dT%H:%M:%SZ")
+            raise ResourceFailed(
+                f"Resource handler returned message: \"You have reached the maximum number of throughput mode changes or "
+                f"provisioned throughput value decreases. Wait until {until} UTC and try again. (Service: Efs, Status "
+                f"Code: 429, Error Code: TooManyRequests)\" (HandlerErrorCode: Throttling)")
+        self.env.efs_throughput_changes[file_system_id] = now
         record.throughput_mode, record.provisioned_throughput_in_mibps = mode, mibps
 
     def update(self, old, props):
@@ -91,6 +102,7 @@ class EfsFileSystem(Provider):
 
     def delete(self, resource):
         self.client("efs").delete_file_system(FileSystemId=resource.physical_id)
+        self.env.efs_throughput_changes.pop(resource.physical_id, None)
 
 
 class EfsMountTarget(Provider):
@@ -172,10 +184,19 @@ class FsxFileSystem(Provider):
         record = fsx_backends[self.env.account][self.env.region].file_systems[old.physical_id]
         capacity = int(props["StorageCapacity"])
         if capacity != record.storage_capacity:
-            if capacity < record.storage_capacity or capacity % 2400:
-                raise ResourceFailed(f"Invalid request provided: StorageCapacity {capacity} GiB: the new capacity must be a "
-                                     f"multiple of 2400 GiB greater than the current {record.storage_capacity} GiB "
-                                     "(FSx for Lustre storage capacity can only increase)")
+            # UpdateFileSystem documents no error of its own for these: BadRequest is its "generic error indicating a
+            # failure with a client request" (botocore's fsx model, UpdateFileSystem's errors).
+            if capacity < record.storage_capacity:
+                raise ResourceFailed(
+                    f"Resource handler returned message: \"Invalid request provided: StorageCapacity {capacity} GiB is less "
+                    f"than the file system's {record.storage_capacity} GiB: you can only increase the amount of storage "
+                    "capacity for a file system (Service: FSx, Status Code: 400, Error Code: BadRequest)\" "
+                    "(HandlerErrorCode: InvalidRequest)")
+            if capacity % 2400:
+                raise ResourceFailed(
+                    f"Resource handler returned message: \"Invalid request provided: StorageCapacity {capacity} GiB: valid "
+                    "values are in multiples of 2400 GiB (Service: FSx, Status Code: 400, Error Code: BadRequest)\" "
+                    "(HandlerErrorCode: InvalidRequest)")
             record.storage_capacity = capacity
         per_tib = (props.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
         if per_tib is not None:

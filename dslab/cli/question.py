@@ -1,0 +1,180 @@
+"""The question `estimate`, `recommend` and `size` answer, from the same flags with the same defaults and bounds
+(core/premise.py): the dataset (--dataset, --files/--bytes/--samples, or --workload), the instance and how many,
+their accelerators and compute, the epochs, the volume and the lab. `plan`, `run`, `local` and `export` take
+--instance, --instance-count and --epochs on top of their experiment (``add_override_flags``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import ConfigError
+from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB
+from ..core.premise import DEFAULT_EPOCHS, DEFAULT_INSTANCE, MAX_COMPUTE_RATE, MAX_INSTANCE_COUNT, Premise
+from .common import lab_provisioning, price_table, real, whole
+
+INSTANCE_HELP = f"training instance type (default {DEFAULT_INSTANCE}, the source post's)"
+COUNT_HELP = "instances of the job, sharing each epoch (default 1; --count is the same flag)"
+EPOCHS_HELP = f"epochs per job (default {DEFAULT_EPOCHS}, or the workload's)"
+
+
+def add_instance_flags(p) -> None:
+    """--instance, --instance-count (alias --count) and --epochs: every command that answers or runs a question."""
+    p.add_argument("--instance", help=INSTANCE_HELP)
+    p.add_argument("--instance-count", "--count", dest="instance_count", type=whole(1, MAX_INSTANCE_COUNT),
+                   help=COUNT_HELP)
+    p.add_argument("--epochs", type=whole(1, MAX_EPOCHS), help=EPOCHS_HELP)
+
+
+def experiment_overrides(args) -> dict[str, Any]:
+    """--instance, --instance-count and --epochs as the experiment keys they replace in every trial (plan, run, local,
+    export, recommend --experiment); the instance is checked here so that its error names the flag."""
+    out: dict[str, Any] = {}
+    if getattr(args, "instance", None) is not None:
+        from ..aws.validation import instance_type_problem
+        problem = instance_type_problem(args.instance)
+        if problem:
+            raise ConfigError("--instance", problem)
+        out["instance_type"] = args.instance
+    if getattr(args, "instance_count", None) is not None:
+        out["instance_count"] = args.instance_count
+    if getattr(args, "epochs", None) is not None:
+        out["epochs"] = args.epochs
+    return out
+
+
+def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to measure") -> None:
+    """The flags of a question asked without an experiment file (estimate, recommend, size)."""
+    p.add_argument("--dataset", help=dataset_help)
+    p.add_argument("--files", type=whole(1), help="files in the dataset")
+    p.add_argument("--bytes", help="the dataset's size with its unit: 2TB, 54GB, 1.5GiB")
+    p.add_argument("--samples", type=whole(1), help="samples in the dataset (default: one per file, or bytes / 35.9 KB "
+                   "inside files of over 1 MB)")
+    add_instance_flags(p)
+    p.add_argument("--accelerators", type=whole(1, MAX_ACCELERATORS),
+                   help="accelerators per instance, each at the compute's rate (default: the instance table's)")
+    p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
+    p.add_argument("--compute-preset", help="a compute preset (default: the instance's accelerator's): v100, a100, h100 "
+                   "(MLPerf Storage's emulation), t4, a10g, l4, l40s, trainium (published training rates)")
+    p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB),
+                   help="the EBS training volume per instance (default: 100 GB, raised to what File mode's share needs; "
+                        "NVMe types have their own instance storage)")
+    p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
+    add_workload_flags(p)
+    p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/prices.py` has the table)")
+    p.add_argument("--json", action="store_true")
+
+
+def add_workload_flags(p) -> None:
+    """--workload and --scale, as size, estimate, recommend, plan, run and local take them."""
+    p.add_argument("--workload", help="a DLIO workload file as MLPerf Storage publishes it (dlio_benchmark/configs/"
+                   "workload/*.yaml): its dataset, compute (batch_size every computation_time per accelerator), epochs, "
+                   "read_threads and AU target (metric.au)")
+    p.add_argument("--scale", type=real(0, 1), help="with --workload: the fraction of its files (record sizes kept; "
+                   "default 1)")
+
+
+def workload_of(args):
+    """The DLIO workload --workload names (core/dlio.py), at --scale; None without --workload. Its dataset and
+    compute replace --dataset/--files/--bytes/--samples and --compute-preset/--compute-rate, which are refused beside it."""
+    if getattr(args, "_workload", None) is not None:
+        return args._workload
+    path = getattr(args, "workload", None)
+    if path is None:
+        if getattr(args, "scale", None) is not None:
+            raise ConfigError("--scale", "goes with --workload (the fraction of its files)")
+        return None
+    for flag in ("dataset", "files", "bytes", "samples", "compute_rate", "compute_preset"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the workload file with --workload; drop it")
+    from dataclasses import replace
+
+    from ..core.dlio import parse_workload
+    from ..inputs.experiment_file import read_workload
+    document, digest = read_workload(Path(path))
+    try:
+        workload = parse_workload(document, str(path))
+    except ConfigError as err:
+        raise err.with_source(str(path)) from None
+    workload = replace(workload, sha256=digest)
+    args._workload = workload.with_scale(args.scale) if getattr(args, "scale", None) is not None else workload
+    return args._workload
+
+
+def shape_of(args):
+    """The dataset's shape and where it came from, in words."""
+    from ..core.premise import DatasetShape, parse_bytes
+    workload = workload_of(args)
+    if workload is not None:
+        return workload.shape(), f"the workload file {workload.source}"
+    if args.dataset and (args.files or args.bytes):
+        raise ConfigError("--dataset", "give either --dataset or --files with --bytes, not both")
+    if args.dataset:
+        from ..inputs.datasets import stats
+        info = stats(args.dataset)
+        return DatasetShape(files=info["files"], bytes=info["bytes"], samples=args.samples), f"measured in {args.dataset}"
+    if not (args.files and args.bytes):
+        raise ConfigError("--files/--bytes", "give --dataset PATH|s3://..., or both --files N and --bytes B (e.g. 54GB)")
+    return (DatasetShape(files=args.files, bytes=parse_bytes(args.bytes, "--bytes"), samples=args.samples),
+            "given: --files/--bytes")
+
+
+def check_instance(instance: str, prices) -> None:
+    """An instance type botocore's SageMaker model knows (did you mean) and the price table prices."""
+    from ..aws.validation import instance_type_problem
+    problem = instance_type_problem(instance)
+    if problem:
+        raise ConfigError("--instance", problem)
+    prices.require_instance(instance, "--instance")
+
+
+def premise_of(args, lab=None, prices=None) -> Premise:
+    """The question the flags ask, every default named (Premise.defaults), on ``lab`` (default: the lab as deployed,
+    ``lab_provisioning``). The one builder behind estimate, recommend and size."""
+    from ..core.premise import accelerator_kind, accelerators_of, compute_rate
+    prices = prices or price_table(getattr(args, "prices", None))
+    defaults = set()
+    instance = args.instance
+    if instance is None:
+        instance, _ = DEFAULT_INSTANCE, defaults.add("instance")
+    check_instance(instance, prices)
+    count = args.instance_count
+    if count is None:
+        count, _ = 1, defaults.add("instance_count")
+    accelerators = getattr(args, "accelerators", None) or accelerators_of(instance)
+    shape, origin = shape_of(args)
+    workload = workload_of(args)
+    notes: list[str] = []
+    readers, au_target = None, 90.0
+    if workload is not None:
+        workload, said = workload.on_accelerator(accelerator_kind(instance))
+        notes += [said] if said else []
+        rate, compute = workload.rate, (f"{workload.name} as DLIO emulates it: batch {workload.batch_size} every "
+                                        f"{workload.computation_time:g} s = {workload.rate:,.1f} samples/s per accelerator")
+        readers, au_target = workload.readers(accelerators), workload.au_percent
+        epochs = args.epochs or workload.epochs   # the workload's epochs, unless --epochs says otherwise
+    else:
+        rate, compute = compute_rate(args.compute_preset, args.compute_rate, instance_type=instance)
+        epochs = args.epochs
+        if epochs is None:
+            epochs, _ = DEFAULT_EPOCHS, defaults.add("epochs")
+    lab = lab if lab is not None else lab_provisioning(args)
+    return Premise(instance_type=instance, instance_count=count, accelerators=accelerators, epochs=epochs, rate=rate,
+                   compute=compute, shape=shape, shape_origin=origin, lab=lab,
+                   volume_size_gb=getattr(args, "volume_size_gb", None), readers=readers, au_target=au_target,
+                   defaults=frozenset(defaults), notes=tuple(notes))
+
+
+def premise_json(premise: Premise, workload=None) -> dict[str, Any]:
+    out = {"premise": premise.to_dict()}
+    if workload is not None:
+        out["workload"] = workload_json(workload)
+    return out
+
+
+def workload_json(workload) -> dict[str, Any]:
+    return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
+            "files": workload.files, "samples": workload.samples, "bytes": workload.bytes,
+            "samples_per_second_per_accelerator": round(workload.rate, 3), "epochs": workload.epochs,
+            "au_target_percent": workload.au_percent, "accelerator": workload.accelerator,
+            "used": list(workload.used), "ignored": list(workload.ignored)}

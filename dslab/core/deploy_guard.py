@@ -1,0 +1,171 @@
+"""Before a deploy: the two setting changes AWS refuses on a running lab, found before CloudFormation meets them.
+
+A deploy's CONTEXT holds for that deploy only, so a later plain `make deploy` builds cdk.json's settings again. Two
+such returns are refused by the service, and CloudFormation then rolls the whole stack update back:
+- **FSx for Lustre's storage capacity only grows in place**: "You can only increase the amount of storage capacity
+  for a file system; you cannot decrease storage capacity" (FSx for Lustre User Guide,
+  managing-storage-capacity.html); UpdateFileSystem's StorageCapacity: "The value must be greater than the current
+  storage capacity." A new deployment type, Lustre version or S3 import path is a new file system (CloudFormation
+  replaces it), of any size.
+- **EFS's throughput changes once a day**: "Amazon EFS restricts the following modifications to one change within a
+  24-hour period: Changing a file system's throughput mode ... Reducing the amount of provisioned throughput"
+  (AWS re:Post Knowledge Center, efs-max-throughput-mode-changes); "any time that you change the file system to
+  Provisioned throughput or increase the provisioned throughput amount, you must wait at least 24 hours before you
+  can change the throughput mode again or decrease the provisioned amount" (EFS User Guide,
+  managing-throughput.html). UpdateFileSystem answers TooManyRequests. An increase is always allowed; a new
+  performance mode is a new file system.
+
+This module decides from what is deployed and what the deploy would build; dslab/cli/deploy_check.py reads both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+EFS_THROUGHPUT_WAIT = dt.timedelta(hours=24)
+SCRATCH_1, PERSISTENT_2 = "SCRATCH_1", "PERSISTENT_2"
+
+
+def utc_text(when: dt.datetime) -> str:
+    return when.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class LustreShape:
+    """What decides whether CloudFormation updates an FSx for Lustre file system in place, and its size."""
+    deployment_type: str
+    capacity_gib: int
+    lustre_version: str
+    import_path: bool
+
+    @classmethod
+    def from_properties(cls, props: dict[str, Any]) -> "LustreShape":
+        """From AWS::FSx::FileSystem's properties. CreateFileSystemLustreConfiguration DeploymentType "(Default =
+        SCRATCH_1)"; FileSystemTypeVersion "Default value is 2.10, except ... 2.12 when DeploymentType is set to
+        PERSISTENT_2 without a metadata configuration mode" (FSx API reference)."""
+        lustre = props.get("LustreConfiguration") or {}
+        kind = str(lustre.get("DeploymentType") or SCRATCH_1)
+        version = str(props.get("FileSystemTypeVersion") or ("2.12" if kind == PERSISTENT_2 else "2.10"))
+        return cls(kind, int(props.get("StorageCapacity") or 0), version, bool(lustre.get("ImportPath")))
+
+    def replaced_by(self, wanted: "LustreShape") -> bool:
+        """A different deployment type, Lustre version or import path makes a new file system (each is a
+        "Replacement" property of AWS::FSx::FileSystem; the stand-in's provider replaces on the same)."""
+        return (self.deployment_type, self.lustre_version, self.import_path) != (
+            wanted.deployment_type, wanted.lustre_version, wanted.import_path)
+
+
+def fsx_shrink_refusal(deployed: LustreShape | None, wanted: LustreShape, *, moves_zone: bool,
+                       take_down: str, bring_up: str) -> str | None:
+    """Why this deploy would shrink FSx in place (None where it would not): FSx up with the same deployment type,
+    version and link, at a larger capacity than the deploy asks, in the same zone. ``take_down`` / ``bring_up``:
+    the commands that remove FSx and deploy it again (the way through)."""
+    if deployed is None or moves_zone or deployed.replaced_by(wanted) or wanted.capacity_gib >= deployed.capacity_gib:
+        return None
+    return (f"FSx for Lustre ({deployed.deployment_type}) stands at {deployed.capacity_gib:,} GiB and this deploy asks "
+            f"{wanted.capacity_gib:,} GiB: FSx only grows a file system in place (\"You can only increase the amount of "
+            f"storage capacity for a file system\"), so CloudFormation would roll the update back. To shrink it, take FSx "
+            f"down and bring it up at the new size: `{take_down}`, then `{bring_up}` (its datasets come back from S3); "
+            f"or keep its size with fsxCapacity={deployed.capacity_gib} in CONTEXT")
+
+
+@dataclass(frozen=True)
+class EfsThroughput:
+    """EFS's throughput as AWS::EFS::FileSystem's properties set it (``mibps`` only with provisioned)."""
+    performance: str
+    mode: str
+    mibps: float | None = None
+
+    @classmethod
+    def from_properties(cls, props: dict[str, Any]) -> "EfsThroughput":
+        # CreateFileSystem: PerformanceMode "The default is generalPurpose", ThroughputMode "Default is bursting".
+        mode = str(props.get("ThroughputMode") or "bursting")
+        raw = props.get("ProvisionedThroughputInMibps")
+        return cls(str(props.get("PerformanceMode") or "generalPurpose"), mode,
+                   float(raw) if mode == "provisioned" and raw not in (None, "") else None)
+
+    def label(self) -> str:
+        return f"provisioned {self.mibps:g} MiB/s" if self.mode == "provisioned" else self.mode
+
+    def settings(self) -> str:
+        """The CONTEXT words that keep this throughput."""
+        return f"efsThroughput={self.mode}" + (f" efsProvisionedMibps={self.mibps:g}" if self.mode == "provisioned" else "")
+
+    def restricted_change_to(self, wanted: "EfsThroughput") -> bool:
+        """A change EFS allows once in 24 hours: a new throughput mode, or less provisioned throughput."""
+        return wanted.mode != self.mode or (wanted.mode == "provisioned" and (wanted.mibps or 0) < (self.mibps or 0))
+
+
+def efs_throughput_refusal(file_system: str, deployed: EfsThroughput | None, wanted: EfsThroughput,
+                           last_change: dt.datetime | None, now: dt.datetime) -> str | None:
+    """Why EFS would refuse this deploy's throughput now (None where it would not): a mode change or a lower
+    provisioned throughput within 24 hours of the file system's last throughput change. A new performance mode
+    replaces the file system, which then has no such history."""
+    if deployed is None or deployed.performance != wanted.performance or not deployed.restricted_change_to(wanted):
+        return None
+    if last_change is None or now >= last_change + EFS_THROUGHPUT_WAIT:
+        return None
+    return (f"EFS {file_system} changed its throughput at {utc_text(last_change)} (now {deployed.label()}) and EFS allows "
+            f"a throughput-mode change or a decrease of provisioned throughput only 24 hours after the last change "
+            f"(UpdateFileSystem: TooManyRequests), so CloudFormation would roll the update back. This deploy's "
+            f"{wanted.label()} can go after {utc_text(last_change + EFS_THROUGHPUT_WAIT)} UTC; until then keep EFS as it "
+            f"is with {deployed.settings()} in CONTEXT")
+
+
+def _properties(event: dict[str, Any]) -> dict[str, Any] | None:
+    raw = event.get("ResourceProperties")
+    if not raw:
+        return None
+    try:
+        props = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        return None
+    return props if isinstance(props, dict) else None
+
+
+def _throughput_of(props: dict[str, Any] | None) -> tuple[str, float | None] | None:
+    if props is None:
+        return None
+    found = EfsThroughput.from_properties(props)
+    return found.mode, found.mibps
+
+
+def last_throughput_change(events: Iterable[dict[str, Any]], logical_id: str) -> dt.datetime | None:
+    """When CloudFormation last changed the throughput of the EFS file system ``logical_id`` (None: never, as far
+    as the events tell), from its stack's events (DescribeStackEvents order: newest first).
+
+    Each completed update of the resource is compared with the one before through the properties the events carry
+    (StackEvent.ResourceProperties); an update whose properties are not given counts as a change (it may have been
+    one). An update that failed changed nothing; a rollback's update back is a change of its own; a replacement (a
+    new physical ID) is a new file system, whose history starts there."""
+    applied: tuple[str, float | None] | None = None
+    pending: tuple[str, float | None] | None = None
+    physical, last = None, None
+    for event in reversed(list(events)):
+        if event.get("LogicalResourceId") != logical_id or event.get("ResourceType") != "AWS::EFS::FileSystem":
+            continue
+        status, props = event.get("ResourceStatus", ""), _throughput_of(_properties(event))
+        if status.endswith("_IN_PROGRESS"):
+            pending = props
+        elif status.endswith("_FAILED"):
+            pending = None
+        elif status == "CREATE_COMPLETE":
+            applied, pending, last = props or pending, None, None
+            physical = event.get("PhysicalResourceId")
+        elif status == "UPDATE_COMPLETE":
+            now_props = props or pending
+            if physical is not None and event.get("PhysicalResourceId") not in (None, "", physical):
+                last = None                       # replaced: a new file system
+            elif now_props is None or applied is None or now_props != applied:
+                last = _aware(event["Timestamp"])
+            applied, pending, physical = now_props, None, event.get("PhysicalResourceId") or physical
+    return last
+
+
+def _aware(when: Any) -> dt.datetime:
+    if isinstance(when, str):
+        when = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)

@@ -1,0 +1,196 @@
+"""`dslab deploy-check`, which `make deploy`, `deploy-again` and `fsx-up` run first: a deploy that FSx or EFS would
+refuse (FSx shrunk in place; EFS's throughput mode changed or its provisioned throughput lowered within 24 hours of
+its last change) stops before anything changes, naming the setting and the way through; every other deploy passes.
+
+The deployed lab is the stand-in's CloudFormation (small stacks under the lab's names, deployed through the real
+API), read as the check reads AWS: GetTemplate, the stack outputs, the Core stack's events."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from botocore.stub import Stubber
+
+from dslab.cli import main
+from dslab.cli.deploy_check import check
+from dslab.core.deploy_guard import last_throughput_change
+from dslab.core.errors import ConfigError
+from dslab.core.requests import CORE_STACK, FSX_STACK
+
+from .test_cloudformation_standin import cfn, deploy, reasons, template  # noqa: F401 - the fixture
+from .test_fsx_deployment_types import _efs, lustre
+
+
+def core(efs: dict, zone: str = "use1-az4") -> str:
+    """The Core stack as far as the check reads it: its EFS file system, its zone and file system outputs."""
+    return template({"EfsFileSystem": efs}, outputs={"AvailabilityZoneId": {"Value": zone},
+                                                     "EfsFileSystemId": {"Value": {"Ref": "EfsFileSystem"}}})
+
+
+def fsx(capacity: int, deployment_type: str = "SCRATCH_2", **lustre_props) -> str:
+    if deployment_type == "PERSISTENT_2":
+        lustre_props.setdefault("PerUnitStorageThroughput", 125)
+    return template({"FileSystem": lustre(capacity, deployment_type, **lustre_props)})
+
+
+def refused(words: list[str] | None, target: str = "deploy", fsx_choice: str = "up", **kwargs) -> str:
+    with pytest.raises(ConfigError) as err:
+        check(target, fsx_choice, words, **kwargs)
+    return str(err.value)
+
+
+def _utc_time(text: str) -> dt.datetime:
+    return dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+
+
+def later(hours: float) -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=hours)
+
+
+def test_nothing_deployed_passes(cfn):  # noqa: F811 - the fixture
+    cfn, _ = cfn
+    check("deploy", "up", None, cfn=cfn)                      # first deploy: no stacks
+    check("fsx-up", "up", ["fsxCapacity=2400"], cfn=cfn)
+
+
+def test_an_fsx_shrink_in_place_is_refused_naming_fsx_down_then_up(cfn):  # noqa: F811
+    cfn, _ = cfn
+    assert deploy(cfn, CORE_STACK, core(_efs("bursting", performance="maxIO")))["StackStatus"] == "CREATE_COMPLETE"
+    assert deploy(cfn, FSX_STACK, fsx(2400))["StackStatus"] == "CREATE_COMPLETE"
+    said = refused(None, cfn=cfn)          # cdk.json's Scratch 2 at 1,200 GiB
+    assert said.startswith("fsxCapacity: ") and "2,400 GiB" in said and "1,200 GiB" in said
+    assert "`make deploy FSX=down`, then `make deploy FSX=up`" in said and "fsxCapacity=2400" in said
+    said = refused(["express=false"], target="deploy-again", cfn=cfn)   # the deploy's own words come back
+    assert ('`make deploy-again FSX=down CONTEXT="express=false"`, then `make deploy-again FSX=up CONTEXT="express=false"`'
+            in said)
+    said = refused(None, target="fsx-up", cfn=cfn)
+    assert "`make fsx-down`, then `make fsx-up`" in said and "efs" not in said.lower()   # fsx-up deploys FSx alone
+    assert "`dslab fsx down`, then `dslab fsx up`" in refused(None, target="dslab-fsx-up", cfn=cfn)
+    # What leaves the file system as it is, or makes a new one, passes.
+    check("deploy", "keep", None, cfn=cfn)                  # FSX=keep deploys no FSx
+    check("deploy", "down", None, cfn=cfn)                  # FSX=down removes it
+    check("deploy", "up", ["fsxCapacity=2400"], cfn=cfn)    # as it is
+    check("deploy", "up", ["fsxCapacity=4800"], cfn=cfn)    # grows in place
+    check("deploy", "up", ["fsxDeploymentType=PERSISTENT_2", "fsxThroughputPerTiB=125"], cfn=cfn)   # a new file system
+    check("deploy", "up", ["fsxLink=import-path"], cfn=cfn)    # Lustre 2.12 with an import path: a new one too
+    check("deploy", "up", ["azId=use1-az6"], cfn=cfn)          # a zone move takes FSx down first (follow-zone)
+
+
+def test_a_persistent_2_shrink_is_refused_as_a_scratch_2_one(cfn):  # noqa: F811
+    cfn, _ = cfn
+    assert deploy(cfn, FSX_STACK, fsx(2400, "PERSISTENT_2"))["StackStatus"] == "CREATE_COMPLETE"
+    said = refused(["fsxDeploymentType=PERSISTENT_2", "fsxThroughputPerTiB=125"], cfn=cfn)
+    assert "FSx for Lustre (PERSISTENT_2) stands at 2,400 GiB" in said
+    check("deploy", "up", None, cfn=cfn)                      # back to Scratch 2: replaced, any size
+
+
+def test_an_efs_throughput_change_within_24_hours_is_refused_naming_the_time_and_the_stand_in_agrees(cfn):  # noqa: F811
+    """The check and the stand-in's EFS (what AWS answers) agree: refused within 24 hours of the change, with the same
+    UTC time; both pass once the time is past."""
+    cfn, client = cfn
+    assert deploy(cfn, CORE_STACK, core(_efs("bursting", performance="maxIO")))["StackStatus"] == "CREATE_COMPLETE"
+    check("deploy", "keep", ["efsThroughput=provisioned", "efsProvisionedMibps=64"], cfn=cfn)   # created: no change yet
+    assert deploy(cfn, CORE_STACK, core(_efs("provisioned", 64, performance="maxIO")))["StackStatus"] == "UPDATE_COMPLETE"
+    changed = [e["Timestamp"] for e in cfn.describe_stack_events(StackName=CORE_STACK)["StackEvents"]
+               if e["LogicalResourceId"] == "EfsFileSystem" and e["ResourceStatus"] == "UPDATE_COMPLETE"][0]
+    until = (changed + dt.timedelta(hours=24)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for fsx_choice in ("up", "keep", "down"):       # every deploy redeploys Core: FSX= does not matter
+        said = refused(None, fsx_choice=fsx_choice, cfn=cfn)     # cdk.json's bursting
+        assert said.startswith("efsThroughput: ") and f"after {until} UTC" in said
+        assert "efsThroughput=provisioned efsProvisionedMibps=64" in said and "TooManyRequests" in said
+    said = refused(["efsThroughput=provisioned", "efsProvisionedMibps=32"], cfn=cfn)
+    assert said.startswith("efsProvisionedMibps: ") and "provisioned 32 MiB/s" in said
+    check("deploy", "up", ["efsThroughput=provisioned", "efsProvisionedMibps=128"], cfn=cfn)   # up: always allowed
+    check("deploy", "up", ["efsThroughput=provisioned", "efsProvisionedMibps=64"], cfn=cfn)    # as it is
+    # A new performance mode is a new file system (PerformanceMode is create-only), with no such history.
+    check("deploy", "up", ["efsPerformance=generalPurpose", "efsThroughput=elastic"], cfn=cfn)
+    check("deploy", "keep", None, now=later(24.1), cfn=cfn)
+    # The stand-in refuses the same deploy as EFS does, and CloudFormation rolls it back ...
+    stack = deploy(cfn, CORE_STACK, core(_efs("bursting", performance="maxIO")))
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE"
+    assert "TooManyRequests" in reasons(cfn, CORE_STACK)
+    # EFS's time is its UpdateFileSystem call, just before CloudFormation's UPDATE_COMPLETE, whose time the check
+    # counts from: the check's time is never the earlier one.
+    aws_until = _utc_time(re.search(r"Wait until (\S+) UTC", reasons(cfn, CORE_STACK)).group(1))
+    assert dt.timedelta(0) <= _utc_time(until) - aws_until <= dt.timedelta(seconds=2)
+    # ... and the refused update is no change: the check still counts from the first one.
+    assert f"after {until} UTC" in refused(None, cfn=cfn)
+    # Past the 24 hours (the stand-in's record moved back, the check asked a day later), both let it go.
+    client.standin.env.efs_throughput_changes.update(
+        {fs: at - dt.timedelta(hours=24) for fs, at in client.standin.env.efs_throughput_changes.items()})
+    check("deploy", "up", None, now=later(24.1), cfn=cfn)
+    assert deploy(cfn, CORE_STACK, core(_efs("bursting", performance="maxIO")))["StackStatus"] == "UPDATE_COMPLETE"
+    # That revert was a change too: another one within 24 hours is refused again.
+    said = refused(["efsThroughput=provisioned", "efsProvisionedMibps=64"], cfn=cfn)
+    assert said.startswith("efsThroughput: ") and "now bursting" in said
+
+
+def test_both_refusals_are_said_in_one_line(cfn, capsys, monkeypatch):  # noqa: F811
+    cfn, client = cfn
+    assert deploy(cfn, CORE_STACK, core(_efs("bursting", performance="maxIO")))["StackStatus"] == "CREATE_COMPLETE"
+    assert deploy(cfn, CORE_STACK, core(_efs("provisioned", 64, performance="maxIO")))["StackStatus"] == "UPDATE_COMPLETE"
+    assert deploy(cfn, FSX_STACK, fsx(2400))["StackStatus"] == "CREATE_COMPLETE"
+    monkeypatch.setattr("boto3.client", lambda service, **kwargs: client(service))
+    assert main(["deploy-check", "deploy", "--fsx", "up"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and err.startswith("dslab: error: fsxCapacity and efsThroughput: ")
+    assert main(["deploy-check", "deploy", "--fsx", "down"]) == 2     # FSX=down: EFS's alone
+    assert capsys.readouterr().err.startswith("dslab: error: efsThroughput: ")
+
+
+def test_without_credentials_or_access_the_check_leaves_it_to_the_deploy(cfn, capsys):  # noqa: F811
+    from botocore.exceptions import NoCredentialsError
+    cfn, _ = cfn
+
+    class NoCredentials:
+        exceptions = cfn.exceptions
+
+        def describe_stacks(self, **kwargs):
+            raise NoCredentialsError()
+    check("deploy", "up", None, cfn=NoCredentials())
+    assert capsys.readouterr().err == ""                      # silent: the deploy needs them and will say
+    with Stubber(cfn) as stub:
+        stub.add_client_error("describe_stacks", "AccessDenied", "not allowed: cloudformation:DescribeStacks")
+        check("deploy", "up", None, cfn=cfn)
+    assert "could not read the deployed lab" in capsys.readouterr().err
+
+
+def test_a_refused_setting_is_refused_as_synthesis_would(cfn):  # noqa: F811
+    cfn, _ = cfn
+    with pytest.raises(Exception) as err:
+        check("deploy", "up", ["efsThroughput=burst"], cfn=cfn)
+    assert "efsThroughput" in str(err.value) and "bursting, provisioned, elastic" in str(err.value)
+
+
+def _event(status: str, minutes: int, props: dict | None = None, physical: str = "fs-1") -> dict:
+    event = {"LogicalResourceId": "Efs", "ResourceType": "AWS::EFS::FileSystem", "ResourceStatus": status,
+             "PhysicalResourceId": physical, "Timestamp": dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+             + dt.timedelta(minutes=minutes)}
+    if props is not None:
+        import json
+        event["ResourceProperties"] = json.dumps(props)
+    return event
+
+
+def test_the_last_throughput_change_is_read_from_the_events_properties():
+    bursting, p64 = {"ThroughputMode": "bursting"}, {"ThroughputMode": "provisioned", "ProvisionedThroughputInMibps": 64}
+    policy_only = {**p64, "FileSystemPolicy": {"Statement": []}}
+    created = [_event("CREATE_IN_PROGRESS", 0, bursting, ""), _event("CREATE_COMPLETE", 1, bursting)]
+    newest_first = lambda *events: list(reversed(created + list(events)))  # noqa: E731 - DescribeStackEvents' order
+    assert last_throughput_change(newest_first(), "Efs") is None                  # created: no change
+    changed = newest_first(_event("UPDATE_IN_PROGRESS", 10, p64), _event("UPDATE_COMPLETE", 11, p64))
+    assert last_throughput_change(changed, "Efs").minute == 11
+    # An update of something else (its policy) is no throughput change; a failed one changed nothing.
+    later_events = [_event("UPDATE_IN_PROGRESS", 10, p64), _event("UPDATE_COMPLETE", 11, p64),
+                    _event("UPDATE_IN_PROGRESS", 20, policy_only), _event("UPDATE_COMPLETE", 21, policy_only),
+                    _event("UPDATE_IN_PROGRESS", 30, bursting), _event("UPDATE_FAILED", 31)]
+    assert last_throughput_change(newest_first(*later_events), "Efs").minute == 11
+    # An update whose properties are not given may have been one: it counts.
+    assert last_throughput_change(newest_first(_event("UPDATE_IN_PROGRESS", 40), _event("UPDATE_COMPLETE", 41)),
+                                  "Efs").minute == 41
+    # A replacement is a new file system: its history starts there.
+    replaced = newest_first(_event("UPDATE_IN_PROGRESS", 10, p64), _event("UPDATE_COMPLETE", 11, p64),
+                            _event("UPDATE_IN_PROGRESS", 50, bursting), _event("UPDATE_COMPLETE", 51, bursting, "fs-2"))
+    assert last_throughput_change(replaced, "Efs") is None
