@@ -332,7 +332,8 @@ def world(tmp_path_factory):
     real_quota = standard.RetryQuotaChecker.acquire_retry_quota
     standard.RetryQuotaChecker.acquire_retry_quota = lambda self, context: True
     try:
-        with mock_aws():
+        # Step Functions records executions without running them (an emulated lab in this process turns running on)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": False}}):
             boto3.setup_default_session(region_name="us-east-1")
             _reuse_clients(boto3.DEFAULT_SESSION)
             yield World(tmp_path_factory.mktemp("fault-world"))

@@ -947,7 +947,7 @@ def markdown() -> str:
             "errors (\"common\": " + COMMON_QUOTE.replace("|", "/") + "; for S3 and EC2 their own lists: "
             + S3_QUOTE.replace("|", "/") + "; " + EC2_QUOTE.replace("|", "/") + "), and answers the code handles that "
             "the model does not list (their source beside them).", "",
-            "Retries: " + "; ".join(f"{r.mode} {r.max_attempts or ''} attempts: {r.where}".replace(" 0 attempts", "")
+            "Retries: " + "; ".join(f"{r.mode}{f', {r.max_attempts} attempts' if r.max_attempts else ''}: {r.where}"
                                     for r in (STANDARD, EXPRESS, TRAINING, CONNECTOR, SDK_JS, STEP_FUNCTIONS)) + ".",
             "", "Not scanned: " + "; ".join(f"`{k}`: {v}" for k, v in NOT_SCANNED.items()) + "; `examples/`: "
             "templates the user copies and owns.", ""]

@@ -199,12 +199,12 @@ def fix(code: str, status: int | None = None, *, operation: str = "?", service: 
         who: str | None = None) -> str:
     """What to do about ``code``: ``who`` is the role that called (None: the user's own credentials)."""
     found = kind(code, status)
+    later = "it passes: what stopped here can start again later"
     if found == "throttled":
         return ("AWS is throttling this account's requests (other tools calling the same API share the rate): "
-                + ("try again in a minute" if who is None else "the next run tries again; start it later"))
+                + ("try again in a minute" if who is None else later))
     if found == "unavailable":
-        return ("a temporary failure on AWS's side: " + ("try again in a few minutes" if who is None
-                                                         else "the next run tries again"))
+        return "a temporary failure on AWS's side: " + ("try again in a few minutes" if who is None else later)
     if found == "denied":
         action = iam_action(service, operation)
         if who is None:
