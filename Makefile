@@ -5,7 +5,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab bench-scaling clean
+.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh
@@ -115,6 +115,10 @@ fsx-up: setup
 
 bench-reader: setup
 	$(PY) -m benchmarks.bench_reader
+
+# The estimate's calibration: out-of-sample error per scenario and source, coverage and width of its ranges.
+bench-calibration: setup
+	$(PY) -m benchmarks.bench_calibration
 
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:

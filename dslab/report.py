@@ -180,7 +180,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
     drawn = [r for r in rows if r["billable_mean"] is not None]
     per_dataset = {d: sorted((r for r in drawn if r["dataset"] == d), key=lambda r: _source_rank(r["mode"]))
                    for d in datasets}
-    panels = [d for d in datasets if per_dataset[d]] or datasets[:1]
+    panels = [d for d in datasets if per_dataset[d]] or datasets[:1] or ["no job completed"]   # an empty run: one frame
     widths = [max(1, len(per_dataset.get(d) or [])) for d in panels]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 0.55 * sum(widths) + 1.2 * len(panels) + 1.5), 5.2),
                              dpi=110, sharey=True, squeeze=False, gridspec_kw={"width_ratios": widths})
@@ -380,14 +380,24 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
         estimate = answers.estimate_for(m)
         if estimate is not None and estimate.decision is not None:
             e = estimate.decision
-            runner = f"; runner-up {e.runner_up.source}, {usd(e.runner_up.cost_usd)}" if e.runner_up else ""
+            runner = (f"; runner-up {e.runner_up.source}, {usd(e.runner_up.cost_usd)}{_range(e.runner_up)}"
+                      if e.runner_up else "")
             lines.append(f"- {bold('Estimated on AWS')} (the same jobs at AWS speed, not measured): pick "
-                         f"{e.pick.source}, {usd(e.pick.cost_usd)} per run, {duration(e.pick.seconds)} to a result"
-                         f"{runner}. Why: {e.why}.")
+                         f"{e.pick.source}, {usd(e.pick.cost_usd)} per run{_range(e.pick)}, {duration(e.pick.seconds)} "
+                         f"to a result{runner}. Why: {e.why}." + (f" Precision: {e.noise}." if e.noise else ""))
+            if estimate.premise is not None:   # what the estimate assumed, as every answer says it
+                lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}.")
             for advice in estimate.recommendation.advice:
                 lines.append(f"- Advice (estimated on AWS): {advice}.")
         lines.append("")
     return lines
+
+
+def _range(option) -> str:
+    """" ($0.36-$0.41)": an estimate's range of cost to a result (calibration.py), "" without one."""
+    from .core.decision import usd
+    interval = option.cost_interval
+    return f" ({usd(interval[0])}-{usd(interval[1])})" if interval and not option.runs else ""
 
 
 # ---- documents --------------------------------------------------------------------------------
@@ -516,7 +526,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         lines += [f"- {r['dataset']} / {r['mode']}: {_cell(reason)}" for r, reason in failures]
     if answers.estimated:
         lines += ["", "## The same experiment on AWS, estimated (not measured)", "",
-                  "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result | "
+                  "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result (range) | "
                   "time to a result | bound | note |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for a in answers.estimated:
             if a.decision is None:
@@ -526,7 +536,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                 e = a.recommendation.estimates[o.source]
                 lines.append(f"| {a.scenario.label} | {rank} | {o.source} | {_fmt(e.downloading)} | {_fmt(e.training)} | "
                              f"{_fmt(e.other)} | {_fmt(e.billable_seconds)} | {usd(o.job_usd)} | {usd(o.setup.usd)} | "
-                             f"{usd(o.cost_usd)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
+                             f"{usd(o.cost_usd)}{_range(o)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
     lines.append("")
     return "\n".join(lines)
 

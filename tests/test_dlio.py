@@ -20,7 +20,7 @@ import yaml
 from dslab.cli import main
 from dslab.core.dlio import parse_workload
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import estimate_mode
+from dslab.core.estimate import TRAIN_FIXED, estimate_mode
 from dslab.core.experiment import parse_experiment
 from dslab.core.prices import PriceTable
 from dslab.core.requests import plan
@@ -86,25 +86,51 @@ def test_the_three_a100_training_workloads_read_as_mlperf_storage_publishes_them
     assert unet.rate == pytest.approx(7 / 0.636) and resnet.rate == pytest.approx(400 / 0.435)
 
 
-def test_every_key_spelling_in_circulation_names_the_same_field():
-    """mlcommons/storage's v0.5 unet3d.yaml writes `model: unet3d`, `record_length`, `record_length_stdev`; DLIO's
-    resnet50_tf.yaml at d22548d `record_length_std` and an empty `data_loader:`; resnet50_v100.yaml at 6027937 `epoch`."""
+def test_only_the_key_spellings_a_dlio_release_read_are_read():
+    """mlcommons/storage's v0.5 unet3d.yaml writes `model: unet3d`, `record_length`, `record_length_stdev` (read by DLIO up
+    to v2.0.0); the A100 file `record_length_bytes` (v2.0.1 on). DLIO's resnet50_tf.yaml at d22548d writes
+    `record_length_std` and resnet50_v100.yaml at 6027937 `epoch`, which no DLIO release reads (LoadConfig there reads
+    record_length_stdev and train.epochs): DLIO ran them with a stdev of 0 and 1 epoch, and so does the lab, saying so."""
     old = workload(DLIO / "unet3d@db54a51.yaml")
     new = parse_workload({**yaml.safe_load(UNET3D.read_text())}, "unet3d_a100.yaml")
     assert old.name == new.name == "unet3d"
     assert (old.record_bytes, old.record_bytes_stdev, old.num_files, old.epochs) == (146600628, 68341808, 168, 5)
     assert old.dataset_name == new.dataset_name          # one shape, one dataset (the A100 file's compute differs)
+    assert any("record_length: 146,600,628 bytes (read by DLIO up to v2.0.0)" in line for line in old.used)
+    assert any("(read by DLIO v2.0.1 on)" in line for line in new.used)
     tf = workload(DLIO / "resnet50_tf@d22548d.yaml")
-    assert tf.record_bytes_stdev == 136075.82 and tf.data_loader == "tensorflow"   # DLIO's default for an empty one
-    assert any("data_loader: tensorflow (not given: DLIO's default)" in line for line in tf.used)
-    assert tf.epochs == 1 and any(line.startswith("train.epochs: 1 (not given") for line in tf.used)
+    assert tf.record_bytes_stdev == 0 and tf.data_loader == "tensorflow"   # DLIO's defaults
+    assert any(line.startswith("dataset.record_length_std: no DLIO release reads it") for line in tf.ignored)
     v100 = yaml.safe_load((DLIO / "resnet50_v100@6027937.yaml").read_text())
     v100["dataset"]["format"] = "tfrecord"               # the file is png: its spellings, read in a format the lab makes
     spelled = parse_workload(v100, "resnet50_v100.yaml")
-    assert spelled.epochs == 5 and spelled.record_bytes_stdev == 136075.82
-    both = {**v100, "train": {**v100["train"], "epochs": 5}}
-    with pytest.raises(ConfigError, match=r"train\.epoch.*same field"):
-        parse_workload(both, "x.yaml")
+    assert spelled.epochs == 1 and any(line.startswith("train.epoch: no DLIO release reads it") for line in spelled.ignored)
+
+
+def test_exclude_start_steps_is_honoured_at_dlios_defaults_and_refused_otherwise():
+    document = yaml.safe_load(UNET3D.read_text())
+    honoured = parse_workload({**document, "output": {"folder": "out", "metric": {"exclude_start_steps": 1,
+                                                                                  "exclude_end_steps": 0}}}, "w.yaml")
+    assert "output.metric.exclude_start_steps: 1" in honoured.used
+    assert any(line.startswith("output (folder)") for line in honoured.ignored)
+    with pytest.raises(ConfigError, match=r"output\.metric\.exclude_start_steps: 3: the lab computes AU as DLIO does"):
+        parse_workload({**document, "output": {"metric": {"exclude_start_steps": 3}}}, "w.yaml")
+    with pytest.raises(ConfigError, match=r"metric\.exclude_start_steps: is read by DLIO under output\.metric"):
+        parse_workload({**document, "metric": {"au": 0.9, "exclude_start_steps": 1}}, "w.yaml")
+
+
+def test_a_workload_under_mlperfs_dataset_size_says_so_and_one_that_trains_no_step_is_refused(capsys):
+    """`size --workload unet3d_a100.yaml --count 8` sized 168 files for 64 accelerators: 0 steps an epoch. MLPerf
+    Storage's datasize step asks max(5 x the hosts' memory, 500 steps x accelerators x batch) (Submission_guidelines.md;
+    mlpstorage rules.py): the figures say which count they use against MLPerf's; no step at all is refused."""
+    unet = workload(UNET3D)
+    assert unet.mlperf_files(1, 61, 1) == max(5 * 61 * 2**30 // 146600628, 500 * 1 * 7) == 3500
+    code, _, err = run_cli(capsys, "size", "--workload", UNET3D, "--instance", "ml.p4d.24xlarge", "--count", "8")
+    assert one_line_error(code, err, "--instance-count", "0 steps an epoch on 64 accelerators", "337,502 files"), err
+    result = sized(capsys, "--workload", UNET3D, "--instance", "ml.p3.2xlarge")
+    assert result["files"] == 168
+    assert any("these figures use" in n and "168 files, 24 steps an epoch" in n and "3,500 files" in n
+               for n in result["premise"]["notes"])
 
 
 def test_data_reader_is_reader_as_older_files_spell_it():
@@ -200,7 +226,7 @@ def test_au_is_dlios_mean_of_the_epochs_au_not_compute_over_the_whole_run():
                       prices=PriceTable(), readers=w.readers(accelerators),
                       provisioning=Provisioning(fsx=FsxConfig.persistent2(1000, 4800)))
     assert len(e.epoch_seconds) == 5 and e.epoch_seconds[0] > 4 * e.epoch_seconds[1] == 4 * e.epoch_seconds[4]
-    assert e.training == pytest.approx(21.0 + sum(e.epoch_seconds))   # estimate.TRAIN_FIXED: the framework's start
+    assert e.training == pytest.approx(TRAIN_FIXED + sum(e.epoch_seconds))   # the framework's start
     # Each simulated accelerator (a rank) takes batch_size samples per step, computation_time each: every one of
     # the 8 ranks has the same steps, and each step of an epoch takes that epoch's share of its wall time.
     steps = w.num_files * w.samples_per_file // (hosts * accelerators) // w.batch_size
@@ -292,7 +318,7 @@ def test_size_workload_gives_the_accelerators_each_source_feeds_at_the_workloads
         assert source["max_accelerators_at_target_au"] == source["max_instances_at_target_au"] * 8, source["source"]
         # A source feeds N instances exactly when its AU at N (here 8) is at the workload's 70%, not 90%.
         assert (source["au_percent"] >= 70.0) == (source["max_instances_at_target_au"] >= 8), source["source"]
-    unet = sized(capsys, "--workload", UNET3D, "--instance", "ml.p4d.24xlarge", "--count", "8")
+    unet = sized(capsys, "--workload", UNET3D, "--instance", "ml.p4d.24xlarge")
     assert unet["au_target_percent"] == 90.0 and unet["files"] == 168
 
 

@@ -190,3 +190,24 @@ def test_a_region_full_of_logs_resource_policies_is_said_before_a_deploy_fails_o
     logs.delete_resource_policy(policyName="other-0")
     logs.put_resource_policy(policyName="DataSourceLab-DataSync", policyDocument='{"Version": "2012-10-17", "Statement": []}')
     assert check_zone(ec2, fsx, region="us-east-1", az_id=zone, instance_types=["ml.g5.xlarge"], logs=logs).ok  # the lab's own
+
+
+def test_doctor_reads_the_accounts_fsx_storage_quota_and_says_when_the_labs_fsx_is_past_it(aws, capsys, monkeypatch, tmp_path):
+    """The applied FSx for Lustre storage quota of the lab's deployment type (looked up by its Service Quotas name), against
+    the lab's FSx as deployed or as cdk.json builds it: past it, the doctor fails (exit 1) and prints the request."""
+    from dslab.emulator import patches
+    from dslab.emulator.patches.hooks import HOOKS
+    patches.install()
+    monkeypatch.chdir(tmp_path)   # no cdk-outputs.json here: the lab as cdk.json builds it (Scratch 2, 1,200 GiB)
+    ec2, _ = aws
+    zone = offered_in(ec2, "g5.xlarge")[0]
+    assert main(["doctor", "--az-id", zone, "--instance-type", "ml.g5.xlarge", "--json"]) == 0
+    quota = json.loads(capsys.readouterr().out)["fsx_quota"]
+    assert (quota["quota"], quota["code"], quota["applied_gib"], quota["lab_fsx_gib"], quota["ok"]) == \
+        ("Lustre Scratch storage capacity", "L-AD2FC696", 100_800, 1200, True)
+    monkeypatch.setitem(HOOKS.fsx_quotas, "Lustre Scratch storage capacity", 0.0)   # an account that was lowered
+    assert main(["doctor", "--az-id", zone, "--instance-type", "ml.g5.xlarge"]) == 1
+    said = capsys.readouterr().out
+    assert ('FSx storage quota: "Lustre Scratch storage capacity" (L-AD2FC696): 0 GiB applied; the lab\'s 1,200 GiB '
+            "SCRATCH_2 does NOT fit: aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
+            "L-AD2FC696 --desired-value 1200") in said

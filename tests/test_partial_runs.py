@@ -141,11 +141,13 @@ def test_an_interrupted_out_is_resumed_fresh_starts_over_and_another_experiments
     with pytest.raises(ConfigError, match="--out.*another experiment.*--fresh"):
         resume_of(out, other, fresh=False)
     assert (out / "results.json").exists()
-    # --fresh: starts over, the earlier run's results, report and logs (set-apart ones too) removed, and said.
+    # --fresh: starts over; the earlier run's results, report and logs (set-apart ones too) move aside until it ends.
     assert resume_of(out, experiment, fresh=True) is None
-    prepare_out(out, None, experiment, True, said.append)
-    assert not (out / "results.json").exists() and not list((out / "jobs").rglob("*.log"))
-    assert said[-1] == f"{out}: starting over (--fresh): removed the earlier run's 2 result and report files and 3 job logs"
+    aside = prepare_out(out, None, experiment, True, said.append)
+    assert not (out / "results.json").exists() and not (out / "jobs").exists()
+    assert (aside / "results.json").exists() and len(list((aside / "jobs").rglob("*.log"))) == 3
+    assert said[-1].startswith(f"{out}: starting over (--fresh): the earlier run's 2 result and report files and 3 job "
+                               f"logs are kept in {aside}/ until this run ends")
 
 
 def test_a_finished_run_in_out_is_replaced_not_resumed(tmp_path):
@@ -158,9 +160,9 @@ def test_a_finished_run_in_out_is_replaced_not_resumed(tmp_path):
     out = _out_with_a_run(tmp_path, experiment, partial=False)
     said: list[str] = []
     assert resume_of(out, experiment, fresh=False) is None     # `make bench-lab` runs twice: both run every job
-    prepare_out(out, None, experiment, False, said.append)
-    assert not list((out / "jobs").glob("*.log")) and said == [
-        f"{out}: starting over: removed the earlier run's 2 result and report files and 3 job logs"]
+    aside = prepare_out(out, None, experiment, False, said.append)   # kept aside until the new run ends
+    assert not (out / "jobs").exists() and len(list((aside / "jobs").glob("*.log"))) == 3
+    assert said[0].startswith(f"{out}: starting over: the earlier run's 2 result and report files and 3 job logs are kept")
 
 
 def test_local_repeats_overrides_the_files_repeats(tmp_path, monkeypatch):

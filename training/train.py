@@ -6,7 +6,8 @@ input mode from the container contract, prints metric lines for the job's metric
 (``metric_definitions.json``), writes ``metrics.json`` to the output data directory (on a cluster,
 ``metrics-<host>.json`` on every host) and, on the first host only, a model artifact to the model
 directory. On failure it writes one line to ``/opt/ml/output/failure`` (the
-job's FailureReason) and exits non-zero.
+job's FailureReason) and exits non-zero. Given a ``checkpoint_plan`` hyperparameter it writes and reads
+checkpoints instead, as DLIO does for MLPerf Storage (``run_checkpoint_trial``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from dslab_train.checkpoint import CheckpointError, CheckpointSpec, run_checkpoints  # noqa: E402
 from dslab_train.compute import PRESETS, EmulatedCompute, TorchResNet50  # noqa: E402
 from dslab_train.contract import SCRIPT_INPUT, ContractError, JobContext, load_context  # noqa: E402
 from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, NpzSource, PipelineConfig,  # noqa: E402
@@ -139,8 +141,54 @@ def make_s3_sources(ctx: JobContext, dataset_format: str):
     raise ContractError(f"hyperparameter dataset_format={dataset_format!r}: use jpg, tfrecord, npz or auto")
 
 
+def checkpoint_directory(ctx: JobContext) -> tuple[Path, bool]:
+    """Where checkpoints go, and whether every host sees the same folder. ``checkpoint_channel``: a read-write file
+    system channel (FSx for Lustre, EFS), shared by the hosts, with ``checkpoint_dir`` a folder inside it; else
+    ``checkpoint_dir``, default SageMaker's checkpoint LocalPath, /opt/ml/checkpoints ("The default directory is
+    /opt/ml/checkpoints/", CheckpointConfig.LocalPath), each host's own volume, which SageMaker syncs to S3."""
+    hp = ctx.hyperparameters
+    channel, folder = hp.get("checkpoint_channel"), hp.get("checkpoint_dir")
+    if channel:
+        if channel not in ctx.channel_dirs:
+            raise ContractError(f"hyperparameter checkpoint_channel={channel!r} names no input channel "
+                                f"(have: {', '.join(sorted(ctx.channel_dirs)) or 'none'})")
+        if folder and Path(str(folder)).is_absolute():
+            raise ContractError(f"hyperparameter checkpoint_dir={folder!r} must be a folder inside the channel "
+                                "checkpoint_channel names, not an absolute path")
+        return ctx.channel_dirs[channel] / str(folder or ""), True
+    return (Path(str(folder)) if folder else ctx.base / "checkpoints"), False
+
+
+def run_checkpoint_trial(ctx: JobContext) -> dict:
+    """A checkpoint trial: the plan's checkpoints written, the cache dropped, read back (dslab_train/checkpoint.py)."""
+    started = time.perf_counter()
+    spec = CheckpointSpec.from_hyperparameter(ctx.hyperparameters["checkpoint_plan"])
+    directory, shared = checkpoint_directory(ctx)
+    print(f"dslab: checkpoints of {spec.workload} ({spec.mode} mode, {spec.processes} processes, scale {spec.scale:g}) "
+          f"in {directory} ({'shared by the hosts' if shared else 'this host'}): {spec.writes} written, {spec.reads} "
+          f"read, {spec.interval_seconds:g} s apart; host {ctx.current_host}/{len(ctx.hosts)}", flush=True)
+    figures = run_checkpoints(spec, directory, ctx.host_rank, len(ctx.hosts), shared)
+    for phase in ("save", "stall", "load"):
+        for step, seconds in enumerate(figures[f"{phase}_seconds"], start=1):
+            metric(f"checkpoint_{phase}_seconds", seconds, checkpoint=step)
+    # The last line of each name is the value SageMaker keeps: the mean over the checkpoints, as DLIO's summary.
+    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "load_seconds", "load_gb_per_second"):
+        if figures[f"{name}_mean"] is not None:
+            metric(f"checkpoint_{name}", figures[f"{name}_mean"])
+    summary = {"checkpoint": figures, "input_mode": ctx.input_mode, "host": ctx.current_host, "hosts": len(ctx.hosts),
+               "script_seconds": time.perf_counter() - started}
+    ctx.output_data_dir.mkdir(parents=True, exist_ok=True)
+    (ctx.output_data_dir / metrics_file_name(ctx.current_host, ctx.hosts)).write_text(json.dumps(summary, indent=2))
+    ctx.model_dir.mkdir(parents=True, exist_ok=True)
+    if ctx.host_rank == 0:
+        (ctx.model_dir / "model.json").write_text(json.dumps({"model": "checkpoint trial", "workload": spec.workload}))
+    return summary
+
+
 def run(ctx: JobContext) -> dict:
     hp = ctx.hyperparameters
+    if hp.get("checkpoint_plan"):
+        return run_checkpoint_trial(ctx)
     started = time.perf_counter()
     epochs = _int(hp, "epochs", 1)
     dataset_format = str(hp.get("dataset_format", "auto"))
@@ -314,7 +362,7 @@ def main() -> int:
         ctx = load_context()
         run(ctx)
         return 0
-    except (ContractError, DataError, RecordError, S3ReadError) as err:
+    except (ContractError, DataError, RecordError, CheckpointError, S3ReadError) as err:
         return fail(ctx.failure_file if ctx else None, str(err))
     except Exception as err:  # an unexpected bug: still give the operator one line and the trace in the log
         traceback.print_exc()

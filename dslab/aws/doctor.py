@@ -61,8 +61,10 @@ class ZoneReport:
     standard_zones: list[str]
     express_zones: list[str] = field(default_factory=list)   # zone IDs with S3 Express One Zone (documented)
     logs_policies: list[str] | None = None                     # CloudWatch Logs resource policies of the region
+    fsx_quota: dict[str, Any] | None = None                    # the lab's FSx against the account's storage quota
     needs_express: bool = False                                # the experiment has storage: express trials
     logs_detail: str = ""                                      # why the resource policies were not checked
+    quota_detail: str = ""                                     # why the FSx storage quota was not checked
     notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE,
                                                       f"S3 Express One Zone: the S3 User Guide's table, {EXPRESS_ZONES_SOURCE}"])
 
@@ -71,6 +73,10 @@ class ZoneReport:
         """Room for the lab's DataSync log policy: at most 10 resource policies per account and region."""
         return (self.logs_policies is None or LOGS_POLICY_NAME in self.logs_policies
                 or len(self.logs_policies) < LOGS_RESOURCE_POLICIES_MAX)
+
+    @property
+    def fsx_quota_ok(self) -> bool:
+        return self.fsx_quota is None or self.fsx_quota["ok"]
 
     @property
     def express_ok(self) -> bool:
@@ -88,7 +94,7 @@ class ZoneReport:
     @property
     def ok(self) -> bool:
         return (self.zone_ok and self.fsx_ok and not self.missing and (self.express_ok or not self.needs_express)
-                and self.logs_policy_ok)
+                and self.logs_policy_ok and self.fsx_quota_ok)
 
     def to_dict(self) -> dict[str, Any]:
         return {"region": self.region, "az_id": self.az_id, "zone_name": self.zone_name, "ok": self.ok,
@@ -96,6 +102,7 @@ class ZoneReport:
                 "fsx_ok": self.fsx_ok, "fsx_detail": self.fsx_detail, "express_ok": self.express_ok,
                 "express_zones": self.express_zones, "needs_express": self.needs_express, "suitable_zones": self.suitable_zones,
                 "logs_resource_policies": self.logs_policies, "logs_policy_ok": self.logs_policy_ok,
+                "fsx_quota": self.fsx_quota,
                 "notes": self.notes}
 
     def lines(self) -> list[str]:
@@ -106,6 +113,8 @@ class ZoneReport:
             here = "offered" if self.az_id in zones else "NOT offered"
             out.append(f"  {instance_type}: {here} in {self.az_id} (EC2 offering; offered in: {', '.join(zones) or 'no zone of the region'})")
         out.append(f"  FSx for Lustre: {self.fsx_detail}")
+        if self.fsx_quota is not None:
+            out.append(f"  FSx storage quota: {fsx_quota_line(self.fsx_quota)}")
         if self.express_ok:
             out.append(f"  S3 Express One Zone: offered in {self.az_id}")
         else:
@@ -113,6 +122,8 @@ class ZoneReport:
                            else "the lab deploys without it here (express=auto)")
             out.append(f"  S3 Express One Zone: NOT offered in {self.az_id}: {consequence} "
                        f"({express_where(self.region)})")
+        if self.quota_detail:
+            out.append(f"  FSx storage quota: not checked: {self.quota_detail}")
         if self.logs_detail:
             out.append(f"  CloudWatch Logs: the region's resource policies were not checked: {self.logs_detail}")
         if not self.logs_policy_ok:
@@ -127,6 +138,28 @@ class ZoneReport:
                        "a deployed lab moves by `make destroy` then `make deploy-again`")
         out += [f"note: {n}" for n in self.notes]
         return out
+
+
+def fsx_quota_check(service_quotas, fsx) -> dict[str, Any]:
+    """The account's applied FSx for Lustre storage quota of the lab's deployment type (looked up by its Service Quotas
+    name; provisioning.FSX_QUOTAS) against the lab's file system ``fsx`` (a provisioning.FsxConfig)."""
+    from ..core.provisioning import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS, fsx_quota
+    from ..workflow.plan import read_quotas
+    code, name = FSX_QUOTAS[fsx.deployment_type]
+    found = read_quotas(service_quotas, "fsx").get(name)
+    applied = found.value if found is not None else None
+    needed = fsx_quota(fsx, applied)
+    return {"quota": name, "code": found.code if found is not None else code, "listed": found is not None,
+            "applied_gib": applied if applied is not None else FSX_QUOTA_DEFAULT_GIB, "lab_fsx_gib": fsx.capacity_gib,
+            "deployment_type": fsx.deployment_type, "ok": needed is None, "request": needed["command"] if needed else None}
+
+
+def fsx_quota_line(quota: dict[str, Any]) -> str:
+    applied = (f"{quota['applied_gib']:,.0f} GiB applied" if quota["listed"] else
+               f"not listed by Service Quotas: its default {quota['applied_gib']:,.0f} GiB taken")
+    verdict = (f"the lab's {quota['lab_fsx_gib']:,} GiB {quota['deployment_type']} fits" if quota["ok"] else
+               f"the lab's {quota['lab_fsx_gib']:,} GiB {quota['deployment_type']} does NOT fit: {quota['request']}")
+    return f"\"{quota['quota']}\" ({quota['code']}): {applied}; {verdict} (every file system of the type counts)"
 
 
 def validate_instance_types(instance_types: list[str]) -> list[str]:
@@ -151,9 +184,10 @@ def _offering_zones(ec2, ec2_type: str) -> list[str]:
 
 
 def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], needs_express: bool = False,
-               logs=None) -> ZoneReport:
+               logs=None, service_quotas=None, lab_fsx=None) -> ZoneReport:
     """Check ``az_id`` of ``region`` for ``instance_types`` (SageMaker names, ml.*), FSx for Lustre and
-    (needed when ``needs_express``) S3 Express One Zone."""
+    (needed when ``needs_express``) S3 Express One Zone; with ``service_quotas`` and ``lab_fsx`` (the lab's FSx as
+    deployed or as cdk.json builds it), the account's FSx storage quota."""
     try:
         check_zone_id(az_id, region)
     except ZoneIdError as err:
@@ -186,7 +220,13 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], 
             policies = [p["policyName"] for p in logs.describe_resource_policies().get("resourcePolicies", [])]
         except (ClientError, BotoCoreError) as err:
             policies, logs_detail = None, explain(err, service="logs")   # not checked, and said why
+    quota, quota_detail = None, ""
+    if service_quotas is not None and lab_fsx is not None:
+        try:
+            quota = fsx_quota_check(service_quotas, lab_fsx)
+        except (ClientError, BotoCoreError) as err:
+            quota, quota_detail = None, explain(err, service="service-quotas")   # not checked, and said why
     return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
                       fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard,
                       express_zones=list(express_zone_ids(region)), needs_express=needs_express, logs_policies=policies,
-                      logs_detail=logs_detail)
+                      logs_detail=logs_detail, fsx_quota=quota, quota_detail=quota_detail)

@@ -31,9 +31,12 @@ def cmd_doctor(args) -> int:
         specs = expand(experiment)
         instance_types += [spec.trial.instance_type for spec in specs]
         needs_express = any(spec.trial.storage == "express" for spec in specs)
+    from .common import lab_provisioning
     report = check_zone(boto3.client("ec2", region_name=region), boto3.client("fsx", region_name=region),
                         region=region, az_id=az_id, instance_types=instance_types, needs_express=needs_express,
-                        logs=boto3.client("logs", region_name=region))
+                        logs=boto3.client("logs", region_name=region),
+                        service_quotas=boto3.client("service-quotas", region_name=region),
+                        lab_fsx=lab_provisioning(args).fsx)
     stored = efs_stored(args, region)
     if args.json:
         print_json({**report.to_dict(), "efs": stored})

@@ -149,6 +149,10 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     if workload is not None:
         workload, said = workload.on_accelerator(accelerator_kind(instance))
         notes += [said] if said else []
+        from ..core.instances import INSTANCES
+        if instance in INSTANCES:   # the file count against MLPerf Storage's for this cluster, said (or refused)
+            said = workload.mlperf_size(count, INSTANCES[instance].memory_gib, accelerators * count)
+            notes += [said] if said else []
         rate, compute = workload.rate, (f"{workload.name} as DLIO emulates it: batch {workload.batch_size} every "
                                         f"{workload.computation_time:g} s = {workload.rate:,.1f} samples/s per accelerator")
         readers, au_target = workload.readers(accelerators), workload.au_percent

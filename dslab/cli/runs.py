@@ -153,8 +153,10 @@ def cmd_run(args) -> int:
     experiment, where = _experiment(args, repeats=args.repeats)
     check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
-    check_runtimes(experiment)
+    lab = lab_provisioning(args)
+    check_runtimes(experiment, lab=lab)
     user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
+    print_premises(experiment, lab)         # what each scenario's estimate assumes, as plan says it
     print_ignored(_workloads(experiment))   # the DLIO fields the lab does not use, one line each
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .decision import Decision, decide, option_from_measured
+from .instances import INSTANCES
 from .premise import (COMPUTE_PRESETS, DatasetShape, Premise, accelerator_kind, accelerators_of, compute_rate,
                       describe_preset)
 from .limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
@@ -168,6 +169,11 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premis
         readers, au_target = trial.workload.readers(accelerators), trial.workload.au_percent
         said = trial.workload.on_accelerator(accelerator_kind(trial.instance_type))[1]
         notes = (said,) if said and "compute" not in trial.given else ()
+        row = INSTANCES.get(trial.instance_type)
+        if row is not None:   # its file count against MLPerf Storage's for the trial's cluster (or refused: 0 steps)
+            mlperf = trial.workload.mlperf_size(trial.instance_count, row.memory_gib,
+                                                accelerators * trial.instance_count, field="instance_count")
+            notes += (mlperf,) if mlperf else ()
     return Premise(instance_type=trial.instance_type, instance_count=trial.instance_count, accelerators=accelerators,
                    epochs=trial.epochs, rate=compute_rate_of(trial), compute=compute_said(trial), shape=known.shape,
                    shape_origin=known.source, lab=lab, volume_size_gb=trial.volume_size_gb, readers=readers,

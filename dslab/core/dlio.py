@@ -18,12 +18,16 @@ them) describes a dataset and an emulated accelerator. The lab takes from it wha
   ``>= au * 100`` (end_run, lines 148-156). The estimate (estimate.py), the training script and its helper
   (training/dslab_report.py dlio_au) and a cluster's figures (job_metrics.py) all compute it so.
 
-Everything else (checkpointing, evaluation, storage options, profiling, output) is ignored, each said in one
-line. Files in circulation spell some keys differently (older DLIO and MLPerf Storage v0.5/v1.0 files):
-``record_length`` for ``record_length_bytes``, ``record_length_stdev`` or ``record_length_std`` for
-``record_length_bytes_stdev``, ``epoch`` for ``epochs``, ``model: name`` for ``model: {name: ...}``, and
-``data_reader`` for ``reader``; all are read. Where a field is absent, DLIO's own default applies
-(dlio_benchmark/utils/config.py ConfigArguments) and the workload says so. No I/O here: the CLI reads the file.
+Everything else (checkpointing, evaluation, storage options, profiling, output's folders) is ignored, each said in one
+line. A checkpointing workload (``workflow: {train: False, checkpoint: True}``, MLPerf Storage's llama3 files) is
+core/checkpoint.py's: ``parse_any_workload`` hands it there. Only key spellings some DLIO release reads are read (its LoadConfig, dlio_benchmark/utils/config.py):
+``record_length``/``record_length_stdev`` (up to v2.0.0) or ``record_length_bytes``/``record_length_bytes_stdev``
+(v2.0.1 on), ``model: name`` or ``model: {name: ...}``, ``data_reader`` or ``reader``, ``output.metric.exclude_start_steps``
+and ``exclude_end_steps`` (v2.0.1 on: the lab's AU honours their defaults, 1 and 0, and refuses others). Spellings found in
+published files that no release reads (``record_length_std``, ``train.epoch``) are said and left at DLIO's default, as
+DLIO left them. Where a field is absent, DLIO's own default applies (ConfigArguments) and the workload says so. A full-size
+workload's file count is said against what MLPerf Storage's datasize step gives the cluster (Workload.mlperf_size). No I/O here:
+the CLI reads the file.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ MLPERF_TIMINGS: dict[tuple[str, str], tuple[int, float, str]] = {
     ("cosmoflow", "h100"): (1, 0.00350, "cosmoflow_h100.yaml"),
 }
 ACCELERATOR_NAMES = {"v100": "V100", "a100": "A100", "h100": "H100"}
+# MLPerf Storage's dataset rules (Submission_guidelines.md, "Minimum dataset size": HOST_MEMORY_MULTIPLIER = 5,
+# num_steps_per_epoch "is a minimum of 500"); Workload.mlperf_files computes them as mlpstorage's datasize step does.
+MLPERF_MEMORY_MULTIPLIER = 5
+MLPERF_MIN_STEPS = 500
 
 # The sections DLIO reads (LoadConfig), and the ones files in circulation carry beside them.
 SECTIONS = {"model", "framework", "workflow", "dataset", "reader", "data_reader", "train", "evaluation",
@@ -92,8 +100,22 @@ METRIC_KEYS = {"au"}
 
 # Aliases, newest spelling first: each names one field; a file giving two spellings of one field is refused.
 RECORD_LENGTH = ("record_length_bytes", "record_length")
-RECORD_STDEV = ("record_length_bytes_stdev", "record_length_stdev", "record_length_std")
-EPOCHS = ("epochs", "epoch")
+RECORD_STDEV = ("record_length_bytes_stdev", "record_length_stdev")
+EPOCHS = ("epochs",)
+# Which DLIO releases read each spelling (LoadConfig, dlio_benchmark/utils/config.py): record_length and
+# record_length_stdev up to v2.0.0; record_length_bytes and record_length_bytes_stdev from v2.0.1 (commit 67f0fbf), with
+# no alias for the old names.
+READ_BY = {"record_length": "DLIO up to v2.0.0", "record_length_stdev": "DLIO up to v2.0.0",
+           "record_length_bytes": "DLIO v2.0.1 on", "record_length_bytes_stdev": "DLIO v2.0.1 on"}
+# Spellings in published files that no DLIO release reads (LoadConfig at 6027937, d22548d, v2.0.0, v2.0.1 and e1919d7
+# reads record_length_stdev / record_length_bytes_stdev and train.epochs): DLIO ran such a file on its default, and so
+# does the lab, saying so.
+NEVER_READ = {"dataset.record_length_std": ("record_length_stdev (record_length_bytes_stdev from v2.0.1)", "0 bytes"),
+              "train.epoch": ("train.epochs", "1 epoch")}
+# output.metric (DLIO v2.0.1 on: statscounter.py leaves out exclude_start_steps steps at the start of an epoch and
+# exclude_end_steps at its end when it computes AU; defaults 1 and 0). The lab computes AU with the first step left out
+# (training/dslab_report.py, estimate.py): those defaults are honoured, other values refused.
+OUTPUT_METRIC_KEYS = {"exclude_start_steps": 1, "exclude_end_steps": 0}
 
 # Why a field the lab does not use changes nothing it measures (one line each).
 IGNORED_WHY = {
@@ -210,6 +232,37 @@ class Workload:
                     f"{target} timing of {self.name} is used ({source}: batch {batch} every {seconds:g} s); {its_own}")
         return self, (f"{self.source} emulates {ACCELERATOR_NAMES[own]}, but the instance has {target} and no published "
                       f"{self.name} file emulates {target}: its {ACCELERATOR_NAMES[own]} timing is used as given; {its_own}")
+
+    def mlperf_files(self, hosts: int, host_memory_gib: float, accelerators: int) -> int:
+        """The training files MLPerf Storage's datasize step asks for ``hosts`` of ``host_memory_gib`` each running
+        ``accelerators`` in all: "the dataset size must be at least 5x larger than the sum of memory across all of the
+        MLPerf Storage nodes" and at least 500 steps an epoch (Submission_guidelines.md; mlpstorage's rules.py
+        calculate_training_data_size: max((5 x memory) // file size, (500 x accelerators x batch) // samples per file))."""
+        file_bytes = self.samples_per_file * self.record_bytes
+        by_memory = int(MLPERF_MEMORY_MULTIPLIER * hosts * host_memory_gib * 2**30 // file_bytes)
+        by_steps = int(MLPERF_MIN_STEPS * accelerators * self.batch_size // self.samples_per_file)
+        return max(by_memory, by_steps)
+
+    def mlperf_size(self, hosts: int, host_memory_gib: float, accelerators: int, field: str = "--instance-count") -> str | None:
+        """The file count the figures use against MLPerf Storage's for this cluster (mlperf_files), said in one sentence
+        (None where the workload already meets it). A workload that would train no step an epoch measures nothing (DLIO
+        trains 0 steps): refused, naming the files MLPerf asks. The lab never changes the file's count itself: the
+        question stays the user's, and a scaled workload (a local run's fraction) is said as such."""
+        need = self.mlperf_files(hosts, host_memory_gib, accelerators)
+        if self.num_files >= need:
+            return None
+        steps = self.samples // max(1, accelerators * self.batch_size)
+        mlperf = (f"MLPerf Storage runs {self.name} with {need:,} files on {hosts:,} host(s) of {host_memory_gib:,g} GiB "
+                  f"({accelerators:,} accelerators): at least 5 x their memory and {MLPERF_MIN_STEPS} steps an epoch")
+        if steps < 1:
+            raise ConfigError(field, f"{self.source}'s {self.files:,} files of {self.samples_per_file:,} sample(s) give "
+                              f"0 steps an epoch on {accelerators:,} accelerators of batch {self.batch_size}: DLIO would "
+                              f"train nothing; {mlperf}",
+                              "fewer instances or accelerators, or a workload with num_files_train of at least "
+                              f"{need:,} (a copy of the file)")
+        scaled = f" (--scale {self.scale:g}: a fraction, for a local run)" if self.scale != 1 else ""
+        return (f"these figures use {self.source}'s {self.files:,} files{scaled}, {steps:,} steps an epoch: {mlperf}, "
+                "so they are not an MLPerf-valid run")
 
     def readers(self, accelerators: int) -> int:
         """Files in flight on one instance: read_threads per accelerator (0: DLIO reads in the training process)."""
@@ -371,6 +424,18 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
 
     workflow = _section(document, "workflow", None, where)
+    if workflow.get("train") is False and workflow.get("checkpoint") is True:
+        # A checkpointing workload (core/checkpoint.py reads it, refusing its typos): its size said, then refused
+        # here, where the lab emulates training reads.
+        from .checkpoint import GIB, parse_checkpoint_workload
+        try:
+            plan = parse_checkpoint_workload(document, source, where).plan()
+            size = f" ({plan.full_bytes / GIB:,.1f} GiB per checkpoint on {plan.processes} processes by DLIO's formula)"
+        except ConfigError as err:
+            size = f" (and not a valid one: {err.field}: {err.problem})"
+        raise ConfigError(f"{where}workflow.train", f"is False in {source}: a checkpointing workload, which trains "
+                          f"nothing{size}, and this command emulates training reads",
+                          "a workload with workflow.train: True (unet3d, resnet50, cosmoflow)")
     if workflow.get("train") is False:
         raise ConfigError(f"{where}workflow.train", f"is False in {source}: the workload trains nothing (a "
                           "checkpointing or data-generation workload), and the lab emulates training reads",
@@ -395,10 +460,12 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     key, value = _one_of(dataset, RECORD_LENGTH, f"{where}dataset")
     record = _number(DLIO_DEFAULTS["record_length"] if key is None else value, f"{where}dataset.{key or RECORD_LENGTH[0]}",
                      1, 16 * 2**30)
-    note(f"dataset.{key or RECORD_LENGTH[0]}", f"{record:g} bytes", key is None)
+    note(f"dataset.{key or RECORD_LENGTH[0]}", f"{record:,.0f} bytes" + (f" (read by {READ_BY[key]})" if key else ""),
+         key is None)
     key, value = _one_of(dataset, RECORD_STDEV, f"{where}dataset")
     stdev = _number(0 if key is None else value, f"{where}dataset.{key or RECORD_STDEV[0]}", 0, 16 * 2**30)
-    note(f"dataset.{key or RECORD_STDEV[0]}", f"{stdev:g} bytes", key is None)
+    note(f"dataset.{key or RECORD_STDEV[0]}", f"{stdev:,.0f} bytes" + (f" (read by {READ_BY[key]})" if key else ""),
+         key is None)
     if "record_dims" in dataset:
         raise ConfigError(f"{where}dataset.record_dims", "gives a record's shape, which the lab does not size",
                           "record_length_bytes (and record_length_bytes_stdev)")
@@ -458,14 +525,34 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
                      whole=True)
     note(f"train.{key or 'epochs'}", epochs, key is None)
 
+    if isinstance(document.get("metric"), dict) and set(document["metric"]) & set(OUTPUT_METRIC_KEYS):
+        misplaced = sorted(set(document["metric"]) & set(OUTPUT_METRIC_KEYS))[0]
+        raise ConfigError(f"{where}metric.{misplaced}", "is read by DLIO under output.metric, not metric",
+                          f"output: {{metric: {{{misplaced}: ...}}}}")
     metric = _section(document, "metric", METRIC_KEYS, where)
     au = _number(metric.get("au", DLIO_DEFAULTS["au"]), f"{where}metric.au", 0, 1, above=True)
     note("metric.au", f"{au:g}", "au" not in metric)
+    output = document.get("output") if isinstance(document.get("output"), dict) else {}
+    output_metric = output.get("metric") if isinstance(output.get("metric"), dict) else {}
+    for key, honoured in OUTPUT_METRIC_KEYS.items():
+        if key in output_metric:
+            value = _number(output_metric[key], f"{where}output.metric.{key}", 0, 10**6, whole=True)
+            if value != honoured:
+                raise ConfigError(f"{where}output.metric.{key}", f"{value}: the lab computes AU as DLIO does by default, "
+                                  "the first step of each epoch left out (exclude_start_steps 1, exclude_end_steps 0)",
+                                  f"{key}: {honoured}, or leave it out")
+            note(f"output.metric.{key}", value)
+    for path, (read, default) in NEVER_READ.items():
+        section, key = path.split(".")
+        if isinstance(document.get(section), dict) and key in document[section]:
+            ignored.append(f"{path}: no DLIO release reads it (they read {read}): DLIO ran this file with {default}, "
+                           "and so does the lab")
 
     # One line per ignored field: a whole section, or a field of a section the lab reads.
-    read_fields = {"dataset": {"num_files_train", "num_samples_per_file", "format", *RECORD_LENGTH, *RECORD_STDEV},
+    read_fields = {"dataset": {"num_files_train", "num_samples_per_file", "format", *RECORD_LENGTH, *RECORD_STDEV,
+                               "record_length_std"},
                    reader_name: {"batch_size", "read_threads", "data_loader"},
-                   "train": {"computation_time", *EPOCHS, "total_training_steps"}, "metric": {"au"}}
+                   "train": {"computation_time", *EPOCHS, "total_training_steps", "epoch"}, "metric": {"au"}}
     for section, value in document.items():
         section = str(section)
         if section in read_fields:
@@ -478,6 +565,10 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
             rest = sorted(str(k) for k in value if k != "train")   # train is read: a workload that trains
             if rest:
                 ignored.append(f"workflow ({', '.join(rest)}): {IGNORED_WHY['workflow']}")
+        elif section == "output" and isinstance(value, dict):
+            rest = sorted(str(k) for k in value if k != "metric")   # output.metric is read (OUTPUT_METRIC_KEYS)
+            if rest:
+                ignored.append(f"output ({', '.join(rest)}): {IGNORED_WHY['output']}")
         elif section == "model":
             rest = sorted(k for k in value if k != "name") if isinstance(value, dict) else []
             if rest:
@@ -489,6 +580,15 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
                     record_bytes_stdev=stdev, batch_size=batch, computation_time=seconds, epochs=epochs,
                     read_threads=threads, data_loader=loader, au=au, used=tuple(used), ignored=tuple(ignored),
                     document=json.dumps(document, default=str))   # in the file's order, as its lines are said
+
+
+def parse_any_workload(document: Any, source: str, where: str = ""):
+    """A training workload (``Workload``), or a checkpointing one (core/checkpoint.py ``CheckpointWorkload``: DLIO's
+    ``workflow: {train: False, checkpoint: True}``, as MLPerf Storage's llama3 files)."""
+    from .checkpoint import is_checkpointing, parse_checkpoint_workload
+    if is_checkpointing(document):
+        return parse_checkpoint_workload(document, source, where)
+    return parse_workload(document, source, where)
 
 
 ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
@@ -520,4 +620,4 @@ def parse_entry(value: Any, path: str) -> Workload:
     return replace(workload, sha256=sha)
 
 
-__all__ = ["Workload", "parse_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]
+__all__ = ["Workload", "parse_workload", "parse_any_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]

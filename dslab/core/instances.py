@@ -50,6 +50,11 @@ class Instance:
         return self.name.split(".")[1]
 
     @property
+    def memory_gib(self) -> int:
+        """Host memory (GiB): MLPerf Storage sizes a training dataset by it (dlio.Workload.mlperf_size)."""
+        return MEMORY_GIB[self.name.removeprefix("ml.")]
+
+    @property
     def preset(self) -> str | None:
         """The MLPerf Storage compute preset that emulates one of its accelerators, if there is one."""
         from .premise import PRESET_OF_ACCELERATOR   # premise.py reads this table: imported when asked
@@ -115,6 +120,21 @@ INSTANCES: dict[str, Instance] = {i.name: i for i in (
       for size, vcpus, gbps, baseline in (("xlarge", 4, 10, 1.25), ("2xlarge", 8, 10, 2.5), ("4xlarge", 16, 10, 5),
                                           ("9xlarge", 36, 12, 12), ("18xlarge", 72, 25, 25))),
 )}
+
+
+# Host memory per EC2 type, GiB ("Memory (GiB)" of the EC2 instance type specifications: docs.aws.amazon.com/ec2/latest/
+# instancetypes/ac.html, gp.html, co.html; confirm with `aws ec2 describe-instance-types --query
+# 'InstanceTypes[].MemoryInfo'`). tests/test_dlio.py checks every row of INSTANCES has one.
+MEMORY_GIB = {
+    "p3.2xlarge": 61, "p3.8xlarge": 244, "p3.16xlarge": 488, "p3dn.24xlarge": 768, "p4d.24xlarge": 1152,
+    "p4de.24xlarge": 1152, "p5.48xlarge": 2048,
+    "g5.xlarge": 16, "g5.2xlarge": 32, "g5.4xlarge": 64, "g5.8xlarge": 128, "g5.12xlarge": 192, "g5.16xlarge": 256,
+    "g5.24xlarge": 384, "g5.48xlarge": 768, "g6.xlarge": 16, "g6.12xlarge": 192, "g6.48xlarge": 768,
+    "g6e.xlarge": 32, "g6e.12xlarge": 384, "g6e.48xlarge": 1536, "trn1.2xlarge": 32, "trn1.32xlarge": 512,
+    "g4dn.xlarge": 16, "g4dn.2xlarge": 32, "g4dn.4xlarge": 64, "g4dn.8xlarge": 128, "g4dn.12xlarge": 192,
+    "g4dn.16xlarge": 256, "m5.large": 8, "m5.xlarge": 16, "m5.2xlarge": 32, "m5.4xlarge": 64, "m5.12xlarge": 192,
+    "m5.24xlarge": 384, "c5.xlarge": 8, "c5.2xlarge": 16, "c5.4xlarge": 32, "c5.9xlarge": 72, "c5.18xlarge": 144,
+}
 
 
 def instance(instance_type: str) -> Instance | None:

@@ -44,7 +44,9 @@ def cluster_metrics(per_host: dict[str, dict[str, Any] | None], hosts: int | Non
         return sum(values) if values and complete else None
     aus = [m.get("au_percent") for m in done.values()]
     per_epoch = _au_per_epoch(list(done.values())) if len(done) == hosts else None
-    return {"hosts": hosts, "hosts_reported": len(done), "samples": total("samples"),
+    checkpoint = {"checkpoint": _checkpoint_cluster(list(done.values()) if len(done) == hosts else [])} \
+        if any(isinstance(m.get("checkpoint"), dict) for m in done.values()) else {}
+    return {**checkpoint, "hosts": hosts, "hosts_reported": len(done), "samples": total("samples"),
             "samples_per_second": total("samples_per_second"), "mb_per_second": total("mb_per_second"),
             "au_percent_per_host": {h: m.get("au_percent") for h, m in done.items()},
             "au_percent_min": min((a for a in aus if a is not None), default=None),
@@ -65,6 +67,30 @@ def _au_per_epoch(hosts: list[dict[str, Any]]) -> list[float] | None:
     if any(not all(isinstance(a, (int, float)) for a in epoch) for epoch in by_epoch):
         return None
     return [sum(epoch) / len(epoch) for epoch in by_epoch]
+
+
+def _checkpoint_cluster(hosts: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A checkpoint trial's figures for the cluster, as MLPerf Storage takes them: "The metric for duration is the
+    maximum time across all GPUs. The metric for throughput is the minimum across all GPUs" (Submission_guidelines.md
+    2.2.3): per checkpoint the slowest host's seconds, and the whole checkpoint's GiB over them (DLIO divides the whole
+    checkpoint by each rank's time). None unless every host gave every checkpoint's figures."""
+    figures = [m.get("checkpoint") for m in hosts]
+    if not figures or not all(isinstance(f, dict) for f in figures):
+        return None
+    out: dict[str, Any] = {"hosts": len(figures), "bytes_per_checkpoint": figures[0].get("bytes_per_checkpoint")}
+    gib = (out["bytes_per_checkpoint"] or 0) / 1024 ** 3
+    for phase in ("save", "stall", "load"):
+        per_host = [f.get(f"{phase}_seconds") for f in figures]
+        if any(not isinstance(v, list) or len(v) != len(per_host[0]) for v in per_host):
+            return None
+        slowest = [max(step) for step in zip(*per_host)]
+        out[f"{phase}_seconds"] = slowest
+        out[f"{phase}_seconds_mean"] = sum(slowest) / len(slowest) if slowest else None
+        if phase != "stall":
+            rates = [gib / s for s in slowest if s > 0]
+            out[f"{phase}_gb_per_second"] = rates
+            out[f"{phase}_gb_per_second_mean"] = sum(rates) / len(rates) if rates else None
+    return out
 
 
 def job_au_percent(metrics: dict[str, Any] | None) -> float | None:

@@ -209,7 +209,7 @@ def s3_list_requests(mode: str, files: int | None, instance_count: int = 1) -> i
 def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_count: int, volume_size_gb: int,
              billable_seconds: float | None, wall_seconds: float | None, files: int | None = None,
              total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200,
-             storage: str | None = None, fsx: Any = None, efs: Any = None) -> JobCost:
+             storage: str | None = None, fsx: Any = None, efs: Any = None, efs_ia_gb_read: float = 0.0) -> JobCost:
     """Instance time (billable seconds, which already count every instance and any spot saving),
     the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
     (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged
@@ -227,6 +227,8 @@ def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_coun
                     prices["fsx_scratch2_gb_month"] * fsx_capacity_gib * wall / SECONDS_PER_MONTH)
     if mode == "EFS" and efs is not None:   # Provisioned or Elastic throughput beside the storage
         volumes += efs.throughput_usd(prices, hours=wall / 3600, gb_read=(total_bytes or 0) / 1e9 * epochs)
+    if mode == "EFS":   # reads from Infrequent Access are billed per GB ("you will pay a fee each time you read")
+        volumes += efs_ia_gb_read * prices["efs_ia_read_per_gb"]
     gets = s3_get_requests(mode, files, total_bytes, epochs)
     lists = s3_list_requests(mode, files, instance_count)
     if storage == "express":

@@ -38,17 +38,36 @@ SCRATCH_2, PERSISTENT_2 = "SCRATCH_2", "PERSISTENT_2"
 # "the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB" (CreateFileSystem StorageCapacity).
 FSX_CAPACITY_STEPS_GIB = (1200, 2400)
 FSX_CAPACITY_INCREMENT_GIB = 2400
-# EFS (efs/latest/ug/performance.html): Bursting 100 MiB/s, or 100 MiB/s per TiB stored above 1 TiB, while
-# credits last (50 MiB/s per TiB without); Elastic reads 20-60 GiB/s per file system (Region-dependent: the
-# lower bound taken) and 1,500 MiB/s per client (500 MiB/s without amazon-efs-utils v2: SageMaker mounts
-# EFS itself, so the lower figure is taken); Provisioned reads 3-10 GiB/s per file system (lower bound),
-# 500 MiB/s per client. Max I/O is not available with Elastic and has higher per-operation latency.
+# EFS (efs/latest/ug/performance.html), every figure metered throughput:
+# - "Amazon EFS meters read operations up to one-third the rate of write operations, permitting the file system to
+#   drive a baseline rate up to 150 KiBps per GiB of read throughput, or 50 KiBps per GiB of write throughput"; the
+#   AWS Storage Blog ("Amazon EFS introduces 3X read-throughput increase"): "a file system configured for 1 GB/s of
+#   provisioned throughput can now drive up to 3 GB/s for a read-heavy workload". Training reads: a Bursting or
+#   Provisioned file system reads at EFS_READ_METERING times its metered rate (Elastic's limits are stated as reads).
+# - Bursting: "the base throughput is proportionate to the file system's size in the Standard storage class ... The
+#   file system size used to determine the baseline and burst rates is the ValueInStandard metered size"; "When burst
+#   credits are available, a file system can drive throughput up to 100 MiBps per TiB in Standard storage ... with a
+#   minimum of 100 MiBps" (50 MiB/s per TiB without credits).
+# - Per file system, reads: Elastic 20-60 GiB/s, Provisioned 3-10 GiB/s, Bursting 3-5 GiB/s (the lower bounds taken).
+# - Per client: Elastic 1,500 MiB/s ("for file systems using Elastic throughput and mounted using version 2.0 or later
+#   of the Amazon EFS client (amazon-efs-utils version) or the Amazon EFS CSI Driver ... For all other file systems,
+#   the throughput limit is 500 MiBps": which client SageMaker mounts EFS with is not documented; the table's figure
+#   is taken, and a real run confirms it); Provisioned and Bursting 500 MiB/s.
+# Max I/O is not available with Elastic and has higher per-operation latency.
 MIB = 1.048576  # MB per MiB
+EFS_READ_METERING = 3.0
 EFS_BURST_MIBPS = 100.0
 EFS_BASELINE_MIBPS_PER_TIB = 50.0
 EFS_ELASTIC_READ_MIBPS = 20 * 1024.0
 EFS_PROVISIONED_READ_MIBPS = 3 * 1024.0
+EFS_BURSTING_READ_MIBPS = 3 * 1024.0
 EFS_PER_CLIENT_MIBPS = 500.0
+EFS_ELASTIC_PER_CLIENT_MIBPS = 1500.0
+# EFS lifecycle (stacks/components/efs.py): files unread for 7 days move to Infrequent Access, "Files smaller than 128
+# KiB are not eligible for lifecycle management and are always stored in the Standard storage class" (EFS User Guide,
+# lifecycle-management-efs.html), and come back to Standard on their first read (TransitionToPrimaryStorageClass
+# AFTER_1_ACCESS).
+EFS_IA_MIN_FILE_BYTES = 128 * 1024
 EFS_PROVISIONED_MAX_MIBPS = 3414.0   # the lab's setting's limit (stacks/config.py: 1-3414 MiB/s)
 BURSTING, ELASTIC, PROVISIONED = "bursting", "elastic", "provisioned"
 
@@ -102,6 +121,33 @@ def fsx_problems(deployment_type: str, capacity_gib: int, mbps_per_tib: float | 
     if link == "dra" and version not in ("2.12", "2.15"):
         problems.append(("version", f"a data repository association needs Lustre 2.12 or 2.15, not {version}"))
     return problems
+
+
+# The account's FSx for Lustre storage quota, per deployment type: "Following are the quotas for Amazon FSx for Lustre per
+# AWS account, per AWS Region, which you can increase ... Lustre Scratch storage capacity 100800 ... Lustre Persistent 2
+# file storage capacity 100800" (GiB; FSx for Lustre User Guide, limits.html). Service Quotas names and codes them
+# (service code fsx) "Lustre Scratch storage capacity" L-AD2FC696 (Scratch 1 and 2 together) and "Lustre
+# Persistent_2 storage capacity" L-8F1B9C74: the user guide prints no codes; these are the codes public Service Quotas
+# listings give, and `dslab doctor` looks each quota up by its name in the account and says which code it found.
+FSX_QUOTA_DEFAULT_GIB = 100_800
+FSX_QUOTAS = {SCRATCH_2: ("L-AD2FC696", "Lustre Scratch storage capacity"),
+              PERSISTENT_2: ("L-8F1B9C74", "Lustre Persistent_2 storage capacity")}
+
+
+def fsx_quota(fsx: "FsxConfig", applied_gib: float | None = None) -> dict[str, Any] | None:
+    """The storage quota a file system of this size needs raised (None while the default, or ``applied_gib``, holds
+    it), with the request that raises it. The quota counts every file system of the type in the account and Region."""
+    code, name = FSX_QUOTAS[fsx.deployment_type]
+    limit = float(applied_gib if applied_gib is not None else FSX_QUOTA_DEFAULT_GIB)
+    if fsx.capacity_gib <= limit:
+        return None
+    command = (f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code {code} "
+               f"--desired-value {fsx.capacity_gib}")
+    return {"quota": name, "code": code, "default_gib": FSX_QUOTA_DEFAULT_GIB, "limit_gib": limit,
+            "needed_gib": fsx.capacity_gib, "command": command,
+            "summary": f"{fsx.capacity_gib:,} GiB is above the account's default quota \"{name}\" ({limit:,.0f} GiB, "
+                       f"{code}): ask for it first (every {fsx.deployment_type} file system of the account counts)",
+            "source": "FSx for Lustre User Guide, limits.html (defaults); Service Quotas codes as public listings give them"}
 
 
 def fsx_capacity_for(gib_needed: float) -> int:
@@ -163,13 +209,20 @@ class EfsConfig:
     mode: str = BURSTING
     provisioned_mibps: float | None = None
 
-    def read_mibps(self, dataset_gib: float) -> float:
-        """The file system's read throughput, shared by every client."""
+    def read_mibps(self, standard_gib: float) -> float:
+        """The file system's read throughput (MiB/s), shared by every client: reads metered at a third of the rate
+        (EFS_READ_METERING); Bursting's rate grows with what the Standard storage class holds (``standard_gib``), not
+        what sits in Infrequent Access; each mode up to its per-file-system read limit."""
         if self.mode == ELASTIC:
             return EFS_ELASTIC_READ_MIBPS
         if self.mode == PROVISIONED:
-            return min(float(self.provisioned_mibps or 1.0), EFS_PROVISIONED_READ_MIBPS)
-        return max(EFS_BURST_MIBPS, EFS_BURST_MIBPS * dataset_gib / 1024)
+            return min(float(self.provisioned_mibps or 1.0) * EFS_READ_METERING, EFS_PROVISIONED_READ_MIBPS)
+        return min(max(EFS_BURST_MIBPS, EFS_BURST_MIBPS * standard_gib / 1024) * EFS_READ_METERING,
+                   EFS_BURSTING_READ_MIBPS)
+
+    @property
+    def per_client_mibps(self) -> float:
+        return EFS_ELASTIC_PER_CLIENT_MIBPS if self.mode == ELASTIC else EFS_PER_CLIENT_MIBPS
 
     def throughput_usd(self, prices: PriceTable, *, hours: float, gb_read: float) -> float:
         """Throughput charges beside storage: Provisioned per MiB/s-month, Elastic per GB read."""

@@ -86,6 +86,13 @@ METRIC_DEFINITIONS = [
     {"Name": "data_stall_seconds", "Regex": r"dslab_metric data_stall_seconds=([0-9.eE+-]+)"},
     {"Name": "samples", "Regex": r"dslab_metric samples=([0-9.eE+-]+)"},
 ]
+# What a checkpoint trial's script prints (training/train.py run_checkpoint_trial): per checkpoint, then the mean
+# over the checkpoints last (the value SageMaker keeps). Seconds, and GB/s of 1024**3 bytes as DLIO reports them.
+# training/metric_definitions.json lists both lists; a checkpoint trial's job takes these beside the data ones.
+CHECKPOINT_METRIC_DEFINITIONS = [
+    {"Name": f"checkpoint_{name}", "Regex": rf"dslab_metric checkpoint_{name}=([0-9.eE+-]+)"}
+    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "load_seconds", "load_gb_per_second")
+]
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, record_mode
 from .limits import SUMMARY_MESSAGE_CHARS
-from .requests import DATASET_URI_HYPERPARAMETER, METRIC_DEFINITIONS
+from .requests import CHECKPOINT_METRIC_DEFINITIONS, DATASET_URI_HYPERPARAMETER, METRIC_DEFINITIONS
 from .prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
@@ -21,8 +21,9 @@ RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reaso
 METRIC_KEYS = ("samples_per_second", "mb_per_second", "au_percent", "end_to_end_efficiency_percent",
                "time_to_first_batch_seconds")
 TERMINAL = ("Completed", "Failed", "Stopped")
-# Every metric the lab's own metric lines define (dslab/core/requests.py METRIC_DEFINITIONS).
-LAB_METRIC_NAMES = frozenset(d["Name"] for d in METRIC_DEFINITIONS)
+# Every metric the lab's own metric lines define (dslab/core/requests.py METRIC_DEFINITIONS, and a checkpoint trial's).
+LAB_METRIC_NAMES = frozenset(d["Name"] for d in METRIC_DEFINITIONS + CHECKPOINT_METRIC_DEFINITIONS)
+CHECKPOINT_PREFIX = "checkpoint_"
 
 
 def parse_time(value: Any) -> dt.datetime | None:
@@ -132,15 +133,22 @@ def metrics_from(describe: dict[str, Any], script_metrics: dict[str, Any] | None
         out["epoch_seconds"] = [float(v) for v in script_metrics.get("epoch_seconds") or []]
         # "cluster": a multi-instance job's aggregate and per-host AU, from every host's metrics file (job_metrics.py);
         # "au_percent_per_epoch": the epochs' AU, whose mean is au_percent (DLIO's train_au_percentage).
-        for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster", "au_percent_per_epoch"):
+        # "checkpoint": a checkpoint trial's figures (training/dslab_train/checkpoint.py): save, stall and load
+        # seconds and GB/s (1024**3 bytes) per checkpoint and their means, the files and bytes, fsync and cache drop.
+        for key in ("samples", "epochs", "data_stall_seconds", "bytes", "accelerators", "cluster", "au_percent_per_epoch",
+                    "checkpoint"):
             if key in script_metrics:
                 out[key] = script_metrics[key]
         return out
     for entry in describe.get("FinalMetricDataList") or []:
-        if entry.get("MetricName") in METRIC_KEYS:
-            out[entry["MetricName"]] = float(entry["Value"])
-        elif entry.get("MetricName") == "samples":
+        name = entry.get("MetricName")
+        if name in METRIC_KEYS:
+            out[name] = float(entry["Value"])
+        elif name == "samples":
             out["samples"] = int(entry["Value"])
+        elif name in LAB_METRIC_NAMES and name.startswith(CHECKPOINT_PREFIX):
+            # The last line of each is the mean over the checkpoints (train.py run_checkpoint_trial).
+            out.setdefault("checkpoint", {})[f"{name[len(CHECKPOINT_PREFIX):]}_mean"] = float(entry["Value"])
     return out
 
 

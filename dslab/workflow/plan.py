@@ -71,13 +71,18 @@ def dataset_stats(s3, bucket: str, prefix: str) -> dict[str, Any]:
 
 
 def read_training_quotas(service_quotas) -> dict[str, Quota]:
-    """SageMaker's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only
-    quotas with an applied value, so both lists are read; ~10 requests of 100 quotas each)."""
+    """SageMaker's quotas by name (read_quotas)."""
+    return read_quotas(service_quotas, QUOTA_SERVICE)
+
+
+def read_quotas(service_quotas, service_code: str) -> dict[str, Quota]:
+    """A service's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only quotas with an
+    applied value, so both lists are read; ~10 requests of 100 quotas each for SageMaker)."""
     quotas: dict[str, Quota] = {}
     # Defaults first, then applied values over them (each paginator named as written: the fault matrix lists them).
     for paginator in (service_quotas.get_paginator("list_aws_default_service_quotas"),
                       service_quotas.get_paginator("list_service_quotas")):
-        for page in paginator.paginate(ServiceCode=QUOTA_SERVICE, PaginationConfig={"PageSize": 100}):
+        for page in paginator.paginate(ServiceCode=service_code, PaginationConfig={"PageSize": 100}):
             for q in page.get("Quotas", []):
                 quotas[q["QuotaName"]] = Quota(q["QuotaName"], q.get("QuotaCode", "?"), float(q.get("Value", 0)))
     return quotas

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 
 # The input mode of a job without a channel, whose script reads S3 itself (dataset_uri).
 SCRIPT_INPUT = "Script"
+# The input mode of a job that reads no data: it writes and reads checkpoints (the checkpoint_plan hyperparameter).
+CHECKPOINT_ONLY = "Checkpoint"
 
 
 class ContractError(RuntimeError):
@@ -39,6 +41,8 @@ class JobContext:
     # "ShardedByS3Key": SageMaker gave this host its share of the objects already; otherwise (FullyReplicated,
     # FSx, EFS, no channel) every host sees everything and reads its share by SM_HOSTS/SM_CURRENT_HOST.
     distribution: str = "FullyReplicated"
+    # Every channel's directory (a file-system channel mounted read-write can hold checkpoints).
+    channel_dirs: dict[str, Path] = field(default_factory=dict)
 
     @property
     def shard(self) -> tuple[int, int]:
@@ -83,12 +87,17 @@ def load_context(environ: dict[str, str] | None = None) -> JobContext:
     channels = _load_json(config_dir / "inputdataconfig.json", {})
     resources = _load_json(config_dir / "resourceconfig.json", {})
     input_dir = Path(env.get("SM_INPUT_DIR", base / "input"))
+    channel_dirs = {name: Path(env.get(f"SM_CHANNEL_{name.upper()}", input_dir / "data" / name)) for name in channels}
     if not channels:
-        # Script mode: no channel; the script reads the S3 prefix it is given itself.
-        if not hyperparameters.get("dataset_uri"):
+        # Script mode: no channel; the script reads the S3 prefix it is given itself. Or no data at all: a job that
+        # writes and reads checkpoints.
+        if hyperparameters.get("checkpoint_plan") and not hyperparameters.get("dataset_uri"):
+            channel, spec, channel_dir = "", {"TrainingInputMode": CHECKPOINT_ONLY}, input_dir / "data"
+        elif not hyperparameters.get("dataset_uri"):
             raise ContractError("the job has no input channel and no dataset_uri hyperparameter: give it one data "
                                 "channel named 'train', or dataset_uri=s3://bucket/prefix/ to read S3 itself")
-        channel, spec, channel_dir = "", {"TrainingInputMode": SCRIPT_INPUT}, input_dir / "data"
+        else:
+            channel, spec, channel_dir = "", {"TrainingInputMode": SCRIPT_INPUT}, input_dir / "data"
     else:
         channel = hyperparameters.get("channel") or ("train" if "train" in channels else sorted(channels)[0])
         if channel not in channels:
@@ -111,4 +120,5 @@ def load_context(environ: dict[str, str] | None = None) -> JobContext:
         num_cpus=int(env.get("SM_NUM_CPUS", os.cpu_count() or 1)),
         num_gpus=int(env.get("SM_NUM_GPUS", 0)),
         distribution=spec.get("S3DistributionType", "FullyReplicated"),
+        channel_dirs=channel_dirs,
     )

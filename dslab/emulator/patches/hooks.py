@@ -33,6 +33,8 @@ class Hooks:
     create_fault: Callable[[dict], tuple[str, str] | None] | None = None
     # quota name -> value (SageMaker training quotas the stand-in answers and enforces)
     quotas: dict[str, float] = field(default_factory=dict)
+    # quota name -> applied value of FSx for Lustre's storage quotas (GiB), where a test sets one below the default
+    fsx_quotas: dict[str, float] = field(default_factory=dict)
     # () -> (associations, tasks) of the FSx file system, for the DescribeDataRepository* calls
     fsx_repository: Callable[[], tuple[list[dict], list[dict]]] | None = None
     # stack name -> (seconds until the deletion ends, failure reason or None)

@@ -221,13 +221,23 @@ def patch_service_quotas() -> None:
 
     from moto.servicequotas.responses import ServiceQuotasResponse
 
+    def _fsx(self, applied: bool) -> list[dict[str, Any]]:
+        # "Following are the quotas for Amazon FSx for Lustre per AWS account, per AWS Region, which you can increase
+        # ... Lustre Scratch storage capacity 100800 ... Lustre Persistent 2 file storage capacity 100800" (GiB; FSx for
+        # Lustre User Guide, limits.html), under the names and codes Service Quotas lists (provisioning.FSX_QUOTAS).
+        from ...core.provisioning import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS
+        return [{"ServiceCode": "fsx", "ServiceName": "Amazon FSx", "QuotaCode": code, "QuotaName": name,
+                 "QuotaArn": f"arn:aws:servicequotas:{self.region}:{self.current_account}:fsx/{code}",
+                 "Value": HOOKS.fsx_quotas.get(name, FSX_QUOTA_DEFAULT_GIB) if applied else FSX_QUOTA_DEFAULT_GIB,
+                 "Unit": "None", "Adjustable": True, "GlobalQuota": False} for code, name in sorted(FSX_QUOTAS.values())]
+
     def _page(self, applied: bool) -> str:
         params = json.loads(self.body or "{}")
         service = params.get("ServiceCode")
-        if service != "sagemaker":
-            raise NotImplementedError(f"the stand-in answers Service Quotas for sagemaker only, not {service}")
-        names = sorted(HOOKS.quotas)
-        quotas = []
+        if service not in ("sagemaker", "fsx"):
+            raise NotImplementedError(f"the stand-in answers Service Quotas for sagemaker and fsx only, not {service}")
+        names = sorted(HOOKS.quotas) if service == "sagemaker" else []
+        quotas = _fsx(self, applied) if service == "fsx" else []
         for name in names:
             code = "L-" + hashlib.sha256(name.encode()).hexdigest()[:8].upper()
             # AWS's default for GPU training is 0 in many accounts; the applied value is the lab's.
