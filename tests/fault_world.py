@@ -403,7 +403,10 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         s3.put_object(Bucket=UPLOADED, Key="datasets/up/f0.bin", Body=b"\0" * 1000)   # same size: its digest is read
         multipart = site.operation in ("CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload")
         src = w.big_src if multipart else w.upload_src
-        return run_cli(["dataset", "upload", "--src", str(src), "--to", f"s3://{UPLOADED}/datasets/up/"])
+        observed = run_cli(["dataset", "upload", "--src", str(src), "--to", f"s3://{UPLOADED}/datasets/up/"])
+        observed.notes["stats file"] = any(o["Key"] == "datasets/up.stats.json"
+                                           for o in s3.list_objects_v2(Bucket=UPLOADED).get("Contents", []))
+        return observed
     # ---- the workflow's functions ----
     from dslab.workflow import handlers
     if entry == "Plan":

@@ -425,6 +425,8 @@ def _cli_check(site, fault, reaction, seen, *, marker, code, attempts, world):
         assert marker in errors[0], (marker, errors[0])
         if attempts > 1 and reaction.marker is None:
             assert f"after {attempts} attempts" in errors[0]
+        if "stats file" in seen.notes:   # an upload that stopped wrote no stats file: the workflow never takes it whole
+            assert not seen.notes["stats file"]
         return
     assert seen.rc != 2 and not errors, (seen.rc, seen.err)
     if reaction.kind in (GOES_ON, WAIT) and marker:
