@@ -3,11 +3,12 @@ on one premise (question.py) that every answer prints first."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .common import add_command, lab_provisioning, price_table, print_json
+from .common import add_command, explain_aws, lab_provisioning, price_table, print_json
 from .question import add_question_flags, premise_json, premise_of, workload_of
 
 
@@ -225,12 +226,18 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
         s3, found = boto3.client("s3"), {}
+        from ..workflow.common import is_missing
         for dataset in experiment.datasets:
             try:
                 body = s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset.prefix}"))["Body"].read()
                 found[dataset.name] = _json.loads(body)
-            except (BotoCoreError, ClientError, ValueError):
+            except ClientError as err:
+                if not is_missing(err):   # not read (throttled, refused): said; the experiment's own figures stand
+                    print(f"dslab: dataset '{dataset.name}': its stats file was not read ({explain_aws(err)}); the "
+                          "experiment's own figures stand", file=sys.stderr)
                 continue   # not uploaded yet: the experiment's own figures stand
+            except (BotoCoreError, ValueError):
+                continue
         return found, f"the stats file its upload wrote in s3://{bucket}"
     return None, "a run's results"
 
