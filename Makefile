@@ -6,7 +6,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab bench-scaling clean
+.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab bench-scaling bench-docs clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh test
@@ -142,6 +142,10 @@ docs: setup
 	$(PY) scripts/model_constants.py
 	$(PY) scripts/report_picture.py
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+# The README's and the pages' size, the docs build's time and the report's in headless Chromium (docs/setup.md).
+bench-docs: setup
+	$(PY) -m benchmarks.bench_docs
 
 clean:
 	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache
