@@ -137,7 +137,7 @@ def readme_commands() -> list[str]:
     return out
 
 
-def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypatch):
+def test_the_readmes_and_the_pages_offline_commands_run_as_written(capsys, tmp_path, monkeypatch):
     ran = []
     monkeypatch.chdir(tmp_path)   # the data/... commands write relative to it; experiments/... read from the repo
     (tmp_path / "experiments").symlink_to(REPO / "experiments")
