@@ -364,7 +364,8 @@ def test_every_command_and_option_in_the_readme_exists_and_every_help_has_an_exa
     helps = _help_texts()
     for command, text in helps.items():
         assert "example" in text, command
-    readme = (REPO / "README.md").read_text()
+    from .conftest import documented_pages
+    readme = "\n".join(documented_pages().values())   # the README and the site's written pages
     spans = re.findall(r"`(?:\.venv/bin/)?dslab ([^`]+)`", readme) + re.findall(r"(?m)^\s*\.venv/bin/dslab (.+)$", readme)
     assert len(spans) > 30
     for span in spans:

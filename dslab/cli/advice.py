@@ -91,7 +91,7 @@ def cmd_estimate(args) -> int:
               f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
     print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
           "FSx: its uptime while it imports); `dslab recommend` picks from these")
-    print(prices.label())
+    print(prices.footer())
     return 0
 
 
@@ -187,7 +187,7 @@ def cmd_recommend(args) -> int:
     print(premise.describe())
     print_ignored([workload_of(args)])
     print_recommendation(result)
-    print(prices.label())
+    print(prices.footer())
     return 0
 
 

@@ -138,7 +138,7 @@ def _print_footer(result, i, args) -> None:
           "epochs, the pipeline overlapping reads with steps; the largest cluster "
           "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
-    print(price_table(args.prices).label())
+    print(price_table(args.prices).footer())
 
 
 def register(sub) -> None:
