@@ -1,14 +1,20 @@
-# DataSourceLab. `make lab` runs the lab offline; `make test` runs every check. Both set up first.
+# DataSourceLab. `make lab` runs the lab offline; `make test` runs every check. Both set up first what they need:
+# the lab its environment and FUSE (lab-setup); the tests also checkov's environment and Chromium (setup).
 SHELL := /bin/bash
 PY := .venv/bin/python
 CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab test synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-lab bench-scaling clean
+.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
-	@scripts/ensure-system-packages.sh
+	@scripts/ensure-system-packages.sh test
+
+# What the lab needs, and nothing more: its environment, the CDK CLI, s3fs and fuse3 (not checkov's .venv-scan,
+# not Chromium: only `make test` uses them).
+lab-setup: .venv/.installed node_modules/.installed
+	@scripts/ensure-system-packages.sh lab
 
 # Bytecode: every installed module is compiled once here, on every core, but aws-cdk-lib's bindings (176 MB of
 # sources for ~300 services, of which the lab's stacks import a few dozen): those are compiled by importing the
@@ -46,12 +52,13 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# The three environments install side by side (make -j3).
+# The environments install side by side (make -j3).
 SETUP = @$(MAKE) --no-print-directory -j3 setup
+LAB_SETUP = @$(MAKE) --no-print-directory -j2 lab-setup
 
 # The main job: the whole lab offline on the embedded AWS stand-in (experiments/local.yaml).
 lab:
-	$(SETUP)
+	$(LAB_SETUP)
 	.venv/bin/dslab local --out lab-out
 
 # Three pytest-xdist workers on two cores: with two, a fifth of the cores' time went idle while tests waited
@@ -116,16 +123,33 @@ fsx-up: setup
 bench-reader: setup
 	$(PY) -m benchmarks.bench_reader
 
+# The estimate's calibration: out-of-sample error per scenario and source, coverage and width of its ranges.
+bench-calibration: setup
+	$(PY) -m benchmarks.bench_calibration
+
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:
-	$(SETUP)
+	$(LAB_SETUP)
 	.venv/bin/dslab local --out lab-out >/dev/null
 	.venv/bin/dslab local --out lab-out
 
 # The local scaling curve: FastFile, FSx, EFS and Script on 1, 2 and 4 instances at once (scaling-out/report.md).
 bench-scaling:
-	$(SETUP)
+	$(LAB_SETUP)
 	.venv/bin/dslab local --experiment experiments/scaling.yaml --out scaling-out --plain
+
+# The documentation site (mkdocs.yml) into build/site/, after what is generated: the CLI reference and the model's
+# constants from the code, and the README's picture, the first screen of a lab report in headless Chromium (lab-out's
+# when `make lab` has run, otherwise the lab report kept in tests/data).
+docs: setup
+	$(PY) scripts/cli_reference.py
+	$(PY) scripts/model_constants.py
+	$(PY) scripts/report_picture.py
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+# The README's and the pages' size, the docs build's time and the report's in headless Chromium (docs/setup.md).
+bench-docs: setup
+	$(PY) -m benchmarks.bench_docs
 
 clean:
 	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache

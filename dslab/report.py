@@ -389,14 +389,24 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
         estimate = answers.estimate_for(m)
         if estimate is not None and estimate.decision is not None:
             e = estimate.decision
-            runner = f"; runner-up {e.runner_up.source}, {usd(e.runner_up.cost_usd)}" if e.runner_up else ""
+            runner = (f"; runner-up {e.runner_up.source}, {usd(e.runner_up.cost_usd)}{_range(e.runner_up)}"
+                      if e.runner_up else "")
             lines.append(f"- {bold('Estimated on AWS')} (the same jobs at AWS speed, not measured): pick "
-                         f"{e.pick.source}, {usd(e.pick.cost_usd)} per run, {duration(e.pick.seconds)} to a result"
-                         f"{runner}. Why: {e.why}.")
+                         f"{e.pick.source}, {usd(e.pick.cost_usd)} per run{_range(e.pick)}, {duration(e.pick.seconds)} "
+                         f"to a result{runner}. Why: {e.why}." + (f" Precision: {e.noise}." if e.noise else ""))
+            if estimate.premise is not None:   # what the estimate assumed, as every answer says it
+                lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}.")
             for advice in estimate.recommendation.advice:
                 lines.append(f"- Advice (estimated on AWS): {advice}.")
         lines.append("")
     return lines
+
+
+def _range(option) -> str:
+    """" ($0.36-$0.41)": an estimate's range of cost to a result (calibration.py), "" without one."""
+    from .core.decision import usd
+    interval = option.cost_interval
+    return f" ({usd(interval[0])}-{usd(interval[1])})" if interval and not option.runs else ""
 
 
 # ---- documents --------------------------------------------------------------------------------
@@ -625,7 +635,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         lines += [f"- {r['dataset']} / {r['mode']}: {_cell(reason)}" for r, reason in failures]
     if answers.estimated:
         lines += ["", "## The same experiment on AWS, estimated (not measured)", "",
-                  "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result | "
+                  "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result (range) | "
                   "time to a result | bound | note |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for a in answers.estimated:
             if a.decision is None:
@@ -635,7 +645,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                 e = a.recommendation.estimates[o.source]
                 lines.append(f"| {a.scenario.label} | {rank} | {o.source} | {_fmt(e.downloading)} | {_fmt(e.training)} | "
                              f"{_fmt(e.other)} | {_fmt(e.billable_seconds)} | {usd(o.job_usd)} | {usd(o.setup.usd)} | "
-                             f"{usd(o.cost_usd)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
+                             f"{usd(o.cost_usd)}{_range(o)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
     lines.append("")
     return "\n".join(lines)
 
@@ -655,22 +665,61 @@ def partial_note(results: dict[str, Any]) -> str:
 INTERRUPTED = "interrupted"
 
 
+# The page's own stylesheet (no file beside it, no network): the answer first, in a box a reader sees without
+# scrolling; compact notes; tables that scroll inside themselves rather than widen the page, with a header row that
+# stays in view; charts scaled to the width. tests/test_report_page.py opens the page in headless Chromium.
+REPORT_CSS = """
+:root{color-scheme:light;--line:#d0d7de;--muted:#57606a}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1180px;padding:14px 24px 48px;color:#1f2328;background:#fff;
+ font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+h1{font-size:1.4em;margin:.2em 0 .5em}
+h2{font-size:1.2em;margin:1.6em 0 .5em;padding-bottom:.2em;border-bottom:1px solid var(--line)}
+h3{font-size:1.05em;margin:.9em 0 .2em}
+p,ul{margin:.4em 0}
+ul{padding-left:1.3em}
+li{margin:.15em 0}
+section.answer{border:1px solid #9ec5fe;background:#f4f8ff;border-radius:6px;padding:2px 18px 8px;margin-bottom:1.2em}
+section.answer h2{margin-top:.5em;border:0}
+section.answer>p,blockquote{font-size:13px;color:var(--muted)}
+section.answer li:first-child{font-size:16px;color:#1f2328}
+blockquote{margin:.5em 0;padding:5px 10px;background:#fff8e1;border-left:4px solid #d4a72c}
+blockquote p{margin:0}
+table{display:block;max-width:100%;overflow:auto;max-height:80vh;border-collapse:collapse;margin:.6em 0 1.2em;
+ font-size:13px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top}
+th{position:sticky;top:0;background:#f6f8fa;white-space:nowrap}
+tbody tr:nth-child(even){background:#fafbfc}
+img{display:block;max-width:100%;height:auto;margin:.6em 0;border:1px solid var(--line)}
+code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;background:#f3f4f6;padding:0 3px;border-radius:3px}
+@media print{section.answer{break-inside:avoid}table{display:table;max-height:none;overflow:visible}th{position:static}}
+"""
+
+
+def _sections(body: str) -> str:
+    """Each `## ...` part of the page in a <section> (the Answer's marked, for the stylesheet)."""
+    head, *parts = body.split("<h2>")
+    out = [head]
+    for part in parts:
+        title = part.split("</h2>", 1)[0]
+        css = " class='answer'" if title == "Answer" else ""
+        out.append(f"<section{css}><h2>{part}</section>")
+    return "".join(out)
+
+
 def html_document(markdown_text: str, chart_png: bytes, title: str, scaling_png: bytes | None = None) -> str:
     """A self-contained page: the Markdown rendered by markdown-it (CommonMark with tables), the charts
-    embedded as data."""
+    embedded as data, and the page's own stylesheet (REPORT_CSS)."""
     from markdown_it import MarkdownIt
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
     data = base64.b64encode(chart_png).decode()
     text = markdown_text.replace("](breakdown.png)", f"](data:image/png;base64,{data})")
     if scaling_png is not None:
         text = text.replace("](scaling.png)", f"](data:image/png;base64,{base64.b64encode(scaling_png).decode()})")
-    body = renderer.render(text)
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #bbb;padding:3px 8px;font-size:13px}"
-             "th{background:#eee}blockquote{background:#fff3cd;border:1px solid #e0c36a;padding:8px;margin:1em 0}"
-             "img{max-width:100%}code{background:#f3f3f3;padding:0 3px}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{body}</body></html>")
+    body = _sections(renderer.render(text))
+    return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<style>{' '.join(REPORT_CSS.split())}</style></head><body>{body}</body></html>")
 
 
 def write_report(results: dict[str, Any], out: Path) -> dict[str, Path]:

@@ -60,6 +60,13 @@ def pytest_xdist_make_scheduler(config, log):
     return ByModule(config, log)
 
 
+def documented_pages() -> dict[str, str]:
+    """The README and every written page of the documentation site (docs/; its reference/ pages are generated from the
+    code), by path: what tests that hold the documentation to the code read."""
+    pages = [REPO / "README.md"] + sorted(p for p in (REPO / "docs").rglob("*.md") if "reference" not in p.parts)
+    return {str(p.relative_to(REPO)): p.read_text() for p in pages}
+
+
 def cdk_context(**overrides) -> dict:
     """cdk.json's context (a plain App ignores cdk.json, so tests would see another template)."""
     context = json.loads((REPO / "cdk.json").read_text())["context"]

@@ -13,7 +13,7 @@ import pytest
 
 from dslab.core.modes import record_mode
 from dslab.cli import main
-from dslab.core.decision import ADVICE_MIN_SAVING, INFRA_MARGIN, UNMEASURED_MARGIN, Option, Setup, decide, weighed
+from dslab.core.decision import ADVICE_MIN_SAVING, Option, Setup, decide, weighed
 from dslab.core.estimate import DatasetShape, compute_rate
 from dslab.core.experiment import expand
 from dslab.core.prices import PriceTable
@@ -37,9 +37,9 @@ def _rec(files, size, **kwargs):
 
 # ---- the decision ------------------------------------------------------------------------------------
 
-def _option(mode, cost, storage="standard", measured=True, setup=0.0):
+def _option(mode, cost, storage="standard", measured=True, setup=0.0, interval=None):
     return Option(mode=mode, storage=storage, job_usd=cost - setup, setup=Setup(setup, 0.0, "x"), job_seconds=100.0,
-                  measured=measured)
+                  measured=measured, job_usd_interval=tuple(v - setup for v in interval) if interval else None)
 
 
 def test_a_source_that_asks_more_must_save_its_margin():
@@ -48,12 +48,32 @@ def test_a_source_that_asks_more_must_save_its_margin():
     assert close.pick.source == "FastFile" and "FSx" in close.passed_over and "10%" in close.passed_over["FSx"]
     clear = decide([_option("FSx", 0.85), _option("FastFile", 1.0)])
     assert clear.pick.source == "FSx" and not clear.passed_over
-    # An estimate without a measured cell (EFS) must save 10% + 30% against FastFile, and 1 - 0.6/0.9
-    # against FSx, whose own margin is 10%.
-    efs = decide([_option("EFS", 0.62, measured=False), _option("FSx", 0.85), _option("FastFile", 1.0)])
-    assert efs.pick.source == "FSx" and "33%" in efs.passed_over["EFS"]
-    assert decide([_option("EFS", 0.55, measured=False), _option("FastFile", 1.0)]).pick.source == "EFS"
-    assert INFRA_MARGIN + UNMEASURED_MARGIN == pytest.approx(0.4)
+
+
+def test_an_estimate_without_a_measured_cell_is_weighed_at_the_top_of_its_range():
+    # EFS (no measured cell) at $0.62: the same point wins or loses by its range's top, weighed with its 10% against
+    # FSx's $0.85 / 0.9. No flat 30%: the evidence's width decides.
+    narrow = decide([_option("EFS", 0.62, measured=False, interval=(0.55, 0.80)), _option("FSx", 0.85),
+                     _option("FastFile", 1.0)])
+    assert narrow.pick.source == "EFS"
+    wide = decide([_option("EFS", 0.62, measured=False, interval=(0.55, 0.90)), _option("FSx", 0.85),
+                   _option("FastFile", 1.0)])
+    assert wide.pick.source == "FSx"
+    line = wide.passed_over["EFS"]
+    # It must save 1 - (0.85 / 0.9) x 0.9 / (0.90 / 0.62) / 0.85 = 31% of FSx's cost, and the line says why.
+    assert "31%" in line and "top of its range, $0.90 (+45%)" in line and "10%: it needs" in line, line
+    # A measured source is weighed at its cost whatever its range.
+    measured = decide([_option("FastFile", 0.9, interval=(0.8, 1.3)), _option("File", 1.0)])
+    assert measured.pick.source == "FastFile" and weighed(measured.pick) == pytest.approx(0.9)
+
+
+def test_overlapping_ranges_are_within_the_models_error():
+    d = decide([_option("FastFile", 1.0, interval=(0.9, 1.1)), _option("File", 1.05, interval=(0.95, 1.15)),
+                _option("FSx", 2.0, interval=(1.8, 2.2))])
+    assert d.within_error == ["File"]
+    assert "within the model's error" in d.noise and "File $0.95-$1.15" in d.noise and "repeats: 3" in d.noise
+    apart = decide([_option("FastFile", 1.0, interval=(0.9, 1.1)), _option("FSx", 2.0, interval=(1.8, 2.2))])
+    assert apart.within_error == [] and "separate" in apart.noise
 
 
 def test_the_runner_up_is_what_the_rules_pick_without_the_pick():
@@ -237,6 +257,9 @@ def test_the_report_leads_with_the_answer_and_renders_as_html(tmp_path):
     assert text.splitlines()[2] == "## Answer"
     assert "### local-jpg" in text and "### local-tfr" in text and "**Pick: " in text and "Runner-up" in text
     assert "Estimated on AWS" in text and "| set-up |" in text
+    # The estimated answer names its premise, as every answer does (instance, epochs, compute, dataset, lab).
+    assert text.count("- Premise of the estimate: 1 x ml.p3.2xlarge, each 1 x V100 16GB; 1 epoch; compute: ResNet-50 "
+                      "on V100") == 2
     assert "jobs: 12 jobs" not in text
     page = _Page()
     page.feed(paths["report.html"].read_text())
@@ -341,7 +364,8 @@ def test_every_command_and_option_in_the_readme_exists_and_every_help_has_an_exa
     helps = _help_texts()
     for command, text in helps.items():
         assert "example" in text, command
-    readme = (REPO / "README.md").read_text()
+    from .conftest import documented_pages
+    readme = "\n".join(documented_pages().values())   # the README and the site's written pages
     spans = re.findall(r"`(?:\.venv/bin/)?dslab ([^`]+)`", readme) + re.findall(r"(?m)^\s*\.venv/bin/dslab (.+)$", readme)
     assert len(spans) > 30
     for span in spans:
@@ -375,7 +399,7 @@ def test_an_experiment_gets_one_answer_and_says_which_sizes_it_assumed(tmp_path,
     assert "dataset: 1,000 files" in premise and "generate: recipe" in premise and "1,000 samples" in premise
     assert main(["export", "--experiment", local, "--offline", "--dataset", "local-jpg"]) == 0
     err = capsys.readouterr().err
-    assert "recommended for local-jpg" in err and "assuming 1,000 files" in err
+    assert "recommended for local-jpg" in err and "premise: " in err and "dataset: 1,000 files" in err
     from dslab.inputs.experiment_file import load_experiment
     experiment = load_experiment(REPO / "experiments/local.yaml")
     results = tmp_path / "results.json"

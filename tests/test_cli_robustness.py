@@ -1,4 +1,5 @@
-"""The CLI never shows a traceback: every help runs, the README's offline commands run as written, every
+"""The CLI never shows a traceback: every help runs, the README's and the documentation's offline commands run as
+written, every
 numeric flag refuses 0, negative, huge and non-numeric values in one line, every instance is priced or
 refused, and the instance table's sustained network is AWS's baseline (issues 26 and 27)."""
 
@@ -18,7 +19,7 @@ from dslab.core.errors import ConfigError
 from dslab.core.instances import INSTANCES
 from dslab.core.prices import PriceTable, job_cost
 
-from .conftest import REPO
+from .conftest import REPO, documented_pages
 
 
 class _Ran:
@@ -65,9 +66,9 @@ def test_every_commands_help_runs(capsys):
     assert "AU >= 90%" in " ".join(run(capsys, "-h").out.split())
 
 
-# ---- the README's commands, as written -----------------------------------------------------------
+# ---- the README's and the pages' commands, as written ---------------------------------------------
 
-# Every command of README.md's code blocks and command table is run below or skipped here, with why (the
+# Every command of README.md's and docs/'s code blocks and command tables is run below or skipped here, with why (the
 # table's rows are syntax with placeholders, skipped by PLACEHOLDER; prose mentions are not commands).
 SKIPPED = {
     "dataset generate --out data/jpg-1x": "writes 30,607 JPEGs (~1.1 GB); here a 40-image data/jpg-1x stands in",
@@ -100,7 +101,7 @@ SKIPPED = {
 
 def offline(argv: list[str]) -> bool:
     """Whether a command runs without AWS: only these are ever run here (anything else must be in SKIPPED)."""
-    if argv[0] in ("estimate", "recommend", "size"):
+    if argv[0] in ("estimate", "recommend", "size", "prices"):
         return True
     if argv[0] == "dataset":
         return argv[1] in ("generate", "pack", "replicate", "import") or (argv[1] == "stats" and "s3://" not in argv[2])
@@ -121,9 +122,9 @@ FRAGMENTS = {
 
 
 def readme_commands() -> list[str]:
-    """`dslab ...` in README.md's code lines, its tables' cells and its prose (a command with flags; a bare
-    `dslab size` is a name), optional [groups] dropped, each once."""
-    readme = (REPO / "README.md").read_text()
+    """`dslab ...` in the code lines, tables' cells and prose of README.md and every written page of docs/ (a command
+    with flags; a bare `dslab size` is a name), optional [groups] dropped, each once."""
+    readme = "\n".join(documented_pages().values())
     found = re.findall(r"(?m)^\s*(?:\.venv/bin/)?dslab (.+?)\s*(?:\\|#.*|>.*)?$", readme)
     for row in re.findall(r"(?m)^\|.*$", readme):
         found += re.findall(r"`(?:\.venv/bin/)?dslab ([^`]+)`", row)
@@ -136,7 +137,7 @@ def readme_commands() -> list[str]:
     return out
 
 
-def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypatch):
+def test_the_readmes_and_the_pages_offline_commands_run_as_written(capsys, tmp_path, monkeypatch):
     ran = []
     monkeypatch.chdir(tmp_path)   # the data/... commands write relative to it; experiments/... read from the repo
     (tmp_path / "experiments").symlink_to(REPO / "experiments")
@@ -149,9 +150,9 @@ def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypat
         if text in SKIPPED or text in FRAGMENTS or PLACEHOLDER.search(text):
             continue   # skipped with its reason, a flag named in prose, or syntax with placeholders
         argv = [str(Path(a).expanduser()) if a.startswith("~") else a for a in shlex.split(text)]   # as a shell would
-        assert offline(argv), f"README: `dslab {text}`: runs offline? run it here, or add it to SKIPPED with why"
+        assert offline(argv), f"documented: `dslab {text}`: runs offline? run it here, or add it to SKIPPED with why"
         result = run(capsys, *argv)
-        assert result.code == 0, f"README: `dslab {text}` -> {result.code}: {result.err}"
+        assert result.code == 0, f"documented: `dslab {text}` -> {result.code}: {result.err}"
         ran.append(text)
     # What ran: the sizing example and the dataset tooling's chain (each as the README writes it).
     assert "size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16" in ran
@@ -160,7 +161,7 @@ def test_the_readmes_offline_commands_run_as_written(capsys, tmp_path, monkeypat
     assert len(list((tmp_path / "data" / "tfr-50x").glob("copy-*"))) == 50
     assert "dataset import --src ~/my-images --out data/mine" in ran and (tmp_path / "data" / "mine").is_dir()
     stale = (set(SKIPPED) | set(FRAGMENTS)) - set(readme_commands())
-    assert not stale, f"no longer in the README, drop from SKIPPED/FRAGMENTS: {stale}"
+    assert not stale, f"no longer in the README or the pages, drop from SKIPPED/FRAGMENTS: {stale}"
 
 
 # ---- every numeric flag, fuzzed ------------------------------------------------------------------
@@ -252,10 +253,14 @@ def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recomm
     hourly = PriceTable().instance_hourly("ml.p5.48xlarge")
     p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge", "--json")
     assert p5.code == 0 and hourly and all(s["usd_per_hour"] >= hourly for s in json.loads(p5.out)["sources"])
+    # The answer's last line counts such rows and names `dslab prices`, which gives the row's own date and source.
     p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge")
-    dated = next(line for line in p5.out.splitlines() if line.startswith("prices of "))
-    assert f"ml.p5.48xlarge, ml.trn1.32xlarge: prices of {PriceTable().row_date('ml.p5.48xlarge')}, public code quoting " \
-           "the AWS Price List API" in dated
+    footer = p5.out.rstrip().splitlines()[-1]
+    assert footer.startswith("prices of ") and "rows from other sources: `dslab prices`" in footer
+    listed = run(capsys, "prices")
+    row = next(line for line in listed.out.splitlines() if "instance_hourly.ml.p5.48xlarge " in line)
+    assert row.startswith("*") and PriceTable().row_date("ml.p5.48xlarge") in row and \
+        "public code quoting the AWS Price List API" in row
 
 
 def test_an_unpriced_instance_is_refused_naming_prices_and_a_record_never_costs_it_zero(capsys, tmp_path):

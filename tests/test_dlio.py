@@ -20,7 +20,7 @@ import yaml
 from dslab.cli import main
 from dslab.core.dlio import parse_workload
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import estimate_mode
+from dslab.core.estimate import TRAIN_FIXED, estimate_mode
 from dslab.core.experiment import parse_experiment
 from dslab.core.prices import PriceTable
 from dslab.core.requests import plan
@@ -226,7 +226,7 @@ def test_au_is_dlios_mean_of_the_epochs_au_not_compute_over_the_whole_run():
                       prices=PriceTable(), readers=w.readers(accelerators),
                       provisioning=Provisioning(fsx=FsxConfig.persistent2(1000, 4800)))
     assert len(e.epoch_seconds) == 5 and e.epoch_seconds[0] > 4 * e.epoch_seconds[1] == 4 * e.epoch_seconds[4]
-    assert e.training == pytest.approx(21.0 + sum(e.epoch_seconds))   # estimate.TRAIN_FIXED: the framework's start
+    assert e.training == pytest.approx(TRAIN_FIXED + sum(e.epoch_seconds))   # the framework's start
     # Each simulated accelerator (a rank) takes batch_size samples per step, computation_time each: every one of
     # the 8 ranks has the same steps, and each step of an epoch takes that epoch's share of its wall time.
     steps = w.num_files * w.samples_per_file // (hosts * accelerators) // w.batch_size

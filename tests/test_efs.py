@@ -33,7 +33,7 @@ def _resources(template: dict, kind: str) -> dict[str, dict]:
 
 # ---- what EFS costs ------------------------------------------------------------------------------------
 
-def test_the_readme_prices_the_default_experiments_datasets_in_efs():
+def test_the_costs_page_prices_the_default_experiments_datasets_in_efs():
     """Staged, every byte is Standard; a week later the shards (110 MB each) are in IA, and the JPEGs (35 KB each,
     under the 128 KiB floor of lifecycle management) are still in Standard."""
     prices = PriceTable()
@@ -45,7 +45,7 @@ def test_the_readme_prices_the_default_experiments_datasets_in_efs():
         settled += (estimate["standard_bytes"] / 1e9 * prices["efs_standard_gb_month"]
                     + estimate["ia_bytes"] / 1e9 * prices["efs_ia_gb_month"])
         assert (estimate["ia_bytes"] > 0) == dataset["name"].startswith("caltech-tfr")
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "costs.md").read_text()   # the costs page
     assert f"meter ≈ {metered / 1e9:.1f} GB: **${staged:.2f} / month**" in readme
     assert f"settles at **${settled:.2f} / month**" in readme
 

@@ -340,7 +340,8 @@ def test_any_plan_error_ends_the_execution_with_a_readable_reason(emulated):
                                                               if bucket == lab.express_bucket else None)
         execution = lab.run(ONLY_EXPRESS)
         assert execution.status == "FAILED" and execution.error == "PlanFailed"
-        assert execution.cause.startswith("Plan could not finish: ClientError:") and "ServiceUnavailable" in execution.cause
+        assert execution.cause.startswith("Plan could not finish: AWS ListObjectsV2 failed after 3 attempts (ServiceUnavailable")
+        assert "a temporary failure on AWS's side" in execution.cause   # and what to do (dslab/core/aws_errors.py)
         assert "Traceback" not in execution.cause and "stackTrace" not in execution.cause
         assert lab.training_job_names() == []
 

@@ -262,11 +262,17 @@ def test_every_documented_error_of_the_checks_fsx_calls_has_one_reaction():
     assert set.union(*errors.values()) - set(FSX_ERROR_REACTIONS) - set(NONE_FOUND) == {"InvalidDataRepositoryType"}
 
 
-def test_an_error_no_reaction_names_fails_the_check():
-    """Not one FSx documents (e.g. the role lacks fsx:CreateDataRepositoryTask): the state machine's Catch."""
+def test_an_error_no_reaction_names_is_answered_by_its_class():
+    """Not one FSx's table names (the common errors every action may answer): a refused permission (the role lacks
+    fsx:CreateDataRepositoryTask) is final, naming the fix; a throttled call waits for the next check (the fault
+    matrix, dslab/aws/faults.py, lists every pair; dslab/core/aws_errors.py words them)."""
     fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])], refusals=[fsx_error("AccessDeniedException")])
-    with pytest.raises(ClientError):
-        run_check(fsx, [late()])
+    status = run_check(fsx, [late()])
+    assert status["final"] and not status["ready"], status
+    assert "may not call CreateDataRepositoryTask: deploy the lab again" in status["reason"], status
+    fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])], refusals=[fsx_error("ThrottlingException")])
+    status = run_check(fsx, [late()])
+    assert not status["final"] and not status["ready"] and "the next check tries again" in status["reason"], status
 
 
 @pytest.mark.parametrize("code, final, words", [("InternalServerError", False, "FSx failed on its side (DescribeDataRepositoryTasks"),

@@ -80,38 +80,53 @@ def test_order_options():
 # ---- estimate --------------------------------------------------------------------------------------
 
 def test_vendored_copies_match():
-    """The vendored copies of ../shared (contract, calibration) equal their recorded sha256, and ../shared
-    itself where it is beside the checkout: a fresh clone checks the copies, a full checkout checks the drift."""
+    """The vendored files equal their recorded sha256: the copies of ../shared (contract, calibration) also equal
+    ../shared where it is beside the checkout (a fresh clone checks the copies, a full checkout the drift); the public
+    measurements (Bencher's 12 cells, Mountpoint's CI) name their source and date."""
     manifest = json.loads(VENDORED_MANIFEST.read_text())["files"]
-    assert set(manifest) == {"results-record.schema.json", "bencher-measured.csv"}
+    assert set(manifest) == {"results-record.schema.json", "bencher-measured.csv", "bencher-cells.csv",
+                             "mountpoint-s3-ci.csv"}
     for name, entry in manifest.items():
         copy = VENDORED_MANIFEST.with_name(name)
         assert hashlib.sha256(copy.read_bytes()).hexdigest() == entry["sha256"], f"{copy} changed: update vendored.json"
-        shared = SHARED / entry["shared"]
-        if shared.exists():
-            assert shared.read_bytes() == copy.read_bytes(), f"{copy} differs from {shared}: copy it again"
+        if "shared" in entry:
+            shared = SHARED / entry["shared"]
+            if shared.exists():
+                assert shared.read_bytes() == copy.read_bytes(), f"{copy} differs from {shared}: copy it again"
+        else:   # a public measurement: its source and date, in the manifest and in the file's own header
+            assert entry["source"] and entry["date"], name
+            header = [line for line in copy.read_text().splitlines() if line.startswith("#")]
+            assert any("Source:" in line for line in header) and any("20" in line for line in header), name
     assert CALIBRATION_PATH == VENDORED_MANIFEST.with_name("bencher-measured.csv")
+    from dslab.core.calibration import CELLS_PATH, MOUNTPOINT_PATH
+    assert {CELLS_PATH.name, MOUNTPOINT_PATH.name} <= set(manifest)
 
 
 def test_estimate_calibration():
-    """Within 10% MAPE on the measured cells, and the measured order of modes in every scenario."""
+    """In sample, on all 12 of Bencher's measured cells (the nine of ../shared's bencher-measured.csv and scenario C):
+    within 10% MAPE, and the measured order of two modes wherever their repeats do not overlap (where they do, the
+    measurement itself does not order them; the ranges are tests/test_calibration.py's)."""
+    from dslab.core.calibration import measured_cells
     rate, _ = compute_rate("v100")
     prices = PriceTable()
-    pairs, scenarios = [], {}
-    rows = calibration_cells()
-    assert len(rows) == 9
-    for row in rows:
-        shape = DatasetShape(files=int(row["files"]), bytes=int(float(row["dataset_gb"]) * 1e9),
-                             samples=30607 * int(row["copies"]))
-        estimate = estimate_mode(row["mode"], shape, rate=rate, prices=prices)
-        pairs.append((estimate.billable_seconds, float(row["total_s"])))
-        scenarios.setdefault(row["scenario"], []).append((row["mode"], estimate.billable_seconds, float(row["total_s"])))
-    error = mape(pairs)
+    cells = measured_cells()
+    assert len(cells) == 12 and {c.scenario for c in cells} == {"A", "B", "C", "D"}
+    # The nine shared cells are the same measurements (their means, rounded there).
+    shared = {(r["scenario"], r["mode"]): float(r["total_s"]) for r in calibration_cells()}
+    assert len(shared) == 9
+    for cell in cells:
+        if (cell.scenario, cell.mode) in shared:
+            assert cell.total == pytest.approx(shared[(cell.scenario, cell.mode)], abs=0.5)
+    predicted = {c.label: estimate_mode(c.mode, c.shape, rate=rate, prices=prices).billable_seconds for c in cells}
+    error = mape([(predicted[c.label], c.total) for c in cells])
     assert error < 10.0, f"MAPE {error:.1f}%"
-    for scenario, cells in scenarios.items():
-        predicted = [m for m, p, _ in sorted(cells, key=lambda c: c[1])]
-        measured = [m for m, _, t in sorted(cells, key=lambda c: c[2])]
-        assert predicted == measured, f"scenario {scenario}: {predicted} vs measured {measured}"
+    ordered = 0
+    for a in cells:
+        for b in cells:
+            if a.scenario == b.scenario and a.total_max < b.total_min:
+                assert predicted[a.label] < predicted[b.label], f"{a.label} measured below {b.label}"
+                ordered += 1
+    assert ordered >= 7
 
 
 def test_estimate_extrapolates_to_millions_of_small_files():

@@ -78,3 +78,24 @@ def test_the_makefile_installs_every_environment_through_it():
 def test_a_missing_environment_is_a_usage_error_not_a_traceback(args):
     done = subprocess.run([str(SCRIPT), *args], capture_output=True, text=True, timeout=30)
     assert done.returncode == 2 and "usage:" in done.stderr and "python3 -m venv" in done.stderr, done.stderr
+
+
+def test_make_lab_sets_up_only_what_the_lab_needs():
+    """checkov's .venv-scan and Chromium serve `make test` alone: `make lab` (and the benchmarks that run the lab) set
+    up the lab's environment, the CDK CLI and FUSE. `make -n -B` prints every recipe a set-up would run, running none."""
+    def recipes(target: str) -> str:
+        done = subprocess.run(["make", "-n", "-B", "--no-print-directory", target], cwd=REPO, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    lab = recipes("lab-setup")
+    assert ".venv/.installed" in lab and "npm ci" in lab and "ensure-system-packages.sh lab" in lab
+    assert ".venv-scan" not in lab and "requirements-scan" not in lab
+    full = recipes("setup")
+    assert "requirements-scan.txt" in full and "ensure-system-packages.sh test" in full
+    makefile = (REPO / "Makefile").read_text()
+    for target in ("lab", "bench-lab", "bench-scaling"):
+        recipe = makefile.split(f"\n{target}:\n", 1)[1].split("\n\n", 1)[0]
+        assert "$(LAB_SETUP)" in recipe and "$(SETUP)" not in recipe, target
+    script = (REPO / "scripts" / "ensure-system-packages.sh").read_text()
+    assert 'if [ "$want" = test ] && [ ! -x /usr/bin/chromium ]' in script   # Chromium for `make test` only

@@ -29,7 +29,7 @@ from dslab_train.contract import SCRIPT_INPUT, ContractError, JobContext, load_c
 from dslab_train.pipeline import (DataError, EpochPipeline, JpgSource, NpzSource, PipelineConfig,  # noqa: E402
                                   ShardSource, default_workers, detect_format, jpg_records, npz_records, pipe_records,
                                   s3_jpg_records, s3_shard_records, shard_records)
-from dslab_train.s3source import (DEFAULT_CONCURRENCY, JPEG_SUFFIXES, S3Reads, detect_s3_format,  # noqa: E402
+from dslab_train.s3source import (DEFAULT_CONCURRENCY, JPEG_SUFFIXES, S3Reads, S3ReadError, detect_s3_format,  # noqa: E402
                                   jpg_labels)
 from dslab_train.records import RecordError  # noqa: E402
 
@@ -363,7 +363,7 @@ def main() -> int:
         ctx = load_context()
         run(ctx)
         return 0
-    except (ContractError, DataError, RecordError, CheckpointError) as err:
+    except (ContractError, DataError, RecordError, CheckpointError, S3ReadError) as err:
         return fail(ctx.failure_file if ctx else None, str(err))
     except Exception as err:  # an unexpected bug: still give the operator one line and the trace in the log
         traceback.print_exc()

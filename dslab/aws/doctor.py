@@ -27,6 +27,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.aws_errors import explain
 from ..core.errors import ConfigError
 from ..core.requests import LOGS_POLICY_NAME
 # CloudWatch Logs: "Resource policies: 10 per Region per account" (CloudWatch Logs quotas); the lab adds one.
@@ -62,6 +63,8 @@ class ZoneReport:
     logs_policies: list[str] | None = None                     # CloudWatch Logs resource policies of the region
     fsx_quota: dict[str, Any] | None = None                    # the lab's FSx against the account's storage quota
     needs_express: bool = False                                # the experiment has storage: express trials
+    logs_detail: str = ""                                      # why the resource policies were not checked
+    quota_detail: str = ""                                     # why the FSx storage quota was not checked
     notes: list[str] = field(default_factory=lambda: [TRAINING_PROXY_NOTE, FSX_PROXY_NOTE,
                                                       f"S3 Express One Zone: the S3 User Guide's table, {EXPRESS_ZONES_SOURCE}"])
 
@@ -119,6 +122,10 @@ class ZoneReport:
                            else "the lab deploys without it here (express=auto)")
             out.append(f"  S3 Express One Zone: NOT offered in {self.az_id}: {consequence} "
                        f"({express_where(self.region)})")
+        if self.quota_detail:
+            out.append(f"  FSx storage quota: not checked: {self.quota_detail}")
+        if self.logs_detail:
+            out.append(f"  CloudWatch Logs: the region's resource policies were not checked: {self.logs_detail}")
         if not self.logs_policy_ok:
             out.append(f"  CloudWatch Logs: the region already holds {len(self.logs_policies)} resource policies, the most "
                        f"it takes: the lab's DataSync log policy ({LOGS_POLICY_NAME}) cannot be added and the deploy "
@@ -206,21 +213,20 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], 
         fsx_detail = ("FSx answers in the region and the zone is a standard, available zone (no per-zone offering "
                       "is published: a proxy)" if zone_ok else "the zone is not a standard, available zone")
     except (ClientError, BotoCoreError) as err:
-        code = getattr(err, "response", {}).get("Error", {}).get("Code", type(err).__name__)
-        fsx_ok, fsx_detail = False, f"FSx did not answer in {region} ({code})"
-    policies = None
+        fsx_ok, fsx_detail = False, f"FSx did not answer in {region}: {explain(err)}"
+    policies, logs_detail = None, ""
     if logs is not None:
         try:
             policies = [p["policyName"] for p in logs.describe_resource_policies().get("resourcePolicies", [])]
-        except (ClientError, BotoCoreError):
-            policies = None   # not allowed to look: not checked
-    quota = None
+        except (ClientError, BotoCoreError) as err:
+            policies, logs_detail = None, explain(err, service="logs")   # not checked, and said why
+    quota, quota_detail = None, ""
     if service_quotas is not None and lab_fsx is not None:
         try:
             quota = fsx_quota_check(service_quotas, lab_fsx)
-        except (ClientError, BotoCoreError):
-            quota = None   # not allowed to look: not checked
+        except (ClientError, BotoCoreError) as err:
+            quota, quota_detail = None, explain(err, service="service-quotas")   # not checked, and said why
     return ZoneReport(region=region, az_id=az_id, zone_name=zone.get("ZoneName"), zone_ok=zone_ok, offered=offered,
                       fsx_ok=fsx_ok, fsx_detail=fsx_detail, standard_zones=standard,
                       express_zones=list(express_zone_ids(region)), needs_express=needs_express, logs_policies=policies,
-                      fsx_quota=quota)
+                      logs_detail=logs_detail, fsx_quota=quota, quota_detail=quota_detail)

@@ -76,11 +76,18 @@ def usage_lines(state: dict[str, Any]) -> list[str]:
 
 
 def dataset_in_s3(s3, bucket: str, dataset: str) -> dict[str, int] | None:
-    """The dataset's files and bytes from its stats file (EFS holds the same files), or None without one."""
+    """The dataset's files and bytes from its stats file (EFS holds the same files), or None without one. Another
+    AWS error is raised (the caller says the size is not known, and why)."""
     from botocore.exceptions import ClientError
+
+    from ..workflow.common import is_missing
     try:
         document = json.loads(s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset}"))["Body"].read())
-    except (ClientError, ValueError):  # no stats file, or not JSON: the size is then not known
+    except ClientError as err:
+        if not is_missing(err):
+            raise
+        return None   # no stats file: the size is then not known
+    except ValueError:  # not JSON
         return None
     files, size = document.get("files"), document.get("bytes")
     return {"files": files, "bytes": size} if isinstance(files, int) and isinstance(size, int) else None
@@ -148,11 +155,30 @@ def start_empty(datasync, task_arn: str, dataset: str | None) -> str:
     return datasync.start_task_execution(TaskArn=task_arn, **includes)["TaskExecutionArn"]
 
 
+FAILED_LOOKS = 5   # throttled or unavailable looks in a row before following the execution is given up
+
+
 def wait(datasync, execution_arn: str, *, poll: float, say: Callable[[str], None]) -> dict[str, Any]:
-    """DescribeTaskExecution until the execution ends; each new status is said once."""
+    """DescribeTaskExecution until the execution ends; each new status is said once. A throttled or unavailable look
+    (botocore has retried it already) is tried again at the next one, FAILED_LOOKS in a row at most; then, and on any
+    other error, the line names the execution to follow (the deletion goes on in DataSync)."""
+    from botocore.exceptions import ClientError
+
+    from ..core.aws_errors import explain, is_transient
     seen = None
+    failed = 0
     while True:
-        described = datasync.describe_task_execution(TaskExecutionArn=execution_arn)
+        try:
+            described = datasync.describe_task_execution(TaskExecutionArn=execution_arn)
+        except ClientError as err:
+            failed += 1
+            if not is_transient(err) or failed >= FAILED_LOOKS:
+                raise ConfigError("DataSync", f"{explain(err, service='datasync')}; the deletion goes on in DataSync: follow it with `aws "
+                                  f"datasync describe-task-execution --task-execution-arn {execution_arn}`") from None
+            say(f"look failed ({explain(err, service='datasync')}); looking again in {poll:g} s")
+            time.sleep(poll)
+            continue
+        failed = 0
         status = described.get("Status")
         if status != seen:
             say(status)

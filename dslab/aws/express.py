@@ -141,7 +141,10 @@ def empty(s3, bucket: str, dataset: str | None = None) -> dict[str, int]:
     prefix = f"{DATASETS_PREFIX}/{dataset}/" if dataset else None
     aborted = 0
     for upload in multipart_uploads(s3, bucket, prefix):
-        s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+        try:
+            s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+        except s3.exceptions.NoSuchUpload:
+            continue   # it ended meanwhile (completed or aborted): nothing to abort
         aborted += 1
     deleted = size = 0
     for _ in range(MAX_WALKS):

@@ -1,6 +1,6 @@
 """``dslab``: the operator's command line. Every command has help with an example (``dslab CMD -h``).
 
-One module per command group (datasets, jobs, runs, advice, export, fsx, express, efs, doctor, local), each
+One module per command group (datasets, jobs, runs, advice, size, prices, export, fsx, express, efs, doctor, local), each
 with its ``register``; what they share is in ``common``. Bad input exits with code 2 and one line naming
 the field and the fix; nothing is started or written.
 """
@@ -12,11 +12,12 @@ import sys
 
 from ..aws.validation import RequestInvalid
 from ..core.errors import ConfigError
+from . import prices
 from . import advice, datasets, deploy_check, doctor, efs, export, express, fsx, jobs, local, runs, size
-from .common import EXIT_BAD_INPUT, Parser, UserError
+from .common import EXIT_BAD_INPUT, Parser, UserError, explain_aws, find_client_error
 
 # In the order `dslab -h` lists them.
-GROUPS = (datasets, jobs, runs, advice, size, export, fsx, express, efs, doctor, deploy_check, local)
+GROUPS = (datasets, jobs, runs, advice, size, prices, export, fsx, express, efs, doctor, deploy_check, local)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,9 +45,8 @@ def _aws_error(err: Exception) -> str | None:
         return "no AWS region: pass --region or set AWS_REGION"
     if isinstance(err, EndpointConnectionError):
         return f"AWS cannot be reached ({err}); check the network or run the lab offline with `dslab local`"
-    if isinstance(err, ClientError):
-        error = err.response.get("Error", {})
-        return f"AWS said {error.get('Code')}: {error.get('Message')}"
+    if isinstance(err, ClientError) or find_client_error(err) is not None:   # boto3's S3UploadFailedError wraps one
+        return explain_aws(err)
     return None
 
 

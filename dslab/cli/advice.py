@@ -3,11 +3,12 @@ on one premise (question.py) that every answer prints first."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .common import add_command, lab_provisioning, price_table, print_json
+from .common import add_command, explain_aws, lab_provisioning, price_table, print_json
 from .question import add_question_flags, is_checkpoint_question, premise_json, premise_of, workload_of
 
 
@@ -68,6 +69,7 @@ def cmd_estimate(args) -> int:
                     "estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
                                                              "what": o.setup.what},
                                    **({"cost_to_result_usd": round(o.cost_usd, 4),
+                                       "cost_to_result_interval_usd": [round(v, 4) for v in o.cost_interval],
                                        "time_to_result_seconds": round(o.seconds, 1)} if not e.blocker else
                                       {"cost_to_result_usd": None, "time_to_result_seconds": None}),
                                    "over_max_runtime": e.source in too_long, **({"premise": o.premise} if o.premise else {})}
@@ -80,6 +82,7 @@ def cmd_estimate(args) -> int:
     for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
         print(f"{e.source:17s} {e.downloading:9,.0f} {e.training:9,.0f} {e.other:7,.0f} {e.billable_seconds:9,.0f} "
               f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
+    print_ranges(runnable)
     for o, e in found:
         if e.blocker:
             print(f"{e.source:17s} cannot run as premised, not priced: {e.blocker}")
@@ -91,8 +94,35 @@ def cmd_estimate(args) -> int:
               f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
     print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
           "FSx: its uptime while it imports); `dslab recommend` picks from these")
-    print(prices.label())
+    print(prices.footer())
     return 0
+
+
+def print_ranges(runnable) -> None:
+    """Each estimate's range (billable seconds, cost to a result) and its evidence, then each range it names once."""
+    from ..core.decision import usd
+    from ..core.calibration import CALIBRATION_INSTANCE
+    print("where one run may fall (each estimate's range: billable seconds, cost to a result), and why:")
+    said = {}
+    for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
+        r = e.range
+        seconds = f"{r.billable_low:,.0f}-{r.billable_high:,.0f} s"
+        dollars = f"{usd(o.cost_interval[0])}-{usd(o.cost_interval[1])}"
+        print(f"  {e.source:17s} {seconds:>17s} {dollars:>15s}  {r.summary()}")
+        for a, value, _ in r.moves:
+            said.setdefault(a.what, a.describe(value))
+    print(f"  out-of-sample: each of Bencher's 4 measured scenarios ({CALIBRATION_INSTANCE}, one epoch) predicted by the "
+          "model fitted on the other 3 (dslab/core/calibration.py); a source without a measured cell takes the widest")
+    for text in said.values():
+        print(f"  range: {text}")
+
+
+def cost_range(option) -> str:
+    """" ($0.36-$0.41)" for an estimate with its range, "" otherwise."""
+    from ..core.decision import usd
+    if option.cost_interval is None or option.runs:
+        return ""
+    return f" ({usd(option.cost_interval[0])}-{usd(option.cost_interval[1])})"
 
 
 SOURCE_DESCRIPTIONS = {
@@ -117,21 +147,24 @@ def print_recommendation(rec, *, heading: str = "recommended") -> None:
     from ..core.decision import usd, usd_difference
     from ..report import duration
     d = rec.decision
-    print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run, "
-          f"{duration(d.pick.seconds)} to a result")
+    print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run"
+          f"{cost_range(d.pick)}, {duration(d.pick.seconds)} to a result")
     print(f"  why: {d.why}")
     if d.runner_up is not None:
-        print(f"  runner-up: {d.runner_up.source}: {usd(d.runner_up.cost_usd)} per run "
+        print(f"  runner-up: {d.runner_up.source}: {usd(d.runner_up.cost_usd)} per run{cost_range(d.runner_up)} "
               f"({usd_difference(d.runner_up.cost_usd - d.pick.cost_usd)}), {duration(d.runner_up.seconds)} to a result")
+    if d.noise:
+        print(f"  precision: {d.noise}")
     chart = "; ".join(rec.flowchart)
     agrees = "agrees" if rec.flowchart_source == d.pick.mode and d.pick.storage == "standard" else \
         f"the estimates pick {d.pick.source} instead, for the reason above"
     print(f"  the post's flowchart: {chart} ({agrees})")
     print("ranking by cost to a result (the job plus its set-up), cheapest first:")
-    print(f"  {'#':>2s}  {'source':17s} {'job':>9s} {'set-up':>9s} {'to a result':>11s} {'time':>8s}  {'bound':8s} note")
+    print(f"  {'#':>2s}  {'source':17s} {'job':>9s} {'set-up':>9s} {'to a result':>11s} {'range':>15s} {'time':>8s}  "
+          f"{'bound':8s} note")
     for i, o in enumerate(d.ranking, 1):
         print(f"  {i:2d}  {o.source:17s} {usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} "
-              f"{duration(o.seconds):>8s}  {o.bound or '-':8s} {d.note(o)}")
+              f"{cost_range(o).strip(' ()'):>15s} {duration(o.seconds):>8s}  {o.bound or '-':8s} {d.note(o)}")
     for source, why in d.blocked.items():
         print(f"  --  {source:17s} cannot serve it: {why}")
     for line in rec.advice:
@@ -160,7 +193,7 @@ def cmd_recommend(args) -> int:
     print(premise.describe())
     print_ignored([workload_of(args)])
     print_recommendation(result)
-    print(prices.label())
+    print(prices.footer())
     return 0
 
 
@@ -199,12 +232,18 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
         import boto3
         from botocore.exceptions import BotoCoreError, ClientError
         s3, found = boto3.client("s3"), {}
+        from ..workflow.common import is_missing
         for dataset in experiment.datasets:
             try:
                 body = s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset.prefix}"))["Body"].read()
                 found[dataset.name] = _json.loads(body)
-            except (BotoCoreError, ClientError, ValueError):
+            except ClientError as err:
+                if not is_missing(err):   # not read (throttled, refused): said; the experiment's own figures stand
+                    print(f"dslab: dataset '{dataset.name}': its stats file was not read ({explain_aws(err)}); the "
+                          "experiment's own figures stand", file=sys.stderr)
                 continue   # not uploaded yet: the experiment's own figures stand
+            except (BotoCoreError, ValueError):
+                continue
         return found, f"the stats file its upload wrote in s3://{bucket}"
     return None, "a run's results"
 

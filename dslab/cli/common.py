@@ -21,6 +21,34 @@ class UserError(Exception):
     """An error the user can fix; printed as one line, exit code 2."""
 
 
+class NotDeployed(ConfigError):
+    """The lab's stacks are not in this account and region."""
+
+
+def find_client_error(err: BaseException | None):
+    """The botocore ClientError in ``err`` or its causes, or None."""
+    from botocore.exceptions import ClientError
+    for _ in range(5):
+        if err is None or isinstance(err, ClientError):
+            return err
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def explain_aws(err: BaseException, what: str | None = None) -> str:
+    """One line for an AWS error met with the user's credentials: the operation, the code and AWS's message, the
+    attempts botocore made, and the fix (dslab/core/aws_errors.py; the fault matrix lists every pair)."""
+    from ..aws.faults import cli_service_of
+    from ..core.aws_errors import explain
+    found = find_client_error(err)
+    operation = getattr(found, "operation_name", None) or ""
+    return explain(found if found is not None else err, service=cli_service_of(operation), what=what)
+
+
+def aws_failure(err: BaseException, what: str | None = None) -> UserError:
+    return UserError(explain_aws(err, what))
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors in one line (exit 2): argparse prints its usage block before them."""
 
@@ -332,9 +360,9 @@ def outputs_from_cloudformation(region: str | None = None, hint: str = LOCAL_HIN
                           f"AWS_SECRET_ACCESS_KEY) for the lab's account; {hint}") from None
     except ClientError as err:
         if "does not exist" in str(err):
-            raise ConfigError("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up`; "
+            raise NotDeployed("stack", "DataSourceLab is not deployed in this account/region: run `make deploy FSX=up`; "
                               f"{hint}") from None
-        raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
+        raise aws_failure(err, "reading the lab's stack outputs") from None
     except BotoCoreError as err:
         raise ConfigError("AWS", f"{err}") from None
     return flat

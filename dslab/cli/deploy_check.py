@@ -25,7 +25,7 @@ from ..core.deploy_guard import (EFS_THROUGHPUT_WAIT, EfsThroughput, LustreShape
                                  fsx_shrink_refusal, last_throughput_change)
 from ..core.errors import ConfigError
 from ..core.requests import CORE_STACK, FSX_STACK
-from .common import REPO, UserError, add_command, lab_context
+from .common import REPO, UserError, add_command, explain_aws, lab_context
 
 # Stack statuses that hold no deployed resources: a failed creation (the CDK CLI deletes it and creates it again),
 # a stack waiting for its first change set, a deleted one.
@@ -164,8 +164,8 @@ def check(target: str, fsx_choice: str, words: list[str] | None, region: str | N
     except NoCredentialsError:
         return                                   # no credentials: nothing can be read, nor deployed
     except (ClientError, BotoCoreError) as err:  # AccessDenied, throttling, no network: say so, leave it to the deploy
-        print(f"dslab deploy-check: could not read the deployed lab ({err}); FSx's capacity and EFS's throughput "
-              "were not compared with it", file=sys.stderr)
+        print(f"dslab deploy-check: could not read the deployed lab ({explain_aws(err)}); FSx's capacity and EFS's "
+              "throughput were not compared with it", file=sys.stderr)
         return
     found = refusals(target, fsx_choice, config, lab, now, words)
     if found:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import ConfigError
-from .common import (REPO, add_command, lab_context, outputs_from_cloudformation, outputs_from_file, price_table,
-                     print_json, region_of)
+from .common import (REPO, NotDeployed, UserError, add_command, explain_aws, lab_context, outputs_from_cloudformation,
+                     outputs_from_file, price_table, print_json, region_of)
 
 DEFAULT_DOCTOR_EXPERIMENT = REPO / "experiments" / "all-modes-20-jobs.yaml"
 
@@ -51,19 +51,21 @@ def efs_stored(args, region: str) -> dict:
     import boto3
 
     from ..aws.efs import file_system_id, usage
-    if args.outputs:
-        outputs = outputs_from_file(Path(args.outputs))
-    else:
-        try:
-            outputs = outputs_from_cloudformation(region)
-        except ConfigError as err:   # not deployed here (or not readable): not the zone's business
-            return {"deployed": False, "detail": str(err)}
-    return {"deployed": True, **usage(boto3.client("efs", region_name=region), file_system_id(outputs),
-                                      price_table(args.prices))}
+    from botocore.exceptions import ClientError
+    try:
+        outputs = outputs_from_file(Path(args.outputs)) if args.outputs else outputs_from_cloudformation(region)
+        return {"deployed": True, **usage(boto3.client("efs", region_name=region), file_system_id(outputs),
+                                          price_table(args.prices))}
+    except NotDeployed as err:   # no lab here: nothing stored
+        return {"deployed": False, "detail": str(err)}
+    except (UserError, ClientError) as err:   # not readable now: the zone's report stands, and this line says why
+        return {"deployed": None, "detail": explain_aws(err) if isinstance(err, ClientError) else str(err)}
 
 
 def efs_lines(stored: dict) -> list[str]:
     from ..aws.efs import usage_lines
+    if stored["deployed"] is None:
+        return [f"EFS: what it holds was not read: {stored['detail']}"]
     if not stored["deployed"]:
         return ["EFS: no lab deployed in this account and region, so nothing is stored"]
     return usage_lines(stored)

@@ -11,7 +11,7 @@ from ..aws import efs
 from ..core import efs as efs_core
 from ..core.errors import ConfigError
 from ..core.requests import DATASETS_PREFIX
-from .common import add_command, can_confirm, confirmed, lab_outputs, price_table, region_of
+from .common import add_command, can_confirm, confirmed, explain_aws, lab_outputs, price_table, region_of
 
 
 def _dataset_name(dataset: str | None) -> str | None:
@@ -24,6 +24,7 @@ def _dataset_name(dataset: str | None) -> str | None:
 
 def cmd_efs_empty(args) -> int:
     import boto3
+    from botocore.exceptions import ClientError
 
     dataset = _dataset_name(args.dataset)
     if not math.isfinite(args.poll) or not 0 < args.poll <= 3600:
@@ -39,14 +40,18 @@ def cmd_efs_empty(args) -> int:
     found = None
     if dataset:
         what = f"{dataset} (EFS {DATASETS_PREFIX}/{dataset}/)"
-        found = efs.dataset_in_s3(s3, outputs.get("BucketName", ""), dataset)
+        try:
+            found = efs.dataset_in_s3(s3, outputs.get("BucketName", ""), dataset)
+            unread = "no stats file in the data bucket"
+        except ClientError as err:   # said; emptying does not need the size
+            found, unread = None, f"its stats file could not be read ({explain_aws(err)})"
         if found:
             estimate = efs_core.dataset_estimate(found["files"], found["bytes"], lifecycle=False)
             print(f"  {dataset}: {found['files']:,} files, {found['bytes'] / 1e9:.2f} GB in S3 (its stats file), about "
                   f"{estimate['metered_bytes'] / 1e9:.2f} GB metered in EFS when staged: up to "
                   f"${estimate['metered_bytes'] / 1e9 * prices['efs_standard_gb_month']:.2f} per month")
         else:
-            print(f"  {dataset}: no stats file in the data bucket, so its size is not known here")
+            print(f"  {dataset}: {unread}, so its size is not known here")
     else:
         what = f"everything under EFS {DATASETS_PREFIX}/"
     busy = efs.running_staging(datasync, [t for t in (outputs.get("EfsSyncTaskArn"), task_arn) if t])
@@ -84,10 +89,14 @@ def cmd_efs_empty(args) -> int:
     deleted = efs.deleted_line(final, dataset, found)
     if deleted:
         print(f"  {deleted}")
-    after = efs.usage(efs_client, fs_id, prices)
-    print(f"deleted {what}; EFS now reports {after['size_in_bytes'].get('Value', 0) / 1e9:.2f} GB "
-          f"(${after['usd_per_month']:.2f} per month; its metered size catches up within a couple of hours). "
-          "The datasets are still in S3, and the workflow stages them again when an EFS job needs them")
+    try:
+        after = efs.usage(efs_client, fs_id, prices)
+        now = (f"EFS now reports {after['size_in_bytes'].get('Value', 0) / 1e9:.2f} GB (${after['usd_per_month']:.2f} "
+               "per month; its metered size catches up within a couple of hours)")
+    except ClientError as err:   # emptying is done: only the look after it failed
+        now = f"EFS's size could not be read afterwards ({explain_aws(err)}): `dslab doctor` shows it"
+    print(f"deleted {what}; {now}. The datasets are still in S3, and the workflow stages them again when an EFS job "
+          "needs them")
     return 0
 
 

@@ -100,7 +100,7 @@ def _recommended_source(experiment, experiment_path: str, dataset, trial_name: s
                           "give --mode")
     pick = answer.decision.pick
     print(f"recommended for {answer.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
-          f"--dataset {dataset.name}`), assuming {answer.known.describe()}; --mode chooses another", file=sys.stderr)
+          f"--dataset {dataset.name}`); --mode chooses another; {answer.premise.describe()}", file=sys.stderr)
     return pick.mode, pick.storage
 
 

@@ -48,7 +48,7 @@ def cmd_express_status(args) -> int:
         print("  empty: it costs nothing for storage while it is empty")
         return 0
     print(f"  {found['objects']:,} objects, {found['bytes'] / 1e9:.2f} GB: ${state['usd_per_month']:.2f} per month "
-          f"at ${per_gb:g} per GB-month ({prices.label()})")
+          f"at ${per_gb:g} per GB-month ({prices.footer()})")
     for name, entry in state["datasets"].items():
         where = f"{DATASETS_PREFIX}/{name}/" if name != "(other)" else "other keys"
         print(f"  {where:40s} {entry['objects']:>10,} objects {entry['bytes'] / 1e9:>9.2f} GB  ${entry['usd_per_month']:.2f}/month")

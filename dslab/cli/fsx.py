@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from ..core.errors import ConfigError
 from ..core.requests import FSX_ID_PARAMETER, FSX_STACK
-from .common import REPO, add_command, lab_context, lab_outputs, lab_provisioning, print_json, region_of
+from .common import REPO, add_command, aws_failure, lab_context, lab_outputs, lab_provisioning, print_json, region_of
 
 
 def fsx_state(region: str, state_machine_arn: str, idle_hours: float, fsx) -> dict[str, Any]:
@@ -88,7 +88,10 @@ def fsx_zone(ssm, fsx, ec2) -> str | None:
         file_system_id = ssm.get_parameter(Name=FSX_ID_PARAMETER)["Parameter"]["Value"]
     except ssm.exceptions.ParameterNotFound:
         return None
-    found = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+    try:
+        found = fsx.describe_file_systems(FileSystemIds=[file_system_id])["FileSystems"]
+    except fsx.exceptions.FileSystemNotFound:
+        return None   # its stack is being deleted: nothing to move
     if not found:
         return None
     subnets = ec2.describe_subnets(SubnetIds=found[0]["SubnetIds"][:1])["Subnets"]
@@ -111,6 +114,7 @@ def follow_zone(current: str | None, target: str, take_down: Callable[[], int], 
 
 def cmd_fsx_follow_zone(args) -> int:
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
     overrides = dict(item.split("=", 1) for item in (args.context or []) if "=" in item)
     local = Path.cwd() / "cdk.json"
     context = {**lab_context(local if local.exists() else REPO / "cdk.json"), **overrides}
@@ -121,7 +125,9 @@ def cmd_fsx_follow_zone(args) -> int:
     try:
         current = fsx_zone(boto3.client("ssm", region_name=region), boto3.client("fsx", region_name=region),
                            boto3.client("ec2", region_name=region))
-    except Exception as err:  # noqa: BLE001 - no credentials, no access: the deploy itself will say more
+    except ClientError as err:
+        raise aws_failure(err, "could not read where FSx is") from None
+    except BotoCoreError as err:   # no credentials, no network: the deploy itself needs them too
         raise ConfigError("AWS credentials", f"could not read where FSx is ({type(err).__name__}: {err})",
                           "credentials for the lab's account (the deploy needs them too)") from None
     cdk = REPO / "node_modules" / ".bin" / "cdk"

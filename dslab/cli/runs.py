@@ -16,6 +16,8 @@ from .question import add_instance_flags, add_workload_flags, workload_json
 from .common import (
     BUILD_DIR,
     add_command,
+    aws_failure,
+    explain_aws,
     environment_from_outputs,
     OFFLINE_OUTPUTS,
     lab_outputs,
@@ -187,8 +189,10 @@ def cmd_run(args) -> int:
     experiment, where = _experiment(args, repeats=args.repeats)
     check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
-    check_runtimes(experiment)
-    user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call
+    user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call or file read
+    lab = lab_provisioning(args)
+    check_runtimes(experiment, lab=lab)
+    print_premises(experiment, lab)         # what each scenario's estimate assumes, as plan says it
     print_ignored(_workloads(experiment))   # the DLIO fields the lab does not use, one line each
     arn, bucket = workflow_of(args)
     from botocore.exceptions import ClientError, NoCredentialsError
@@ -207,7 +211,7 @@ def cmd_run(args) -> int:
     except NoCredentialsError:
         raise ConfigError("AWS credentials", "none found: set AWS_PROFILE or keys") from None
     except ClientError as err:
-        raise ConfigError("AWS", f"{err.response['Error']['Code']}: {err.response['Error']['Message']}") from None
+        raise aws_failure(err) from None
     execution = started["executionArn"]
     print(f"started {execution}")
     if args.wait:
@@ -239,7 +243,7 @@ def check_hosts_against_stats_files(experiment, bucket: str | None, region: str)
             print(f"dslab: dataset '{name}': {err}. Its instance_count is checked against its objects in the "
                   "workflow's Plan", file=sys.stderr)
         except ClientError as err:
-            print(f"dslab: dataset '{name}': its stats file was not read ({err.response['Error']['Code']}); its "
+            print(f"dslab: dataset '{name}': its stats file was not read ({explain_aws(err)}); its "
                   "instance_count is checked against its objects in the workflow's Plan", file=sys.stderr)
     check_every_host_gets_data(experiment, objects)
 
@@ -251,7 +255,9 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     change, so it is not described again (a 160-job run would otherwise cost 160 DescribeTrainingJob
     calls a look, ended or not)."""
     import boto3
+    from botocore.exceptions import ClientError
 
+    from ..core.aws_errors import training_job_missing
     from ..core.prices import PriceTable
     sfn = stepfunctions(region)
     sagemaker = boto3.client("sagemaker", region_name=region)
@@ -265,12 +271,15 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     concurrency = 1
     states: list[dict[str, str]] = []
     if bucket:
+        from ..workflow.common import is_missing
         try:
             plan_document = json.loads(boto3.client("s3", region_name=region).get_object(
                 Bucket=bucket, Key=f"results/{name}/plan.json")["Body"].read())
             jobs = plan_document["jobs"]
             concurrency = int((plan_document.get("quotas") or {}).get("concurrency") or 1)
-        except Exception:
+        except ClientError as err:
+            if not is_missing(err):
+                raise
             jobs = []  # Plan has not written it yet
     for job in jobs:
         if job.get("skip_reason"):
@@ -280,8 +289,10 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
         if seen is None:
             try:
                 state = sagemaker.describe_training_job(TrainingJobName=job["name"])
-            except Exception:
-                counts["Pending"] = counts.get("Pending", 0) + 1
+            except ClientError as err:
+                if not training_job_missing(err):
+                    raise
+                counts["Pending"] = counts.get("Pending", 0) + 1   # not created yet
                 continue
             instance_type = state["ResourceConfig"]["InstanceType"]
             hourly = prices.instance_hourly(instance_type)
@@ -317,6 +328,27 @@ def spend_text(state: dict[str, Any]) -> str:
 
 
 POLL_SECONDS = 15.0   # between looks at the execution: a DescribeTrainingJob per job not yet seen ended
+FAILED_LOOKS = 5      # throttled or unavailable looks in a row before watching gives up (the execution runs on)
+
+
+def _look(execution_arn: str, region: str, bucket: str | None, ended: dict, poll: float) -> dict[str, Any]:
+    """One look at the execution; a throttled or unavailable one (botocore has retried it already) is tried again
+    at the next look, FAILED_LOOKS times in a row at most."""
+    from botocore.exceptions import ClientError
+
+    from ..core.aws_errors import is_transient
+    for failed in range(1, FAILED_LOOKS + 1):
+        try:
+            return describe_progress(execution_arn, region, bucket, ended)
+        except ClientError as err:
+            if not is_transient(err):
+                raise
+            if failed == FAILED_LOOKS:
+                raise aws_failure(err, f"{FAILED_LOOKS} looks in a row failed; the execution keeps running, "
+                                       f"`dslab status {execution_arn} --wait` follows it again") from None
+            print(f"dslab: this look failed ({explain_aws(err)}); looking again in {poll:g} s", file=sys.stderr)
+            time.sleep(poll)
+    raise AssertionError("unreachable")
 
 
 def watch(execution_arn: str, region: str, bucket: str | None = None, poll: float | None = None,
@@ -326,8 +358,9 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
     from ..core.progress import RunProgress
     from ..progress_view import ProgressView
     ended: dict[str, dict[str, Any]] = {}   # jobs seen ended: not described again
+    every = POLL_SECONDS if poll is None else poll
     try:
-        state = describe_progress(execution_arn, region, bucket, ended)
+        state = _look(execution_arn, region, bucket, ended, every)
         progress = RunProgress(state["total"], state["concurrency"], started=time.monotonic() - state["elapsed_seconds"])
         with ProgressView(progress, live=False if plain else None,
                           footer=lambda: f"spend so far {spend_text(state)}") as view:
@@ -339,8 +372,8 @@ def watch(execution_arn: str, region: str, bucket: str | None = None, poll: floa
                 view.tick()
                 if state["status"] != "RUNNING":
                     break
-                time.sleep(POLL_SECONDS if poll is None else poll)
-                state = describe_progress(execution_arn, region, bucket, ended)
+                time.sleep(every)
+                state = _look(execution_arn, region, bucket, ended, every)
     except KeyboardInterrupt:
         print(f"\nstopped watching; the execution keeps running. Reattach with: dslab status {execution_arn} --wait")
         return 130
@@ -410,8 +443,7 @@ def _results_from_execution(execution: str, region: str, prices, overrides: dict
         except ClientError as err:
             if err.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 return None
-            raise ConfigError("EXECUTION", f"s3://{bucket}/results/{name}/{key} could not be read "
-                              f"({err.response['Error']['Code']})") from None
+            raise aws_failure(err, f"s3://{bucket}/results/{name}/{key} could not be read") from None
 
     results = read("results.json")
     if results is not None:

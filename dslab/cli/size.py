@@ -67,17 +67,22 @@ def cmd_size(args) -> int:
           f"the cluster {result.demand_mbps_per_host * result.count:,.0f} MB/s")
     heading = f"provision for {result.count:,} instance(s)" if result.provisioned else result.lab.name.split(" (")[0]
     print(f"{'source':17s} {'AU':>6s} {'largest at AU>=' + format(result.au_target, 'g') + '%':>19s} {'accelerators':>12s} "
-          f"{'$/hour':>9s} {'$/run':>9s} {'run':>7s}  {heading}")
+          f"{'$/hour':>9s} {'$/run':>9s} {'$/run range':>15s} {'run':>7s}  {heading}")
     for s in result.sources:
         largest, fed = _largest_text(s.max_instances_at_target_au, result.accelerators)
         if s.blocker:
-            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s} {'-':>7s}  cannot run: {s.blocker}")
+            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s} {'-':>15s} {'-':>7s}  "
+                  f"cannot run: {s.blocker}")
             continue
+        ranged = (f"{s.usd_per_run_range[0]:,.2f}-{s.usd_per_run_range[1]:,.2f}" if s.usd_per_run_range else "-")
         print(f"{s.source:17s} {s.au_percent:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {s.usd_per_hour:9,.2f} "
-              f"{s.usd_per_run:9,.2f} {duration(s.hours_per_run * 3600):>7s}  {s.provision}")
+              f"{s.usd_per_run:9,.2f} {ranged:>15s} {duration(s.hours_per_run * 3600):>7s}  {s.provision}")
     # What each row's figures carry (--json: each source's assumptions), each line once.
     for line in dict.fromkeys(line for s in result.sources for line in s.assumptions):
         print(f"note: {line}")
+    for s in result.sources:
+        if s.range_summary and not s.blocker:
+            print(f"range: {s.source}: {s.range_summary}")
     if not result.provisioned:
         _print_footer(result, i, args)
         return 0
@@ -86,11 +91,12 @@ def cmd_size(args) -> int:
     for s in result.sources:
         d = s.deployed
         if d.get("blocker"):
-            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s}  {'':7s}  cannot run: {d['blocker']}")
+            print(f"{s.source:17s} {'-':>6s} {'-':>19s} {'-':>12s} {'-':>9s} {'-':>9s} {'':15s}  {'':7s}  "
+                  f"cannot run: {d['blocker']}")
             continue
         largest, fed = _largest_text(d["max_instances_at_target_au"], result.accelerators)
         print(f"{s.source:17s} {d['au_percent']:5.1f}% {largest + ' inst.':>19s} {fed:>12s} {d['usd_per_hour']:9,.2f} "
-              f"{d['usd_per_run']:9,.2f}  {'':7s}  {d['premise']}")
+              f"{d['usd_per_run']:9,.2f} {'':15s}  {'':7s}  {d['premise']}")
     _print_footer(result, i, args)
     return 0
 
@@ -138,7 +144,7 @@ def _print_footer(result, i, args) -> None:
           "epochs, the pipeline overlapping reads with steps; the largest cluster "
           "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
-    print(price_table(args.prices).label())
+    print(price_table(args.prices).footer())
 
 
 def register(sub) -> None:

@@ -26,7 +26,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import ConfigError
-from .estimate import NETWORK_PAYLOAD, NVME_DOWNLOAD_MBPS, S3_CONNECTION_MBPS
+from .estimate import MODEL, NETWORK_PAYLOAD
+
+# The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()).
+NVME_DOWNLOAD_MBPS = MODEL.nvme_download_mbps
+S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
 from .instances import INSTANCES
 from .modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CKPT_S3, CHECKPOINT_TARGETS, SYNC_TARGETS,
                     checkpoint_target_label)
@@ -97,7 +101,7 @@ SYNC_ASSUMPTION = (f"SageMaker's checkpoint upload and copy-in: how they move by
 GP2_SMALL_MIBPS, GP2_LARGE_MIBPS = 128.0, 250.0
 GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
 NVME_ASSUMPTION = (f"NVMe instance storage writes and reads at {NVME_DOWNLOAD_MBPS:,.0f} MB/s per instance "
-                   "(an assumption: AWS publishes its IOPS, not MB/s)")
+                   "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
 
 # What a checkpoint occupies beyond its bytes on a file system or volume (premise.VOLUME_HEADROOM's 5%).
 HEADROOM = 1.05

@@ -16,16 +16,22 @@ The pick (``decide``):
 1. Rank by cost to result, then time to result.
 2. A source that asks more than the lab's S3 bucket and a script that reads files must save enough
    to be worth it: ``INFRA_MARGIN`` (10%) when it needs something of its own (a directory bucket and
-   a copy, a file system, a copy into EFS, a script that reads a stream), plus ``UNMEASURED_MARGIN``
-   (30%) when its estimate has no measured cell behind it (the constants for Pipe, EFS and Express
-   are public figures, not fits). Each source's cost is weighed as cost / (1 - its margin), and the
-   pick is the lowest weighed cost: a source with a 10% margin beats File or FastFile only when it
-   is at least 10% cheaper, and beats another source by the difference of their margins.
-3. Every source cheaper than the pick is passed over with one line saying why.
-4. The runner-up is what the same rules pick when the pick is not there.
+   a copy, a file system, a copy into EFS, a script that reads a stream). Each source's cost is weighed as
+   cost / (1 - its margin), and the pick is the lowest weighed cost: a source with a 10% margin beats File
+   or FastFile only when it is at least 10% cheaper.
+3. An estimate with no measured cell behind it (Pipe, EFS, Script, Express: their constants are public
+   figures and assumptions, not fits) is weighed at the top of its range (``calibration.py``: its
+   assumptions' ranges and the measured sources' out-of-sample error), not at its point: it is picked
+   over a source with measured cells only when even its pessimistic end is cheaper. This replaces a flat
+   30% margin by the width the evidence gives each estimate.
+4. Every source cheaper than the pick is passed over with one line saying why.
+5. The runner-up is what the same rules pick when the pick is not there.
+6. Where the pick's range of cost overlaps another source's, the answer says they are within the model's
+   error, and that a measured run (`dslab run` or `dslab local` with ``repeats``) separates them.
 
-Measured runs rest on measured figures: only the first margin applies to them. With the data already
-in EFS, EFS asks nothing: every other source needs a copy out of it first.
+Measured runs rest on measured figures: they are weighed at their mean, and only the first margin applies
+to them. With the data already in EFS, EFS asks nothing and is weighed at its cost: every other source needs a copy
+out of it first (DataSync, unmeasured too).
 """
 
 from __future__ import annotations
@@ -43,15 +49,10 @@ from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
 
 # A source that asks something of its own must be this much cheaper than one that asks nothing.
 INFRA_MARGIN = 0.10
-# An estimate with no measured cell behind it must save this much more. The model is within 2% on the
-# measured cells (1.8% mean error, test_estimate_calibration); Pipe's, EFS's and Express's constants are public figures,
-# not fits, and the figures they rest on spread wider (S3 first-byte latency: 20 ms assumed for Pipe,
-# 40 ms inside FastFile's measured 42 ms): a 30% error is within that spread.
-UNMEASURED_MARGIN = 0.30
 # Advice that saves less than this share is not given.
 ADVICE_MIN_SAVING = 0.10
 
-# Sources with measured cells in the calibration (dslab/contracts/bencher-measured.csv).
+# Sources with measured cells in the calibration (dslab/contracts/bencher-cells.csv, on S3 Standard).
 MEASURED_SOURCES = (FILE, FASTFILE, FSX)
 
 # DataSync copying a dataset between S3 and EFS (no measured cell: assumptions, labelled as such).
@@ -126,7 +127,8 @@ class Option:
     blocker: str | None = None  # why this source cannot serve the dataset at all (never picked)
     data_in_efs: bool = False
     runs: int = 0               # measured: the completed runs its cost is the mean of (0: an estimate)
-    # measured: where its job cost per run lies (the runs' min-max for two, the mean's 95% interval from three)
+    # measured: where its job cost per run lies (the runs' min-max for two, the mean's 95% interval from three);
+    # an estimate: its range (calibration.estimate_range)
     job_usd_interval: tuple[float, float] | None = None
     # Where the source is priced on another premise than the lab as it stands (FSx provisioned for the data), the
     # sentence that says so, with its deploy command.
@@ -167,7 +169,16 @@ class Option:
         """The share this source must save against one that asks nothing, to be picked over it."""
         if self.data_in_efs and self.mode == EFS:
             return 0.0  # the data's home: every other source needs a copy out of it first (DataSync, unmeasured too)
-        return (INFRA_MARGIN if self.needs else 0.0) + (0.0 if self.measured else UNMEASURED_MARGIN)
+        return INFRA_MARGIN if self.needs else 0.0
+
+    @property
+    def pick_usd(self) -> float:
+        """The cost the pick weighs: the top of its range for an estimate without a measured cell, else its cost. EFS
+        holding the data is weighed at its cost: every other source's copy out of it is unmeasured too."""
+        interval = self.cost_interval
+        if self.measured or interval is None or (self.data_in_efs and self.mode == EFS):
+            return self.cost_usd
+        return max(self.cost_usd, interval[1])
 
     def to_dict(self) -> dict[str, Any]:
         return {"source": self.source, "mode": self.mode, "storage": self.storage,
@@ -175,6 +186,8 @@ class Option:
                 "cost_to_result_usd": round(self.cost_usd, 4), "setup_seconds": round(self.setup.seconds, 1),
                 "job_seconds": round(self.job_seconds, 1), "time_to_result_seconds": round(self.seconds, 1),
                 "setup": self.setup.what, "measured": self.measured, "bound": self.bound, "blocker": self.blocker,
+                **({"cost_to_result_interval_usd": [round(v, 4) for v in self.cost_interval]}
+                   if self.cost_interval and not self.runs else {}),
                 **({"premise": self.premise} if self.premise else {})}
 
 
@@ -187,7 +200,8 @@ class Decision:
     passed_over: dict[str, str] = field(default_factory=dict)   # source -> why not (cheaper than the pick)
     blocked: dict[str, str] = field(default_factory=dict)       # source -> why it cannot serve the dataset
     advice: list[str] = field(default_factory=list)
-    noise: str | None = None    # measured: whether the runs separate the pick from the runner-up
+    noise: str | None = None    # whether the runs (or the estimates' ranges) separate the pick from the others
+    within_error: list[str] = field(default_factory=list)   # estimates: sources whose range overlaps the pick's
 
     def note(self, option: Option) -> str:
         if option is self.pick:
@@ -201,7 +215,8 @@ class Decision:
         return {"pick": self.pick.source, "mode": self.pick.mode, "storage": self.pick.storage, "why": self.why,
                 "runner_up": self.runner_up.source if self.runner_up else None,
                 "ranking": [{**o.to_dict(), "note": self.note(o)} for o in self.ranking],
-                "passed_over": self.passed_over, "blocked": self.blocked, "advice": self.advice, "noise": self.noise}
+                "passed_over": self.passed_over, "blocked": self.blocked, "advice": self.advice, "noise": self.noise,
+                "within_error": self.within_error}
 
 
 def usd(value: float) -> str:
@@ -225,12 +240,16 @@ def _rank_key(option: Option) -> tuple[float, float, float]:
 
 def weighed(option: Option) -> float:
     """The cost to result the pick compares: raised by what the source asks (see the module's rules)."""
-    return weighed_cost(option, option.cost_usd)
+    return weighed_cost(option, option.pick_usd)
 
 
 def required_saving(option: Option, against: Option) -> float:
-    """The share ``option`` must save against ``against`` to be picked over it."""
-    return max(0.0, 1.0 - (1.0 - option.margin) / (1.0 - against.margin))
+    """The share of ``against``'s cost ``option`` must save to be picked over it: the margins, and for an estimate
+    without a measured cell the top of its range over its point."""
+    if against.cost_usd <= 0 or option.cost_usd <= 0:
+        return 0.0
+    top = option.pick_usd / option.cost_usd
+    return max(0.0, 1.0 - weighed(against) * (1.0 - option.margin) / top / against.cost_usd)
 
 
 def decide(options: Iterable[Option]) -> Decision:
@@ -253,7 +272,7 @@ def decide(options: Iterable[Option]) -> Decision:
                                       f"({_asks(option, pick)})")
     if pick is ranking[0]:
         why = f"the cheapest to a result ({usd(pick.cost_usd)} per run, {setup_phrase(pick)})"
-        if pick.margin:
+        if _bar(pick):
             why += f", and it clears what it asks ({_bar(pick)})"
     else:
         why = (f"the lowest cost to a result ({usd(pick.cost_usd)} per run, {setup_phrase(pick)}) once each cheaper "
@@ -261,8 +280,32 @@ def decide(options: Iterable[Option]) -> Decision:
     # The runner-up is what the same rules pick when the pick is not there.
     rest = [o for o in ranking if o is not pick]
     runner_up = _pick(rest) if rest else None
+    within = within_error(pick, ranking)
     return Decision(pick=pick, runner_up=runner_up, ranking=ranking, why=why, passed_over=passed_over,
-                    blocked=blocked, noise=noise(pick, runner_up))
+                    blocked=blocked, noise=noise(pick, runner_up) or estimates_noise(pick, within),
+                    within_error=[o.source for o in within])
+
+
+def within_error(pick: Option, ranking: list[Option]) -> list[Option]:
+    """Estimates: the sources whose range of cost to a result overlaps the pick's (the model cannot tell them apart)."""
+    if pick.runs or pick.cost_interval is None:
+        return []
+    low, high = pick.cost_interval
+    return [o for o in ranking if o is not pick and not o.runs and o.cost_interval is not None
+            and o.cost_interval[0] <= high and low <= o.cost_interval[1]]
+
+
+def estimates_noise(pick: Option, within: list[Option]) -> str | None:
+    """Estimates: whether their ranges separate the pick from every other source, and what would."""
+    if pick.runs or pick.cost_interval is None:
+        return None
+    def shown(o: Option) -> str:
+        return f"{o.source} {usd(o.cost_interval[0])}-{usd(o.cost_interval[1])}"
+    if not within:
+        return f"the estimates' ranges separate {shown(pick)} per run from every other source"
+    named = ", ".join(shown(o) for o in within[:4]) + (f" and {len(within) - 4} more" if len(within) > 4 else "")
+    return (f"within the model's error: {shown(pick)} per run overlaps {named}: a measured run separates them "
+            "(`dslab run`, or `dslab local`, with `repeats: 3`)")
 
 
 # MLPerf Storage's count: "A benchmark result is the mean of 5 run results, executed consecutively"
@@ -308,19 +351,20 @@ def _pick(ranking: list[Option]) -> Option:
 
 
 def _bar(option: Option) -> str:
-    """What a source asks, with its margin: "10%: it needs ...; 30%: its estimate has no measured cell"."""
+    """What a source asks: "10%: it needs ...; no measured cell: weighed at the top of its range, $X (+18%)"."""
     parts = []
     if option.needs:
         parts.append(f"{INFRA_MARGIN:.0%}: it needs {option.needs}")
-    if not option.measured:
-        parts.append(f"{UNMEASURED_MARGIN:.0%}: its estimate has no measured cell")
+    if option.pick_usd > option.cost_usd:
+        parts.append(f"no measured cell: weighed at the top of its range, {usd(option.pick_usd)} "
+                     f"(+{option.pick_usd / option.cost_usd - 1:.0%})")
     return "; ".join(parts)
 
 
 def _asks(option: Option, pick: Option) -> str:
     text = _bar(option) or "it asks nothing more"
-    if pick.margin:
-        text += f"; against {pick.source}'s own {pick.margin:.0%}"
+    if pick.margin or pick.pick_usd > pick.cost_usd:
+        text += f"; against {pick.source} weighed at {usd(weighed(pick))}"
     return text
 
 
@@ -347,9 +391,10 @@ def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceT
     # would stop (limits.py).
     blocker = estimate.blocker or runtime_problem(job_seconds, "its job")
     measured = estimate.mode in MEASURED_SOURCES and estimate.storage != EXPRESS
+    interval = (estimate.range.usd_low, estimate.range.usd_high) if estimate.range is not None else None
     return Option(mode=estimate.mode, storage=estimate.storage or STANDARD, job_usd=estimate.cost_usd["total"],
                   setup=setup, job_seconds=job_seconds, measured=measured, bound=estimate.bound, blocker=blocker,
-                  data_in_efs=data_in_efs)
+                  data_in_efs=data_in_efs, job_usd_interval=interval)
 
 
 def option_from_measured(mode: str, storage: str | None, job_usd: float, job_seconds: float, shape: DatasetShape | None,
@@ -391,5 +436,5 @@ def portability_blocker(mode: str) -> str | None:
 
 
 __all__ = ["setup_phrase", "usd", "usd_difference", "weighed", "noise", "MLPERF_RUNS", "required_saving", "Decision", "Option", "Setup", "decide", "setup_cost", "option_from_estimate", "option_from_measured",
-           "INFRA_MARGIN", "UNMEASURED_MARGIN", "ADVICE_MIN_SAVING", "RANDOM_ACCESS_MODES", "random_access_blocker",
+           "INFRA_MARGIN", "ADVICE_MIN_SAVING", "within_error", "RANDOM_ACCESS_MODES", "random_access_blocker",
            "SAGEMAKER_ONLY_MODES", "portability_blocker"]

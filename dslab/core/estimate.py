@@ -1,24 +1,27 @@
 """Predict a training job's Downloading / Training / Other seconds, billable time and dollars, per mode,
 before anything runs.
 
-The model (every constant below names its source):
+The model (every constant in ``Model`` names its source):
 
-    billable = max(downloading + OTHER_FLOOR, STARTUP[mode]) + training
+    billable = max(downloading + other_floor, startup[mode]) + training
 
-- STARTUP[mode]: instance start, image pull, container and data-source set-up. File mode's image
-  pull overlaps its download (the calibration shows File's "Other" shrinking to ~50 s when the
-  download is long), so only the part of start-up not hidden by the download is paid.
+- startup[mode]: image pull, container and data-source set-up (SageMaker's Starting phase is not billed time:
+  TrainingTimeInSeconds is Downloading + Training + Uploading). File mode's image pull overlaps its download
+  (the calibration shows File's "Other" shrinking to ~50 s when the download is long), so only the part of
+  start-up not hidden by the download is paid.
 - downloading: File copies every object to the volume (per-object overhead plus bytes at the
   instance's download throughput); FastFile lists object metadata (~5,500 objects/s, the post);
   Pipe, FSx and EFS mount or open a stream in a few seconds.
-- training = TRAIN_FIXED + max(compute, I/O) per epoch, where compute = samples / the model's rate
+- training = train_fixed + max(compute, I/O) per epoch, where compute = samples / the model's rate
   and I/O is what the data source needs to deliver the epoch (per-file latency spread over the
   readers, plus bytes at the source's throughput). FSx's first epoch lazy-loads from S3.
 
-Fitted on the measured cells in ``dslab/contracts/bencher-measured.csv`` (ml.p3.2xlarge, ResNet-50, one
-epoch; a vendored copy of ../shared/calibration/bencher-measured.csv, read by ``calibration_cells``);
-the test ``test_estimate_calibration`` computes the error on those cells. Pipe and EFS have no measured
-cells: their constants are public figures and say so in the assumptions.
+The first group of constants is fitted on the measured cells in ``dslab/contracts/bencher-cells.csv`` (Bencher's
+12 cells, ml.p3.2xlarge, ResNet-50, one epoch) by ``calibration.fit``; the rest are public figures (Mountpoint's
+CI, vendored in ``mountpoint-s3-ci.csv``; AWS's documents) or assumptions, each with its plausible range in
+``calibration.assumptions()``. ``calibration.py`` gives every estimate its range: the out-of-sample error of the
+fit (leave one scenario out) and the repeats' spread for the sources with measured cells, the assumptions' ranges
+on top for the others. ``test_estimate_calibration`` computes the in-sample error.
 """
 
 from __future__ import annotations
@@ -38,42 +41,79 @@ from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
 from .provisioning import EFS_IA_MIN_FILE_BYTES, MIB, Provisioning, as_deployed
 
 # ---- constants -------------------------------------------------------------------------------
-# Start-up per mode, seconds (fitted: calibration "other" + "download" where the download is short).
-# Script has no channel to set up: FastFile's start-up taken for it (assumption, no measured cell).
-STARTUP = {FILE: 220.0, FASTFILE: 214.0, PIPE: 214.0, FSX: 219.0, EFS: 219.0, SCRIPT: 214.0}
-OTHER_FLOOR = 50.0            # upload and shutdown, never hidden (calibration: File "other" 46-53 s)
-TRAIN_FIXED = 21.0            # framework and model start inside the script (calibration: 1x vs 50x training)
-FILE_DOWNLOAD_FIXED = 12.0    # File mode: start of the copy (calibration, 10-shard cell)
-FILE_PER_OBJECT = 0.0077      # File mode: seconds per object copied (calibration: 30,607 JPEGs in ~236 s)
-EBS_DOWNLOAD_MBPS = 156.0     # File mode onto EBS (calibration: 54 GB in 346 s; the post: EBS-backed p3 <= 250 MB/s)
-NVME_DOWNLOAD_MBPS = 1000.0   # File mode onto NVMe instance storage (post: "NVMe-backed ones go higher"; assumption)
-FASTFILE_LIST_RATE = 5500.0   # objects/s listed before the script starts (the post)
-FASTFILE_FIXED = 15.0         # FastFile mount (calibration: 16-19 s "Downloading")
-MOUNT_FIXED = 12.0            # FSx / EFS mount, Pipe set-up (calibration: FSx 10-14 s)
-FASTFILE_GET_LATENCY = 0.042  # seconds per small-file GET through FastFile, per reader (calibration: 30,607 files, 8 readers, 161 s)
-S3_STREAM_MBPS = 1000.0       # large sequential reads through FastFile by several workers (the post: "exceed 1 GB/s")
-PIPE_OBJECT_LATENCY = 0.020   # Pipe: S3 GET latency per object, prefetched 8 deep (assumption: typical S3 first-byte latency)
-PIPE_MBPS = 300.0             # Pipe stream throughput (assumption; FastFile superseded it)
-FSX_FIRST_READ_LATENCY = 0.010   # FSx lazy load: first read of a file fetches it from S3 (assumption)
-FSX_READ_LATENCY = 0.0005     # FSx cached read, sub-millisecond (the post: "low-latency")
+# The constants a run's figures rest on, in one record so that the calibration (calibration.py) can fit them on some
+# cells and predict the others, and evaluate the model at the ends of each constant's range. The module-level names
+# below are MODEL's values, for the modules that quote them.
+@dataclass(frozen=True)
+class Model:
+    # Fitted on the measured cells (dslab/contracts/bencher-cells.csv) by ``calibration.fit``, each by the rule named
+    # here (tests/test_calibration.py checks every literal against the fit on all cells).
+    # Start-up per channel, seconds: the cells' download + other where the download is short and the script finds few
+    # files (A, B, D). File mode's image pull overlaps its download (File's "other" shrinks to ~50 s when the
+    # download is long), so only the part of start-up not hidden by the download is paid. File: the one File cell with
+    # a short download (B). Pipe and Script take FastFile's, EFS FSx's (assumptions, no measured cell).
+    startup_file: float = 214.5
+    startup_fastfile: float = 214.4
+    startup_fsx: float = 219.2
+    other_floor: float = 54.1          # upload and shutdown, never hidden (File cells with a long download: "other")
+    train_fixed: float = 15.4          # framework and model start inside the script (compute-bound cells: train - samples/rate)
+    file_download_fixed: float = 15.1  # File mode: start of the copy (File on shards: B and D, with the throughput)
+    file_per_object: float = 0.00727   # File mode: seconds per object copied (File on JPEGs: A and C)
+    ebs_download_mbps: float = 157.8   # File mode onto EBS (File on shards: 54 GB in 342 s, D; the post: EBS-backed p3 <= 250 MB/s)
+    fastfile_fixed: float = 15.4       # FastFile mount (FastFile cells with few files: "Downloading" less the listing)
+    mount_fixed: float = 12.1          # FSx / EFS mount, Pipe set-up (FSx cells' "Downloading": 10-14 s)
+    fastfile_get_latency: float = 0.0447  # seconds per small-file GET through FastFile, per reader (FastFile on JPEGs: A, C)
+    # Public figures and assumptions: each has its plausible range and source in calibration.assumptions().
+    nvme_download_mbps: float = 1000.0   # File mode onto NVMe instance storage (post: "NVMe-backed ones go higher"; assumption)
+    fastfile_list_rate: float = 5500.0   # objects/s listed before the script starts (the post)
+    s3_stream_mbps: float = 1000.0       # large sequential reads through FastFile by several workers (the post: "exceed 1 GB/s")
+    pipe_mbps: float = 300.0             # Pipe stream throughput (assumption: ~2x File's; AWS gives only "up to 9x" File mode)
+    fsx_first_read_latency: float = 0.010  # FSx lazy load: first read of a file fetches it from S3 (assumption)
+    fsx_read_latency: float = 0.0005     # FSx cached read, sub-millisecond (the post: "low-latency")
+    # S3 first byte of a small object, S3 Standard and S3 Express One Zone: Mountpoint for Amazon S3's CI on EC2, the
+    # median of its last 30 runs (dslab/contracts/mountpoint-s3-ci.csv, time_to_first_byte_read_small_file), taken
+    # for Pipe's and the script's own reads (not SageMaker: the assumption's label and range stay); their ratio is
+    # how much shorter an S3 request is on Express, for FastFile's and File's measured per-file times.
+    s3_standard_first_byte: float = 0.02783
+    express_first_byte: float = 0.006278
+    # The share of FastFile's measured per-file GET that S3's request latency sets, which Express shortens by its first
+    # byte over S3 Standard's, as it does File's per-object copy (assumption: all of it; no measurement splits
+    # FastFile's GET, and S3 Standard's first byte alone is 62% of it: its range).
+    fastfile_s3_share: float = 1.0
+    # One ListObjectsV2 page of 1,000 keys, listed in sequence: Mountpoint's `ls -f` of 100,000 objects / 100
+    # (mountpoint-s3-ci.csv, readdir_100000 median), taken for the script's own listing.
+    script_list_page_seconds: float = 0.1216
+    express_list_page_seconds: float = 0.05378
+    efs_read_latency: float = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
+    # "Make one concurrent request for each 85-90 MB/s of desired network throughput" (S3 performance
+    # guidelines, https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/horizontal-scaling-and-request-parallelization-for-high-throughput.html).
+    s3_connection_mbps: float = 87.5
+    network_payload: float = 0.8         # the share of the network's bits that carry data (assumption)
+
+    def startup(self, mode: str) -> float:
+        return {FILE: self.startup_file, FASTFILE: self.startup_fastfile, PIPE: self.startup_fastfile,
+                SCRIPT: self.startup_fastfile, FSX: self.startup_fsx, EFS: self.startup_fsx}[mode]
+
+
+MODEL = Model()
+STARTUP = {mode: MODEL.startup(mode) for mode in MODES}
+OTHER_FLOOR = MODEL.other_floor
+TRAIN_FIXED = MODEL.train_fixed
+FASTFILE_GET_LATENCY = MODEL.fastfile_get_latency
+S3_STANDARD_FIRST_BYTE = MODEL.s3_standard_first_byte
+EXPRESS_FIRST_BYTE = MODEL.express_first_byte
+NETWORK_PAYLOAD = MODEL.network_payload
+# Documented figures and the lab's own settings (no range: AWS's documented numbers, or what the lab configures).
 FSX_MBPS_PER_TIB = 200.0      # Scratch 2 baseline throughput per TiB (AWS FSx for Lustre performance docs)
 FSX_IMPORT_RATE = 2_000_000 / 3600.0   # objects indexed per second on creation (the post: ~1 h per ~2 M objects)
-# S3 Express One Zone: "consistent single-digit millisecond first-byte read and write request latencies —
-# up to 10x faster than S3 Standard" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html).
-# No measured cell: FastFile's measured 42 ms per small file is taken as ~40 ms of S3 Standard first-byte
-# latency plus ~2 ms of the FUSE mount, and Express replaces the 40 ms by 5 ms (assumptions, labelled).
-S3_STANDARD_FIRST_BYTE = 0.040  # assumption: the S3 share of FASTFILE_GET_LATENCY
-EXPRESS_FIRST_BYTE = 0.005      # assumption: "single-digit millisecond", taken as 5 ms
+# S3 Express One Zone: "consistent single-digit millisecond first-byte read and write request latencies — up to 10x
+# faster than S3 Standard" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-performance.html).
+# Staging (set-up, not the job): assumptions, priced once per run.
 EXPRESS_COPY_LATENCY = 0.030    # assumption: one CopyObject from S3 Standard into the directory bucket
 EXPRESS_STAGING_MBPS = 1000.0   # assumption: the staging Lambda's copies together (server-side copies)
 # Script mode (the script reads S3 itself; training/dslab_train/s3source.py): its own GETs, many at once.
 SCRIPT_CONCURRENCY = 64         # the lab's script: JPEG GETs in flight (s3_concurrency)
 SCRIPT_SHARD_CONNECTIONS = 8    # the lab's script: 4 shards at once, 2 ranged GETs of 8 MiB ahead in each
-# "Make one concurrent request for each 85-90 MB/s of desired network throughput" (S3 performance
-# guidelines, https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/horizontal-scaling-and-request-parallelization-for-high-throughput.html).
-S3_CONNECTION_MBPS = 87.5
-SCRIPT_LIST_PAGE_SECONDS = 0.1  # assumption: one ListObjectsV2 page (1,000 keys), listed in sequence once per job
-EFS_READ_LATENCY = 0.003      # EFS Max I/O per-file open+read latency (AWS: Max I/O trades latency for scale; assumption)
 EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
 
 # Instance properties (vCPUs: the readers; sustained network Gbit/s, since a run of hours outlasts an "up
@@ -81,7 +121,6 @@ EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems u
 # each row's source. The calibration cells (ml.p3.2xlarge) are compute- or download-bound, so the sustained
 # figure leaves them as they were.
 INSTANCES = {name: (i.vcpus, i.network_baseline_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
-NETWORK_PAYLOAD = 0.8         # the share of the network's bits that carry data (assumption)
 
 
 @dataclass
@@ -110,6 +149,8 @@ class Estimate:
     # never priced as an answer, only refused with what it would need.
     blocker: str | None = None
     volume_gb: int | None = None      # what each instance's storage holds (NVMe capacity, or the EBS volume)
+    # Where the billable seconds and dollars may fall, and the evidence (calibration.estimate_range; None until set).
+    range: Any = None
 
     @property
     def wall_seconds(self) -> float:
@@ -126,7 +167,8 @@ class Estimate:
                "cost_usd": self.cost_usd, "bound": self.bound, "au_percent": round(self.au_percent, 1),
                "au_percent_per_epoch": [round(a, 1) for a in self.au_percent_per_epoch],
                "assumptions": self.assumptions, **({"blocker": self.blocker} if self.blocker else {}),
-               **({"volume_gb": self.volume_gb} if self.volume_gb is not None else {})}
+               **({"volume_gb": self.volume_gb} if self.volume_gb is not None else {}),
+               **({"range": self.range.to_dict()} if self.range is not None else {})}
         if self.provisioning is not None:
             out["provisioning"] = self.provisioning.to_dict()
         if self.fsx_provisioning_seconds is not None:
@@ -149,7 +191,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
                   storage: str = STANDARD, accelerators: int | None = None,
                   provisioning: Provisioning | None = None, sharded: bool | None = None,
-                  readers: int | None = None, efs_resident: bool = False) -> Estimate:
+                  readers: int | None = None, efs_resident: bool = False, model: Model = MODEL) -> Estimate:
     """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
     table's count, at least one) at ``rate`` samples/s, on the sources as ``provisioning`` has them (default:
     the lab as deployed, FSx Scratch 2 at ``fsx_capacity_gib``). The instances share each epoch's samples
@@ -161,7 +203,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     NVMe types have their fixed instance storage whatever is asked, premise.volume_for). A source that cannot hold
     the data as premised (File's share past the volume, FSx smaller than the dataset) gets a ``blocker`` and is
     never an answer. ``efs_resident``: the dataset lives in EFS (not copied in for the run), so the lifecycle has moved
-    its larger files to Infrequent Access. `dslab size` is this model searched over instance counts and provisioning."""
+    its larger files to Infrequent Access. `dslab size` is this model searched over instance counts and provisioning.
+    ``model``: the constants (default MODEL; the calibration passes others: fitted on fewer cells, or at a range's
+    end)."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -169,8 +213,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                           "and scripts that read S3 themselves", S3_READ_MODES)
     express = storage == EXPRESS
     lab = provisioning or as_deployed(fsx_capacity_gib, efs_provisioned_mibps)
-    # Seconds of S3 request latency the S3 modes save per object on the directory bucket.
-    latency_cut = (S3_STANDARD_FIRST_BYTE - EXPRESS_FIRST_BYTE) if express else 0.0
+    # S3 request latency on the directory bucket against S3 Standard (Mountpoint on EC2: their first bytes).
+    express_ratio = model.express_first_byte / model.s3_standard_first_byte
     if epochs < 1:
         raise ConfigError("--epochs", "must be at least 1")
     vcpus, gbps, nvme, instance_note = instance_properties(instance_type)
@@ -180,7 +224,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     sharded = hosts > 1 if sharded is None else sharded
     table_row = INSTANCE_TABLE.get(instance_type)
     per_host = accelerators or max(1, table_row.accelerators if table_row else 1)
-    network_mbps = gbps * 125 * NETWORK_PAYLOAD
+    network_mbps = gbps * 125 * model.network_payload
     # What one instance reads per epoch: its share of the samples (File and Pipe: the whole channel unless sharded).
     megabytes = shape.bytes / 1e6 / hosts
     files = -(-shape.files // hosts)
@@ -211,13 +255,13 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     volume = volume_for(instance_type, volume_size_gb,
                         file_share_bytes(shape.bytes, hosts, sharded) if mode == FILE else None)
     if mode == FILE:
-        throughput = min(NVME_DOWNLOAD_MBPS if nvme else EBS_DOWNLOAD_MBPS, network_mbps)
+        throughput = min(model.nvme_download_mbps if nvme else model.ebs_download_mbps, network_mbps)
         # File's per-object cost is taken as request latency over its parallel downloads: on Express it
         # shrinks with the first-byte latency (assumption, no measured cell).
-        per_object = FILE_PER_OBJECT * (EXPRESS_FIRST_BYTE / S3_STANDARD_FIRST_BYTE if express else 1.0)
+        per_object = model.file_per_object * (express_ratio if express else 1.0)
         copied_mb, copied_files = whole
         # The cluster GETs every object once when sharded, once per instance when every instance copies it all.
-        downloading = FILE_DOWNLOAD_FIXED + s3_shared(copied_mb / throughput + copied_files * per_object,
+        downloading = model.file_download_fixed + s3_shared(copied_mb / throughput + copied_files * per_object,
                                                       shape.files * (1 if sharded else hosts))
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
@@ -225,53 +269,55 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                            f"{volume.describe()} at {throughput:,.0f} MB/s plus {per_object * 1000:.1f} ms per object")
         blocker = volume.problem()
     elif mode == FASTFILE:
-        downloading = FASTFILE_FIXED + shape.files / FASTFILE_LIST_RATE
-        latency = FASTFILE_GET_LATENCY - latency_cut
-        per_epoch = s3_shared(files * latency / readers + megabytes / min(S3_STREAM_MBPS, network_mbps))
+        downloading = model.fastfile_fixed + shape.files / model.fastfile_list_rate
+        # On Express the S3 share of the measured GET shrinks by Express's first byte over S3 Standard's.
+        latency = model.fastfile_get_latency * (1 - model.fastfile_s3_share * (1 - express_ratio) if express else 1.0)
+        per_epoch = s3_shared(files * latency / readers + megabytes / min(model.s3_stream_mbps, network_mbps))
         io_epochs = [per_epoch] * epochs
-        assumptions.append(f"FastFile: lists {FASTFILE_LIST_RATE:,.0f} objects/s; each file read is a GET of "
-                           f"~{latency * 1000:.0f} ms spread over {readers} readers; streams up to {S3_STREAM_MBPS:.0f} MB/s")
+        assumptions.append(f"FastFile: lists {model.fastfile_list_rate:,.0f} objects/s; each file read is a GET of "
+                           f"~{latency * 1000:.0f} ms spread over {readers} readers; streams up to {model.s3_stream_mbps:.0f} MB/s")
     elif mode == PIPE:
-        downloading = MOUNT_FIXED
-        latency = EXPRESS_FIRST_BYTE if express else PIPE_OBJECT_LATENCY
+        downloading = model.mount_fixed
+        latency = model.express_first_byte if express else model.s3_standard_first_byte
         streamed_mb, streamed_files = whole
-        per_epoch = s3_shared(streamed_files * latency / 8 + streamed_mb / min(PIPE_MBPS, network_mbps),
+        per_epoch = s3_shared(streamed_files * latency / 8 + streamed_mb / min(model.pipe_mbps, network_mbps),
                               requests_per_epoch * (1 if sharded else hosts))
         io_epochs = [per_epoch] * epochs
-        assumptions.append(f"Pipe: streams each epoch from S3 at ~{PIPE_MBPS:.0f} MB/s with ~{latency * 1000:.0f} ms "
-                           "per object, prefetched 8 deep (no measured cell: public figures)")
+        assumptions.append(f"Pipe: streams each epoch from S3 at ~{model.pipe_mbps:.0f} MB/s with ~{latency * 1000:.0f} ms "
+                           "per object (S3's first byte, Mountpoint on EC2), prefetched 8 deep (no measured cell)")
     elif mode == SCRIPT:
         # Nothing before the script; it lists the prefix itself (inside the training time), then each
         # small object is a GET of first-byte latency, SCRIPT_CONCURRENCY in flight; large ones stream in
-        # ranged GETs at S3_CONNECTION_MBPS per connection, up to the instance's network.
+        # ranged GETs at s3_connection_mbps per connection, up to the instance's network.
         downloading = 0.0
-        latency = EXPRESS_FIRST_BYTE if express else S3_STANDARD_FIRST_BYTE
-        listing = -(-shape.files // 1000) * SCRIPT_LIST_PAGE_SECONDS
+        latency = model.express_first_byte if express else model.s3_standard_first_byte
+        page = model.express_list_page_seconds if express else model.script_list_page_seconds
+        listing = -(-shape.files // 1000) * page
         connections = SCRIPT_CONCURRENCY if small else SCRIPT_SHARD_CONNECTIONS
-        mbps = min(connections * S3_CONNECTION_MBPS, network_mbps)
+        mbps = min(connections * model.s3_connection_mbps, network_mbps)
         per_epoch = s3_shared(files * latency / connections + megabytes / mbps)
         io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
         assumptions.append(f"Script: the script lists the prefix ({-(-shape.files // 1000):,} pages of 1,000 keys, "
-                           f"~{SCRIPT_LIST_PAGE_SECONDS * 1000:.0f} ms each: assumption), then GETs each object "
-                           f"(~{latency * 1000:.0f} ms first byte) {connections} at a time, {mbps:,.0f} MB/s at most "
-                           f"({S3_CONNECTION_MBPS:g} MB/s per connection, AWS's S3 performance guidelines); no channel: "
+                           f"~{page * 1000:.0f} ms each, Mountpoint on EC2), then GETs each object "
+                           f"(~{latency * 1000:.0f} ms first byte, Mountpoint on EC2) {connections} at a time, {mbps:,.0f} MB/s at most "
+                           f"({model.s3_connection_mbps:g} MB/s per connection, AWS's S3 performance guidelines); no channel: "
                            "SageMaker's lineage does not record the dataset (the lab tags the job with its URI and stats)")
     elif mode == FSX:
-        downloading = MOUNT_FIXED
+        downloading = model.mount_fixed
         if not lab.fsx.holds(shape.bytes):
             from .provisioning import fsx_capacity_for
             blocker = (f"FSx for Lustre ({lab.fsx.label()}) cannot hold {shape.bytes / 2**30:,.0f} GiB: it needs "
                        f"{fsx_capacity_for(shape.bytes / 2**30 * VOLUME_HEADROOM):,} GiB or more")
         throughput = min(lab.fsx.throughput_mbps / hosts, network_mbps)   # this instance's share
-        first = files * FSX_FIRST_READ_LATENCY / readers + megabytes / min(throughput, S3_STREAM_MBPS)
-        warm = files * FSX_READ_LATENCY / readers + megabytes / throughput
+        first = files * model.fsx_first_read_latency / readers + megabytes / min(throughput, model.s3_stream_mbps)
+        warm = files * model.fsx_read_latency / readers + megabytes / throughput
         io_epochs = [first] + [warm] * (epochs - 1)
         fsx_provisioning = shape.files / FSX_IMPORT_RATE
         assumptions.append(f"FSx: {lab.fsx.label()}, {throughput:,.0f} MB/s per instance; the first epoch lazy-loads "
                            f"from S3; creating the file system indexes {shape.files:,} objects in ~{fsx_provisioning / 60:.0f} min "
                            "(not billed to the job, but FSx bills while it exists)")
     else:
-        downloading = MOUNT_FIXED
+        downloading = model.mount_fixed
         dataset_gib = shape.bytes / 2**30
         # Files the lifecycle moved to Infrequent Access (a dataset living in EFS, unread for 7 days: its files of 128
         # KiB and more) count nothing towards Bursting's rate until their first read brings them back to Standard.
@@ -280,14 +326,14 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
 
         def efs_epoch(standard_gib: float) -> tuple[float, float]:
             rate = min(lab.efs.read_mibps(standard_gib) * MIB / hosts, per_client, network_mbps)
-            return files * EFS_READ_LATENCY / readers + megabytes / rate, rate
+            return files * model.efs_read_latency / readers + megabytes / rate, rate
         first, first_rate = efs_epoch(0.0 if in_ia else dataset_gib)
         warm, throughput = efs_epoch(dataset_gib)
         io_epochs = [first] + [warm] * (epochs - 1)
         efs_ia_gb = shape.bytes / 1e9 if in_ia else 0.0
         assumptions.append(f"EFS: {lab.efs.label()}, {throughput:,.0f} MB/s per instance (reads metered at a third of "
                            f"the rate){' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
-                           f"~{EFS_READ_LATENCY * 1000:.0f} ms per file"
+                           f"~{model.efs_read_latency * 1000:.0f} ms per file"
                            + ("" if efs_resident else "; the data must be copied into EFS first (DataSync, not billed to "
                                                       "the job)"))
         if in_ia:
@@ -297,7 +343,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                                "(Bursting counts only Standard), which brings them back to Standard")
 
     epoch_times = [max(compute, io) for io in io_epochs]
-    training = TRAIN_FIXED + sum(epoch_times)
+    training = model.train_fixed + sum(epoch_times)
     # AU as DLIO computes it, which MLPerf Storage reports (dlio_benchmark/utils/statscounter.py at 03b5ed3):
     # each epoch's `au = total_compute_time / total_time` (compute_metrics_train, lines 340-349; end_train, 213-223),
     # then `train_au_mean_percentage = np.mean(train_au)` over the epochs (end_run, lines 148-152, after the mean
@@ -306,9 +352,9 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     au_per_epoch = [100.0 * compute / t if t > 0 else 100.0 for t in epoch_times]
     au = sum(au_per_epoch) / len(au_per_epoch)
     bound = "I/O" if any(io > compute for io in io_epochs) else "compute"
-    start = STARTUP[mode]
+    start = model.startup(mode)
     # Billable time runs from the instance's start; File mode's download hides its image pull.
-    other = max(OTHER_FLOOR, start - downloading)
+    other = max(model.other_floor, start - downloading)
     wall = downloading + training + other
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
@@ -320,8 +366,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         staging_seconds = shape.files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + shape.bytes / 1e6 / EXPRESS_STAGING_MBPS
         staging_cost = express_staging_cost(prices, shape.files, shape.bytes)
         assumptions.append(
-            f"S3 Express One Zone: ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first-byte latency instead of ~"
-            f"{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms (AWS: single-digit ms, up to 10x faster; no measured cell); staging "
+            f"S3 Express One Zone: ~{model.express_first_byte * 1000:.1f} ms first-byte latency instead of ~"
+            f"{model.s3_standard_first_byte * 1000:.0f} ms (Mountpoint on EC2; AWS: single-digit ms; no measured cell); staging "
             f"copies {shape.files:,} objects once in ~{staging_seconds / 60:.0f} min ({EXPRESS_COPY_THREADS} copies at a time, "
             f"~{EXPRESS_COPY_LATENCY * 1000:.0f} ms each: assumption) for ${staging_cost:.2f}; storage "
             f"${prices['express_gb_month'] * shape.bytes / 1e9:.2f} per month while the copy is kept")
@@ -395,7 +441,8 @@ def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices
     return BreakEven(epochs, fsx_usd, express_usd, crossover, cheaper[0], notes)
 
 
-# The measured cells the constants above are fitted on (vendored; see dslab/contracts/vendored.json).
+# ../shared's nine measured cells (A, B, D; vendored, see dslab/contracts/vendored.json). The fit reads all twelve,
+# these and scenario C, from bencher-cells.csv (calibration.py); test_estimate_calibration holds the two files equal.
 CALIBRATION_PATH = Path(__file__).resolve().parent.parent / "contracts" / "bencher-measured.csv"
 
 

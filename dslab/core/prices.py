@@ -93,9 +93,73 @@ DEFAULT_TABLE: dict[str, Any] = {
 }
 
 
+# Where each price other than an instance's comes from: the page it was read on, or the secondary source that
+# gave it (OTHER: not read on the table's own pages; `dslab prices` shows it and the footer counts such rows).
+TABLE_PAGES = "table"
+OTHER = "other"
+PRICE_SOURCES: dict[str, tuple[str, str]] = {
+    "ml_storage_gb_month": (TABLE_PAGES, "aws.amazon.com/sagemaker/pricing: ML storage, the training volume (EBS gp2)"),
+    "s3_storage_gb_month": (TABLE_PAGES, "aws.amazon.com/s3/pricing: S3 Standard, first 50 TB"),
+    "s3_get_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: GET and SELECT requests (the post: $0.40 per million)"),
+    "s3_list_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: LIST requests ($0.005 per 1,000)"),
+    "fsx_scratch2_gb_month": (TABLE_PAGES, "aws.amazon.com/fsx/lustre/pricing: Scratch 2 SSD (the post: $140 per TB-month)"),
+    "efs_standard_gb_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Standard storage"),
+    "efs_ia_gb_month": (OTHER, "secondary sources of 2026 quoting aws.amazon.com/efs/pricing (AWS lowered IA from "
+                               "$0.025 in Nov 2023): Infrequent Access storage; confirm there"),
+    "efs_ia_read_per_gb": (OTHER, "secondary sources of 2026 quoting aws.amazon.com/efs/pricing: reads from "
+                                  "Infrequent Access; confirm there"),
+    "efs_provisioned_mibps_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Provisioned throughput"),
+    "efs_elastic_read_per_gb": (OTHER, "secondary sources quoting aws.amazon.com/efs/pricing: Elastic throughput, "
+                                       "data read; confirm there"),
+    "fsx_persistent2_125_gb_month": (OTHER, "a secondary source quoting aws.amazon.com/fsx/lustre/pricing: "
+                                            "Persistent 2 SSD at 125 MB/s per TiB"),
+    "fsx_persistent2_250_gb_month": (OTHER, "not confirmed against aws.amazon.com/fsx/lustre/pricing: Persistent 2 SSD "
+                                            "at 250 MB/s per TiB"),
+    "fsx_persistent2_500_gb_month": (OTHER, "not confirmed against aws.amazon.com/fsx/lustre/pricing: Persistent 2 SSD "
+                                            "at 500 MB/s per TiB"),
+    "fsx_persistent2_1000_gb_month": (OTHER, "not confirmed against aws.amazon.com/fsx/lustre/pricing: Persistent 2 SSD "
+                                             "at 1,000 MB/s per TiB"),
+    "datasync_per_gb": (TABLE_PAGES, "aws.amazon.com/datasync/pricing: data copied (EFS staging)"),
+    "express_gb_month": (TABLE_PAGES, "aws.amazon.com/s3/pricing, S3 Express One Zone: storage"),
+    "express_put_per_thousand": (TABLE_PAGES, "aws.amazon.com/s3/pricing, S3 Express One Zone: PUT, COPY, POST, LIST"),
+    "express_get_per_thousand": (TABLE_PAGES, "aws.amazon.com/s3/pricing, S3 Express One Zone: GET and other requests"),
+    "express_upload_per_gb": (TABLE_PAGES, "aws.amazon.com/s3/pricing, S3 Express One Zone: data uploaded"),
+    "express_retrieval_per_gb": (TABLE_PAGES, "aws.amazon.com/s3/pricing, S3 Express One Zone: data retrieved"),
+}
+INSTANCE_PAGE = "aws.amazon.com/sagemaker/pricing: training, on-demand"
+UNITS = (("instance_hourly", "$/hour"), ("_gb_month", "$/GB-month"), ("_per_million", "$/million requests"),
+         ("_per_thousand", "$/1,000 requests"), ("_per_gb", "$/GB"), ("_mibps_month", "$/(MiB/s)-month"))
+# What `--prices FILE.yaml` may give, as `dslab prices` says it.
+OVERRIDE_HELP = ("`--prices FILE.yaml` (estimate, recommend, size, report, run, doctor, express, efs) overrides any "
+                 "price above by its name (instance_hourly: {ml.p5.48xlarge: 98.32}; s3_get_per_million: 0.4), and "
+                 "the table's date, source and region; an instance row it gives replaces that row's own date and source")
+
+
+def price_unit(name: str) -> str:
+    return next(unit for suffix, unit in UNITS if name.startswith(suffix) or name.endswith(suffix))
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    """One price as `dslab prices` lists it: its value, unit, date and where it comes from."""
+    name: str
+    value: float
+    unit: str
+    date: str
+    source: str
+    other_source: bool = False        # not read on the table's own pages (a dated row, a secondary source)
+    overridden_by: str | None = None  # the --prices file that gave it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "date": self.date, "source": self.source,
+                "other_source": self.other_source, "overridden_by": self.overridden_by}
+
+
 @dataclass(frozen=True)
 class PriceTable:
     data: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(DEFAULT_TABLE))
+    # Which prices a --prices file gave (name, or instance_hourly.<type>, to the file): rows() names it.
+    overrides: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def date(self) -> str:
@@ -112,6 +176,44 @@ class PriceTable:
             groups.setdefault((row["date"], row["source"]), []).append(itype)
         dated = "".join(f"; {', '.join(types)}: prices of {date}, {source}" for (date, source), types in groups.items())
         return f"prices of {self.date} ({self.data['region']}, on-demand): {self.source}{dated}"
+
+    def footer(self) -> str:
+        """One line under every answer: the date, the region and how many rows come from elsewhere (`dslab prices`
+        lists them; label() and --json keep every detail)."""
+        rows = self.rows()
+        other = sum(1 for row in rows if row.other_source and not row.overridden_by)
+        files = sorted({row.overridden_by for row in rows if row.overridden_by})
+        given = sum(1 for row in rows if row.overridden_by)
+        show = "dslab prices" + "".join(f" --prices {f}" for f in files[:1])
+        overridden = f"{given} from {', '.join(files)}; " if files else ""
+        return (f"prices of {self.date}, {self.data['region']}, on-demand: {overridden}{other} rows from other sources: "
+                f"`{show}`")
+
+    def rows(self) -> list[PriceRow]:
+        """Every price with its unit, date and source: the instances' rows first (by type), then the others as the
+        table lists them."""
+        dated = self.data.get("dated_rows", {})
+        # A file's rows carry the file's date, when it gives one (with_overrides dates the table otherwise).
+        file_date = "not dated" if self.date.endswith(" with overrides") else self.date
+        table_date = self.date.removesuffix(" with overrides")
+        out = []
+        family_then_price = sorted(self.data["instance_hourly"].items(), key=lambda item: (item[0].split(".")[1], item[1]))
+        for itype, value in family_then_price:
+            name = f"instance_hourly.{itype}"
+            by = self.overrides.get(name)
+            row = dated.get(itype)
+            source = (by if by else row["source"] if row else
+                      INSTANCE_PAGE + (" (the post quotes it)" if itype == "ml.p3.2xlarge" else ""))
+            date = file_date if by else row["date"] if row else table_date
+            out.append(PriceRow(name, value, "$/hour", date, source, other_source=bool(row) and not by, overridden_by=by))
+        for name, value in self.data.items():
+            if name in ("date", "region", "source", "instance_hourly", "dated_rows"):
+                continue
+            by = self.overrides.get(name)
+            kind, source = PRICE_SOURCES.get(name, (OTHER, "no source recorded"))
+            out.append(PriceRow(name, value, price_unit(name), file_date if by else table_date, by or source,
+                                other_source=kind == OTHER and not by, overridden_by=by))
+        return out
 
     def row_date(self, instance_type: str) -> str:
         """The date of an instance's price: its own where it was added later (dated_rows), else the table's."""
@@ -145,6 +247,7 @@ class PriceTable:
         data = copy.deepcopy(DEFAULT_TABLE)
         if not overrides:
             return cls(data)
+        given: dict[str, str] = {}
         if not isinstance(overrides, dict):
             raise ConfigError(source, "must be a mapping of price names to numbers")
         unknown = sorted(set(overrides) - set(DEFAULT_TABLE))
@@ -160,6 +263,7 @@ class PriceTable:
                 data["instance_hourly"].update({k: float(v) for k, v in value.items()})
                 for itype in value:   # the file's price, under the file's date and source
                     data["dated_rows"].pop(itype, None)
+                    given[f"instance_hourly.{itype}"] = source
             elif key == "dated_rows":
                 raise ConfigError(f"{source}: dated_rows", "is the table's own record of where its rows come from",
                                   "give prices under instance_hourly, with date and source for the file")
@@ -169,9 +273,10 @@ class PriceTable:
                 if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
                     raise ConfigError(f"{source}: {key}", f"{value!r} is not a price")
                 data[key] = float(value)
+                given[key] = source
         if "date" not in overrides:
             data["date"] = f"{DEFAULT_TABLE['date']} with overrides"
-        return cls(data)
+        return cls(data, given)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
                        random_access_blocker)
+from .calibration import with_range
 from .estimate import BreakEven, Estimate, estimate_mode, fsx_express_break_even
 from .premise import DatasetShape
 from .instances import INSTANCES
@@ -126,8 +127,10 @@ def options(shape: DatasetShape, *, sources: Sequence[tuple[str, str]] = ALL_SOU
         premise, said = lab, None
         if mode == FSX:
             premise, said = fsx_for_the_data(shape, lab, au_target, **estimate_kwargs) or (lab, None)
-        estimate = estimate_mode(mode, shape, storage=storage, provisioning=premise,
-                                 efs_resident=data_in_efs and mode == EFS, **estimate_kwargs)
+        resident = data_in_efs and mode == EFS
+        estimate = with_range(estimate_mode(mode, shape, storage=storage, provisioning=premise, efs_resident=resident,
+                                            **estimate_kwargs),
+                              shape, provisioning=premise, efs_resident=resident, **estimate_kwargs)
         if said:
             estimate.assumptions.insert(0, said)
         option = option_from_estimate(estimate, shape, estimate_kwargs["prices"],

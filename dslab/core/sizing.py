@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
+from .calibration import with_range
 from .decision import option_from_estimate
 from .errors import ConfigError
 from .estimate import (FASTFILE_GET_LATENCY, NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
@@ -92,6 +93,11 @@ class SourceSize:
     quota: dict[str, Any] | None = None
     # Why the source cannot run as premised (the lab as it stands cannot hold the data): no price is given.
     blocker: str | None = None
+    # Where one run's dollars and hours may fall (calibration.estimate_range), and the evidence.
+    usd_per_run_range: tuple[float, float] | None = None
+    hours_per_run_range: tuple[float, float] | None = None
+    range_evidence: list[str] = field(default_factory=list)
+    range_summary: str = ""
 
     @property
     def max_accelerators_at_target_au(self) -> int:
@@ -108,6 +114,9 @@ class SourceSize:
                 "usd_per_run": None if self.blocker else round(self.usd_per_run, 2),
                 "hours_per_run": None if self.blocker else round(self.hours_per_run, 3),
                 **({"blocker": self.blocker} if self.blocker else {}),
+                **({"usd_per_run_range": [round(v, 2) for v in self.usd_per_run_range],
+                    "hours_per_run_range": [round(v, 3) for v in self.hours_per_run_range],
+                    "range_evidence": self.range_evidence} if self.usd_per_run_range and not self.blocker else {}),
                 "assumptions": self.assumptions, "deploy_settings": self.deploy_settings,
                 **({"unchanged": self.unchanged} if self.unchanged else {}),
                 **({"quota": self.quota} if self.quota else {})}
@@ -265,10 +274,13 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     dataset_gib = shape.bytes / 2**30
     dataset_gb = shape.bytes / 1e9
 
+    def job_kwargs(n: int, provisioning: Provisioning) -> dict[str, Any]:
+        return dict(instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate, prices=prices,
+                    accelerators=per_host_accelerators, provisioning=provisioning, volume_size_gb=volume_size_gb,
+                    readers=readers)
+
     def job(mode: str, storage: str, n: int, provisioning: Provisioning) -> Estimate:
-        return estimate_mode(mode, shape, instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate,
-                             prices=prices, storage=storage, accelerators=per_host_accelerators,
-                             provisioning=provisioning, volume_size_gb=volume_size_gb, readers=readers)
+        return estimate_mode(mode, shape, storage=storage, **job_kwargs(n, provisioning))
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
@@ -360,8 +372,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             continue
         label = source_label(mode, storage)
         premise = provisioned(mode, count, storage)
-        estimate = job(mode, storage, count, premise)
+        estimate = with_range(job(mode, storage, count, premise), shape, **job_kwargs(count, premise))
         per_hour, per_run, hours = run(estimate, count)
+        ranged = option_from_estimate(estimate, shape, prices, instance_count=count,
+                                      fsx_capacity_gib=estimate.provisioning.fsx.capacity_gib).cost_interval
         # The largest cluster on the same rule as the AU column: at each N the source as provisioned for N (FSx grown
         # with the cluster, EFS's mode, the directory bucket's quota raised as far as 2,000,000 reads/s), so that the
         # column and the largest agree at N and N + 1 (tests/test_sizing.py).
@@ -477,8 +491,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             how = shared = lab.name.split(" (")[0]   # "the lab as deployed", or "... as cdk.json would deploy it"
             provision_text = deployed_view["premise"]
         deployed_view["max_accelerators_at_target_au"] = deployed_view["max_instances_at_target_au"] * per_host_accelerators
+        r = estimate.range
         out.append(SourceSize(label, au_of(estimate), largest, how, shared, provision_text, per_hour, per_run, hours,
                               extra, deployed_view, commands, standing, per_host_accelerators, settings, deploy_fsx,
-                              unchanged, quota, estimate.blocker))
+                              unchanged, quota, estimate.blocker, ranged,
+                              (r.billable_low / count / 3600, r.billable_high / count / 3600), r.evidence, r.summary()))
     return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision,
                   au_target, readers)

@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ..core.aws_errors import explain, is_transient
 from .common import function_clients, look_up_fsx
 from .fsx_data import IMPORT_TASK, MAX_TASK_PATHS, as_utc, import_status, imports_to_start
 from .runtime import environ as function_environ
@@ -53,25 +54,40 @@ def fsx_data(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     return check(function_clients(), function_environ(), event)
 
 
+ROLE = "the CheckFsxData function's role"
+
+
 def check(clients, environ: dict[str, str], event: dict[str, Any]) -> dict[str, Any]:
     """``{"ready", "final", "checks", "reason"}``: the jobs' data imported, or why not and whether waiting helps.
 
     Datasets uploaded while FSx was up are imported at every check until their import starts: one task
     takes them all (up to MAX_TASK_PATHS), and while another task executes FSx refuses a new one, so the
-    check waits for the next."""
+    check waits for the next. An AWS error FSX_ERROR_REACTIONS does not name (S3's for plan.json, SSM's, a
+    throttled or refused call of any service) answers the check too: throttled or unavailable (botocore has retried
+    it already), the check is not final and the next one tries again; any other is final, its reason naming the fix
+    (dslab/core/aws_errors.py; the fault matrix lists every pair)."""
     checks = int(event.get("checks") or 0) + 1
     summary = event["plan"]
-    plan = clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])
-    document = json.loads(plan["Body"].read())
-    fsx, reason = look_up_fsx(clients, environ)
-    if fsx is None:
-        status = {"ready": False, "final": True, "reason": reason}
-    else:
-        status = _check_file_system(clients["fsx"], fsx.file_system_id, document, as_utc(plan.get("LastModified")))
+    try:
+        status = _status(clients, environ, summary)
+    except ClientError as err:
+        transient = is_transient(err)
+        status = {"ready": False, "final": not transient,
+                  "reason": f"FSx's readiness could not be checked: {explain(err, who=ROLE)}"
+                            + ("; the next check tries again" if transient else "")}
     out = {"ready": status["ready"], "final": status["final"], "checks": checks, "reason": status["reason"][:500]}
     if not out["ready"] and not out["final"] and checks >= int(summary.get("fsx_wait_checks") or 1):
         out.update(final=True, reason=f"still not ready after {checks} checks: {out['reason']}"[:500])
     return out
+
+
+def _status(clients, environ: dict[str, str], summary: dict[str, Any]) -> dict[str, Any]:
+    plan = clients["s3"].get_object(Bucket=summary["bucket"], Key=summary["plan_key"])
+    document = json.loads(plan["Body"].read())
+    fsx, reason = look_up_fsx(clients, environ)
+    if fsx is None:
+        return {"ready": False, "final": True, "reason": reason}
+    return _check_file_system(clients["fsx"], fsx.file_system_id, document, as_utc(plan.get("LastModified")))
 
 
 def _check_file_system(fsx, file_system_id: str, document: dict[str, Any], run_started) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from ..core.limits import CAPACITY_ATTEMPTS
 from ..core.prices import PriceTable
 from ..core.requests import RESULTS_PREFIX
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
-from .common import function_clients, put_json
+from ..core.aws_errors import training_job_missing
+from .common import function_clients, is_missing, put_json
 from .plan import failure_key
 from .runtime import environ as function_environ
 
@@ -49,10 +50,15 @@ def _script_metrics(s3, describe: dict[str, Any]) -> dict[str, Any] | None:
     key = f"{prefix}/{describe['TrainingJobName']}/output/output.tar.gz".lstrip("/")
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except s3.exceptions.ClientError as err:
+        if is_missing(err):
+            return None   # no output archive (a job that failed before writing one): no metrics
+        raise             # not read: the metrics would be lost from the record; Collect fails and says so
+    try:
         with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as tar:
             files = {member.name: tar.extractfile(member).read() for member in tar.getmembers()
                      if member.isfile() and is_metrics_file(member.name)}
-    except Exception:
+    except (OSError, tarfile.TarError, EOFError):
         return None
     return job_metrics(files, int((describe.get("ResourceConfig") or {}).get("InstanceCount") or 1))
 
@@ -102,7 +108,9 @@ def job_record(s3, sagemaker, bucket: str, base: str, plan_document: dict[str, A
         return skipped_record(name, **common, reason=reason)
     try:
         describe = sagemaker.describe_training_job(TrainingJobName=name)
-    except Exception:
+    except sagemaker.exceptions.ClientError as err:
+        if not training_job_missing(err):
+            raise   # a job not described is not recorded as never created: Collect fails and says so
         # The job was never created (its request could not be loaded, the API refused it, staging failed).
         return skipped_record(name, **common, reason=_reason(s3, bucket, base, name, outcome), status="Failed")
     describe.pop("ResponseMetadata", None)
@@ -153,8 +161,10 @@ def latest_attempt(sagemaker, name: str) -> dict[str, Any] | None:
     for attempt in range(1, CAPACITY_ATTEMPTS + 1):
         try:
             found = sagemaker.describe_training_job(TrainingJobName=name if attempt == 1 else f"{name}-a{attempt}")
-        except Exception:  # noqa: BLE001 - not created (yet): the attempts before it are all there are
-            break
+        except sagemaker.exceptions.ClientError as err:
+            if not training_job_missing(err):
+                raise
+            break   # not created (yet): the attempts before it are all there are
     return found
 
 

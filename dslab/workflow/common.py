@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.aws_errors import aws_error
 from ..core.limits import EXPRESS_COPY_THREADS
 from ..core.requests import FileSystemRef, LabEnvironment
 from .runtime import environ as function_environ
@@ -72,7 +73,8 @@ def lab_environment_from_env(environ: dict[str, str], fsx: FileSystemRef | None)
 
 
 def look_up_fsx(clients, environ: dict[str, str]) -> tuple[FileSystemRef | None, str]:
-    """FSx as it is now: (reference, why not) — its SSM parameters vanish with the FSx stack."""
+    """FSx as it is now: (reference, why not) — its SSM parameters vanish with the FSx stack. Any other AWS error
+    is raised: the caller decides (Plan skips the FSx jobs saying why, a readiness check may look again)."""
     names = [environ.get("DSLAB_FSX_ID_PARAMETER", ""), environ.get("DSLAB_FSX_MOUNT_PARAMETER", "")]
     found = {p["Name"]: p["Value"] for p in clients["ssm"].get_parameters(Names=names).get("Parameters", [])}
     fs_id, mount = found.get(names[0]), found.get(names[1])
@@ -80,8 +82,10 @@ def look_up_fsx(clients, environ: dict[str, str]) -> tuple[FileSystemRef | None,
         return None, "FSx for Lustre is not deployed (its stack is down): bring it back with `dslab fsx up`"
     try:
         systems = clients["fsx"].describe_file_systems(FileSystemIds=[fs_id]).get("FileSystems", [])
-    except Exception as err:  # FileSystemNotFound and friends
-        return None, f"FSx file system {fs_id} cannot be described ({type(err).__name__}): bring it back with `dslab fsx up`"
+    except clients["fsx"].exceptions.ClientError as err:
+        if aws_error(err).code != "FileSystemNotFound":
+            raise
+        return None, f"FSx file system {fs_id} no longer exists (FileSystemNotFound): bring it back with `dslab fsx up`"
     if systems and systems[0].get("Lifecycle") not in (None, "AVAILABLE", "UPDATING"):
         return None, f"FSx file system {fs_id} is {systems[0]['Lifecycle']}, not AVAILABLE"
     return FileSystemRef(fs_id, mount), ""

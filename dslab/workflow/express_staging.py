@@ -15,8 +15,11 @@ from ..core.limits import (
     EXPRESS_WAKE_SECONDS,
 )
 from ..core.requests import DATASETS_PREFIX, stats_key
+from ..core.aws_errors import explain, is_transient
 from .common import express_client, is_missing, time_scale
 from .runtime import environ as function_environ
+
+ROLE = "the ExpressStaging function's role"
 
 
 def wake_directory_bucket(s3, bucket: str, deadline: float) -> None:
@@ -70,7 +73,14 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     execution = str(event.get("execution") or "manual")
     cursor = dict(event.get("cursor") or {})
     invocations = int(cursor.get("invocations") or 0) + 1
-    document = json.loads(s3.get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())
+    try:
+        document = json.loads(s3.get_object(Bucket=summary["bucket"], Key=summary["plan_key"])["Body"].read())
+    except s3.exceptions.ClientError as err:
+        if is_transient(err):
+            return {"done": False, "ready": False, "wait": True, "invocations": invocations - 1,
+                    "cursor": {**cursor, "invocations": invocations - 1, "waits": int(cursor.get("waits") or 0) + 1},
+                    "reason": f"{explain(err, who=ROLE)}; staging goes on after a wait"}
+        return _not_staged(err, invocations, s3, None, None, execution)
     source, target = summary["bucket"], document.get("express_bucket")
     prefixes: list[str] = document.get("express_prefixes") or []
     stats_by_prefix = {d["prefix"]: document["dataset_stats"][d["name"]]
@@ -84,7 +94,6 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     if not target:
         return {"done": True, "ready": False, "wait": False, "invocations": invocations, "cursor": {},
                 "reason": "the lab has no S3 Express One Zone bucket (deployed with -c express=false)"}
-    wake_directory_bucket(s3, target, started + min(budget, EXPRESS_WAKE_SECONDS * time_scale()))
 
     def hand_on(reason: str, *, wait: bool = False) -> dict[str, Any]:
         # A waiting invocation copied nothing: it counts as a wait, not against the copying invocations.
@@ -105,7 +114,8 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     def time_left() -> float:
         return budget - (time.monotonic() - started)
 
-    with ThreadPoolExecutor(EXPRESS_COPY_THREADS) as pool:
+    def stage(pool) -> dict[str, Any]:
+        nonlocal index, token, skip, copied, skipped, removed, copied_now
         while index < len(prefixes):
             prefix = prefixes[index]
             expected = stats_by_prefix.get(prefix, {})
@@ -149,9 +159,31 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             index += 1
             if index < len(prefixes) and time_left() <= 0:
                 return hand_on(f"copied {copied:,} objects so far")
-    return {"done": True, "ready": True, "wait": False, "invocations": invocations, "cursor": {},
-            "reason": f"{len(prefixes)} datasets in s3://{target}/: {copied:,} objects copied, {skipped} already there"
-                      + (f", {removed:,} stale objects removed first" if removed else "")}
+        return {"done": True, "ready": True, "wait": False, "invocations": invocations, "cursor": {},
+                "reason": f"{len(prefixes)} datasets in s3://{target}/: {copied:,} objects copied, {skipped} already "
+                          "there" + (f", {removed:,} stale objects removed first" if removed else "")}
+
+    try:
+        wake_directory_bucket(s3, target, started + min(budget, EXPRESS_WAKE_SECONDS * time_scale()))
+        with ThreadPoolExecutor(EXPRESS_COPY_THREADS) as pool:
+            return stage(pool)
+    except s3.exceptions.ClientError as err:
+        if is_transient(err):   # botocore has retried it already: after a Wait the next invocation goes on here
+            return hand_on(f"{explain(err, who=ROLE)}; staging goes on after a wait", wait=True)
+        return _not_staged(err, invocations, s3, target, prefixes[index] if index < len(prefixes) else None, execution)
+
+
+def _not_staged(err, invocations: int, s3, target: str | None, prefix: str | None, execution: str) -> dict[str, Any]:
+    """Staging ends, not ready, with a reason that names the fix (the Express jobs are skipped with it). The dataset's
+    stats marker is written only once every object is copied, so what was copied is never taken for a staged dataset;
+    this execution's lock on it is released, so another execution need not wait for it to turn stale."""
+    if target and prefix:
+        try:
+            release_staging_lock(s3, target, prefix, execution)
+        except s3.exceptions.ClientError:
+            pass   # it turns stale and is taken over (take_staging_lock)
+    return {"done": True, "ready": False, "wait": False, "invocations": invocations, "cursor": {},
+            "reason": f"copying into the S3 Express One Zone bucket failed: {explain(err, who=ROLE)}"}
 
 
 def _lock_key(prefix: str) -> str:
@@ -175,7 +207,9 @@ def take_staging_lock(s3, bucket: str, prefix: str, execution: str, stale_after:
                 raise
         try:
             held = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-        except s3.exceptions.ClientError:
+        except s3.exceptions.ClientError as err:
+            if not is_missing(err):
+                raise
             continue  # released meanwhile: try again
         if held.get("execution") == execution:
             return None
@@ -190,7 +224,9 @@ def release_staging_lock(s3, bucket: str, prefix: str, execution: str) -> None:
     key = _lock_key(prefix)
     try:
         held = json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
-    except s3.exceptions.ClientError:
+    except s3.exceptions.ClientError as err:
+        if not is_missing(err):
+            raise
         return
     if held.get("execution") == execution:
         s3.delete_object(Bucket=bucket, Key=key)

@@ -7,6 +7,7 @@ import hashlib
 import json
 from typing import Any
 
+from ..core.aws_errors import explain
 from ..core.errors import ConfigError
 from ..core.experiment import parse_experiment
 from ..core.limits import (
@@ -82,15 +83,17 @@ def read_quotas(service_quotas, service_code: str) -> dict[str, Quota]:
     """A service's quotas by name: applied values over AWS defaults (ListServiceQuotas lists only quotas with an
     applied value, so both lists are read; ~10 requests of 100 quotas each for SageMaker)."""
     quotas: dict[str, Quota] = {}
-    for operation in ("list_aws_default_service_quotas", "list_service_quotas"):
-        for page in service_quotas.get_paginator(operation).paginate(ServiceCode=service_code,
-                                                                     PaginationConfig={"PageSize": 100}):
+    # Defaults first, then applied values over them (each paginator named as written: the fault matrix lists them).
+    for paginator in (service_quotas.get_paginator("list_aws_default_service_quotas"),
+                      service_quotas.get_paginator("list_service_quotas")):
+        for page in paginator.paginate(ServiceCode=service_code, PaginationConfig={"PageSize": 100}):
             for q in page.get("Quotas", []):
                 quotas[q["QuotaName"]] = Quota(q["QuotaName"], q.get("QuotaCode", "?"), float(q.get("Value", 0)))
     return quotas
 
 
 PLAN_REASON_CHARS = 2000
+ROLE = "the Plan function's role"
 
 
 PLAN_WAKE_SECONDS = 120   # of Plan's 5 minutes, for an inactive directory bucket to answer (see wake_directory_bucket)
@@ -108,7 +111,7 @@ def plan(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     except Exception as err:  # noqa: BLE001 - said in the execution's result; the trace goes to the function's log
         import traceback
         traceback.print_exc()
-        return _plan_refused("PlanFailed", f"Plan could not finish: {type(err).__name__}: {err}")
+        return _plan_refused("PlanFailed", f"Plan could not finish: {explain(err, who=ROLE)}")
 
 
 def _plan_refused(error: str, reason: str) -> dict[str, Any]:
@@ -124,7 +127,10 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         experiment = parse_experiment(document, source="experiment")
     except ConfigError as err:
         raise ExperimentInvalid(str(err)) from None
-    fsx, fsx_reason = look_up_fsx(clients, env_vars)
+    try:
+        fsx, fsx_reason = look_up_fsx(clients, env_vars)
+    except clients["ssm"].exceptions.ClientError as err:   # the FSx jobs are skipped, saying why; the rest run
+        fsx, fsx_reason = None, f"FSx could not be looked up: {explain(err, who=ROLE)}"
     try:
         env = lab_environment_from_env(env_vars, fsx)
     except ConfigError as err:
@@ -159,7 +165,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     except ConfigError as err:
         raise ExperimentInvalid(f"experiment: {err}") from None
     except Exception as err:  # no permission or throttled: the run goes on, the plan says so
-        decision = QuotaDecision(experiment.max_concurrency, [f"training quotas not checked ({type(err).__name__}: {err})"])
+        decision = QuotaDecision(experiment.max_concurrency, [f"training quotas not checked ({explain(err, who=ROLE)})"])
 
     base = f"{RESULTS_PREFIX}/{execution}"
     items = []

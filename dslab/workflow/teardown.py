@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.aws_errors import explain, is_transient
 from ..core.limits import TEARDOWN_MAX_CHECKS
 from ..core.requests import FSX_STACK, RESULTS_PREFIX
 from . import fsx_guard
 from .common import function_clients, is_missing, put_json
 from .fsx_guard import describe_stack
 from .runtime import environ as function_environ
+
+ROLE = "the Teardown function's role"
 
 
 def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -57,9 +60,18 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         cfn.delete_stack(StackName=stack["StackId"])
         return {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack["StackId"], "checks": 0,
                 "message": f"deleting {stack_name}"}
-    stack = describe_stack(cfn, previous["stack_id"])
     checks += 1
-    status = stack["StackStatus"] if stack else "DELETE_COMPLETE"
+    try:
+        stack = describe_stack(cfn, previous["stack_id"])
+    except cfn.exceptions.ClientError as err:
+        if not is_transient(err):
+            raise
+        # Throttled or unavailable (botocore has retried it already): this check counts, the next one looks again.
+        stack, status = None, "UNKNOWN"
+        said = f"{stack_name} could not be looked at ({explain(err, who=ROLE)}); the next check looks again"
+    else:
+        status = stack["StackStatus"] if stack else "DELETE_COMPLETE"
+        said = f"{stack_name} is {status}"
     if status == "DELETE_COMPLETE":
         outcome = {"status": "DELETE_COMPLETE", "final": True, "message": f"{stack_name} deleted: FSx no longer bills"}
     elif status == "DELETE_FAILED":
@@ -70,7 +82,7 @@ def teardown(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         outcome = {"status": "TIMED_OUT", "final": True,
                    "message": f"{stack_name} is still {status} after {checks} checks: follow it with `dslab fsx status`"}
     else:
-        return {**previous, "status": status, "final": False, "checks": checks, "message": f"{stack_name} is {status}"}
+        return {**previous, "status": status, "final": False, "checks": checks, "message": said}
     return _record_teardown(s3, bucket, base, {**outcome, "stack_id": previous.get("stack_id"), "checks": checks})
 
 

@@ -39,13 +39,21 @@ LAMBDA_PACKAGES = ("core", "workflow")
 # (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sagemaker.html). A failed .sync
 # job is States.TaskFailed with its DescribeTrainingJob JSON as the Cause.
 SAGEMAKER_API_ERRORS = ["SageMaker.AmazonSageMakerException", "SageMaker.ResourceLimitExceededException"]
-# Which of those are worth retrying, by what the Cause says: throttling, and a busy quota (jobs
-# end and free it). A quota of 0 can never free up, and validation errors never pass on retry.
-RETRYABLE_CAUSES = ["*ThrottlingException*", "*Rate exceeded*", "*ResourceLimitExceeded*"]
+# Which of those are worth retrying, by what the Cause says: throttling, a busy quota (jobs end and free it), and
+# a temporary failure on AWS's side ("ServiceUnavailable: The request has failed due to a temporary failure of the
+# server", "InternalFailure", SageMaker's Common Errors). A quota of 0 can never free up, and validation errors never
+# pass on retry.
+RETRYABLE_CAUSES = ["*ThrottlingException*", "*Rate exceeded*", "*ResourceLimitExceeded*", "*ServiceUnavailable*",
+                    "*InternalFailure*"]
 HOPELESS_CAUSES = ["*is 0 Instances*"]
 # AWS's recommended retrier for Lambda tasks adds TooManyRequests to the service exceptions
 # (https://docs.aws.amazon.com/step-functions/latest/dg/sfn-best-practices.html#bp-lambda-serviceexception).
 LAMBDA_THROTTLED = ["Lambda.TooManyRequestsException"]
+# DataSync's answers that a later look may not get: throttling and a temporary failure, named as Step Functions
+# names an SDK integration's errors ("ServiceName.ErrorName ... always add the Exception suffix",
+# https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html): DataSync's modelled
+# InternalException, and the common errors ThrottlingException and ServiceUnavailable.
+DATASYNC_TRANSIENT = ["DataSync.ThrottlingException", "DataSync.ServiceUnavailableException", "DataSync.InternalException"]
 
 
 def _lambda_sources(repo_root: Path) -> list[Path]:
@@ -256,7 +264,9 @@ class BenchmarkWorkflow(Construct):
             "Describe every job and store results.json / results.csv before any teardown",
             result_selector={"summary.$": "$.Payload"}, result_path="$.collected")
         collect_failed = sfn.Pass(self, "CollectFailed", parameters={
-            "failed": -1, "message": "Collect could not store the results: see the Collect state's error in the execution history"},
+            "failed": -1, "message.$": "States.Format('Collect could not store the results ({}): `dslab report "
+                                       "EXECUTION` rebuilds them from SageMaker; the error of the Collect state in the "
+                                       "execution history says why', $.collectError.Error)"},
             result_path="$.collected.summary")
         collect.add_catch(collect_failed, result_path="$.collectError")
 
@@ -308,6 +318,12 @@ class BenchmarkWorkflow(Construct):
             result_path="$.staging")
         staging_failed = sfn.Pass(self, "EfsStagingFailed", result=sfn.Result.from_object({"status": "ERROR"}))
         start_sync.add_catch(staging_failed, result_path="$.stagingError")
+        # A throttled or unavailable look is a check all the same (counted, so the loop keeps its cap and its events
+        # per round): the next one looks again. Anything else fails the staging.
+        look_failed = sfn.Pass(self, "EfsSyncLookFailed", parameters={
+            "arn.$": "$.staging.arn", "status.$": "$.staging.status", "checks.$": "States.MathAdd($.staging.checks, 1)"},
+            result_path="$.staging")
+        describe_sync.add_catch(look_failed, errors=DATASYNC_TRANSIENT, result_path="$.syncError")
         describe_sync.add_catch(staging_failed, result_path="$.stagingError")
         staged = sfn.Pass(self, "EfsStaged", parameters={"status.$": "$.staging.status"})
         timed_out = sfn.Pass(self, "EfsStagingTimedOut", result=sfn.Result.from_object({"status": "TIMED_OUT"}))
@@ -321,11 +337,13 @@ class BenchmarkWorkflow(Construct):
         start_sync.next(wait_sync)
         wait_sync.next(describe_sync)
         describe_sync.next(count)
-        count.next(sfn.Choice(self, "EfsSyncDone?")
-                   .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), staged)
-                   .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), staged)
-                   .when(sfn.Condition.number_greater_than_equals_json_path("$.staging.checks", "$.plan.efs_wait_checks"), cancel)
-                   .otherwise(wait_sync))
+        done = (sfn.Choice(self, "EfsSyncDone?")
+                .when(sfn.Condition.string_equals("$.staging.status", "SUCCESS"), staged)
+                .when(sfn.Condition.string_equals("$.staging.status", "ERROR"), staged)
+                .when(sfn.Condition.number_greater_than_equals_json_path("$.staging.checks", "$.plan.efs_wait_checks"), cancel)
+                .otherwise(wait_sync))
+        count.next(done)
+        look_failed.next(done)
         return (sfn.Choice(self, "NeedEfsStaging?")
                 .when(sfn.Condition.string_equals("$.plan.efs_include", ""), not_needed)
                 .otherwise(start_sync))

@@ -41,6 +41,39 @@ def split_uri(uri: str) -> tuple[str, str]:
     return bucket, prefix if not prefix or prefix.endswith("/") else prefix + "/"
 
 
+class S3ReadError(RuntimeError):
+    """S3 refused a read the script needs, after the client's retries: one line naming the fix (train.py writes it
+    to /opt/ml/output/failure, the job's FailureReason)."""
+
+
+# What to do about S3's answer, by its code (the lab's fault matrix, dslab/aws/faults.py, lists each pair).
+THROTTLED = ("SlowDown", "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded", "503")
+UNAVAILABLE = ("ServiceUnavailable", "InternalError", "500", "502", "504")
+DENIED = ("AccessDenied", "403", "AccessDeniedException")
+
+
+def read_error(err, uri: str, what: str) -> S3ReadError:
+    """An S3ReadError for botocore's ClientError ``err`` met while reading ``what`` of ``uri``."""
+    error = err.response.get("Error", {})
+    meta = err.response.get("ResponseMetadata", {})
+    code, attempts = str(error.get("Code") or meta.get("HTTPStatusCode") or "?"), int(meta.get("RetryAttempts") or 0) + 1
+    said = f"S3 answered {code} ({error.get('Message') or 'no message'}) for {what} of {uri} after {attempts} attempts"
+    if code in THROTTLED or code in UNAVAILABLE or int(meta.get("HTTPStatusCode") or 0) >= 500:
+        fix = "a temporary refusal that outlasted the client's retries: run the job again; a lower s3_concurrency asks less of S3"
+    elif code in DENIED:
+        fix = ("the job's role may not read it: give the training role s3:ListBucket on the bucket and s3:GetObject on "
+               "the dataset's prefix (the lab's role has both for datasets/ in the data bucket)")
+    elif code == "NoSuchBucket":
+        fix = "the bucket does not exist: fix dataset_uri"
+    elif code in ("NoSuchKey", "404"):
+        fix = "the object went away while the job read it: leave the dataset unchanged while jobs read it"
+    elif code == "InvalidObjectState":
+        fix = "the object is archived (an S3 Glacier storage class): restore it or upload the dataset again"
+    else:
+        fix = "fix what S3's message names"
+    return S3ReadError(f"{said}: {fix}")
+
+
 @dataclass
 class S3Object:
     key: str
@@ -84,16 +117,24 @@ class S3Reads:
                 self._count()
                 out += [S3Object(o.key, int(o.size)) for o in page.object_info]
         else:
-            for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
-                self._count()
-                out += [S3Object(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
+            from botocore.exceptions import ClientError
+            try:
+                for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix):
+                    self._count()
+                    out += [S3Object(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
+            except ClientError as err:
+                raise read_error(err, self.uri, "the listing") from None
         return sorted((o for o in out if not o.key.endswith("/")), key=lambda o: o.key)
 
     def get(self, key: str) -> bytes:
         self._count()
         if self._connector is not None:
             return self._connector.get_object(self.bucket, key).read()
-        return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        from botocore.exceptions import ClientError
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as err:
+            raise read_error(err, self.where(key), "the object") from None
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes start..end-1 of an object, one ranged GET."""
@@ -103,7 +144,11 @@ class S3Reads:
             reader = self._connector.get_object(self.bucket, key, reader_constructor=S3ReaderConstructor.range_based())
             reader.seek(start)
             return reader.read(end - start)
-        return self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{end - 1}")["Body"].read()
+        from botocore.exceptions import ClientError
+        try:
+            return self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{end - 1}")["Body"].read()
+        except ClientError as err:
+            raise read_error(err, self.where(key), f"bytes {start}-{end - 1}") from None
 
     def where(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"

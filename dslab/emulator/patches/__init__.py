@@ -24,6 +24,13 @@ Limits, names and lifecycles AWS enforces and the product depends on (moto copie
   terminal: ``States.ALL`` does not catch them. The largest payload seen is recorded.
 - History events per execution are counted (AWS fails an execution at 25,000).
 - An execution stopped with StopExecution ends ABORTED (moto let a running Map iteration turn it FAILED).
+- An aws-sdk task's error is named "ServiceName.ErrorName" in Pascal case ("S3.NoSuchKeyException",
+  "DataSync.InternalException"), as AWS names it; moto wrote the service as the Resource does ("s3").
+- Any AWS error of any call can be answered in the service's own protocol (HOOKS.api_fault, patches/faults.py).
+- DataSync runs one execution of a task at a time: a second one is QUEUED until the first has ended (moto
+  refused it, and kept a task whose execution ended in ERROR busy for good).
+- A training job's name is unique in the account and region: a second CreateTrainingJob of a name answers
+  ResourceInUse (moto created a second job).
 - SageMaker API errors reach the state machine as Step Functions names them:
   ``SageMaker.<Modelled>Exception`` or ``SageMaker.AmazonSageMakerException`` with the service's
   error code in the Cause. CreateTrainingJob enforces the account's training quotas, with SageMaker's
@@ -41,7 +48,7 @@ from __future__ import annotations
 
 import threading
 
-from . import s3, sagemaker, services, stepfunctions
+from . import faults, s3, sagemaker, services, stepfunctions
 from .hooks import HOOKS, Hooks, JobExecutor, ServiceRefusal
 from .s3 import create_directory_bucket, delete_directory_bucket, directory_listing_order, is_directory_bucket
 from .sagemaker import step_functions_error, training_quota_message
@@ -67,7 +74,9 @@ def reset_hooks() -> None:
     HOOKS.datasync_seconds = 0.0
     HOOKS.efs_size = None
     HOOKS.fsx_create_task = None
+    HOOKS.api_fault = None
     services.DATASYNC_RUNNING.clear()
+    services.DATASYNC_QUEUED.clear()
     SFN_CLIENTS.clear()  # a new stand-in (maybe on another port): clients are made anew
     from ...workflow import common as workflow_common
     workflow_common.CLIENT_CACHE.clear()
@@ -207,10 +216,12 @@ def install() -> None:
         s3.patch_directory_buckets()
         s3.patch_bucket_policy_transport()
         s3.patch_s3_faults()
+        faults.patch_api_faults()
         stepfunctions.patch_json_path_cache()
         stepfunctions.patch_stop_execution()
         stepfunctions.patch_definition_parsing()
         stepfunctions.patch_execution_history_pages()
+        stepfunctions.patch_sdk_error_names()
         _patch_mock_start()
         _patch_shared_loader()
         _patch_sfn_clients()

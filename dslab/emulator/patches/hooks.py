@@ -52,6 +52,10 @@ class Hooks:
     # (CreateDataRepositoryTask parameters) -> the new task, for the emulated FSx's associations; raises
     # ServiceRefusal for what FSx refuses
     fsx_create_task: Callable[[dict], dict] | None = None
+    # (service ID as botocore hyphenizes it, e.g. "s3" or "sfn"; operation name; the prepared request) -> (HTTP status,
+    # error code, message) to answer that request with, in the service's own protocol (patches/faults.py), or None: any
+    # AWS error of any call, injected where the stand-in answers, so that botocore parses and retries it as on AWS
+    api_fault: Callable[[str, str, object], tuple[int, str, str] | None] | None = None
 
 
 HOOKS = Hooks()

@@ -181,6 +181,9 @@ def patch_sagemaker() -> None:
         fault = HOOKS.create_fault(request) if HOOKS.create_fault else None
         if fault:
             raise JsonRESTError(*fault)
+        taken = _name_taken(self.sagemaker_backend, request.get("TrainingJobName", ""))
+        if taken:
+            raise JsonRESTError("ResourceInUse", taken)
         refusal = _quota_refusal(self.sagemaker_backend, request)
         if refusal:
             raise JsonRESTError("ResourceLimitExceeded", refusal)
@@ -211,6 +214,18 @@ def patch_sagemaker() -> None:
         return result
 
     SageMakerResponse.create_training_job = create_training_job
+
+
+def _name_taken(backend, name: str) -> str | None:
+    """CreateTrainingJob, TrainingJobName: "The name of the training job. The name must be unique within an Amazon Web
+    Services Region in an Amazon Web Services account." (SageMaker API reference; botocore's model says the same). Of
+    its errors the operation declares ResourceInUse, "Resource being accessed is in use."; the message is SageMaker's
+    as SDK users quote it (unverified here). moto made a second job of the same name."""
+    job = backend.training_jobs.get(name)
+    if job is None:
+        return None
+    return (f"Training job names must be unique within an AWS account and region, and a training job with this name "
+            f"already exists ({job.arn})")
 
 
 def _quota_refusal(backend, request: dict) -> str | None:

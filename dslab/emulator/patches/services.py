@@ -93,27 +93,58 @@ def patch_datasync() -> None:
             HOOKS.errors.append(traceback.format_exc())
             execution.status = "ERROR"
 
+    def settle(backend, task) -> None:
+        """The task's current execution, if it has ended (its transfer time up, or SUCCESS or ERROR), frees the task
+        (moto frees it only once an execution is described SUCCESS, and never after ERROR)."""
+        current = backend.task_executions.get(task.current_task_execution_arn or "")
+        if current is None:
+            return
+        running = DATASYNC_RUNNING.get(current.arn)
+        if running is not None and (time.monotonic() - running[0]) / max(HOOKS.time_scale, 1e-9) >= HOOKS.datasync_seconds:
+            DATASYNC_RUNNING.pop(current.arn)
+            finish(current, *running[1:])
+        if current.status in ("SUCCESS", "ERROR"):
+            task.status, task.current_task_execution_arn = "AVAILABLE", None
+
+    def launch(backend, execution, task_arn: str, pattern: str, overrides: dict) -> None:
+        backend.tasks[task_arn].current_task_execution_arn = execution.arn
+        backend.tasks[task_arn].status = "RUNNING"
+        if HOOKS.stager is not None:
+            if HOOKS.datasync_seconds > 0:
+                execution.status = "TRANSFERRING"
+                DATASYNC_RUNNING[execution.arn] = (time.monotonic(), task_arn, pattern, overrides)
+            else:
+                finish(execution, task_arn, pattern, overrides)
+
     def start_task_execution(self) -> str:
         task_arn = self._get_param("TaskArn")
         includes = self._get_param("Includes") or []
         overrides = self._get_param("OverrideOptions") or {}
         from moto.datasync.exceptions import InvalidRequestException
+        from moto.datasync.models import TaskExecution
 
         from ..cloudformation.model import ResourceFailed
         from ..cloudformation.providers.file_systems import task_options
+        backend = self.datasync_backend
         try:   # the task's options with the execution's overrides, as DataSync takes them
-            task_options({**(self.datasync_backend._get_task(task_arn).metadata.get("Options") or {}), **overrides})
+            task_options({**(backend._get_task(task_arn).metadata.get("Options") or {}), **overrides})
         except ResourceFailed as err:
             raise InvalidRequestException(str(err)) from None
-        arn = self.datasync_backend.start_task_execution(task_arn)
-        execution = self.datasync_backend.task_executions[arn]
-        if HOOKS.stager is not None:
-            pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
-            if HOOKS.datasync_seconds > 0:
-                execution.status = "TRANSFERRING"
-                DATASYNC_RUNNING[arn] = (time.monotonic(), task_arn, pattern, overrides)
-            else:
-                finish(execution, task_arn, pattern, overrides)
+        pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
+        task = backend._get_task(task_arn)
+        settle(backend, task)
+        if task.status != "AVAILABLE":
+            # DescribeTaskExecution, StartTime: "For queued tasks, LaunchTime is typically later than StartTime because
+            # previously queued tasks must finish running before newer tasks can begin" (DataSync API reference); its
+            # Status "QUEUED". A second execution of a running task waits its turn; moto refused it (InvalidRequest).
+            backend.arn_counter += 1
+            execution = TaskExecution(task_arn, arn_counter=backend.arn_counter)
+            execution.status = "QUEUED"
+            backend.task_executions[execution.arn] = execution
+            DATASYNC_QUEUED.setdefault(task_arn, []).append((execution.arn, pattern, overrides))
+            return json.dumps({"TaskExecutionArn": execution.arn})
+        arn = backend.start_task_execution(task_arn)
+        launch(backend, backend.task_executions[arn], task_arn, pattern, overrides)
         return json.dumps({"TaskExecutionArn": arn})
 
     def describe_location_efs(self) -> str:
@@ -130,6 +161,20 @@ def patch_datasync() -> None:
         # (moto's own describe moves an execution one status further at every call: a copy that is still
         # running is answered here, as TRANSFERRING, until its time is up)
         arn = self._get_param("TaskExecutionArn")
+        backend = self.datasync_backend
+        queued = backend._get_task_execution(arn)
+        if queued.status == "QUEUED":   # its turn comes when the execution before it has ended
+            task = backend._get_task(queued.task_arn)
+            settle(backend, task)
+            if task.status != "AVAILABLE":
+                return json.dumps({"TaskExecutionArn": arn, "Status": "QUEUED"})
+            waiting = DATASYNC_QUEUED.get(queued.task_arn, [])
+            entry = next(e for e in waiting if e[0] == arn)
+            waiting.remove(entry)
+            queued.status = queued.TASK_EXECUTION_INTERMEDIATE_STATES[0]
+            launch(backend, queued, queued.task_arn, entry[1], entry[2])
+            if arn not in DATASYNC_RUNNING and queued.status in ("SUCCESS", "ERROR"):
+                return json.dumps({"TaskExecutionArn": arn, "Status": queued.status})
         if arn in DATASYNC_RUNNING:
             started, task_arn, pattern, overrides = DATASYNC_RUNNING[arn]
             execution = self.datasync_backend._get_task_execution(arn)
@@ -141,12 +186,20 @@ def patch_datasync() -> None:
                 finish(execution, task_arn, pattern, overrides)
         return original_describe(self)
 
+    original_describe_task = DataSyncResponse.describe_task
+
+    def describe_task(self) -> str:
+        settle(self.datasync_backend, self.datasync_backend._get_task(self._get_param("TaskArn")))
+        return original_describe_task(self)
+
     DataSyncResponse.start_task_execution = start_task_execution
     DataSyncResponse.describe_task_execution = describe_task_execution
+    DataSyncResponse.describe_task = describe_task
     DataSyncResponse.describe_location_efs = describe_location_efs
 
 
 DATASYNC_RUNNING: dict[str, tuple[float, str, str, dict]] = {}
+DATASYNC_QUEUED: dict[str, list[tuple[str, str, dict]]] = {}   # task -> its executions waiting their turn
 
 
 def patch_efs_size() -> None:

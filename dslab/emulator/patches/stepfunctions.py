@@ -284,3 +284,18 @@ def patch_execution_history_pages() -> None:
         return last
 
     StepFunctionResponse.get_execution_history = get_execution_history
+
+
+# AWS Step Functions Developer Guide, "Learning to use AWS service SDK integrations in Step Functions"
+# (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html): "If an AWS SDK integration
+# encounters an error, the resulting Error field will be composed of the service name and the error name, separated by
+# a period character: ServiceName.ErrorName. Both the service name and error name are in Pascal case." and, for S3,
+# "refer to it as S3.BucketAlreadyExistsException". moto names the service as the Resource writes it ("s3",
+# "datasync"), so a Retry or Catch naming "S3.…" or "DataSync.…" never matched in the stand-in. The Pascal names of
+# the services the lab's state machine calls through aws-sdk tasks (botocore's serviceId for both):
+SDK_ERROR_SERVICE_NAMES = {"s3": "S3", "datasync": "DataSync"}
+
+
+def patch_sdk_error_names() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import state_task_service_aws_sdk
+    state_task_service_aws_sdk._SERVICE_ERROR_NAMES.update(SDK_ERROR_SERVICE_NAMES)

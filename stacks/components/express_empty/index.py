@@ -130,7 +130,12 @@ def abort_uploads(s3, bucket: str, context=None) -> int:
         _check_time(context)
         page = s3.list_multipart_uploads(Bucket=bucket, **({"KeyMarker": marker} if marker else {}))
         for upload in page.get("Uploads", []):
-            s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+            try:
+                s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+            except ClientError as err:
+                if err.response.get("Error", {}).get("Code") != "NoSuchUpload":
+                    raise
+                continue   # it ended meanwhile: nothing to abort
             count += 1
         marker = page.get("NextKeyMarker")
         if not page.get("IsTruncated") or not marker:

@@ -1,0 +1,997 @@
+"""The fault matrix: every AWS operation the product calls, every error AWS documents for it, and what the product
+does about each (docs/reference/fault-matrix.md is generated from this module: ``python -m dslab.aws.faults --write``).
+
+Where the rows come from (tests/test_fault_matrix.py keeps each list equal to the code):
+- **Python call sites** (the CLI, dslab/aws, dslab/inputs, the workflow's functions, the Express emptier custom
+  resource, the training script): an AST scan of SCANNED for attribute references named like an operation of a
+  service the product uses (botocore's ``xform_name`` of the service model's operation names), ``get_paginator("op")``
+  and boto3's S3 transfer methods (TRANSFER: each maps to the operations it makes). A call site without a row, or a
+  row without a call site, fails the test.
+- **The state machine's integrations**: the synthesized definition's Task states (``aws-sdk:<service>:<action>``,
+  ``sagemaker:createTrainingJob.sync``, Lambda invokes); each state's Retry and Catch are read from the definition.
+- **Custom resources**: the project's own (stacks/components/express_empty/index.py, scanned as above) and
+  aws-cdk-lib's handlers (their operations read from the synthesized asset's JavaScript).
+
+Not scanned, and why: dslab/emulator (the stand-in itself); dslab/local (every client it makes is given the
+stand-in's endpoint: it never calls an account); examples/ (templates the user copies and owns: a failure of theirs
+is the training job's failure, which the Run map records like any other); the script `dslab export` writes (it calls
+sagemaker-core's TrainingJob.create, not botocore directly, and exits with one line on any botocore error).
+
+Errors per operation: botocore's error shapes for the operation (the service model), plus the errors the service
+documents for every action (COMMON: throttling, a temporary failure, a refused permission), plus a few answers the
+code handles that the model does not list (a row's ``extra``, each with its source).
+
+Reactions (a closed set; each pair's is resolved by ``Site.reaction_for``):
+- EXIT_2: the CLI prints one line ``dslab: error: ...`` naming the fix and exits 2;
+- WAIT: a polling step answers "not yet" and tries again at its next check (bounded by that loop's cap);
+- FINAL: the step or execution ends with a reason that names the fix (in the result, the state, results.json);
+- ANSWER: the error is information the code expects (a missing object, a stack that does not exist);
+- GOES_ON: a best-effort read: the command or step says what it could not read and goes on without it.
+Before any of them, botocore retries what its retry mode retries (bounded backoff; ``attempts``), and the state
+machine retries what its Retry names.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from ..core import aws_errors
+
+REPO = Path(__file__).resolve().parents[2]
+
+EXIT_2, WAIT, FINAL, ANSWER, GOES_ON = "exit 2", "wait", "final reason", "answer", "goes on"
+REACTIONS = (EXIT_2, WAIT, FINAL, ANSWER, GOES_ON)
+
+# ---- what is scanned --------------------------------------------------------------------------------------------
+SCANNED = ("dslab", "stacks", "training", "benchmarks", "app.py")
+NOT_SCANNED = {
+    "dslab/emulator": "the stand-in itself",
+    "dslab/local": "the local lab: every client it makes is given the stand-in's endpoint; it never calls an account",
+}
+# Attribute references named like an operation that are not AWS calls.
+NOT_AWS = {("dslab/aws/images.py", "_cuda_from_tag", "search"): "re.search, not SageMaker Search",
+           ("dslab/core/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search"}
+# boto3's managed S3 transfers: the method, and the operations it may make (s3transfer: a small object in one request,
+# a large one in parts; a copy first reads the source's size).
+TRANSFER = {
+    "upload_file": ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload", "AbortMultipartUpload"),
+    "copy": ("HeadObject", "CopyObject", "CreateMultipartUpload", "UploadPartCopy", "CompleteMultipartUpload",
+             "AbortMultipartUpload"),
+    "download_file": ("HeadObject", "GetObject"), "upload_fileobj": ("PutObject",), "download_fileobj": ("GetObject",),
+}
+SERVICES = ("s3", "sagemaker", "stepfunctions", "cloudformation", "ssm", "fsx", "efs", "datasync", "ec2", "logs",
+            "service-quotas", "lambda")
+
+# ---- the errors every action of a service may answer --------------------------------------------------------------
+# The Common Errors page of each JSON/query API reference ("This section lists the errors common to the API actions
+# of all AWS services": e.g. https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html).
+COMMON_QUOTE = ("Common Errors: \"ThrottlingException: The request was denied due to request throttling. HTTP Status "
+                "Code: 400\"; \"ServiceUnavailable: The request has failed due to a temporary failure of the server. "
+                "HTTP Status Code: 503\"; \"AccessDeniedException: You do not have sufficient access to perform this "
+                "action. HTTP Status Code: 400\"")
+COMMON = (("ThrottlingException", 400), ("ServiceUnavailable", 503), ("AccessDeniedException", 400))
+# S3's error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html) and error best practices.
+S3_QUOTE = ("S3 error responses: \"SlowDown: Please reduce your request rate. 503 Slow Down\"; \"ServiceUnavailable: "
+            "Service is unable to handle request. 503\"; \"AccessDenied: Access Denied. 403 Forbidden\"")
+S3_COMMON = (("SlowDown", 503), ("ServiceUnavailable", 503), ("AccessDenied", 403))
+# EC2's error codes (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
+EC2_QUOTE = ("EC2 error codes: \"RequestLimitExceeded: The maximum request rate permitted by the Amazon EC2 APIs has "
+             "been exceeded for your account\"; \"Unavailable: The server is overloaded and can't handle the "
+             "request\"; \"UnauthorizedOperation: You are not authorized to perform this operation\"")
+EC2_COMMON = (("RequestLimitExceeded", 503), ("Unavailable", 503), ("UnauthorizedOperation", 403))
+
+
+def common_errors(service: str) -> tuple[tuple[str, int], ...]:
+    return S3_COMMON if service == "s3" else EC2_COMMON if service == "ec2" else COMMON
+
+
+def common_quote(service: str) -> str:
+    return S3_QUOTE if service == "s3" else EC2_QUOTE if service == "ec2" else COMMON_QUOTE
+
+
+@functools.lru_cache(maxsize=None)
+def service_model(service: str):
+    import botocore.session
+    return botocore.session.get_session().get_service_model(service)
+
+
+@functools.lru_cache(maxsize=None)
+def modelled_errors(service: str, operation: str) -> tuple[tuple[str, int], ...]:
+    """(code, HTTP status) of the operation's error shapes in botocore's model."""
+    found = []
+    for shape in service_model(service).operation_model(operation).error_shapes:
+        meta = shape.metadata.get("error") or {}
+        status = meta.get("httpStatusCode") or (500 if shape.metadata.get("fault") else 400)
+        found.append((meta.get("code") or shape.name, int(status)))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class Fault:
+    code: str
+    status: int
+    source: str       # "model" (botocore's error shapes), "common" (the service's common errors) or what documents it
+    message: str = ""
+
+
+def documented_errors(service: str, operation: str, extra: Iterable[Fault] = ()) -> list[Fault]:
+    """The operation's errors: botocore's error shapes, the service's common errors, and ``extra``; one per code."""
+    found: dict[str, Fault] = {}
+    for code, status in modelled_errors(service, operation):
+        found.setdefault(code, Fault(code, status, "model"))
+    for code, status in common_errors(service):
+        found.setdefault(code, Fault(code, status, "common"))
+    for fault in extra:
+        found.setdefault(fault.code, fault)
+    return list(found.values())
+
+
+# ---- botocore's retries ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Retries:
+    mode: str          # botocore's retry mode, or who retries ("sdk-js": aws-sdk-js v3 in CDK's handlers)
+    max_attempts: int
+    where: str         # where the client is made (why it has these settings)
+
+
+STANDARD = Retries("standard", 3, "boto3's default client (botocore 1.44: retry mode standard, 3 attempts)")
+# Config(retries={"max_attempts": N}) counts retries: botocore makes N + 1 attempts in all.
+EXPRESS = Retries("standard", 9, "dslab/workflow/common.py express_client: Config(retries={'mode': 'standard', "
+                                 "'max_attempts': 8}), 8 retries")
+TRAINING = Retries("adaptive", 11, "training/dslab_train/s3source.py: Config(retries={'mode': 'adaptive', "
+                                   "'max_attempts': 10}), 10 retries")
+CONNECTOR = Retries("crt", 0, "s3torchconnector's own client (the AWS CRT): its retries, not botocore's")
+SDK_JS = Retries("sdk-js", 3, "aws-sdk-js v3's default in CDK's handler (standard mode, 3 attempts)")
+STEP_FUNCTIONS = Retries("asl", 0, "the state machine's own Retry fields")
+
+
+class _Http:
+    def __init__(self, status: int):
+        self.status_code, self.headers = status, {}
+
+
+def botocore_attempts(retries: Retries, service: str, operation: str, code: str, status: int) -> int:
+    """How many requests botocore sends for an error that persists: its own retry rules decide (botocore.retries)."""
+    if retries.mode not in ("standard", "adaptive"):
+        return 1
+    from botocore.retries import standard
+    context = standard.RetryContext(attempt_number=1, operation_model=service_model(service).operation_model(operation),
+                                    parsed_response={"Error": {"Code": code, "Message": ""}}, http_response=_Http(status))
+    return retries.max_attempts if standard.StandardRetryConditions(retries.max_attempts).is_retryable(context) else 1
+
+
+# ---- rows -------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Reaction:
+    kind: str
+    says: str = ""    # what happens, in words (the fix line itself comes from dslab/core/aws_errors.py)
+    marker: str | None = None   # what the product says instead of aws_errors' fix line ("": nothing to read)
+
+    def __post_init__(self):
+        if self.kind not in REACTIONS:
+            raise ValueError(f"unknown reaction {self.kind}")
+
+
+@dataclass(frozen=True)
+class Site:
+    """One call site (module, function, method) reached from ``entries`` (the first is the one tests drive), calling
+    ``service``'s ``operation``; what the product does about each error."""
+    entries: tuple[str, ...]
+    context: str          # cli | function | custom resource | training script | state machine | cdk handler
+    module: str
+    function: str         # the enclosing function's qualified name, dotted (stage_express.copy)
+    service: str
+    operation: str
+    reaction: Reaction    # for errors not named below
+    by_kind: dict = field(default_factory=dict)    # aws_errors.kind -> Reaction
+    by_code: dict = field(default_factory=dict)    # error code -> Reaction
+    why: str = ""
+    method: str = ""      # the attribute called (default: xform_name(operation))
+    retries: Retries = STANDARD
+    extra: tuple[Fault, ...] = ()
+    injected: bool = True   # False: listed only (ASL: checked against the definition instead; code not runnable here)
+    not_injected: str = ""  # why not, where injected is False
+    # S3 answers AccessDenied (403) for a missing key to a caller without s3:ListBucket on it: where the code takes
+    # a 403 for "missing" (dslab/workflow/common.py is_missing), it reacts as to a missing object.
+    denied_is_missing: bool = False
+
+    @property
+    def call(self) -> str:
+        if self.method:
+            return self.method
+        import botocore
+        return botocore.xform_name(self.operation)
+
+    def errors(self) -> list[Fault]:
+        return documented_errors(self.service, self.operation, self.extra)
+
+    def reaction_for(self, fault: Fault) -> Reaction:
+        if fault.code in self.by_code:
+            return self.by_code[fault.code]
+        found = aws_errors.kind(fault.code, fault.status)
+        if self.denied_is_missing and fault.code in ("AccessDenied", "403"):
+            found = "missing"
+        return self.by_kind.get(found, self.reaction)
+
+    def attempts(self, fault: Fault) -> int:
+        return botocore_attempts(self.retries, self.service, self.operation, fault.code, fault.status)
+
+    @property
+    def key(self) -> str:
+        return f"{self.entries[0]} | {self.module}:{self.function} | {self.service}:{self.operation}"
+
+
+# Reactions used by many rows.
+CLI_FAILS = Reaction(EXIT_2, "one line naming the fix, exit 2; nothing was started or deleted by the failed call")
+MISSING_OBJECT = Reaction(ANSWER, "a missing object is an answer (404, or 403 where the caller may not list)")
+PLAN_FAILS = Reaction(FINAL, "Plan answers PlanFailed with the fix: the execution fails at Plan, before any job")
+COLLECT_FAILS = Reaction(FINAL, "Collect fails: Catch -> CollectFailed, teardown still runs, the execution ends "
+                                "ResultsNotStored naming `dslab report EXECUTION`, which rebuilds results from "
+                                "SageMaker (plan.json and every job stay)")
+TEARDOWN_FAILS = Reaction(FINAL, "the Teardown function fails: Catch -> TeardownError, the execution ends "
+                                 "FsxTeardownFailed saying FSx may still bill and to check `dslab fsx status`; results "
+                                 "are stored before, and the idle guard stays")
+GUARD_NEXT_ROUND = Reaction(WAIT, "the round fails; EventBridge retries the invocation twice, and the next round "
+                                  "(every 30 minutes) looks again; FSx is deleted only by a round that saw it idle")
+CHECK_WAITS = Reaction(WAIT, "not ready, not final: the next check (fsx_poll_seconds later) tries again, within "
+                             "fsx_wait_checks checks")
+CHECK_ENDS = Reaction(FINAL, "final: the FSx jobs are Skipped with the reason, which names the fix; the others run")
+STAGE_WAITS = Reaction(WAIT, "the invocation hands the state machine its cursor with wait=true: after the Wait "
+                             "(2 minutes, within 120 waits) the next invocation goes on where it stopped")
+STAGE_ENDS = Reaction(FINAL, "staging ends not ready with the reason (it names the fix): the Express jobs are "
+                             "Skipped with it, the others run; no stats marker was written, so a half-copied dataset "
+                             "is never taken for a staged one, and its lock is released")
+TRAINING_FAILS = Reaction(FINAL, "the script raises DataError with the fix: one line in /opt/ml/output/failure "
+                                 "becomes the job's FailureReason, and the Run map records the job Failed")
+EMPTIER_FAILS = Reaction(FINAL, "the custom resource answers FAILED with the reason (empty it with `dslab express "
+                                "empty --yes`, then delete the stack again): CloudFormation stops the bucket's "
+                                "deletion (DELETE_FAILED); nothing else is deleted")
+CDK_FAILS = Reaction(FINAL, "the handler throws; CDK's provider answers FAILED, CloudFormation marks the resource "
+                            "failed and rolls the stack back (on delete: DELETE_FAILED); deploy again")
+
+TRANSIENT_WAITS = {"throttled": Reaction(WAIT, "the next look (--poll seconds later) tries again; five failed looks "
+                                                "in a row end it with exit 2 (the execution keeps running)"),
+                   "unavailable": Reaction(WAIT, "the next look (--poll seconds later) tries again; five failed looks "
+                                                  "in a row end it with exit 2 (the execution keeps running)")}
+ROLE = {"Plan": "the Plan function's role", "CheckFsxData": "the CheckFsxData function's role",
+        "StageExpress": "the ExpressStaging function's role", "Collect": "the Collect function's role",
+        "Teardown (start)": "the Teardown function's role", "Teardown (check)": "the Teardown function's role",
+        "idle guard": "the Teardown function's role", "ExpressBucketEmptier": "the emptier function's role",
+        "training script": "the training job's role"}
+
+OUTPUT_ENTRIES = ("dslab status", "dslab plan", "dslab run", "dslab report", "dslab fsx status", "dslab express status",
+                  "dslab express empty", "dslab efs empty")
+STACK_MISSING = Fault("ValidationError", 400, "CloudFormation's answer for a missing stack (\"Stack with id X does not "
+                                              "exist\"; botocore's model lists no error for DescribeStacks)",
+                      "Stack with id DataSourceLab-Core does not exist")
+LOCK_TAKEN = (Fault("PreconditionFailed", 412, "PutObject API reference, If-None-Match: \"If the object already "
+                                               "exists ... 412 Precondition Failed\""),
+              Fault("ConditionalRequestConflict", 409, "PutObject API reference: \"409 Conflict ... a conflicting "
+                                                       "operation occurred\""))
+TRAINING_JOB_MISSING = Fault("ValidationException", 400, "SageMaker's answer for a training job that does not exist "
+                                                         "(\"Requested resource not found\"; the model's ResourceNotFound "
+                                                         "is not what DescribeTrainingJob sends)",
+                             "Requested resource not found.")
+
+
+def _cli(entries, module, function, service, operation, reaction=CLI_FAILS, **kwargs) -> Site:
+    return Site(tuple([entries] if isinstance(entries, str) else entries), "cli", module, function, service, operation,
+                reaction, **kwargs)
+
+
+def _fn(entries, module, function, service, operation, reaction, **kwargs) -> Site:
+    return Site(tuple([entries] if isinstance(entries, str) else entries), "function", module, function, service,
+                operation, reaction, **kwargs)
+
+
+MISSING = {"missing": MISSING_OBJECT}
+CHECK = {"throttled": CHECK_WAITS, "unavailable": CHECK_WAITS}
+NONE_FOUND = {code: Reaction(ANSWER, "a filter that matches nothing: none (fsx_data.NONE_FOUND)")
+              for code in ("DataRepositoryAssociationNotFound", "DataRepositoryTaskNotFound")}
+
+
+NOT_LINKED = {"DataRepositoryAssociationNotFound": Reaction(
+    FINAL, "no association answered: the file system is not linked to S3, and the FSx jobs are Skipped saying so",
+    marker="is not linked to S3")}
+
+
+def _fsx_check_reactions() -> dict:
+    """CheckFsxData's own reaction to each FSx error it names (check_fsx_data.FSX_ERROR_REACTIONS): WAIT or STOP,
+    and the reason it gives (the fixed words after its last placeholder are what the test looks for)."""
+    from ..workflow.check_fsx_data import FSX_ERROR_REACTIONS
+    from ..workflow.check_fsx_data import WAIT as CHECK_WAIT
+    return {code: Reaction(WAIT if kind == CHECK_WAIT else FINAL, text, marker=text.rsplit("}", 1)[-1].strip(" ():;"))
+            for code, (kind, text) in FSX_ERROR_REACTIONS.items()}
+
+
+FSX_GONE = {"FileSystemNotFound": Reaction(FINAL, "final: FSx is gone, the FSx jobs are Skipped saying `dslab fsx up`; "
+                                                  "the others run", marker="`dslab fsx up`")}
+STAGE = {"throttled": STAGE_WAITS, "unavailable": STAGE_WAITS}
+DESCRIBE_JOB_MISSING = {"ValidationException": Reaction(ANSWER, "no such job (never created): recorded from what the "
+                                                                "Run map stored"),
+                        "ResourceNotFound": Reaction(ANSWER, "no such job (never created): recorded from what the Run "
+                                                             "map stored")}
+
+PY_SITES: tuple[Site, ...] = (
+    # ---- the CLI: the deployed lab's stack outputs ----
+    _cli(OUTPUT_ENTRIES, "dslab/cli/common.py", "outputs_from_cloudformation", "cloudformation", "DescribeStacks",
+         extra=(STACK_MISSING,), why="every command that reads the deployed lab without --outputs",
+         by_code={"ValidationError": Reaction(EXIT_2, "not deployed here: one line saying `make deploy FSX=up`, exit 2",
+                                              marker="make deploy FSX=up")}),
+    _cli("dslab doctor", "dslab/cli/common.py", "outputs_from_cloudformation", "cloudformation", "DescribeStacks",
+         Reaction(GOES_ON, "the zone is checked all the same; EFS's line says it was not read and why"),
+         extra=(STACK_MISSING,), by_code={"ValidationError": Reaction(ANSWER, "no lab deployed here: nothing stored")},
+         why="doctor checks the zone first; what EFS holds is secondary"),
+    # ---- dslab run / status / report ----
+    _cli("dslab run", "dslab/cli/runs.py", "cmd_run", "stepfunctions", "StartExecution",
+         why="nothing has started: the line names what to change"),
+    _cli("dslab status", "dslab/cli/runs.py", "describe_progress", "stepfunctions", "DescribeExecution"),
+    _cli("dslab status --wait", "dslab/cli/runs.py", "describe_progress", "stepfunctions", "DescribeExecution",
+         by_kind=TRANSIENT_WAITS, why="a watch outlives a throttled look"),
+    _cli("dslab status", "dslab/cli/runs.py", "describe_progress", "s3", "GetObject", by_kind=MISSING,
+         why="plan.json is absent until Plan wrote it", denied_is_missing=True),
+    _cli("dslab status --wait", "dslab/cli/runs.py", "describe_progress", "s3", "GetObject",
+         by_kind={**MISSING, **TRANSIENT_WAITS}, denied_is_missing=True),
+    _cli("dslab status", "dslab/cli/runs.py", "describe_progress", "sagemaker", "DescribeTrainingJob",
+         extra=(TRAINING_JOB_MISSING,), by_code={c: Reaction(ANSWER, "not created yet: shown Pending")
+                                                 for c in ("ValidationException", "ResourceNotFound")}),
+    _cli("dslab status --wait", "dslab/cli/runs.py", "describe_progress", "sagemaker", "DescribeTrainingJob",
+         extra=(TRAINING_JOB_MISSING,), by_kind=TRANSIENT_WAITS,
+         by_code={c: Reaction(ANSWER, "not created yet: shown Pending") for c in ("ValidationException", "ResourceNotFound")}),
+    _cli("dslab status", "dslab/cli/runs.py", "cmd_status", "stepfunctions", "ListExecutions",
+         why="without EXECUTION: the newest"),
+    _cli("dslab report", "dslab/cli/runs.py", "_results_from_execution.read", "s3", "GetObject", by_kind=MISSING,
+         why="results.json, else plan.json"),
+    _cli("dslab report", "dslab/cli/runs.py", "_results_from_execution", "stepfunctions", "DescribeExecution"),
+    _cli("dslab report", "dslab/workflow/collect.py", "latest_attempt", "sagemaker", "DescribeTrainingJob",
+         extra=(TRAINING_JOB_MISSING,), by_code={c: Reaction(ANSWER, "no such attempt: the ones before are all there are")
+                                                 for c in ("ValidationException", "ResourceNotFound")},
+         why="an execution without results.json: what finished"),
+    _cli("dslab report", "dslab/workflow/collect.py", "job_record", "sagemaker", "DescribeTrainingJob",
+         extra=(TRAINING_JOB_MISSING,), by_code=DESCRIBE_JOB_MISSING),
+    _cli("dslab report", "dslab/workflow/collect.py", "_script_metrics", "s3", "GetObject",
+         by_kind={"missing": Reaction(ANSWER, "no output archive (a failed job): no metrics")}, denied_is_missing=True),
+    _cli("dslab report", "dslab/workflow/collect.py", "_reason", "s3", "GetObject",
+         Reaction(GOES_ON, "the reason is the recorded error name", marker=""), why="the stored Cause of a failed attempt"),
+    # `dslab run`: instance counts against the stats files, then the user's code
+    _cli("dslab run", "dslab/workflow/plan.py", "dataset_stats", "s3", "ListObjectsV2",
+         Reaction(GOES_ON, "one line says the stats file was not read and why; Plan checks the count again"),
+         why="multi-instance trials only, before StartExecution"),
+    _cli("dslab run", "dslab/workflow/plan.py", "dataset_stats", "s3", "GetObject",
+         Reaction(GOES_ON, "one line says the stats file was not read and why; Plan checks the count again"),
+         by_kind={"missing": Reaction(GOES_ON, "one line says the dataset has no stats file and how to write it; Plan "
+                                               "checks again", marker="has no stats file")}, denied_is_missing=True),
+    _cli(("dslab run", "dslab export --upload"), "dslab/inputs/user_code.py", "upload", "s3", "HeadObject",
+         by_kind={"missing": Reaction(ANSWER, "not there yet: uploaded")}, why="the package is content-addressed"),
+    *(_cli(("dslab run", "dslab export --upload"), "dslab/inputs/user_code.py", "upload", "s3", op, method="upload_file",
+           injected=op == "PutObject", not_injected="a code package over 8 MB is needed for a multipart upload")
+      for op in TRANSFER["upload_file"]),
+    # dslab recommend --experiment --outputs
+    _cli("dslab recommend --experiment", "dslab/cli/advice.py", "measured_stats", "s3", "GetObject",
+         Reaction(GOES_ON, "one line says the stats file was not read and why; the experiment's own figures stand"),
+         by_kind={"missing": Reaction(ANSWER, "not uploaded yet: the experiment's own figures stand")},
+         denied_is_missing=True),
+    # ---- dslab fsx ----
+    _cli("dslab fsx status", "dslab/workflow/fsx_guard.py", "describe_stack", "cloudformation", "DescribeStacks",
+         extra=(STACK_MISSING,), by_code={"ValidationError": Reaction(ANSWER, "no FSx stack: FSx is down")}),
+    _cli("dslab fsx status", "dslab/workflow/fsx_guard.py", "running_executions", "stepfunctions", "ListExecutions",
+         method="get_paginator:list_executions"),
+    _cli("dslab fsx status", "dslab/workflow/fsx_guard.py", "last_execution_end", "stepfunctions", "ListExecutions"),
+    _cli("dslab fsx status", "dslab/cli/fsx.py", "fsx_state", "ssm", "GetParameters"),
+    *(_cli("dslab fsx status", "dslab/workflow/fsx_data.py", "import_status", "fsx", op, by_code=NONE_FOUND)
+      for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
+    # dslab deploy-check (the Makefile runs it before a deploy): what it cannot read, it says, and the deploy goes on
+    *(_cli("dslab deploy-check", "dslab/cli/deploy_check.py", function, "cloudformation", op,
+           Reaction(GOES_ON, "one line says the deployed lab was not read and why; FSx's capacity and EFS's throughput "
+                             "are not compared, and the deploy itself goes on"), method=method, extra=extra,
+           by_code=by_code)
+      for function, op, method, extra, by_code in (
+          ("_stack", "DescribeStacks", "", (STACK_MISSING,),
+           {"ValidationError": Reaction(ANSWER, "no such stack: nothing deployed to compare with")}),
+          ("_resource", "GetTemplate", "", (), {}),
+          ("_efs_events", "DescribeStackEvents", "get_paginator:describe_stack_events", (), {}))),
+    _cli("dslab fsx follow-zone", "dslab/cli/fsx.py", "fsx_zone", "ssm", "GetParameter",
+         by_code={"ParameterNotFound": Reaction(ANSWER, "FSx is down: nothing to move")},
+         why="before a deploy that moves the lab"),
+    _cli("dslab fsx follow-zone", "dslab/cli/fsx.py", "fsx_zone", "fsx", "DescribeFileSystems",
+         by_code={"FileSystemNotFound": Reaction(ANSWER, "FSx is going: nothing to move")}),
+    _cli("dslab fsx follow-zone", "dslab/cli/fsx.py", "fsx_zone", "ec2", "DescribeSubnets"),
+    # ---- dslab express ----
+    _cli(("dslab express status", "dslab express empty"), "dslab/aws/express.py", "list_objects", "s3", "ListObjectsV2"),
+    _cli(("dslab express status", "dslab express empty"), "dslab/aws/express.py", "multipart_uploads", "s3",
+         "ListMultipartUploads"),
+    _cli("dslab express empty", "dslab/aws/express.py", "sidecar_objects", "s3", "ListObjectsV2",
+         why="--dataset: its stats file and manifest beside the folder"),
+    _cli("dslab express empty", "dslab/aws/express.py", "_delete", "s3", "DeleteObjects",
+         why="what was deleted stays deleted; the datasets stay in the data bucket; run it again to finish"),
+    _cli("dslab express empty", "dslab/aws/express.py", "empty", "s3", "AbortMultipartUpload",
+         by_code={"NoSuchUpload": Reaction(ANSWER, "the upload ended meanwhile: nothing to abort")}),
+    # ---- dslab efs empty (and doctor's EFS lines) ----
+    _cli("dslab efs empty", "dslab/aws/efs.py", "usage", "efs", "DescribeFileSystems",
+         why="before anything is deleted (the look after emptying only says it could not read the size)"),
+    _cli("dslab efs empty", "dslab/aws/efs.py", "usage", "efs", "DescribeLifecycleConfiguration"),
+    _cli("dslab doctor", "dslab/aws/efs.py", "usage", "efs", "DescribeFileSystems",
+         Reaction(GOES_ON, "EFS's line says it was not read and why; the zone's report stands")),
+    _cli("dslab doctor", "dslab/aws/efs.py", "usage", "efs", "DescribeLifecycleConfiguration",
+         Reaction(GOES_ON, "EFS's line says it was not read and why; the zone's report stands")),
+    _cli("dslab efs empty", "dslab/aws/efs.py", "dataset_in_s3", "s3", "GetObject",
+         Reaction(GOES_ON, "the dataset's size is not known: said, and emptying goes on"), by_kind=MISSING,
+         denied_is_missing=True),
+    _cli("dslab efs empty", "dslab/aws/efs.py", "running_staging", "datasync", "DescribeTask"),
+    _cli("dslab efs empty", "dslab/workflow/plan.py", "efs_datasets_in_use.running", "stepfunctions", "ListExecutions",
+         method="get_paginator:list_executions"),
+    _cli("dslab efs empty", "dslab/workflow/plan.py", "efs_datasets_in_use", "s3", "GetObject",
+         by_kind={"missing": Reaction(ANSWER, "no plan.json yet: that execution is still planning, so emptying "
+                                              "waits for it")}, denied_is_missing=True),
+    _cli("dslab efs empty", "dslab/workflow/plan.py", "efs_datasets_in_use", "s3", "HeadObject",
+         by_kind={"missing": Reaction(ANSWER, "no results.json: its EFS jobs may still read EFS")},
+         denied_is_missing=True),
+    _cli("dslab efs empty", "dslab/aws/efs.py", "start_empty", "datasync", "StartTaskExecution",
+         why="nothing is deleted when it is refused"),
+    _cli("dslab efs empty", "dslab/aws/efs.py", "wait", "datasync", "DescribeTaskExecution",
+         by_kind={k: Reaction(WAIT, "the next look (--poll later) tries again; five failed looks in a row end it "
+                                    "with exit 2 naming the task execution to follow (the deletion goes on in DataSync)")
+                  for k in ("throttled", "unavailable")}),
+    # ---- dslab doctor ----
+    _cli("dslab doctor", "dslab/aws/doctor.py", "check_zone", "ec2", "DescribeAvailabilityZones"),
+    _cli("dslab doctor", "dslab/aws/doctor.py", "_offering_zones", "ec2", "DescribeInstanceTypeOfferings",
+         method="get_paginator:describe_instance_type_offerings"),
+    _cli("dslab doctor", "dslab/aws/doctor.py", "check_zone", "fsx", "DescribeFileSystems",
+         Reaction(GOES_ON, "the report says FSx did not answer and why; exit 1 (the zone is not shown to suit)")),
+    _cli("dslab doctor", "dslab/aws/doctor.py", "check_zone", "logs", "DescribeResourcePolicies",
+         Reaction(GOES_ON, "the report says the resource policies were not checked and why")),
+    *(_cli("dslab doctor", "dslab/workflow/plan.py", "read_quotas", "service-quotas", op,
+           Reaction(GOES_ON, "the report says the FSx storage quota was not checked and why"),
+           method=f"get_paginator:{method}", why="the lab's FSx against the account's FSx for Lustre storage quota")
+      for op, method in (("ListAWSDefaultServiceQuotas", "list_aws_default_service_quotas"),
+                         ("ListServiceQuotas", "list_service_quotas"))),
+    # ---- dslab dataset ----
+    _cli("dslab dataset stats", "dslab/inputs/datasets.py", "stats", "s3", "ListObjectsV2",
+         method="get_paginator:list_objects_v2"),
+    _cli(("dslab dataset stats", "dslab dataset upload"), "dslab/inputs/datasets.py", "_put_stats", "s3", "PutObject",
+         why="--write; an upload writes it last, after every object and the manifest"),
+    _cli("dslab dataset upload", "dslab/inputs/datasets.py", "upload", "s3", "ListObjectsV2",
+         method="get_paginator:list_objects_v2"),
+    _cli("dslab dataset upload", "dslab/inputs/datasets.py", "_stored_digest", "s3", "HeadObject",
+         Reaction(GOES_ON, "the object is taken as changed and sent again (a PUT; nothing is lost)", marker=""),
+         by_kind={"missing": Reaction(ANSWER, "not there: sent")}, why="directory buckets: the MD5 in metadata"),
+    *(_cli("dslab dataset upload", "dslab/inputs/datasets.py", "upload.send", "s3", op, method="upload_file",
+           why="objects already sent stay; the same command sends only what is missing; no stats file is written, "
+               "so the workflow does not take a half-uploaded dataset for a whole one",
+           injected=op in ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"),
+           not_injected="s3transfer aborts the upload itself when a part fails (its AbortMultipartUpload's own error "
+                        "is logged, not raised)")
+      for op in TRANSFER["upload_file"]),
+    _cli("dslab dataset upload", "dslab/inputs/datasets.py", "upload", "s3", "PutObject",
+         why="the manifest and metadata beside the prefix; the stats file is written after them"),
+
+    # ---- the workflow's functions ----
+    _fn("Plan", "dslab/workflow/common.py", "look_up_fsx", "ssm", "GetParameters",
+        Reaction(GOES_ON, "the FSx jobs are Skipped with the reason (it names the fix); the others run")),
+    _fn("Plan", "dslab/workflow/common.py", "look_up_fsx", "fsx", "DescribeFileSystems",
+        Reaction(GOES_ON, "the FSx jobs are Skipped with the reason (it names the fix); the others run"),
+        by_code={"FileSystemNotFound": Reaction(ANSWER, "FSx is not deployed: its jobs are Skipped, saying `dslab fsx up`")}),
+    _fn("Plan", "dslab/workflow/plan.py", "dataset_stats", "s3", "ListObjectsV2", PLAN_FAILS),
+    _fn("Plan", "dslab/workflow/plan.py", "dataset_stats", "s3", "GetObject", PLAN_FAILS,
+        by_kind={"missing": Reaction(FINAL, "ExperimentInvalid: no stats file, saying how to write it",
+                                     marker="dslab dataset stats")}, denied_is_missing=True),
+    _fn("Plan", "dslab/workflow/express_staging.py", "wake_directory_bucket", "s3", "ListObjectsV2", PLAN_FAILS,
+        by_code={"ServiceUnavailable": Reaction(WAIT, "an inactive directory bucket answers 503 while it wakes: asked "
+                                                      "again with backoff for up to 2 minutes, then PlanFailed",
+                                                marker="")},
+        why="a dataset only Express jobs read, uploaded straight into the directory bucket"),
+    *(_fn("Plan", "dslab/workflow/plan.py", "read_quotas", "service-quotas", op,
+          Reaction(GOES_ON, "the plan says the training quotas were not checked and why; the run goes on"),
+          method=f"get_paginator:{method}")
+      for op, method in (("ListAWSDefaultServiceQuotas", "list_aws_default_service_quotas"),
+                         ("ListServiceQuotas", "list_service_quotas"))),
+    _fn("Plan", "dslab/workflow/plan.py", "_plan", "s3", "PutObject", PLAN_FAILS,
+        why="the requests and plan.json; no job has started"),
+    _fn("Plan", "dslab/workflow/plan.py", "deployed_lab", "fsx", "DescribeFileSystems",
+        Reaction(GOES_ON, "FSx is priced as the workflow's stack was deployed (the plan's lab says its source)",
+                 marker="the workflow's deploy settings")),
+    _fn("Plan", "dslab/workflow/plan.py", "efs_datasets_in_use.running", "stepfunctions", "ListExecutions", PLAN_FAILS,
+        method="get_paginator:list_executions"),
+    _fn("Plan", "dslab/workflow/plan.py", "efs_datasets_in_use", "s3", "GetObject", PLAN_FAILS,
+        by_kind={"missing": Reaction(ANSWER, "no plan.json yet: waited for (60 s), then left out and said")},
+        denied_is_missing=True),
+    _fn("Plan", "dslab/workflow/plan.py", "efs_datasets_in_use", "s3", "HeadObject", PLAN_FAILS,
+        by_kind={"missing": Reaction(ANSWER, "no results.json: its EFS jobs may still run")}, denied_is_missing=True),
+    # CheckFsxData: FSx's own errors by the check's table (FSX_ERROR_REACTIONS), every other by its class
+    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_status", "s3", "GetObject", CHECK_ENDS, by_kind=CHECK),
+    _fn("CheckFsxData", "dslab/workflow/common.py", "look_up_fsx", "ssm", "GetParameters", CHECK_ENDS, by_kind=CHECK),
+    _fn("CheckFsxData", "dslab/workflow/common.py", "look_up_fsx", "fsx", "DescribeFileSystems", CHECK_ENDS,
+        by_kind=CHECK, by_code=FSX_GONE),
+    *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "imports_to_start", "fsx", op, CHECK_ENDS, by_kind=CHECK,
+          by_code={**_fsx_check_reactions(), **NONE_FOUND}, why="datasets uploaded while FSx was up, at every check "
+                                                                 "until their import starts")
+      for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
+    _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_check_file_system", "fsx", "CreateDataRepositoryTask",
+        CHECK_ENDS, by_kind=CHECK, by_code=_fsx_check_reactions(),
+        why="the import of datasets uploaded while FSx was up; one at a time on a file system"),
+    *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "import_status", "fsx", op, CHECK_ENDS, by_kind=CHECK,
+          by_code={**_fsx_check_reactions(), **NONE_FOUND, **NOT_LINKED})
+      for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
+    # StageExpress
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express", "s3", "GetObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="plan.json"),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "wake_directory_bucket", "s3", "ListObjectsV2", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS,
+        by_code={"ServiceUnavailable": Reaction(WAIT, "an inactive directory bucket answers 503 while it wakes: asked "
+                                                      "again with backoff for up to 5 minutes, then the invocation "
+                                                      "waits and the next one asks again")}),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "take_staging_lock", "s3", "PutObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, extra=LOCK_TAKEN,
+        by_code={"PreconditionFailed": Reaction(ANSWER, "another execution holds the dataset's lock: it is read"),
+                 "ConditionalRequestConflict": Reaction(ANSWER, "another execution took the lock at that moment: it "
+                                                                "is read")}),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "take_staging_lock", "s3", "GetObject", STAGE_ENDS,
+        by_kind={**STAGE, "missing": Reaction(ANSWER, "released meanwhile: taken again")}, retries=EXPRESS,
+        denied_is_missing=True),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "take_staging_lock", "s3", "DeleteObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="a stale lock (its holder died) is taken over"),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "_same_stats", "s3", "GetObject", STAGE_ENDS,
+        by_kind={**STAGE, "missing": Reaction(ANSWER, "no stats marker: not staged yet")}, retries=EXPRESS,
+        denied_is_missing=True),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "_clear_prefix", "s3", "DeleteObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="the stats marker goes first, so a cleared prefix is never taken as staged"),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "_clear_prefix", "s3", "ListObjectsV2", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "_clear_prefix", "s3", "DeleteObjects", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express.stage", "s3", "ListObjectsV2", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="the source prefix, a page at a time"),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express.copy", "s3", "CopyObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="the cursor still points at the batch: it is copied again"),
+    *(_fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express.copy", "s3", op, STAGE_ENDS, by_kind=STAGE,
+          retries=EXPRESS, method="copy", why="objects over 5 GB: a managed multipart copy",
+          injected=op in ("HeadObject", "CopyObject"),
+          not_injected="a multipart copy needs a source over s3transfer's 8 MB threshold copied through the 5 GB "
+                       "branch: HeadObject and CopyObject of this branch are injected")
+      for op in TRANSFER["copy"]),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express.stage", "s3", "PutObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS, why="the stats marker, written after every object"),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "release_staging_lock", "s3", "GetObject", STAGE_ENDS,
+        by_kind={**STAGE, "missing": Reaction(ANSWER, "no lock: nothing to release")}, retries=EXPRESS,
+        denied_is_missing=True),
+    _fn("StageExpress", "dslab/workflow/express_staging.py", "release_staging_lock", "s3", "DeleteObject", STAGE_ENDS,
+        by_kind=STAGE, retries=EXPRESS),
+    # Collect
+    _fn("Collect", "dslab/workflow/collect.py", "collect", "s3", "GetObject", COLLECT_FAILS, why="plan.json"),
+    _fn("Collect", "dslab/workflow/collect.py", "job_record", "sagemaker", "DescribeTrainingJob", COLLECT_FAILS,
+        extra=(TRAINING_JOB_MISSING,), by_code=DESCRIBE_JOB_MISSING),
+    _fn("Collect", "dslab/workflow/collect.py", "_script_metrics", "s3", "GetObject", COLLECT_FAILS,
+        by_kind={"missing": Reaction(ANSWER, "no output archive (a failed job): no metrics")}, denied_is_missing=True),
+    _fn("Collect", "dslab/workflow/collect.py", "_reason", "s3", "GetObject",
+        Reaction(GOES_ON, "the record's reason is the recorded error name", marker="")),
+    _fn(("Collect", "Teardown (start)"), "dslab/workflow/common.py", "put_json", "s3", "PutObject", COLLECT_FAILS,
+        why="results.json (the Teardown's outcome too: there the function fails and the Catch says so)"),
+    _fn("Collect", "dslab/workflow/collect.py", "collect", "s3", "PutObject", COLLECT_FAILS,
+        why="results.csv, after results.json"),
+    # Teardown
+    _fn("Teardown (start)", "dslab/workflow/teardown.py", "teardown_blocker", "stepfunctions", "ListExecutions",
+        TEARDOWN_FAILS, method="get_paginator:list_executions"),
+    _fn("Teardown (start)", "dslab/workflow/teardown.py", "teardown_blocker", "s3", "GetObject", TEARDOWN_FAILS,
+        by_kind={"missing": Reaction(ANSWER, "no plan.json: that execution is still planning, so FSx is kept "
+                                             "(DEFERRED)")}, denied_is_missing=True),
+    _fn("Teardown (start)", "dslab/workflow/teardown.py", "teardown_blocker", "s3", "HeadObject",
+        Reaction(GOES_ON, "not read: taken as 'still running', so FSx is kept (DEFERRED, said in results.json) and "
+                          "the idle guard takes it down later", marker="DEFERRED"),
+        by_kind={"missing": Reaction(ANSWER, "no results.json: that execution still has FSx jobs, so FSx is kept "
+                                             "(DEFERRED)")}),
+    _fn(("Teardown (start)", "idle guard"), "dslab/workflow/fsx_guard.py", "describe_stack", "cloudformation",
+        "DescribeStacks", TEARDOWN_FAILS, extra=(STACK_MISSING,),
+        by_code={"ValidationError": Reaction(ANSWER, "no FSx stack: ALREADY_GONE")}),
+    _fn("Teardown (check)", "dslab/workflow/fsx_guard.py", "describe_stack", "cloudformation", "DescribeStacks",
+        TEARDOWN_FAILS, extra=(STACK_MISSING,),
+        by_kind={k: Reaction(WAIT, "the check is counted, not final: the next one (30 s later) looks again, within "
+                                   "90 checks") for k in ("throttled", "unavailable")},
+        by_code={"ValidationError": Reaction(ANSWER, "the stack is gone: DELETE_COMPLETE")}),
+    _fn(("Teardown (start)", "idle guard"), "dslab/workflow/fsx_guard.py", "jobs_reading", "sagemaker",
+        "ListTrainingJobs", TEARDOWN_FAILS, method="get_paginator:list_training_jobs",
+        why="a training job outside the workflow may read FSx"),
+    _fn(("Teardown (start)", "idle guard"), "dslab/workflow/fsx_guard.py", "jobs_reading", "sagemaker",
+        "DescribeTrainingJob", TEARDOWN_FAILS),
+    _fn("Teardown (start)", "dslab/workflow/teardown.py", "teardown", "cloudformation", "DeleteStack", TEARDOWN_FAILS),
+    _fn("Teardown (start)", "dslab/workflow/teardown.py", "_record_teardown", "s3", "GetObject", TEARDOWN_FAILS,
+        by_kind={"missing": Reaction(ANSWER, "no results.json (Collect could not store it): teardown.json holds the "
+                                             "outcome")}, denied_is_missing=True),
+    _fn("idle guard", "dslab/workflow/fsx_guard.py", "running_executions", "stepfunctions", "ListExecutions",
+        GUARD_NEXT_ROUND, method="get_paginator:list_executions"),
+    _fn("idle guard", "dslab/workflow/fsx_guard.py", "last_execution_end", "stepfunctions", "ListExecutions",
+        GUARD_NEXT_ROUND),
+    _fn("idle guard", "dslab/workflow/fsx_guard.py", "guard", "cloudformation", "DeleteStack", GUARD_NEXT_ROUND),
+
+    # ---- the Express emptier custom resource ----
+    *(Site(("ExpressBucketEmptier",), "custom resource", "stacks/components/express_empty/index.py", function, "s3", op,
+           EMPTIER_FAILS, by_code={"NoSuchBucket": Reaction(ANSWER, "no bucket: already empty"), **extra_codes})
+      for function, op, extra_codes in (
+          ("delete_pass", "ListObjectsV2", {}), ("_delete_batch", "DeleteObjects", {}),
+          ("abort_uploads", "ListMultipartUploads", {}),
+          ("abort_uploads", "AbortMultipartUpload", {"NoSuchUpload": Reaction(ANSWER, "ended meanwhile: nothing to "
+                                                                                      "abort")}))),
+
+    # ---- the training script (Script mode) ----
+    Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.list", "s3",
+         "ListObjectsV2", TRAINING_FAILS, method="get_paginator:list_objects_v2", retries=TRAINING),
+    Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get", "s3", "GetObject",
+         TRAINING_FAILS, retries=TRAINING),
+    Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get_range", "s3",
+         "GetObject", TRAINING_FAILS, retries=TRAINING),
+    *(Site(("training script (s3torchconnector)",), "training script", "training/dslab_train/s3source.py", function,
+           "s3", op, Reaction(FINAL, "the connector raises; train.py's last catch writes '<type>: <message>' to "
+                                     "/opt/ml/output/failure (the job's FailureReason)"),
+           method=method, retries=CONNECTOR, injected=False,
+           not_injected="s3torchconnector is not installed here (only the 2.5-2.10 PyTorch images carry it)",
+           why="the connector lists with ListObjectsV2")
+      for function, op, method in (("S3Reads.list", "ListObjectsV2", "list_objects"), ("S3Reads.get", "GetObject", "get_object"),
+                                   ("S3Reads.get_range", "GetObject", "get_object"))),
+)
+
+
+# ---- the state machine ---------------------------------------------------------------------------------------------
+# Error names as Step Functions gives them: "If an AWS SDK integration encounters an error, the resulting Error
+# field will be composed of the service name and the error name, separated by a period character:
+# ServiceName.ErrorName. Both the service name and error name are in Pascal case ... always add the Exception suffix"
+# (https://docs.aws.amazon.com/step-functions/latest/dg/supported-services-awssdk.html). An error the service's model
+# does not declare comes as the SDK's own exception: AWS's SageMaker example retries
+# "SageMaker.AmazonSageMakerException" (https://docs.aws.amazon.com/step-functions/latest/dg/connect-sagemaker.html),
+# and CDK's default Lambda retrier names "Lambda.AWSLambdaException".
+# An SDK knows an error by name when the service's model declares it anywhere (botocore's errorfactory makes a class for
+# every exception shape, as the AWS SDK for Java does); SageMaker's optimized integration is named by the operation's
+# own errors (the stand-in's rule, dslab/emulator/patches/sagemaker.py step_functions_error).
+SFN_SERVICE = {"s3": ("S3", "S3Exception"), "datasync": ("DataSync", "DataSyncException"),
+               "sagemaker": ("SageMaker", "AmazonSageMakerException"), "lambda": ("Lambda", "AWSLambdaException")}
+
+
+@functools.lru_cache(maxsize=None)
+def _service_exceptions(service: str) -> frozenset[str]:
+    model = service_model(service)
+    return frozenset(n for n in model.shape_names if model.shape_for(n).metadata.get("exception"))
+
+
+def step_functions_error(service: str, operation: str, code: str) -> str:
+    name, base = SFN_SERVICE[service]
+    known = ({c for c, _ in modelled_errors(service, operation)} if service == "sagemaker"
+             else _service_exceptions(service))
+    if code not in known:
+        return f"{name}.{base}"
+    return f"{name}.{code}" + ("" if code.endswith("Exception") else "Exception")
+
+
+@dataclass(frozen=True)
+class StateSite:
+    """A Task state of the state machine: its integration, and what its Retry and Catch do (the tests read both from
+    the synthesized definition and fail where this says otherwise)."""
+    state: str
+    service: str
+    operation: str
+    catch: str                      # where States.ALL goes
+    says: str                       # what that means for the run
+    retried: tuple[str, ...] = ()   # error names a Retry field retries (before any Catch)
+    caught: dict = field(default_factory=dict)      # error name -> (state, says): a Catch before States.ALL
+    classify: str = ""              # the Choice the Catch leads to, which decides by the error's name and Cause
+    classified: dict = field(default_factory=dict)  # error code -> (the Choice's next state, says)
+    classified_default: tuple[str, str] = ("", "")
+
+    @property
+    def context(self) -> str:
+        return "state machine"
+
+    def errors(self) -> list[Fault]:
+        return documented_errors(self.service, self.operation)
+
+    def outcome(self, fault: Fault) -> tuple[str, bool, str, str]:
+        """(error name, retried by a Retry, the state the Catch goes to, what happens)."""
+        name = step_functions_error(self.service, self.operation, fault.code)
+        target, says = self.caught.get(name, (self.catch, self.says))
+        if self.classify and target == self.classify:
+            _, says = self.classified.get(fault.code, self.classified_default)
+        return name, name in self.retried, target, says
+
+
+LAMBDA_RETRIED = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
+                  "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
+DATASYNC_TRANSIENT = ("DataSync.ThrottlingException", "DataSync.ServiceUnavailableException",
+                      "DataSync.InternalException")
+
+
+def _training(kind: str) -> StateSite:
+    retry = (f"{kind}ApiBackOffDelay", "retried after a random wait up to 30, 60, 120, 240 and 480 s (full jitter), "
+                                       "5 times at most; then recorded Failed with its Cause kept under failures/")
+    failed = ("HasCause?", "recorded Failed: its Cause goes to failures/ and becomes the record's reason; the other "
+                           "jobs run")
+    return StateSite(f"Run{kind}TrainingJob", "sagemaker", "CreateTrainingJob", f"Classify{kind}Error",
+                     "classified by its name and Cause", classify=f"Classify{kind}Error",
+                     classified={"ThrottlingException": retry, "ResourceLimitExceeded": retry,
+                                 "ServiceUnavailable": retry},
+                     classified_default=failed)
+
+
+STATE_SITES: tuple[StateSite, ...] = (
+    StateSite("Plan", "lambda", "Invoke", "PlanDidNotFinish", "the execution fails PlanFailed: \"Plan did not finish "
+              "(<error>)\"; no job has started", LAMBDA_RETRIED),
+    StateSite("CheckFsxData", "lambda", "Invoke", "FsxCheckFailed", "FSx readiness ends final: the FSx jobs are "
+              "Skipped (FsxDataNotReady), the others run", LAMBDA_RETRIED),
+    StateSite("StageExpress", "lambda", "Invoke", "ExpressStagingFailed", "Express staging ends not ready: the Express "
+              "jobs are Skipped (ExpressNotStaged), the others run", LAMBDA_RETRIED),
+    StateSite("Collect", "lambda", "Invoke", "CollectFailed", "teardown still runs; the execution ends "
+              "ResultsNotStored naming `dslab report EXECUTION`", LAMBDA_RETRIED),
+    StateSite("StartTeardown", "lambda", "Invoke", "TeardownError", "the execution ends FsxTeardownFailed: FSx may "
+              "still bill, check `dslab fsx status`; the idle guard stays", LAMBDA_RETRIED),
+    StateSite("CheckTeardown", "lambda", "Invoke", "TeardownError", "the execution ends FsxTeardownFailed: FSx may "
+              "still bill, check `dslab fsx status`; the idle guard stays", LAMBDA_RETRIED),
+    StateSite("StartEfsSync", "datasync", "StartTaskExecution", "EfsStagingFailed", "staging ends ERROR: the EFS jobs "
+              "are recorded Failed (EfsStagingFailed, the DataSync task's log group named), the others run"),
+    StateSite("DescribeEfsSync", "datasync", "DescribeTaskExecution", "EfsStagingFailed", "staging ends ERROR: the EFS "
+              "jobs are recorded Failed (EfsStagingFailed), the others run",
+              caught={name: ("EfsSyncLookFailed", "counted as a check, not final: the next look (2 minutes later) "
+                                                  "tries again, within efs_wait_checks") for name in DATASYNC_TRANSIENT}),
+    StateSite("CancelEfsSync", "datasync", "CancelTaskExecution", "EfsStagingTimedOut", "staging ends TIMED_OUT: the "
+              "EFS jobs are recorded Failed, the others run"),
+    StateSite("LoadRequest", "s3", "GetObject", "HasCause?", "the job is recorded Failed with the error's name; its "
+              "Cause is kept under failures/ for the record's reason; the other jobs run"),
+    StateSite("KeepFailureCause", "s3", "PutObject", "RecordFailed", "the job is recorded Failed with the error name "
+              "only (the Cause is not kept); the other jobs run"),
+    _training(""),
+    _training("Script"),
+    _training("Checkpoint"),   # a checkpoint trial's SageMaker-sync job: no channel, a CheckpointConfig
+)
+
+
+# ---- aws-cdk-lib's own custom resource handlers ------------------------------------------------------------------
+@dataclass(frozen=True)
+class HandlerSite:
+    resource_type: str
+    service: str
+    operation: str
+    reaction: Reaction
+    by_code: dict = field(default_factory=dict)
+    variant: str = ""          # a synthesis setting the resource appears with ("": the default lab)
+    source: str = ""
+
+    @property
+    def context(self) -> str:
+        return "cdk handler"
+
+    def errors(self) -> list[Fault]:
+        extra = ()
+        if self.operation.startswith("Revoke"):
+            extra = (Fault("InvalidPermission.NotFound", 400, "EC2 error codes: \"The specified rule does not exist "
+                                                              "in this security group\""),)
+        return documented_errors(self.service, self.operation, extra)
+
+
+HANDLER_SITES: tuple[HandlerSite, ...] = (
+    *(HandlerSite("Custom::VpcRestrictDefaultSG", "ec2", op, CDK_FAILS,
+                  {"InvalidPermission.NotFound": Reaction(ANSWER, "the rule is already gone: ignored")}
+                  if op.startswith("Revoke") else {},
+                  source="aws-cdk-lib custom-resource-handlers/dist/aws-ec2/restrict-default-security-group-handler")
+      for op in ("RevokeSecurityGroupEgress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupIngress",
+                 "AuthorizeSecurityGroupEgress")),
+    *(HandlerSite("Custom::S3AutoDeleteObjects", "s3", op, CDK_FAILS, variant="disposableBucket=true",
+                  source="aws-cdk-lib custom-resource-handlers/dist/aws-s3/auto-delete-objects-handler")
+      for op in ("GetBucketTagging", "GetBucketPolicy", "PutBucketPolicy", "ListObjectVersions", "DeleteObjects")),
+)
+
+
+# ---- the inventory from the code -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CallSite:
+    module: str
+    function: str
+    call: str          # the operation's method name, get_paginator:<op>, or a transfer method
+    line: int
+
+
+@functools.lru_cache(maxsize=None)
+def _method_names() -> frozenset[str]:
+    import botocore
+    names = {botocore.xform_name(op) for s in SERVICES for op in service_model(s).operation_names}
+    return frozenset(names | set(TRANSFER))
+
+
+def _scanned_files(root: Path = REPO) -> list[Path]:
+    files: list[Path] = []
+    for entry in SCANNED:
+        path = root / entry
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    skip = tuple(NOT_SCANNED)
+    return [f for f in files if not f.relative_to(root).as_posix().startswith(skip)]
+
+
+def scan(root: Path = REPO) -> list[CallSite]:
+    """Every reference to an operation (or a paginator or transfer) in the scanned code, by enclosing function."""
+    names = _method_names()
+    found: list[CallSite] = []
+    for path in _scanned_files(root):
+        module = path.relative_to(root).as_posix()
+        tree = ast.parse(path.read_text(), str(path))
+        stack: list[str] = []
+
+        class Visitor(ast.NodeVisitor):
+            def visit_FunctionDef(self, node):
+                stack.append(node.name)
+                self.generic_visit(node)
+                stack.pop()
+            visit_AsyncFunctionDef = visit_ClassDef = visit_FunctionDef
+
+            def visit_Call(self, node):
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "get_paginator":
+                    # A paginator named by a variable cannot be listed: "?" has no row, so the test names it.
+                    named = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else "?"
+                    found.append(CallSite(module, ".".join(stack), f"get_paginator:{named}", node.lineno))
+                    for arg in node.keywords:
+                        self.visit(arg)
+                    self.visit(func.value)
+                    return
+                self.generic_visit(node)
+
+            def visit_Attribute(self, node):
+                if node.attr in names and isinstance(node.ctx, ast.Load):
+                    if (module, ".".join(stack), node.attr) not in NOT_AWS:
+                        found.append(CallSite(module, ".".join(stack), node.attr, node.lineno))
+                self.generic_visit(node)
+
+        Visitor().visit(tree)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
+def python_qualname(function: str, module: str, root: Path = REPO) -> str:
+    """The dotted name as Python's co_qualname gives it (nested functions under '<locals>')."""
+    tree = _tree(root / module)
+    parts = function.split(".")
+    out, scope = [], tree.body
+    for part in parts:
+        node = next(n for n in scope if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                    and n.name == part)
+        if out and out[-1][1] is not ast.ClassDef:
+            out.append(("<locals>", None))
+        out.append((part, type(node)))
+        scope = node.body
+    return ".".join(name for name, _ in out)
+
+
+def cli_service_of(operation: str) -> str | None:
+    """The service of an operation the CLI calls (None where two services share the name: DescribeFileSystems)."""
+    services = {site.service for site in PY_SITES if site.context == "cli" and site.operation == operation}
+    return services.pop() if len(services) == 1 else None
+
+
+# ---- the table ---------------------------------------------------------------------------------------------------
+def _who(site: Site) -> str | None:
+    return None if site.context == "cli" else ROLE.get(site.entries[0], "its role")
+
+
+def pair_rows() -> list[dict]:
+    """Every (site, error) pair with its reaction, for the table and the counts."""
+    rows = []
+    for site in PY_SITES:
+        for fault in site.errors():
+            reaction = site.reaction_for(fault)
+            attempts = site.attempts(fault)
+            fix = aws_errors.fix(fault.code, fault.status, operation=site.operation, service=site.service,
+                                 who=_who(site))
+            rows.append({"context": site.context, "where": f"{'; '.join(site.entries)}: `{site.module}` "
+                         f"{site.function}", "operation": f"{site.service}:{site.operation}", "error": fault.code,
+                         "source": fault.source, "attempts": attempts, "retries": site.retries, "reaction": reaction.kind,
+                         "says": reaction.says, "fix": fix if reaction.kind in (EXIT_2, FINAL, WAIT, GOES_ON) else "",
+                         "injected": site.injected, "not_injected": site.not_injected, "entries": site.entries})
+    for state in STATE_SITES:
+        for fault in state.errors():
+            name, retried, target, says = state.outcome(fault)
+            waits = target in ("EfsSyncLookFailed",) or "ApiBackOffDelay" in state.classified.get(fault.code, ("",))[0]
+            rows.append({"context": "state machine", "where": f"state `{state.state}`",
+                         "operation": f"{state.service}:{state.operation}", "error": f"{fault.code} ({name})",
+                         "source": fault.source, "attempts": 6 if retried else 1, "retries": STEP_FUNCTIONS,
+                         "reaction": WAIT if waits else FINAL,
+                         "says": f"{'Retry (6 attempts), then ' if retried else ''}Catch -> {target}: {says}", "fix": "",
+                         "injected": False, "not_injected": "checked against the definition",
+                         "entries": (state.state,), "state": state, "name": name})
+    for handler in HANDLER_SITES:
+        for fault in handler.errors():
+            reaction = handler.by_code.get(fault.code, handler.reaction)
+            rows.append({"context": "cdk handler", "where": f"{handler.resource_type}"
+                         + (f" ({handler.variant} only)" if handler.variant else ""),
+                         "operation": f"{handler.service}:{handler.operation}", "error": fault.code,
+                         "source": fault.source, "attempts": 3 if aws_errors.is_transient_code(fault.code, fault.status)
+                         else 1, "retries": SDK_JS, "reaction": reaction.kind, "says": reaction.says, "fix": "",
+                         "injected": False, "not_injected": "aws-cdk-lib's JavaScript handler: not run here",
+                         "entries": (handler.resource_type,)})
+    return rows
+
+
+def counts(rows: list[dict] | None = None) -> dict:
+    rows = pair_rows() if rows is None else rows
+    by_reaction: dict[str, int] = {}
+    for row in rows:
+        by_reaction[row["reaction"]] = by_reaction.get(row["reaction"], 0) + 1
+    python = [r for r in rows if r["context"] not in ("state machine", "cdk handler")]
+    return {"call sites": len(PY_SITES) + len(STATE_SITES) + len(HANDLER_SITES),
+            "operations": len({r["operation"] for r in rows}), "pairs": len(rows),
+            "injected": sum(1 for r in rows if r["injected"]),
+            "checked against the definition": sum(1 for r in rows if r["context"] == "state machine"),
+            "listed only": sum(1 for r in rows if not r["injected"] and r["context"] != "state machine"),
+            "retried first": sum(1 for r in rows if r["attempts"] > 1),
+            "python pairs": len(python), "by reaction": dict(sorted(by_reaction.items()))}
+
+
+def markdown() -> str:
+    rows = pair_rows()
+    figures = counts(rows)
+    out = ["# The fault matrix", "",
+           "Every AWS operation DataSourceLab calls, every error AWS documents for it, and what the product does about "
+           "it. Generated from `dslab/aws/faults.py` (`python -m dslab.aws.faults --write`); "
+           "`tests/test_fault_matrix.py` lists the call sites from the code, injects every pair marked injected "
+           "(the stand-in answers that error in the service's own protocol, so botocore parses and retries it as on "
+           "AWS) and checks the state machine's rows against its synthesized definition.", "",
+           f"**{figures['pairs']} (operation, error) pairs** at {figures['call sites']} call sites over "
+           f"{figures['operations']} operations: {figures['injected']} injected, "
+           f"{figures['checked against the definition']} checked against the state machine's definition, "
+           f"{figures['listed only']} listed only (code that does not run here); {figures['retried first']} are "
+           "retried with bounded backoff before the reaction.", "",
+           "| reaction | pairs | what it means |", "|---|---|---|"]
+    meaning = {EXIT_2: "the CLI prints one line `dslab: error: ...` naming the fix and exits 2",
+               WAIT: "a polling step is not final: its next check tries again, within the loop's cap",
+               FINAL: "the step or execution ends with a reason that names the fix",
+               ANSWER: "the error is information the code expects (a missing object, a stack that is gone)",
+               GOES_ON: "a best-effort read: said, and the command or step goes on without it"}
+    for kind in REACTIONS:
+        out.append(f"| {kind} | {figures['by reaction'].get(kind, 0)} | {meaning[kind]} |")
+    out += ["", "Errors per operation: botocore's error shapes for the operation (\"model\"), the service's common "
+            "errors (\"common\": " + COMMON_QUOTE.replace("|", "/") + "; for S3 and EC2 their own lists: "
+            + S3_QUOTE.replace("|", "/") + "; " + EC2_QUOTE.replace("|", "/") + "), and answers the code handles that "
+            "the model does not list (their source beside them).", "",
+            "Retries: " + "; ".join(f"{r.mode}{f', {r.max_attempts} attempts' if r.max_attempts else ''}: {r.where}"
+                                    for r in (STANDARD, EXPRESS, TRAINING, CONNECTOR, SDK_JS, STEP_FUNCTIONS)) + ".",
+            "", "Not scanned: " + "; ".join(f"`{k}`: {v}" for k, v in NOT_SCANNED.items()) + "; `examples/`: "
+            "templates the user copies and owns.", ""]
+    for context, title in (("cli", "The CLI"), ("function", "The workflow's functions"),
+                           ("state machine", "The state machine's integrations"),
+                           ("custom resource", "The project's custom resource"),
+                           ("training script", "The training script (Script mode)"),
+                           ("cdk handler", "aws-cdk-lib's custom resource handlers")):
+        chosen = [r for r in rows if r["context"] == context]
+        if not chosen:
+            continue
+        out += [f"## {title}", "", "| where | operation | error | source | tries | reaction | what happens |",
+                "|---|---|---|---|---|---|---|"]
+        for row in chosen:
+            says = row["says"] + (f". Fix said: \"{row['fix']}\"" if row["fix"] else "")
+            if not row["injected"] and row["not_injected"] and context != "state machine":
+                says += f" (not injected: {row['not_injected']})"
+            source = row["source"] if row["source"] in ("model", "common") else "documented: " + row["source"]
+            cells = [row["where"], row["operation"], row["error"], source, str(row["attempts"]), row["reaction"], says]
+            out.append("| " + " | ".join(c.replace("|", "/").replace("\n", " ") for c in cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+DOC = REPO / "docs" / "reference" / "fault-matrix.md"
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    text = markdown()
+    if "--write" in argv:
+        DOC.parent.mkdir(parents=True, exist_ok=True)
+        DOC.write_text(text)
+        print(f"wrote {DOC.relative_to(REPO)}: " + ", ".join(f"{k} {v}" for k, v in counts().items()))
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

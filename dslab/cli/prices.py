@@ -1,0 +1,46 @@
+"""``dslab prices``: the price table every answer is priced on, each row's date and source, and what --prices
+overrides (the answers' footers name it in one line)."""
+
+from __future__ import annotations
+
+from .common import add_command, price_table, print_json
+
+
+def plain(value: float) -> str:
+    """0.00003, not 3e-05."""
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
+def cmd_prices(args) -> int:
+    from ..core.prices import OVERRIDE_HELP
+    prices = price_table(args.prices)
+    rows = prices.rows()
+    if args.json:
+        print_json({"date": prices.date, "region": prices.data["region"], "currency": "USD", "on_demand": True,
+                    "source": prices.source, "label": prices.label(), "rows": [row.to_dict() for row in rows],
+                    "overrides": dict(prices.overrides), "override_help": OVERRIDE_HELP})
+        return 0
+    print(f"price table of {prices.date}, {prices.data['region']}, on-demand, US dollars")
+    print(f"its own sources: {prices.source}")
+    width = max(len(row.name) for row in rows)
+    print(f"  {'price':{width}s} {'value':>10s}  {'unit':18s} {'date':10s}  source")
+    for row in rows:
+        mark = "+" if row.overridden_by else "*" if row.other_source else " "
+        print(f"{mark} {row.name:{width}s} {plain(row.value):>10s}  {row.unit:18s} {row.date:10s}  {row.source}")
+    other = sum(1 for row in rows if row.other_source)
+    print(f"*: {other} rows from other sources than the table's own pages (a later listing, a secondary source, an "
+          "assumption): confirm them, or give your own with --prices")
+    if prices.overrides:
+        print(f"+: {len(prices.overrides)} rows from {', '.join(sorted(set(prices.overrides.values())))}")
+    print(OVERRIDE_HELP)
+    return 0
+
+
+def register(sub) -> None:
+    p = add_command(sub, "prices", cmd_prices,
+                    "The price table every estimate, recommendation, size and report is priced on: each row's value, "
+                    "unit, date and source, the rows that come from other sources than AWS's pricing pages, and what "
+                    "--prices overrides.",
+                    "dslab prices --prices my-prices.yaml")
+    p.add_argument("--prices", help="YAML file overriding prices: its rows are marked + with the file as their source")
+    p.add_argument("--json", action="store_true", help="every row with its date and source, and the table's label")

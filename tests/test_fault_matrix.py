@@ -1,0 +1,545 @@
+"""The fault matrix (dslab/aws/faults.py): every AWS call site of the product has a row, every row a call site; every
+(operation, error) pair AWS documents has a reaction; each injectable pair is injected where the stand-in answers
+(in the service's own protocol, so botocore parses and retries it as on AWS) at exactly that call site, through the
+entry point a user or AWS runs, and the reaction is checked; the state machine's rows are checked against its
+synthesized definition; the documentation's table is the generated one."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from dslab.aws import faults
+from dslab.aws.faults import ANSWER, EXIT_2, FINAL, GOES_ON, WAIT
+from dslab.core import aws_errors
+
+from . import fault_world
+from .fault_world import BUCKET, STAGED, Injector, World, drive
+
+PAIRS = [(site, fault) for site in faults.PY_SITES if site.injected for fault in site.errors()]
+HEAD = ("HeadObject",)
+
+
+# ---- the inventory --------------------------------------------------------------------------------------------
+def test_every_call_site_in_the_code_has_a_row_and_every_row_a_call_site():
+    found = {(c.module, c.function, c.call): c.line for c in faults.scan()}
+    rows = {(s.module, s.function, s.call) for s in faults.PY_SITES}
+    missing = sorted(f"{m}:{found[(m, f, c)]} {f} calls {c}" for m, f, c in set(found) - rows)
+    stale = sorted(f"{m} {f} {c}" for m, f, c in rows - set(found))
+    assert not missing, "AWS calls without a row in dslab/aws/faults.py:\n" + "\n".join(missing)
+    assert not stale, "rows of dslab/aws/faults.py whose call is gone:\n" + "\n".join(stale)
+
+
+def test_the_scan_finds_a_new_call_and_a_paginator_named_by_a_variable(tmp_path):
+    (tmp_path / "dslab").mkdir()
+    (tmp_path / "dslab" / "new.py").write_text(
+        "def f(s3, name):\n    s3.delete_bucket(Bucket='b')\n    s3.get_paginator(name)\n    s3.copy({}, 'b', 'k')\n")
+    calls = {(c.function, c.call) for c in faults.scan(tmp_path)}
+    assert calls == {("f", "delete_bucket"), ("f", "get_paginator:?"), ("f", "copy")}
+
+
+def test_every_operation_and_error_comes_from_botocores_models():
+    for site in (*faults.PY_SITES, *faults.STATE_SITES, *faults.HANDLER_SITES):
+        model = faults.service_model(site.service)
+        assert site.operation in model.operation_names, site
+        codes = [f.code for f in site.errors()]
+        assert len(codes) == len(set(codes))
+        modelled = {c for c, _ in faults.modelled_errors(site.service, site.operation)}
+        assert modelled <= set(codes)
+        assert {c for c, _ in faults.common_errors(site.service)} <= set(codes)
+
+
+def test_every_error_code_met_has_its_own_fix():
+    """No pair falls back to the generic line: each code is a class (throttled, unavailable, denied) or named."""
+    generic = "fix what its message names"
+    for site in faults.PY_SITES:
+        for fault in site.errors():
+            if site.reaction_for(fault).kind in (ANSWER,):
+                continue
+            assert generic not in aws_errors.fix(fault.code, fault.status, operation=site.operation), (site.key, fault.code)
+
+
+def test_counts_add_up():
+    figures = faults.counts()
+    assert figures["pairs"] == sum(figures["by reaction"].values())
+    assert figures["pairs"] == figures["injected"] + figures["checked against the definition"] + figures["listed only"]
+    assert figures["injected"] == len(PAIRS)
+
+
+def test_the_documentation_holds_the_generated_table():
+    assert faults.DOC.read_text() == faults.markdown(), "run: python -m dslab.aws.faults --write"
+
+
+# ---- the state machine, from its synthesized definition -----------------------------------------------------------
+def _definition(lab) -> dict:
+    from .test_workflow import definition_of
+    return definition_of(lab)
+
+
+def _states(definition: dict) -> dict[str, dict]:
+    from .test_workflow import tasks_of
+    return dict(tasks_of(definition))
+
+
+def _integration(state: dict) -> tuple[str, str]:
+    resource = state["Resource"]
+    if ":aws-sdk:" in resource:
+        service, action = resource.split(":aws-sdk:")[1].split(":")[:2]
+        return service, action[0].upper() + action[1:]
+    if ":sagemaker:createTrainingJob" in resource:
+        return "sagemaker", "CreateTrainingJob"
+    if ":lambda:invoke" in resource or ":function:" in resource:
+        return "lambda", "Invoke"
+    raise AssertionError(f"unknown integration {resource}")
+
+
+def _matches(names: list[str], error: str) -> bool:
+    return error in names or "States.ALL" in names or "States.TaskFailed" in names
+
+
+def test_every_task_state_has_a_row_and_its_retry_and_catch_are_as_the_rows_say(bound_lab):
+    states = _states(_definition(bound_lab))
+    tasks = {name: s for name, s in states.items() if s.get("Type") == "Task"}
+    rows = {row.state: row for row in faults.STATE_SITES}
+    assert set(tasks) == set(rows), f"Task states without a row: {set(tasks) - set(rows)}; rows without a state: " \
+                                    f"{set(rows) - set(tasks)}"
+    for name, state in tasks.items():
+        row = rows[name]
+        assert _integration(state) == (row.service, row.operation), name
+        for fault in row.errors():
+            error, retried, target, _ = row.outcome(fault)
+            retrier = next((r for r in state.get("Retry", []) if _matches(r["ErrorEquals"], error)), None)
+            assert (retrier is not None) == retried, (name, error)
+            catcher = next((c for c in state.get("Catch", []) if _matches(c["ErrorEquals"], error)), None)
+            assert catcher is not None and catcher["Next"] == target, (name, error, catcher)
+
+
+def _choose(choice: dict, data: dict) -> str:
+    """The next state of a Choice for ``data`` (the rules the workflow's choices use)."""
+    import fnmatch
+
+    def value(path: str):
+        current = data
+        for part in path[2:].split("."):
+            if not isinstance(current, dict) or part not in current:
+                return None
+            current = current[part]
+        return current
+
+    def holds(rule: dict) -> bool:
+        if "And" in rule:
+            return all(holds(r) for r in rule["And"])
+        if "Or" in rule:
+            return any(holds(r) for r in rule["Or"])
+        if "Not" in rule:
+            return not holds(rule["Not"])
+        found = value(rule["Variable"])
+        if "IsPresent" in rule:
+            return (found is not None) == rule["IsPresent"]
+        if "StringEquals" in rule:
+            return found == rule["StringEquals"]
+        if "StringMatches" in rule:
+            return isinstance(found, str) and fnmatch.fnmatchcase(found, rule["StringMatches"])
+        if "NumericLessThan" in rule:
+            return found < rule["NumericLessThan"]
+        raise AssertionError(f"rule not known here: {rule}")
+
+    return next((r["Next"] for r in choice["Choices"] if holds(r)), choice.get("Default"))
+
+
+def test_training_job_errors_are_classified_as_the_rows_say(bound_lab):
+    """CreateTrainingJob's errors reach the Classify choice as Step Functions names them (the stand-in's mapping), with
+    the service's code in the Cause; the choice decides retry or record, and the rows say which."""
+    from dslab.emulator.patches import step_functions_error
+    states = _states(_definition(bound_lab))
+    for row in (r for r in faults.STATE_SITES if r.classify):
+        for fault in row.errors():
+            name, cause = step_functions_error(fault.code, f"injected {fault.code}", fault.status)
+            nxt = _choose(states[row.classify], {"error": {"Error": name, "Cause": cause}, "run": {"attempt": 1, "retries": 0}})
+            expected = row.classified.get(fault.code, row.classified_default)[0]
+            assert nxt == expected, (row.state, fault.code, name, nxt)
+        zero = "The account-level service limit 'ml.p3.2xlarge for training job usage' is 0 Instances"
+        name, cause = step_functions_error("ResourceLimitExceeded", zero, 400)
+        assert _choose(states[row.classify], {"error": {"Error": name, "Cause": cause},
+                                              "run": {"attempt": 1, "retries": 0}}) == "HasCause?"
+
+
+# ---- the state machine, executed in the stand-in with errors injected ---------------------------------------------
+def _entered(execution, state: str) -> bool:
+    return any((e.get("stateEnteredEventDetails") or {}).get("name") == state for e in execution.history)
+
+
+def test_the_executed_state_machine_reacts_as_its_rows_say_and_keeps_what_it_stored(emulated):
+    """Errors injected where the stand-in answers the state machine's own tasks and its functions: a LoadRequest
+    refused (the job is recorded Failed with the error's Step Functions name and its Cause, the others run), a
+    CreateTrainingJob answered ServiceUnavailable (retried with backoff, then the job runs), a DescribeTaskExecution
+    answered InternalException (a look that failed: the next one looks again, and the EFS jobs run); then Collect
+    refused its plan.json (ResultsNotStored naming `dslab report`, the teardown still runs, plan.json stays)."""
+    import sys as _sys
+
+    from dslab.emulator.patches import HOOKS
+
+    from .scripted_jobs import ScriptedJobs
+    from .test_workflow import TINY, put_datasets
+    jobs = ScriptedJobs()
+    answered: dict[str, int] = {}
+
+    def fault(service_id: str, operation: str, request):
+        body = request.body.decode() if isinstance(request.body, bytes) else str(request.body or "")
+        rule = None
+        if service_id == "s3" and operation == "GetObject" and "/requests/" in request.url and "-file-" in request.url:
+            rule = ("load", 403, "AccessDenied", "Access Denied", 99)
+        elif service_id == "sagemaker" and operation == "CreateTrainingJob" and "-fastfile-" in body:
+            rule = ("create", 503, "ServiceUnavailable", "Service is unavailable", 3)   # one call: botocore's 3 tries
+        elif service_id == "datasync" and operation == "DescribeTaskExecution":
+            rule = ("look", 500, "InternalException", "injected", 3)
+        elif service_id == "s3" and operation == "GetObject" and request.url.endswith("/plan.json"):
+            frame = _sys._getframe(1)
+            while frame is not None and not (frame.f_code.co_name == "collect"
+                                             and frame.f_code.co_filename.endswith("dslab/workflow/collect.py")):
+                frame = frame.f_back
+            rule = ("collect", 403, "AccessDenied", "Access Denied", 99) if frame is not None and answered.get("runs") else None
+        if rule is None or answered.get(rule[0], 0) >= rule[4]:
+            return None
+        answered[rule[0]] = answered.get(rule[0], 0) + 1
+        return rule[1:4]
+
+    with emulated(jobs) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        HOOKS.api_fault = fault
+        try:
+            first = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}],
+                             "modes": ["File", "FastFile", "EFS"]})
+            answered["runs"] = 1
+            second = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"],
+                              "teardown_fsx": True})
+        finally:
+            HOOKS.api_fault = None
+        assert first.status == "FAILED" and first.error == "JobsFailed", first.cause
+        records = {r["mode"]: r for r in lab.results(first)["records"]}
+        # LoadRequest: Catch -> HasCause? -> KeepFailureCause -> RecordFailed; the error named as Step Functions names it
+        assert records["File"]["status"] == "Failed" and "S3.AccessDeniedException" in records["File"]["failure_reason"]
+        assert "Access Denied" in records["File"]["failure_reason"]
+        # CreateTrainingJob: SageMaker.AmazonSageMakerException, Cause "ServiceUnavailable": retried, then completed
+        assert records["FastFile"]["status"] == "Completed" and answered["create"] == 3
+        assert _entered(first, "ApiBackOffDelay")
+        # DescribeTaskExecution: DataSync.InternalException is caught as a look that failed; the next look sees SUCCESS
+        assert records["EFS"]["status"] == "Completed" and _entered(first, "EfsSyncLookFailed")
+        # Collect refused: the execution says how to rebuild the results; the teardown ran; plan.json is still there
+        assert second.status == "FAILED" and second.error == "ResultsNotStored", second.cause
+        assert "`dslab report EXECUTION` rebuilds them" in second.cause
+        assert _entered(second, "StartTeardown") and not lab.fsx_present
+        assert lab.read_json(f"results/{second.name}/plan.json")["jobs"]
+
+
+# ---- the stand-in's rules (dslab/emulator/patches/), each quoted beside its code ----------------------------------
+def test_a_second_training_job_of_the_same_name_is_refused_resource_in_use():
+    """SageMaker: "The name must be unique within an Amazon Web Services Region in an Amazon Web Services account"
+    (CreateTrainingJob, TrainingJobName). moto created a second job; the workflow's reaction (the job is recorded
+    Failed, its Cause kept) is the matrix's row for SageMaker.ResourceInUseException."""
+    import boto3
+    from moto import mock_aws
+
+    from dslab.emulator import patches
+    patches.install()
+    request = dict(AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File"},
+                   RoleArn="arn:aws:iam::123456789012:role/training", OutputDataConfig={"S3OutputPath": "s3://b/o"},
+                   ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+                   StoppingCondition={"MaxRuntimeInSeconds": 3600})
+    with mock_aws():
+        sagemaker = boto3.client("sagemaker", region_name="us-east-1")
+        sagemaker.create_training_job(TrainingJobName="job-once", **request)
+        with pytest.raises(sagemaker.exceptions.ResourceInUse, match="must be unique within an AWS account and region"):
+            sagemaker.create_training_job(TrainingJobName="job-once", **request)
+        sagemaker.create_training_job(TrainingJobName="job-other", **request)
+    row = next(s for s in faults.STATE_SITES if s.state == "RunTrainingJob")
+    name, _, target, _ = row.outcome(faults.Fault("ResourceInUse", 400, "model"))
+    assert name == "SageMaker.ResourceInUseException" and target == "ClassifyError"
+    assert row.classified_default[0] == "HasCause?" and "ResourceInUse" not in row.classified
+
+
+def test_a_second_execution_of_a_running_datasync_task_waits_its_turn(monkeypatch):
+    """DataSync: "previously queued tasks must finish running before newer tasks can begin" (DescribeTaskExecution,
+    StartTime), Status QUEUED. Two workflow executions staging EFS at once start the same task: the second waits
+    (DescribeEfsSync keeps looking while it is QUEUED); moto refused it, and the second's EFS jobs failed."""
+    from types import SimpleNamespace
+
+    import boto3
+    from moto import mock_aws
+
+    from dslab.emulator import patches
+    from dslab.emulator.patches import HOOKS, services
+    patches.install()
+    clock = [0.0]
+    monkeypatch.setattr(services, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    staged: list[str] = []
+    try:
+        with mock_aws():
+            HOOKS.stager = lambda task, pattern, overrides: staged.append(pattern)
+            HOOKS.datasync_seconds, HOOKS.time_scale = 60.0, 1.0
+            ds = boto3.client("datasync", region_name="us-east-1")
+            source = ds.create_location_s3(S3BucketArn="arn:aws:s3:::b",
+                                           S3Config={"BucketAccessRoleArn": "arn:aws:iam::123456789012:role/r"})["LocationArn"]
+            target = ds.create_location_smb(ServerHostname="efs", Subdirectory="/d", User="u", Password="p",
+                                            AgentArns=["arn:aws:datasync:us-east-1:123456789012:agent/agent-0123456789abcdef0"])["LocationArn"]
+            task = ds.create_task(SourceLocationArn=source, DestinationLocationArn=target)["TaskArn"]
+
+            def start(path):
+                return ds.start_task_execution(TaskArn=task, Includes=[{"FilterType": "SIMPLE_PATTERN", "Value": path}])["TaskExecutionArn"]
+
+            def status(arn):
+                return ds.describe_task_execution(TaskExecutionArn=arn)["Status"]
+            first, second = start("/a"), start("/b")
+            assert (status(first), status(second), staged) == ("TRANSFERRING", "QUEUED", [])
+            assert ds.describe_task(TaskArn=task)["Status"] == "RUNNING"
+            clock[0] = 61.0   # the first copy's time is up: it ends, and the second begins
+            assert (status(second), status(first), staged) == ("TRANSFERRING", "SUCCESS", ["/a"])
+            clock[0] = 122.0
+            assert (status(second), staged) == ("SUCCESS", ["/a", "/b"])
+            assert ds.describe_task(TaskArn=task)["Status"] == "AVAILABLE"
+    finally:
+        patches.reset_hooks()
+
+
+# ---- injected, at each call site, through its entry point --------------------------------------------------------
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    import boto3
+    import botocore.endpoint
+    from moto import mock_aws
+
+    from dslab.emulator import patches
+    patches.install()
+    saved = {k: __import__("os").environ.get(k) for k in ("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH",)}
+    __import__("os").environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = "true"
+    real_time = botocore.endpoint.time
+
+    class NoWait:   # botocore's retries wait between attempts on AWS; here the attempts are counted instead
+        time = staticmethod(real_time.time)
+        monotonic = staticmethod(real_time.monotonic)
+
+        @staticmethod
+        def sleep(seconds):
+            return None
+
+    botocore.endpoint.time = NoWait
+    from botocore.retries import bucket   # adaptive mode's client-side rate limiter waits in real time too
+    real_acquire = bucket.TokenBucket.acquire
+    bucket.TokenBucket.acquire = lambda self, amount=1, block=True: True
+    from botocore.retries import standard   # every client its full retries: a fresh client's, as on AWS
+    real_quota = standard.RetryQuotaChecker.acquire_retry_quota
+    standard.RetryQuotaChecker.acquire_retry_quota = lambda self, context: True
+    try:
+        # Step Functions records executions without running them (an emulated lab in this process turns running on)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": False}}):
+            boto3.setup_default_session(region_name="us-east-1")
+            _reuse_clients(boto3.DEFAULT_SESSION)
+            yield World(tmp_path_factory.mktemp("fault-world"))
+    finally:
+        standard.RetryQuotaChecker.acquire_retry_quota = real_quota
+        botocore.endpoint.time = real_time
+        bucket.TokenBucket.acquire = real_acquire
+        patches.reset_hooks()
+        boto3.DEFAULT_SESSION = None
+        for key, value in saved.items():
+            if value is None:
+                __import__("os").environ.pop(key, None)
+            else:
+                __import__("os").environ[key] = value
+
+
+def _reuse_clients(session) -> None:
+    """One client per service and settings for the whole module: making a client costs ~20 ms, and the code under test
+    makes several per run. Shared clients behave as new ones here: their retry quota never runs out (above), adaptive
+    mode's rate limiter never waits, and every request goes to the same in-process stand-in."""
+    made: dict = {}
+    create = session.client
+
+    def client(*args, **kwargs):
+        config = kwargs.get("config")
+        key = (args, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "config")),
+               repr(getattr(config, "_user_provided_options", None)))
+        if key not in made:
+            made[key] = create(*args, **kwargs)
+        return made[key]
+
+    session.client = client
+
+
+def _who(site) -> str | None:
+    return None if site.context == "cli" else faults.ROLE.get(site.entries[0])
+
+
+def _wire_code(site, fault) -> str:
+    """The code the caller sees: S3 answers a HEAD request's error with its status alone."""
+    return str(fault.status) if site.service == "s3" and site.operation in HEAD else fault.code
+
+
+def _marker(site, fault, reaction) -> str | None:
+    if reaction.marker is not None:
+        return reaction.marker or None
+    if reaction.kind == ANSWER:
+        return None
+    code = _wire_code(site, fault)
+    service = faults.cli_service_of(site.operation) if site.context == "cli" else None
+    return aws_errors.fix(code, fault.status, operation=site.operation, service=service, who=_who(site))
+
+
+WITHIN_ONE_RUN = ("dslab status --wait", "dslab efs empty", "Plan")   # a WAIT recovers within the same run
+
+
+def _inject(world, monkeypatch, site, fault, entry=None, limit=None) -> tuple[Injector, fault_world.Observation]:
+    from dslab.emulator.patches import HOOKS
+    injector = Injector(site, fault, limit=limit)
+    HOOKS.api_fault = injector
+    try:
+        observed = drive(world, entry or site.entries[0], site, monkeypatch)
+    finally:
+        HOOKS.api_fault = None
+    return injector, observed
+
+
+@pytest.mark.parametrize("site, fault", PAIRS, ids=[f"{s.key} | {f.code}" for s, f in PAIRS])
+def test_injected_error_meets_its_reaction(world, monkeypatch, site, fault):
+    reaction = site.reaction_for(fault)
+    attempts = site.attempts(fault)
+    # An answer is taken once (a missing object, and the code goes on); a wait recovers at the next look.
+    once = reaction.kind == ANSWER or (reaction.kind == WAIT and site.entries[0] in WITHIN_ONE_RUN)
+    injector, seen = _inject(world, monkeypatch, site, fault, limit=attempts if once else None)
+    assert injector.hits, f"{site.entries[0]} did not reach {site.module}:{site.function} ({site.operation})"
+    assert injector.hits >= attempts, f"botocore sent {injector.hits} requests; its retry rules make {attempts}"
+    marker = _marker(site, fault, reaction)
+    code = _wire_code(site, fault)
+    check = CHECKS[site.context if site.context != "function" else site.entries[0]]
+    check(site, fault, reaction, seen, marker=marker, code=code, attempts=attempts, world=world)
+
+
+def _cli_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    assert "Traceback" not in seen.err, seen.err
+    errors = [line for line in seen.err.splitlines() if line.startswith("dslab: error:")]
+    if reaction.kind == EXIT_2:
+        assert seen.rc == 2, (seen.rc, seen.out, seen.err)
+        assert len(errors) == 1 and seen.err.strip().splitlines()[-1] == errors[0], seen.err
+        assert marker in errors[0], (marker, errors[0])
+        if attempts > 1 and reaction.marker is None:
+            assert f"after {attempts} attempts" in errors[0]
+        if "stats file" in seen.notes:   # an upload that stopped wrote no stats file: the workflow never takes it whole
+            assert not seen.notes["stats file"]
+        return
+    assert seen.rc != 2 and not errors, (seen.rc, seen.err)
+    if reaction.kind in (GOES_ON, WAIT) and marker:
+        assert marker in seen.out + seen.err, (marker, seen.out, seen.err)
+
+
+def _plan_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    assert seen.raised is None, seen.raised
+    plan = seen.result["plan"]
+    if reaction.kind == FINAL:
+        assert plan.get("error") in ("PlanFailed", "ExperimentInvalid") and marker in plan["failed"], plan
+        return
+    assert "failed" not in plan, plan
+    if marker:
+        stored = world.c["s3"].get_object(Bucket=BUCKET, Key="results/exec-plan/plan.json")["Body"].read().decode()
+        assert marker in stored, marker
+
+
+def _fsx_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    assert seen.raised is None, seen.raised
+    result = seen.result
+    if reaction.kind == ANSWER:   # "none found": the check goes on as without the error (here: the late import starts)
+        assert result["final"] is False and "could not" not in result["reason"], result
+        return
+    assert result["ready"] is False and result["final"] is (reaction.kind == FINAL), result
+    assert marker in result["reason"], (marker, result["reason"])
+
+
+def _stage_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    assert seen.raised is None, seen.raised
+    result = seen.result
+    s3 = world.c["s3"]
+    staged = json.loads(s3.get_object(Bucket=STAGED, Key="datasets/tiny.stats.json")["Body"].read()) \
+        if "datasets/tiny.stats.json" in seen.notes["staged"] else None
+    if reaction.kind == ANSWER:
+        assert result["done"] and result["ready"], result
+        assert staged and staged["files"] == 3
+        return
+    # Never taken for staged: the marker says the source's stats only once every object is there.
+    assert not staged or staged["files"] != 3 or {f"datasets/tiny/c1/img-{i}.jpg" for i in range(3)} <= seen.notes["staged"]
+    assert marker in result["reason"], (marker, result["reason"])
+    if reaction.kind == WAIT:
+        assert result["wait"] is True and result["done"] is False, result
+        return
+    assert result["done"] is True and result["ready"] is False, result
+    lock = "datasets/tiny.staging-lock.json"
+    if lock in seen.notes["staged"] and site.function != "release_staging_lock":
+        # a lock left is another's (a stale one it could not take over), never ours, unless releasing it was refused:
+        # then it turns stale and the next staging takes it over
+        held = json.loads(s3.get_object(Bucket=STAGED, Key=lock)["Body"].read())
+        assert held["execution"] != "exec-stage", held
+
+
+def _raises_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    """Collect, Teardown, the idle guard: FINAL (and the guard's WAIT) is the function failing with the AWS error, which
+    the state machine's Catch (or EventBridge's retry) meets; what was stored stays."""
+    if reaction.kind == ANSWER or (reaction.kind in (GOES_ON,) and site.entries[0] != "Teardown (check)"):
+        assert seen.raised is None, seen.raised
+        if marker:
+            assert marker in seen.text, marker
+        return
+    if reaction.kind == WAIT and site.entries[0] == "Teardown (check)":
+        assert seen.raised is None and seen.result["final"] is False and marker in seen.result["message"], seen.result
+        return
+    assert seen.raised is not None, seen.result
+    assert aws_errors.aws_error(seen.raised).code == code
+    if "results" in seen.notes:
+        assert json.loads(seen.notes["results"]) == {"records": [], "summary": {}}   # results.json as Collect left it
+    if site.entries[0] == "idle guard":
+        assert seen.notes["fsx_stack"] != "GONE" and "DELETE" not in seen.notes["fsx_stack"]
+
+
+def _emptier_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    assert seen.raised is None, seen.raised
+    if reaction.kind == ANSWER:
+        assert seen.result["status"] == "SUCCESS", seen.result
+        return
+    assert seen.result["status"] == "FAILED" and "dslab express empty --yes" in seen.result["reason"], seen.result
+    assert code in seen.result["reason"]
+
+
+def _training_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    from dslab_train.s3source import S3ReadError
+    assert isinstance(seen.raised, S3ReadError), seen.raised
+    text = str(seen.raised)
+    assert code in text and f"after {attempts} attempts" in text and "fix what S3's message names" not in text, text
+
+
+CHECKS = {"cli": _cli_check, "Plan": _plan_check, "CheckFsxData": _fsx_check, "StageExpress": _stage_check,
+          "Collect": _raises_check, "Teardown (start)": _raises_check, "Teardown (check)": _raises_check,
+          "idle guard": _raises_check, "custom resource": _emptier_check, "training script": _training_check}
+
+
+SHARED = [(site, entry) for site in faults.PY_SITES if site.injected for entry in site.entries[1:]]
+
+
+@pytest.mark.parametrize("site, entry", SHARED, ids=[f"{e} | {s.key}" for s, e in SHARED])
+def test_every_entry_of_a_row_reaches_its_call_site_and_reacts_alike(world, monkeypatch, site, entry):
+    """A row's other entry points: the same call site, the same reaction to a throttled call."""
+    fault = next(f for f in site.errors() if aws_errors.kind(f.code, f.status) == "throttled")
+    injector, seen = _inject(world, monkeypatch, site, fault, entry=entry)
+    assert injector.hits >= site.attempts(fault), f"{entry} did not reach {site.module}:{site.function}"
+    reaction = site.reaction_for(fault)
+    if site.context == "cli":
+        _cli_check(site, fault, reaction, seen, marker=_marker(site, fault, reaction), code=fault.code,
+                   attempts=site.attempts(fault), world=world)
+    else:
+        assert seen.raised is not None and aws_errors.aws_error(seen.raised).code == fault.code
+
+
+def test_a_watch_gives_up_after_five_failed_looks_and_names_the_execution(world, monkeypatch):
+    site = next(s for s in faults.PY_SITES if s.entries == ("dslab status --wait",) and s.operation == "DescribeExecution")
+    fault = faults.Fault("ThrottlingException", 400, "common")
+    injector, seen = _inject(world, monkeypatch, site, fault)
+    assert seen.rc == 2 and injector.hits == 5 * site.attempts(fault)
+    assert seen.err.count("this look failed") == 4 and "dslab status" in seen.err.strip().splitlines()[-1]
