@@ -102,6 +102,8 @@ PRICE_SOURCES: dict[str, tuple[str, str]] = {
     "s3_storage_gb_month": (TABLE_PAGES, "aws.amazon.com/s3/pricing: S3 Standard, first 50 TB"),
     "s3_get_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: GET and SELECT requests (the post: $0.40 per million)"),
     "s3_list_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: LIST requests ($0.005 per 1,000)"),
+    "s3_put_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: PUT, COPY, POST requests ($0.005 per 1,000), a "
+                                        "checkpoint's upload parts"),
     "fsx_scratch2_gb_month": (TABLE_PAGES, "aws.amazon.com/fsx/lustre/pricing: Scratch 2 SSD (the post: $140 per TB-month)"),
     "efs_standard_gb_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Standard storage"),
     "efs_ia_gb_month": (OTHER, "secondary sources of 2026 quoting aws.amazon.com/efs/pricing (AWS lowered IA from "
@@ -111,6 +113,8 @@ PRICE_SOURCES: dict[str, tuple[str, str]] = {
     "efs_provisioned_mibps_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Provisioned throughput"),
     "efs_elastic_read_per_gb": (OTHER, "secondary sources quoting aws.amazon.com/efs/pricing: Elastic throughput, "
                                        "data read; confirm there"),
+    "efs_elastic_write_per_gb": (OTHER, "secondary sources quoting aws.amazon.com/efs/pricing: Elastic throughput, "
+                                        "data written; confirm there"),
     "fsx_persistent2_125_gb_month": (OTHER, "a secondary source quoting aws.amazon.com/fsx/lustre/pricing: "
                                             "Persistent 2 SSD at 125 MB/s per TiB"),
     "fsx_persistent2_250_gb_month": (OTHER, "not confirmed against aws.amazon.com/fsx/lustre/pricing: Persistent 2 SSD "
