@@ -338,3 +338,15 @@ def test_the_estimate_module_imports_nothing_that_does_io():
     imported = {(n.module or "") for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
     imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert imported <= {"__future__", "math", "dataclasses", "typing"}, imported
+
+
+def test_recommend_experiment_answers_a_checkpoint_trial_beside_the_datasets(capsys):
+    """`make lab`'s experiment: its checkpoint trial answered where its checkpoints go (full size, every 30 minutes), the
+    datasets as before."""
+    result = run(capsys, "recommend", "--experiment", Path(__file__).resolve().parent.parent / "experiments" / "local.yaml")
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    at = lines.index(next(line for line in lines if line.startswith("== llama3-8b-checkpoints")))
+    assert lines[at] == "== llama3-8b-checkpoints (checkpoints to s3, express, fsx, efs; at the workload's full size)"
+    assert lines[at + 1].startswith("premise: 1 x ml.p5.48xlarge") and lines[at + 2].startswith("checkpoints every 30 min go to: ")
+    assert lines[0].startswith("== local-jpg") and any(line.startswith("== local-tfr") for line in lines[:at])

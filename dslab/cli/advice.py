@@ -267,7 +267,11 @@ def _recommend_experiment(args) -> int:
     found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
     unanswered = [a for a in found if a.recommendation is None]
     if args.json:
-        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict()})
+        from .checkpoints import trial_answer
+        checkpoints = [{"trial": t.name, **dict(zip(("premise", "answer"), (p.to_dict(), a.to_dict())))}
+                       for t in experiment.trials if t.checkpoint is not None for p, a in [trial_answer(t, lab, prices)]]
+        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict(),
+                    **({"checkpoints": checkpoints} if checkpoints else {})})
         return 1 if unanswered else 0
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
@@ -277,6 +281,11 @@ def _recommend_experiment(args) -> int:
         print(a.premise.describe())
         print_recommendation(a.recommendation)
         print()
+    from .checkpoints import print_trial_answer
+    for trial in experiment.trials if not args.dataset else ():   # a checkpoint trial's question: where they go
+        if trial.checkpoint is not None:
+            print_trial_answer(trial, lab, prices)
+            print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0
 

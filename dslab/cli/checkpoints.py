@@ -109,6 +109,39 @@ def cmd_recommend(args, prices) -> int:
     return 0 if answer.pick else 1
 
 
+def trial_answer(trial, lab, prices):
+    """(premise, answer) of a checkpoint trial of `recommend --experiment`: where its checkpoints at the workload's full
+    size go on its cluster, every 30 minutes, the last 2 kept (as the report estimates it)."""
+    from dataclasses import replace
+
+    from ..core.answers import checkpoint_premise_of_trial
+    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, recommend
+    from ..core.premise import CheckpointPremise
+    full = replace(trial, checkpoint=replace(trial.checkpoint, workload=replace(trial.checkpoint.workload, scale=1.0)))
+    premise = checkpoint_premise_of_trial(full, lab)
+    premise = replace(premise, checkpoint=CheckpointPremise(premise.checkpoint.plan, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP))
+    answer = recommend(Question(premise.checkpoint.plan, trial.instance_type, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, prices,
+                                lab, trial.volume_size_gb))
+    return premise, answer
+
+
+def print_trial_answer(trial, lab, prices) -> None:
+    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS
+    premise, answer = trial_answer(trial, lab, prices)
+    print(f"== {trial.name} (checkpoints to {', '.join(trial.checkpoint.targets)}; at the workload's full size)")
+    print(premise.describe())
+    if answer.pick is None:
+        print(f"no answer: {answer.why}")
+        return
+    p = answer.pick
+    print(f"checkpoints every {DEFAULT_EVERY_SECONDS / 60:g} min go to: {option_name(p)}: ${p.usd_per_day:,.2f} a day, "
+          f"{_seconds(p.stall_seconds)} stall a save, {_seconds(p.restore_seconds)} to restore")
+    print(f"  why: {answer.why}")
+    if answer.runner_up is not None:
+        r = answer.runner_up
+        print(f"  runner-up: {option_name(r)}: ${r.usd_per_day:,.2f} a day")
+
+
 def cmd_size(args, prices) -> int:
     from ..core.checkpoint_estimate import size
     from ..core.sizing import CONTEXT_HOLDS
