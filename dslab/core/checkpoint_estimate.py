@@ -34,7 +34,7 @@ S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
 from .instances import INSTANCES
 from .modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CKPT_S3, CHECKPOINT_TARGETS, SYNC_TARGETS,
                     checkpoint_target_label)
-from .premise import format_bytes, volume_for
+from .premise import VOLUME_HEADROOM, format_bytes, volume_for
 from .prices import HOURS_PER_MONTH, PriceTable
 from .provisioning import (BURSTING, EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBPS,
                            EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC, FSX_CAPACITY_INCREMENT_GIB,
@@ -103,8 +103,8 @@ GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
 NVME_ASSUMPTION = (f"NVMe instance storage writes and reads at {NVME_DOWNLOAD_MBPS:,.0f} MB/s per instance "
                    "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
 
-# What a checkpoint occupies beyond its bytes on a file system or volume (premise.VOLUME_HEADROOM's 5%).
-HEADROOM = 1.05
+# What a checkpoint occupies beyond its bytes on a file system or volume: the 5% every volume gets.
+HEADROOM = VOLUME_HEADROOM
 DEFAULT_KEEP = 2
 DEFAULT_EVERY_SECONDS = 30 * 60.0
 DEFAULT_SAVE_UNDER_SECONDS = 60.0
@@ -307,8 +307,8 @@ def _sync(q: Question, target: str) -> TargetEstimate:
     est.bound = (f"the instance's volume ({write_mbps:,.0f} MB/s); the upload behind it: "
                  + ("S3's PUT rate" if load.parts / puts_rate >= load.host_bytes / 1e6 / per_host
                     else f"{per_host:,.0f} MB/s per instance"))
-    if needed * HEADROOM > volume.gb * 1e9:
-        est.blocker = (f"each instance holds {format_bytes(needed * HEADROOM)} of checkpoints at a restore ({q.keep} kept"
+    if not volume.fits:
+        est.blocker = (f"each instance holds {volume.needed_gb:,} GB of checkpoints at a restore ({q.keep} kept"
                        + (f", every host's: SageMaker copies the whole S3 URI onto each instance" if q.plan.hosts > 1 else "")
                        + f"), more than its {volume.describe()}: fewer kept (--keep), a smaller --scale, "
                        + ("more instances" if volume.nvme else "a larger --volume-size-gb"))
@@ -448,24 +448,19 @@ def efs_options(q: Question) -> list[EfsConfig]:
     return [EfsConfig(), EfsConfig(ELASTIC), *(EfsConfig(PROVISIONED, float(m)) for m in steps)]
 
 
-def _fsx_settings(fsx: FsxConfig) -> dict[str, Any]:
-    return fsx.settings()
-
-
-def _efs_settings(efs: EfsConfig) -> dict[str, Any]:
-    return efs.settings()
+def _candidates(q: Question, target: str, premise: str) -> list[TargetEstimate]:
+    """FSx's or EFS's every option (fsx_options, efs_options) on the question, each with the deploy that builds it."""
+    if target == CKPT_FSX:
+        return [_fsx(q, f, premise, f.settings()) for f in fsx_options(q)]
+    return [_efs(q, e, premise, e.settings()) for e in efs_options(q)]
 
 
 def provisioned(q: Question, target: str, *, save_under: float | None = None) -> TargetEstimate | None:
     """FSx or EFS provisioned for the question: with ``save_under``, the cheapest to stand that saves within it (None
     where nothing the lab builds does); else the one whose day costs least (idle, storage and standing together)."""
-    if target == CKPT_FSX:
-        candidates = [_fsx(q, f, "provisioned for this question", _fsx_settings(f)) for f in fsx_options(q)]
-    elif target == CKPT_EFS:
-        candidates = [_efs(q, e, "provisioned for this question", _efs_settings(e)) for e in efs_options(q)]
-    else:
+    if target not in (CKPT_FSX, CKPT_EFS):
         return None
-    candidates = [c for c in candidates if not c.blocker]
+    candidates = [c for c in _candidates(q, target, "provisioned for this question") if not c.blocker]
     if save_under is not None:
         fits = [c for c in candidates if c.save_seconds <= save_under]
         return min(fits, key=lambda c: (c.standing_usd_per_day + c.storage_usd_per_day + c.requests_usd_per_day,
@@ -493,10 +488,10 @@ def option_name(o: TargetEstimate) -> str:
     return f"{o.label} ({o.provision}{'' if o.premise == 'as deployed' else ', ' + o.premise})"
 
 
-def recommend(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS, express: bool = True) -> CheckpointAnswer:
+def recommend(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> CheckpointAnswer:
     """Every target as the lab stands, and FSx and EFS provisioned for the cheapest day; the pick is the cheapest day
     among those that keep up (a save, or the sync's upload, within the interval) and can hold the checkpoints."""
-    options = [estimate_target(q, t) for t in targets if express or t != CKPT_EXPRESS]
+    options = [estimate_target(q, t) for t in targets]
     for target in (CKPT_FSX, CKPT_EFS):
         if target in targets:
             best = provisioned(q, target)
@@ -541,20 +536,15 @@ def size(q: Question, save_under: float, targets: tuple[str, ...] = CHECKPOINT_T
             rows.append(est)
             continue
         found = provisioned(q, target, save_under=save_under)
-        if found is None:
-            fallback = _fsx(q, q.lab.fsx, q.lab.premise_of("fsx")) if target == CKPT_FSX else _efs(q, q.lab.efs, q.lab.premise_of("efs"))
-            best = provisioned(q, target)
-            fastest = min((_fsx(q, f, "provisioned", _fsx_settings(f)) for f in fsx_options(q)) if target == CKPT_FSX
-                          else (_efs(q, e, "provisioned", _efs_settings(e)) for e in efs_options(q)),
-                          key=lambda c: c.save_seconds)
-            fallback = best or fallback
-            fallback.blocker = fallback.blocker or (
-                f"nothing the lab builds saves within {save_under:g} s: the fastest, {fastest.provision}, takes "
-                f"{fastest.save_seconds:,.1f} s ({fastest.bound})")
-            rows.append(fallback)
-        else:
+        if found is not None:
             found.premise = f"provisioned to save within {save_under:g} s"
             rows.append(found)
+            continue
+        fastest = min(_candidates(q, target, "provisioned"), key=lambda c: c.save_seconds)
+        row = estimate_target(q, target)   # the lab as it stands, refused with what the fastest option reaches
+        row.blocker = (f"nothing the lab builds saves within {save_under:g} s: the fastest, {fastest.provision}, takes "
+                       f"{fastest.save_seconds:,.1f} s ({fastest.bound})")
+        rows.append(row)
     return rows
 
 
