@@ -350,3 +350,14 @@ def test_recommend_experiment_answers_a_checkpoint_trial_beside_the_datasets(cap
     assert lines[at] == "== llama3-8b-checkpoints (checkpoints to s3, express, fsx, efs; at the workload's full size)"
     assert lines[at + 1].startswith("premise: 1 x ml.p5.48xlarge") and lines[at + 2].startswith("checkpoints every 30 min go to: ")
     assert lines[0].startswith("== local-jpg") and any(line.startswith("== local-tfr") for line in lines[:at])
+
+
+def test_the_local_lab_refuses_checkpoints_this_machine_cannot_hold(tmp_path):
+    from dslab.local.lab import check_checkpoints_fit
+    full = replace(experiment(scale=1.0), trials=tuple(replace(t, checkpoint=replace(
+        t.checkpoint, workload=replace(t.checkpoint.workload, writes=1000))) if t.checkpoint else t
+        for t in experiment(scale=1.0).trials))
+    with pytest.raises(ConfigError) as err:
+        check_checkpoints_fit(full, tmp_path, "--scale")
+    assert err.value.field == "--scale" and "GiB free" in str(err.value) and "\n" not in str(err.value)
+    check_checkpoints_fit(experiment(scale=1e-5), tmp_path)   # 2 checkpoints of 1.1 MB fit
