@@ -55,7 +55,8 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
                    help="accelerators per instance, each at the compute's rate (default: the instance table's)")
     p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
     p.add_argument("--compute-preset", help="a compute preset (default: the instance's accelerator's): v100, a100, h100 "
-                   "(MLPerf Storage's emulation), t4, a10g, l4, l40s, trainium (published training rates)")
+                   "(MLPerf Storage's emulation), a10g, l4, l40s (published training rates); T4 and Trainium have none: "
+                   "give --compute-rate")
     p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB),
                    help="the EBS training volume per instance (default: 100 GB, raised to what File mode's share needs; "
                         "NVMe types have their own instance storage)")
