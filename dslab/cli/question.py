@@ -62,6 +62,8 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
                         "NVMe types have their own instance storage)")
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
     add_workload_flags(p)
+    p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
+                   "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
     p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/prices.py` has the table)")
     p.add_argument("--json", action="store_true")
 
@@ -134,6 +136,8 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     ``lab_provisioning``). The one builder behind estimate, recommend and size."""
     from ..core.premise import accelerator_kind, accelerators_of, compute_rate
     prices = prices or price_table(getattr(args, "prices", None))
+    if getattr(args, "mlperf_datasize", False) and getattr(args, "workload", None) is None:
+        raise ConfigError("--mlperf-datasize", "goes with --workload (MLPerf Storage sizes a workload's dataset)")
     defaults = set()
     instance = args.instance
     if instance is None:
@@ -152,7 +156,15 @@ def premise_of(args, lab=None, prices=None) -> Premise:
         notes += [said] if said else []
         from ..core.instances import INSTANCES
         if instance in INSTANCES:   # the file count against MLPerf Storage's for this cluster, said (or refused)
-            said = workload.mlperf_size(count, INSTANCES[instance].memory_gib, accelerators * count)
+            memory = INSTANCES[instance].memory_gib
+            if getattr(args, "mlperf_datasize", False):   # MLPerf's own question: its datasize step's file count
+                need = workload.mlperf_files(count, memory, accelerators * count)
+                if need > workload.num_files:
+                    from dataclasses import replace as _replace
+                    workload = _replace(workload, num_files=need)
+                    shape, origin = workload.shape(), (f"{origin}, sized as MLPerf Storage's datasize step sizes it for "
+                                                       f"this cluster (--mlperf-datasize)")
+            said = workload.mlperf_size(count, memory, accelerators * count)
             notes += [said] if said else []
         rate, compute = workload.rate, (f"{workload.name} as DLIO emulates it: batch {workload.batch_size} every "
                                         f"{workload.computation_time:g} s = {workload.rate:,.1f} samples/s per accelerator")
