@@ -230,14 +230,19 @@ def sizing_express_64() -> list[str]:
 
 # ---- MLPerf workloads (docs/mlperf.md): the three A100 files on ml.p4d.24xlarge -----------------------------------
 
-def mlperf_workloads() -> list[str]:
+def mlperf_workloads(datasize: bool = False) -> list[str]:
+    """The three A100 files on ml.p4d.24xlarge at 1, 8 and 64 instances: as published (``datasize`` False: the file's
+    count, said against MLPerf Storage's; a file that trains no step is refused), or with --mlperf-datasize (the
+    dataset as MLPerf Storage's datasize step sizes it for each cluster)."""
     counts = (1, 8, 64)
+    extra = ("--mlperf-datasize",) if datasize else ()
     answers: dict[str, dict[int, dict | str]] = {}
     for title, name in WORKLOADS:
         answers[title] = {}
         for n in counts:
             try:
-                answers[title][n] = dslab("size", "--workload", str(REPO / DLIO / name), *P4D, "--instance-count", str(n))
+                answers[title][n] = dslab("size", "--workload", str(REPO / DLIO / name), *P4D, "--instance-count", str(n),
+                                          *extra)
             except Refused as refused:
                 answers[title][n] = str(refused)
     header, rule = ["source"], ["---"]
@@ -246,17 +251,19 @@ def mlperf_workloads() -> list[str]:
         valid = [n for n in counts if isinstance(answers[title][n], dict)]
         at[title] = 8 if 8 in valid else valid[-1]
         target = answers[title][valid[0]]["au_target_percent"]
-        header += [f"{title}: AU at {' / '.join(map(str, valid))}", f"largest at {target:.0f}%", f"$ per run at {at[title]}"]
-        rule += ["---"] * 3
+        # With --mlperf-datasize the dataset grows with the cluster, so "the largest cluster" (searched on the dataset
+        # sized for this N) answers no question the table asks: its AU and cost at each size do.
+        largest_column = [] if datasize else [f"largest at {target:.0f}%"]
+        header += [f"{title}: AU at {' / '.join(map(str, valid))}", *largest_column, f"$ per run at {at[title]}"]
+        rule += ["---"] * (2 + len(largest_column))
     rows = ["| " + " | ".join(header) + " |", "|" + "|".join(rule) + "|"]
     first = next(a for a in answers[WORKLOADS[1][0]].values() if isinstance(a, dict))
     for source in (s["source"] for s in first["sources"]):
         cells = [source]
         for title, _ in WORKLOADS:
             valid = [answers[title][n] for n in counts if isinstance(answers[title][n], dict)]
-            big = largest(next(s for s in answers[title][at[title]]["sources"] if s["source"] == source))
-            cells += [au_at(valid, source), big,
-                      usd(next(s for s in answers[title][at[title]]["sources"] if s["source"] == source)["usd_per_run"])]
+            row = next(s for s in answers[title][at[title]]["sources"] if s["source"] == source)
+            cells += [au_at(valid, source), *([] if datasize else [largest(row)]), usd(row["usd_per_run"])]
         rows.append("| " + " | ".join(cells) + " |")
     rows.append("")
     for title, name in WORKLOADS:
@@ -269,23 +276,33 @@ def mlperf_workloads() -> list[str]:
                 said.append(f"at {n}: refused, 0 steps an epoch on {steps.group(1)} accelerators "
                             f"(MLPerf Storage asks {need.group(1)} files)")
                 continue
-            note = next((x for x in answer["premise"]["notes"] if x.startswith("these figures use")), None)
+            premise = answer["premise"]
+            note = next((x for x in premise["notes"] if x.startswith("these figures use")), None)
             if note is None:
-                said.append(f"at {n}: {answer['premise']['files']:,} files, at least MLPerf Storage's count")
+                said.append(f"at {n}: {premise['files']:,} files ({premise['bytes'] / 1e12:,.2f} TB)")
                 continue
             steps = re.search(r"files, ([\d,]+) steps an epoch", note).group(1)
             need = re.search(r"with ([\d,]+) files on", note).group(1)
             said.append(f"at {n}: {steps} steps an epoch, MLPerf Storage asks {need} files")
-        files = next(a for a in answers[title].values() if isinstance(a, dict))["premise"]["files"]
-        rows.append(f"- {title} (`{name}`, {files:,} files as published): " + "; ".join(said) + ".")
+        if datasize:
+            rows.append(f"- {title} (`{name}`), files as MLPerf Storage sizes them: " + "; ".join(said) + ".")
+        else:
+            files = next(a for a in answers[title].values() if isinstance(a, dict))["premise"]["files"]
+            rows.append(f"- {title} (`{name}`, {files:,} files as published): " + "; ".join(said) + ".")
     quota = [(title, n, s["provision"].split("; ", 1)[1]) for title, _ in WORKLOADS for n in counts
              if isinstance(answers[title][n], dict)
              for s in answers[title][n]["sources"] if s["source"] == "FSx" and "above the account's default quota" in s["provision"]]
-    for title, n, said in quota:
-        rows.append(f"- {title} at {n}, FSx: {said}.")
-    rows += ["", f"From {command('size', '--workload', DLIO + '/FILE', *P4D, '--instance-count', 'N')} for each file at "
-             f"N = {', '.join(map(str, counts[:-1]))} and {counts[-1]}."]
+    if quota:
+        rows.append("- FSx past the account's default storage quota (100,800 GiB per deployment type): "
+                    + "; ".join(f"{title} at {n}, {said.split(' is above')[0]}" for title, n, said in quota)
+                    + ": each row says so and prints the Service Quotas request.")
+    rows += ["", f"From {command('size', '--workload', DLIO + '/FILE', *P4D, '--instance-count', 'N', *extra)} for each "
+             f"file at N = {', '.join(map(str, counts[:-1]))} and {counts[-1]}."]
     return rows
+
+
+def mlperf_datasize() -> list[str]:
+    return mlperf_workloads(datasize=True)
 
 
 TABLES = {
@@ -297,6 +314,7 @@ TABLES = {
     "sizing-fsx-c": ("docs/sizing.md", sizing_fsx_c),
     "sizing-express-64": ("docs/sizing.md", sizing_express_64),
     "mlperf-workloads": ("docs/mlperf.md", mlperf_workloads),
+    "mlperf-datasize": ("docs/mlperf.md", mlperf_datasize),
 }
 
 
