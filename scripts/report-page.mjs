@@ -4,8 +4,9 @@
 //   node scripts/report-page.mjs lab-out/report.html [--screenshot docs/images/report.png] [--width 1280 --height 800]
 // tests/test_report_page.py asserts on its output; `make docs` keeps the screenshot for the README.
 import { chromium } from "playwright-core";
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 
 const args = process.argv.slice(2);
@@ -30,11 +31,17 @@ if (!existsSync(executablePath)) {
 const started = Date.now();
 // The flags this machine needs: no sandbox as root, no GPU, and nothing that reaches for the network (it is closed:
 // background connections would be refused, many at a time). playwright-core gives it a fresh profile of its own.
+// Chromium writes its settings under HOME (dconf, ~/.config/chromium): a home of its own, removed at the end, so that
+// the suite leaves the machine's home as it found it.
+const home = mkdtempSync(join(tmpdir(), "dslab-chromium-"));
 const browser = await chromium.launch({
   executablePath,
   args: ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"],
+  env: { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, "config"), XDG_CACHE_HOME: join(home, "cache"),
+         XDG_RUNTIME_DIR: join(home, "runtime") },
 });
+process.on("exit", () => rmSync(home, { recursive: true, force: true }));
 try {
   const page = await browser.newPage({ viewport: { width, height }, deviceScaleFactor: 1 });
   const console_errors = [];

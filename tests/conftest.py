@@ -20,6 +20,14 @@ for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "tes
                    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}.items():
     os.environ[key] = value
 os.environ.pop("AWS_PROFILE", None)
+# matplotlib keeps its font cache under ~/.cache or ~/.config: the suite's own, removed when it ends (the suite leaves
+# the user's home as it found it), for every process it starts too.
+if "MPLCONFIGDIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+    os.environ["MPLCONFIGDIR"] = tempfile.mkdtemp(prefix="dslab-mpl-")
+    atexit.register(shutil.rmtree, os.environ["MPLCONFIGDIR"], True)
 
 
 # How `make test`'s pytest-xdist workers share the work: whole modules, so that a module's fixtures

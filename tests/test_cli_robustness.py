@@ -155,7 +155,7 @@ def test_the_readmes_and_the_pages_offline_commands_run_as_written(capsys, tmp_p
         assert result.code == 0, f"documented: `dslab {text}` -> {result.code}: {result.err}"
         ran.append(text)
     # What ran: the sizing example and the dataset tooling's chain (each as the README writes it).
-    assert "size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --count 16" in ran
+    assert "size --files 1530350 --bytes 54GB --instance ml.p4d.24xlarge --instance-count 16" in ran
     assert {"dataset pack --src data/jpg-1x --out data/tfr-1x",
             "dataset replicate --src data/tfr-1x --copies 50 --out data/tfr-50x"} <= set(ran), ran
     assert len(list((tmp_path / "data" / "tfr-50x").glob("copy-*"))) == 50

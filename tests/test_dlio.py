@@ -727,3 +727,13 @@ def test_dslab_local_runs_a_published_workload_at_a_small_scale(lab_cache, tmp_p
     report = (out / "report.md").read_text()
     assert "scale 2e-05" in report and "10 of its 524,288 tfrecord files" in report and "AU target 70%" in report
     assert "AU target 70%" in printed
+
+
+def test_mlperf_datasize_sizes_the_dataset_as_mlperfs_own_step_does(capsys):
+    """--mlperf-datasize answers MLPerf Storage's own question: the workload's dataset with as many files as its datasize
+    step gives the cluster; without it, the file's count and the sentence that compares them."""
+    sized_ = sized(capsys, "--workload", UNET3D, "--instance", "ml.p4d.24xlarge", "--count", "8", "--mlperf-datasize")
+    assert sized_["files"] == workload(UNET3D).mlperf_files(8, 1152, 64) == 337_502
+    assert "--mlperf-datasize" in sized_["premise"]["dataset_from"] and not sized_["premise"]["notes"][1:]
+    code, _, err = run_cli(capsys, "size", "--files", "10", "--bytes", "1GB", "--mlperf-datasize")
+    assert one_line_error(code, err, "--mlperf-datasize", "--workload"), err

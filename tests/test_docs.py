@@ -81,5 +81,17 @@ def test_the_model_constants_page_is_what_the_code_generates():
     assert f"| `INFRA_MARGIN` | `{INFRA_MARGIN:g}` |" in constants.PAGE.read_text()
 
 
+def test_the_estimated_tables_the_pages_quote_are_what_the_cli_answers_now():
+    """Every estimated table of the pages (the post's four cells, the sizing tables, the workload table, ...) sits
+    between markers that scripts/estimate_tables.py rewrites from the CLI's own --json answers: a figure the code no
+    longer gives fails here, naming the script that rewrites it."""
+    tables = _script("estimate_tables")
+    for page in tables.pages():
+        text = page.read_text()
+        assert set(tables.BLOCK.findall(text)) >= {name for name, (where, _) in tables.TABLES.items()
+                                                    if REPO / where == page}, page
+        assert tables.render(page) == text, f"{page.relative_to(REPO)}: run `python scripts/estimate_tables.py` (make docs)"
+
+
 def test_the_price_footer_the_pages_show_is_the_one_every_answer_prints():
     assert f"```text\n{PriceTable().footer()}\n```" in (REPO / "docs" / "costs.md").read_text()

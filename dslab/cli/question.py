@@ -55,13 +55,16 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
                    help="accelerators per instance, each at the compute's rate (default: the instance table's)")
     p.add_argument("--compute-rate", type=real(0, MAX_COMPUTE_RATE), help="samples per second one accelerator consumes")
     p.add_argument("--compute-preset", help="a compute preset (default: the instance's accelerator's): v100, a100, h100 "
-                   "(MLPerf Storage's emulation), t4, a10g, l4, l40s, trainium (published training rates)")
+                   "(MLPerf Storage's emulation), a10g, l4, l40s (published training rates); T4 and Trainium have none: "
+                   "give --compute-rate")
     p.add_argument("--volume-size-gb", type=whole(1, MAX_VOLUME_SIZE_GB),
                    help="the EBS training volume per instance (default: 100 GB, raised to what File mode's share needs; "
                         "NVMe types have their own instance storage)")
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
     add_workload_flags(p)
     add_checkpoint_flags(p)
+    p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
+                   "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
     p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/prices.py` has the table)")
     p.add_argument("--json", action="store_true")
 
@@ -166,6 +169,8 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     for flag in ("checkpoint_every", "keep", "save_under"):
         if getattr(args, flag, None) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}", "goes with a checkpointing --workload (llama3_8b.yaml, ...)")
+    if getattr(args, "mlperf_datasize", False) and getattr(args, "workload", None) is None:
+        raise ConfigError("--mlperf-datasize", "goes with --workload (MLPerf Storage sizes a workload's dataset)")
     defaults = set()
     instance = args.instance
     if instance is None:
@@ -184,7 +189,15 @@ def premise_of(args, lab=None, prices=None) -> Premise:
         notes += [said] if said else []
         from ..core.instances import INSTANCES
         if instance in INSTANCES:   # the file count against MLPerf Storage's for this cluster, said (or refused)
-            said = workload.mlperf_size(count, INSTANCES[instance].memory_gib, accelerators * count)
+            memory = INSTANCES[instance].memory_gib
+            if getattr(args, "mlperf_datasize", False):   # MLPerf's own question: its datasize step's file count
+                need = workload.mlperf_files(count, memory, accelerators * count)
+                if need > workload.num_files:
+                    from dataclasses import replace as _replace
+                    workload = _replace(workload, num_files=need)
+                    shape, origin = workload.shape(), (f"{origin}, sized as MLPerf Storage's datasize step sizes it for "
+                                                       f"this cluster (--mlperf-datasize)")
+            said = workload.mlperf_size(count, memory, accelerators * count)
             notes += [said] if said else []
         rate, compute = workload.rate, (f"{workload.name} as DLIO emulates it: batch {workload.batch_size} every "
                                         f"{workload.computation_time:g} s = {workload.rate:,.1f} samples/s per accelerator")
@@ -214,7 +227,7 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
     --checkpoint-every, --keep kept (size: within --save-under), priced on ``lab``; each default named."""
     from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, DEFAULT_SAVE_UNDER_SECONDS
     from ..core.premise import CheckpointPremise, DatasetShape, accelerators_of
-    for flag in ("epochs", "random_access", "data_in_efs", "portable_script", "mode", "storage"):
+    for flag in ("epochs", "random_access", "data_in_efs", "portable_script", "mode", "storage", "mlperf_datasize"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "asks about reading a dataset; a checkpointing --workload "
                               "asks where its checkpoints go, on every target: drop it")
