@@ -351,7 +351,7 @@ def _fsx(q: Question, fsx: FsxConfig, premise: str, settings: dict[str, Any] | N
     kept = load.total_bytes * q.keep * HEADROOM / GIB
     if kept > fsx.capacity_gib:
         est.blocker = (f"{q.keep} checkpoint(s) of {format_bytes(load.total_bytes)} need {kept:,.0f} GiB, more than FSx's "
-                       f"{fsx.capacity_gib:,} GiB ({premise}): deploy it larger (`dslab size` provisions it) or keep fewer")
+                       f"{fsx.capacity_gib:,} GiB ({premise}): deploy it larger (what dslab size --workload provisions) or keep fewer (--keep)")
     if save > q.every_seconds:
         est.warnings.append(f"a save takes {save:,.0f} s, longer than the {q.every_seconds:,.0f} s between saves")
     return est
