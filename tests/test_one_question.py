@@ -181,7 +181,7 @@ def test_sizes_largest_cluster_agrees_with_its_own_au_column_at_n_and_n_plus_one
         largest = row.max_instances_at_target_au
         if 1 <= largest:
             assert column(largest)[row.source] >= 90.0, (row.source, largest)
-        if largest < MAX_CLUSTER:
+        if largest < min(MAX_CLUSTER, shape.files):   # at most one instance per file: past it nothing is read
             assert column(largest + 1)[row.source] < 90.0, (row.source, largest + 1)
             checked += 1
     assert checked >= 1

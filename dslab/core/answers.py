@@ -180,8 +180,11 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premis
     notes: tuple[str, ...] = ()
     if trial.workload is not None:   # a DLIO workload: its readers per accelerator and its AU target
         readers, au_target = trial.workload.readers(accelerators), trial.workload.au_percent
-        said = trial.workload.on_accelerator(accelerator_kind(trial.instance_type))[1]
-        notes = (said,) if said and "compute" not in trial.given else ()
+        # Said where the trial's compute is the workload's timing as run on this accelerator (MLPerf's own timing
+        # swapped in, or the file's kept): also from a record, which states every key.
+        timed, said = trial.workload.on_accelerator(accelerator_kind(trial.instance_type))
+        runs_it = (trial.compute.batch_size, trial.compute.seconds_per_batch) == (timed.batch_size, timed.computation_time)
+        notes = (said,) if said and runs_it else ()
         row = INSTANCES.get(trial.instance_type)
         if row is not None:   # its file count against MLPerf Storage's for the trial's cluster (or refused: 0 steps)
             mlperf = trial.workload.mlperf_size(trial.instance_count, row.memory_gib,
@@ -191,8 +194,10 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premis
                    epochs=trial.epochs, rate=compute_rate_of(trial), compute=compute_said(trial), shape=known.shape,
                    shape_origin=known.source, lab=lab, volume_size_gb=trial.volume_size_gb, readers=readers,
                    au_target=au_target if au_target is not None else 90.0,
+                   # A workload's epochs are its file's, not a default.
                    defaults=frozenset(k for k in ("instance", "instance_count", "epochs")
-                                      if {"instance": "instance_type"}.get(k, k) not in trial.given),
+                                      if {"instance": "instance_type"}.get(k, k) not in trial.given
+                                      and not (k == "epochs" and trial.workload is not None)),
                    notes=notes)
 
 

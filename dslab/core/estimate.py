@@ -266,7 +266,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         local_read = megabytes / (2000.0 if nvme else 250.0)
         io_epochs = [local_read] * epochs
         assumptions.append(f"File: downloads {copied_mb / 1e3:,.2f} GB in {copied_files:,} objects onto each instance's "
-                           f"{volume.describe()} at {throughput:,.0f} MB/s plus {per_object * 1000:.1f} ms per object")
+                           f"storage, {volume.describe()}, at {throughput:,.0f} MB/s plus {per_object * 1000:.1f} ms per object")
         blocker = volume.problem()
     elif mode == FASTFILE:
         downloading = model.fastfile_fixed + shape.files / model.fastfile_list_rate

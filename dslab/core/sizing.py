@@ -184,11 +184,18 @@ def au_of(estimate: Estimate) -> float:
     return 0.0 if estimate.blocker else estimate.au_percent
 
 
-def _largest(au_at, target: float = AU_TARGET) -> int:
-    """The largest N in 1..MAX_CLUSTER with au_at(N) >= target (AU never grows with N)."""
-    if au_at(1) < target:
+def _largest(au_at, target: float = AU_TARGET, *, count: int = 1, most: int = MAX_CLUSTER) -> int:
+    """The largest N in 1..``most`` with au_at(N) >= target (AU never grows with N once each instance holds its share).
+    Where one instance cannot hold its share but the asked ``count`` can (File on NVMe with a dataset sized for the
+    cluster), the search starts at ``count``: the largest is never below a cluster the AU column says is fed."""
+    most = max(1, min(most, MAX_CLUSTER))
+    if au_at(1) >= target:
+        lo = 1
+    elif 1 < count <= most and au_at(count) >= target:
+        lo = count
+    else:
         return 0
-    lo, hi = 1, MAX_CLUSTER
+    hi = most
     if au_at(hi) >= target:
         return hi
     while hi - lo > 1:
@@ -271,6 +278,10 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     if found.network_baseline_gbps < found.network_gbps:
         notes.append(f"{instance_type}: 'up to' {found.network_gbps:g} Gbit/s, {found.network_baseline_gbps:g} sustained "
                      "(a run of hours outlasts the burst credits): the sustained figure is used")
+    if shape.files < MAX_CLUSTER:
+        notes.append(f"the largest cluster is at most the dataset's {shape.files:,} files: past them an instance gets "
+                     "nothing to read (S3DataSource: \"Don't choose more ML compute instances for training than available "
+                     "S3 objects\"; `dslab plan` refuses it)")
     dataset_gib = shape.bytes / 2**30
     dataset_gb = shape.bytes / 1e9
 
@@ -379,7 +390,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         # The largest cluster on the same rule as the AU column: at each N the source as provisioned for N (FSx grown
         # with the cluster, EFS's mode, the directory bucket's quota raised as far as 2,000,000 reads/s), so that the
         # column and the largest agree at N and N + 1 (tests/test_sizing.py).
-        largest = _largest(lambda n: au_of(job(mode, storage, n, provisioned(mode, n, storage))), au_target)
+        largest = _largest(lambda n: au_of(job(mode, storage, n, provisioned(mode, n, storage))), au_target,
+                           count=count, most=shape.files)
         gets = gets_per_second(estimate, count)
         extra: list[str] = []
         commands: list[str] = []
@@ -477,7 +489,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         as_is = job(mode, storage, count, lab)
         as_is_hour, as_is_run, _ = run(as_is, count)
         deployed_view = {"au_percent": round(as_is.au_percent, 1),
-                         "max_instances_at_target_au": _largest(lambda n: au_of(job(mode, storage, n, lab)), au_target),
+                         "max_instances_at_target_au": _largest(lambda n: au_of(job(mode, storage, n, lab)), au_target,
+                                                                 count=count, most=shape.files),
                          "usd_per_run": round(as_is_run, 2), "usd_per_hour": round(as_is_hour, 2),
                          "premise": (lab.fsx.label() if mode == FSX else lab.efs.label() if mode == EFS else
                                      f"{as_is.volume_gb:,} GB per instance ({'NVMe' if found.nvme_gb else 'EBS'})"
