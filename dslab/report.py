@@ -69,8 +69,17 @@ def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, 
 
 # ---- aggregation -----------------------------------------------------------------------------
 
+def data_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of jobs that read a dataset (a checkpoint trial's have their own section: checkpoint_lines)."""
+    return [r for r in records if not r.get("checkpoint_target")]
+
+
 def source(record: dict[str, Any]) -> str:
-    """The data source a record's bars are labelled with: its mode, "Express <mode>" on the directory bucket."""
+    """The data source a record's bars are labelled with: its mode, "Express <mode>" on the directory bucket; a
+    checkpoint job's, its target ("S3 sync", "FSx", ...)."""
+    if record.get("checkpoint_target"):
+        from .core.modes import checkpoint_target_label
+        return checkpoint_target_label(record["checkpoint_target"], bool(record.get("checkpoint_restore")))
     return source_label(lab_mode(record), record.get("storage"))
 
 
@@ -417,6 +426,7 @@ def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignor
     source's measured AU against the workload's target (metric.au), as MLPerf Storage judges a run (DLIO's
     train_au_meet_expectation: the mean of the epochs' AU at least metric.au), and with ``ignored`` the fields the
     lab does not use, one line each, as the commands print them."""
+    from .core.checkpoint import CheckpointWorkload
     from .core.dlio import ignored_lines, parse_entry
     lines, seen = [], set()
     for trial in experiment.get("trials") or []:
@@ -425,9 +435,16 @@ def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignor
             continue
         seen.add(json.dumps(entry, sort_keys=True))
         try:
-            workload = parse_entry(entry, "workload")
+            workload = parse_entry(entry, "workload", checkpointing=True)
         except ValueError:   # a record written by another version: say what it names
             lines.append(f"- workload: {entry.get('file', '?')} (not read by this version)")
+            continue
+        if isinstance(workload, CheckpointWorkload):
+            digest = f", sha256 {workload.sha256[:12]}" if workload.sha256 else ""
+            lines.append(f"- checkpoint workload (DLIO, MLPerf Storage): `{workload.source}`{digest}: **scale "
+                         f"{workload.scale:g}** of every file's bytes; {workload.describe()}")
+            if ignored:
+                lines += [f"  - {line}" for line in ignored_lines([workload])]
             continue
         digest = f", sha256 {workload.sha256[:12]}" if workload.sha256 else ""
         lines.append(f"- workload (DLIO, MLPerf Storage): `{workload.source}`{digest}: **scale {workload.scale:g}**, "
@@ -446,6 +463,91 @@ def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignor
     return lines
 
 
+def _short(seconds: float) -> str:
+    """Seconds as the checkpoint section says them: milliseconds kept below a minute (a local save takes a few)."""
+    return f"{seconds:,.3f} s" if seconds < 60 else duration(seconds)
+
+
+def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
+    """The checkpoint section (a run with checkpoint trials): per trial, the answer first (the measured pick: the
+    shortest stall, then restore; and where the same checkpoints at the workload's full size should go on AWS, every
+    30 minutes, estimated), then each target's measured save, stall, restore and GB/s."""
+    from dataclasses import replace
+
+    from .core.checkpoint import GIB
+    from .core.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, Question, measured_pick,
+                                           measured_targets, option_name, recommend)
+    from .core.decision import usd
+    targets = measured_targets(results["records"])
+    if not targets:
+        return []
+    local = results.get("backend") == "local"
+    lines = ["## Checkpoints: where they should go", ""]
+    if local:
+        lines += ["> Local seconds: this machine's disk and loopback S3, at the trial's --scale of each file's bytes; "
+                  "compare the targets with each other, and read the estimate for AWS.", ""]
+    trials = {t.name: t for t in answers.experiment.trials if t.checkpoint is not None} if answers.experiment else {}
+    by_trial: dict[str, list] = defaultdict(list)
+    for t in targets:
+        by_trial[t.trial].append(t)
+    for trial_name, group in by_trial.items():
+        pick, runner = measured_pick(group)
+        lines.append(f"### {group[0].model} · {trial_name}")
+        lines.append("")
+        if pick is None:
+            lines.append("- no measured answer: no target's writer job completed"
+                         + (f" ({'; '.join(f for t in group for f in t.failures)[:600]})" if any(t.failures for t in group) else ""))
+        else:
+            restore = f", {_short(pick.restore_seconds)} to restore" if pick.restore_seconds is not None else ""
+            lines.append(f"- **Pick (measured): {pick.label}**: training waits {_short(pick.stall_seconds)} a save{restore}. "
+                         "Why: the shortest stall (then restore) of the targets this run measured.")
+            if runner is not None:
+                lines.append(f"- Runner-up: {runner.label}: {_short(runner.stall_seconds)} a save"
+                             + (f", {_short(runner.restore_seconds)} to restore" if runner.restore_seconds is not None else "")
+                             + ".")
+                if runner.stall_seconds <= pick.stall_seconds * (1 + DISAGREEMENT * 2):
+                    lines.append(f"- Precision: {pick.label} and {runner.label} stall within 10% of each other: this run "
+                                 "does not separate them (`repeats: 3`, or a larger scale of the workload's bytes).")
+        trial = trials.get(trial_name)
+        if trial is not None:
+            try:
+                workload = replace(trial.checkpoint.workload, scale=1.0)
+                plan = replace(trial.checkpoint, workload=workload).plan(trial)
+                q = Question(plan, trial.instance_type, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, answers.prices, answers.lab,
+                             trial.volume_size_gb)
+                answer = recommend(q)
+            except ConfigError as err:
+                lines.append(f"- Estimated on AWS: not priced: {err}")
+                answer = None
+            if answer is not None and answer.pick is not None:
+                p = answer.pick
+                runner_text = (f"; runner-up {option_name(answer.runner_up)}, ${answer.runner_up.usd_per_day:,.2f} a day"
+                               if answer.runner_up else "")
+                lines.append(f"- {'**Estimated on AWS**' if local else 'Estimated'} (not measured: {plan.files:,} files, "
+                             f"{plan.bytes / GIB:,.1f} GiB a checkpoint at full size on {trial.instance_count} x "
+                             f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {DEFAULT_KEEP} kept): "
+                             f"{option_name(p)}, ${p.usd_per_day:,.2f} a day, {p.stall_seconds:,.1f} s stall a save, "
+                             f"{duration(p.restore_seconds)} to restore{runner_text}. Why: {answer.why}.")
+        lines.append("")
+    lines += ["| model · trial | target | jobs | save s | stall s | restore s | of it the copy-in s | save GB/s | "
+              "load GB/s | GiB a checkpoint | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for t in targets:
+        gib = f"{t.bytes_per_checkpoint / GIB:,.4f}" if t.bytes_per_checkpoint else "-"
+        lines.append(f"| {t.model} · {t.trial} | {t.label} | {t.completed}/{t.jobs} | {_fmt(t.save_seconds, 3)} | "
+                     f"{_fmt(t.stall_seconds, 3)} | {_fmt(t.restore_seconds, 3)} | {_fmt(t.copy_in_seconds, 3)} | "
+                     f"{_fmt(t.save_gb_per_second, 2)} | {_fmt(t.load_gb_per_second, 2)} | {gib} | {usd(t.cost_usd)} |")
+    lines += ["", "save: each checkpoint's slowest rank, from its start to its last fsync (MLPerf Storage's \"maximum time "
+              "across all GPUs\"); stall: how long the host waited for all its ranks (the sync: the write to the "
+              "instance's volume; the upload ran behind the script); restore: a new job back at the checkpoint (the sync: "
+              "the restore job's copy-in of the S3 URI, reported as Downloading, then its reads; FSx and EFS: the reads, "
+              "another host's files where there are several). GB/s: the whole checkpoint's GiB (1024³ bytes, which DLIO "
+              "calls GB) over the save or load. Means over the checkpoints and the repeats.", ""]
+    failed = [f for t in targets for f in t.failures]
+    if failed:
+        lines += [f"- failed: {_cell(f)}" for f in failed] + [""]
+    return lines
+
+
 def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answers) -> str:
     from .core.decision import usd
     experiment = results.get("experiment", {})
@@ -460,11 +562,14 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         lines += [f"> Resumed: {resumed['kept']} jobs kept from the interrupted attempt, {resumed['ran']} run in "
                   f"attempt {resumed['attempt']} (their logs under jobs/; superseded attempts' under "
                   "jobs/attempt-N/).", ""]
-    lines += ["Cost to a result is what one run pays: its jobs (measured) and its set-up (priced from the dataset's "
-              "files and bytes: the copy into EFS, the staging copy into the directory bucket, FSx's uptime while it "
-              "imports). A source that needs more than the S3 bucket is picked only when it saves enough to be worth it.", ""]
+    reads = bool(rows) or not any(r.get("checkpoint_target") for r in results["records"])   # jobs that read data
+    if reads:
+        lines += ["Cost to a result is what one run pays: its jobs (measured) and its set-up (priced from the dataset's "
+                  "files and bytes: the copy into EFS, the staging copy into the directory bucket, FSx's uptime while it "
+                  "imports). A source that needs more than the S3 bucket is picked only when it saves enough to be worth it.", ""]
     lines += [f"Priced on {answers.lab.describe()}.", ""]
     lines += answer_lines(answers)
+    lines += checkpoint_lines(results, answers)
     prices = results.get("prices", {})
     lines += ["## The run", "",
               f"- backend: **{results['backend']}**; execution: `{results.get('execution', '-')}`",
@@ -472,6 +577,10 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
               f"- prices: {prices.get('date', '-')} ({prices.get('region', '-')}): {prices.get('source', '-')}",
               f"- {summary['message'].split(';')[0]}; total cost ${summary['cost_usd']:.4f}",
               *workload_lines(experiment, rows), ""]
+    if not reads:   # checkpoint trials only: their section above is the report
+        failures = [f"- {r['job_name']}: {_cell(r.get('failure_reason') or r['status'])}" for r in results["records"]
+                    if r["status"] != "Completed"]
+        return "\n".join(lines + (["## Failed and skipped jobs", "", *failures, ""] if failures else []))
     lines += ["## Billable time per data source (seconds, mean over completed repeats)", "",
               "| dataset | source | runs | downloading | training | other | billable | spread of the runs | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -502,7 +611,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     for r in rows:
         lines.append(f"| {r['dataset']} | {r['mode']} | {_fmt(r['cost_instance'], 4, '$')} | {_fmt(r['cost_storage'], 4, '$')} | "
                      f"{_fmt(r['cost_requests'], 4, '$')} | {_fmt(r['cost_total'], 4, '$')} |")
-    scale = scaling(results["records"])
+    scale = scaling(data_records(results["records"]))
     if scale:
         lines += ["", "## Scaling: the same source on more instances", "",
                   "| dataset | source | instances | aggregate samples/s | speed-up | AU % per instance (mean) | AU % (lowest host) |",
@@ -618,14 +727,14 @@ def write_report(results: dict[str, Any], out: Path) -> dict[str, Path]:
     whoever writes it (`dslab local`, the workflow's results through `dslab report`)."""
     validate_results(results)
     out.mkdir(parents=True, exist_ok=True)
-    rows = aggregate(results["records"])
+    rows = aggregate(data_records(results["records"]))
     answers = Answers(results, rows)
     title = f"{results.get('experiment', {}).get('name', 'experiment')} ({results['backend']})"
     paths = {name: out / name for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png")}
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))
     paths["results.csv"].write_text(to_csv(results["records"]))
     breakdown_chart(rows, paths["breakdown.png"], f"Billable time per data source: {title}")
-    scale = scaling(results["records"])
+    scale = scaling(data_records(results["records"]))
     if scale:
         paths["scaling.png"] = out / "scaling.png"
         scaling_chart(scale, paths["scaling.png"], f"Scaling: {title}")

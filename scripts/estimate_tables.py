@@ -305,7 +305,48 @@ def mlperf_datasize() -> list[str]:
     return mlperf_workloads(datasize=True)
 
 
+# ---- where checkpoints go (docs/checkpoints.md): the issue's two clusters, every target ------------------------------
+
+CHECKPOINT_CLUSTERS = (("llama3_8b.yaml", 1), ("llama3_70b.yaml", 8))
+
+
+def _seconds(value: float) -> str:
+    from dslab.report import duration
+    return duration(value)
+
+
+def checkpoint_targets() -> list[str]:
+    """llama3_8b on 1 and llama3_70b on 8 x ml.p5.48xlarge, a save every 30 minutes, the last 2 kept: every target as
+    cdk.json deploys it and FSx and EFS provisioned for the cheapest day, as `recommend` ranks them."""
+    rows: list[str] = []
+    for file, hosts in CHECKPOINT_CLUSTERS:
+        argv = ("--instance", "ml.p5.48xlarge", "--instance-count", str(hosts), "--checkpoint-every", "30m")
+        answer = dslab("recommend", "--workload", str(REPO / DLIO / file), *argv)
+        gib = answer["premise"]["checkpoint"]["bytes"] / 1024 ** 3
+        pick = answer["pick"]
+        rows += [f"| {file.removesuffix('.yaml')} on {hosts} x ml.p5.48xlarge ({gib:,.1f} GiB a checkpoint) | save | "
+                 "stall | restore | idle a save | a day |", "|---|---|---|---|---|---|"]
+        for o in answer["options"]:
+            premise = "as deployed" if o["premise"] == "as cdk.json would deploy it" else o["premise"]
+            name = f"{o['label']}: {o['provision'].removeprefix('EFS ')} ({premise})"
+            if o is pick or o == pick:
+                name = f"**{name}: the pick**"
+            if o.get("blocker"):
+                rows.append(f"| {name} | — | — | — | — | cannot: {o['blocker']} |")
+                continue
+            day = (f"{usd(o['usd_per_day'])} ({usd(o['idle_usd_per_day'])} idle, "
+                   f"{usd(o['storage_usd_per_day'] + o['standing_usd_per_day'])} storage, "
+                   f"{usd(o['requests_usd_per_day'])} requests)")
+            if o["warnings"]:
+                day = f"cannot keep up: {o['warnings'][0]}"
+            rows.append(f"| {name} | {_seconds(o['save_seconds'])} | {_seconds(o['stall_seconds'])} | "
+                        f"{_seconds(o['restore_seconds'])} | {usd(o['idle_usd_per_save'])} | {day} |")
+        rows += ["", f"({command('recommend', '--workload', f'{DLIO}/{file}', *argv)})", ""]
+    return rows[:-1]
+
+
 TABLES = {
+    "checkpoint-targets": ("docs/checkpoints.md", checkpoint_targets),
     "post-cells": ("docs/report.md", post_cells),
     "express-c": ("docs/sources/express.md", express_c),
     "script-c": ("docs/sources/script.md", script_c),

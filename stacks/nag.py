@@ -36,7 +36,9 @@ def acknowledge_core(stack: cdk.Stack) -> None:
               else "<DataBucketE6B0FAA8.Arn>")
     for prefix, why in (("datasets", "training jobs read every object of every dataset under datasets/"),
                         ("code", "training jobs read code uploaded under code/ by `dslab run`"),
-                        ("output", "SageMaker writes each job's model and output archives under output/<experiment>/<job>/")):
+                        ("output", "SageMaker writes each job's model and output archives under output/<experiment>/<job>/"),
+                        ("checkpoints", "SageMaker's checkpoint sync reads, writes and deletes a checkpoint trial's files "
+                         "under checkpoints/<execution>/<trial>/<target>/, named by the job's ranks at run time")):
         ack(policy, f"{IAM5}[Resource::{bucket}/{prefix}/*]", f"Prefix-scoped: {why}; object names are not known in advance")
     ack(policy, f"{IAM5}[Resource::*]",
         "ec2:Describe* for the job's network set-up, ecr:GetAuthorizationToken and cloudwatch:PutMetricData "

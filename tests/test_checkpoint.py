@@ -224,10 +224,17 @@ def test_bad_input_is_refused_in_one_line_naming_the_field(doc, field, words):
 
 
 def test_the_cli_says_what_a_checkpointing_workload_is_where_it_emulates_training(capsys, tmp_path):
-    code = main(["size", "--workload", str(LLAMA["8b"])])
+    """size, estimate and recommend answer where its checkpoints go (tests/test_checkpoint_targets.py); generating its
+    dataset is refused: it has none."""
+    code = main(["dataset", "generate", "--workload", str(LLAMA["8b"]), "--out", str(tmp_path / "none")])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "\n" not in err and "workflow.train" in err
-    assert "a checkpointing workload" in err and "104.7 GiB per checkpoint on 8 processes" in err
+    assert code == 2 and "\n" not in err and "--workload" in err and "a checkpointing workload" in err
+    assert not (tmp_path / "none").exists()
+    from dslab.core.dlio import parse_workload   # where the lab emulates training reads, its size is said
+    with pytest.raises(ConfigError, match="104.7 GiB per checkpoint on 8 processes"):
+        parse_workload(document("8b"), "llama3_8b.yaml")
+    assert main(["size", "--workload", str(LLAMA["8b"])]) == 0
+    capsys.readouterr()
     (tmp_path / "typo.yaml").write_text(LLAMA["8b"].read_text().replace("ffn_hidden_size", "ffn_hiden_size"))
     code = main(["size", "--workload", str(tmp_path / "typo.yaml")])
     err = capsys.readouterr().err.strip()

@@ -192,8 +192,8 @@ def test_a_typo_in_a_field_the_lab_reads_is_refused_naming_the_key(capsys, tmp_p
     assert one_line_error(code, err, "dataset.num_file_train", "did you mean 'num_files_train'"), err
     (tmp_path / "ckpt.yaml").write_text("model: {name: llama_7b}\nworkflow: {train: False, checkpoint: True}\n"
                                         "checkpoint: {checkpoint_folder: x}\n")
-    code, _, err = run_cli(capsys, "size", "--workload", tmp_path / "ckpt.yaml")
-    assert one_line_error(code, err, "workflow.train", "trains nothing"), err
+    code, _, err = run_cli(capsys, "size", "--workload", tmp_path / "ckpt.yaml")   # read as a checkpointing workload
+    assert one_line_error(code, err, "checkpoint.num_checkpoints_write", "nothing to write or read"), err
 
 
 # ---- compute as DLIO emulates it, AU as DLIO computes it -------------------------------------------

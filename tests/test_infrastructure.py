@@ -198,6 +198,10 @@ def test_data_bucket_protections_and_retention(lab):
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"
     assert data["DeletionPolicy"] == "Retain" and data["UpdateReplacePolicy"] == "Retain"
+    # Checkpoints a run left behind (stopped before the job that deletes them) expire after a week.
+    rules = props["LifecycleConfiguration"]["Rules"]
+    assert {"Prefix": "checkpoints/", "ExpirationInDays": 7, "Status": "Enabled"}.items() <= next(
+        r for r in rules if r.get("Prefix") == "checkpoints/").items()
     policies = resources(lab.core, "AWS::S3::BucketPolicy")
     tls_denials = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
                    if s["Effect"] == "Deny" and s.get("Condition", {}).get("Bool", {}).get("aws:SecureTransport") == "false"]
@@ -249,7 +253,7 @@ def test_come_back_after_destroy_adopts_the_kept_bucket(tmp_path):
     s3_resources = [r for st in _statements(again.core) if "s3:" in json.dumps(st["Action"])
                     for r in (st["Resource"] if isinstance(st["Resource"], list) else [st["Resource"]])]
     data_resources = [r for r in s3_resources if "cdk-hnb659fds-assets" not in json.dumps(r)]  # the code asset
-    assert len(data_resources) == 4
+    assert len(data_resources) == 6   # datasets/ and code/ read, output/ written, listed; checkpoints/ synced, listed
     for resource in data_resources:
         assert BUCKET_ARN in json.dumps(resource) and "Fn::GetAtt" not in json.dumps(resource)
     # FSx links the kept bucket's datasets prefix.
@@ -308,14 +312,15 @@ def _role_statements(template, role_logical: str) -> list[dict]:
             for st in p["Properties"]["PolicyDocument"]["Statement"]]
 
 
-def test_training_role_reads_the_express_bucket_in_read_only_sessions(lab):
+def test_training_role_takes_sessions_on_the_express_bucket_only(lab):
+    """Reads, and a checkpoint trial's Express sync: a ReadWrite session, which a directory bucket grants for the
+    whole bucket (no prefix narrows it), and on nothing else."""
     logical, _ = _directory_bucket(lab.core)
     roles = resources(lab.core, "AWS::IAM::Role")
     training = next(n for n, r in roles.items() if "sagemaker.amazonaws.com" in json.dumps(r["Properties"]["AssumeRolePolicyDocument"]))
     express = [st for st in _role_statements(lab.core, training) if "s3express" in json.dumps(st["Action"])]
-    assert express == [{"Sid": "ReadExpressBucket", "Action": "s3express:CreateSession", "Effect": "Allow",
-                        "Resource": {"Fn::GetAtt": [logical, "Arn"]},
-                        "Condition": {"StringEquals": {"s3express:SessionMode": "ReadOnly"}}}]
+    assert express == [{"Sid": "ReadWriteExpressBucket", "Action": "s3express:CreateSession", "Effect": "Allow",
+                        "Resource": {"Fn::GetAtt": [logical, "Arn"]}}]
     for template in (lab.core, lab.fsx, lab.workflow):  # no s3express wildcard anywhere in the lab
         for statement in _statements(template):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
@@ -489,6 +494,9 @@ def test_efs_provisioned_throughput_and_iam_mounts_by_context(with_settings):
     (fs,) = resources(provisioned.core, "AWS::EFS::FileSystem").values()
     statements = fs["Properties"]["FileSystemPolicy"]["Statement"]
     assert any("elasticfilesystem:ClientMount" in json.dumps(s["Action"]) and s["Effect"] == "Allow" for s in statements)
+    # A checkpoint trial's EFS target writes as the container's root user: write and root access for the training role.
+    assert any({"elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"} <= set(s["Action"])
+               for s in statements if isinstance(s["Action"], list))
     # DataSync must stage EFS in this mode too: it mounts with an access role, over TLS.
     (location,) = resources(provisioned.workflow, "AWS::DataSync::LocationEFS").items()
     props = location[1]["Properties"]
@@ -568,10 +576,17 @@ def test_training_role_least_privilege(lab):
     assert by_sid["ListDatasetsAndCode"]["Condition"] == {"StringLike": {"s3:prefix": ["datasets/*", "code/*"]}}
     s3_actions = {a for st in by_sid.values() for a in (st["Action"] if isinstance(st["Action"], list) else [st["Action"]])
                   if a.startswith("s3:")}
-    assert s3_actions == {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "s3:AbortMultipartUpload"}
+    assert s3_actions == {"s3:GetObject", "s3:ListBucket", "s3:PutObject", "s3:AbortMultipartUpload", "s3:DeleteObject"}
     assert by_sid["JobMetrics"]["Condition"] == {"StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}}
+    # A checkpoint trial's SageMaker sync reads, writes and deletes checkpoints/ only, and lists that prefix only.
+    sync = by_sid["SyncCheckpoints"]
+    assert sorted(sync["Action"]) == ["s3:AbortMultipartUpload", "s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
+    assert json.dumps(sync["Resource"]).count("/checkpoints/*") == 1 and "/datasets/" not in json.dumps(sync["Resource"])
+    assert by_sid["ListCheckpoints"]["Condition"] == {"StringLike": {"s3:prefix": ["checkpoints/*"]}}
+    deleting = [st for st in by_sid.values() if "s3:DeleteObject" in json.dumps(st["Action"])]
+    assert deleting == [sync]
     all_actions = json.dumps([s["Action"] for s in by_sid.values()])
-    assert "s3:DeleteObject" not in all_actions and "iam:" not in all_actions
+    assert "iam:" not in all_actions
 
 
 # ---- Outputs ---------------------------------------------------------------------------------

@@ -86,6 +86,9 @@ def smaller_default_experiment(tmp_path: Path) -> Path:
     # Two jobs at a time: at these sizes a job is mostly its start and its end (the workflow's steps,
     # a process start), which overlap well; `make lab` keeps one at a time for its figures.
     doc["max_concurrency"] = 2
+    for trial in doc["trials"]:   # a workload file named relative to experiments/, from the copy's folder
+        if isinstance(trial.get("workload"), dict):
+            trial["workload"]["file"] = str((DEFAULT_EXPERIMENT.parent / trial["workload"]["file"]).resolve())
     path = tmp_path / "local-smaller.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -108,8 +111,11 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     experiment = load_experiment(path)
     images = {d.name: d.generate["images"] for d in experiment.datasets}
     assert images == {"local-jpg": 80, "local-tfr": 160}
-    records = results["records"]
-    assert len(records) == 14
+    # The llama3_8b checkpoint trial: its four targets (and the sync targets' restore jobs) through the workflow.
+    checkpoints = [r for r in results["records"] if r.get("checkpoint_target")]
+    records = [r for r in results["records"] if not r.get("checkpoint_target")]
+    assert len(records) == 14 and len(checkpoints) == 6
+    assert_checkpoint_trial(checkpoints, out)
     sources = {(r["dataset"], lab_mode(r), r.get("storage", "standard")) for r in records}
     assert sources == {(d, m, "standard") for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")} | {
         ("local-jpg", "File", "express"), ("local-jpg", "FastFile", "express")}
@@ -132,16 +138,44 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert "LOCAL run" in report and "estimated (not measured)" in report
     assert "Express FastFile" in report and "Express File" in report and "| Script |" in report
     # The answer leads, local and estimated on AWS, per dataset; `dslab report` rebuilds the same report.
-    assert report.splitlines()[2] == "## Answer" and report.count("**Pick: ") == 2 and report.count("Estimated on AWS") == 2
+    # (and once more in the checkpoint section, for the checkpoint trial)
+    assert report.splitlines()[2] == "## Answer" and report.count("**Pick: ") == 2 and report.count("Estimated on AWS") == 3
     assert main(["report", "--results", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "report.md").read_text() == report
     assert {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
     # Progress, a line per change (not a terminal): where the run stands each time, and how it ended.
     changes = [line for line in lines if line.startswith("  [")]
-    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(14/14 done)")
+    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(20/20 done)")
     assert any("left)" in line for line in changes)   # an estimate of the time left once a job has ended
-    assert "jobs: 14/14 jobs done, 0 running;" in "\n".join(lines)
+    assert "jobs: 20/20 jobs done, 0 running;" in "\n".join(lines)
     assert_clean(cache)
+
+
+def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
+    """Every target wrote and read back llama3_8b's 16 files a checkpoint (scaled), SageMaker's sync restored by its
+    second job (the copy-in a phase of its own) and emptied in S3 when that job deleted them; the report opens its
+    checkpoint section with the answer."""
+    by = {(r["checkpoint_target"], r["checkpoint_restore"]): r for r in records}
+    assert set(by) == {("s3", False), ("s3", True), ("express", False), ("express", True), ("fsx", False), ("efs", False)}
+    for (target, restore), r in by.items():
+        assert r["status"] == "Completed", (target, restore, r["failure_reason"])
+        assert r["mode"] == {"s3": "File", "express": "File", "fsx": "FSx", "efs": "EFS"}[target]
+        figures = r["metrics"]["checkpoint"]
+        assert figures["files_per_checkpoint"] == 16 and figures["fsync_calls"] == (0 if restore else 32)
+        assert len(figures["load_seconds"]) == 2 and len(figures["save_seconds"]) == (0 if restore else 2)
+        assert ("Downloading" in r["phases"]) == restore   # SageMaker's copy of the S3 URI, before the script
+        if target in ("s3", "express"):
+            assert r["checkpoint_s3_uri"] == by[(target, not restore)]["checkpoint_s3_uri"]
+    assert by[("express", False)]["storage"] == "express" and by[("express", False)]["checkpoint_s3_uri"].split("/")[2].endswith("--x-s3")
+    log = (out / "jobs" / f"{by[('s3', True)]['job_name']}.log").read_text()
+    # Everything the writer's sync uploaded (2 checkpoints x 16 files, 11,242,568 bytes each at scale 0.0001) was copied
+    # in; the restore job deleted what it read, and SageMaker's sync deleted it in S3.
+    assert "checkpoint sync: 32 file(s), 22,485,136 bytes copied in" in log and "32 deleted in S3" in log
+    report = (out / "report.md").read_text()
+    section = report[report.index("## Checkpoints: where they should go"):]
+    assert section.splitlines()[4].startswith("### llama-8b · llama3-8b-checkpoints")
+    assert "**Pick (measured): " in section and "**Estimated on AWS**" in section
+    assert section.index("**Pick (measured)") < section.index("| model · trial | target |")
 
 
 def test_corrupted_shard_fails_one_real_job_others_complete_results_stored_teardown_runs(cache, tmp_path, bound_lab):

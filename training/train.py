@@ -167,7 +167,8 @@ def run_checkpoint_trial(ctx: JobContext) -> dict:
     print(f"dslab: checkpoints of {spec.workload} ({spec.mode} mode, {spec.processes} processes, scale {spec.scale:g}) "
           f"in {directory} ({'shared by the hosts' if shared else 'this host'}): {spec.writes} written, {spec.reads} "
           f"read, {spec.interval_seconds:g} s apart; host {ctx.current_host}/{len(ctx.hosts)}", flush=True)
-    figures = run_checkpoints(spec, directory, ctx.host_rank, len(ctx.hosts), shared)
+    cleanup = str(ctx.hyperparameters.get("checkpoint_cleanup", False)).lower() in ("1", "true")
+    figures = run_checkpoints(spec, directory, ctx.host_rank, len(ctx.hosts), shared, cleanup=cleanup)
     for phase in ("save", "stall", "load"):
         for step, seconds in enumerate(figures[f"{phase}_seconds"], start=1):
             metric(f"checkpoint_{phase}_seconds", seconds, checkpoint=step)

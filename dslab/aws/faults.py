@@ -739,6 +739,7 @@ STATE_SITES: tuple[StateSite, ...] = (
               "only (the Cause is not kept); the other jobs run"),
     _training(""),
     _training("Script"),
+    _training("Checkpoint"),   # a checkpoint trial's SageMaker-sync job: no channel, a CheckpointConfig
 )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from .common import add_command, explain_aws, lab_provisioning, price_table, print_json
-from .question import add_question_flags, premise_json, premise_of, workload_of
+from .question import add_question_flags, is_checkpoint_question, premise_json, premise_of, workload_of
 
 
 def print_workload(workload) -> None:
@@ -53,6 +53,9 @@ def cmd_estimate(args) -> int:
     from ..core.recommend import options
     from ..report import duration
     prices = price_table(args.prices)
+    if is_checkpoint_question(args):
+        from . import checkpoints
+        return checkpoints.cmd_estimate(args, prices)
     premise = premise_of(args, prices=prices)
     found = options(premise.shape, sources=_sources(args), lab=premise.lab, au_target=premise.au_target, prices=prices,
                     **premise.estimate_kwargs())
@@ -177,6 +180,9 @@ def cmd_recommend(args) -> int:
     if getattr(args, "results", None):
         raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
     prices = price_table(args.prices)
+    if is_checkpoint_question(args):
+        from . import checkpoints
+        return checkpoints.cmd_recommend(args, prices)
     premise = premise_of(args, prices=prices)
     result = recommend(premise.shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
                        portable=args.portable_script, lab=premise.lab, au_target=premise.au_target, prices=prices,
@@ -246,7 +252,7 @@ def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity"):
+                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity", "checkpoint_every", "keep"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
     prices = price_table(args.prices)
@@ -261,7 +267,11 @@ def _recommend_experiment(args) -> int:
     found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
     unanswered = [a for a in found if a.recommendation is None]
     if args.json:
-        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict()})
+        from .checkpoints import trial_answer
+        checkpoints = [{"trial": t.name, **dict(zip(("premise", "answer"), (p.to_dict(), a.to_dict())))}
+                       for t in experiment.trials if t.checkpoint is not None for p, a in [trial_answer(t, lab, prices)]]
+        print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict(),
+                    **({"checkpoints": checkpoints} if checkpoints else {})})
         return 1 if unanswered else 0
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
@@ -271,6 +281,11 @@ def _recommend_experiment(args) -> int:
         print(a.premise.describe())
         print_recommendation(a.recommendation)
         print()
+    from .checkpoints import print_trial_answer
+    for trial in experiment.trials if not args.dataset else ():   # a checkpoint trial's question: where they go
+        if trial.checkpoint is not None:
+            print_trial_answer(trial, lab, prices)
+            print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0
 

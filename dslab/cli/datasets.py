@@ -44,6 +44,11 @@ def _generate_workload(args) -> int:
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}", "the workload file gives the dataset's shape with --workload; drop it")
     workload = workload_of(args)
+    from ..core.checkpoint import CheckpointWorkload
+    if isinstance(workload, CheckpointWorkload):   # its checkpoints are what its jobs write: there is no dataset
+        raise ConfigError("--workload", f"{workload.source} is a checkpointing workload (workflow.train: False): it "
+                          "reads no dataset; its training jobs write its checkpoints", "dslab estimate, recommend or "
+                          "size --workload for where they should go, or dslab local --workload to run it")
     print_workload(workload)
     recipe = workload.recipe()
     with progress_bar() as progress:

@@ -115,7 +115,8 @@ def _cheapest_completed(path: Path, experiment, dataset: str, mode: str | None,
         raise ConfigError("--results", f"{path} is a run of experiment hash {results['experiment_hash']}, not of "
                           f"--experiment ({experiment.content_hash}): give the experiment file that run used")
     done = [r for r in results["records"] if r["dataset"] == dataset and r["status"] == "Completed"
-            and r["billable_seconds"] is not None and (mode is None or lab_mode(r) == mode)]
+            and r["billable_seconds"] is not None and (mode is None or lab_mode(r) == mode)
+            and not r.get("checkpoint_target")]   # a checkpoint job reads no dataset: nothing to export
     if not done:
         raise ConfigError("--results", f"{path} has no completed {mode or ''} job on {dataset}".replace("  ", " "),
                           sorted({r["dataset"] for r in results["records"] if r["status"] == "Completed"}) or None)

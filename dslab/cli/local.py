@@ -53,8 +53,8 @@ def cmd_local(args) -> int:
         print(f"{source(r):16s} {scenario(r, several_trials):{width}s} {r['status']:10s} {num(m.get('samples_per_second')):>10s} "
               f"{num(m.get('mb_per_second')):>8s} {num(job_au_percent(m)):>6s} {num(m.get('end_to_end_efficiency_percent')):>6s} "
               f"{num(m.get('time_to_first_batch_seconds'), 2):>11s} {num(r['billable_seconds'], 0):>10s}")
-    from ..report import aggregate as _rows, workload_lines
-    for line in workload_lines(run.results.get("experiment", {}), _rows(run.results["records"]), ignored=False):
+    from ..report import aggregate as _rows, data_records, workload_lines
+    for line in workload_lines(run.results.get("experiment", {}), _rows(data_records(run.results["records"])), ignored=False):
         print(line.removeprefix("- ").replace("**", "").replace("`", ""))
     t = run.timings
     training = sum((r["phases"] or {}).get("Training", 0.0) for r in run.results["records"])
@@ -65,12 +65,17 @@ def cmd_local(args) -> int:
         print(f"wall time {t['total']:.1f} s: set-up {t.get('setup', 0):.1f} s, data preparation {t.get('data', 0):.1f} s, "
               f"jobs {t.get('jobs', 0):.1f} s ({share}), reporting {t.get('reporting', 0):.1f} s"
               + ("" if side_by_side else f"; lab overhead {100 * (1 - training / t['total']):.0f}% of the wall time"))
-    from ..report import Answers, aggregate, answer_lines
+    from ..report import Answers, aggregate, answer_lines, checkpoint_lines
     print()
     print("the answer (as report.md's ## Answer; local seconds are this machine's, not AWS's):")
-    for line in answer_lines(Answers(run.results, aggregate(run.results["records"])), bold=str,
-                             heading=lambda label: f"{label}:"):
+    answers = Answers(run.results, aggregate(data_records(run.results["records"])))
+    for line in answer_lines(answers, bold=str, heading=lambda label: f"{label}:"):
         print(f"  {line}" if line else "")
+    for line in checkpoint_lines(run.results, answers):   # the checkpoint section's answer, its table left to the report
+        if line.startswith("|"):
+            break
+        if not line.startswith(">"):
+            print(f"  {line.replace('**', '').replace('### ', '').replace('## ', '')}" if line else "")
     print(f"report: {Path(args.out) / 'report.html'} (also report.md, results.json, results.csv, breakdown.png)")
     return 0 if run.execution_status == "SUCCEEDED" else 1
 

@@ -62,6 +62,7 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
                         "NVMe types have their own instance storage)")
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
     add_workload_flags(p)
+    add_checkpoint_flags(p)
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
                    "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
     p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/prices.py` has the table)")
@@ -72,9 +73,36 @@ def add_workload_flags(p) -> None:
     """--workload and --scale, as size, estimate, recommend, plan, run and local take them."""
     p.add_argument("--workload", help="a DLIO workload file as MLPerf Storage publishes it (dlio_benchmark/configs/"
                    "workload/*.yaml): its dataset, compute (batch_size every computation_time per accelerator), epochs, "
-                   "read_threads and AU target (metric.au)")
+                   "read_threads and AU target (metric.au); or a checkpointing one (llama3_8b.yaml, ...): its "
+                   "checkpoints, on every checkpoint target")
     p.add_argument("--scale", type=real(0, 1), help="with --workload: the fraction of its files (record sizes kept; "
-                   "default 1)")
+                   "default 1), or of a checkpointing workload's every file's bytes")
+
+
+def duration(unit: str = "m"):
+    """An argparse type: seconds from "30m", "2h", "90s" or a bare number in ``unit`` (checkpoint_estimate)."""
+    import argparse
+
+    def parse(text: str) -> float:
+        from ..core.checkpoint_estimate import parse_duration
+        try:
+            return parse_duration(text, "", unit=unit)
+        except ConfigError as err:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a duration: e.g. 30m, 2h, 90s (1 s to 7 days)") from err
+    parse.kind = float  # type: ignore[attr-defined]
+    return parse
+
+
+def add_checkpoint_flags(p, size: bool = False) -> None:
+    """With a checkpointing --workload: how often a save comes, how many are kept (size: and the save's target)."""
+    from ..core.checkpoint_estimate import DEFAULT_KEEP, MAX_KEEP
+    p.add_argument("--checkpoint-every", type=duration("m"), help="with a checkpointing --workload: the time between "
+                   "saves: 30m, 2h, 90s, or minutes (default 30m)")
+    p.add_argument("--keep", type=whole(1, MAX_KEEP), help=f"with a checkpointing --workload: checkpoints kept (default "
+                   f"{DEFAULT_KEEP}: the last whole one and the one being written)")
+    if size:
+        p.add_argument("--save-under", type=duration("s"), help="with a checkpointing --workload: the longest a save "
+                       "may take (default 60s): what FSx and EFS are provisioned for")
 
 
 def workload_of(args):
@@ -92,11 +120,11 @@ def workload_of(args):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the workload file with --workload; drop it")
     from dataclasses import replace
 
-    from ..core.dlio import parse_workload
+    from ..core.dlio import parse_any_workload
     from ..inputs.experiment_file import read_workload
     document, digest = read_workload(Path(path))
     try:
-        workload = parse_workload(document, str(path))
+        workload = parse_any_workload(document, str(path))
     except ConfigError as err:
         raise err.with_source(str(path)) from None
     workload = replace(workload, sha256=digest)
@@ -136,6 +164,11 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     ``lab_provisioning``). The one builder behind estimate, recommend and size."""
     from ..core.premise import accelerator_kind, accelerators_of, compute_rate
     prices = prices or price_table(getattr(args, "prices", None))
+    if is_checkpoint_question(args):
+        return checkpoint_premise_of(args, lab, prices)
+    for flag in ("checkpoint_every", "keep", "save_under"):
+        if getattr(args, flag, None) is not None:
+            raise ConfigError(f"--{flag.replace('_', '-')}", "goes with a checkpointing --workload (llama3_8b.yaml, ...)")
     if getattr(args, "mlperf_datasize", False) and getattr(args, "workload", None) is None:
         raise ConfigError("--mlperf-datasize", "goes with --workload (MLPerf Storage sizes a workload's dataset)")
     defaults = set()
@@ -182,6 +215,53 @@ def premise_of(args, lab=None, prices=None) -> Premise:
                    defaults=frozenset(defaults), notes=tuple(notes))
 
 
+def is_checkpoint_question(args) -> bool:
+    """Does --workload name a checkpointing workload (core/checkpoint.py)?"""
+    from ..core.checkpoint import CheckpointWorkload
+    return isinstance(workload_of(args), CheckpointWorkload)
+
+
+def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
+    """The checkpoint question the flags ask: the workload's plan on --instance-count hosts of the instance's GPUs (one
+    rank a GPU: a parallelism that does not divide them is refused naming --instance-count), a save every
+    --checkpoint-every, --keep kept (size: within --save-under), priced on ``lab``; each default named."""
+    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, DEFAULT_SAVE_UNDER_SECONDS
+    from ..core.premise import CheckpointPremise, DatasetShape, accelerators_of
+    for flag in ("epochs", "random_access", "data_in_efs", "portable_script", "mode", "storage", "mlperf_datasize"):
+        if getattr(args, flag, None):
+            raise ConfigError(f"--{flag.replace('_', '-')}", "asks about reading a dataset; a checkpointing --workload "
+                              "asks where its checkpoints go, on every target: drop it")
+    prices = prices or price_table(getattr(args, "prices", None))
+    defaults = set()
+    instance = args.instance
+    if instance is None:
+        instance, _ = DEFAULT_INSTANCE, defaults.add("instance")
+    check_instance(instance, prices)
+    count = args.instance_count
+    if count is None:
+        count, _ = 1, defaults.add("instance_count")
+    gpus = getattr(args, "accelerators", None) or accelerators_of(instance)
+    plan = workload_of(args).plan(hosts=count, gpus_per_host=gpus,
+                                  hosts_field="--accelerators" if getattr(args, "accelerators", None) else "--instance-count")
+    every = args.checkpoint_every
+    if every is None:
+        every, _ = DEFAULT_EVERY_SECONDS, defaults.add("every")
+    keep = args.keep
+    if keep is None:
+        keep, _ = DEFAULT_KEEP, defaults.add("keep")
+    save_under = None
+    if hasattr(args, "save_under"):
+        save_under = args.save_under
+        if save_under is None:
+            save_under, _ = DEFAULT_SAVE_UNDER_SECONDS, defaults.add("save_under")
+    lab = lab if lab is not None else lab_provisioning(args)
+    return Premise(instance_type=instance, instance_count=count, accelerators=gpus, epochs=1, rate=0.0,
+                   compute="no compute: checkpoints written and read back", shape=DatasetShape(plan.files, max(1, plan.bytes)),
+                   shape_origin=f"the checkpointing workload {plan.workload.source}", lab=lab,
+                   volume_size_gb=getattr(args, "volume_size_gb", None), defaults=frozenset(defaults),
+                   checkpoint=CheckpointPremise(plan, every, keep, save_under))
+
+
 def premise_json(premise: Premise, workload=None) -> dict[str, Any]:
     out = {"premise": premise.to_dict()}
     if workload is not None:
@@ -190,6 +270,12 @@ def premise_json(premise: Premise, workload=None) -> dict[str, Any]:
 
 
 def workload_json(workload) -> dict[str, Any]:
+    from ..core.checkpoint import CheckpointWorkload
+    if isinstance(workload, CheckpointWorkload):
+        return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
+                "checkpointing": True, "parameters": workload.num_parameters, "mode": workload.mode,
+                "writes": workload.writes, "reads": workload.reads, "used": list(workload.used),
+                "ignored": list(workload.ignored)}
     return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
             "files": workload.files, "samples": workload.samples, "bytes": workload.bytes,
             "samples_per_second_per_accelerator": round(workload.rate, 3), "epochs": workload.epochs,

@@ -62,15 +62,23 @@ def cmd_plan(args) -> int:
         if job.request is None:
             print(f"  {job.name:60s} SKIPPED: {job.skip_reason}")
             continue
-        print(f"  {job.name:60s} {job.spec.mode:8s} {job.request['ResourceConfig']['InstanceType']:16s} {_reads_from(job.request)}")
+        what = job.spec.mode if job.spec.target is None else checkpoint_target_label(job.spec.target, job.spec.restore)
+        print(f"  {job.name:60s} {what:8s} {job.request['ResourceConfig']['InstanceType']:16s} {_reads_from(job.request)}")
     print("(--json prints the complete CreateTrainingJob requests)")
     return 0
+
+
+def checkpoint_target_label(target: str, restore: bool) -> str:
+    from ..core.modes import checkpoint_target_label as label
+    return label(target, restore)
 
 
 def _reads_from(request: dict) -> str:
     """Where a job's data comes from: its channel's S3 URI or file-system path; a Script job has no channel and
     reads the dataset_uri it is given."""
     channels = request.get("InputDataConfig")
+    if request.get("CheckpointConfig"):
+        return f"{request['CheckpointConfig']['S3Uri']} (SageMaker's checkpoint sync of {request['CheckpointConfig']['LocalPath']})"
     if not channels:
         return f"{request['HyperParameters']['dataset_uri'].strip(chr(34))} (read by the script, no channel)"
     source = channels[0]["DataSource"]
@@ -85,7 +93,11 @@ def _workloads(experiment) -> list:
 
 def print_premises(experiment, lab, stats=None) -> None:
     """Each scenario's premise, as `recommend --experiment` states it: what the plan's jobs are estimated on."""
-    from ..core.answers import known_shape, premise_of_trial, scenarios
+    from ..core.answers import checkpoint_premise_of_trial, known_shape, premise_of_trial, scenarios
+    for trial in experiment.trials:
+        if trial.checkpoint is not None:
+            targets = ", ".join(trial.checkpoint.targets)
+            print(f"{trial.name} (checkpoints to {targets}): {checkpoint_premise_of_trial(trial, lab).describe()}")
     for scenario in scenarios(experiment):
         known = known_shape(scenario.dataset, stats)
         if known is None:
@@ -102,6 +114,9 @@ def check_fsx_holds(experiment, lab, stats=None) -> None:
     from ..core.provisioning import deploy_command, fsx_capacity_for
     from ..core.sizing import deploy_settings
     for ti, trial in enumerate(experiment.trials):
+        if trial.checkpoint is not None:
+            check_fsx_holds_checkpoints(experiment, ti, trial, lab)
+            continue
         if FSX not in trial.modes:
             continue
         for dataset in trial.datasets:
@@ -114,6 +129,27 @@ def check_fsx_holds(experiment, lab, stats=None) -> None:
             raise ConfigError(field, f"FSx as the lab stands ({lab.fsx.label()}, {lab.name}) cannot hold dataset "
                               f"'{dataset.name}' ({gib:,.0f} GiB, {known.source}): deploy it larger "
                               f"(`{deploy_command(settings, fsx='up')}`, or what `dslab size` provisions) or drop FSx")
+
+
+def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
+    """A checkpoint trial's FSx target writes every checkpoint it plans into the lab's FSx (DLIO keeps each in its own
+    folder): more than FSx as the lab stands holds is refused, naming the deploy that holds them."""
+    from ..core.checkpoint import GIB
+    from ..core.modes import CKPT_FSX
+    from ..core.provisioning import deploy_command, fsx_capacity_for
+    from ..core.sizing import deploy_settings
+    if CKPT_FSX not in trial.checkpoint.targets:
+        return
+    plan = trial.checkpoint.plan(trial)
+    gib = plan.bytes * trial.checkpoint.workload.writes * 1.05 / GIB
+    if gib <= lab.fsx.capacity_gib:
+        return
+    settings = deploy_settings(lab, {"fsxCapacity": fsx_capacity_for(gib)})
+    field = f"trials[{index}].checkpoint.targets" if len(experiment.trials) > 1 else "checkpoint.targets"
+    raise ConfigError(field, f"FSx as the lab stands ({lab.fsx.label()}, {lab.name}) cannot hold {trial.name}'s "
+                      f"{trial.checkpoint.workload.writes} checkpoint(s) of {plan.bytes / GIB:,.1f} GiB ({gib:,.0f} GiB): "
+                      f"deploy it larger (`{deploy_command(settings, fsx='up')}`, or what `dslab size --workload` "
+                      "provisions), write fewer (checkpoint.writes), a smaller scale, or drop fsx")
 
 
 def check_runtimes(experiment, stats=None, lab=None) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ..core.errors import ConfigError
 from .advice import print_ignored
 from .common import add_command, print_json, price_table
-from .question import add_question_flags, premise_json, premise_of, workload_of
+from .question import (add_question_flags, duration, is_checkpoint_question, premise_json, premise_of,
+                       workload_of)
 
 
 def sizing_for(args):
@@ -47,6 +48,11 @@ def _name_the_dataset(result, dataset: str | None) -> None:
 
 def cmd_size(args) -> int:
     from ..report import duration
+    if is_checkpoint_question(args):
+        from . import checkpoints
+        if args.as_deployed:
+            raise ConfigError("--as-deployed", "`dslab estimate --workload` gives every checkpoint target as the lab stands")
+        return checkpoints.cmd_size(args, price_table(args.prices))
     premise, result = sizing_for(args)
     if args.json:
         print_json({**premise_json(premise, workload_of(args)), "files": premise.shape.files,
@@ -152,3 +158,5 @@ def register(sub) -> None:
                    "cdk-outputs.json `make deploy` wrote here, with the cdk-outputs-fsx.json of `make fsx-up`; without "
                    "them, the lab as cdk.json would deploy it)")
     p.add_argument("--as-deployed", action="store_true", help="provision nothing: every source on the lab as it stands")
+    p.add_argument("--save-under", type=duration("s"), help="with a checkpointing --workload: the longest a save may take "
+                   "(default 60s): what FSx and EFS are provisioned for")

@@ -160,6 +160,19 @@ def compute_said(trial: Trial) -> str:
             "(the experiment's compute)")
 
 
+def checkpoint_premise_of_trial(trial: Trial, lab: Any = None) -> Premise:
+    """A checkpoint trial's question as `dslab estimate --workload` asks it: its plan on the trial's cluster, its
+    checkpoints as far apart as it runs them, every checkpoint it writes kept (DLIO keeps each in its own folder)."""
+    from .premise import CheckpointPremise
+    plan = trial.checkpoint.plan(trial)
+    workload = trial.checkpoint.workload
+    return Premise(instance_type=trial.instance_type, instance_count=trial.instance_count,
+                   accelerators=plan.gpus_per_host, epochs=1, rate=0.0, compute="no compute: checkpoints",
+                   shape=DatasetShape(plan.files, max(1, plan.bytes)), shape_origin=workload.source, lab=lab,
+                   volume_size_gb=trial.volume_size_gb,
+                   checkpoint=CheckpointPremise(plan, max(1.0, workload.interval_seconds), max(1, workload.writes)))
+
+
 def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premise:
     """A trial's question on a dataset of a known shape, as the CLI's flags would ask it (cli/question.py)."""
     accelerators = trial.compute.accelerators or accelerators_of(trial.instance_type)

@@ -177,6 +177,18 @@ class CheckpointWorkload:
         ranks = tuple(rank_state(self.shape, r, dp) for r in range(processes))
         return CheckpointPlan(self, hosts, gpus, processes, mode, dp, ranks, why)
 
+    def entry(self) -> dict[str, Any]:
+        """The experiment's `workload:` as run (dlio.Workload.entry's shape): the file's name, scale, content and
+        digest, so the record alone reproduces the run and the workflow reads no file."""
+        out = {"file": self.source, "scale": self.scale, "dlio": json.loads(self.document)}
+        return {**out, "sha256": self.sha256} if self.sha256 else out
+
+    @property
+    def slug(self) -> str:
+        """The model's name as the records' dataset and the jobs' names carry it ("llama-8b")."""
+        import re
+        return re.sub(r"[^a-z0-9]+", "-", self.name.lower()).strip("-")[:30].strip("-") or "checkpoint"
+
     def describe(self) -> str:
         s = self.shape
         layers = (f"{s.num_layers} layers, hidden {s.hidden_size:,}, FFN {s.ffn_hidden_size:,}, "

@@ -594,9 +594,11 @@ def parse_any_workload(document: Any, source: str, where: str = ""):
 ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
 
 
-def parse_entry(value: Any, path: str) -> Workload:
+def parse_entry(value: Any, path: str, checkpointing: bool = False):
     """An experiment's ``workload:`` as the CLI resolved it: ``{file, scale, dlio: <the file's content>, sha256}``.
-    A bare file name reaches here only where no CLI read it (the workflow's input): refused, saying so."""
+    A bare file name reaches here only where no CLI read it (the workflow's input): refused, saying so. With
+    ``checkpointing``, a checkpointing workload is read too (core/checkpoint.py's CheckpointWorkload: a checkpoint
+    trial's); without it, refused where the caller reads training workloads only."""
     if isinstance(value, str):
         raise ConfigError(path, f"{value!r} is a file: the dslab CLI reads it into the experiment (dslab plan/run/local)",
                           "{file, scale, dlio: <the workload's content>}")
@@ -612,7 +614,8 @@ def parse_entry(value: Any, path: str) -> Workload:
         raise ConfigError(f"{path}.file" if "file" in value else path, "the workload file was not read",
                           "run it through dslab plan/run/local, which read the file")
     source = str(value.get("file") or "inline")
-    workload = parse_workload(value["dlio"], source, f"{path}.dlio.")
+    read = parse_any_workload if checkpointing else parse_workload
+    workload = read(value["dlio"], source, f"{path}.dlio.")
     workload = workload.with_scale(value.get("scale", 1.0), f"{path}.scale")
     sha = value.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):

@@ -83,3 +83,21 @@ def lab_mode(record: dict) -> str:
 # then the script's own reads.
 SOURCE_ORDER = (FILE, FASTFILE, PIPE, *(source_label(m, EXPRESS) for m in S3_MODES), FSX, EFS,
                 SCRIPT, source_label(SCRIPT, EXPRESS))
+
+# Where a checkpoint trial writes (core/checkpoint_estimate.py, requests.py): SageMaker's checkpoint sync
+# (CheckpointConfig: the instance's LocalPath, copied to S3 behind the script) to the lab's bucket or to its S3
+# Express One Zone directory bucket, or a read-write FSx for Lustre or EFS channel every host shares. A record keeps
+# the contract's mode (the sync targets read and write through the instance's volume as File mode does: File, its
+# storage naming the bucket) and names the target beside it ("checkpoint_target").
+CKPT_S3, CKPT_EXPRESS, CKPT_FSX, CKPT_EFS = "s3", "express", "fsx", "efs"
+CHECKPOINT_TARGETS = (CKPT_S3, CKPT_EXPRESS, CKPT_FSX, CKPT_EFS)
+SYNC_TARGETS = (CKPT_S3, CKPT_EXPRESS)
+CHECKPOINT_TARGET_MODES = {CKPT_S3: FILE, CKPT_EXPRESS: FILE, CKPT_FSX: FSX, CKPT_EFS: EFS}
+CHECKPOINT_TARGET_LABELS = {CKPT_S3: "S3 sync", CKPT_EXPRESS: "Express sync", CKPT_FSX: "FSx", CKPT_EFS: "EFS"}
+# A checkpoint "dataset": what a checkpoint trial's jobs name in the records' dataset field (its model), never uploaded.
+CHECKPOINT_FORMAT = "checkpoint"
+
+
+def checkpoint_target_label(target: str, restore: bool = False) -> str:
+    """How reports and the CLI name a checkpoint target: "S3 sync", "FSx", ...; its restore job "S3 sync restore"."""
+    return CHECKPOINT_TARGET_LABELS[target] + (" restore" if restore else "")

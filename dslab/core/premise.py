@@ -297,6 +297,38 @@ def volume_for(instance_type: str, asked_gb: int | None, share_bytes: float | No
 # ---- the premise ----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
+class CheckpointPremise:
+    """What a checkpoint answer assumes beside the cluster: the plan (core/checkpoint.py CheckpointPlan: the model, its
+    ranks and files), how often a save comes, and how many checkpoints are kept; ``save_under``: size's target."""
+    plan: Any
+    every_seconds: float
+    keep: int
+    save_under: float | None = None
+
+    def describe(self) -> str:
+        from .checkpoint import GIB
+        w, p = self.plan.workload, self.plan
+        digest = f", sha256 {w.sha256[:12]}" if w.sha256 else ""
+        scaled = f" (at --scale {p.scale:g} of DLIO's {p.full_bytes / GIB:,.1f} GiB)" if p.scale != 1 else ""
+        every = f"{self.every_seconds / 60:g} min" if self.every_seconds >= 60 else f"{self.every_seconds:g} s"
+        text = (f"checkpoints of {w.name} ({w.source}{digest}): {p.processes:,} processes (TP {w.shape.tensor} x PP "
+                f"{w.shape.pipeline} x DP {p.data_parallelism}, {p.mode} mode), {p.files:,} files, "
+                f"{p.bytes / GIB:,.2f} GiB ({format_bytes(p.bytes)}) each{scaled}; saved every "
+                f"{every}, the last {self.keep} kept")
+        if self.save_under is not None:
+            text += f"; a save within {self.save_under:g} s"
+        return text + (f"; {p.mode_why}" if p.mode_why else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.plan
+        return {"workload": p.workload.name, "file": p.workload.source, "sha256": p.workload.sha256,
+                "processes": p.processes, "hosts": p.hosts, "gpus_per_host": p.gpus_per_host, "mode": p.mode,
+                "data_parallelism": p.data_parallelism, "files": p.files, "bytes": p.bytes,
+                "full_bytes": p.full_bytes, "scale": p.scale, "every_seconds": self.every_seconds, "keep": self.keep,
+                **({"save_under_seconds": self.save_under} if self.save_under is not None else {})}
+
+
+@dataclass(frozen=True)
 class Premise:
     """What an answer assumes. ``defaults``: the parts taken by default (named so in ``describe``)."""
     instance_type: str
@@ -313,6 +345,7 @@ class Premise:
     au_target: float = 90.0
     defaults: frozenset[str] = frozenset()
     notes: tuple[str, ...] = ()     # what else the premise took (a workload's accelerator, ...)
+    checkpoint: CheckpointPremise | None = None   # a checkpoint question: what is saved, how often, how many kept
 
     def __post_init__(self):
         check_instance_count(self.instance_count, "--instance-count")
@@ -333,10 +366,20 @@ class Premise:
     def with_shape(self, shape: DatasetShape, origin: str) -> "Premise":
         return replace(self, shape=shape, shape_origin=origin)
 
-    DEFAULT_WORDS = {"instance": "instance type", "instance_count": "instance count", "epochs": "epochs"}
+    DEFAULT_WORDS = {"instance": "instance type", "instance_count": "instance count", "epochs": "epochs",
+                     "every": "checkpoint interval", "keep": "checkpoints kept", "save_under": "save target"}
 
     def describe(self) -> str:
         """One line: every premise an answer rests on, and where each came from."""
+        if self.checkpoint is not None:
+            lab = self.lab.describe() if self.lab is not None else "the lab as cdk.json would deploy it"
+            defaults = [words for part, words in self.DEFAULT_WORDS.items() if part in self.defaults]
+            text = (f"premise: {self.instance_count:,} x {self.instance_type}, each {self.accelerators} x "
+                    f"{self.accelerator or 'no accelerator'} (one rank a GPU); {self.checkpoint.describe()}; "
+                    f"priced on {lab}")
+            if defaults:
+                text += f"; defaults taken: {', '.join(defaults)}"
+            return text + "".join(f"; {note}" for note in self.notes)
         samples, _ = self.shape.sample_count()
         accelerator = self.accelerator or "no accelerator"
         lab = self.lab.describe() if self.lab is not None else "the lab as cdk.json would deploy it"
@@ -359,6 +402,7 @@ class Premise:
                 "volume_size_gb": self.volume_size_gb, "readers": self.readers, "au_target_percent": self.au_target,
                 "defaults": sorted(self.defaults), "notes": list(self.notes),
                 **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
+                **({"checkpoint": self.checkpoint.to_dict()} if self.checkpoint is not None else {}),
                 "line": self.describe()}
 
 
@@ -381,7 +425,7 @@ def accelerators_of(instance_type: str) -> int:
     return max(1, row.accelerators) if row else 1
 
 
-__all__ = ["COMPUTE_PRESETS", "DEFAULT_EPOCHS", "DEFAULT_INSTANCE", "DEFAULT_INSTANCE_COUNT", "DEFAULT_VOLUME_GB",
+__all__ = ["CheckpointPremise", "COMPUTE_PRESETS", "DEFAULT_EPOCHS", "DEFAULT_INSTANCE", "DEFAULT_INSTANCE_COUNT", "DEFAULT_VOLUME_GB",
            "DatasetShape", "HOW_TO_MEASURE", "LARGE_FILE_BYTES", "MAX_COMPUTE_RATE", "MAX_INSTANCE_COUNT", "Premise",
            "SAMPLE_BYTES", "Volume", "accelerators_of", "check_instance_count", "compute_rate", "describe_preset",
            "file_share_bytes", "format_bytes", "instance_preset", "instance_storage_gb", "parse_bytes", "preset_rate",

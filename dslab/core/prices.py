@@ -66,6 +66,7 @@ DEFAULT_TABLE: dict[str, Any] = {
     "s3_storage_gb_month": 0.023,         # S3 Standard, first 50 TB
     "s3_get_per_million": 0.40,           # GET/SELECT requests (the post: $0.40 per million)
     "s3_list_per_million": 5.00,          # LIST requests ($0.005 per 1,000)
+    "s3_put_per_million": 5.00,           # PUT, COPY, POST requests ($0.005 per 1,000; a checkpoint's upload parts)
     "fsx_scratch2_gb_month": 0.140,       # FSx for Lustre Scratch 2 (the post: $140 per TB-month)
     "efs_standard_gb_month": 0.30,        # EFS Standard storage
     # EFS Infrequent Access storage and reads (Regional; secondary sources of 2026 quoting /efs/pricing, where
@@ -74,6 +75,7 @@ DEFAULT_TABLE: dict[str, Any] = {
     "efs_ia_read_per_gb": 0.01,
     "efs_provisioned_mibps_month": 6.00,  # EFS Provisioned throughput, per MiB/s-month
     "efs_elastic_read_per_gb": 0.03,      # EFS Elastic throughput, data read (secondary sources; confirm on /efs/pricing)
+    "efs_elastic_write_per_gb": 0.06,     # EFS Elastic throughput, data written (secondary sources; confirm on /efs/pricing)
     # FSx for Lustre Persistent 2 SSD per throughput tier (MB/s/TiB), per GB-month: the 125 tier from a
     # secondary source, the others not confirmed against the live pricing page (override with --prices).
     "fsx_persistent2_125_gb_month": 0.145,
@@ -100,6 +102,8 @@ PRICE_SOURCES: dict[str, tuple[str, str]] = {
     "s3_storage_gb_month": (TABLE_PAGES, "aws.amazon.com/s3/pricing: S3 Standard, first 50 TB"),
     "s3_get_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: GET and SELECT requests (the post: $0.40 per million)"),
     "s3_list_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: LIST requests ($0.005 per 1,000)"),
+    "s3_put_per_million": (TABLE_PAGES, "aws.amazon.com/s3/pricing: PUT, COPY, POST requests ($0.005 per 1,000), a "
+                                        "checkpoint's upload parts"),
     "fsx_scratch2_gb_month": (TABLE_PAGES, "aws.amazon.com/fsx/lustre/pricing: Scratch 2 SSD (the post: $140 per TB-month)"),
     "efs_standard_gb_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Standard storage"),
     "efs_ia_gb_month": (OTHER, "secondary sources of 2026 quoting aws.amazon.com/efs/pricing (AWS lowered IA from "
@@ -109,6 +113,8 @@ PRICE_SOURCES: dict[str, tuple[str, str]] = {
     "efs_provisioned_mibps_month": (TABLE_PAGES, "aws.amazon.com/efs/pricing: Provisioned throughput"),
     "efs_elastic_read_per_gb": (OTHER, "secondary sources quoting aws.amazon.com/efs/pricing: Elastic throughput, "
                                        "data read; confirm there"),
+    "efs_elastic_write_per_gb": (OTHER, "secondary sources quoting aws.amazon.com/efs/pricing: Elastic throughput, "
+                                        "data written; confirm there"),
     "fsx_persistent2_125_gb_month": (OTHER, "a secondary source quoting aws.amazon.com/fsx/lustre/pricing: "
                                             "Persistent 2 SSD at 125 MB/s per TiB"),
     "fsx_persistent2_250_gb_month": (OTHER, "not confirmed against aws.amazon.com/fsx/lustre/pricing: Persistent 2 SSD "

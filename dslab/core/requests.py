@@ -24,6 +24,11 @@ ENTRY_POINT = "train.py"
 REQUEST_KEYS = ("TrainingJobName", "RoleArn", "AlgorithmSpecification", "HyperParameters", "InputDataConfig",
                 "OutputDataConfig", "ResourceConfig", "VpcConfig", "StoppingCondition", "Tags",
                 "EnableManagedSpotTraining")
+# A checkpoint trial's SageMaker-sync job has no channel but a CheckpointConfig: a third shape the state machine
+# passes (stacks/components/workflow.py), as it passes a Script job's.
+CHECKPOINT_CONFIG = "CheckpointConfig"
+SCRIPT_REQUEST_KEYS = tuple(k for k in REQUEST_KEYS if k != "InputDataConfig")
+CHECKPOINT_REQUEST_KEYS = (*SCRIPT_REQUEST_KEYS, CHECKPOINT_CONFIG)
 # The hyperparameter that hands a Script job its dataset (the lab's script and users' alike).
 DATASET_URI_HYPERPARAMETER = "dataset_uri"
 # Capacity retries append "-a<N>" to the name; keep room for it under SageMaker's 63 characters.
@@ -32,6 +37,15 @@ JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 # The bucket's layout (the stacks create the bucket; these prefixes are the contract).
 DATASETS_PREFIX = "datasets"
+# Where SageMaker's checkpoint sync puts a checkpoint trial's checkpoints (the data bucket, or the directory bucket),
+# and where the FSx and EFS targets' jobs write them inside the file system:
+# checkpoints/<execution>/<trial>/<target>-r<repeat>/.
+CHECKPOINTS_PREFIX = "checkpoints"
+# The read-write channel of the FSx and EFS targets (the file system's root, which always exists; the job makes its
+# own folder under checkpoints/), and SageMaker's checkpoint LocalPath for the sync targets: "The default directory is
+# /opt/ml/checkpoints/" (CheckpointConfig.LocalPath, SageMaker API reference).
+CHECKPOINT_CHANNEL = "checkpoints"
+CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 CODE_PREFIX = "code"
 OUTPUT_PREFIX = "output"
 RESULTS_PREFIX = "results"
@@ -216,6 +230,8 @@ def job_name(experiment: Experiment, spec: JobSpec, execution_id: str) -> str:
     """
     digest = hashlib.sha256(f"{execution_id}/{spec.index}".encode()).hexdigest()[:8]
     mode = ("x" if spec.trial.storage == EXPRESS else "") + spec.mode.lower()  # "xfastfile": Express FastFile
+    if spec.target is not None:   # a checkpoint trial's: "ckfsx", "cks3", and "rss3" for the S3 sync's restore job
+        mode = ("rs" if spec.restore else "ck") + spec.target
     room = 16 - max(0, len(mode) - len("fastfile"))
     dataset = re.sub(r"[^a-zA-Z0-9]+", "-", spec.dataset.name).strip("-")[:room].strip("-")
     name = f"{experiment.job_prefix}-{dataset}-{mode}-r{spec.repeat}-{digest}"
@@ -333,6 +349,85 @@ def script_hyperparameters(spec: JobSpec) -> dict[str, Any]:
     return hp
 
 
+def checkpoint_location(spec: JobSpec, execution_id: str) -> str:
+    """Where a checkpoint job's checkpoints go, below the bucket or the file system's root."""
+    return f"{CHECKPOINTS_PREFIX}/{execution_id}/{spec.trial.name}/{spec.target}-r{spec.repeat}"
+
+
+def checkpoint_s3_uri(spec: JobSpec, env: LabEnvironment, execution_id: str) -> str:
+    """A sync target's CheckpointConfig.S3Uri: the data bucket's, or the directory bucket's ("you can provide an S3 URI
+    for a folder in either an S3 general purpose bucket or an S3 directory bucket", SageMaker Developer Guide,
+    model-checkpoints.html). Its writer and its restore job name the same one. Ends in "/": a directory bucket takes
+    only prefixes that end in the delimiter."""
+    from .modes import CKPT_EXPRESS
+    if spec.target == CKPT_EXPRESS:
+        if not env.express_bucket:
+            raise ConfigError("checkpoint.targets", "the lab has no S3 Express One Zone bucket (deployed with "
+                              "-c express=false)", "deploy with -c express=true, or drop express from the targets")
+        bucket = env.express_bucket
+    else:
+        bucket = env.bucket
+    return f"s3://{bucket}/{checkpoint_location(spec, execution_id)}/"
+
+
+def checkpoint_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any]:
+    """The FSx or EFS target's channel: the file system's root, read-write ("FileSystemAccessMode: The access mode of
+    the mount of the directory associated with the channel. A directory can be mounted either in ro (read-only) or in
+    rw (read-write) mode", FileSystemDataSource, SageMaker API reference); the job writes under checkpoints/."""
+    from .modes import CKPT_FSX
+    if spec.target == CKPT_FSX:
+        if env.fsx is None or not env.fsx.mount_name:
+            raise ConfigError("environment.fsx", "FSx is not deployed: no file system ID and mount name",
+                              "deploy it with `dslab fsx up` (or `make fsx-up`), or drop fsx from the targets")
+        source = {"FileSystemId": env.fsx.file_system_id, "FileSystemType": "FSxLustre",
+                  "DirectoryPath": f"/{env.fsx.mount_name}", "FileSystemAccessMode": "rw"}
+    else:
+        if env.efs is None:
+            raise ConfigError("environment.efs", "the lab has no EFS file system", "deploy the DataSourceLab stack")
+        source = {"FileSystemId": env.efs.file_system_id, "FileSystemType": "EFS", "DirectoryPath": "/",
+                  "FileSystemAccessMode": "rw"}
+    return {"ChannelName": CHECKPOINT_CHANNEL, "InputMode": FILE, "DataSource": {"FileSystemDataSource": source}}
+
+
+def checkpoint_plan_of(spec: JobSpec):
+    """The job's checkpoint plan: its trial's workload on its cluster; a restore job writes nothing and reads back."""
+    from dataclasses import replace
+    checkpoint = spec.trial.checkpoint
+    workload = checkpoint.workload
+    if spec.restore:
+        workload = replace(workload, writes=0)
+    return replace(checkpoint, workload=workload).plan(spec.trial)
+
+
+def checkpoint_hyperparameters(spec: JobSpec, execution_id: str) -> dict[str, Any]:
+    """What the lab's script reads to run a checkpoint job (training/train.py run_checkpoint_trial): the plan, where to
+    write (a file-system target's channel and folder; the sync targets write to SageMaker's LocalPath), and whether to
+    delete its checkpoints at the end: always on a file system (they would bill as storage), on the sync targets once
+    nothing reads them again (the restore job, or a writer none follows). "If a checkpoint is deleted in the SageMaker
+    container, it will also be deleted in the S3 folder" (model-checkpoints.html): the sync's copies go with them."""
+    from .modes import SYNC_TARGETS
+    hp: dict[str, Any] = dict(checkpoint_plan_of(spec).hyperparameters())
+    if spec.target not in SYNC_TARGETS:
+        hp["checkpoint_channel"] = CHECKPOINT_CHANNEL
+        hp["checkpoint_dir"] = checkpoint_location(spec, execution_id)
+    followed = (spec.target in SYNC_TARGETS and not spec.restore and spec.trial.checkpoint.restore
+                and spec.trial.checkpoint.workload.reads > 0)
+    hp["checkpoint_cleanup"] = not followed
+    return hp
+
+
+def checkpoint_volume(spec: JobSpec) -> Volume:
+    """A checkpoint job's volume: a sync target's holds its host's files of every checkpoint written, and a restore
+    job's every host's (SageMaker copies the whole S3 URI onto each instance); a file-system target's the default."""
+    from .modes import SYNC_TARGETS
+    if spec.target not in SYNC_TARGETS:
+        return volume_for(spec.trial.instance_type, spec.trial.volume_size_gb)
+    plan = spec.trial.checkpoint.plan(spec.trial)
+    writes = spec.trial.checkpoint.workload.writes
+    needed = plan.bytes * writes if spec.restore else max(plan.host_bytes(h) for h in range(plan.hosts)) * writes
+    return volume_for(spec.trial.instance_type, spec.trial.volume_size_gb, needed)
+
+
 def job_volume(spec: JobSpec, stats: dict[str, Any] | None = None) -> Volume:
     """The storage a job's instances get (premise.volume_for): File mode's share of the dataset as its distribution
     splits it (its bytes from the stats file Plan read, else the experiment's), on the volume asked for or one
@@ -395,6 +490,8 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
                   stats: dict[str, Any] | None = None) -> dict[str, Any]:
     """The complete CreateTrainingJob request for one job. ``stats``: the dataset's stats file as Plan
     read it ({"files", "bytes", "sha256"}), recorded in a Script job's tags."""
+    if spec.target is not None:
+        return build_checkpoint_request(experiment, spec, env, execution_id)
     name = job_name(experiment, spec, execution_id)
     channel = build_channel(spec, env)
     image = spec.trial.image_uri or env.image_for(spec.trial.instance_type)
@@ -467,6 +564,58 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
     }
     # Always present, so every request says whether it is spot.
     request["EnableManagedSpotTraining"] = spec.trial.spot
+    if spec.trial.spot:
+        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
+    return request
+
+
+def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str) -> dict[str, Any]:
+    """A checkpoint trial's job: the lab's script with the checkpoint plan, and where it writes. The sync targets get a
+    CheckpointConfig and no channel ("SageMaker provides the functionality to copy the checkpoints from the local path
+    to Amazon S3 and automatically syncs the checkpoints in that directory with S3", model-checkpoints.html); FSx and
+    EFS a read-write channel every host shares. Only the checkpoint metric definitions: the job reads no data."""
+    from .modes import SYNC_TARGETS
+    name = job_name(experiment, spec, execution_id)
+    hyperparameters = {"sagemaker_program": ENTRY_POINT, "sagemaker_submit_directory": env.code_uri,
+                       "sagemaker_region": env.region, "sagemaker_container_log_level": 20,
+                       **checkpoint_hyperparameters(spec, execution_id), **spec.trial.hyperparameters}
+    encoded = encode_hyperparameters(hyperparameters)
+    too_long = next((k for k, v in encoded.items() if len(v) > 2500), None)
+    if too_long:   # HyperParameterValue: at most 2,500 characters (botocore's SageMaker model)
+        raise ConfigError(f"trials.{spec.trial.name}.workload", f"the job's {too_long} hyperparameter is "
+                          f"{len(encoded[too_long]):,} characters; SageMaker takes at most 2,500")
+    channel = None if spec.target in SYNC_TARGETS else checkpoint_channel(spec, env)
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "RoleArn": env.role_arn,
+        "AlgorithmSpecification": {"TrainingImage": spec.trial.image_uri or env.image_for(spec.trial.instance_type),
+                                   "TrainingInputMode": FILE, "MetricDefinitions": list(CHECKPOINT_METRIC_DEFINITIONS)},
+        "HyperParameters": encoded,
+        **({} if channel is None else {"InputDataConfig": [channel]}),
+        **({CHECKPOINT_CONFIG: {"S3Uri": checkpoint_s3_uri(spec, env, execution_id), "LocalPath": CHECKPOINT_LOCAL_PATH}}
+           if channel is None else {}),
+        "OutputDataConfig": {"S3OutputPath": f"s3://{env.bucket}/{OUTPUT_PREFIX}/{experiment.name}/"},
+        "ResourceConfig": {"InstanceType": spec.trial.instance_type, "InstanceCount": spec.trial.instance_count,
+                           "VolumeSizeInGB": checkpoint_volume(spec).request_gb},
+        "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
+        "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},
+        "Tags": [
+            {"Key": "dslab:experiment", "Value": experiment.name},
+            {"Key": "dslab:experiment-hash", "Value": experiment.content_hash},
+            {"Key": "dslab:execution", "Value": execution_id[-256:]},
+            {"Key": "dslab:dataset", "Value": spec.dataset.name},
+            {"Key": "dslab:format", "Value": spec.dataset.format},
+            {"Key": "dslab:mode", "Value": spec.mode},
+            {"Key": "dslab:storage", "Value": spec.storage},
+            {"Key": "dslab:repeat", "Value": str(spec.repeat)},
+            {"Key": "dslab:trial", "Value": spec.trial.name},
+            {"Key": "dslab:checkpoint-target", "Value": spec.target},
+            {"Key": "dslab:checkpoint-restore", "Value": "true" if spec.restore else "false"},
+            {"Key": "dslab:code-version", "Value": env.code_version},
+            *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
+        ],
+        "EnableManagedSpotTraining": spec.trial.spot,
+    }
     if spec.trial.spot:
         request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
     return request
@@ -561,7 +710,7 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
             jobs.append(PlannedJob(spec, name, None,
                                    "FSx for Lustre is not deployed (torn down?): bring it back with `dslab fsx up`"))
             continue
-        if spec.trial.storage == EXPRESS and not env.express_bucket:
+        if spec.storage == EXPRESS and not env.express_bucket:
             jobs.append(PlannedJob(spec, name, None, "the lab has no S3 Express One Zone bucket: it was deployed with "
                                    "-c express=false; deploy with -c express=true to run the Express jobs"))
             continue

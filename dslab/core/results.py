@@ -176,8 +176,12 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
                          dataset: str | None = None, repeat: int | None = None, files: int | None = None,
                          total_bytes: int | None = None, epochs: int | None = None,
                          fsx_capacity_gib: int = 1200, trial: str | None = None,
-                         storage: str | None = None, lab: dict[str, Any] | None = None) -> dict[str, Any]:
+                         storage: str | None = None, lab: dict[str, Any] | None = None,
+                         checkpoint_target: str | None = None, checkpoint_restore: bool | None = None) -> dict[str, Any]:
     inferred_mode, inferred_dataset, inferred_repeat = identify(describe, tags)
+    checkpoint_target = checkpoint_target or (tags or {}).get("dslab:checkpoint-target")
+    if checkpoint_restore is None:
+        checkpoint_restore = (tags or {}).get("dslab:checkpoint-restore") == "true"
     trial = trial or (tags or {}).get("dslab:trial")
     storage = storage or infer_storage(describe, tags)
     mode = mode or inferred_mode
@@ -220,7 +224,21 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         **ingestion,
         # An extra field (the record's contract allows them): how SageMaker shared the S3 channel among the instances.
         **({"distribution": distribution} if distribution else {}),
+        **checkpoint_fields(checkpoint_target, checkpoint_restore, describe),
     }
+
+
+def checkpoint_fields(target: str | None, restore: bool | None, describe: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A checkpoint trial's record names where it wrote beside the contract's mode (extra fields, which the contract
+    allows): "checkpoint_target" (s3, express, fsx, efs), "checkpoint_restore" (the sync's restore job), and for a sync
+    target the S3 URI SageMaker synced ("checkpoint_s3_uri")."""
+    if not target:
+        return {}
+    out: dict[str, Any] = {"checkpoint_target": target, "checkpoint_restore": bool(restore)}
+    uri = ((describe or {}).get("CheckpointConfig") or {}).get("S3Uri")
+    if uri:
+        out["checkpoint_s3_uri"] = uri
+    return out
 
 
 def s3_distribution(describe: dict[str, Any]) -> str | None:
@@ -236,10 +254,12 @@ def s3_distribution(describe: dict[str, Any]) -> str | None:
 
 def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, instance_type: str,
                    instance_count: int, reason: str, status: str = "Skipped", trial: str | None = None,
-                   storage: str | None = None) -> dict[str, Any]:
+                   storage: str | None = None, checkpoint_target: str | None = None,
+                   checkpoint_restore: bool | None = None) -> dict[str, Any]:
     """A job that never ran (FSx down, its request never created): the record says why."""
     contract_mode, ingestion = record_mode(mode)
     return {
+        **checkpoint_fields(checkpoint_target, checkpoint_restore),
         **({"trial": trial} if trial else {}),
         **({"storage": EXPRESS} if storage == EXPRESS else {}),
         **ingestion,
@@ -270,7 +290,10 @@ CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type
                # Added with S3 Express One Zone and own scripts: where the S3 modes read, and the trial.
                "storage", "trial", "bytes_read",
                # Added with in-script loading: "script" where the job had no channel and read S3 itself.
-               "ingestion"]
+               "ingestion",
+               # Added with checkpoint trials: where a checkpoint job wrote, and its means over the checkpoints.
+               "checkpoint_target", "checkpoint_restore", "checkpoint_save_seconds", "checkpoint_stall_seconds",
+               "checkpoint_load_seconds"]
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
@@ -289,6 +312,10 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "storage": r.get("storage", STANDARD) if r.get("mode") in (FILE, FASTFILE, PIPE) else "",
             "trial": r.get("trial") or "", "bytes_read": r["metrics"].get("bytes_read"),
             "ingestion": r.get("ingestion") or "",
+            "checkpoint_target": r.get("checkpoint_target") or "",
+            "checkpoint_restore": ("true" if r.get("checkpoint_restore") else "false") if r.get("checkpoint_target") else "",
+            **{f"checkpoint_{phase}_seconds": (r["metrics"].get("checkpoint") or {}).get(f"{phase}_seconds_mean")
+               for phase in ("save", "stall", "load")},
         })
     return buffer.getvalue()
 

@@ -90,11 +90,24 @@ def _with_workloads(document: Any, base: Path, workload: Path | None, scale: flo
     if workload is not None:
         if document.get("workload") is not None or any(isinstance(t, dict) and t.get("workload") for t in trials):
             raise ConfigError("--workload", "the experiment names its own workload: give it in one place")
+        from ..core.checkpoint import is_checkpointing
         from ..core.dlio import check_scale
         entry = {"file": str(workload)}
         if scale is not None:
             entry["scale"] = check_scale(scale)
-        document["workload"] = workload_entry(entry, Path.cwd(), "--workload")
+        entry = workload_entry(entry, Path.cwd(), "--workload")
+        if is_checkpointing(entry.get("dlio")) and (trials or document.get("datasets") or document.get("modes")):
+            # A checkpointing workload beside an experiment's data trials: a trial of its own (its jobs are its
+            # checkpoint targets), the others left as they are.
+            from ..core.checkpoint import parse_checkpoint_workload
+            try:
+                slug = parse_checkpoint_workload(entry["dlio"], str(workload)).slug
+            except ConfigError as err:
+                raise err.with_source(str(workload)) from None
+            document["trials"] = [*(trials or [{"name": "base"}]), {"name": f"{slug}-checkpoints", "workload": entry}]
+            trials = []
+        else:
+            document["workload"] = entry
     elif document.get("workload") is not None:
         document["workload"] = workload_entry(document["workload"], base, "workload")
     if trials:
@@ -112,6 +125,13 @@ def workload_experiment(workload: Path, scale: float | None) -> dict[str, Any]:
     from ..core.dlio import check_scale, parse_workload
     from ..core.limits import MAX_VOLUME_SIZE_GB
     document, _ = read_workload(workload)
+    from ..core.checkpoint import is_checkpointing, parse_checkpoint_workload
+    if is_checkpointing(document):   # a checkpoint trial on every target (its volume sized for what it keeps)
+        try:
+            checkpointing = parse_checkpoint_workload(document, str(workload))
+        except ConfigError as err:
+            raise err.with_source(str(workload)) from None
+        return {"name": f"{checkpointing.slug}-checkpoints", "description": checkpointing.describe()}
     try:
         parsed = parse_workload(document, str(workload))
     except ConfigError as err:

@@ -332,6 +332,7 @@ class LocalLab:
         if self.fsx_root is not None and self.mounts is not None:
             self.mounts.unmount(self.fsx_root)
             self.fsx_root = None
+            shutil.rmtree(self.work / "fsx-lustre", ignore_errors=True)   # what FSx held beside its link goes with it
 
     # ---- data ----------------------------------------------------------------------------------
     def upload(self) -> None:
@@ -354,7 +355,8 @@ class LocalLab:
     def _execute(self, request: dict, update: Callable[[dict], None]) -> dict:
         storage = LabStorage(self.lab.client("s3"), self.mounts, self.work / "efs", self.fsx_root,
                              self.lab.fsx_id, self.lab.efs_id,
-                             fsx_problem=None if fuse_available() else FUSE_HELP)
+                             fsx_problem=None if fuse_available() else FUSE_HELP,
+                             fsx_lustre_root=self.work / "fsx-lustre" if self.fsx_root is not None else None)
         workdir = self.work / "jobs" / request["TrainingJobName"]
         workdir.mkdir(parents=True, exist_ok=True)
         outcome = run_training_job(request, storage, workdir, on_phase=lambda s: update({"SecondaryStatus": s}))
@@ -512,6 +514,27 @@ class FinishedJobs:
         os.replace(partial, out / "results.json")   # never a torn results.json, whenever the run stops
 
 
+def check_checkpoints_fit(experiment: Experiment, cache: Path, flag: str | None = None) -> None:
+    """A checkpoint trial's jobs write every checkpoint of every host on this machine (and the sync targets a second
+    copy into the stand-in's S3): more than the disk under ``cache`` has free is refused before anything runs, naming
+    the scale that shrinks them (``flag``: the CLI's --scale, else the trial's workload.scale)."""
+    from ..core.checkpoint import GIB
+    from ..core.modes import SYNC_TARGETS
+    free = shutil.disk_usage(cache if cache.exists() else cache.parent).free
+    for index, trial in enumerate(experiment.trials):
+        if trial.checkpoint is None:
+            continue
+        plan = trial.checkpoint.plan(trial)
+        copies = 2 if any(t in SYNC_TARGETS for t in trial.checkpoint.targets) else 1
+        needed = plan.bytes * trial.checkpoint.workload.writes * copies
+        if needed > free:
+            scale = trial.checkpoint.workload.scale * free / needed / 2
+            raise ConfigError(flag or f"trials[{index}].workload.scale", f"trial {trial.name} writes {needed / GIB:,.1f} GiB "
+                              f"of checkpoints on this machine ({trial.checkpoint.workload.writes} x "
+                              f"{plan.bytes / GIB:,.2f} GiB{', and the sync keeps a copy in the stand-in' if copies > 1 else ''}) "
+                              f"and {cache} has {free / GIB:,.1f} GiB free", f"a scale of at most {scale:.2g}, or fewer writes")
+
+
 # A DLIO workload run locally: one job at a time unless the experiment asks for more (as experiments/local.yaml
 # does): jobs side by side share this machine's cores, and a workload's figures (AU against its target) then move
 # with the neighbours' load from run to run.
@@ -549,6 +572,7 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
     check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
                                             for name, folder in prepared.items()})
+    check_checkpoints_fit(experiment, cache, "--scale" if workload is not None else None)
     preparing = time.monotonic() - started
     aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
     try:

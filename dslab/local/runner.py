@@ -31,7 +31,10 @@ from typing import Any, Callable
 from ..aws.validation import RequestInvalid, validate_request
 from ..core.job_metrics import is_metrics_file, job_metrics
 from ..core.requests import DATASET_URI_HYPERPARAMETER, ENTRY_POINT
+from botocore.exceptions import ClientError
+
 from .channels import PipeFeeder, channel_objects, common_prefix
+from .checkpoint_sync import CheckpointSync
 from .container import (
     JobFailed,
     decode_hyperparameter,
@@ -126,6 +129,18 @@ def check_request(request: dict[str, Any]) -> None:
                 raise RequestInvalid(f"{where}: RecordWrapperType RecordIO applies to Pipe input mode only")
         else:
             raise RequestInvalid(f"{where}: DataSource needs S3DataSource or FileSystemDataSource")
+    # The lab's script writes a checkpoint trial's checkpoints into the channel its checkpoint_channel hyperparameter
+    # names: "A directory can be mounted either in ro (read-only) or in rw (read-write) mode" (FileSystemDataSource,
+    # SageMaker API reference), and a read-only one fails the job's first write: refused before anything starts.
+    named = decode_hyperparameter((request.get("HyperParameters") or {}).get("checkpoint_channel", "null"))
+    if named:
+        channel = next((c for c in channels if c["ChannelName"] == named), None)
+        fs = (channel or {}).get("DataSource", {}).get("FileSystemDataSource")
+        if fs is None:
+            raise RequestInvalid(f"HyperParameters.checkpoint_channel: {named!r} names no file-system channel of the job")
+        if fs.get("FileSystemAccessMode") != "rw":
+            raise RequestInvalid(f"HyperParameters.checkpoint_channel: channel {named!r} is mounted "
+                                 f"{fs.get('FileSystemAccessMode')!r} (read-only); checkpoints need FileSystemAccessMode rw")
 
 
 
@@ -167,6 +182,7 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     artifacts: dict[str, str] = {}
     warnings: list[str] = []
     training_start = None
+    sync: CheckpointSync | None = None
     enter("Starting", "Preparing the instances for training")
     try:
         if simulate == "capacity":
@@ -235,7 +251,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                         pipes.append((host, channel["ChannelName"], mine, channel.get("RecordWrapperType", "None"), seed))
             else:
                 fs = source["FileSystemDataSource"]
-                root = storage.file_system_root(fs["FileSystemId"], fs["FileSystemType"])
+                root = storage.file_system_root(fs["FileSystemId"], fs["FileSystemType"],
+                                                writable=fs.get("FileSystemAccessMode") == "rw")
                 parts = [p for p in fs["DirectoryPath"].split("/") if p]
                 if fs["FileSystemType"] == "FSxLustre":
                     parts = parts[1:]  # "/<mount name>/<path>": the mount name is the file system's root
@@ -250,6 +267,13 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             # SageMaker copies a File channel with parallel downloads (on every instance at once).
             with ThreadPoolExecutor(DOWNLOAD_THREADS * min(count, 4)) as pool:
                 list(pool.map(lambda d: storage.download(*d), downloads))
+        if request.get("CheckpointConfig"):
+            sync = CheckpointSync(storage, request["CheckpointConfig"], bases, log_lines.append)
+            if storage.list_objects(sync.bucket, sync.prefix):
+                # Where SageMaker reports this copy (Downloading, or inside Training) is not documented: the runner
+                # reports it as Downloading, so that a restore's copy-in is a phase of its own.
+                enter("Downloading", "Downloading checkpoints from S3 into the CheckpointConfig LocalPath")
+            sync.copy_in()
 
         enter("Training", "Training image download completed. Training in progress.")
         dataset_uri = decode_hyperparameter(hps.get(DATASET_URI_HYPERPARAMETER, '""')) if not channels else ""
@@ -290,6 +314,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                    for host, ch, objs, wrapper, seed in pipes]
         for feeder in feeders:
             feeder.start()
+        if sync is not None:
+            sync.start()
         deadline = time.monotonic() + request["StoppingCondition"]["MaxRuntimeInSeconds"]
         readers = [threading.Thread(target=lambda p=proc, h=host: logs[h].extend(p.stdout), daemon=True)
                    for host, proc in procs.items()]
@@ -341,6 +367,11 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             raise JobFailed(f"AlgorithmError: {reason}, exit code: {procs[failed_host].returncode}{where}")
 
         enter("Uploading", "Uploading generated training model")
+        if sync is not None:   # what the uploader had not sent yet goes at the end, with the model
+            sync.stop()
+            log_lines.append(f"dslab stand-in: {sync.figures.describe()}\n")
+            warnings += [f"CheckpointConfig: {line}" for line in sync.figures.clashes]
+            log_lines.extend(f"dslab stand-in: warning: CheckpointConfig: {line}\n" for line in sync.figures.clashes)
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         bucket, prefix = split_s3_uri(output)
         for archive, tree in archives.items():
@@ -353,7 +384,11 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         status, secondary, failure = "Failed", "Failed", f"ClientError: {err}"
     except RequestInvalid:
         raise
+    except ClientError as err:   # the stand-in's S3 refused the checkpoint sync (a missing bucket, ...)
+        status, secondary, failure = "Failed", "Failed", f"ClientError: checkpoint sync: {err}"
     finally:
+        if sync is not None:
+            sync._stop.set()
         storage.release()
 
     end = _now()
@@ -375,6 +410,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     }
     if request.get("VpcConfig"):
         describe["VpcConfig"] = request["VpcConfig"]
+    if request.get("CheckpointConfig"):
+        describe["CheckpointConfig"] = request["CheckpointConfig"]
     if training_start:
         describe.update(TrainingStartTime=start.isoformat(), TrainingEndTime=end.isoformat(),
                         TrainingTimeInSeconds=seconds, BillableTimeInSeconds=seconds * count)

@@ -125,9 +125,12 @@ class LabStorage:
     """One job's view of the lab (the runner's Storage): S3 through boto3, mounts per mode."""
 
     def __init__(self, s3_client, mounts: S3Mounts, efs_root: Path, fsx_root: Path | None, fsx_id: str | None,
-                 efs_id: str, fsx_problem: str | None = None):
+                 efs_id: str, fsx_problem: str | None = None, fsx_lustre_root: Path | None = None):
         self.s3, self.mounts, self.efs_root = s3_client, mounts, efs_root
         self.fsx_problem = fsx_problem
+        # What FSx holds beside its link to S3 (a read-write channel's files: checkpoints): on the file system only
+        # (the data repository association exports nothing), so a folder of its own; its datasets/ shows the link.
+        self.fsx_lustre_root = fsx_lustre_root
         self.fsx_root, self.fsx_id, self.efs_id = fsx_root, fsx_id, efs_id
         self._job_mounts: list[Path] = []
 
@@ -153,12 +156,19 @@ class LabStorage:
     def put_object(self, bucket: str, key: str, data: bytes) -> None:
         self.s3.put_object(Bucket=bucket, Key=key, Body=data)
 
+    def upload(self, bucket: str, key: str, source: Path) -> None:
+        with open(source, "rb") as body:
+            self.s3.put_object(Bucket=bucket, Key=key, Body=body)
+
+    def delete_object(self, bucket: str, key: str) -> None:
+        self.s3.delete_object(Bucket=bucket, Key=key)
+
     def fastfile_view(self, bucket: str, prefix: str) -> Path:
         point = self.mounts.mount(bucket, prefix, "fastfile")
         self._job_mounts.append(point)
         return point
 
-    def file_system_root(self, file_system_id: str, file_system_type: str) -> Path:
+    def file_system_root(self, file_system_id: str, file_system_type: str, writable: bool = False) -> Path:
         if file_system_type == "EFS":
             if file_system_id != self.efs_id:
                 raise StorageError(f"EFS file system {file_system_id} does not exist in the lab")
@@ -167,7 +177,13 @@ class LabStorage:
             raise StorageError(self.fsx_problem)
         if self.fsx_root is None or file_system_id != self.fsx_id:
             raise StorageError(f"FSx file system {file_system_id} does not exist (FSx is down?)")
-        return self.fsx_root
+        if not writable or self.fsx_lustre_root is None:
+            return self.fsx_root
+        self.fsx_lustre_root.mkdir(parents=True, exist_ok=True)
+        link = self.fsx_lustre_root / "datasets"
+        if not link.is_symlink() and (self.fsx_root / "datasets").exists():
+            link.symlink_to(self.fsx_root / "datasets", target_is_directory=True)
+        return self.fsx_lustre_root
 
     def s3_environment(self, uris: list[str]) -> dict[str, str]:
         """Every local job may read the stand-in's S3 itself (a Script job must): its endpoint and keys."""

@@ -95,7 +95,8 @@ def job_record(s3, sagemaker, bucket: str, base: str, plan_document: dict[str, A
     stats = plan_document["dataset_stats"].get(job["dataset"], {})
     common = dict(mode=job["mode"], dataset=job["dataset"], repeat=job["repeat"],
                   instance_type=job["instance_type"], instance_count=job["instance_count"], trial=job.get("trial"),
-                  storage=job.get("storage"))
+                  storage=job.get("storage"), checkpoint_target=job.get("checkpoint_target"),
+                  checkpoint_restore=job.get("checkpoint_restore"))
     if status == "Skipped":
         reason = job.get("skip_reason") or "skipped"
         if outcome.get("error") == "FsxDataNotReady":
@@ -117,7 +118,8 @@ def job_record(s3, sagemaker, bucket: str, base: str, plan_document: dict[str, A
         describe, prices=prices, script_metrics=_script_metrics(s3, describe), mode=job["mode"],
         dataset=job["dataset"], repeat=job["repeat"], files=stats.get("files"), total_bytes=stats.get("bytes"),
         epochs=job.get("epochs"), fsx_capacity_gib=plan_document.get("fsx_capacity_gib", 1200), trial=job.get("trial"),
-        lab=plan_document.get("lab"), storage=job.get("storage"))
+        lab=plan_document.get("lab"), storage=job.get("storage"), checkpoint_target=job.get("checkpoint_target"),
+        checkpoint_restore=job.get("checkpoint_restore"))
     if record["status"] == "Failed" and not record["failure_reason"]:
         record["failure_reason"] = _reason(s3, bucket, base, name, outcome)
     return record

@@ -84,7 +84,7 @@ def stage_express(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     source, target = summary["bucket"], document.get("express_bucket")
     prefixes: list[str] = document.get("express_prefixes") or []
     stats_by_prefix = {d["prefix"]: document["dataset_stats"][d["name"]]
-                       for t in document["experiment"]["trials"] for d in t["datasets"]
+                       for t in document["experiment"]["trials"] for d in t.get("datasets") or []
                        if d["name"] in document["dataset_stats"]}
     index, token, skip = int(cursor.get("index") or 0), cursor.get("token"), int(cursor.get("skip") or 0)
     copied, skipped = int(cursor.get("copied") or 0), int(cursor.get("skipped") or 0)

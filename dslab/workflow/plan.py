@@ -33,6 +33,10 @@ from .express_staging import wake_directory_bucket
 from .runtime import environ as function_environ
 
 
+# The Run map item's mode of a checkpoint job (plan.json keeps the record's mode): no data to wait for.
+CHECKPOINT_ITEM_MODE = "Checkpoint"
+
+
 class ExperimentInvalid(Exception):
     """The experiment cannot run; the state machine fails at Plan before any job is created."""
 
@@ -166,8 +170,11 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     base = f"{RESULTS_PREFIX}/{execution}"
     items = []
     for job in jobs:
-        item: dict[str, Any] = {"index": job.spec.index, "name": job.name, "mode": job.spec.mode}
-        if job.spec.trial.storage == EXPRESS:
+        # A checkpoint job waits for no data (EFS staging, FSx's import, Express staging): its own mode keeps the Run
+        # map's choices from holding it back for another job's data.
+        item: dict[str, Any] = {"index": job.spec.index, "name": job.name,
+                                "mode": CHECKPOINT_ITEM_MODE if job.spec.target else job.spec.mode}
+        if job.spec.trial.storage == EXPRESS and not job.spec.target:
             item["express"] = True  # waits for the Express staging (the Run map's choice reads it)
         if job.request is None:
             item["skip"] = True
@@ -175,10 +182,10 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             clients["s3"].put_object(Bucket=bucket, Key=request_key(base, job.name), Body=json.dumps(job.request).encode(),
                                      ContentType="application/json")
         items.append(item)
-    efs_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.mode == "EFS" and j.request is not None})
-    fsx_paths = sorted({f"{FS_DATASETS_PATH}/{j.spec.dataset.prefix}" for j in jobs
-                        if j.spec.mode == "FSx" and j.request is not None})
-    express_prefixes = sorted({j.spec.dataset.prefix for j in jobs if j.spec.trial.storage == EXPRESS and j.request is not None})
+    data_jobs = [j for j in jobs if j.spec.target is None and j.request is not None]   # checkpoint jobs read no dataset
+    efs_prefixes = sorted({j.spec.dataset.prefix for j in data_jobs if j.spec.mode == "EFS"})
+    fsx_paths = sorted({f"{FS_DATASETS_PATH}/{j.spec.dataset.prefix}" for j in data_jobs if j.spec.mode == "FSx"})
+    express_prefixes = sorted({j.spec.dataset.prefix for j in data_jobs if j.spec.trial.storage == EXPRESS})
     plan_document = {
         "express_prefixes": express_prefixes,
         "express_bucket": env.express_bucket,
@@ -198,7 +205,8 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "quotas": {"checked": decision.checked, "notes": decision.notes, "concurrency": decision.concurrency},
         "backend": env_vars.get("DSLAB_BACKEND", "aws"),
         "jobs": [{"index": j.spec.index, "name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
-                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "storage": j.spec.trial.storage,
+                  "repeat": j.spec.repeat, "trial": j.spec.trial.name, "storage": j.spec.storage,
+                  **({"checkpoint_target": j.spec.target, "checkpoint_restore": j.spec.restore} if j.spec.target else {}),
                   "instance_type": j.spec.trial.instance_type,
                   "instance_count": j.spec.trial.instance_count, "epochs": j.spec.trial.epochs,
                   "format": j.spec.dataset.format, "kept": j.kept,
@@ -225,7 +233,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             "job_count": len(items),
             "max_concurrency": decision.concurrency,
             "efs_include": "|".join(f"/{p}" for p in efs_include),
-            "fsx_jobs": sum(1 for j in jobs if j.spec.mode == "FSx" and j.request is not None),
+            "fsx_jobs": sum(1 for j in data_jobs if j.spec.mode == "FSx"),   # jobs that wait for FSx's S3 import
             "express_datasets": len(express_prefixes),
             "express_wait_checks": EXPRESS_STAGING_MAX_INVOCATIONS,
             "express_max_waits": EXPRESS_LOCK_MAX_WAITS,
@@ -234,7 +242,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
             "teardown_fsx": experiment.teardown_fsx,
             "fsx_available": fsx is not None,
         },
-        "lanes": deal_into_lanes(items, decision.concurrency),
+        "lanes": deal_into_lanes(items, decision.concurrency, {j.spec.index for j in jobs if j.spec.restore}),
     }
 
 
@@ -375,7 +383,16 @@ def failure_key(base: str, job_name: str) -> str:
     return f"{base}/failures/{job_name}.txt"
 
 
-def deal_into_lanes(items: list[dict[str, Any]], lanes: int) -> list[list[dict[str, Any]]]:
-    """Round-robin: at most ``lanes`` jobs run at once, the experiment's order kept within each lane."""
-    count = max(1, min(lanes, len(items)))
-    return [items[i::count] for i in range(count)]
+def deal_into_lanes(items: list[dict[str, Any]], lanes: int, following: set[int] | frozenset[int] = frozenset()
+                    ) -> list[list[dict[str, Any]]]:
+    """Round-robin: at most ``lanes`` jobs run at once, the experiment's order kept within each lane. An item whose
+    index is in ``following`` (a sync target's restore job) goes into the lane of the item before it, right after
+    it: a lane runs its jobs one after the other, so the restore starts once its writer has ended."""
+    groups: list[list[dict[str, Any]]] = []
+    for item in items:
+        if groups and int(item["index"]) in following:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    count = max(1, min(lanes, len(groups)))
+    return [[item for group in groups[i::count] for item in group] for i in range(count)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_cdk import Duration, RemovalPolicy, Stack, aws_s3 as s3
 from constructs import Construct
 
-from dslab.core.requests import CODE_PREFIX, DATASETS_PREFIX, OUTPUT_PREFIX, RESULTS_PREFIX
+from dslab.core.requests import CHECKPOINTS_PREFIX, CODE_PREFIX, DATASETS_PREFIX, OUTPUT_PREFIX, RESULTS_PREFIX
 
 
 def data_bucket_name(stack: Stack) -> str:
@@ -36,7 +36,8 @@ class DataBucket(Construct):
     An adopted bucket is no longer the stack's: `make destroy` leaves it (and its policy) untouched.
     """
 
-    PREFIXES = {"datasets": DATASETS_PREFIX, "code": CODE_PREFIX, "output": OUTPUT_PREFIX, "results": RESULTS_PREFIX}
+    PREFIXES = {"datasets": DATASETS_PREFIX, "code": CODE_PREFIX, "output": OUTPUT_PREFIX, "results": RESULTS_PREFIX,
+                "checkpoints": CHECKPOINTS_PREFIX}
 
     def __init__(self, scope: Construct, construct_id: str, *, disposable: bool, adopt: bool = False) -> None:
         super().__init__(scope, construct_id)
@@ -68,7 +69,11 @@ class DataBucket(Construct):
             # S3 expires it; delete markers left alone are removed
             # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-configuration-examples.html).
             versioned=True,
+            # Checkpoint trials' checkpoints are deleted by the job that reads them last (SageMaker's sync deletes in S3
+            # what the job deletes); a run stopped before that leaves them: gone after a week (their noncurrent
+            # versions a week later, by the rule below).
             lifecycle_rules=[s3.LifecycleRule(prefix=f"{OUTPUT_PREFIX}/", expiration=Duration.days(180)),
+                             s3.LifecycleRule(prefix=f"{CHECKPOINTS_PREFIX}/", expiration=Duration.days(7)),
                              s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(2),
                                               noncurrent_version_expiration=Duration.days(7)),
                              s3.LifecycleRule(expired_object_delete_marker=True)],

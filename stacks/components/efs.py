@@ -50,11 +50,16 @@ class LabEfs(Construct):
         self.mount_auth = mount_auth
 
     def grant_mount(self, role: iam.IRole) -> None:
-        """Let the training role mount read-only (only matters with ``efsMountAuth=iam``)."""
-        self.file_system.grant(role, "elasticfilesystem:ClientMount")
+        """Let the training role mount (only matters with ``efsMountAuth=iam``): read-only for datasets, and read-write
+        for a checkpoint trial's EFS target, which writes under /checkpoints as the container's root user, in the
+        root-owned root directory: ClientMount "Provides read-only access to a file system", ClientWrite "Provides
+        write permissions on a file system", ClientRootAccess "Provides use of the root user when accessing a file
+        system" (EFS User Guide, iam-access-control-nfs-efs.html)."""
+        actions = ["elasticfilesystem:ClientMount", "elasticfilesystem:ClientWrite", "elasticfilesystem:ClientRootAccess"]
+        self.file_system.grant(role, *actions)
         if self.mount_auth == "iam":
             self.file_system.add_to_resource_policy(iam.PolicyStatement(
-                actions=["elasticfilesystem:ClientMount"],
+                actions=actions,
                 principals=[role],
                 resources=["*"],  # in a file-system policy "*" means this file system
                 conditions={"Bool": {"elasticfilesystem:AccessedViaMountTarget": "true"}},

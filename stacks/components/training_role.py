@@ -13,7 +13,8 @@ from .express_bucket import ExpressBucket
 class TrainingRole(Construct):
     """What a training job needs, nothing more.
 
-    Reads datasets/ and code/, writes output/, manages the network interfaces SageMaker creates in
+    Reads datasets/ and code/, writes output/, syncs checkpoints/ (a checkpoint trial's SageMaker checkpoint
+    sync, on the data bucket and the directory bucket), manages the network interfaces SageMaker creates in
     the lab's subnet, writes its logs and metrics, pulls the framework image. No ``*`` actions and
     no managed FullAccess policies; each wildcard resource is acknowledged in the stack with why.
     """
@@ -35,13 +36,27 @@ class TrainingRole(Construct):
         self.role.add_to_policy(iam.PolicyStatement(
             sid="WriteOutput", actions=["s3:PutObject", "s3:AbortMultipartUpload"],
             resources=[data.arn_for("output")]))
+        # Checkpoint trials' SageMaker sync (CheckpointConfig) under checkpoints/ only: SageMaker "saves checkpoints to
+        # Amazon S3 and syncs your training job with the checkpoint S3 bucket" (it reads what is there at the start,
+        # writes new ones, and "If a checkpoint is deleted in the SageMaker container, it will also be deleted in the
+        # S3 folder": model-checkpoints.html), with the job's role.
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="SyncCheckpoints",
+            actions=["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"],
+            resources=[data.arn_for("checkpoints")]))
+        self.role.add_to_policy(iam.PolicyStatement(
+            sid="ListCheckpoints", actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{data.PREFIXES['checkpoints']}/*"]}}))
         if express is not None:
-            # Training reads the directory bucket: SageMaker (like every client) gets temporary credentials
-            # scoped to the bucket with CreateSession; ReadOnly sessions only, as in AWS's example policy
-            # "This policy uses the s3express:SessionMode condition key with the ReadOnly value to set a
-            # read-only session" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-security-iam-example-bucket-policies.html).
-            # Job output goes to the data bucket (WriteOutput), never to the directory bucket.
-            express.grant_read_session(self.role, sid="ReadExpressBucket")
+            # Training reads the directory bucket and, for a checkpoint trial's Express target, SageMaker syncs the
+            # checkpoints to it: every client gets temporary credentials scoped to the bucket with CreateSession, and
+            # writes need a ReadWrite session. A directory bucket cannot be narrowed to a prefix: "The access control
+            # boundary for directory buckets is set only at the bucket level ... directory buckets are the only
+            # resource that you can include in bucket policies or IAM identity policies for S3 Express One Zone access"
+            # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-express-authenticating-authorizing.html). The
+            # bucket holds only copies (datasets staged from the data bucket, checkpoints); job output still goes to
+            # the data bucket (WriteOutput).
+            express.grant_read_write_session(self.role, sid="ReadWriteExpressBucket")
 
         # SageMaker creates and deletes the job's ENIs in the lab subnet; Describe* calls take no resource.
         self.role.add_to_policy(iam.PolicyStatement(

@@ -22,7 +22,8 @@ from .efs_staging import EfsStaging
 
 from dslab.core import limits
 from dslab.workflow.fsx_guard import GUARD_SCHEDULE_MINUTES
-from dslab.core.requests import DATASETS_PREFIX, REQUEST_KEYS, RESULTS_PREFIX, OUTPUT_PREFIX, STATS_SUFFIX
+from dslab.core.requests import (CHECKPOINT_CONFIG, CHECKPOINT_REQUEST_KEYS, DATASETS_PREFIX, REQUEST_KEYS,
+                                 RESULTS_PREFIX, OUTPUT_PREFIX, SCRIPT_REQUEST_KEYS, STATS_SUFFIX)
 
 # A fixed name: IAM statements (the teardown guard lists this machine's executions) and people can
 # name it without a reference, which would be circular (the machine references the functions).
@@ -502,11 +503,14 @@ class BenchmarkWorkflow(Construct):
         # Script job has no InputDataConfig (CreateTrainingJob takes it absent but refuses an empty list:
         # the shape's minimum is one channel). The choice is made once per job, so the worst job's
         # history grows by one Choice (2 events), not by one per attempt (dslab/core/limits.py).
+        # A checkpoint trial's SageMaker-sync job has no channel either, and a CheckpointConfig: a third loop, chosen
+        # by the same Choice.
         train = self._attempt_loop("", REQUEST_KEYS, completed, has_cause)
-        train_script = self._attempt_loop("Script", tuple(k for k in REQUEST_KEYS if k != "InputDataConfig"),
-                                          completed, has_cause)
+        train_script = self._attempt_loop("Script", SCRIPT_REQUEST_KEYS, completed, has_cause)
+        train_checkpoint = self._attempt_loop("Checkpoint", CHECKPOINT_REQUEST_KEYS, completed, has_cause)
         has_channel = (sfn.Choice(self, "HasInputChannel?")
                        .when(sfn.Condition.is_present("$.loaded.request.InputDataConfig"), train)
+                       .when(sfn.Condition.is_present(f"$.loaded.request.{CHECKPOINT_CONFIG}"), train_checkpoint)
                        .otherwise(train_script))
         load.add_catch(has_cause, result_path="$.error")
         iteration = (sfn.Choice(self, "Skipped?")

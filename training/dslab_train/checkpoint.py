@@ -50,6 +50,7 @@ CHUNK_BYTES = 16 * 2 ** 20        # one write or read call
 POOL_SLACK = 2 ** 20              # the random pool is a chunk plus this; each write starts elsewhere in it
 POOL_STEP = 4099                  # bytes the start moves per write: no two chunks line up on a block boundary
 MARKER = ".dslab-written-{host}"  # a host's ranks have fsynced checkpoint i (shared folders, several hosts)
+DONE_MARKER = ".dslab-done-{host}"  # a host has written and read everything (shared folders: the clean-up waits)
 
 
 class CheckpointError(RuntimeError):
@@ -374,9 +375,38 @@ class CheckpointRun:
         }
 
 
-def run_checkpoints(spec: CheckpointSpec, directory: Path, host: int, hosts: int, shared: bool, **options) -> dict:
-    """Write, drop the cache, read: this host's figures (see the module's docstring)."""
-    return CheckpointRun(spec, directory, host, hosts, shared, **options).run()
+    def clean_up(self) -> str:
+        """Delete the checkpoints once nothing reads them (untimed, after the figures): a folder of this host's own
+        (SageMaker's LocalPath) at once, with everything in it; a shared folder by the first host, once every host has
+        said it is done (its done marker), so that no host's reads lose their files."""
+        if self.shared and self.hosts > 1:
+            marker = self.directory / DONE_MARKER.format(host=self.host)
+            marker.touch()
+            if self.host != 0:
+                return "left to host 0, once every host is done"
+            deadline = self.clock() + self.wait_seconds
+            for host in range(self.hosts):
+                while not (self.directory / DONE_MARKER.format(host=host)).exists():
+                    if self.clock() > deadline:
+                        return f"kept: host {host} did not finish within {self.wait_seconds:g} s"
+                    self.sleep(0.05)
+        if self.shared:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            return f"deleted {self.directory}"
+        for path in list(self.directory.iterdir()) if self.directory.is_dir() else []:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        return f"emptied {self.directory}"
+
+
+def run_checkpoints(spec: CheckpointSpec, directory: Path, host: int, hosts: int, shared: bool, cleanup: bool = False,
+                    **options) -> dict:
+    """Write, drop the cache, read: this host's figures (see the module's docstring); with ``cleanup``, then delete the
+    checkpoints (CheckpointRun.clean_up), which on SageMaker's LocalPath deletes SageMaker's copies in S3 too."""
+    run = CheckpointRun(spec, directory, host, hosts, shared, **options)
+    figures = run.run()
+    if cleanup:
+        figures["cleanup"] = run.clean_up()
+    return figures
 
 
 __all__ = ["CheckpointSpec", "CheckpointRun", "CheckpointError", "run_checkpoints", "CHUNK_BYTES"]

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import random
+from ..modes import CHECKPOINT_TARGET_MODES, SYNC_TARGETS
 from .model import Experiment, JobSpec
 
 
 def expand(experiment: Experiment) -> list[JobSpec]:
     """Every job of the experiment, in the experiment's order."""
-    configs = [(t, d, m) for t in experiment.trials for d in t.datasets for m in t.modes]
+    configs = []
+    for t in experiment.trials:
+        if t.checkpoint is not None:
+            configs += [(t, t.checkpoint.dataset, target) for target in t.checkpoint.targets]
+        else:
+            configs += [(t, d, m) for d in t.datasets for m in t.modes]
     if experiment.order == "listed":
         # Repeats of one configuration run together, configurations as listed.
         combos = [(c, r) for c in configs for r in range(experiment.repeats)]
@@ -18,4 +24,15 @@ def expand(experiment: Experiment) -> list[JobSpec]:
     else:
         combos = [(c, r) for c in configs for r in range(experiment.repeats)]
         random.Random(experiment.seed).shuffle(combos)
-    return [JobSpec(index=i, trial=c[0], dataset=c[1], mode=c[2], repeat=r) for i, (c, r) in enumerate(combos)]
+    specs: list[JobSpec] = []
+    for (trial, dataset, mode), repeat in combos:
+        if trial.checkpoint is None:
+            specs.append(JobSpec(index=len(specs), trial=trial, dataset=dataset, mode=mode, repeat=repeat))
+            continue
+        # A checkpoint target: its job, then (a sync target's) the restore job on the same S3 URI right after it.
+        target = mode
+        specs.append(JobSpec(len(specs), trial, dataset, CHECKPOINT_TARGET_MODES[target], repeat, target=target))
+        if target in SYNC_TARGETS and trial.checkpoint.restore and trial.checkpoint.workload.reads:
+            specs.append(JobSpec(len(specs), trial, dataset, CHECKPOINT_TARGET_MODES[target], repeat, target=target,
+                                 restore=True))
+    return specs

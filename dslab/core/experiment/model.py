@@ -98,8 +98,11 @@ DEFAULTS: dict[str, Any] = {
     # the workflow stages the trial's datasets first.
     "storage": STANDARD,
     "job_prefix": "dsl",
-    # A DLIO workload file (MLPerf Storage's training workloads, core/dlio.py): its dataset, compute and epochs.
+    # A DLIO workload file (MLPerf Storage's training workloads, core/dlio.py): its dataset, compute and epochs. A
+    # checkpointing one (MLPerf Storage's llama3 files, core/checkpoint.py) makes the trial a checkpoint trial.
     "workload": None,
+    # A checkpoint trial's targets and counts (CheckpointTrial); only beside a checkpointing workload.
+    "checkpoint": None,
 }
 
 
@@ -167,6 +170,33 @@ class Script:
 
 
 @dataclass(frozen=True)
+class CheckpointTrial:
+    """What a checkpoint trial writes: its workload (core/checkpoint.py CheckpointWorkload, with the writes, reads and
+    seconds between them as the trial runs them), where (modes.CHECKPOINT_TARGETS), and whether the sync targets get a
+    restore job (a second job on the same S3 URI that writes nothing and reads back what SageMaker copies in)."""
+    workload: Any
+    targets: tuple[str, ...]
+    restore: bool = True
+
+    @property
+    def dataset(self) -> "Dataset":
+        """What the trial's records name as their dataset: the model. Nothing is uploaded or read for it."""
+        from ..modes import CHECKPOINT_FORMAT
+        return Dataset(name=self.workload.slug, format=CHECKPOINT_FORMAT, prefix=self.workload.slug)
+
+    def plan(self, trial: "Trial", field: str = "instance_count"):
+        """The workload on the trial's cluster: its instances, each with its accelerators (one rank a GPU)."""
+        from ..premise import accelerators_of
+        gpus = trial.compute.accelerators or accelerators_of(trial.instance_type)
+        return self.workload.plan(hosts=trial.instance_count, gpus_per_host=gpus, hosts_field=field)
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.workload
+        return {"targets": list(self.targets), "writes": w.writes, "reads": w.reads,
+                "seconds_between": max(0.0, w.interval_seconds), "restore": self.restore}
+
+
+@dataclass(frozen=True)
 class Trial:
     """One configuration of the job side; the experiment's base trial merged with one override."""
     name: str
@@ -195,6 +225,9 @@ class Trial:
     # The keys the document states for this trial (its own or the base's), against DEFAULTS: what was not
     # given is a default, and the premise of its answers says so.
     given: frozenset = field(default=frozenset(), compare=False)   # not what runs: a record re-parsed states every key
+    # A checkpoint trial (its workload is a checkpointing one): where it writes, and how many checkpoints. Its jobs
+    # are its targets x repeats, not datasets x modes.
+    checkpoint: CheckpointTrial | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +272,16 @@ class JobSpec:
     dataset: Dataset
     mode: str
     repeat: int
+    # A checkpoint trial's job: where it writes (modes.CHECKPOINT_TARGETS; ``mode`` is the record's mode for it), and
+    # whether it is the restore job of a sync target (it writes nothing and reads what SageMaker copies in).
+    target: str | None = None
+    restore: bool = False
+
+    @property
+    def storage(self) -> str:
+        """Where the job's S3 side is: the trial's storage; an Express sync target's, the directory bucket."""
+        from ..modes import CKPT_EXPRESS
+        return EXPRESS if self.target == CKPT_EXPRESS else self.trial.storage
 
 
 def content_hash(document: dict[str, Any]) -> str:

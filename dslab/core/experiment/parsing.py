@@ -15,7 +15,7 @@ from ..limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLU
 from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
 from ..premise import MAX_INSTANCE_COUNT, accelerator_kind, file_share_bytes, instance_preset, parse_bytes, volume_for
-from .model import COMPUTE_PRESETS, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
+from .model import COMPUTE_PRESETS, CheckpointTrial, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
 
 
 NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
@@ -29,6 +29,7 @@ TRIAL_KEYS = {
     "datasets", "modes", "instance_type", "instance_count", "volume_size_gb", "epochs", "compute",
     "max_run_seconds", "hyperparameters", "image_uri", "s3_data_type", "distribution",
     "shuffle_seed", "record_wrapper", "max_samples", "workers", "prefetch", "spot", "script", "storage", "workload",
+    "checkpoint",
 }
 
 
@@ -47,6 +48,13 @@ DLIO_GENERATE_KEYS = {"files", "samples_per_file", "record_bytes", "record_bytes
 
 
 TRIAL_ONLY_KEYS = {"name"}
+
+
+# A checkpoint trial's own settings (beside a checkpointing workload): where it writes, and the workload's
+# num_checkpoints_write, num_checkpoints_read and time_between_checkpoints as the trial runs them.
+CHECKPOINT_KEYS = {"targets", "writes", "reads", "seconds_between", "restore"}
+# What a checkpoint trial's jobs set themselves (requests.checkpoint_hyperparameters): not the experiment's to give.
+CHECKPOINT_HYPERPARAMETERS = ("checkpoint_plan", "checkpoint_channel", "checkpoint_dir", "checkpoint_cleanup")
 
 
 MAX_REPEATS = 100   # an experiment's repeats (and the CLI's --repeats): 1..MAX_REPEATS
@@ -255,10 +263,45 @@ def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) ->
                    bytes=size, generate=dict(generate))
 
 
+def _parse_checkpoint(value: Any, workload: Any, path: str) -> CheckpointTrial:
+    """A checkpoint trial's ``checkpoint:`` (every key optional): its targets (default all four), and the workload's
+    writes, reads and seconds between checkpoints as the trial runs them (default the file's), and whether the sync
+    targets get a restore job (default true)."""
+    from dataclasses import replace
+    from ..modes import CHECKPOINT_TARGETS
+    value = {} if value is None else value
+    _check_keys(value, CHECKPOINT_KEYS, path.rstrip("."))
+    raw = value.get("targets", list(CHECKPOINT_TARGETS))
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{path}targets", "must be a non-empty list of checkpoint targets", CHECKPOINT_TARGETS)
+    targets: list[str] = []
+    for i, target in enumerate(raw):
+        target = str(target).lower()
+        if target not in CHECKPOINT_TARGETS:
+            hint = _closest(target, set(CHECKPOINT_TARGETS))
+            raise ConfigError(f"{path}targets[{i}]", f"{raw[i]!r} is not a checkpoint target"
+                              + (f" (did you mean '{hint}'?)" if hint else ""), CHECKPOINT_TARGETS)
+        if target in targets:
+            raise ConfigError(f"{path}targets[{i}]", f"{target} is listed twice")
+        targets.append(target)
+    writes = _int(value.get("writes", workload.writes), f"{path}writes", 1, 1000)
+    reads = _int(value.get("reads", workload.reads), f"{path}reads", 0, 1000)
+    if reads > writes:   # DLIO's own rule (ConfigArguments.validate): a read needs a checkpoint written before it
+        raise ConfigError(f"{path}reads", f"{reads} is more than the {writes} checkpoints written", f"at most {writes}")
+    seconds = value.get("seconds_between", max(0.0, workload.interval_seconds))
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds <= 86400:
+        raise ConfigError(f"{path}seconds_between", f"{seconds!r} is not a number of seconds", "0..86400")
+    return CheckpointTrial(replace(workload, writes=writes, reads=reads, interval_seconds=float(seconds)),
+                           tuple(targets), _bool(value.get("restore", True), f"{path}restore"))
+
+
 def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str, dict[str, Any]],
-                 given: frozenset[str] = frozenset()) -> Trial:
+                 given: frozenset[str] = frozenset(), own: frozenset[str] = frozenset()) -> Trial:
     """``given``: the keys the document states for this trial (its own or the base's), as against DEFAULTS: a
-    workload's dataset, compute, epochs and readers fill in only what the document does not state."""
+    workload's dataset, compute, epochs and readers fill in only what the document does not state. ``own``: the keys
+    the trial's own entry states (a checkpoint trial refuses those that shape a data job)."""
     modes_raw = merged["modes"]
     if isinstance(modes_raw, str):
         modes_raw = [modes_raw]
@@ -274,15 +317,30 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         modes.append(mode)
 
     workload = None
+    checkpoint = None
     if merged.get("workload") is not None:
-        workload = parse_workload_entry(merged["workload"], f"{path}workload")
+        workload = parse_workload_entry(merged["workload"], f"{path}workload", checkpointing=True)
+        from ..checkpoint import CheckpointWorkload
+        if isinstance(workload, CheckpointWorkload):
+            checkpoint = _parse_checkpoint(merged.get("checkpoint"), workload, f"{path}checkpoint.")
+            for key in ("modes", "datasets", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):
+                if key in own and not (key == "datasets" and merged.get("datasets") == []):
+                    raise ConfigError(f"{path}{key}", f"a checkpoint trial ({workload.source} is a checkpointing "
+                                      "workload) writes checkpoints, not a dataset: where it writes is checkpoint.targets",
+                                      ["checkpoint: {targets: [s3, express, fsx, efs]}"])
+            workload = None
+    if checkpoint is None and merged.get("checkpoint") is not None:
+        raise ConfigError(f"{path}checkpoint", "goes with a checkpointing workload (workflow: {train: False, checkpoint: "
+                          "True}, as MLPerf Storage's llama3 files)", "workload: <a llama3_*.yaml file>, or drop it")
     datasets_raw = merged.get("datasets")
-    if datasets_raw is None:
+    if checkpoint is not None:
+        datasets_raw = []   # a checkpoint trial reads no dataset
+    elif datasets_raw is None:
         datasets_raw = [] if workload else [d["name"] for d in DEFAULT_DATASETS]
     if workload is not None and isinstance(datasets_raw, list):
         # The workload's dataset beside the ones listed (first), read by every mode of the trial.
         datasets_raw = [workload.dataset(), *datasets_raw]
-    if not isinstance(datasets_raw, list) or not datasets_raw:
+    if not isinstance(datasets_raw, list) or (not datasets_raw and checkpoint is None):
         raise ConfigError(f"{path}datasets", "must be a non-empty list of dataset names or mappings", sorted(catalog))
     datasets = tuple(_parse_dataset(d, f"{path}datasets[{i}]", catalog) for i, d in enumerate(datasets_raw))
     names = [d.name for d in datasets]
@@ -326,7 +384,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
     epochs, workers = merged["epochs"], merged["workers"]
     if merged["compute"] is not None:
         compute_doc = merged["compute"]
-    elif workload is not None or merged["script"] is not None:
+    elif workload is not None or merged["script"] is not None or checkpoint is not None:
         # A workload states its compute (below); a user's script computes what it computes: the lab's emulation
         # does not run, and V100's rate only stands in for it in estimates.
         compute_doc = "v100"
@@ -347,7 +405,21 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
                 or _instance_accelerators(instance_type)
             workers = min(256, workload.readers(accelerators))
 
-    return Trial(
+    if checkpoint is not None:
+        from ..modes import CHECKPOINT_TARGET_MODES
+        datasets = ()
+        modes = list(dict.fromkeys(CHECKPOINT_TARGET_MODES[t] for t in checkpoint.targets))
+        for key in CHECKPOINT_HYPERPARAMETERS:
+            if key in hyperparameters:
+                raise ConfigError(f"{path}hyperparameters.{key}", "is the lab's to set in a checkpoint trial: it plans "
+                                  "the checkpoints and names where they go", "drop it")
+    elif any(key in hyperparameters for key in ("checkpoint_channel", "checkpoint_dir")):
+        key = next(key for key in ("checkpoint_channel", "checkpoint_dir") if key in hyperparameters)
+        raise ConfigError(f"{path}hyperparameters.{key}", "names where a checkpoint trial's checkpoints go, and this "
+                          "trial is not one: its channels are read-only (FileSystemAccessMode ro), which a checkpoint "
+                          "cannot be written to", "a trial with a checkpointing workload (workload: llama3_8b.yaml), "
+                          "whose FSx and EFS targets get a read-write channel")
+    trial = Trial(
         name=name,
         datasets=datasets,
         modes=tuple(modes),
@@ -373,7 +445,34 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         storage=_choice(merged["storage"], f"{path}storage", STORAGES),
         workload=workload,
         given=given,
+        checkpoint=checkpoint,
     )
+    if checkpoint is not None:
+        _check_checkpoint_storage(trial, path)
+    return trial
+
+
+def _check_checkpoint_storage(trial: Trial, path: str) -> None:
+    """The checkpoint trial's cluster splits the model into whole ranks (its plan, refused naming instance_count), and
+    each instance's volume holds what SageMaker's sync keeps on it: the writer's own files of every checkpoint written
+    (DLIO keeps each in its own folder), and at a restore every host's (SageMaker copies the whole S3 URI onto each
+    instance). A volume asked too small, or NVMe instance storage too small, is refused before anything runs."""
+    from ..modes import SYNC_TARGETS
+    plan = trial.checkpoint.plan(trial, f"{path}instance_count")
+    if not any(t in SYNC_TARGETS for t in trial.checkpoint.targets):
+        return
+    writes = trial.checkpoint.workload.writes
+    needed = max(plan.host_bytes(h) for h in range(plan.hosts)) * writes
+    if trial.checkpoint.restore and trial.checkpoint.workload.reads:
+        needed = max(needed, plan.bytes * writes)
+    volume = volume_for(trial.instance_type, trial.volume_size_gb, needed)
+    if not volume.fits:
+        where = f"{path}volume_size_gb" if not volume.nvme else f"{path}workload.scale"
+        raise ConfigError(where, f"SageMaker's checkpoint sync keeps {volume.needed_gb:,} GB of {trial.checkpoint.workload.name}'s "
+                          f"checkpoints on each instance ({writes} written, at scale {plan.scale:g}"
+                          + (", every host's at a restore" if plan.hosts > 1 else "") + f"), more than its "
+                          f"{volume.describe()}", "a larger volume_size_gb, fewer checkpoint.writes, or a smaller scale"
+                          if not volume.nvme else "a smaller scale or fewer checkpoint.writes")
 
 
 def _deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -434,6 +533,7 @@ def _parse_experiment(document: Any) -> Experiment:
         if "workload" in override:   # a trial's workload replaces the base's (never merged into it)
             trial_doc["workload"] = copy.deepcopy(override["workload"])
         given = frozenset(k for k in (*doc, *override) if k != "trials")
+        own = frozenset(k for k in override if k != "name")
         counts = trial_doc.get("instance_count")
         if isinstance(counts, list):
             # A sweep: one trial per cluster size, named "<trial>-n<count>" (the report draws them against N).
@@ -442,9 +542,9 @@ def _parse_experiment(document: Any) -> Experiment:
                                   "e.g. [1, 2, 4]")
             for count in counts:
                 trials.append(_parse_trial({**trial_doc, "instance_count": count}, path, f"{trial_name}-n{count}", catalog,
-                                           given))
+                                           given, own))
             continue
-        trials.append(_parse_trial(trial_doc, path, trial_name, catalog, given))
+        trials.append(_parse_trial(trial_doc, path, trial_name, catalog, given, own))
     if len({t.name for t in trials}) != len(trials):
         raise ConfigError("trials", "trial names must be unique")
 
@@ -478,36 +578,44 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
         "teardown_fsx": experiment.teardown_fsx,
         "fsx_import_wait_minutes": experiment.fsx_import_wait_minutes,
         "job_prefix": experiment.job_prefix,
-        "trials": [
-            {
-                "name": t.name,
-                # A workload's dataset is its to make (its entry below): listed, it would be added twice.
-                "datasets": [d.to_dict() for d in t.datasets
-                             if t.workload is None or d.name != t.workload.dataset_name],
-                "modes": list(t.modes),
-                "instance_type": t.instance_type,
-                "instance_count": t.instance_count,
-                "volume_size_gb": t.volume_size_gb,
-                "epochs": t.epochs,
-                "compute": t.compute.to_dict(),
-                "max_run_seconds": t.max_run_seconds,
-                "hyperparameters": t.hyperparameters,
-                "image_uri": t.image_uri,
-                "s3_data_type": t.s3_data_type,
-                "distribution": t.distribution,
-                "shuffle_seed": t.shuffle_seed,
-                "record_wrapper": t.record_wrapper,
-                "max_samples": t.max_samples,
-                "workers": t.workers,
-                "prefetch": t.prefetch,
-                "spot": t.spot,
-                "script": None if t.script is None else t.script.to_dict(),
-                "storage": t.storage,
-                **({"workload": t.workload.entry()} if t.workload is not None else {}),
-            }
-            for t in experiment.trials
-        ],
+        "trials": [_normal_trial(t) for t in experiment.trials],
     }
+
+
+def _normal_trial(t: Trial) -> dict[str, Any]:
+    """One trial as run; a checkpoint trial without the data-job keys it refuses (its jobs are its targets)."""
+    out = {
+        "name": t.name,
+        # A workload's dataset is its to make (its entry below): listed, it would be added twice.
+        "datasets": [d.to_dict() for d in t.datasets
+                     if t.workload is None or d.name != t.workload.dataset_name],
+        "modes": list(t.modes),
+        "instance_type": t.instance_type,
+        "instance_count": t.instance_count,
+        "volume_size_gb": t.volume_size_gb,
+        "epochs": t.epochs,
+        "compute": t.compute.to_dict(),
+        "max_run_seconds": t.max_run_seconds,
+        "hyperparameters": t.hyperparameters,
+        "image_uri": t.image_uri,
+        "s3_data_type": t.s3_data_type,
+        "distribution": t.distribution,
+        "shuffle_seed": t.shuffle_seed,
+        "record_wrapper": t.record_wrapper,
+        "max_samples": t.max_samples,
+        "workers": t.workers,
+        "prefetch": t.prefetch,
+        "spot": t.spot,
+        "script": None if t.script is None else t.script.to_dict(),
+        "storage": t.storage,
+        **({"workload": t.workload.entry()} if t.workload is not None else {}),
+    }
+    if t.checkpoint is not None:
+        for key in ("modes", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):
+            out.pop(key)   # what shapes a data job; its datasets stay, none
+        out["workload"] = t.checkpoint.workload.entry()
+        out["checkpoint"] = t.checkpoint.to_dict()
+    return out
 
 
 def check_combinations(experiment: Experiment) -> None:

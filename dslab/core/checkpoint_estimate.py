@@ -1,0 +1,635 @@
+"""Where should checkpoints go: save, stall and restore seconds per target, and what a day of checkpoints costs.
+
+A checkpoint plan (core/checkpoint.py: every rank's files by DLIO's formula) on N hosts, saved every K minutes, the
+last ``keep`` kept, on each target the lab deploys:
+
+- SageMaker's checkpoint sync (``CheckpointConfig``) to the data bucket or the S3 Express One Zone directory bucket:
+  each host writes its ranks' files to its own volume (the stall: training waits for that write), SageMaker uploads
+  them behind the script, and a restore copies every checkpoint kept under the S3 URI onto every instance before the
+  script starts ("Existing checkpoints in S3 are written to the SageMaker container at the start of the job",
+  SageMaker Developer Guide, model-checkpoints.html; "the checkpoints from this S3 bucket are restored to
+  checkpoint_local_path in each instance of the new training job", model-checkpoints-resume.html), then the script
+  reads its own files from that volume.
+- FSx for Lustre and EFS as a read-write channel every host shares: the save is the write to the file system (the
+  stall is the whole save), the restore reads one checkpoint back.
+
+Per target: the save, stall and restore seconds and what bounds them; the cluster's idle cost per save (stall x
+hosts x the instance's price); the storage of the checkpoints kept, the requests, and what the target bills while it
+stands (FSx's capacity, EFS's Provisioned throughput); a day at the interval. Every limit cites its document; what
+has none is an assumption and says so. Standard library only, no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .errors import ConfigError
+from .estimate import MODEL, NETWORK_PAYLOAD
+
+# The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()).
+NVME_DOWNLOAD_MBPS = MODEL.nvme_download_mbps
+S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
+from .instances import INSTANCES
+from .modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CKPT_S3, CHECKPOINT_TARGETS, SYNC_TARGETS,
+                    checkpoint_target_label)
+from .premise import VOLUME_HEADROOM, format_bytes, volume_for
+from .prices import HOURS_PER_MONTH, PriceTable
+from .provisioning import (BURSTING, EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBPS,
+                           EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC, FSX_CAPACITY_INCREMENT_GIB,
+                           FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB, PERSISTENT_2, PROVISIONED, SCRATCH_2,
+                           EfsConfig, FsxConfig, Provisioning, deploy_command, fsx_capacity_for, fsx_quota)
+
+GIB = 1024 ** 3
+DAY = 86_400.0
+
+# ---- FSx for Lustre, per TiB of SSD storage ------------------------------------------------------------------
+# "File system performance for SSD storage options" (FSx for Lustre User Guide, ssd-storage.html): per deployment
+# type, network throughput baseline (MBps/TiB) and disk throughput baseline; Scratch 2's disk is "200 (read) 100
+# (write)", Persistent 2's disk baseline is its tier (125, 250, 500, 1000), network 320, 640, 1300, 2600. "When you
+# write data to your file system, or when you read data that is not stored on the in-memory cache, file system
+# performance is determined by the lower of the network throughput and disk throughput" (performance.html): a save
+# writes at the lower of the two, a restore (never in the cache: another host's files, or a new job) reads so too.
+# Bursts (Scratch 2's network credits, 500 MB/s/TiB of disk burst on the 125 and 250 tiers) are not counted: a
+# checkpoint every few minutes, all day, is a sustained load.
+FSX_NETWORK_MBPS_PER_TIB = {SCRATCH_2: 200.0, 125: 320.0, 250: 640.0, 500: 1300.0, 1000: 2600.0}
+FSX_DISK_WRITE_MBPS_PER_TIB = {SCRATCH_2: 100.0, 125: 125.0, 250: 250.0, 500: 500.0, 1000: 1000.0}
+FSX_DISK_READ_MBPS_PER_TIB = {SCRATCH_2: 200.0, 125: 125.0, 250: 250.0, 500: 500.0, 1000: 1000.0}
+# The largest FSx `dslab size` provisions for checkpoints: the account's default storage quota per deployment type
+# (provisioning.FSX_QUOTA_DEFAULT_GIB, FSx for Lustre User Guide limits.html); past it the row says the request.
+FSX_SIZE_LIMIT_GIB = 4 * FSX_QUOTA_DEFAULT_GIB
+
+# ---- EFS (EFS User Guide, performance.html and efs-metrics.html) ----------------------------------------------
+# Writes are metered at the full rate: "Read operations are metered at one-third the rate of other operations"
+# (PermittedThroughput, efs-metrics.html), so a Bursting or Provisioned file system writes at its metered rate and
+# reads at up to three times it (provisioning.EFS_READ_METERING). Per file system, writes: "1–3.33 GiBps" (Regional,
+# Provisioned and Bursting) and "1–5 GiBps" (Regional, Elastic), the low end taken, as the reads' are; per client
+# 500 MiB/s, Elastic 1,500 MiB/s (provisioning.EFS_PER_CLIENT_MIBPS). Bursting: "The baseline rate is 50 MiB/s per
+# TiB of storage", with burst credits "up to 100 MiBps per TiB ... with a minimum of 100 MiBps": a day whose writes
+# exceed what the baseline earns runs out of credits and writes at the baseline.
+EFS_WRITE_MIBPS_LIMIT = {BURSTING: 1024.0, PROVISIONED: 1024.0, ELASTIC: 1024.0}
+EFS_BURST_MIBPS_PER_TIB = 100.0
+EFS_BURST_MIN_MIBPS = 100.0
+EFS_BASELINE_MIBPS_PER_TIB = 50.0
+EFS_READ_MIBPS_LIMIT = {BURSTING: 3 * 1024.0, PROVISIONED: 3 * 1024.0, ELASTIC: EFS_ELASTIC_READ_MIBPS}
+
+# ---- S3 -------------------------------------------------------------------------------------------------------
+# "your application can achieve at least 3,500 PUT/COPY/POST/DELETE or 5,500 GET/HEAD requests per second per
+# partitioned Amazon S3 prefix" (S3 User Guide, optimizing-performance.html): a job's checkpoints go under one S3 URI,
+# one prefix. "By default, each directory bucket supports up to 200,000 reads and up to 100,000 writes per second"
+# (S3 User Guide, s3-express-performance.html).
+S3_PUTS_PER_PREFIX = 3500.0
+S3_GETS_PER_PREFIX = 5500.0
+EXPRESS_WRITES_PER_BUCKET = 100_000.0
+EXPRESS_READS_PER_BUCKET = 200_000.0
+# Assumptions (no document says how SageMaker's checkpoint uploader or its copy-in moves the bytes): files in parts
+# of 8 MiB (the AWS CLI's multipart_chunksize and multipart_threshold), 10 parts at once per instance (the AWS CLI's
+# max_concurrent_requests), each at S3's per-connection 85-90 MB/s (estimate.S3_CONNECTION_MBPS).
+SYNC_PART_BYTES = 8 * 1024 ** 2
+SYNC_CONNECTIONS = 10
+SYNC_ASSUMPTION = (f"SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; assumed "
+                   f"{SYNC_PART_BYTES // 2**20} MiB parts, {SYNC_CONNECTIONS} at once per instance (the AWS CLI's "
+                   f"defaults) at {S3_CONNECTION_MBPS:g} MB/s each, up to the instance's network")
+
+# ---- the instance's volume (where SageMaker's LocalPath is) ---------------------------------------------------
+# "SageMaker supports only the General Purpose SSD (gp2) storage volume type" (HyperParameterTuningResourceConfig,
+# VolumeSizeInGB); gp2: "Volumes that are 170 GiB and smaller deliver a maximum throughput of 128 MiB/s. Volumes larger
+# than 170 GiB but smaller than 334 GiB can burst to a maximum throughput of 250 MiB/s. Volumes that are 334 GiB and
+# larger deliver 250 MiB/s" (EBS User Guide, general-purpose.html). NVMe instance storage: AWS publishes IOPS, not
+# MB/s; the lab's one figure for it (estimate.NVME_DOWNLOAD_MBPS) is an assumption, said so.
+GP2_SMALL_MIBPS, GP2_LARGE_MIBPS = 128.0, 250.0
+GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
+NVME_ASSUMPTION = (f"NVMe instance storage writes and reads at {NVME_DOWNLOAD_MBPS:,.0f} MB/s per instance "
+                   "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
+
+# What a checkpoint occupies beyond its bytes on a file system or volume: the 5% every volume gets.
+HEADROOM = VOLUME_HEADROOM
+DEFAULT_KEEP = 2
+DEFAULT_EVERY_SECONDS = 30 * 60.0
+DEFAULT_SAVE_UNDER_SECONDS = 60.0
+MAX_KEEP = 100
+
+
+def parse_duration(text: Any, field: str, *, unit: str = "m") -> float:
+    """Seconds from "30m", "2h", "90s", "1.5h", or a bare number in ``unit`` (m: minutes, s: seconds)."""
+    value = str(text).strip().lower().replace(" ", "")
+    scale = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+    number, suffix = value, unit
+    for key in sorted(scale, key=len, reverse=True):
+        if value.endswith(key) and value[:-len(key)]:
+            number, suffix = value[:-len(key)], key
+            break
+    try:
+        seconds = float(number) * scale[suffix]
+    except ValueError:
+        seconds = float("nan")
+    if not math.isfinite(seconds) or not 1 <= seconds <= 7 * DAY:
+        raise ConfigError(field, f"{text!r} is not a duration", "e.g. 30m, 2h, 90s (1 s to 7 days)")
+    return seconds
+
+
+@dataclass(frozen=True)
+class CheckpointLoad:
+    """What one save asks of a target: the plan's bytes and files, per host and in all."""
+    hosts: int
+    total_bytes: int          # one checkpoint, every rank's files
+    host_bytes: int           # the largest host's share
+    parts: int                # upload parts (SYNC_PART_BYTES) of one checkpoint, every host's files
+    host_parts: int
+    files: int
+
+    @classmethod
+    def of(cls, plan) -> "CheckpointLoad":
+        """A CheckpointPlan's load, at its scale (every file at the workload's --scale)."""
+        from .checkpoint import scaled_bytes
+        per_host, host_parts, files = [], [], 0
+        for host in range(plan.hosts):
+            sizes = [scaled_bytes(size, plan.scale) for r in plan.host_ranks(host) for _, size in r.files]
+            per_host.append(sum(sizes))
+            host_parts.append(sum(max(1, math.ceil(s / SYNC_PART_BYTES)) for s in sizes if s))
+            files += len(sizes)
+        return cls(plan.hosts, sum(per_host), max(per_host or [0]), sum(host_parts), max(host_parts or [0]), files)
+
+
+@dataclass
+class TargetEstimate:
+    target: str                       # s3 | express | fsx | efs
+    provision: str                    # how the target stands: "the data bucket", "FSx Scratch 2, 1,200 GiB (...)"
+    premise: str                      # "as deployed" | "provisioned for the question" | ...
+    save_seconds: float               # until the checkpoint is whole on the target (the sync: written and uploaded)
+    stall_seconds: float              # training waits (the sync: the write to the instance's volume)
+    restore_seconds: float            # a new job back at the checkpoint (the sync: the copy-in, then the read)
+    bound: str                        # what limits the save
+    saves_per_day: float
+    idle_usd_per_save: float
+    storage_usd_per_day: float
+    requests_usd_per_day: float
+    standing_usd_per_day: float
+    restore_usd: float
+    puts_per_save: int = 0
+    gets_per_restore: int = 0
+    upload_seconds: float | None = None   # the sync: behind the script
+    copy_in_seconds: float | None = None  # the sync's restore: before the script starts
+    blocker: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)   # the deploy's context settings (FSx, EFS)
+    quota: dict[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        return checkpoint_target_label(self.target)
+
+    @property
+    def idle_usd_per_day(self) -> float:
+        return self.idle_usd_per_save * self.saves_per_day
+
+    @property
+    def usd_per_day(self) -> float:
+        return self.idle_usd_per_day + self.storage_usd_per_day + self.requests_usd_per_day + self.standing_usd_per_day
+
+    @property
+    def keeps_up(self) -> bool:
+        return not self.warnings
+
+    def command(self) -> str | None:
+        if not self.settings:
+            return None
+        return deploy_command(self.settings, fsx="up" if any(k.startswith("fsx") for k in self.settings) else "keep")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {"target": self.target, "label": self.label, "provision": self.provision, "premise": self.premise,
+               "save_seconds": round(self.save_seconds, 2), "stall_seconds": round(self.stall_seconds, 2),
+               "restore_seconds": round(self.restore_seconds, 2), "bound": self.bound,
+               "saves_per_day": round(self.saves_per_day, 2), "idle_usd_per_save": round(self.idle_usd_per_save, 4),
+               "idle_usd_per_day": round(self.idle_usd_per_day, 2), "storage_usd_per_day": round(self.storage_usd_per_day, 2),
+               "requests_usd_per_day": round(self.requests_usd_per_day, 4),
+               "standing_usd_per_day": round(self.standing_usd_per_day, 2), "usd_per_day": round(self.usd_per_day, 2),
+               "restore_usd": round(self.restore_usd, 4), "puts_per_save": self.puts_per_save,
+               "gets_per_restore": self.gets_per_restore, "warnings": list(self.warnings),
+               "assumptions": list(self.assumptions)}
+        if self.upload_seconds is not None:
+            out["upload_seconds"] = round(self.upload_seconds, 2)
+        if self.copy_in_seconds is not None:
+            out["copy_in_seconds"] = round(self.copy_in_seconds, 2)
+        if self.blocker:
+            out["blocker"] = self.blocker
+        if self.settings:
+            out.update(deploy_settings=dict(self.settings), command=self.command())
+        if self.quota:
+            out["quota"] = self.quota
+        return out
+
+
+@dataclass(frozen=True)
+class Question:
+    """The checkpoint question: a plan (its hosts, instance and bytes), saved every ``every_seconds``, the last
+    ``keep`` kept, priced with ``prices`` on ``lab``."""
+    plan: Any                         # core/checkpoint.py CheckpointPlan
+    instance_type: str
+    every_seconds: float
+    keep: int
+    prices: PriceTable
+    lab: Provisioning
+    volume_size_gb: int | None = None
+
+    @property
+    def load(self) -> CheckpointLoad:
+        return CheckpointLoad.of(self.plan)
+
+    @property
+    def saves_per_day(self) -> float:
+        return DAY / self.every_seconds
+
+    @property
+    def hourly(self) -> float:
+        return self.prices.require_instance(self.instance_type, "--instance")
+
+    def network_mbps(self) -> float:
+        row = INSTANCES.get(self.instance_type)
+        gbps = row.network_baseline_gbps if row is not None else 10.0
+        return gbps * 1000 / 8 * NETWORK_PAYLOAD
+
+    def idle_usd(self, seconds: float) -> float:
+        """The cluster's instances waiting ``seconds``: what they bill meanwhile."""
+        return seconds * self.plan.hosts * self.hourly / 3600
+
+
+def volume_mbps(instance_type: str, volume_gb: int, nvme: bool) -> tuple[float, str | None]:
+    """The instance volume's write (and read) throughput, MB/s, and the assumption it rests on (None: documented)."""
+    if nvme:
+        return NVME_DOWNLOAD_MBPS, NVME_ASSUMPTION
+    mibps = GP2_SMALL_MIBPS if volume_gb <= GP2_SMALL_MAX_GB else GP2_LARGE_MIBPS
+    note = (f"a gp2 volume of {volume_gb:,} GB between 170 and 334 GiB bursts to 250 MiB/s (its burst credits "
+            "assumed)" if GP2_SMALL_MAX_GB < volume_gb < GP2_BURST_MAX_GB else None)
+    return mibps * MIB, note
+
+
+def _sync(q: Question, target: str) -> TargetEstimate:
+    load, prices = q.load, q.prices
+    express = target == CKPT_EXPRESS
+    # The instance's volume holds what the script keeps and, at a restore, every kept checkpoint of every host.
+    needed = load.total_bytes * q.keep if q.plan.hosts > 1 else load.host_bytes * q.keep
+    volume = volume_for(q.instance_type, q.volume_size_gb, needed)
+    write_mbps, volume_note = volume_mbps(q.instance_type, volume.gb, volume.nvme)
+    network = q.network_mbps()
+    stall = load.host_bytes / 1e6 / write_mbps
+    per_host = min(network, SYNC_CONNECTIONS * S3_CONNECTION_MBPS)
+    puts_rate = EXPRESS_WRITES_PER_BUCKET if express else S3_PUTS_PER_PREFIX
+    gets_rate = EXPRESS_READS_PER_BUCKET if express else S3_GETS_PER_PREFIX
+    upload = max(load.host_bytes / 1e6 / per_host, load.parts / puts_rate)
+    # The restore: every kept checkpoint of every host onto every instance, then the script reads its own files.
+    copied = load.total_bytes * q.keep
+    copy_in = max(copied / 1e6 / min(per_host, write_mbps), load.parts * q.keep * q.plan.hosts / gets_rate)
+    read_back = load.host_bytes / 1e6 / write_mbps
+    restore = copy_in + read_back
+    gb_kept = load.total_bytes * q.keep / 1e9
+    if express:
+        storage = gb_kept * prices["express_gb_month"] * 24 / HOURS_PER_MONTH
+        per_save = (load.parts * prices["express_put_per_thousand"] / 1000
+                    + load.total_bytes / 1e9 * prices["express_upload_per_gb"])
+        restore_requests = (load.parts * q.keep * q.plan.hosts * prices["express_get_per_thousand"] / 1000
+                            + copied * q.plan.hosts / 1e9 * prices["express_retrieval_per_gb"])
+    else:
+        storage = gb_kept * prices["s3_storage_gb_month"] * 24 / HOURS_PER_MONTH
+        per_save = load.parts * prices["s3_put_per_million"] / 1e6
+        restore_requests = load.parts * q.keep * q.plan.hosts * prices["s3_get_per_million"] / 1e6
+    bucket = "the lab's S3 Express One Zone directory bucket" if express else "the lab's data bucket"
+    est = TargetEstimate(
+        target=target, provision=f"{bucket}, through each instance's {volume.describe()}", premise="as deployed",
+        save_seconds=stall + upload, stall_seconds=stall, restore_seconds=restore, bound="",
+        saves_per_day=q.saves_per_day, idle_usd_per_save=q.idle_usd(stall), storage_usd_per_day=storage,
+        requests_usd_per_day=per_save * q.saves_per_day, standing_usd_per_day=0.0,
+        restore_usd=q.idle_usd(restore) + restore_requests, puts_per_save=load.parts,
+        gets_per_restore=load.parts * q.keep * q.plan.hosts, upload_seconds=upload, copy_in_seconds=copy_in,
+        assumptions=[SYNC_ASSUMPTION] + ([volume_note] if volume_note else []))
+    est.bound = (f"the instance's volume ({write_mbps:,.0f} MB/s); the upload behind it: "
+                 + ("S3's PUT rate" if load.parts / puts_rate >= load.host_bytes / 1e6 / per_host
+                    else f"{per_host:,.0f} MB/s per instance"))
+    if not volume.fits:
+        est.blocker = (f"each instance holds {volume.needed_gb:,} GB of checkpoints at a restore ({q.keep} kept"
+                       + (f", every host's: SageMaker copies the whole S3 URI onto each instance" if q.plan.hosts > 1 else "")
+                       + f"), more than its {volume.describe()}: fewer kept (--keep), a smaller --scale, "
+                       + ("more instances" if volume.nvme else "a larger --volume-size-gb"))
+    if upload > q.every_seconds:
+        est.warnings.append(f"its upload takes {upload:,.0f} s, longer than the {q.every_seconds:,.0f} s between saves: "
+                            "the uploads fall behind")
+    return est
+
+
+def _fsx_rates(fsx: FsxConfig) -> tuple[float, float]:
+    """(write, uncached read) MB/s of the whole file system: the lower of network and disk per TiB, times its TiB."""
+    key = SCRATCH_2 if fsx.deployment_type == SCRATCH_2 else int(fsx.mbps_per_tib)
+    tib = fsx.capacity_gib / 1024
+    network = FSX_NETWORK_MBPS_PER_TIB[key]
+    return min(network, FSX_DISK_WRITE_MBPS_PER_TIB[key]) * tib, min(network, FSX_DISK_READ_MBPS_PER_TIB[key]) * tib
+
+
+def fsx_label(fsx: FsxConfig) -> str:
+    """FSx as a checkpoint target: its type, capacity, and what it writes and reads uncached."""
+    write, read = _fsx_rates(fsx)
+    kind = "Scratch 2" if fsx.deployment_type == SCRATCH_2 else f"Persistent 2 {fsx.mbps_per_tib:g} MB/s/TiB"
+    return f"{kind}, {fsx.capacity_gib:,} GiB (writes {write:,.0f} MB/s, reads {read:,.0f} MB/s uncached)"
+
+
+def _fsx(q: Question, fsx: FsxConfig, premise: str, settings: dict[str, Any] | None = None) -> TargetEstimate:
+    load = q.load
+    write, read = _fsx_rates(fsx)
+    cluster_network = q.network_mbps() * q.plan.hosts
+    save = max(load.total_bytes / 1e6 / min(write, cluster_network), load.host_bytes / 1e6 / q.network_mbps())
+    restore = max(load.total_bytes / 1e6 / min(read, cluster_network), load.host_bytes / 1e6 / q.network_mbps())
+    bound = (f"FSx's write throughput ({write:,.0f} MB/s: the lower of its network and disk per TiB)"
+             if write <= cluster_network else f"the instances' network ({cluster_network:,.0f} MB/s)")
+    est = TargetEstimate(
+        target=CKPT_FSX, provision=fsx_label(fsx),
+        premise=premise, save_seconds=save, stall_seconds=save, restore_seconds=restore, bound=bound,
+        saves_per_day=q.saves_per_day, idle_usd_per_save=q.idle_usd(save), storage_usd_per_day=0.0,
+        requests_usd_per_day=0.0, standing_usd_per_day=fsx.hourly(q.prices) * 24, restore_usd=q.idle_usd(restore),
+        settings=dict(settings or {}), quota=fsx_quota(fsx),
+        assumptions=["FSx bills its capacity whether used or not: its whole day is priced"])
+    kept = load.total_bytes * q.keep * HEADROOM / GIB
+    if kept > fsx.capacity_gib:
+        est.blocker = (f"{q.keep} checkpoint(s) of {format_bytes(load.total_bytes)} need {kept:,.0f} GiB, more than FSx's "
+                       f"{fsx.capacity_gib:,} GiB ({premise}): deploy it larger (what dslab size --workload provisions) or keep fewer (--keep)")
+    if save > q.every_seconds:
+        est.warnings.append(f"a save takes {save:,.0f} s, longer than the {q.every_seconds:,.0f} s between saves")
+    return est
+
+
+def _efs_write_mibps(efs: EfsConfig, stored_gib: float, written_per_day_mib: float) -> tuple[float, str]:
+    """The metered rate EFS writes at (MiB/s, the whole file system) and why."""
+    if efs.mode == ELASTIC:
+        return EFS_WRITE_MIBPS_LIMIT[ELASTIC], "Elastic's per-file-system write limit (the low end of 1-5 GiB/s)"
+    if efs.mode == PROVISIONED:
+        rate = float(efs.provisioned_mibps or 1.0)
+        return min(rate, EFS_WRITE_MIBPS_LIMIT[PROVISIONED]), f"its Provisioned {rate:,.0f} MiB/s (writes metered at the full rate)"
+    tib = stored_gib / 1024
+    burst = max(EFS_BURST_MIN_MIBPS, EFS_BURST_MIBPS_PER_TIB * tib)
+    baseline = EFS_BASELINE_MIBPS_PER_TIB * tib
+    if written_per_day_mib > baseline * DAY:
+        return max(baseline, 1e-3), (f"Bursting's baseline ({baseline:,.1f} MiB/s for {stored_gib:,.0f} GiB stored): a "
+                                     "day's writes spend more burst credits than the baseline earns")
+    return min(burst, EFS_WRITE_MIBPS_LIMIT[BURSTING]), f"Bursting's burst rate ({burst:,.0f} MiB/s, while credits last)"
+
+
+def _efs(q: Question, efs: EfsConfig, premise: str, settings: dict[str, Any] | None = None) -> TargetEstimate:
+    load, prices = q.load, q.prices
+    stored_gib = load.total_bytes * q.keep / GIB
+    written_per_day_mib = load.total_bytes / 2**20 * q.saves_per_day
+    rate_mibps, why = _efs_write_mibps(efs, stored_gib, written_per_day_mib)
+    client = min(efs.per_client_mibps * MIB, q.network_mbps())
+    read_mibps = min(rate_mibps * (1 if efs.mode == ELASTIC else EFS_READ_METERING), EFS_READ_MIBPS_LIMIT[efs.mode]) \
+        if efs.mode != ELASTIC else EFS_READ_MIBPS_LIMIT[ELASTIC]
+    fs_write = rate_mibps * MIB
+    save = max(load.total_bytes / 1e6 / fs_write, load.host_bytes / 1e6 / client)
+    restore = max(load.total_bytes / 1e6 / (read_mibps * MIB), load.host_bytes / 1e6 / client)
+    bound = (f"EFS: {why}" if load.total_bytes / fs_write >= load.host_bytes / client
+             else f"EFS's per-client limit ({efs.per_client_mibps:,.0f} MiB/s per instance)")
+    gb_kept = load.total_bytes * q.keep / 1e9
+    storage = gb_kept * prices["efs_standard_gb_month"] * 24 / HOURS_PER_MONTH
+    standing = (float(efs.provisioned_mibps or 0) * prices["efs_provisioned_mibps_month"] * 24 / HOURS_PER_MONTH
+                if efs.mode == PROVISIONED else 0.0)
+    written = (load.total_bytes / 1e9 * prices["efs_elastic_write_per_gb"] * q.saves_per_day
+               if efs.mode == ELASTIC else 0.0)
+    restore_read = load.total_bytes / 1e9 * prices["efs_elastic_read_per_gb"] if efs.mode == ELASTIC else 0.0
+    est = TargetEstimate(
+        target=CKPT_EFS, provision=efs.label(), premise=premise, save_seconds=save, stall_seconds=save,
+        restore_seconds=restore, bound=bound, saves_per_day=q.saves_per_day, idle_usd_per_save=q.idle_usd(save),
+        storage_usd_per_day=storage, requests_usd_per_day=written, standing_usd_per_day=standing,
+        restore_usd=q.idle_usd(restore) + restore_read, settings=dict(settings or {}),
+        assumptions=["EFS's per-file-system limits: the low end of each range (1 GiB/s writes)",
+                     "checkpoints are rewritten every interval, so they stay in EFS Standard (never Infrequent Access)"])
+    if save > q.every_seconds:
+        est.warnings.append(f"a save takes {save:,.0f} s, longer than the {q.every_seconds:,.0f} s between saves")
+    return est
+
+
+def estimate_target(q: Question, target: str) -> TargetEstimate:
+    """One target as the lab stands (``q.lab``)."""
+    if target in SYNC_TARGETS:
+        return _sync(q, target)
+    if target == CKPT_FSX:
+        return _fsx(q, q.lab.fsx, q.lab.premise_of("fsx"))
+    if target == CKPT_EFS:
+        return _efs(q, q.lab.efs, q.lab.premise_of("efs"))
+    raise ConfigError("checkpoint target", f"{target!r} is not one", CHECKPOINT_TARGETS)
+
+
+def estimate_targets(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> list[TargetEstimate]:
+    return [estimate_target(q, t) for t in targets]
+
+
+# ---- provisioning: FSx and EFS for a save under a target, or for the cheapest day ---------------------------------
+
+def fsx_options(q: Question, max_gib: int = FSX_SIZE_LIMIT_GIB) -> list[FsxConfig]:
+    """Every FSx the lab builds that holds the checkpoints kept: each deployment type and tier, from the smallest
+    capacity that holds them up to the one whose write throughput passes the cluster's network (more buys nothing)."""
+    load = q.load
+    smallest = fsx_capacity_for(load.total_bytes * q.keep * HEADROOM / GIB)
+    cluster = q.network_mbps() * q.plan.hosts
+    out = []
+    for kind in (SCRATCH_2, *FSX_PERSISTENT2_TIERS):
+        fsx = FsxConfig() if kind == SCRATCH_2 else FsxConfig.persistent2(kind, 1200)
+        capacity = smallest
+        while capacity <= max_gib:
+            candidate = replace(fsx, capacity_gib=capacity)
+            out.append(candidate)
+            if _fsx_rates(candidate)[0] >= cluster:
+                break
+            capacity = 2400 if capacity < 2400 else capacity + FSX_CAPACITY_INCREMENT_GIB
+    return out
+
+
+def efs_options(q: Question) -> list[EfsConfig]:
+    """Bursting, Elastic, and Provisioned from 1 MiB/s to the lab's limit (a grid fine enough for a day's cost)."""
+    steps = sorted({1, 10, 25, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 1024, 1500, 2000, 2500, 3000,
+                    int(EFS_PROVISIONED_MAX_MIBPS)})
+    return [EfsConfig(), EfsConfig(ELASTIC), *(EfsConfig(PROVISIONED, float(m)) for m in steps)]
+
+
+def _candidates(q: Question, target: str, premise: str) -> list[TargetEstimate]:
+    """FSx's or EFS's every option (fsx_options, efs_options) on the question, each with the deploy that builds it."""
+    if target == CKPT_FSX:
+        return [_fsx(q, f, premise, f.settings()) for f in fsx_options(q)]
+    return [_efs(q, e, premise, e.settings()) for e in efs_options(q)]
+
+
+def provisioned(q: Question, target: str, *, save_under: float | None = None) -> TargetEstimate | None:
+    """FSx or EFS provisioned for the question: with ``save_under``, the cheapest to stand that saves within it (None
+    where nothing the lab builds does); else the one whose day costs least (idle, storage and standing together)."""
+    if target not in (CKPT_FSX, CKPT_EFS):
+        return None
+    candidates = [c for c in _candidates(q, target, "provisioned for this question") if not c.blocker]
+    if save_under is not None:
+        fits = [c for c in candidates if c.save_seconds <= save_under]
+        return min(fits, key=lambda c: (c.standing_usd_per_day + c.storage_usd_per_day + c.requests_usd_per_day,
+                                        c.save_seconds)) if fits else None
+    return min(candidates, key=lambda c: (c.usd_per_day, c.save_seconds)) if candidates else None
+
+
+@dataclass
+class CheckpointAnswer:
+    """Where the checkpoints should go: the targets ranked by a day's cost, the pick and the runner-up."""
+    question: Question
+    options: list[TargetEstimate]
+    pick: TargetEstimate | None
+    runner_up: TargetEstimate | None
+    why: str
+    passed_over: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"pick": self.pick.to_dict() if self.pick else None,
+                "runner_up": self.runner_up.to_dict() if self.runner_up else None, "why": self.why,
+                "options": [o.to_dict() for o in self.options], "passed_over": dict(self.passed_over)}
+
+
+def option_name(o: TargetEstimate) -> str:
+    return f"{o.label} ({o.provision}{'' if o.premise == 'as deployed' else ', ' + o.premise})"
+
+
+def recommend(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> CheckpointAnswer:
+    """Every target as the lab stands, and FSx and EFS provisioned for the cheapest day; the pick is the cheapest day
+    among those that keep up (a save, or the sync's upload, within the interval) and can hold the checkpoints."""
+    options = [estimate_target(q, t) for t in targets]
+    for target in (CKPT_FSX, CKPT_EFS):
+        if target in targets:
+            best = provisioned(q, target)
+            if best is not None and not any(o.target == target and o.provision == best.provision for o in options):
+                options.append(best)
+    options.sort(key=lambda o: (bool(o.blocker), bool(o.warnings), o.usd_per_day))
+    usable = [o for o in options if not o.blocker and not o.warnings]
+    pick = usable[0] if usable else None
+    runner = next((o for o in usable[1:] if o.target != (pick.target if pick else None)), None)
+    passed: dict[str, str] = {}
+    for o in options:
+        if o is pick:
+            continue
+        if o.blocker:
+            passed[option_name(o)] = f"cannot: {o.blocker}"
+        elif o.warnings:
+            passed[option_name(o)] = f"cannot keep up: {'; '.join(o.warnings)}"
+    if pick is None:
+        why = "no target keeps up at this interval: a longer --checkpoint-every, fewer kept, or a provisioned file system"
+    else:
+        parts = [f"${pick.usd_per_day:,.2f} a day: the cluster idle ${pick.idle_usd_per_day:,.2f} "
+                 f"({pick.stall_seconds:,.1f} s a save x {pick.saves_per_day:,.0f} saves)"]
+        if pick.storage_usd_per_day or pick.standing_usd_per_day:
+            parts.append(f"storage ${pick.storage_usd_per_day + pick.standing_usd_per_day:,.2f}")
+        if pick.requests_usd_per_day:
+            parts.append(f"requests ${pick.requests_usd_per_day:,.2f}")
+        why = "the cheapest day that keeps up: " + ", ".join(parts)
+    return CheckpointAnswer(q, options, pick, runner, why, passed)
+
+
+def size(q: Question, save_under: float, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> list[TargetEstimate]:
+    """Per target what makes a save (the stall, for the sync) shorter than ``save_under`` seconds: FSx and EFS as
+    provisioned for it (cheapest to stand), each with its deploy; the sync targets as the instance stands, and whether
+    they meet it (no provisioning reaches the instance's volume)."""
+    rows: list[TargetEstimate] = []
+    for target in targets:
+        if target in SYNC_TARGETS:
+            est = _sync(q, target)
+            if est.stall_seconds > save_under:
+                est.warnings.append(f"its stall, {est.stall_seconds:,.1f} s, is longer than {save_under:g} s: the "
+                                    "instance's volume sets it (a larger gp2 volume, or an NVMe instance)")
+            rows.append(est)
+            continue
+        found = provisioned(q, target, save_under=save_under)
+        if found is not None:
+            found.premise = f"provisioned to save within {save_under:g} s"
+            rows.append(found)
+            continue
+        fastest = min(_candidates(q, target, "provisioned"), key=lambda c: c.save_seconds)
+        row = estimate_target(q, target)   # the lab as it stands, refused with what the fastest option reaches
+        row.blocker = (f"nothing the lab builds saves within {save_under:g} s: the fastest, {fastest.provision}, takes "
+                       f"{fastest.save_seconds:,.1f} s ({fastest.bound})")
+        rows.append(row)
+    return rows
+
+
+# ---- measured: a run's checkpoint records, per trial and target ------------------------------------------------
+
+@dataclass
+class MeasuredTarget:
+    """One target of a checkpoint trial as a run measured it: means over its completed jobs (and the sync's restore
+    job's copy-in, the Downloading phase SageMaker's copy of the S3 URI is reported in, plus its reads)."""
+    trial: str
+    model: str
+    target: str
+    jobs: int
+    completed: int
+    save_seconds: float | None
+    stall_seconds: float | None
+    load_seconds: float | None
+    save_gb_per_second: float | None
+    load_gb_per_second: float | None
+    restore_seconds: float | None
+    copy_in_seconds: float | None
+    bytes_per_checkpoint: int | None
+    instance_type: str
+    instance_count: int
+    cost_usd: float
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return checkpoint_target_label(self.target)
+
+
+def _mean(values) -> float | None:
+    values = [float(v) for v in values if isinstance(v, (int, float))]
+    return sum(values) / len(values) if values else None
+
+
+def measured_targets(records: list[dict[str, Any]]) -> list[MeasuredTarget]:
+    """The checkpoint records (``checkpoint_target`` set) per (trial, target), in the records' order."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("checkpoint_target"):
+            groups.setdefault((r.get("trial") or "", r["checkpoint_target"]), []).append(r)
+    out = []
+    for (trial, target), items in groups.items():
+        writers = [r for r in items if not r.get("checkpoint_restore")]
+        restores = [r for r in items if r.get("checkpoint_restore")]
+        done = [r for r in writers if r["status"] == "Completed"]
+        figures = [(r.get("metrics") or {}).get("checkpoint") or {} for r in done]
+        # A cluster's figures are its slowest host's (job_metrics._checkpoint_cluster), where every host gave them.
+        figures = [((r.get("metrics") or {}).get("cluster") or {}).get("checkpoint") or f for r, f in zip(done, figures)]
+        restored = [r for r in restores if r["status"] == "Completed"]
+        restore_figures = [(((r.get("metrics") or {}).get("cluster") or {}).get("checkpoint")
+                            or (r.get("metrics") or {}).get("checkpoint") or {}) for r in restored]
+        copy_in = _mean((r.get("phases") or {}).get("Downloading", 0.0) for r in restored)
+        if target in SYNC_TARGETS:
+            load = _mean(f.get("load_seconds_mean") for f in restore_figures)
+            restore = (copy_in or 0.0) + load if load is not None else None
+        else:
+            load = _mean(f.get("load_seconds_mean") for f in figures)
+            restore = load
+        first = items[0]
+        out.append(MeasuredTarget(
+            trial=trial, model=first["dataset"], target=target, jobs=len(items), completed=len(done) + len(restored),
+            save_seconds=_mean(f.get("save_seconds_mean") for f in figures),
+            stall_seconds=_mean(f.get("stall_seconds_mean") for f in figures),
+            load_seconds=load, save_gb_per_second=_mean(f.get("save_gb_per_second_mean") for f in figures),
+            load_gb_per_second=_mean(f.get("load_gb_per_second_mean") for f in (restore_figures if target in SYNC_TARGETS
+                                                                              else figures)),
+            restore_seconds=restore, copy_in_seconds=copy_in if target in SYNC_TARGETS else None,
+            bytes_per_checkpoint=next((f.get("bytes_per_checkpoint") for f in figures if f.get("bytes_per_checkpoint")), None),
+            instance_type=first.get("instance_type", "?"), instance_count=int(first.get("instance_count") or 1),
+            cost_usd=sum(r["cost_usd"]["total"] for r in items),
+            failures=[f"{r['job_name']}: {r.get('failure_reason') or r['status']}" for r in items
+                      if r["status"] != "Completed"]))
+    return out
+
+
+def measured_pick(targets: list[MeasuredTarget]) -> tuple[MeasuredTarget | None, MeasuredTarget | None]:
+    """The measured pick of one trial: the shortest stall (what training waits), then the shortest restore."""
+    ranked = sorted((t for t in targets if t.stall_seconds is not None),
+                    key=lambda t: (t.stall_seconds, t.restore_seconds if t.restore_seconds is not None else math.inf))
+    return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
+
+
+__all__ = ["CheckpointAnswer", "MeasuredTarget", "measured_targets", "measured_pick", "CheckpointLoad", "Question", "TargetEstimate", "estimate_target", "estimate_targets",
+           "recommend", "size", "provisioned", "parse_duration", "DEFAULT_KEEP", "DEFAULT_EVERY_SECONDS",
+           "DEFAULT_SAVE_UNDER_SECONDS", "MAX_KEEP", "option_name"]
