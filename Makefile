@@ -139,11 +139,13 @@ bench-scaling:
 	.venv/bin/dslab local --experiment experiments/scaling.yaml --out scaling-out --plain
 
 # The documentation site (mkdocs.yml) into build/site/, after what is generated: the CLI reference, the model's
-# constants and the pages' estimated tables from the code, and the README's picture, the first screen of a lab report
-# in headless Chromium (lab-out's when `make lab` has run, otherwise the lab report kept in tests/data).
+# constants, the results record and the pages' estimated tables from the code, and the README's picture, the first
+# screen of a lab report in headless Chromium (lab-out's when `make lab` has run, otherwise the lab report kept in
+# tests/data).
 docs: setup
 	$(PY) scripts/cli_reference.py
 	$(PY) scripts/model_constants.py
+	$(PY) scripts/record_reference.py
 	$(PY) scripts/estimate_tables.py
 	$(PY) scripts/report_picture.py
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict

@@ -22,13 +22,15 @@ MODULES = (
     ("dslab.core.provisioning", "what each shared source serves (S3, S3 Express, FSx, EFS)"),
     ("dslab.core.decision", "the pick and the set-up of each source"),
     ("dslab.core.sizing", "the largest cluster a source feeds"),
+    ("dslab.core.checkpoint", "a checkpoint's files and bytes by DLIO's formula, and MLPerf Storage's table beside it"),
+    ("dslab.core.checkpoint_estimate", "where checkpoints go: each target's save, stall and restore"),
 )
 VALUE_CHARS = 90
 
 HEAD = """# The model's constants
 
 Every constant the estimate (`dslab/core/estimate.py`), the premise, the provisioning, the pick and the sizing rest
-on, with the source its module gives beside or above it, then the instance table with each row's source. Generated
+on, and the checkpoint estimate's limits, with the source its module gives beside or above it, then the instance table with each row's source. Generated
 from the code by `scripts/model_constants.py` (`make docs`); `tests/test_docs.py` fails when this page and the code
 differ. Prices are a table of their own: `dslab prices` lists each row with its date and source
 ([costs](../costs.md)). How the constants combine: [the estimate model](../estimate.md).

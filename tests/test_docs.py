@@ -81,6 +81,15 @@ def test_the_model_constants_page_is_what_the_code_generates():
     assert f"| `INFRA_MARGIN` | `{INFRA_MARGIN:g}` |" in constants.PAGE.read_text()
 
 
+def test_the_results_record_page_is_what_its_two_schemas_say():
+    reference = _script("record_reference")
+    assert reference.PAGE.read_text() == reference.render(), "run `python scripts/record_reference.py` (make docs)"
+    page = reference.PAGE.read_text()
+    for field in ("`job_name`", "`checkpoint_target`", "`metrics.checkpoint.stall_seconds`", "`ingestion`"):
+        assert field in page
+    assert "Where `checkpoint_target` is `express`: `storage` present" in page
+
+
 def test_the_estimated_tables_the_pages_quote_are_what_the_cli_answers_now():
     """Every estimated table of the pages (the post's four cells, the sizing tables, the workload table, ...) sits
     between markers that scripts/estimate_tables.py rewrites from the CLI's own --json answers: a figure the code no

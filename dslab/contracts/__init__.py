@@ -3,6 +3,9 @@
 - ``results-record.schema.json``: the results-record contract (../shared/contracts/).
 - ``bencher-measured.csv``: the measured SageMaker jobs the estimate model is fitted on (../shared/calibration/).
 
+- ``record-extensions.schema.json`` (the lab's own, not vendored): the fields the lab adds beside the contract, which
+  the contract allows without naming (trial, storage, ingestion, checkpoint_target, metrics.checkpoint, ...), typed.
+
 ``vendored.json`` records each copy's sha256; tests/test_operator.py::test_vendored_copies_match keeps
 the copies equal to it, and to ../shared where it exists.
 """
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA_PATH = Path(__file__).with_name("results-record.schema.json")
+EXTENSIONS_PATH = Path(__file__).with_name("record-extensions.schema.json")
 CALIBRATION_PATH = Path(__file__).with_name("bencher-measured.csv")
 VENDORED_MANIFEST = Path(__file__).with_name("vendored.json")
 
@@ -24,10 +28,16 @@ def record_schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text())
 
 
+@functools.lru_cache(maxsize=1)
+def extensions_schema() -> dict[str, Any]:
+    return json.loads(EXTENSIONS_PATH.read_text())
+
+
 def validate_record(record: dict[str, Any]) -> None:
-    """Raise jsonschema.ValidationError if the record breaks the contract."""
+    """Raise jsonschema.ValidationError if the record breaks the contract, or types a field the lab adds wrongly."""
     import jsonschema
     jsonschema.validate(record, record_schema())
+    jsonschema.validate(record, extensions_schema())
 
 
 def validate_results(results: dict[str, Any]) -> None:

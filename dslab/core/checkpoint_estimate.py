@@ -41,8 +41,8 @@ from .provisioning import (BURSTING, EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_ELASTIC_R
                            FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB, PERSISTENT_2, PROVISIONED, SCRATCH_2,
                            EfsConfig, FsxConfig, Provisioning, deploy_command, fsx_capacity_for, fsx_quota)
 
-GIB = 1024 ** 3
-DAY = 86_400.0
+GIB = 1024 ** 3    # a unit: DLIO's "GB"
+DAY = 86_400.0     # a unit: seconds in the day a cost is given for
 
 # ---- FSx for Lustre, per TiB of SSD storage ------------------------------------------------------------------
 # "File system performance for SSD storage options" (FSx for Lustre User Guide, ssd-storage.html): per deployment
@@ -56,8 +56,9 @@ DAY = 86_400.0
 FSX_NETWORK_MBPS_PER_TIB = {SCRATCH_2: 200.0, 125: 320.0, 250: 640.0, 500: 1300.0, 1000: 2600.0}
 FSX_DISK_WRITE_MBPS_PER_TIB = {SCRATCH_2: 100.0, 125: 125.0, 250: 250.0, 500: 500.0, 1000: 1000.0}
 FSX_DISK_READ_MBPS_PER_TIB = {SCRATCH_2: 200.0, 125: 125.0, 250: 250.0, 500: 500.0, 1000: 1000.0}
-# The largest FSx `dslab size` provisions for checkpoints: the account's default storage quota per deployment type
-# (provisioning.FSX_QUOTA_DEFAULT_GIB, FSx for Lustre User Guide limits.html); past it the row says the request.
+# The largest FSx `dslab size` provisions for checkpoints: four times the account's default storage quota per
+# deployment type (provisioning.FSX_QUOTA_DEFAULT_GIB, FSx for Lustre User Guide limits.html); a row past the quota
+# says the quota request it needs (provisioning.fsx_quota), as the data rows do.
 FSX_SIZE_LIMIT_GIB = 4 * FSX_QUOTA_DEFAULT_GIB
 
 # ---- EFS (EFS User Guide, performance.html and efs-metrics.html) ----------------------------------------------
@@ -105,10 +106,10 @@ NVME_ASSUMPTION = (f"NVMe instance storage writes and reads at {NVME_DOWNLOAD_MB
 
 # What a checkpoint occupies beyond its bytes on a file system or volume: the 5% every volume gets.
 HEADROOM = VOLUME_HEADROOM
-DEFAULT_KEEP = 2
-DEFAULT_EVERY_SECONDS = 30 * 60.0
-DEFAULT_SAVE_UNDER_SECONDS = 60.0
-MAX_KEEP = 100
+DEFAULT_KEEP = 2                      # --keep's default: the last checkpoint and one to fall back on
+DEFAULT_EVERY_SECONDS = 30 * 60.0     # --checkpoint-every's default: every 30 minutes
+DEFAULT_SAVE_UNDER_SECONDS = 60.0     # size's --save-under default: a save within a minute
+MAX_KEEP = 100                        # --keep's bound, against a typo
 
 
 def parse_duration(text: Any, field: str, *, unit: str = "m") -> float:
