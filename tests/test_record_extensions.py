@@ -44,7 +44,8 @@ def test_a_checkpoint_record_as_the_lab_writes_it_validates():
     (lambda r: r.update(mode="FSx", checkpoint_target="fsx", checkpoint_s3_uri="s3://b/k/"), "checkpoint_s3_uri"),
     (lambda r: r.update(checkpoint_target="express"), "storage"),                 # Express without its bucket
     (lambda r: r.update(ingestion="script"), "mode"),                             # a script's reads are FastFile
-    (lambda r: r.update(storage="standard"), "storage"),                          # absent means Standard
+    (lambda r: r.update(storage="glacier"), "storage"),
+    (lambda r: r.update(checkpoint_target="express", storage="standard"), "storage"),
     (lambda r: r["metrics"].update(checkpoint={"save_seconds_mean": -1.0}), "save_seconds_mean"),
     (lambda r: r["metrics"].update(checkpoint={"mode": "all"}), "mode"),
     (lambda r: r["metrics"].update(bytes_read=1.5), "bytes_read"),
