@@ -547,6 +547,18 @@ def _events_per_state(events: list[dict]) -> dict[str, int]:
     return counts
 
 
+def _moto_map_race(execution) -> bool:
+    """A race inside moto's Step Functions interpreter, not the lab's: about once in ten full suite runs, under the
+    at-cap test's 40-way Map, a Task state of a Map iteration reads a dict where its TimeoutSeconds belongs (moto pops
+    its evaluation stack after the environment stopped pushing; its WaitForTaskToken thread logs a TypeError) and
+    RunLanes ends States.Runtime with a cause moto raises about its own error name ("Custom Error Names MUST NOT begin
+    with the prefix 'States.'", as localstack#10489 reports). No state of the definition raises it. Only that exact
+    signature runs the test again, once; any other failure fails it."""
+    cause = execution.cause or ""
+    return (execution.error == "States.Runtime" and "'RunLanes'" in cause
+            and "Custom Error Names MUST NOT begin with the prefix 'States.'" in cause)
+
+
 def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limit(emulated):
     """The worst execution the lab allows: MAX_JOBS jobs (30% failing), while DataSync never finishes,
     FSx's S3 import never ends, the FSx stack takes forever to delete and another execution holds the
@@ -563,64 +575,72 @@ def test_every_loop_at_its_cap_with_the_largest_run_stays_under_the_history_limi
         failures.setdefault(request["TrainingJobName"], len(failures) % 10 < 3)
         return long_reason if failures[request["TrainingJobName"]] else None
 
-    with emulated(ScriptedJobs(fail=decide), fsx_import_seconds=10**9, fsx_delete_seconds=10**9, time_scale=0.0002) as lab:
-        patches.HOOKS.datasync_seconds = 10**9
-        put_datasets(lab, datasets_ + ["locked"])
-        assert take_staging_lock(lab.client("s3"), lab.express_bucket, "locked", "another-execution", stale_after=10**9) is None
-        experiment = {"name": "worst", "instance_type": "ml.m5.xlarge", "compute": "v100", "max_concurrency": 40, "teardown_fsx": True,
-                      "trials": [{"name": "base", "datasets": [{"name": d, "format": "jpg"} for d in datasets_]},
-                                 {"name": "express", "storage": "express", "modes": ["FastFile"],
-                                  "datasets": [{"name": "locked", "format": "jpg"}]}]}
-        execution = lab.run(experiment, timeout=1800)
-        assert execution.status == "FAILED" and execution.error == "FsxTeardownFailed", execution.cause
-        results = lab.results(execution)
-        records = results["records"]
-        assert len(records) == len(datasets_) * 5 + 1
-        failed = [r for r in records if r["status"] == "Failed" and r["mode"] != "EFS"]
-        assert len(failed) == sum(failures.values()) and all(r["failure_reason"].startswith("AlgorithmError") for r in failed)
-        assert all(r["status"] == "Failed" for r in records if r["mode"] == "EFS")          # DataSync timed out
-        assert all(r["status"] == "Skipped" for r in records if r["mode"] == "FSx")         # the import never ended
-        assert [r["status"] for r in records if r.get("storage") == "express"] == ["Skipped"]   # the lock never freed
-        assert results["teardown"]["status"] == "TIMED_OUT"
-        assert execution.max_state_bytes < limits.MAX_STATE_BYTES
-        events = _settled_history(lab, execution.arn)
-        # The stand-in counts every event it adds: the count is the history. (The execution's own snapshot, taken
-        # when it ended, may precede the last events of iterations still being aborted on a loaded machine.)
-        assert len(events) == max(patches.HOOKS.history_events.values()) >= execution.history_events
-        per_state = _events_per_state(events)
-        entered: dict[str, int] = {}
-        for event in events:
-            if "stateEnteredEventDetails" in event:
-                name = event["stateEnteredEventDetails"]["name"]
-                entered[name] = entered.get(name, 0) + 1
-        rounds = {"efs": entered.get("CountEfsSyncCheck", 0), "fsx": entered.get("CheckFsxData", 0),
-                  "teardown": entered.get("CheckTeardown", 0), "express_waits": entered.get("StageExpress", 0)}
-        assert rounds == {"efs": limits.EFS_SYNC_MAX_CHECKS, "fsx": limits.FSX_DATA_MAX_CHECKS,
-                          "teardown": limits.TEARDOWN_MAX_CHECKS, "express_waits": limits.EXPRESS_LOCK_MAX_WAITS}, rounds
-        loops = {
-            "efs": sum(per_state.get(s, 0) for s in ("WaitEfsSync", "DescribeEfsSync", "CountEfsSyncCheck", "EfsSyncDone?")),
-            "fsx": sum(per_state.get(s, 0) for s in ("WaitFsxData", "CheckFsxData", "FsxDataReady?")),
-            "teardown": sum(per_state.get(s, 0) for s in ("WaitTeardown", "CheckTeardown", "TeardownSettled?")),
-            "express_waits": sum(per_state.get(s, 0) for s in ("WaitExpressLock", "StageExpress", "ExpressStagingDone?",
-                                                               "ExpressLockWaitOver?")),
-        }
-        # Each loop's events: its rounds at what limits.py counts per round, plus its first and last steps
-        # (HISTORY_EVENTS_BASE holds those).
-        per_round = {k: loops[k] / rounds[k] for k in loops}
-        expected = {"efs": limits.EVENTS_PER_EFS_CHECK, "fsx": limits.EVENTS_PER_FSX_CHECK,
-                    "teardown": limits.EVENTS_PER_TEARDOWN_CHECK, "express_waits": limits.EVENTS_PER_EXPRESS_WAIT}
-        for loop, events_per_round in expected.items():
-            assert loops[loop] <= rounds[loop] * events_per_round + 4, (loop, loops[loop], rounds[loop])
-        # The Express branch ended at its lock cap; a run could instead spend its copying invocations
-        # too: they are counted on top.
-        worst = len(events) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
-        assert worst < limits.MAX_HISTORY_EVENTS
-        # And with every job at its worst too (each retried to exhaustion: measured in the test above),
-        # the loops as measured here still leave MAX_JOBS room: the bound limits.py derives.
-        assert (sum(loops.values()) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
-                + limits.HISTORY_EVENTS_BASE + limits.MAX_JOBS * limits.HISTORY_EVENTS_PER_JOB_WORST) <= limits.MAX_HISTORY_EVENTS
-        print(f"\nworst execution: {len(events):,} history events ({worst:,} with every Express invocation); "
-              f"events per round {({k: round(v, 1) for k, v in per_round.items()})}; loops {loops}")
+    experiment = {"name": "worst", "instance_type": "ml.m5.xlarge", "compute": "v100", "max_concurrency": 40,
+                  "teardown_fsx": True,
+                  "trials": [{"name": "base", "datasets": [{"name": d, "format": "jpg"} for d in datasets_]},
+                             {"name": "express", "storage": "express", "modes": ["FastFile"],
+                              "datasets": [{"name": "locked", "format": "jpg"}]}]}
+    for attempt in (1, 2):
+        failures.clear()
+        with emulated(ScriptedJobs(fail=decide), fsx_import_seconds=10**9, fsx_delete_seconds=10**9,
+                      time_scale=0.0002) as lab:
+            patches.HOOKS.datasync_seconds = 10**9
+            put_datasets(lab, datasets_ + ["locked"])
+            assert take_staging_lock(lab.client("s3"), lab.express_bucket, "locked", "another-execution", stale_after=10**9) is None
+            execution = lab.run(experiment, timeout=1800)
+            if attempt == 1 and _moto_map_race(execution):
+                print(f"\nmoto's interpreter race ended the run ({execution.cause}): running it again, in a fresh lab")
+                continue
+            assert execution.status == "FAILED" and execution.error == "FsxTeardownFailed", execution.cause
+            results = lab.results(execution)
+            records = results["records"]
+            assert len(records) == len(datasets_) * 5 + 1
+            failed = [r for r in records if r["status"] == "Failed" and r["mode"] != "EFS"]
+            assert len(failed) == sum(failures.values()) and all(r["failure_reason"].startswith("AlgorithmError") for r in failed)
+            assert all(r["status"] == "Failed" for r in records if r["mode"] == "EFS")          # DataSync timed out
+            assert all(r["status"] == "Skipped" for r in records if r["mode"] == "FSx")         # the import never ended
+            assert [r["status"] for r in records if r.get("storage") == "express"] == ["Skipped"]   # the lock never freed
+            assert results["teardown"]["status"] == "TIMED_OUT"
+            assert execution.max_state_bytes < limits.MAX_STATE_BYTES
+            events = _settled_history(lab, execution.arn)
+            # The stand-in counts every event it adds: the count is the history. (The execution's own snapshot, taken
+            # when it ended, may precede the last events of iterations still being aborted on a loaded machine.)
+            assert len(events) == max(patches.HOOKS.history_events.values()) >= execution.history_events
+            per_state = _events_per_state(events)
+            entered: dict[str, int] = {}
+            for event in events:
+                if "stateEnteredEventDetails" in event:
+                    name = event["stateEnteredEventDetails"]["name"]
+                    entered[name] = entered.get(name, 0) + 1
+            rounds = {"efs": entered.get("CountEfsSyncCheck", 0), "fsx": entered.get("CheckFsxData", 0),
+                      "teardown": entered.get("CheckTeardown", 0), "express_waits": entered.get("StageExpress", 0)}
+            assert rounds == {"efs": limits.EFS_SYNC_MAX_CHECKS, "fsx": limits.FSX_DATA_MAX_CHECKS,
+                              "teardown": limits.TEARDOWN_MAX_CHECKS, "express_waits": limits.EXPRESS_LOCK_MAX_WAITS}, rounds
+            loops = {
+                "efs": sum(per_state.get(s, 0) for s in ("WaitEfsSync", "DescribeEfsSync", "CountEfsSyncCheck", "EfsSyncDone?")),
+                "fsx": sum(per_state.get(s, 0) for s in ("WaitFsxData", "CheckFsxData", "FsxDataReady?")),
+                "teardown": sum(per_state.get(s, 0) for s in ("WaitTeardown", "CheckTeardown", "TeardownSettled?")),
+                "express_waits": sum(per_state.get(s, 0) for s in ("WaitExpressLock", "StageExpress", "ExpressStagingDone?",
+                                                                   "ExpressLockWaitOver?")),
+            }
+            # Each loop's events: its rounds at what limits.py counts per round, plus its first and last steps
+            # (HISTORY_EVENTS_BASE holds those).
+            per_round = {k: loops[k] / rounds[k] for k in loops}
+            expected = {"efs": limits.EVENTS_PER_EFS_CHECK, "fsx": limits.EVENTS_PER_FSX_CHECK,
+                        "teardown": limits.EVENTS_PER_TEARDOWN_CHECK, "express_waits": limits.EVENTS_PER_EXPRESS_WAIT}
+            for loop, events_per_round in expected.items():
+                assert loops[loop] <= rounds[loop] * events_per_round + 4, (loop, loops[loop], rounds[loop])
+            # The Express branch ended at its lock cap; a run could instead spend its copying invocations
+            # too: they are counted on top.
+            worst = len(events) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
+            assert worst < limits.MAX_HISTORY_EVENTS
+            # And with every job at its worst too (each retried to exhaustion: measured in the test above),
+            # the loops as measured here still leave MAX_JOBS room: the bound limits.py derives.
+            assert (sum(loops.values()) + limits.EXPRESS_STAGING_MAX_INVOCATIONS * limits.EVENTS_PER_EXPRESS_INVOCATION
+                    + limits.HISTORY_EVENTS_BASE + limits.MAX_JOBS * limits.HISTORY_EVENTS_PER_JOB_WORST) <= limits.MAX_HISTORY_EVENTS
+            print(f"\nworst execution: {len(events):,} history events ({worst:,} with every Express invocation); "
+                  f"events per round {({k: round(v, 1) for k, v in per_round.items()})}; loops {loops}")
+        break
 
 
 def test_idle_guard_sees_a_running_execution_beyond_the_first_page(emulated):
