@@ -8,6 +8,7 @@ configurations whose repeats disagree by more than 5%.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import json
 import statistics
@@ -431,15 +432,21 @@ def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignor
     lines, seen = [], set()
     for trial in experiment.get("trials") or []:
         entry = trial.get("workload")
-        if not entry or json.dumps(entry, sort_keys=True) in seen:
+        key = json.dumps([entry, trial.get("checkpoint")], sort_keys=True)
+        if not entry or key in seen:
             continue
-        seen.add(json.dumps(entry, sort_keys=True))
+        seen.add(key)
         try:
             workload = parse_entry(entry, "workload", checkpointing=True)
         except ValueError:   # a record written by another version: say what it names
             lines.append(f"- workload: {entry.get('file', '?')} (not read by this version)")
             continue
         if isinstance(workload, CheckpointWorkload):
+            ran = trial.get("checkpoint") or {}
+            if ran:   # the trial's own writes, reads and interval, as it ran them (the file's are its defaults)
+                workload = dataclasses.replace(
+                    workload, writes=int(ran.get("writes", workload.writes)), reads=int(ran.get("reads", workload.reads)),
+                    interval_seconds=float(ran.get("seconds_between", workload.interval_seconds)))
             digest = f", sha256 {workload.sha256[:12]}" if workload.sha256 else ""
             lines.append(f"- checkpoint workload (DLIO, MLPerf Storage): `{workload.source}`{digest}: **scale "
                          f"{workload.scale:g}** of every file's bytes; {workload.describe()}")

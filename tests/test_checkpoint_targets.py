@@ -361,3 +361,12 @@ def test_the_local_lab_refuses_checkpoints_this_machine_cannot_hold(tmp_path):
         check_checkpoints_fit(full, tmp_path, "--scale")
     assert err.value.field == "--scale" and "GiB free" in str(err.value) and "\n" not in str(err.value)
     check_checkpoints_fit(experiment(scale=1e-5), tmp_path)   # 2 checkpoints of 1.1 MB fit
+
+
+def test_the_report_describes_the_checkpoints_the_trial_ran_not_the_files_defaults():
+    """llama3_8b.yaml writes 10 checkpoints 5 s apart by default; a trial that runs 2, read back at once, is
+    described as it ran (the report's workload line is what a reader reproduces the run from)."""
+    from dslab.report import workload_lines
+    document = experiment().document   # its trial: 2 written, 1 read back, 0 s apart
+    (line,) = [line for line in workload_lines(document, [], ignored=False) if "checkpoint workload" in line]
+    assert "2 checkpoint(s) written, 1 read back" in line and "10 checkpoint(s)" not in line, line
