@@ -525,24 +525,40 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
         raise ConfigError(f"trials.{spec.trial.name}.hyperparameters",
                           f"the job would pass {len(hyperparameters)} hyperparameters; SageMaker takes at most 100",
                           "fewer hyperparameters")
+    algorithm = {
+        "TrainingImage": image,
+        # Required even without a channel. A Script job declares File, the API's default mode: "SageMaker
+        # downloads the training data from S3" (AlgorithmSpecification.TrainingInputMode) only through a
+        # channel, so with none nothing is downloaded; no document covers FastFile without a channel.
+        "TrainingInputMode": FILE if channel is None else channel["InputMode"],
+        "MetricDefinitions": metric_definitions(spec),
+    }
+    own_tags = [{"Key": "dslab:code-version", "Value": code_version},
+                *([{"Key": "dslab:script", "Value": script.entry_point}] if script else []),
+                *(lineage_tags(spec, env, stats) if channel is None else [])]
+    return _job_request(experiment, spec, env, name=name, algorithm=algorithm,
+                        hyperparameters=encode_hyperparameters(hyperparameters), channel=channel,
+                        volume_gb=job_volume(spec, stats).request_gb, execution_id=execution_id, own_tags=own_tags)
+
+
+def _job_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, *, name: str, algorithm: dict[str, Any],
+                 hyperparameters: dict[str, str], channel: dict[str, Any] | None, volume_gb: int, execution_id: str,
+                 own_tags: list[dict[str, str]], checkpoint_config: dict[str, str] | None = None) -> dict[str, Any]:
+    """What every CreateTrainingJob request of the lab shares (a data job's and a checkpoint job's): the role, the
+    output, the cluster, the network, the stopping condition, spot, and the tags that name the job's experiment,
+    dataset, mode and trial (``own_tags`` follow them, then the lab's extra tags)."""
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "RoleArn": env.role_arn,
-        "AlgorithmSpecification": {
-            "TrainingImage": image,
-            # Required even without a channel. A Script job declares File, the API's default mode: "SageMaker
-            # downloads the training data from S3" (AlgorithmSpecification.TrainingInputMode) only through a
-            # channel, so with none nothing is downloaded; no document covers FastFile without a channel.
-            "TrainingInputMode": FILE if channel is None else channel["InputMode"],
-            "MetricDefinitions": metric_definitions(spec),
-        },
-        "HyperParameters": encode_hyperparameters(hyperparameters),
+        "AlgorithmSpecification": algorithm,
+        "HyperParameters": hyperparameters,
         **({} if channel is None else {"InputDataConfig": [channel]}),
+        **({} if checkpoint_config is None else {CHECKPOINT_CONFIG: checkpoint_config}),
         "OutputDataConfig": {"S3OutputPath": f"s3://{env.bucket}/{OUTPUT_PREFIX}/{experiment.name}/"},
         "ResourceConfig": {
             "InstanceType": spec.trial.instance_type,
             "InstanceCount": spec.trial.instance_count,
-            "VolumeSizeInGB": job_volume(spec, stats).request_gb,
+            "VolumeSizeInGB": volume_gb,
         },
         "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
         "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},
@@ -553,12 +569,10 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
             {"Key": "dslab:dataset", "Value": spec.dataset.name},
             {"Key": "dslab:format", "Value": spec.dataset.format},
             {"Key": "dslab:mode", "Value": spec.mode},
-            {"Key": "dslab:storage", "Value": spec.trial.storage},
+            {"Key": "dslab:storage", "Value": spec.storage},
             {"Key": "dslab:repeat", "Value": str(spec.repeat)},
             {"Key": "dslab:trial", "Value": spec.trial.name},
-            {"Key": "dslab:code-version", "Value": code_version},
-            *([{"Key": "dslab:script", "Value": script.entry_point}] if script else []),
-            *(lineage_tags(spec, env, stats) if channel is None else []),
+            *own_tags,
             *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
         ],
     }
@@ -585,40 +599,16 @@ def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvi
         raise ConfigError(f"trials.{spec.trial.name}.workload", f"the job's {too_long} hyperparameter is "
                           f"{len(encoded[too_long]):,} characters; SageMaker takes at most 2,500")
     channel = None if spec.target in SYNC_TARGETS else checkpoint_channel(spec, env)
-    request: dict[str, Any] = {
-        "TrainingJobName": name,
-        "RoleArn": env.role_arn,
-        "AlgorithmSpecification": {"TrainingImage": spec.trial.image_uri or env.image_for(spec.trial.instance_type),
-                                   "TrainingInputMode": FILE, "MetricDefinitions": list(CHECKPOINT_METRIC_DEFINITIONS)},
-        "HyperParameters": encoded,
-        **({} if channel is None else {"InputDataConfig": [channel]}),
-        **({CHECKPOINT_CONFIG: {"S3Uri": checkpoint_s3_uri(spec, env, execution_id), "LocalPath": CHECKPOINT_LOCAL_PATH}}
-           if channel is None else {}),
-        "OutputDataConfig": {"S3OutputPath": f"s3://{env.bucket}/{OUTPUT_PREFIX}/{experiment.name}/"},
-        "ResourceConfig": {"InstanceType": spec.trial.instance_type, "InstanceCount": spec.trial.instance_count,
-                           "VolumeSizeInGB": checkpoint_volume(spec).request_gb},
-        "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
-        "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},
-        "Tags": [
-            {"Key": "dslab:experiment", "Value": experiment.name},
-            {"Key": "dslab:experiment-hash", "Value": experiment.content_hash},
-            {"Key": "dslab:execution", "Value": execution_id[-256:]},
-            {"Key": "dslab:dataset", "Value": spec.dataset.name},
-            {"Key": "dslab:format", "Value": spec.dataset.format},
-            {"Key": "dslab:mode", "Value": spec.mode},
-            {"Key": "dslab:storage", "Value": spec.storage},
-            {"Key": "dslab:repeat", "Value": str(spec.repeat)},
-            {"Key": "dslab:trial", "Value": spec.trial.name},
-            {"Key": "dslab:checkpoint-target", "Value": spec.target},
-            {"Key": "dslab:checkpoint-restore", "Value": "true" if spec.restore else "false"},
-            {"Key": "dslab:code-version", "Value": env.code_version},
-            *({"Key": k, "Value": v} for k, v in sorted(env.extra_tags.items())),
-        ],
-        "EnableManagedSpotTraining": spec.trial.spot,
-    }
-    if spec.trial.spot:
-        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
-    return request
+    algorithm = {"TrainingImage": spec.trial.image_uri or env.image_for(spec.trial.instance_type),
+                 "TrainingInputMode": FILE, "MetricDefinitions": list(CHECKPOINT_METRIC_DEFINITIONS)}
+    own_tags = [{"Key": "dslab:checkpoint-target", "Value": spec.target},
+                {"Key": "dslab:checkpoint-restore", "Value": "true" if spec.restore else "false"},
+                {"Key": "dslab:code-version", "Value": env.code_version}]
+    sync = ({"S3Uri": checkpoint_s3_uri(spec, env, execution_id), "LocalPath": CHECKPOINT_LOCAL_PATH}
+            if channel is None else None)
+    return _job_request(experiment, spec, env, name=name, algorithm=algorithm, hyperparameters=encoded,
+                        channel=channel, volume_gb=checkpoint_volume(spec).request_gb, execution_id=execution_id,
+                        own_tags=own_tags, checkpoint_config=sync)
 
 
 @dataclass
