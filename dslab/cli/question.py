@@ -159,6 +159,21 @@ def check_instance(instance: str, prices) -> None:
     prices.require_instance(instance, "--instance")
 
 
+def _cluster(args, prices, defaults: set[str]) -> tuple[str, int]:
+    """The instance type and count the flags ask for, each default taken added to ``defaults`` (the premise names
+    them); an instance type without a price refused."""
+    instance = args.instance
+    if instance is None:
+        instance = DEFAULT_INSTANCE
+        defaults.add("instance")
+    check_instance(instance, prices)
+    count = args.instance_count
+    if count is None:
+        count = 1
+        defaults.add("instance_count")
+    return instance, count
+
+
 def premise_of(args, lab=None, prices=None) -> Premise:
     """The question the flags ask, every default named (Premise.defaults), on ``lab`` (default: the lab as deployed,
     ``lab_provisioning``). The one builder behind estimate, recommend and size."""
@@ -171,14 +186,8 @@ def premise_of(args, lab=None, prices=None) -> Premise:
             raise ConfigError(f"--{flag.replace('_', '-')}", "goes with a checkpointing --workload (llama3_8b.yaml, ...)")
     if getattr(args, "mlperf_datasize", False) and getattr(args, "workload", None) is None:
         raise ConfigError("--mlperf-datasize", "goes with --workload (MLPerf Storage sizes a workload's dataset)")
-    defaults = set()
-    instance = args.instance
-    if instance is None:
-        instance, _ = DEFAULT_INSTANCE, defaults.add("instance")
-    check_instance(instance, prices)
-    count = args.instance_count
-    if count is None:
-        count, _ = 1, defaults.add("instance_count")
+    defaults: set[str] = set()
+    instance, count = _cluster(args, prices, defaults)
     accelerators = getattr(args, "accelerators", None) or accelerators_of(instance)
     shape, origin = shape_of(args)
     workload = workload_of(args)
@@ -232,14 +241,8 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
             raise ConfigError(f"--{flag.replace('_', '-')}", "asks about reading a dataset; a checkpointing --workload "
                               "asks where its checkpoints go, on every target: drop it")
     prices = prices or price_table(getattr(args, "prices", None))
-    defaults = set()
-    instance = args.instance
-    if instance is None:
-        instance, _ = DEFAULT_INSTANCE, defaults.add("instance")
-    check_instance(instance, prices)
-    count = args.instance_count
-    if count is None:
-        count, _ = 1, defaults.add("instance_count")
+    defaults: set[str] = set()
+    instance, count = _cluster(args, prices, defaults)
     gpus = getattr(args, "accelerators", None) or accelerators_of(instance)
     plan = workload_of(args).plan(hosts=count, gpus_per_host=gpus,
                                   hosts_field="--accelerators" if getattr(args, "accelerators", None) else "--instance-count")
