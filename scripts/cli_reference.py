@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [] if str(REPO / "scripts") in sys.path else [str(REPO / "scripts")]
+from generated_page import write_or_check  # noqa: E402  (scripts/ is not a package)
 PAGE = REPO / "docs" / "reference" / "cli.md"
 WIDTH = 100   # usage lines are wrapped at a fixed width, whatever the terminal, so the page is the same everywhere
 
@@ -104,16 +106,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(REPO)} differs from the parser: run `python scripts/cli_reference.py`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(REPO)}")
-    return 0
+    return write_or_check(PAGE, render(), argv, source="parser", script="cli_reference.py")
 
 
 if __name__ == "__main__":

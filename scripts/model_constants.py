@@ -14,6 +14,8 @@ import tokenize
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [] if str(REPO / "scripts") in sys.path else [str(REPO / "scripts")]
+from generated_page import write_or_check  # noqa: E402  (scripts/ is not a package)
 PAGE = REPO / "docs" / "reference" / "model-constants.md"
 # The modules the estimate, the pick and the sizing read their figures from, in the order a reader meets them.
 MODULES = (
@@ -147,16 +149,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(REPO)} differs from the code: run `python scripts/model_constants.py`", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.parent.mkdir(parents=True, exist_ok=True)
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(REPO)}")
-    return 0
+    return write_or_check(PAGE, render(), argv, source="code", script="model_constants.py")
 
 
 if __name__ == "__main__":

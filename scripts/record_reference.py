@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [] if str(REPO / "scripts") in sys.path else [str(REPO / "scripts")]
+from generated_page import write_or_check  # noqa: E402  (scripts/ is not a package)
 PAGE = REPO / "docs" / "reference" / "results-record.md"
 
 HEAD = """# The results record
@@ -108,16 +110,7 @@ def render() -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        if not PAGE.exists() or PAGE.read_text() != text:
-            print(f"{PAGE.relative_to(REPO)} differs from the schemas: run `python scripts/record_reference.py`",
-                  file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE.relative_to(REPO)}")
-    return 0
+    return write_or_check(PAGE, render(), argv, source="schemas", script="record_reference.py")
 
 
 if __name__ == "__main__":
