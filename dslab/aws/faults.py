@@ -712,6 +712,10 @@ def _training(kind: str) -> StateSite:
                      classified_default=failed)
 
 
+TEARDOWN_FAILED = ("the execution ends FsxTeardownFailed: FSx may still bill, check `dslab fsx status`; the idle "
+                   "guard stays")
+
+
 STATE_SITES: tuple[StateSite, ...] = (
     StateSite("Plan", "lambda", "Invoke", "PlanDidNotFinish", "the execution fails PlanFailed: \"Plan did not finish "
               "(<error>)\"; no job has started", LAMBDA_RETRIED),
@@ -721,10 +725,8 @@ STATE_SITES: tuple[StateSite, ...] = (
               "jobs are Skipped (ExpressNotStaged), the others run", LAMBDA_RETRIED),
     StateSite("Collect", "lambda", "Invoke", "CollectFailed", "teardown still runs; the execution ends "
               "ResultsNotStored naming `dslab report EXECUTION`", LAMBDA_RETRIED),
-    StateSite("StartTeardown", "lambda", "Invoke", "TeardownError", "the execution ends FsxTeardownFailed: FSx may "
-              "still bill, check `dslab fsx status`; the idle guard stays", LAMBDA_RETRIED),
-    StateSite("CheckTeardown", "lambda", "Invoke", "TeardownError", "the execution ends FsxTeardownFailed: FSx may "
-              "still bill, check `dslab fsx status`; the idle guard stays", LAMBDA_RETRIED),
+    *(StateSite(name, "lambda", "Invoke", "TeardownError", TEARDOWN_FAILED, LAMBDA_RETRIED)
+      for name in ("StartTeardown", "CheckTeardown")),
     StateSite("StartEfsSync", "datasync", "StartTaskExecution", "EfsStagingFailed", "staging ends ERROR: the EFS jobs "
               "are recorded Failed (EfsStagingFailed, the DataSync task's log group named), the others run"),
     StateSite("DescribeEfsSync", "datasync", "DescribeTaskExecution", "EfsStagingFailed", "staging ends ERROR: the EFS "
