@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .dlio import SECTIONS, _closest, _number, _section
+from .dlio import _number, _section, check_sections
 from .errors import ConfigError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
@@ -329,14 +329,7 @@ def _bool(section: dict, key: str, path: str) -> bool:
 def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> CheckpointWorkload:
     """A DLIO checkpointing workload (the YAML file as loaded), validated as DLIO's ConfigArguments.validate does;
     ConfigError names the key path."""
-    if not isinstance(document, dict) or not document:
-        raise ConfigError(where.rstrip(".") or "--workload", f"{source} is not a DLIO workload (a mapping with model, "
-                          "workflow and checkpoint sections)")
-    unknown = sorted(set(map(str, document)) - SECTIONS)
-    if unknown:
-        hint = _closest(unknown[0], SECTIONS)
-        raise ConfigError(f"{where}{unknown[0]}", "is not a DLIO section" + (f" (did you mean '{hint}'?)" if hint else ""),
-                          sorted(SECTIONS))
+    check_sections(document, source, where, "model, workflow and checkpoint")
     used: list[str] = []
     ignored: list[str] = []
 

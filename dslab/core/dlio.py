@@ -368,6 +368,19 @@ def check_scale(scale: Any, field_name: str = "--scale") -> float:
     return float(scale)
 
 
+def check_sections(document: Any, source: str, where: str, expected: str) -> None:
+    """A DLIO workload document is a non-empty mapping of DLIO's sections (``expected`` names the ones it needs); a
+    typo is refused naming the key and the section it likely meant."""
+    if not isinstance(document, dict) or not document:
+        raise ConfigError(where.rstrip(".") or "--workload", f"{source} is not a DLIO workload (a mapping with "
+                          f"{expected} sections)")
+    unknown = sorted(set(map(str, document)) - SECTIONS)
+    if unknown:
+        hint = _closest(unknown[0], SECTIONS)
+        raise ConfigError(f"{where}{unknown[0]}", "is not a DLIO section" + (f" (did you mean '{hint}'?)" if hint else ""),
+                          sorted(SECTIONS))
+
+
 def _closest(word: str, candidates: set[str]) -> str | None:
     match = difflib.get_close_matches(str(word), sorted(candidates), n=1, cutoff=0.6)
     return match[0] if match else None
@@ -409,14 +422,7 @@ def _one_of(section: dict, names: tuple[str, ...], path: str) -> tuple[str | Non
 
 def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     """A DLIO workload document (the YAML file as loaded), validated; ConfigError names the key path."""
-    if not isinstance(document, dict) or not document:
-        raise ConfigError(where.rstrip(".") or "--workload", f"{source} is not a DLIO workload (a mapping with "
-                          "dataset, reader and train sections)")
-    unknown = sorted(set(map(str, document)) - SECTIONS)
-    if unknown:
-        hint = _closest(unknown[0], SECTIONS)
-        raise ConfigError(f"{where}{unknown[0]}", f"is not a DLIO section" + (f" (did you mean '{hint}'?)" if hint else ""),
-                          sorted(SECTIONS))
+    check_sections(document, source, where, "dataset, reader and train")
     used: list[str] = []
     ignored: list[str] = []
 
