@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from .contracts import validate_results
+from .contracts import field_path, validate_results
 from .core.errors import ConfigError
 from .core.job_metrics import job_au_percent
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
@@ -45,7 +45,9 @@ def load_results(path: Path) -> dict[str, Any]:
     try:
         validate_results(results)
     except Exception as err:
-        raise ConfigError("--results", f"{path} does not follow the results contract: {str(err).splitlines()[0]}") from None
+        where = field_path(err) if hasattr(err, "absolute_path") else ""
+        raise ConfigError("--results", f"{path} does not follow the results contract: "
+                          f"{f'{where}: ' if where else ''}{str(err).splitlines()[0]}") from None
     return results
 
 

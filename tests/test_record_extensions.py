@@ -5,6 +5,7 @@ Every report validates what it loads, so every lab run in the suite checks its r
 from __future__ import annotations
 
 import copy
+import json
 
 import jsonschema
 import pytest
@@ -68,3 +69,16 @@ def test_results_with_a_wrong_checkpoint_field_are_refused_before_a_report():
     validate_results({"experiment": {}, "backend": "local", "records": [good]})
     with pytest.raises(jsonschema.ValidationError, match="tape"):
         validate_results({"experiment": {}, "backend": "local", "records": [good, bad]})
+
+
+def test_dslab_report_refuses_such_results_naming_the_record_and_field_and_writes_nothing(tmp_path, capsys):
+    from dslab.cli import main
+    good = _record(**checkpoint_fields("s3", False))
+    bad = _record()
+    bad["metrics"]["checkpoint"] = {"stall_seconds_mean": -0.5}
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"experiment": {"name": "x"}, "backend": "local", "records": [good, bad]}))
+    assert main(["report", "--results", str(results), "--out", str(tmp_path / "report")]) == 2
+    said = capsys.readouterr().err
+    assert "records[1].metrics.checkpoint.stall_seconds_mean" in said and "-0.5" in said, said
+    assert not (tmp_path / "report").exists()

@@ -40,11 +40,24 @@ def validate_record(record: dict[str, Any]) -> None:
     jsonschema.validate(record, extensions_schema())
 
 
+def field_path(error: Any) -> str:
+    """A jsonschema error's place as a reader finds it: records[3].metrics.checkpoint.save_seconds_mean."""
+    out = ""
+    for part in error.absolute_path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out
+
+
 def validate_results(results: dict[str, Any]) -> None:
     for key in ("experiment", "backend", "records"):
         if key not in results:
             raise ValueError(f"results: missing '{key}'")
     if results["backend"] not in ("aws", "local"):
         raise ValueError(f"results: backend must be 'aws' or 'local', not {results['backend']!r}")
-    for record in results["records"]:
-        validate_record(record)
+    import jsonschema
+    for index, record in enumerate(results["records"]):
+        try:
+            validate_record(record)
+        except jsonschema.ValidationError as err:   # where in results.json: records[i] before the record's own path
+            err.path.extendleft([index, "records"])
+            raise
