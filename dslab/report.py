@@ -530,11 +530,13 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                 answer = None
             if answer is not None and answer.pick is not None:
                 p = answer.pick
+                lab_said = answers.lab.describe() if answers.lab is not None else "the lab as cdk.json would deploy it"
                 runner_text = (f"; runner-up {option_name(answer.runner_up)}, ${answer.runner_up.usd_per_day:,.2f} a day"
                                if answer.runner_up else "")
                 lines.append(f"- {'**Estimated on AWS**' if local else 'Estimated'} (not measured: {plan.files:,} files, "
                              f"{plan.bytes / GIB:,.1f} GiB a checkpoint at full size on {trial.instance_count} x "
-                             f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {DEFAULT_KEEP} kept): "
+                             f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {DEFAULT_KEEP} kept; "
+                             f"priced on {lab_said}): "
                              f"{option_name(p)}, ${p.usd_per_day:,.2f} a day, {p.stall_seconds:,.1f} s stall a save, "
                              f"{duration(p.restore_seconds)} to restore{runner_text}. Why: {answer.why}.")
         lines.append("")

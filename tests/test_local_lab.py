@@ -175,6 +175,10 @@ def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
     section = report[report.index("## Checkpoints: where they should go"):]
     assert section.splitlines()[4].startswith("### llama-8b · llama3-8b-checkpoints")
     assert "**Pick (measured): " in section and "**Estimated on AWS**" in section
+    # The estimate names its premise, as every answer does: the checkpoint at full size, the cluster, the interval,
+    # and the lab it is priced on (the stand-in's deployed lab here).
+    estimated = next(line for line in section.splitlines() if "**Estimated on AWS**" in line)
+    assert "at full size on 1 x ml.p5.48xlarge, every 30 min, the last 2 kept; priced on " in estimated, estimated
     assert section.index("**Pick (measured)") < section.index("| model · trial | target |")
 
 
