@@ -1,6 +1,6 @@
 """Calibration benchmark (`make bench-calibration`): prints figures, asserts nothing (tests/test_calibration.py does).
 
-On Bencher's 12 measured cells (dslab/contracts/bencher-cells.csv; dslab/core/calibration.py):
+On Bencher's 12 measured cells (dslab/contracts/bencher-cells.csv; dslab/core/model/calibration.py):
   1. the fitted constants: the fit on all cells, on the nine the hand fit used (A, B, D), the cells each rests on;
   2. the in-sample error of the model as it ships;
   3. leave one scenario out: each scenario predicted by the model fitted on the other three, its out-of-sample
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from statistics import mean
 
-from dslab.core.calibration import calibration, estimate_range, fit, measured_cells
-from dslab.core.estimate import MODEL, DatasetShape, estimate_mode, mape
-from dslab.core.premise import compute_rate
-from dslab.core.prices import PriceTable
-from dslab.core.recommend import recommend
+from dslab.core.model.calibration import calibration, estimate_range, fit, measured_cells
+from dslab.core.model.estimate import MODEL, estimate_mode, mape
+from dslab.core.shape import DatasetShape
+from dslab.core.facts.compute import compute_rate
+from dslab.core.facts.prices import PriceTable
+from dslab.core.answer.recommend import recommend
 
 RATE = compute_rate("v100")[0]
 POST_CELLS = {"A: 30,607 JPEGs, 1.1 GB": (30_607, 1_100_000_000), "B: 10 TFRecord shards, 1.1 GB": (10, 1_100_000_000),

@@ -20,9 +20,9 @@ from .contracts import field_path, validate_results
 from .core.errors import ConfigError
 from .core.job_metrics import job_au_percent
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
-from .core.prices import PriceTable
+from .core.facts.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
-from .core.spread import spread as runs_spread
+from .core.model.spread import spread as runs_spread
 from .inputs.experiment_file import read_json_file
 
 DISAGREEMENT = 0.05
@@ -310,16 +310,16 @@ def scaling_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[st
 
 class Answers:
     """What the report answers: each scenario's pick from the measured jobs and, for a local run, the
-    estimated AWS answer for the same experiment (``core/answers.py``, as recommend and export)."""
+    estimated AWS answer for the same experiment (``core/answer/scenarios.py``, as recommend and export)."""
 
     def __init__(self, results: dict[str, Any], rows: list[dict[str, Any]]):
-        from .core import answers
+        from .core.answer import scenarios as answers
         from .core.experiment import parse_experiment
         prices = results.get("prices") or {}
         self.prices = PriceTable.with_overrides(prices.get("overrides"), "results.json: prices.overrides")
         self.fsx_capacity_gib = int(results.get("fsx_capacity_gib") or 1200)
         # The FSx and EFS the run ran on (its plan recorded them), which every answer here prices.
-        from .core.provisioning import Provisioning, as_deployed
+        from .core.model.provisioning import Provisioning, as_deployed
         self.lab = Provisioning.from_dict(results.get("lab"), as_deployed(self.fsx_capacity_gib))
         stats = results.get("dataset_stats") or {}
         try:
@@ -347,7 +347,7 @@ class Answers:
 
 
 def _stats_shape(found: dict[str, Any] | None):
-    from .core.estimate import DatasetShape
+    from .core.shape import DatasetShape
     if not found or not found.get("files") or not found.get("bytes"):
         return None
     return DatasetShape(files=int(found["files"]), bytes=int(found["bytes"]))
@@ -365,7 +365,7 @@ def duration(seconds: float | None) -> str:
 
 def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=lambda label: f"### {label}") -> list[str]:
     """The answer, one block per scenario (markdown; ``bold`` and ``heading`` plain for a terminal)."""
-    from .core.decision import usd, usd_difference
+    from .core.answer.decision import usd, usd_difference
     lines: list[str] = []
     for m in answers.measured:
         lines.append(heading(m.label))
@@ -407,7 +407,7 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
 
 def _range(option) -> str:
     """" ($0.36-$0.41)": an estimate's range of cost to a result (calibration.py), "" without one."""
-    from .core.decision import usd
+    from .core.answer.decision import usd
     interval = option.cost_interval
     return f" ({usd(interval[0])}-{usd(interval[1])})" if interval and not option.runs else ""
 
@@ -425,12 +425,12 @@ def _cell(text: str) -> str:
 
 
 def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignored: bool = True) -> list[str]:
-    """Per DLIO workload a trial ran (core/dlio.py): its file, the scale (how many of its files were read), each
+    """Per DLIO workload a trial ran (core/workloads/dlio.py): its file, the scale (how many of its files were read), each
     source's measured AU against the workload's target (metric.au), as MLPerf Storage judges a run (DLIO's
     train_au_meet_expectation: the mean of the epochs' AU at least metric.au), and with ``ignored`` the fields the
     lab does not use, one line each, as the commands print them."""
-    from .core.checkpoint import CheckpointWorkload
-    from .core.dlio import ignored_lines, parse_entry
+    from .core.workloads.checkpoint import CheckpointWorkload
+    from .core.workloads.dlio import ignored_lines, parse_entry
     lines, seen = [], set()
     for trial in experiment.get("trials") or []:
         entry = trial.get("workload")
@@ -483,10 +483,10 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
     30 minutes, estimated), then each target's measured save, stall, restore and GB/s."""
     from dataclasses import replace
 
-    from .core.checkpoint import GIB
-    from .core.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, Question, measured_pick,
-                                           measured_targets, option_name, recommend)
-    from .core.decision import usd
+    from .core.workloads.checkpoint import GIB
+    from .core.model.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, Question, measured_pick,
+                                                 measured_targets, option_name, recommend)
+    from .core.answer.decision import usd
     targets = measured_targets(results["records"])
     if not targets:
         return []
@@ -560,7 +560,7 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
 
 
 def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answers) -> str:
-    from .core.decision import usd
+    from .core.answer.decision import usd
     experiment = results.get("experiment", {})
     summary = summarise(results["records"])
     lines = [f"# DataSourceLab report: {experiment.get('name', 'experiment')}", "", "## Answer", ""]

@@ -150,7 +150,7 @@ def script_c() -> list[str]:
 def largest(source: dict) -> str:
     """The largest cluster at the AU target, as the page words it (``size``'s ">=4,096 inst.": no shared limit binds
     within the largest cluster it searches)."""
-    from dslab.core.premise import MAX_INSTANCE_COUNT
+    from dslab.core.facts.limits import MAX_INSTANCE_COUNT
     n = source["max_instances_at_target_au"]
     said = ("no shared limit binds" if n >= MAX_INSTANCE_COUNT else "not one" if n == 0 else f"{n:,} instances")
     default = source["as_deployed"]["max_instances_at_target_au"]

@@ -19,19 +19,22 @@ from generated_page import write_or_check  # noqa: E402  (scripts/ is not a pack
 PAGE = REPO / "docs" / "reference" / "model-constants.md"
 # The modules the estimate, the pick and the sizing read their figures from, in the order a reader meets them.
 MODULES = (
-    ("dslab.core.estimate", "the single-job estimate"),
-    ("dslab.core.premise", "the premise every answer starts from (defaults, compute, the dataset's shape)"),
-    ("dslab.core.provisioning", "what each shared source serves (S3, S3 Express, FSx, EFS)"),
-    ("dslab.core.decision", "the pick and the set-up of each source"),
-    ("dslab.core.sizing", "the largest cluster a source feeds"),
-    ("dslab.core.checkpoint", "a checkpoint's files and bytes by DLIO's formula, and MLPerf Storage's table beside it"),
-    ("dslab.core.checkpoint_estimate", "where checkpoints go: each target's save, stall and restore"),
+    ("dslab.core.model.estimate", "the single-job estimate"),
+    ("dslab.core.facts.limits", "a question's defaults and bounds, and the AWS limits the workflow is built around"),
+    ("dslab.core.facts.compute", "the compute: what one accelerator eats"),
+    ("dslab.core.shape", "the dataset's shape"),
+    ("dslab.core.model.volume", "the instance's storage"),
+    ("dslab.core.facts.storage", "what each shared source serves (S3, S3 Express, FSx, EFS)"),
+    ("dslab.core.answer.decision", "the pick and the set-up of each source"),
+    ("dslab.core.answer.sizing", "the largest cluster a source feeds"),
+    ("dslab.core.workloads.checkpoint", "a checkpoint's files and bytes by DLIO's formula, and MLPerf Storage's table beside it"),
+    ("dslab.core.model.checkpoint_estimate", "where checkpoints go: each target's save, stall and restore"),
 )
 VALUE_CHARS = 90
 
 HEAD = """# The model's constants
 
-Every constant the estimate (`dslab/core/estimate.py`), the premise, the provisioning, the pick and the sizing rest
+Every constant the estimate (`dslab/core/model/estimate.py`), the premise, the provisioning, the pick and the sizing rest
 on, and the checkpoint estimate's limits, with the source its module gives beside or above it, then the instance table with each row's source. Generated
 from the code by `scripts/model_constants.py` (`make docs`); `tests/test_docs.py` fails when this page and the code
 differ. Prices are a table of their own: `dslab prices` lists each row with its date and source
@@ -134,8 +137,8 @@ def render() -> str:
             shown = f"`{_cell(value, VALUE_CHARS)}`" + (f" (`{_cell(expression, VALUE_CHARS)}`)" if expression else "")
             lines.append(f"| `{constant}` | {shown} | {_cell(source)} |")
         lines.append("")
-    from dslab.core.instances import INSTANCES
-    lines += ["## The instance table (`dslab/core/instances.py`)", "",
+    from dslab.core.facts.instances import INSTANCES
+    lines += ["## The instance table (`dslab/core/facts/instances.py`)", "",
               "Sustained network is what a run of hours gets once an \"up to\" size's burst credits are spent (the sizing "
               "uses it); each row's sustained figure is checked against AWS's baseline bandwidth by "
               "`tests/test_cli_robustness.py`.", "",

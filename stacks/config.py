@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # annotations only: `dslab deploy-check` reads the settings w
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
                                  FSX_STACK, WORKFLOW_STACK)
 
-from dslab.core.provisioning import FSX_DEPLOYMENT_TYPES, FSX_PERSISTENT2_TIERS, PERSISTENT_2, fsx_problems
+from dslab.core.facts.storage import FSX_DEPLOYMENT_TYPES, FSX_PERSISTENT2_TIERS, fsx_problems
+from dslab.core.facts.storage import PERSISTENT_2
 from dslab.aws.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")

@@ -13,11 +13,12 @@ import pytest
 
 from dslab.core.modes import record_mode
 from dslab.cli import main
-from dslab.core.decision import ADVICE_MIN_SAVING, Option, Setup, decide, weighed
-from dslab.core.estimate import DatasetShape, compute_rate
+from dslab.core.answer.decision import ADVICE_MIN_SAVING, Option, Setup, decide, weighed
+from dslab.core.shape import DatasetShape
+from dslab.core.facts.compute import compute_rate
 from dslab.core.experiment import expand
-from dslab.core.prices import PriceTable
-from dslab.core.recommend import recommend
+from dslab.core.facts.prices import PriceTable
+from dslab.core.answer.recommend import recommend
 from dslab.inputs.experiment_file import load_experiment
 from dslab.report import Answers, aggregate, write_report
 

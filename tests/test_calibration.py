@@ -1,4 +1,4 @@
-"""Estimates with error bars (dslab/core/calibration.py): the fitted constants are fitted by code from Bencher's
+"""Estimates with error bars (dslab/core/model/calibration.py): the fitted constants are fitted by code from Bencher's
 measured cells; each scenario left out falls inside the interval the other scenarios give it; the sources with
 measured cells stay within ±20%; the others are wider and say what they assume; every output carries the range."""
 
@@ -9,13 +9,13 @@ from dataclasses import fields, replace
 
 import pytest
 
-from dslab.core import calibration
-from dslab.core.calibration import (Cell, assumptions, estimate_range, fit, leave_one_scenario_out, measured_cells,
-                                    mountpoint)
-from dslab.core.estimate import MODEL, estimate_mode
+from dslab.core.model import calibration
+from dslab.core.model.calibration import (Cell, assumptions, estimate_range, fit, leave_one_scenario_out,
+                                          measured_cells, mountpoint)
+from dslab.core.model.estimate import MODEL, estimate_mode
 from dslab.core.modes import EXPRESS
-from dslab.core.premise import compute_rate
-from dslab.core.prices import PriceTable
+from dslab.core.facts.compute import compute_rate
+from dslab.core.facts.prices import PriceTable
 
 from .test_operator import dslab
 

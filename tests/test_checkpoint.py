@@ -19,11 +19,11 @@ import yaml
 
 from dslab.cli import main
 from dslab.contracts import validate_record
-from dslab.core.checkpoint import GUIDELINES, guidelines_comparison, parse_checkpoint_workload
-from dslab.core.dlio import Workload, parse_any_workload
+from dslab.core.workloads.checkpoint import GUIDELINES, guidelines_comparison, parse_checkpoint_workload
+from dslab.core.workloads.dlio import Workload, parse_any_workload
 from dslab.core.errors import ConfigError
 from dslab.core.job_metrics import job_metrics
-from dslab.core.prices import PriceTable
+from dslab.core.facts.prices import PriceTable
 from dslab.core.requests import CHECKPOINT_METRIC_DEFINITIONS
 from dslab.core.results import metrics_from, record_from_describe
 
@@ -230,7 +230,7 @@ def test_the_cli_says_what_a_checkpointing_workload_is_where_it_emulates_trainin
     err = capsys.readouterr().err.strip()
     assert code == 2 and "\n" not in err and "--workload" in err and "a checkpointing workload" in err
     assert not (tmp_path / "none").exists()
-    from dslab.core.dlio import parse_workload   # where the lab emulates training reads, its size is said
+    from dslab.core.workloads.dlio import parse_workload  # where the lab emulates training reads, its size is said
     with pytest.raises(ConfigError, match="104.7 GiB per checkpoint on 8 processes"):
         parse_workload(document("8b"), "llama3_8b.yaml")
     assert main(["size", "--workload", str(LLAMA["8b"])]) == 0

@@ -14,12 +14,12 @@ import yaml
 
 from dslab.aws.validation import RequestInvalid, validate_request
 from dslab.cli import main
-from dslab.core import checkpoint_estimate as ce
-from dslab.core.checkpoint import parse_checkpoint_workload
+from dslab.core.model import checkpoint_estimate as ce
+from dslab.core.workloads.checkpoint import parse_checkpoint_workload
 from dslab.core.errors import ConfigError
 from dslab.core.experiment import expand, parse_experiment
-from dslab.core.prices import PriceTable
-from dslab.core.provisioning import AS_DEPLOYED, EfsConfig, FsxConfig, Provisioning
+from dslab.core.facts.prices import PriceTable
+from dslab.core.model.provisioning import AS_DEPLOYED, EfsConfig, FsxConfig, Provisioning
 from dslab.core.requests import CHECKPOINT_METRIC_DEFINITIONS, plan
 from dslab.local.job_storage import FolderStorage
 from dslab.local.runner import run_training_job

@@ -16,8 +16,9 @@ import pytest
 
 from dslab.cli import build_parser, main
 from dslab.core.errors import ConfigError
-from dslab.core.instances import INSTANCES
-from dslab.core.prices import PriceTable, job_cost
+from dslab.core.facts.compute import preset_of
+from dslab.core.facts.instances import INSTANCES
+from dslab.core.facts.prices import PriceTable, job_cost
 
 from .conftest import REPO, documented_pages
 
@@ -237,7 +238,7 @@ def test_every_instance_of_the_table_has_a_price():
 def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recommend_do(capsys):
     for name, row in INSTANCES.items():
         result = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", name, "--json")
-        if row.preset is None:   # no accelerator (m5, c5), or one no preset emulates: the same refusal everywhere
+        if preset_of(row.name) is None:   # no accelerator (m5, c5), or one no preset emulates: the same refusal everywhere
             assert result.one_line_error("--compute-rate"), (name, result.err)
             refusals = {result.err}
             for command in ("estimate", "recommend"):
@@ -353,7 +354,7 @@ def test_an_empty_experiment_file_is_refused_and_says_how_to_ask_for_the_default
 
 def test_a_job_past_sagemakers_28_day_limit_is_flagged_and_refused_when_nothing_fits(capsys):
     """CreateTrainingJob's StoppingCondition.MaxRuntimeInSeconds: "The maximum value is 28 days."."""
-    from dslab.core.limits import MAX_RUNTIME_SECONDS
+    from dslab.core.facts.limits import MAX_RUNTIME_SECONDS
     assert MAX_RUNTIME_SECONDS == 28 * 24 * 3600
     shape = ["--files", "1530350", "--bytes", "54GB"]
     fits = json.loads(run(capsys, "estimate", *shape, "--json").out)["estimates"]

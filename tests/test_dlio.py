@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from dslab.cli import main
-from dslab.core.dlio import parse_workload
+from dslab.core.workloads.dlio import parse_workload
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import TRAIN_FIXED, estimate_mode
+from dslab.core.model.estimate import TRAIN_FIXED, estimate_mode
 from dslab.core.experiment import parse_experiment
-from dslab.core.prices import PriceTable
+from dslab.core.facts.prices import PriceTable
 from dslab.core.requests import plan
 from dslab.inputs import datasets
 from dslab.inputs.experiment_file import load_experiment
@@ -219,7 +219,7 @@ def test_au_is_dlios_mean_of_the_epochs_au_not_compute_over_the_whole_run():
     """CosmoFlow on one ml.p4d.24xlarge with FSx Persistent 2 that feeds it once warm: the first epoch lazy-loads
     from S3 and takes 4.6 times the others. DLIO (whose AU MLPerf Storage reports) averages the epochs' AU, so that
     epoch weighs one fifth: 84%, where compute over the run's whole time would say 58%."""
-    from dslab.core.provisioning import FsxConfig, Provisioning
+    from dslab.core.model.provisioning import FsxConfig, Provisioning
     w = workload(COSMOFLOW)
     accelerators, hosts = 8, 1
     e = estimate_mode("FSx", w.shape(), instance_type="ml.p4d.24xlarge", epochs=w.epochs, rate=w.rate,

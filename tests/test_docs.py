@@ -14,7 +14,7 @@ import pytest
 
 import yaml
 
-from dslab.core.prices import PriceTable
+from dslab.core.facts.prices import PriceTable
 
 from .conftest import REPO
 
@@ -73,11 +73,11 @@ def test_the_cli_reference_is_what_the_parser_generates():
 def test_the_model_constants_page_is_what_the_code_generates():
     constants = _script("model_constants")
     assert constants.PAGE.read_text() == constants.render(), "run `python scripts/model_constants.py` (make docs)"
-    rows = dict((name, value) for name, value, _, _ in constants.constants("dslab.core.estimate"))
-    from dslab.core import estimate   # the model's own figures, by name (fitted ones as the fit gives them)
+    rows = dict((name, value) for name, value, _, _ in constants.constants("dslab.core.model.estimate"))
+    from dslab.core.model import estimate  # the model's own figures, by name (fitted ones as the fit gives them)
     assert float(rows["FASTFILE_GET_LATENCY"]) == pytest.approx(estimate.FASTFILE_GET_LATENCY, rel=1e-3)
     assert "OTHER_FLOOR" in rows
-    from dslab.core.decision import INFRA_MARGIN
+    from dslab.core.answer.decision import INFRA_MARGIN
     assert f"| `INFRA_MARGIN` | `{INFRA_MARGIN:g}` |" in constants.PAGE.read_text()
 
 

@@ -1,6 +1,6 @@
 """EFS that follows S3 and can be emptied: the lifecycle policy, DataSync's REMOVE within an execution's include
 filters, `dslab efs empty`, and what `dslab doctor` says EFS holds. Written from the AWS documentation quoted in
-stacks/components/efs_staging.py, stacks/components/efs.py and dslab/core/efs.py; the stand-in's EFS is a
+stacks/components/efs_staging.py, stacks/components/efs.py and dslab/core/model/efs.py; the stand-in's EFS is a
 folder (efs_root), so every check below moves and measures real bytes."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from moto import mock_aws
 
 from dslab.aws import efs as efs_aws
 from dslab.cli import main
-from dslab.core import efs as efs_core
+from dslab.core.model import efs as efs_core
 from dslab.core.experiment.model import DEFAULT_DATASETS
-from dslab.core.prices import PriceTable
+from dslab.core.facts.prices import PriceTable
 from dslab.core.requests import CORE_STACK, WORKFLOW_STACK
 from dslab.emulator import patches
 from dslab.emulator.lab import REMOVE_WHOLE_LOCATION, REMOVE_WITHIN_FILTERS

@@ -11,10 +11,12 @@ import pytest
 
 from dslab.inputs import datasets
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import DatasetShape, compute_rate, estimate_mode, fsx_express_break_even
+from dslab.core.shape import DatasetShape
+from dslab.core.facts.compute import compute_rate
+from dslab.core.model.estimate import estimate_mode, fsx_express_break_even
 from dslab.core.experiment import expand, parse_experiment
-from dslab.core.prices import PriceTable
-from dslab.core.recommend import recommend
+from dslab.core.facts.prices import PriceTable
+from dslab.core.answer.recommend import recommend
 from dslab.core.requests import JOB_NAME_MAX, LabEnvironment, job_name, plan
 from dslab.aws.validation import validate_request
 
@@ -215,7 +217,7 @@ def test_express_staging_loops_in_bounded_invocations(emulated):
     """No time left after each batch: every invocation copies one batch of EXPRESS_COPY_THREADS objects and
     hands on a cursor inside the ListObjectsV2 page (the budget is checked per batch, not per 1,000 keys),
     and the next invocation goes on exactly there: every object copied once, none missed."""
-    from dslab.core.limits import EXPRESS_COPY_THREADS
+    from dslab.core.facts.limits import EXPRESS_COPY_THREADS
     with emulated(ScriptedJobs(), extra_env={"DSLAB_STAGING_BUDGET_SECONDS": "0"}) as lab:
         from .test_workflow_at_scale import put_many
         files, size = put_many(lab, "many-jpg", 200)
@@ -341,7 +343,7 @@ def test_any_plan_error_ends_the_execution_with_a_readable_reason(emulated):
         execution = lab.run(ONLY_EXPRESS)
         assert execution.status == "FAILED" and execution.error == "PlanFailed"
         assert execution.cause.startswith("Plan could not finish: AWS ListObjectsV2 failed after 3 attempts (ServiceUnavailable")
-        assert "a temporary failure on AWS's side" in execution.cause   # and what to do (dslab/core/aws_errors.py)
+        assert "a temporary failure on AWS's side" in execution.cause   # and what to do (dslab/core/facts/aws_errors.py)
         assert "Traceback" not in execution.cause and "stackTrace" not in execution.cause
         assert lab.training_job_names() == []
 

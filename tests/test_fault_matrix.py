@@ -13,7 +13,7 @@ import pytest
 
 from dslab.aws import faults
 from dslab.aws.faults import ANSWER, EXIT_2, FINAL, GOES_ON, WAIT
-from dslab.core import aws_errors
+from dslab.core.facts import aws_errors
 
 from . import fault_world
 from .fault_world import BUCKET, STAGED, Injector, World, drive

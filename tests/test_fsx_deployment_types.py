@@ -200,7 +200,7 @@ def test_plan_records_fsx_as_described_and_efs_as_deployed():
 
 
 def _fsx_record(lab: dict | None) -> dict:
-    from dslab.core.prices import PriceTable
+    from dslab.core.facts.prices import PriceTable
     from dslab.core.results import record_from_describe
     describe = {"TrainingJobName": "lab-fsx-d-r0", "TrainingJobStatus": "Completed", "BillableTimeInSeconds": 3600,
                 "TrainingTimeInSeconds": 3600, "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1,
@@ -212,8 +212,8 @@ def _fsx_record(lab: dict | None) -> dict:
 def test_the_report_prices_the_lab_the_run_ran_on(tmp_path):
     """A run on Persistent 2 at 1,000 MB/s/TiB, 4,800 GiB: its FSx job bills that file system's hour (not Scratch 2's),
     and the report says which lab it priced."""
-    from dslab.core.prices import PriceTable
-    from dslab.core.provisioning import FsxConfig, Provisioning
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import FsxConfig, Provisioning
     from dslab.report import write_report
     lab = Provisioning(fsx=FsxConfig.persistent2(1000, 4800), name="the lab as deployed (FSx fs-1 as described)")
     record, scratch = _fsx_record(lab.to_dict()), _fsx_record(None)

@@ -265,7 +265,7 @@ def test_every_documented_error_of_the_checks_fsx_calls_has_one_reaction():
 def test_an_error_no_reaction_names_is_answered_by_its_class():
     """Not one FSx's table names (the common errors every action may answer): a refused permission (the role lacks
     fsx:CreateDataRepositoryTask) is final, naming the fix; a throttled call waits for the next check (the fault
-    matrix, dslab/aws/faults.py, lists every pair; dslab/core/aws_errors.py words them)."""
+    matrix, dslab/aws/faults.py, lists every pair; dslab/core/facts/aws_errors.py words them)."""
     fsx = CheckedFsx([association()], [task(["s3://lab-bucket/datasets/"])], refusals=[fsx_error("AccessDeniedException")])
     status = run_check(fsx, [late()])
     assert status["final"] and not status["ready"], status

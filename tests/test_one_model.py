@@ -12,10 +12,11 @@ import pytest
 
 from dslab.cli import main
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import DatasetShape, estimate_mode
-from dslab.core.prices import PriceTable
-from dslab.core.provisioning import Provisioning
-from dslab.core.sizing import size
+from dslab.core.shape import DatasetShape
+from dslab.core.model.estimate import estimate_mode
+from dslab.core.facts.prices import PriceTable
+from dslab.core.model.provisioning import Provisioning
+from dslab.core.answer.sizing import size
 
 C = ["--files", "1530350", "--bytes", "54GB"]     # the source post's scenario C: 1.5 M JPEGs, 54 GB
 A100 = 400 / 0.435
@@ -84,7 +85,7 @@ def test_what_size_provisions_is_the_estimate_of_that_provisioning():
     fsx = next(s for s in result.sources if s.source == "FSx")
     kind, rest = fsx.provision.split(",", 1)
     capacity = int(rest.split("GiB")[0].replace(",", "").strip())
-    from dslab.core.provisioning import FsxConfig
+    from dslab.core.model.provisioning import FsxConfig
     config = (FsxConfig(capacity_gib=capacity) if kind == "SCRATCH_2" else
               FsxConfig.persistent2(int(kind.split()[1]), capacity))
     again = estimate_mode("FSx", shape, instance_type="ml.p4d.24xlarge", instance_count=16, rate=A100, prices=prices,
@@ -105,7 +106,7 @@ def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_
     emulates A100s (and its recommend/report answers price A100s); one on an instance with no accelerator, or one no
     preset emulates, is refused naming `compute`, as estimate/recommend/size refuse it without --compute-rate (it
     used to emulate a V100 and price it as that instance's)."""
-    from dslab.core.answers import compute_rate_of
+    from dslab.core.answer.scenarios import compute_rate_of
     from dslab.core.experiment import parse_experiment
     base = {"name": "x", "datasets": [{"name": "d", "format": "jpg", "files": 10, "bytes": 1000}], "modes": ["File"]}
     p4d = parse_experiment({**base, "instance_type": "ml.p4d.24xlarge"}).trials[0]

@@ -1,5 +1,5 @@
 """One question, one answer, whatever the path: the CLI's flags, an experiment file and a DLIO workload file ask it of
-estimate, recommend, size and plan with the same premise (core/premise.py), and get one pick, one cost per source and
+estimate, recommend, size and plan with the same premise (core/answer/premise.py), and get one pick, one cost per source and
 one refusal per source, each output naming the premise it assumed.
 
 The question is a user's: 2 TB of 120 KB JPEGs on 8 x ml.p4d.24xlarge, 10 epochs. It got four answers before: File
@@ -13,9 +13,9 @@ import json
 import pytest
 import yaml
 
-from dslab.core.premise import DatasetShape, parse_bytes
-from dslab.core.prices import PriceTable
-from dslab.core.sizing import MAX_CLUSTER, size
+from dslab.core.shape import DatasetShape, parse_bytes
+from dslab.core.facts.prices import PriceTable
+from dslab.core.answer.sizing import MAX_CLUSTER, size
 
 from .conftest import REPO
 from .test_cli_robustness import run
@@ -247,7 +247,7 @@ def test_a_workload_runs_locally_one_job_at_a_time_unless_asked_and_the_report_s
 def test_a_local_runs_time_to_a_result_includes_the_set_up_this_machine_measured():
     import datetime as dt
 
-    from dslab.core.answers import measured
+    from dslab.core.answer.scenarios import measured
     from dslab.local.lab import prepare_seconds
     t0 = dt.datetime(2026, 12, 3, tzinfo=dt.timezone.utc)
     at = lambda s: t0 + dt.timedelta(seconds=s)  # noqa: E731

@@ -13,10 +13,12 @@ import pytest
 from PIL import Image
 
 from dslab.contracts import VENDORED_MANIFEST, validate_results
-from dslab.core.estimate import CALIBRATION_PATH, DatasetShape, calibration_cells, compute_rate, estimate_mode, mape
+from dslab.core.model.estimate import CALIBRATION_PATH, calibration_cells, estimate_mode, mape
+from dslab.core.shape import DatasetShape
+from dslab.core.facts.compute import compute_rate
 from dslab.core.experiment import parse_experiment
-from dslab.core.prices import PriceTable
-from dslab.core.recommend import recommend
+from dslab.core.facts.prices import PriceTable
+from dslab.core.answer.recommend import recommend
 from dslab.report import aggregate, breakdown_chart, results_from_describe_dir, write_report
 
 from .conftest import REPO, SHARED
@@ -98,7 +100,7 @@ def test_vendored_copies_match():
             header = [line for line in copy.read_text().splitlines() if line.startswith("#")]
             assert any("Source:" in line for line in header) and any("20" in line for line in header), name
     assert CALIBRATION_PATH == VENDORED_MANIFEST.with_name("bencher-measured.csv")
-    from dslab.core.calibration import CELLS_PATH, MOUNTPOINT_PATH
+    from dslab.core.model.calibration import CELLS_PATH, MOUNTPOINT_PATH
     assert {CELLS_PATH.name, MOUNTPOINT_PATH.name} <= set(manifest)
 
 
@@ -106,7 +108,7 @@ def test_estimate_calibration():
     """In sample, on all 12 of Bencher's measured cells (the nine of ../shared's bencher-measured.csv and scenario C):
     within 10% MAPE, and the measured order of two modes wherever their repeats do not overlap (where they do, the
     measurement itself does not order them; the ranges are tests/test_calibration.py's)."""
-    from dslab.core.calibration import measured_cells
+    from dslab.core.model.calibration import measured_cells
     rate, _ = compute_rate("v100")
     prices = PriceTable()
     cells = measured_cells()
@@ -512,7 +514,7 @@ def test_report_flags_a_slow_first_batch_and_ranks_by_cost_not_au(tmp_path):
 
 def test_an_experiment_over_max_jobs_is_refused_before_any_request():
     from dslab.core.errors import ConfigError
-    from dslab.core.limits import MAX_JOBS
+    from dslab.core.facts.limits import MAX_JOBS
     from dslab.core.requests import plan
 
     from .helpers import lab_environment

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from dslab.cli import main
-from dslab.core.prices import DEFAULT_TABLE, PriceTable
+from dslab.core.facts.prices import DEFAULT_TABLE, PriceTable
 
 QUESTION = ["--files", "30607", "--bytes", "1.1GB"]
 

@@ -15,10 +15,11 @@ import pytest
 from dslab.aws.validation import validate_request
 from dslab.contracts import validate_results
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import DatasetShape, estimate_mode
+from dslab.core.shape import DatasetShape
+from dslab.core.model.estimate import estimate_mode
 from dslab.core.experiment import parse_experiment
 from dslab.core.modes import lab_mode
-from dslab.core.prices import PriceTable
+from dslab.core.facts.prices import PriceTable
 from dslab.core.requests import plan
 from dslab.core.results import identify, record_from_describe, skipped_record, to_csv
 

@@ -9,12 +9,15 @@ import re
 import pytest
 
 from dslab.core.errors import ConfigError
-from dslab.core.estimate import DatasetShape, estimate_mode
+from dslab.core.shape import DatasetShape
+from dslab.core.model.estimate import estimate_mode
 from dslab.core.experiment import expand, parse_experiment
-from dslab.core.instances import INSTANCES
-from dslab.core.prices import PriceTable
+from dslab.core.facts.compute import preset_of
+from dslab.core.facts.instances import INSTANCES
+from dslab.core.facts.prices import PriceTable
 from dslab.core.requests import plan
-from dslab.core.sizing import AU_TARGET, MAX_CLUSTER, fsx_capacity_for, size
+from dslab.core.answer.sizing import AU_TARGET, MAX_CLUSTER, size
+from dslab.core.facts.storage import fsx_capacity_for
 from dslab.report import scaling, write_report
 
 from dslab.cli import main
@@ -46,9 +49,9 @@ def test_the_instance_table_has_the_training_types_with_accelerators_sourced_and
         rows = [i for i in INSTANCES.values() if i.family == family]
         assert rows and all(i.accelerators >= 1 and i.accelerator and i.source and i.checked for i in rows), family
     p4d = INSTANCES["ml.p4d.24xlarge"]
-    assert (p4d.accelerators, p4d.accelerator, p4d.network_gbps, p4d.nvme_gb, p4d.preset) == (8, "A100 40GB", 400, 8000, "a100")
+    assert (p4d.accelerators, p4d.accelerator, p4d.network_gbps, p4d.nvme_gb, preset_of(p4d.name)) == (8, "A100 40GB", 400, 8000, "a100")
     assert INSTANCES["ml.p3.2xlarge"].network_baseline_gbps < INSTANCES["ml.p3.2xlarge"].network_gbps  # "up to 10"
-    assert INSTANCES["ml.trn1.32xlarge"].accelerators == 16 and INSTANCES["ml.trn1.32xlarge"].preset is None
+    assert INSTANCES["ml.trn1.32xlarge"].accelerators == 16 and preset_of("ml.trn1.32xlarge") is None
 
 
 def test_fsx_capacities_follow_the_allowed_steps():
@@ -262,8 +265,8 @@ def test_the_directory_bucket_is_sized_against_the_clusters_demand_and_says_whic
     (S3 User Guide, s3-express-performance.html): provisioned, the row is priced on the raised rate, says the rate
     needed and the quota, and prints the AWS Support case that raises it; as deployed, the default holds it to
     42% AU. Within the default (16 instances: ~118,000 reads/s) nothing is asked."""
-    from dslab.core.provisioning import EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET
-    from dslab.core.sizing import EXPRESS_QUOTA, SUPPORT_LIMIT_CASE
+    from dslab.core.facts.storage import EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET
+    from dslab.core.answer.sizing import EXPRESS_QUOTA, SUPPORT_LIMIT_CASE
     at = lambda count: {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=count, rate=A100,  # noqa: E731
                                                   prices=PriceTable()).sources}
     big = at(64)["Express FastFile"]
@@ -405,7 +408,7 @@ def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monke
 def test_an_fsx_row_past_the_accounts_default_storage_quota_says_so_and_prints_the_request():
     """100,800 GiB per deployment type by default (FSx for Lustre User Guide, limits.html): 256 x ml.p4d.24xlarge on
     scenario C need a Persistent 2 file system twice that size."""
-    from dslab.core.provisioning import FSX_QUOTA_DEFAULT_GIB
+    from dslab.core.facts.storage import FSX_QUOTA_DEFAULT_GIB
     rows = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=256, rate=A100, prices=PriceTable()).sources}
     fsx = rows["FSx"]
     assert fsx.quota["needed_gib"] > FSX_QUOTA_DEFAULT_GIB and fsx.quota["code"] == "L-8F1B9C74"
@@ -419,9 +422,10 @@ def test_an_fsx_row_past_the_accounts_default_storage_quota_says_so_and_prints_t
 def test_efs_reads_are_metered_at_a_third_bursting_counts_standard_and_ia_reads_are_billed():
     """"Amazon EFS meters read operations up to one-third the rate of write operations"; Bursting's rate follows the
     ValueInStandard size; reads from Infrequent Access are billed per GB; Elastic's client reads up to 1,500 MiB/s."""
-    from dslab.core.estimate import estimate_mode
-    from dslab.core.provisioning import (EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_PER_CLIENT_MIBPS, ELASTIC, PROVISIONED,
-                                         EfsConfig, Provisioning)
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.facts.storage import EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_PER_CLIENT_MIBPS
+    from dslab.core.facts.storage import ELASTIC, PROVISIONED
+    from dslab.core.model.provisioning import EfsConfig, Provisioning
     assert EfsConfig(PROVISIONED, 100).read_mibps(0) == 300.0          # 1 GB/s provisioned "can now drive up to 3 GB/s"
     assert EfsConfig().read_mibps(0) == 300.0 and EfsConfig().read_mibps(2048) == 600.0   # Bursting: 100 MiB/s per TiB
     assert EfsConfig(ELASTIC).per_client_mibps == EFS_ELASTIC_PER_CLIENT_MIBPS == 1500 and EfsConfig().per_client_mibps == \

@@ -55,3 +55,15 @@ def test_the_leftover_check_counts_the_suites_own_processes_only(tmp_path):
         for proc in started:   # each one's own session: the shell and its sleep
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_the_layers_and_the_no_circle_rule_hold():
+    """pyproject.toml's import-linter contracts: the command line at the edge, dslab.core's layers (facts, workloads,
+    model, experiment, answer, what builds on it), and no import circle anywhere in dslab."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    linter = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(linter), "--no-cache"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "Contracts: 3 kept, 0 broken." in done.stdout

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from dslab.inputs import datasets
-from dslab.core import limits
+from dslab.core.facts import limits
 from dslab.core.requests import FSX_STACK
 from dslab.emulator.lab import EmulatedLab
 from dslab.emulator.patches import training_quota_message

@@ -27,7 +27,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.aws_errors import explain
+from ..core.facts.aws_errors import explain
 from ..core.errors import ConfigError
 from ..core.requests import LOGS_POLICY_NAME
 # CloudWatch Logs: "Resource policies: 10 per Region per account" (CloudWatch Logs quotas); the lab adds one.
@@ -143,7 +143,7 @@ class ZoneReport:
 def fsx_quota_check(service_quotas, fsx) -> dict[str, Any]:
     """The account's applied FSx for Lustre storage quota of the lab's deployment type (looked up by its Service Quotas
     name; provisioning.FSX_QUOTAS) against the lab's file system ``fsx`` (a provisioning.FsxConfig)."""
-    from ..core.provisioning import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS, fsx_quota
+    from ..core.facts.storage import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS, fsx_quota
     from ..workflow.plan import read_quotas
     code, name = FSX_QUOTAS[fsx.deployment_type]
     found = read_quotas(service_quotas, "fsx").get(name)

@@ -17,7 +17,7 @@ import json
 import time
 from typing import Any, Callable
 
-from ..core import efs as efs_core
+from ..core.model import efs as efs_core
 from ..core.errors import ConfigError
 from ..core.requests import DATASETS_PREFIX, stats_key
 
@@ -164,7 +164,7 @@ def wait(datasync, execution_arn: str, *, poll: float, say: Callable[[str], None
     other error, the line names the execution to follow (the deletion goes on in DataSync)."""
     from botocore.exceptions import ClientError
 
-    from ..core.aws_errors import explain, is_transient
+    from ..core.facts.aws_errors import explain, is_transient
     seen = None
     failed = 0
     while True:

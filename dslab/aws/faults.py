@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..core import aws_errors
+from ..core.facts import aws_errors
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -54,7 +54,7 @@ NOT_SCANNED = {
 }
 # Attribute references named like an operation that are not AWS calls.
 NOT_AWS = {("dslab/aws/images.py", "_cuda_from_tag", "search"): "re.search, not SageMaker Search",
-           ("dslab/core/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search"}
+           ("dslab/core/workloads/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search"}
 # boto3's managed S3 transfers: the method, and the operations it may make (s3transfer: a small object in one request,
 # a large one in parts; a copy first reads the source's size).
 TRANSFER = {
@@ -168,7 +168,7 @@ def botocore_attempts(retries: Retries, service: str, operation: str, code: str,
 @dataclass(frozen=True)
 class Reaction:
     kind: str
-    says: str = ""    # what happens, in words (the fix line itself comes from dslab/core/aws_errors.py)
+    says: str = ""    # what happens, in words (the fix line itself comes from dslab/core/facts/aws_errors.py)
     marker: str | None = None   # what the product says instead of aws_errors' fix line ("": nothing to read)
 
     def __post_init__(self):

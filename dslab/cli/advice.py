@@ -8,27 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .common import add_command, explain_aws, lab_provisioning, price_table, print_json
+from .common import add_command, explain_aws, lab_provisioning, price_table, print_ignored, print_json
 from .question import add_question_flags, is_checkpoint_question, premise_json, premise_of, workload_of
-
-
-def print_workload(workload) -> None:
-    print(workload.describe())
-    print_ignored([workload])
-
-
-def print_ignored(workloads) -> None:
-    """The DLIO fields the lab does not use, one line each (core/dlio.py ignored_lines), as every command that takes
-    a workload prints them."""
-    from ..core.dlio import ignored_lines
-    for line in ignored_lines(workloads):
-        print(line)
 
 
 def _sources(args) -> tuple[tuple[str, str], ...]:
     """The sources `estimate` shows: every one (the S3 modes on both buckets), or those --mode and --storage name."""
     from ..core.modes import EXPRESS, MODES, S3_READ_MODES, STANDARD, parse_source
-    from ..core.recommend import ALL_SOURCES
+    from ..core.answer.recommend import ALL_SOURCES
     storage = args.storage
     if args.mode:
         # A mode ("fastfile") or a source as the tool prints it ("Express FastFile"); "did you mean" otherwise.
@@ -48,9 +35,9 @@ def _sources(args) -> tuple[tuple[str, str], ...]:
 
 
 def cmd_estimate(args) -> int:
-    from ..core.decision import usd
-    from ..core.limits import none_too_long
-    from ..core.recommend import options
+    from ..core.answer.decision import usd
+    from ..core.facts.limits import none_too_long
+    from ..core.answer.recommend import options
     from ..report import duration
     prices = price_table(args.prices)
     if is_checkpoint_question(args):
@@ -100,8 +87,8 @@ def cmd_estimate(args) -> int:
 
 def print_ranges(runnable) -> None:
     """Each estimate's range (billable seconds, cost to a result) and its evidence, then each range it names once."""
-    from ..core.decision import usd
-    from ..core.calibration import CALIBRATION_INSTANCE
+    from ..core.answer.decision import usd
+    from ..core.model.calibration import CALIBRATION_INSTANCE
     print("where one run may fall (each estimate's range: billable seconds, cost to a result), and why:")
     said = {}
     for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
@@ -112,14 +99,14 @@ def print_ranges(runnable) -> None:
         for a, value, _ in r.moves:
             said.setdefault(a.what, a.describe(value))
     print(f"  out-of-sample: each of Bencher's 4 measured scenarios ({CALIBRATION_INSTANCE}, one epoch) predicted by the "
-          "model fitted on the other 3 (dslab/core/calibration.py); a source without a measured cell takes the widest")
+          "model fitted on the other 3 (dslab/core/model/calibration.py); a source without a measured cell takes the widest")
     for text in said.values():
         print(f"  range: {text}")
 
 
 def cost_range(option) -> str:
     """" ($0.36-$0.41)" for an estimate with its range, "" otherwise."""
-    from ..core.decision import usd
+    from ..core.answer.decision import usd
     if option.cost_interval is None or option.runs:
         return ""
     return f" ({usd(option.cost_interval[0])}-{usd(option.cost_interval[1])})"
@@ -144,7 +131,7 @@ def _describe_source(mode: str, storage: str) -> str:
 
 def print_recommendation(rec, *, heading: str = "recommended") -> None:
     """A recommendation as `dslab recommend` prints it: the pick, why, the runner-up, the ranking, advice."""
-    from ..core.decision import usd, usd_difference
+    from ..core.answer.decision import usd, usd_difference
     from ..report import duration
     d = rec.decision
     print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run"
@@ -174,7 +161,7 @@ def print_recommendation(rec, *, heading: str = "recommended") -> None:
 
 
 def cmd_recommend(args) -> int:
-    from ..core.recommend import recommend
+    from ..core.answer.recommend import recommend
     if args.experiment:
         return _recommend_experiment(args)
     if getattr(args, "results", None):
@@ -200,10 +187,10 @@ def cmd_recommend(args) -> int:
 def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None, *,
                        stats: dict[str, Any] | None = None, stats_source: str = "a run's results", lab=None):
     """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
-    export exports by default (dslab/core/answers.py, as the report), priced on ``lab`` (default: the lab as
+    export exports by default (dslab/core/answer/scenarios.py, as the report), priced on ``lab`` (default: the lab as
     cdk.json builds it, FSx at ``fsx_capacity_gib`` when given)."""
-    from ..core import answers
-    from ..core.prices import PriceTable
+    from ..core.answer import scenarios as answers
+    from ..core.facts.prices import PriceTable
     lab = lab or lab_provisioning()
     if fsx_capacity_gib is not None:
         lab = lab.with_fsx_capacity(fsx_capacity_gib)

@@ -1,9 +1,9 @@
 """`estimate`, `recommend` and `size` for a checkpointing --workload: where its checkpoints should go on the cluster,
-every K minutes (core/checkpoint_estimate.py), on the premise every answer prints first (question.py)."""
+every K minutes (core/model/checkpoint_estimate.py), on the premise every answer prints first (question.py)."""
 
 from __future__ import annotations
 
-from ..core.checkpoint_estimate import Question, option_name
+from ..core.model.checkpoint_estimate import Question, option_name
 from .common import print_json
 from .question import premise_json, premise_of, workload_of
 
@@ -52,7 +52,7 @@ def _notes(options, premise, prices) -> None:
 
 
 def _print_premise(premise, args) -> None:
-    from .advice import print_ignored
+    from .common import print_ignored
     print(premise.describe())
     print_ignored([workload_of(args)])
     for line in premise.checkpoint.plan.describe():
@@ -60,7 +60,7 @@ def _print_premise(premise, args) -> None:
 
 
 def cmd_estimate(args, prices) -> int:
-    from ..core.checkpoint_estimate import estimate_targets
+    from ..core.model.checkpoint_estimate import estimate_targets
     premise, q = question_of(args, prices)
     options = estimate_targets(q)
     if args.json:
@@ -76,7 +76,7 @@ def cmd_estimate(args, prices) -> int:
 
 
 def cmd_recommend(args, prices) -> int:
-    from ..core.checkpoint_estimate import recommend
+    from ..core.model.checkpoint_estimate import recommend
     premise, q = question_of(args, prices)
     answer = recommend(q)
     if args.json:
@@ -114,9 +114,9 @@ def trial_answer(trial, lab, prices):
     size go on its cluster, every 30 minutes, the last 2 kept (as the report estimates it)."""
     from dataclasses import replace
 
-    from ..core.answers import checkpoint_premise_of_trial
-    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, recommend
-    from ..core.premise import CheckpointPremise
+    from ..core.answer.scenarios import checkpoint_premise_of_trial
+    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, recommend
+    from ..core.answer.premise import CheckpointPremise
     full = replace(trial, checkpoint=replace(trial.checkpoint, workload=replace(trial.checkpoint.workload, scale=1.0)))
     premise = checkpoint_premise_of_trial(full, lab)
     premise = replace(premise, checkpoint=CheckpointPremise(premise.checkpoint.plan, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP))
@@ -126,7 +126,7 @@ def trial_answer(trial, lab, prices):
 
 
 def print_trial_answer(trial, lab, prices) -> None:
-    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS
+    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS
     premise, answer = trial_answer(trial, lab, prices)
     print(f"== {trial.name} (checkpoints to {', '.join(trial.checkpoint.targets)}; at the workload's full size)")
     print(premise.describe())
@@ -143,8 +143,8 @@ def print_trial_answer(trial, lab, prices) -> None:
 
 
 def cmd_size(args, prices) -> int:
-    from ..core.checkpoint_estimate import size
-    from ..core.sizing import CONTEXT_HOLDS
+    from ..core.model.checkpoint_estimate import size
+    from ..core.answer.sizing import CONTEXT_HOLDS
     premise, q = question_of(args, prices)
     target = premise.checkpoint.save_under
     rows = size(q, target)

@@ -37,9 +37,9 @@ def find_client_error(err: BaseException | None):
 
 def explain_aws(err: BaseException, what: str | None = None) -> str:
     """One line for an AWS error met with the user's credentials: the operation, the code and AWS's message, the
-    attempts botocore made, and the fix (dslab/core/aws_errors.py; the fault matrix lists every pair)."""
+    attempts botocore made, and the fix (dslab/core/facts/aws_errors.py; the fault matrix lists every pair)."""
     from ..aws.faults import cli_service_of
-    from ..core.aws_errors import explain
+    from ..core.facts.aws_errors import explain
     found = find_client_error(err)
     operation = getattr(found, "operation_name", None) or ""
     return explain(found if found is not None else err, service=cli_service_of(operation), what=what)
@@ -136,7 +136,7 @@ def num(value, digits: int = 1) -> str:
 
 
 def price_table(path: str | None):
-    from ..core.prices import PriceTable
+    from ..core.facts.prices import PriceTable
     if not path:
         return PriceTable()
     from ..inputs.experiment_file import read_document
@@ -227,7 +227,7 @@ def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: st
     whole lab as cdk.json would deploy it. --fsx-capacity sets FSx's size on top."""
     from dataclasses import replace
 
-    from ..core.provisioning import CDK_JSON, lab_from_settings
+    from ..core.model.provisioning import CDK_JSON, lab_from_settings
     context = lab_context()
     settings = dict(context)
     if outputs is not None:
@@ -255,7 +255,7 @@ def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: st
                             keep_settings=keep)
     capacity = getattr(args, "fsx_capacity", None)
     if capacity is not None:
-        from ..core.limits import fsx_capacity_problem
+        from ..core.facts.storage import fsx_capacity_problem
         problem = fsx_capacity_problem(capacity, lab.fsx.deployment_type)
         if problem:
             raise ConfigError("--fsx-capacity", problem, "1200, 2400, 4800, ...")
@@ -268,7 +268,7 @@ def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: st
 def _from_outputs_files(args):
     """(FSx settings, EFS settings, FSx's source, EFS's source, notes, the file shown) from the outputs files
     lab_provisioning reads; the file shown is None where there is none."""
-    from ..core.provisioning import CDK_JSON
+    from ..core.model.provisioning import CDK_JSON
     given = getattr(args, "outputs", None)
     if given:
         main, shown = Path(given), str(given)
@@ -395,3 +395,16 @@ def workflow_of(args) -> tuple[str, str | None]:
     if "StateMachineArn" not in outputs:
         raise ConfigError("stack", "the DataSourceLab workflow stack has no StateMachineArn output: run `make deploy FSX=keep`")
     return outputs["StateMachineArn"], outputs.get("BucketName")
+
+
+def print_workload(workload) -> None:
+    print(workload.describe())
+    print_ignored([workload])
+
+
+def print_ignored(workloads) -> None:
+    """The DLIO fields the lab does not use, one line each (core/workloads/dlio.py ignored_lines), as every command that takes
+    a workload prints them."""
+    from ..core.workloads.dlio import ignored_lines
+    for line in ignored_lines(workloads):
+        print(line)

@@ -37,14 +37,15 @@ def cmd_dataset_generate(args) -> int:
 
 
 def _generate_workload(args) -> int:
-    """A DLIO workload's dataset (core/dlio.py): its files at --scale, records drawn with its mean and stdev."""
+    """A DLIO workload's dataset (core/workloads/dlio.py): its files at --scale, records drawn with its mean and stdev."""
     from ..inputs import datasets
-    from .advice import print_workload, workload_of
+    from .common import print_workload
+    from .question import workload_of
     for flag in ("images", "classes", "mean_kb"):
         if getattr(args, flag) is not None:
             raise ConfigError(f"--{flag.replace('_', '-')}", "the workload file gives the dataset's shape with --workload; drop it")
     workload = workload_of(args)
-    from ..core.checkpoint import CheckpointWorkload
+    from ..core.workloads.checkpoint import CheckpointWorkload
     if isinstance(workload, CheckpointWorkload):   # its checkpoints are what its jobs write: there is no dataset
         raise ConfigError("--workload", f"{workload.source} is a checkpointing workload (workflow.train: False): it "
                           "reads no dataset; its training jobs write its checkpoints", "dslab estimate, recommend or "

@@ -118,7 +118,7 @@ def refusals(target: str, fsx_choice: str, config, lab: DeployedLab, now: dt.dat
              words: list[str] | None = None) -> list[tuple[str, str]]:
     """(setting, why) for each refused change this deploy would make to the deployed ``lab``. ``config``: the
     deploy's LabConfig (stacks/config.py)."""
-    from ..core.provisioning import FSX_LINK_VERSIONS
+    from ..core.facts.storage import FSX_LINK_VERSIONS
     found: list[tuple[str, str]] = []
     stack_only = target in ("fsx-up", "dslab-fsx-up")
     if stack_only or fsx_choice == "up":   # FSX=keep and FSX=down deploy no FSx (it is no dependency then)

@@ -8,7 +8,7 @@ import math
 import sys
 
 from ..aws import efs
-from ..core import efs as efs_core
+from ..core.model import efs as efs_core
 from ..core.errors import ConfigError
 from ..core.requests import DATASETS_PREFIX
 from .common import add_command, can_confirm, confirmed, explain_aws, lab_outputs, price_table, region_of

@@ -93,7 +93,7 @@ def cmd_export(args) -> int:
 def _recommended_source(experiment, experiment_path: str, dataset, trial_name: str | None) -> tuple[str, str]:
     """The (mode, storage) `dslab recommend --experiment` picks for the dataset among the sources the
     experiment runs on it (the same answer the report gives)."""
-    from ..core.answers import for_dataset
+    from ..core.answer.scenarios import for_dataset
     answer = for_dataset(experiment_answers(experiment), dataset.name, trial_name)
     if answer is None or answer.recommendation is None:
         raise ConfigError("--mode", f"no answer for {dataset.name}: {answer.missing if answer else 'no trial reads it'}; "

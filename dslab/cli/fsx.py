@@ -18,7 +18,7 @@ def fsx_state(region: str, state_machine_arn: str, idle_hours: float, fsx) -> di
     come (the same checks the workflow makes)."""
     import boto3
 
-    from ..core.prices import PriceTable
+    from ..core.facts.prices import PriceTable
     from ..workflow.fsx_data import import_status
     from ..workflow.fsx_guard import idle_status
     hourly = fsx.hourly(PriceTable())
@@ -37,7 +37,7 @@ def fsx_state(region: str, state_machine_arn: str, idle_hours: float, fsx) -> di
 
 
 def cmd_fsx(args) -> int:
-    from ..core.prices import PriceTable
+    from ..core.facts.prices import PriceTable
     context = json.loads((REPO / "cdk.json").read_text())["context"]
     fsx = lab_provisioning().fsx          # what `fsx up` deploys: cdk.json's settings
     hourly = fsx.hourly(PriceTable())

@@ -12,7 +12,7 @@ def plain(value: float) -> str:
 
 
 def cmd_prices(args) -> int:
-    from ..core.prices import OVERRIDE_HELP
+    from ..core.facts.prices import OVERRIDE_HELP
     prices = price_table(args.prices)
     rows = prices.rows()
     if args.json:

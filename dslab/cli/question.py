@@ -1,5 +1,5 @@
 """The question `estimate`, `recommend` and `size` answer, from the same flags with the same defaults and bounds
-(core/premise.py): the dataset (--dataset, --files/--bytes/--samples, or --workload), the instance and how many,
+(core/answer/premise.py): the dataset (--dataset, --files/--bytes/--samples, or --workload), the instance and how many,
 their accelerators and compute, the epochs, the volume and the lab. `plan`, `run`, `local` and `export` take
 --instance, --instance-count and --epochs on top of their experiment (``add_override_flags``)."""
 
@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB
-from ..core.premise import DEFAULT_EPOCHS, DEFAULT_INSTANCE, MAX_COMPUTE_RATE, MAX_INSTANCE_COUNT, Premise
+from ..core.facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB
+from ..core.facts.limits import DEFAULT_EPOCHS, DEFAULT_INSTANCE, MAX_INSTANCE_COUNT
+from ..core.facts.compute import MAX_COMPUTE_RATE
+from ..core.answer.premise import Premise
 from .common import lab_provisioning, price_table, real, whole
 
 INSTANCE_HELP = f"training instance type (default {DEFAULT_INSTANCE}, the source post's)"
@@ -65,7 +67,7 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
     add_checkpoint_flags(p)
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
                    "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
-    p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/prices.py` has the table)")
+    p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/facts/prices.py` has the table)")
     p.add_argument("--json", action="store_true")
 
 
@@ -84,7 +86,7 @@ def duration(unit: str = "m"):
     import argparse
 
     def parse(text: str) -> float:
-        from ..core.checkpoint_estimate import parse_duration
+        from ..core.model.checkpoint_estimate import parse_duration
         try:
             return parse_duration(text, "", unit=unit)
         except ConfigError as err:
@@ -95,7 +97,7 @@ def duration(unit: str = "m"):
 
 def add_checkpoint_flags(p, size: bool = False) -> None:
     """With a checkpointing --workload: how often a save comes, how many are kept (size: and the save's target)."""
-    from ..core.checkpoint_estimate import DEFAULT_KEEP, MAX_KEEP
+    from ..core.model.checkpoint_estimate import DEFAULT_KEEP, MAX_KEEP
     p.add_argument("--checkpoint-every", type=duration("m"), help="with a checkpointing --workload: the time between "
                    "saves: 30m, 2h, 90s, or minutes (default 30m)")
     p.add_argument("--keep", type=whole(1, MAX_KEEP), help=f"with a checkpointing --workload: checkpoints kept (default "
@@ -106,7 +108,7 @@ def add_checkpoint_flags(p, size: bool = False) -> None:
 
 
 def workload_of(args):
-    """The DLIO workload --workload names (core/dlio.py), at --scale; None without --workload. Its dataset and
+    """The DLIO workload --workload names (core/workloads/dlio.py), at --scale; None without --workload. Its dataset and
     compute replace --dataset/--files/--bytes/--samples and --compute-preset/--compute-rate, which are refused beside it."""
     if getattr(args, "_workload", None) is not None:
         return args._workload
@@ -120,7 +122,7 @@ def workload_of(args):
             raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the workload file with --workload; drop it")
     from dataclasses import replace
 
-    from ..core.dlio import parse_any_workload
+    from ..core.workloads.dlio import parse_any_workload
     from ..inputs.experiment_file import read_workload
     document, digest = read_workload(Path(path))
     try:
@@ -134,7 +136,7 @@ def workload_of(args):
 
 def shape_of(args):
     """The dataset's shape and where it came from, in words."""
-    from ..core.premise import DatasetShape, parse_bytes
+    from ..core.shape import DatasetShape, parse_bytes
     workload = workload_of(args)
     if workload is not None:
         return workload.shape(), f"the workload file {workload.source}"
@@ -177,7 +179,7 @@ def _cluster(args, prices, defaults: set[str]) -> tuple[str, int]:
 def premise_of(args, lab=None, prices=None) -> Premise:
     """The question the flags ask, every default named (Premise.defaults), on ``lab`` (default: the lab as deployed,
     ``lab_provisioning``). The one builder behind estimate, recommend and size."""
-    from ..core.premise import accelerator_kind, accelerators_of, compute_rate
+    from ..core.facts.compute import accelerator_kind, accelerators_of, compute_rate
     prices = prices or price_table(getattr(args, "prices", None))
     if is_checkpoint_question(args):
         return checkpoint_premise_of(args, lab, prices)
@@ -196,7 +198,7 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     if workload is not None:
         workload, said = workload.on_accelerator(accelerator_kind(instance))
         notes += [said] if said else []
-        from ..core.instances import INSTANCES
+        from ..core.facts.instances import INSTANCES
         if instance in INSTANCES:   # the file count against MLPerf Storage's for this cluster, said (or refused)
             memory = INSTANCES[instance].memory_gib
             if getattr(args, "mlperf_datasize", False):   # MLPerf's own question: its datasize step's file count
@@ -225,8 +227,8 @@ def premise_of(args, lab=None, prices=None) -> Premise:
 
 
 def is_checkpoint_question(args) -> bool:
-    """Does --workload name a checkpointing workload (core/checkpoint.py)?"""
-    from ..core.checkpoint import CheckpointWorkload
+    """Does --workload name a checkpointing workload (core/workloads/checkpoint.py)?"""
+    from ..core.workloads.checkpoint import CheckpointWorkload
     return isinstance(workload_of(args), CheckpointWorkload)
 
 
@@ -234,8 +236,10 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
     """The checkpoint question the flags ask: the workload's plan on --instance-count hosts of the instance's GPUs (one
     rank a GPU: a parallelism that does not divide them is refused naming --instance-count), a save every
     --checkpoint-every, --keep kept (size: within --save-under), priced on ``lab``; each default named."""
-    from ..core.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, DEFAULT_SAVE_UNDER_SECONDS
-    from ..core.premise import CheckpointPremise, DatasetShape, accelerators_of
+    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, DEFAULT_SAVE_UNDER_SECONDS
+    from ..core.answer.premise import CheckpointPremise
+    from ..core.shape import DatasetShape
+    from ..core.facts.compute import accelerators_of
     for flag in ("epochs", "random_access", "data_in_efs", "portable_script", "mode", "storage", "mlperf_datasize"):
         if getattr(args, flag, None):
             raise ConfigError(f"--{flag.replace('_', '-')}", "asks about reading a dataset; a checkpointing --workload "
@@ -273,7 +277,7 @@ def premise_json(premise: Premise, workload=None) -> dict[str, Any]:
 
 
 def workload_json(workload) -> dict[str, Any]:
-    from ..core.checkpoint import CheckpointWorkload
+    from ..core.workloads.checkpoint import CheckpointWorkload
     if isinstance(workload, CheckpointWorkload):
         return {"file": workload.source, "sha256": workload.sha256, "model": workload.name, "scale": workload.scale,
                 "checkpointing": True, "parameters": workload.num_parameters, "mode": workload.mode,

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
-from .advice import print_ignored
+from .common import print_ignored
 from .question import add_instance_flags, add_workload_flags, workload_json
 from .common import (
     BUILD_DIR,
@@ -93,7 +93,7 @@ def _workloads(experiment) -> list:
 
 def print_premises(experiment, lab, stats=None) -> None:
     """Each scenario's premise, as `recommend --experiment` states it: what the plan's jobs are estimated on."""
-    from ..core.answers import checkpoint_premise_of_trial, known_shape, premise_of_trial, scenarios
+    from ..core.answer.scenarios import checkpoint_premise_of_trial, known_shape, premise_of_trial, scenarios
     for trial in experiment.trials:
         if trial.checkpoint is not None:
             targets = ", ".join(trial.checkpoint.targets)
@@ -109,10 +109,11 @@ def print_premises(experiment, lab, stats=None) -> None:
 def check_fsx_holds(experiment, lab, stats=None) -> None:
     """An FSx job on a dataset larger than the lab's FSx would fail when the file system fills (FSx loads every file it
     reads): refused, naming the deploy that holds it, where the dataset's size is known."""
-    from ..core.answers import known_shape
+    from ..core.answer.scenarios import known_shape
     from ..core.modes import FSX
-    from ..core.provisioning import deploy_command, fsx_capacity_for
-    from ..core.sizing import deploy_settings
+    from ..core.model.provisioning import deploy_command
+    from ..core.facts.storage import fsx_capacity_for
+    from ..core.answer.sizing import deploy_settings
     for ti, trial in enumerate(experiment.trials):
         if trial.checkpoint is not None:
             check_fsx_holds_checkpoints(experiment, ti, trial, lab)
@@ -134,10 +135,11 @@ def check_fsx_holds(experiment, lab, stats=None) -> None:
 def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
     """A checkpoint trial's FSx target writes every checkpoint it plans into the lab's FSx (DLIO keeps each in its own
     folder): more than FSx as the lab stands holds is refused, naming the deploy that holds them."""
-    from ..core.checkpoint import GIB
+    from ..core.workloads.checkpoint import GIB
     from ..core.modes import CKPT_FSX
-    from ..core.provisioning import deploy_command, fsx_capacity_for
-    from ..core.sizing import deploy_settings
+    from ..core.model.provisioning import deploy_command
+    from ..core.facts.storage import fsx_capacity_for
+    from ..core.answer.sizing import deploy_settings
     if CKPT_FSX not in trial.checkpoint.targets:
         return
     plan = trial.checkpoint.plan(trial)
@@ -157,8 +159,8 @@ def check_runtimes(experiment, stats=None, lab=None) -> None:
     it under), and say which would be stopped at its trial's max_run_seconds, where a dataset's size is known (its
     files/bytes, its generate: recipe, or ``stats``); the estimate is `recommend --experiment`'s, on ``lab`` (default:
     the lab as deployed, lab_provisioning). An FSx job on data the lab's FSx cannot hold is refused too."""
-    from ..core.answers import runtime_checks
-    from ..core.prices import PriceTable
+    from ..core.answer.scenarios import runtime_checks
+    from ..core.facts.prices import PriceTable
     lab = lab if lab is not None else lab_provisioning()
     check_fsx_holds(experiment, lab, stats)
     checks = runtime_checks(experiment, PriceTable(), stats=stats, lab=lab)
@@ -257,8 +259,8 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
     import boto3
     from botocore.exceptions import ClientError
 
-    from ..core.aws_errors import training_job_missing
-    from ..core.prices import PriceTable
+    from ..core.facts.aws_errors import training_job_missing
+    from ..core.facts.prices import PriceTable
     sfn = stepfunctions(region)
     sagemaker = boto3.client("sagemaker", region_name=region)
     described = sfn.describe_execution(executionArn=execution_arn)
@@ -336,7 +338,7 @@ def _look(execution_arn: str, region: str, bucket: str | None, ended: dict, poll
     at the next look, FAILED_LOOKS times in a row at most."""
     from botocore.exceptions import ClientError
 
-    from ..core.aws_errors import is_transient
+    from ..core.facts.aws_errors import is_transient
     for failed in range(1, FAILED_LOOKS + 1):
         try:
             return describe_progress(execution_arn, region, bucket, ended)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.errors import ConfigError
-from .advice import print_ignored
+from .common import print_ignored
 from .common import add_command, print_json, price_table
 from .question import (add_question_flags, duration, is_checkpoint_question, premise_json, premise_of,
                        workload_of)
@@ -12,13 +12,13 @@ from .question import (add_question_flags, duration, is_checkpoint_question, pre
 def sizing_for(args):
     """The premise and the sizing the arguments ask for (shared by `dslab size` and tests): the same question as
     estimate and recommend ask (question.premise_of), searched over provisioning."""
-    from ..core.instances import INSTANCES
-    from ..core.limits import none_too_long
-    from ..core.sizing import size
+    from ..core.facts.instances import INSTANCES
+    from ..core.facts.limits import none_too_long
+    from ..core.answer.sizing import size
     if args.instance is not None and args.instance not in INSTANCES:
         import difflib
         close = difflib.get_close_matches(args.instance, INSTANCES, n=2)
-        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table (dslab/core/instances.py)"
+        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table (dslab/core/facts/instances.py)"
                           + (f"; did you mean {' or '.join(close)}?" if close else ""), sorted(INSTANCES))
     prices = price_table(args.prices)
     premise = premise_of(args, prices=prices)
@@ -38,7 +38,7 @@ def sizing_for(args):
 
 def _name_the_dataset(result, dataset: str | None) -> None:
     """The upload commands name the dataset where `dslab size` was given it (a folder, or its S3 prefix)."""
-    from ..core.sizing import DATASET_FOLDER, DATASET_PREFIX
+    from ..core.answer.sizing import DATASET_FOLDER, DATASET_PREFIX
     if not dataset:
         return
     placeholder = DATASET_PREFIX if dataset.startswith("s3://") else DATASET_FOLDER
@@ -104,7 +104,7 @@ def cmd_size(args) -> int:
 def _print_to_provision(result) -> None:
     """Each row's commands (a row already provisioned as it needs says so instead), and, where several rows
     deploy, the one deploy that sets them all: each `make deploy` builds cdk.json's settings under its own CONTEXT."""
-    from ..core.sizing import CONTEXT_HOLDS
+    from ..core.answer.sizing import CONTEXT_HOLDS
     print(f"to provision for {result.count} instance(s):")
     said = False
     for s in result.sources:
@@ -131,7 +131,7 @@ def _print_to_provision(result) -> None:
 
 def _largest_text(instances: int, per_instance: int) -> tuple[str, str]:
     """The largest cluster fed as instances and as MLPerf Storage counts it: accelerators (instances x per instance)."""
-    from ..core.sizing import MAX_CLUSTER
+    from ..core.answer.sizing import MAX_CLUSTER
     if instances >= MAX_CLUSTER:
         return f">={MAX_CLUSTER:,}", f">={MAX_CLUSTER * per_instance:,}"
     return f"{instances:,}", f"{instances * per_instance:,}"
@@ -142,7 +142,7 @@ def _print_footer(result, i, args) -> None:
         print(f"note: {line}")
     print("AU: as DLIO computes it for MLPerf Storage, each epoch's compute over its wall time, averaged over the "
           "epochs, the pipeline overlapping reads with steps; the largest cluster "
-          "as far as each source's documented limits let it be provisioned (dslab/core/sizing.py cites them)")
+          "as far as each source's documented limits let it be provisioned (dslab/core/answer/sizing.py cites them)")
     print(f"instances: {i.source}, checked {i.checked}")
     print(price_table(args.prices).footer())
 

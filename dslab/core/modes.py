@@ -28,7 +28,7 @@ STANDARD, EXPRESS = "standard", "express"
 STORAGES = (STANDARD, EXPRESS)
 
 JPG, TFRECORD = "jpg", "tfrecord"
-# NumPy's .npz (a zip of .npy arrays): DLIO's format for 3D U-Net; samples of a DLIO workload (core/dlio.py).
+# NumPy's .npz (a zip of .npy arrays): DLIO's format for 3D U-Net; samples of a DLIO workload (core/workloads/dlio.py).
 NPZ = "npz"
 FORMATS = (JPG, TFRECORD, NPZ)
 
@@ -84,7 +84,7 @@ def lab_mode(record: dict) -> str:
 SOURCE_ORDER = (FILE, FASTFILE, PIPE, *(source_label(m, EXPRESS) for m in S3_MODES), FSX, EFS,
                 SCRIPT, source_label(SCRIPT, EXPRESS))
 
-# Where a checkpoint trial writes (core/checkpoint_estimate.py, requests.py): SageMaker's checkpoint sync
+# Where a checkpoint trial writes (core/model/checkpoint_estimate.py, requests.py): SageMaker's checkpoint sync
 # (CheckpointConfig: the instance's LocalPath, copied to S3 behind the script) to the lab's bucket or to its S3
 # Express One Zone directory bucket, or a read-write FSx for Lustre or EFS channel every host shares. A record keeps
 # the contract's mode (the sync targets read and write through the instance's volume as File mode does: File, its

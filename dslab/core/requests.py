@@ -13,9 +13,10 @@ from typing import Any
 
 from .errors import ConfigError
 from .experiment import Dataset, Experiment, JobSpec, Trial, expand
-from .limits import MAX_JOBS
+from .facts.limits import MAX_JOBS
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, TFRECORD
-from .premise import Volume, accelerators_of, file_share_bytes, volume_for  # accelerators_of: re-exported
+from .model.volume import Volume, file_share_bytes, volume_for
+from .facts.compute import accelerators_of  # accelerators_of: re-exported
 
 CHANNEL = "train"
 ENTRY_POINT = "train.py"

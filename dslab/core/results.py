@@ -12,9 +12,9 @@ import json
 from typing import Any, Iterable
 
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, record_mode
-from .limits import SUMMARY_MESSAGE_CHARS
+from .facts.limits import SUMMARY_MESSAGE_CHARS
 from .requests import CHECKPOINT_METRIC_DEFINITIONS, DATASET_URI_HYPERPARAMETER, METRIC_DEFINITIONS
-from .prices import PriceTable, job_cost
+from .facts.prices import PriceTable, job_cost
 
 RECORD_KEYS = ("job_name", "mode", "dataset", "repeat", "status", "failure_reason", "instance_type", "instance_count",
                "billable_seconds", "training_time_seconds", "phases", "breakdown", "metrics", "cost_usd")
@@ -166,7 +166,7 @@ def _lab_pricing(lab: dict[str, Any] | None) -> dict[str, Any]:
     file-system uptime and throughput; nothing when the plan recorded none (Scratch 2 at its capacity, then)."""
     if not lab:
         return {}
-    from .provisioning import Provisioning, as_deployed
+    from .model.provisioning import Provisioning, as_deployed
     found = Provisioning.from_dict(lab, as_deployed())
     return {"fsx": found.fsx, "efs": found.efs}
 

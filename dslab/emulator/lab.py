@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from ..core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
 from ..aws.zones import express_zone_ids
-from ..core.efs import metered_size
+from ..core.model.efs import metered_size
 from . import patches
 from .cloudformation import CloudFormationStandIn
 from .deploy import CliDeployer, InProcessDeployer
@@ -560,7 +560,7 @@ class EmulatedLab:
                 item.unlink()
 
     def _efs_size(self, file_system_id: str) -> dict[str, int] | None:
-        """DescribeFileSystems' SizeInBytes for the lab's EFS: its folder, metered as EFS meters (dslab/core/efs.py).
+        """DescribeFileSystems' SizeInBytes for the lab's EFS: its folder, metered as EFS meters (dslab/core/model/efs.py).
         Stand-in files never stay unread for the lifecycle's days: all of it is in Standard."""
         if file_system_id != self.efs_id:
             return None

@@ -164,7 +164,7 @@ def dlio_record_sizes(files: int, record_bytes: int, record_bytes_stdev: int, se
 
 def generate_dlio(out: Path, fmt: str, files: int, samples_per_file: int, record_bytes: int, record_bytes_stdev: int = 0,
                   seed: int = 0, progress: Progress = _noop, threads: int | None = None) -> dict:
-    """A dataset of a DLIO workload's shape (core/dlio.py Workload.recipe), as DLIO's generators lay it out:
+    """A dataset of a DLIO workload's shape (core/workloads/dlio.py Workload.recipe), as DLIO's generators lay it out:
     ``img_<i>_of_<files>.<format>``, each file ``samples_per_file`` samples of random bytes of its record length.
 
     - npz: ``x`` an array of (record length, samples) bytes and ``y`` the labels (zeros), as np.savez writes
@@ -174,7 +174,7 @@ def generate_dlio(out: Path, fmt: str, files: int, samples_per_file: int, record
       one image per file whatever ``samples_per_file`` says, dim1 x dim2 pixels each drawn from N(int(sqrt(record
       length)), stdev / 2 / sqrt(record length)), random grey values (``randint(255)``), numpy's legacy generator
       seeded with DLIO's 10 (plus ``seed``, 0 in every workload's recipe), saved as Pillow's JPEG at its defaults.
-      JPEG compresses noise to ~56% of the record length; the workload's bytes count that (core/dlio.py
+      JPEG compresses noise to ~56% of the record length; the workload's bytes count that (core/workloads/dlio.py
       jpeg_file_bytes), so `dslab size --workload` sizes the files generated. Matching DLIO, not the record
       length, keeps the bytes a source serves those a DLIO run of the same file reads from its storage.
     The same recipe always gives the same files, byte for byte (jpeg: for one Pillow, whose libjpeg encodes)."""
@@ -229,7 +229,7 @@ DLIO_JPEG_SEED = 10   # jpeg_generator.py: np.random.seed(10) before it draws th
 def dlio_jpeg_sides(files: int, record_bytes: int, record_bytes_stdev: int, rng: np.random.RandomState) -> list[int]:
     """Two sides per file, as DLIO's get_dimension draws them (data_generator.py): N(int(sqrt(record length)),
     stdev / 2 / sqrt(record length)), each max(int(x), 1); every file the same sides without a stdev (no draw)."""
-    from ..core.dlio import jpeg_dimension
+    from ..core.workloads.dlio import jpeg_dimension
     mean, stdev = jpeg_dimension(record_bytes, record_bytes_stdev)
     if stdev > 0:
         return [max(int(d), 1) for d in rng.normal(mean, stdev, 2 * files)]
@@ -240,7 +240,7 @@ def _generate_dlio_jpeg(out: Path, files: int, record_bytes: int, record_bytes_s
                         progress: Progress, workers: int) -> int:
     """DLIO's jpeg_generator.py on one rank: the sides, then file by file ``randint(255, size=(dim1, dim2))``
     from one generator (so the pixels are drawn in order; Pillow encodes them on ``workers`` threads)."""
-    from ..core.dlio import jpeg_file_bytes
+    from ..core.workloads.dlio import jpeg_file_bytes
     rng = np.random.RandomState(DLIO_JPEG_SEED + seed)
     sides = dlio_jpeg_sides(files, record_bytes, record_bytes_stdev, rng)
     _check_room(out, files * jpeg_file_bytes(record_bytes, record_bytes_stdev) * 1.05 + files * 4096,
@@ -305,7 +305,7 @@ def parse_size(text: str | int, field: str = "--shard-size") -> int:
     """A size with its unit (110MB, 150MiB, 1GB), as every size the lab takes (premise.parse_bytes)."""
     if isinstance(text, int) and not isinstance(text, bool):
         return text
-    from ..core.premise import parse_bytes
+    from ..core.shape import parse_bytes
     return parse_bytes(text, field, example="110MB, 150MiB, 1GB")
 
 

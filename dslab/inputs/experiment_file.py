@@ -49,7 +49,7 @@ def read_document(path: Path, field: str = "--experiment") -> Any:
 
 
 def read_workload(path: Path, field: str = "--workload"):
-    """A DLIO workload file (core/dlio.py), read as published: (its document, its sha256)."""
+    """A DLIO workload file (core/workloads/dlio.py), read as published: (its document, its sha256)."""
     import hashlib
     try:
         data = path.read_bytes()
@@ -90,8 +90,8 @@ def _with_workloads(document: Any, base: Path, workload: Path | None, scale: flo
     if workload is not None:
         if document.get("workload") is not None or any(isinstance(t, dict) and t.get("workload") for t in trials):
             raise ConfigError("--workload", "the experiment names its own workload: give it in one place")
-        from ..core.checkpoint import is_checkpointing
-        from ..core.dlio import check_scale
+        from ..core.workloads.checkpoint import is_checkpointing
+        from ..core.workloads.dlio import check_scale
         entry = {"file": str(workload)}
         if scale is not None:
             entry["scale"] = check_scale(scale)
@@ -99,7 +99,7 @@ def _with_workloads(document: Any, base: Path, workload: Path | None, scale: flo
         if is_checkpointing(entry.get("dlio")) and (trials or document.get("datasets") or document.get("modes")):
             # A checkpointing workload beside an experiment's data trials: a trial of its own (its jobs are its
             # checkpoint targets), the others left as they are.
-            from ..core.checkpoint import parse_checkpoint_workload
+            from ..core.workloads.checkpoint import parse_checkpoint_workload
             try:
                 slug = parse_checkpoint_workload(entry["dlio"], str(workload)).slug
             except ConfigError as err:
@@ -122,10 +122,10 @@ def workload_experiment(workload: Path, scale: float | None) -> dict[str, Any]:
     default experiment's instance and sources, with a File-mode volume that holds the dataset."""
     import math
     import re
-    from ..core.dlio import check_scale, parse_workload
-    from ..core.limits import MAX_VOLUME_SIZE_GB
+    from ..core.workloads.dlio import check_scale, parse_workload
+    from ..core.facts.limits import MAX_VOLUME_SIZE_GB
     document, _ = read_workload(workload)
-    from ..core.checkpoint import is_checkpointing, parse_checkpoint_workload
+    from ..core.workloads.checkpoint import is_checkpointing, parse_checkpoint_workload
     if is_checkpointing(document):   # a checkpoint trial on every target (its volume sized for what it keeps)
         try:
             checkpointing = parse_checkpoint_workload(document, str(workload))
@@ -196,7 +196,7 @@ def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats
                           "FastFile), or name trials as experiments/*.yaml do", source=None)
     experiment = parse_experiment(document, source=str(path))
     from ..aws.validation import instance_type_problem
-    from ..core.prices import PriceTable
+    from ..core.facts.prices import PriceTable
     table = prices or PriceTable()
     trial_docs = document.get("trials") if isinstance(document, dict) and isinstance(document.get("trials"), list) else []
     for i, trial in enumerate(experiment.trials):
@@ -208,7 +208,7 @@ def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats
         if priced and table.instance_hourly(trial.instance_type) is None:
             # Its records would cost the jobs $0 (the workflow prices them with the lab's table).
             raise ConfigError(field, f"no price for {trial.instance_type} in the price table of {table.date}: pick a "
-                              "priced type, or add it under instance_hourly in dslab/core/prices.py (the workflow "
+                              "priced type, or add it under instance_hourly in dslab/core/facts/prices.py (the workflow "
                               "prices results with it) or, for recommend and report, in a --prices YAML file",
                               source=str(path))
     return experiment

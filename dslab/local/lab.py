@@ -33,7 +33,7 @@ from ..inputs import datasets as dataset_tools
 from ..inputs import user_code
 from ..core.errors import ConfigError
 from ..core.experiment import JPG, Experiment, expand
-from ..core.prices import PriceTable
+from ..core.facts.prices import PriceTable
 from ..core.progress import ENDED, RunProgress
 from ..core.requests import KEEP_JOBS, RESULTS_PREFIX, check_every_host_gets_data, check_job_count
 from ..core.results import summarise
@@ -84,7 +84,7 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
     if not spec:
         raise ConfigError(f"datasets.{dataset.name}.generate", "the local lab builds its datasets itself",
                           "generate: {images: N, classes: K, seed: S} (and shard_size_mb for tfrecord)")
-    if "record_bytes" in spec:   # a DLIO workload's shape (core/dlio.py): its files, samples and record sizes
+    if "record_bytes" in spec:   # a DLIO workload's shape (core/workloads/dlio.py): its files, samples and record sizes
         files, per_file = int(spec["files"]), int(spec["samples_per_file"])
         record, stdev, seed = int(spec["record_bytes"]), int(spec.get("record_bytes_stdev", 0)), int(spec.get("seed", 0))
         folder = cache / "datasets" / f"dlio-{dataset.format}-{files}-{per_file}-{record}-{stdev}-{seed}"
@@ -518,7 +518,7 @@ def check_checkpoints_fit(experiment: Experiment, cache: Path, flag: str | None 
     """A checkpoint trial's jobs write every checkpoint of every host on this machine (and the sync targets a second
     copy into the stand-in's S3): more than the disk under ``cache`` has free is refused before anything runs, naming
     the scale that shrinks them (``flag``: the CLI's --scale, else the trial's workload.scale)."""
-    from ..core.checkpoint import GIB
+    from ..core.workloads.checkpoint import GIB
     from ..core.modes import SYNC_TARGETS
     free = shutil.disk_usage(cache if cache.exists() else cache.parent).free
     for index, trial in enumerate(experiment.trials):
@@ -552,7 +552,7 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale, overrides=overrides,
                                  workload_defaults=LOCAL_WORKLOAD_DEFAULTS)
     path = path or workload
-    from ..core.dlio import ignored_lines
+    from ..core.workloads.dlio import ignored_lines
     for line in ignored_lines(t.workload for t in experiment.trials):   # the DLIO fields not used, one line each
         say(line)
     check_job_count(experiment, "--repeats" if repeats else "repeats")

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ..core.aws_errors import explain, is_transient
+from ..core.facts.aws_errors import explain, is_transient
 from .common import function_clients, look_up_fsx
 from .fsx_data import IMPORT_TASK, MAX_TASK_PATHS, as_utc, import_status, imports_to_start
 from .runtime import environ as function_environ
@@ -65,7 +65,7 @@ def check(clients, environ: dict[str, str], event: dict[str, Any]) -> dict[str, 
     check waits for the next. An AWS error FSX_ERROR_REACTIONS does not name (S3's for plan.json, SSM's, a
     throttled or refused call of any service) answers the check too: throttled or unavailable (botocore has retried
     it already), the check is not final and the next one tries again; any other is final, its reason naming the fix
-    (dslab/core/aws_errors.py; the fault matrix lists every pair)."""
+    (dslab/core/facts/aws_errors.py; the fault matrix lists every pair)."""
     checks = int(event.get("checks") or 0) + 1
     summary = event["plan"]
     try:

@@ -8,11 +8,11 @@ import tarfile
 from typing import Any
 
 from ..core.job_metrics import is_metrics_file, job_metrics
-from ..core.limits import CAPACITY_ATTEMPTS
-from ..core.prices import PriceTable
+from ..core.facts.limits import CAPACITY_ATTEMPTS
+from ..core.facts.prices import PriceTable
 from ..core.requests import RESULTS_PREFIX
 from ..core.results import record_from_describe, skipped_record, summarise, to_csv
-from ..core.aws_errors import training_job_missing
+from ..core.facts.aws_errors import training_job_missing
 from .common import function_clients, is_missing, put_json
 from .plan import failure_key
 from .runtime import environ as function_environ

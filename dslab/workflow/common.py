@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.aws_errors import aws_error
-from ..core.limits import EXPRESS_COPY_THREADS
+from ..core.facts.aws_errors import aws_error
+from ..core.facts.limits import EXPRESS_COPY_THREADS
 from ..core.requests import FileSystemRef, LabEnvironment
 from .runtime import environ as function_environ
 

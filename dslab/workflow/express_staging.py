@@ -5,17 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.limits import (
-    COPY_OBJECT_MAX_BYTES,
-    EXPRESS_COPY_BYTES_PER_SECOND,
-    EXPRESS_COPY_SECONDS,
-    EXPRESS_COPY_THREADS,
-    EXPRESS_STAGING_BUDGET_SECONDS,
-    EXPRESS_STAGING_TIMEOUT_SECONDS,
-    EXPRESS_WAKE_SECONDS,
-)
+from ..core.facts.limits import (COPY_OBJECT_MAX_BYTES, EXPRESS_COPY_BYTES_PER_SECOND, EXPRESS_COPY_SECONDS,
+                                 EXPRESS_COPY_THREADS, EXPRESS_STAGING_BUDGET_SECONDS,
+                                 EXPRESS_STAGING_TIMEOUT_SECONDS, EXPRESS_WAKE_SECONDS)
 from ..core.requests import DATASETS_PREFIX, stats_key
-from ..core.aws_errors import explain, is_transient
+from ..core.facts.aws_errors import explain, is_transient
 from .common import express_client, is_missing, time_scale
 from .runtime import environ as function_environ
 

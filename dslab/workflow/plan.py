@@ -7,16 +7,11 @@ import hashlib
 import json
 from typing import Any
 
-from ..core.aws_errors import explain
+from ..core.facts.aws_errors import explain
 from ..core.errors import ConfigError
 from ..core.experiment import parse_experiment
-from ..core.limits import (
-    EFS_SYNC_MAX_CHECKS,
-    EXPRESS_LOCK_MAX_WAITS,
-    EXPRESS_STAGING_MAX_INVOCATIONS,
-    FSX_DATA_MAX_CHECKS,
-    FSX_DATA_POLL_SECONDS,
-)
+from ..core.facts.limits import (EFS_SYNC_MAX_CHECKS, EXPRESS_LOCK_MAX_WAITS, EXPRESS_STAGING_MAX_INVOCATIONS,
+                                 FSX_DATA_MAX_CHECKS, FSX_DATA_POLL_SECONDS)
 from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE
 from ..core.quotas import Quota, QuotaDecision, check_training_quotas
@@ -223,7 +218,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         clients["s3"].put_object(Bucket=bucket, Key=f"{base}/plan.json", Body=json.dumps(plan_document, indent=2).encode(),
                                  ContentType="application/json")
     efs_include = sorted(set(efs_prefixes).union(*in_use.values())) if efs_prefixes else []
-    # What flows on through the state machine: small and bounded (see dslab/core/limits.py).
+    # What flows on through the state machine: small and bounded (see dslab/core/facts/limits.py).
     return {
         "plan": {
             "experiment": experiment.name,
@@ -250,7 +245,7 @@ def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
     """The lab this run ran on, which its report prices: FSx as DescribeFileSystems gives it while it is up (a later
     `make fsx-up CONTEXT=...` may have changed it), else as the workflow's stack was deployed; EFS's throughput mode
     from the same settings."""
-    from ..core.provisioning import as_deployed, lab_from_settings
+    from ..core.model.provisioning import as_deployed, lab_from_settings
     settings = {"fsxDeploymentType": env_vars.get("DSLAB_FSX_DEPLOYMENT_TYPE"), "fsxCapacity": env_vars.get("DSLAB_FSX_CAPACITY_GIB"),
                 "efsThroughput": env_vars.get("DSLAB_EFS_THROUGHPUT_MODE")}
     if settings["fsxDeploymentType"] == "PERSISTENT_2":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..core.aws_errors import explain, is_transient
-from ..core.limits import TEARDOWN_MAX_CHECKS
+from ..core.facts.aws_errors import explain, is_transient
+from ..core.facts.limits import TEARDOWN_MAX_CHECKS
 from ..core.requests import FSX_STACK, RESULTS_PREFIX
 from . import fsx_guard
 from .common import function_clients, is_missing, put_json

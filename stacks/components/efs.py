@@ -6,7 +6,7 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy, Size, aws_ec2 as ec2, aws_efs as efs, aws_iam as iam
 from constructs import Construct
 
-from dslab.core.efs import TRANSITION_TO_IA
+from dslab.core.model.efs import TRANSITION_TO_IA
 
 
 class LabEfs(Construct):

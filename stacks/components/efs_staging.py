@@ -41,7 +41,7 @@ from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack, aws_datasync
 from aws_cdk import aws_lambda as lambda_, aws_logs as logs, aws_s3 as s3
 from constructs import Construct
 
-from dslab.core.efs import EMPTY_SOURCE_FOLDER
+from dslab.core.model.efs import EMPTY_SOURCE_FOLDER
 from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, LOGS_POLICY_NAME
 
 # How long a new role waits to be assumable by a service. IAM "usually" propagates in seconds; Terraform's

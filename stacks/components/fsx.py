@@ -6,7 +6,8 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy, aws_ec2 as ec2, aws_fsx as fsx, aws_s3 as s3, aws_ssm as ssm
 from constructs import Construct
 
-from dslab.core.provisioning import FSX_LINK_VERSIONS, PERSISTENT_2
+from dslab.core.facts.storage import FSX_LINK_VERSIONS
+from dslab.core.facts.storage import PERSISTENT_2
 from dslab.core.requests import DATASETS_PREFIX, FS_DATASETS_PATH
 
 LUSTRE_VERSIONS = {"2.12": fsx.FileSystemTypeVersion.V_2_12, "2.15": fsx.FileSystemTypeVersion.V_2_15}

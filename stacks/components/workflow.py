@@ -20,7 +20,7 @@ from constructs import Construct
 
 from .efs_staging import EfsStaging
 
-from dslab.core import limits
+from dslab.core.facts import limits
 from dslab.workflow.fsx_guard import GUARD_SCHEDULE_MINUTES
 from dslab.core.requests import (CHECKPOINT_CONFIG, CHECKPOINT_REQUEST_KEYS, DATASETS_PREFIX, REQUEST_KEYS,
                                  RESULTS_PREFIX, OUTPUT_PREFIX, SCRIPT_REQUEST_KEYS, STATS_SUFFIX)
@@ -227,7 +227,7 @@ class BenchmarkWorkflow(Construct):
 
     # ------------------------------------------------------------------------------------------
     def _definition(self) -> sfn.IChainable:
-        # What flows between states stays small and bounded per job (dslab/core/limits.py): Plan
+        # What flows between states stays small and bounded per job (dslab/core/facts/limits.py): Plan
         # returns a summary and the lanes; the Run map writes its outcomes over the lanes; failure
         # causes go to S3; Collect's summary message is capped.
         # Plan answers a refusal in its result ({"error", "failed"}: ExperimentInvalid or PlanFailed, and a
@@ -299,7 +299,7 @@ class BenchmarkWorkflow(Construct):
 
     def _efs_staging(self) -> sfn.IChainable:
         """Copy the datasets the EFS jobs need from S3 into EFS (only what changed), polled at most
-        plan.efs_wait_checks times (every poll costs history events: dslab/core/limits.py counts them);
+        plan.efs_wait_checks times (every poll costs history events: dslab/core/facts/limits.py counts them);
         a copy still running then is cancelled. Ends {"status"}: SUCCESS, ERROR, TIMED_OUT or NOT_NEEDED."""
         start_sync = tasks.CallAwsService(
             self, "StartEfsSync", service="datasync", action="startTaskExecution",
@@ -502,7 +502,7 @@ class BenchmarkWorkflow(Construct):
         # Two attempt loops, one per request shape: a Task's Parameters name every key it passes, and a
         # Script job has no InputDataConfig (CreateTrainingJob takes it absent but refuses an empty list:
         # the shape's minimum is one channel). The choice is made once per job, so the worst job's
-        # history grows by one Choice (2 events), not by one per attempt (dslab/core/limits.py).
+        # history grows by one Choice (2 events), not by one per attempt (dslab/core/facts/limits.py).
         # A checkpoint trial's SageMaker-sync job has no channel either, and a CheckpointConfig: a third loop, chosen
         # by the same Choice.
         train = self._attempt_loop("", REQUEST_KEYS, completed, has_cause)

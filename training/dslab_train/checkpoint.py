@@ -1,6 +1,6 @@
 """Checkpoints written and read back as DLIO does for MLPerf Storage's checkpoint benchmark, timed.
 
-The job is given a plan (the ``checkpoint_plan`` hyperparameter, dslab/core/checkpoint.py ``CheckpointPlan``) and a
+The job is given a plan (the ``checkpoint_plan`` hyperparameter, dslab/core/workloads/checkpoint.py ``CheckpointPlan``) and a
 folder: SageMaker's checkpoint LocalPath, which SageMaker syncs to S3 behind the script, or a read-write FSx for
 Lustre or EFS channel, which every host shares. Each host runs its GPUs' ranks (one thread each, as DLIO runs one
 process per GPU) and, as DLIO's main.py ``_checkpoint`` does: for each of ``writes`` checkpoints, the emulated

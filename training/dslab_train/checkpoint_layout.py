@@ -8,7 +8,7 @@ allocates (``__init__``, 56-184) and the file each state is saved to (``save_che
 are its tensors' (elements x the datatype's size); DLIO's ``torch.save`` adds a small zip container around them.
 
 One implementation for both sides: the training script computes its ranks' files from it (checkpoint.py), and the
-lab sizes checkpoints with it (dslab/core/checkpoint.py). Standard library only.
+lab sizes checkpoints with it (dslab/core/workloads/checkpoint.py). Standard library only.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ into it and refuses what cannot run, expansion.py lists its jobs.
 
 from ..modes import JPG, TFRECORD
 from .expansion import expand
-from .model import COMPUTE_PRESETS, DEFAULTS, Compute, Dataset, Experiment, JobSpec, Script, Trial, content_hash
+from ..facts.compute import COMPUTE_PRESETS
+from .model import DEFAULTS, Compute, Dataset, Experiment, JobSpec, Script, Trial, content_hash
 from .parsing import TRIAL_KEYS, check_combinations, default_experiment, normalise, parse_experiment
 
 __all__ = ["COMPUTE_PRESETS", "DEFAULTS", "JPG", "TFRECORD", "TRIAL_KEYS", "Compute", "Dataset", "Experiment", "JobSpec",

@@ -6,12 +6,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
-from ..limits import FSX_DATA_MAX_WAIT_MINUTES
+from ..facts.limits import FSX_DATA_MAX_WAIT_MINUTES
 from ..modes import (CONTRACT_MODES, EXPRESS, FASTFILE, JPG, STANDARD, TFRECORD)
 
 
 # The compute presets (MLPerf Storage's emulation and published training rates) are the premise's (premise.py).
-from ..premise import COMPUTE_PRESETS  # noqa: E402  (re-exported: experiment.COMPUTE_PRESETS)
+from ..facts.compute import COMPUTE_PRESETS  # noqa: E402  (re-exported: experiment.COMPUTE_PRESETS)
 
 
 REAL_MODELS = ("resnet50",)
@@ -98,8 +98,8 @@ DEFAULTS: dict[str, Any] = {
     # the workflow stages the trial's datasets first.
     "storage": STANDARD,
     "job_prefix": "dsl",
-    # A DLIO workload file (MLPerf Storage's training workloads, core/dlio.py): its dataset, compute and epochs. A
-    # checkpointing one (MLPerf Storage's llama3 files, core/checkpoint.py) makes the trial a checkpoint trial.
+    # A DLIO workload file (MLPerf Storage's training workloads, core/workloads/dlio.py): its dataset, compute and epochs. A
+    # checkpointing one (MLPerf Storage's llama3 files, core/workloads/checkpoint.py) makes the trial a checkpoint trial.
     "workload": None,
     # A checkpoint trial's targets and counts (CheckpointTrial); only beside a checkpointing workload.
     "checkpoint": None,
@@ -130,7 +130,7 @@ class Compute:
     preset: str | None = None
     model: str | None = None
     # Emulated accelerators per instance (MLPerf Storage's simulated accelerators per host); None: the
-    # instance table's count for the trial's instance type (dslab/core/instances.py), at least one.
+    # instance table's count for the trial's instance type (dslab/core/facts/instances.py), at least one.
     accelerators: int | None = None
 
     def hyperparameters(self) -> dict[str, Any]:
@@ -171,7 +171,7 @@ class Script:
 
 @dataclass(frozen=True)
 class CheckpointTrial:
-    """What a checkpoint trial writes: its workload (core/checkpoint.py CheckpointWorkload, with the writes, reads and
+    """What a checkpoint trial writes: its workload (core/workloads/checkpoint.py CheckpointWorkload, with the writes, reads and
     seconds between them as the trial runs them), where (modes.CHECKPOINT_TARGETS), and whether the sync targets get a
     restore job (a second job on the same S3 URI that writes nothing and reads back what SageMaker copies in)."""
     workload: Any
@@ -186,7 +186,7 @@ class CheckpointTrial:
 
     def plan(self, trial: "Trial", field: str = "instance_count"):
         """The workload on the trial's cluster: its instances, each with its accelerators (one rank a GPU)."""
-        from ..premise import accelerators_of
+        from ..facts.compute import accelerators_of
         gpus = trial.compute.accelerators or accelerators_of(trial.instance_type)
         return self.workload.plan(hosts=trial.instance_count, gpus_per_host=gpus, hosts_field=field)
 
@@ -220,7 +220,7 @@ class Trial:
     spot: bool
     script: Script | None = None
     storage: str = STANDARD
-    # The DLIO workload (core/dlio.py Workload) the trial's dataset, compute, epochs and readers come from.
+    # The DLIO workload (core/workloads/dlio.py Workload) the trial's dataset, compute, epochs and readers come from.
     workload: Any = None
     # The keys the document states for this trial (its own or the base's), against DEFAULTS: what was not
     # given is a default, and the premise of its answers says so.

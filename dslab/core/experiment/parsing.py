@@ -9,13 +9,19 @@ import copy
 import json
 import re
 from typing import Any
-from ..dlio import parse_entry as parse_workload_entry
+from ..workloads.dlio import parse_entry as parse_workload_entry
 from ..errors import ConfigError
-from ..limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
+from ..facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
 from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
-from ..premise import MAX_INSTANCE_COUNT, accelerator_kind, file_share_bytes, instance_preset, parse_bytes, volume_for
-from .model import COMPUTE_PRESETS, CheckpointTrial, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset, Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS, RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial
+from ..facts.limits import MAX_INSTANCE_COUNT
+from ..facts.compute import accelerator_kind, instance_preset
+from ..model.volume import file_share_bytes, volume_for
+from ..shape import parse_bytes
+from ..facts.compute import COMPUTE_PRESETS
+from .model import (CheckpointTrial, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset,
+                    Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS,
+                    RECORD_WRAPPERS, S3_DATA_TYPES, Script, Trial)
 
 
 NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$")
@@ -43,7 +49,7 @@ DATASET_KEYS = {"name", "format", "prefix", "source", "files", "bytes", "generat
 
 
 GENERATE_KEYS = {"images", "classes", "seed", "copies", "shard_size_mb", "mean_kb"}
-# A dataset shaped like a DLIO workload (core/dlio.py Workload.recipe): files of samples of random bytes.
+# A dataset shaped like a DLIO workload (core/workloads/dlio.py Workload.recipe): files of samples of random bytes.
 DLIO_GENERATE_KEYS = {"files", "samples_per_file", "record_bytes", "record_bytes_stdev", "seed"}
 
 
@@ -114,7 +120,7 @@ def _choice(value: Any, path: str, allowed: tuple[str, ...]) -> str:
 
 def _instance_accelerators(instance_type: str) -> int:
     """Accelerators the trial emulates per instance: the instance table's count, at least one."""
-    from ..instances import INSTANCES
+    from ..facts.instances import INSTANCES
     row = INSTANCES.get(instance_type)
     return max(1, row.accelerators) if row is not None else 1
 
@@ -124,7 +130,7 @@ def _instance_preset(instance_type: str, path: str) -> str:
     command shares (premise.instance_preset): an instance with no accelerator (m5, c5) or one no preset knows is
     refused, asking for a compute and saying how to measure one: a V100 put in its place would be priced and reported
     as that instance's."""
-    from ..instances import INSTANCES
+    from ..facts.instances import INSTANCES
     if instance_type not in INSTANCES:
         # Not in the instance table: a typo, or a type the lab neither describes nor prices; both are refused once
         # parsed, naming instance_type (did you mean, or no price), which says more than a missing compute would.
@@ -320,7 +326,7 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
     checkpoint = None
     if merged.get("workload") is not None:
         workload = parse_workload_entry(merged["workload"], f"{path}workload", checkpointing=True)
-        from ..checkpoint import CheckpointWorkload
+        from ..workloads.checkpoint import CheckpointWorkload
         if isinstance(workload, CheckpointWorkload):
             checkpoint = _parse_checkpoint(merged.get("checkpoint"), workload, f"{path}checkpoint.")
             for key in ("modes", "datasets", "storage", "script", "s3_data_type", "distribution", "record_wrapper"):

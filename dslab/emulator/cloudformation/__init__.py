@@ -7,7 +7,7 @@ from typing import Any, Callable
 from . import api
 from .engine import Engine
 from .model import CloudFormationError, ResourceFailed, Stack
-from .providers import Environment, Providers, _ResponseListener
+from .providers import Environment, Providers, ResponseListener
 from .template import TemplateError
 
 
@@ -22,7 +22,7 @@ class CloudFormationStandIn:
     def __init__(self, client: Callable[[str], Any], *, account: str = "123456789012", region: str = "us-east-1",
                  hooks: Any = None, express_zones: set[str] | None = None, function_env: Callable[[], dict] | None = None,
                  **environment: Any):
-        self.responses = _ResponseListener()
+        self.responses = ResponseListener()
         self.env = Environment(client=client, account=account, region=region, express_zones=express_zones,
                                responses=self.responses, function_env=function_env or (lambda: {}), **environment)
         ec2 = client("ec2")

@@ -56,6 +56,16 @@ def patch_lambda() -> None:
     LambdaFunction._invoke_lambda = _invoke_lambda
 
 
+
+def datasync_options(options: dict | None) -> dict:
+    """A task's Options as DataSync accepts them, else ValueError: "If you set this parameter to REMOVE, you can't set
+    TransferMode to ALL" (https://docs.aws.amazon.com/datasync/latest/userguide/API_Options.html)."""
+    options = dict(options or {})
+    if options.get("PreserveDeletedFiles") == "REMOVE" and options.get("TransferMode") == "ALL":
+        raise ValueError("PreserveDeletedFiles REMOVE cannot be used with TransferMode ALL: DataSync does not scan the "
+                         "destination when it transfers all data, and does not know what to delete")
+    return options
+
 class _ThisThreadTo:
     """A stdout that is ``target`` for one thread and ``others`` for every other thread, in every respect.
 
@@ -123,12 +133,10 @@ def patch_datasync() -> None:
         from moto.datasync.exceptions import InvalidRequestException
         from moto.datasync.models import TaskExecution
 
-        from ..cloudformation.model import ResourceFailed
-        from ..cloudformation.providers.file_systems import task_options
         backend = self.datasync_backend
         try:   # the task's options with the execution's overrides, as DataSync takes them
-            task_options({**(backend._get_task(task_arn).metadata.get("Options") or {}), **overrides})
-        except ResourceFailed as err:
+            datasync_options({**(backend._get_task(task_arn).metadata.get("Options") or {}), **overrides})
+        except ValueError as err:
             raise InvalidRequestException(str(err)) from None
         pattern = "|".join(f["Value"] for f in includes if f.get("FilterType") == "SIMPLE_PATTERN")
         task = backend._get_task(task_arn)
@@ -225,7 +233,7 @@ def patch_service_quotas() -> None:
         # "Following are the quotas for Amazon FSx for Lustre per AWS account, per AWS Region, which you can increase
         # ... Lustre Scratch storage capacity 100800 ... Lustre Persistent 2 file storage capacity 100800" (GiB; FSx for
         # Lustre User Guide, limits.html), under the names and codes Service Quotas lists (provisioning.FSX_QUOTAS).
-        from ...core.provisioning import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS
+        from ...core.facts.storage import FSX_QUOTA_DEFAULT_GIB, FSX_QUOTAS
         return [{"ServiceCode": "fsx", "ServiceName": "Amazon FSx", "QuotaCode": code, "QuotaName": name,
                  "QuotaArn": f"arn:aws:servicequotas:{self.region}:{self.current_account}:fsx/{code}",
                  "Value": HOOKS.fsx_quotas.get(name, FSX_QUOTA_DEFAULT_GIB) if applied else FSX_QUOTA_DEFAULT_GIB,

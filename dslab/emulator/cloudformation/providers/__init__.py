@@ -14,17 +14,18 @@ a custom name (a custom-named resource cannot be replaced)."""
 from __future__ import annotations
 
 from ..model import ResourceFailed
-from .base import NameSource, Provider, Record
+from .base import Provider, Record
 from .compute import EcrRepository, EventsRule, LambdaFunction, StateMachine
-from .custom import CustomResource, _ResponseListener
+from .custom import CustomResource
 from .environment import Environment
 from .file_systems import (DataRepositoryAssociation, DataSyncLocation, DataSyncTask, EfsFileSystem, EfsMountTarget,
                            FsxFileSystem)
 from .identity import LogGroup, LogsResourcePolicy, ManagedPolicy, Policy, Role, SsmParameter
 from .network import FlowLog, RouteTable, RouteTableAssociation, SecurityGroup, SecurityGroupRule, Subnet, Vpc, VpcEndpoint
+from .runtime import NameSource, ResponseListener
 from .s3 import Bucket, BucketPolicy, DirectoryBucket
 
-__all__ = ["Environment", "NameSource", "Provider", "Providers", "_ResponseListener"]
+__all__ = ["Environment", "NameSource", "Provider", "Providers", "ResponseListener"]
 
 RECORDED = ("AWS::CDK::Metadata", "AWS::Lambda::Permission", "AWS::KMS::Key", "AWS::KMS::Alias")
 

@@ -3,50 +3,12 @@ properties) and the names CloudFormation generates."""
 
 from __future__ import annotations
 
-import collections
-import hashlib
-import string
-import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..model import Resource, ResourceFailed
 
 if TYPE_CHECKING:  # annotations only: the environment imports the providers' helpers
     from .environment import Environment
-
-
-_ALPHABET = string.ascii_uppercase + string.digits
-
-
-class NameSource:
-    """The random parts of the names CloudFormation (and the services it calls) generate, drawn per stand-in:
-    the n-th draw for a resource is the same in every stand-in. CloudFormation User Guide, "Name type": "By
-    default, AWS CloudFormation generates a unique physical ID to name a resource. For example, CloudFormation
-    might name an Amazon S3 bucket with the following physical ID stack123123123123-s3bucket-abcdefghijk1"; and
-    "If you don't specify a name, CloudFormation generates a unique physical ID". AWS draws the random part at
-    random and nothing may rely on it but its uniqueness (a new draw at each creation); reproducible draws make
-    the same templates deploy under the same names, so a state machine whose definition embeds its functions'
-    generated names is the same text in every lab of a process, and its parse is reused
-    (patches/stepfunctions.py). A resource's draws never depend on the order in which the engine's threads
-    create resources."""
-
-    def __init__(self):
-        self._draws: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
-
-    def token(self, key: str, n: int = 12) -> str:
-        with self._lock:
-            self._draws[key] += 1
-            draw = self._draws[key]
-        digest = hashlib.sha256(f"{key}#{draw}".encode()).digest()
-        return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:n])
-
-    def generated_name(self, stack: str, logical_id: str, limit: int = 64, lower: bool = False) -> str:
-        """CloudFormation's generated physical names: "<stack>-<logical ID>-<random>", trimmed to the limit."""
-        suffix = f"-{self.token(f'{stack}/{logical_id}')}"
-        head = f"{stack}-{logical_id}"[: limit - len(suffix)]
-        name = head + suffix
-        return name.lower() if lower else name
 
 
 def _error(err: Exception) -> str:

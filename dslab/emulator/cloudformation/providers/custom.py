@@ -3,10 +3,6 @@ HTTP PUT to its ResponseURL; CDK's built-in Node.js handlers as Python equivalen
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
-import time
 import uuid
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -15,63 +11,6 @@ from .base import Provider
 
 if TYPE_CHECKING:  # annotations only: the environment imports the providers' helpers
     from .environment import Environment
-
-
-class _ResponseListener:
-    """Where custom-resource handlers send their answer (CloudFormation's pre-signed ResponseURL): a
-    loopback HTTP server that takes the PUT, as S3 would."""
-
-    def __init__(self):
-        self.answers: dict[str, dict[str, Any]] = {}
-        self.arrived = threading.Condition()
-        listener = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_PUT(self):  # noqa: N802 - http.server's naming
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                token = self.path.rsplit("/", 1)[-1]
-                with listener.arrived:
-                    listener.answers[token] = json.loads(body or b"{}")
-                    listener.arrived.notify_all()
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        # A short poll: close() (shutdown) waits up to one interval, and every stand-in closes one of these.
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True,
-                                       name="cfn-response")
-        self.thread.start()
-
-    def url(self, token: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/cfn-response/{token}"
-
-    def take(self, token: str, timeout: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        with self.arrived:
-            while token not in self.answers:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self.arrived.wait(left)
-            return self.answers.pop(token)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-class _LambdaContext:
-    def __init__(self, name: str, timeout: int):
-        self.function_name, self.aws_request_id = name, str(uuid.uuid4())
-        self.log_stream_name = f"2026/11/30/[$LATEST]{uuid.uuid4().hex}"
-        self._deadline = time.monotonic() + timeout
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
 def restrict_default_security_group(event: dict[str, Any], env: "Environment") -> dict[str, Any]:

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model import ResourceFailed, now
-from .base import NameSource
-from .custom import _LambdaContext, _ResponseListener
+from .runtime import LambdaContext, NameSource, ResponseListener
 
 _AWS_POLICIES: dict[str, Any] | None = None
 
@@ -33,7 +32,7 @@ class Environment:
     on_fsx_deleted: Callable[[str], None] = lambda fs: None
     on_association: Callable[[str, dict], None] = lambda association, props: None
     on_association_deleted: Callable[[str], None] = lambda association: None
-    responses: _ResponseListener | None = None
+    responses: ResponseListener | None = None
     function_env: Callable[[], dict[str, str]] = lambda: {}
     iam_propagation_seconds: float = 0.0       # how long a new role is not yet assumable (stand-in seconds)
     time_scale: Callable[[], float] = lambda: 1.0
@@ -112,7 +111,7 @@ class Environment:
                 spec.loader.exec_module(module)
                 variables = {**self.function_env(), **dict(getattr(function, "environment_vars", {}) or {})}
                 with _process_environment(variables):
-                    getattr(module, func_name)(event, _LambdaContext(function.function_name, int(function.timeout or 3)))
+                    getattr(module, func_name)(event, LambdaContext(function.function_name, int(function.timeout or 3)))
             finally:
                 sys.path.remove(folder)
 

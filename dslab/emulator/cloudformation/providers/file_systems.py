@@ -135,7 +135,8 @@ class FsxFileSystem(Provider):
     def refused(props) -> str | None:
         """Why CreateFileSystem refuses these Lustre properties, for the deployment types whose rules the lab
         knows (provisioning.fsx_problems quotes each rule from the FSx API reference and Lustre User Guide)."""
-        from ....core.provisioning import FSX_DEPLOYMENT_TYPES, PERSISTENT_2, fsx_problems
+        from ....core.facts.storage import FSX_DEPLOYMENT_TYPES, fsx_problems
+        from ....core.facts.storage import PERSISTENT_2
         lustre = props.get("LustreConfiguration") or {}
         # CreateFileSystemLustreConfiguration DeploymentType "(Default = SCRATCH_1)"; FileSystemTypeVersion "Default value
         # is 2.10, except ... 2.12 when DeploymentType is set to PERSISTENT_2 without a metadata configuration mode".
@@ -264,13 +265,13 @@ class DataSyncLocation(Provider):
 
 
 def task_options(options: dict | None) -> dict:
-    """A task's Options as DataSync accepts them: "If you set this parameter to REMOVE, you can't set
-    TransferMode to ALL" (https://docs.aws.amazon.com/datasync/latest/userguide/API_Options.html)."""
-    options = dict(options or {})
-    if options.get("PreserveDeletedFiles") == "REMOVE" and options.get("TransferMode") == "ALL":
-        raise ResourceFailed("PreserveDeletedFiles REMOVE cannot be used with TransferMode ALL: DataSync does not scan "
-                             "the destination when it transfers all data, and does not know what to delete")
-    return options
+    """A task's Options as DataSync accepts them (patches/services.py datasync_options), refused as CloudFormation
+    fails a resource."""
+    from ...patches.services import datasync_options
+    try:
+        return datasync_options(options)
+    except ValueError as err:
+        raise ResourceFailed(str(err)) from None
 
 
 class DataSyncTask(Provider):

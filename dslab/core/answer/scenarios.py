@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from .decision import Decision, decide, option_from_measured
-from .instances import INSTANCES
-from .premise import (COMPUTE_PRESETS, DatasetShape, Premise, accelerator_kind, accelerators_of, compute_rate,
-                      describe_preset)
-from .limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
-from .experiment import Dataset, Experiment, Trial
-from .modes import EXPRESS, MODES, STANDARD
-from .prices import PriceTable
+from ..facts.instances import INSTANCES
+from ..facts.compute import COMPUTE_PRESETS, accelerator_kind, accelerators_of, compute_rate, describe_preset
+from ..shape import DatasetShape
+from .premise import Premise
+from ..facts.limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
+from ..experiment import Dataset, Experiment, Trial
+from ..modes import EXPRESS, MODES, STANDARD
+from ..facts.prices import PriceTable
 from .recommend import Recommendation, recommend
 
 

@@ -40,12 +40,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .errors import ConfigError
-from .estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, Estimate
-from .premise import DatasetShape
-from .limits import runtime_problem
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
-from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
+from ..errors import ConfigError
+from ..model.estimate import EFS_BURST_MBPS, FSX_IMPORT_RATE, Estimate
+from ..shape import DatasetShape
+from ..facts.limits import runtime_problem
+from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
+from ..facts.prices import HOURS_PER_MONTH, PriceTable, express_staging_cost
 
 # A source that asks something of its own must be this much cheaper than one that asks nothing.
 INFRA_MARGIN = 0.10

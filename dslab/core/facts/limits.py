@@ -7,6 +7,10 @@ which enforces the same rules (``dslab/emulator/patches/``); the tests run the l
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..errors import ConfigError
+
 # ---- Step Functions (https://docs.aws.amazon.com/step-functions/latest/dg/service-quotas.html) ----
 # "Maximum input or output size for a task, state, or execution: 256 KiB of data as a UTF-8 encoded
 # string." Exceeding it raises States.DataLimitExceeded, "a terminal error which cannot be caught by
@@ -114,16 +118,6 @@ EXPRESS_WAKE_SECONDS = 5 * 60
 COPY_OBJECT_MAX_BYTES = 5 * 1024**3
 
 
-# FSx for Lustre SCRATCH_2 capacities: "1.2 TiB, 2.4 TiB, or increments of 2.4 TiB"
-# (https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html).
-def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> str | None:
-    """Why a storage capacity (GiB) is not allowed for the deployment type, or None (provisioning.fsx_problems)."""
-    from .provisioning import fsx_problems
-    found = [why for setting, why in fsx_problems(deployment_type, capacity, 125 if deployment_type == "PERSISTENT_2"
-                                                  else None) if setting == "capacity"]
-    return found[0] if found else None
-
-
 # ---- A training job's length ------------------------------------------------------------------------
 # CreateTrainingJob StoppingCondition.MaxRuntimeInSeconds: "The default value is 1 day. The maximum value
 # is 28 days." (SageMaker API reference, StoppingCondition; the same text in botocore's sagemaker model).
@@ -142,7 +136,7 @@ EXPERIMENT_RUNTIME_FIX = ("fewer epochs: (or a smaller dataset), a larger instan
 def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS, fix: str = RUNTIME_FIX) -> dict[str, str]:
     """Each source whose job (``seconds`` on one instance's clock) outlasts SageMaker's limit, with why;
     refused, naming ``field`` and the quickest one's length, when every one does."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
     problems = {source: runtime_problem(length, f"{source}'s job", fix) for source, length in seconds.items()}
     problems = {source: problem for source, problem in problems.items() if problem}
     if seconds and len(problems) == len(seconds):
@@ -163,3 +157,19 @@ def runtime_problem(seconds: float, what: str = "the job", fix: str = RUNTIME_FI
 MAX_EPOCHS = 1000            # epochs of one job; recommend's break-even table estimates every count up to it
 MAX_VOLUME_SIZE_GB = 16384   # the training volume: EBS gp2's largest volume is 16 TiB (SageMaker provisions gp2)
 MAX_ACCELERATORS = 64        # emulated accelerators per instance (the largest type in instances.py has 16)
+
+
+# ---- defaults and bounds, the same for every command and every experiment file ----------------------
+DEFAULT_INSTANCE = "ml.p3.2xlarge"   # the source post's instance (one V100)
+DEFAULT_INSTANCE_COUNT = 1
+DEFAULT_EPOCHS = 1
+
+
+# Instances of one job: the largest cluster `dslab size` searches, and the most an experiment or a flag may ask.
+MAX_INSTANCE_COUNT = 4096
+
+
+def check_instance_count(count: Any, field: str) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_INSTANCE_COUNT:
+        raise ConfigError(field, f"{count!r} instances", f"1..{MAX_INSTANCE_COUNT:,}")
+    return count

@@ -1,6 +1,6 @@
 """Where should checkpoints go: save, stall and restore seconds per target, and what a day of checkpoints costs.
 
-A checkpoint plan (core/checkpoint.py: every rank's files by DLIO's formula) on N hosts, saved every K minutes, the
+A checkpoint plan (core/workloads/checkpoint.py: every rank's files by DLIO's formula) on N hosts, saved every K minutes, the
 last ``keep`` kept, on each target the lab deploys:
 
 - SageMaker's checkpoint sync (``CheckpointConfig``) to the data bucket or the S3 Express One Zone directory bucket:
@@ -25,21 +25,22 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .estimate import MODEL, NETWORK_PAYLOAD
 
 # The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()).
 NVME_DOWNLOAD_MBPS = MODEL.nvme_download_mbps
 S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
-from .instances import INSTANCES
-from .modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CKPT_S3, CHECKPOINT_TARGETS, SYNC_TARGETS,
-                    checkpoint_target_label)
-from .premise import VOLUME_HEADROOM, format_bytes, volume_for
-from .prices import HOURS_PER_MONTH, PriceTable
-from .provisioning import (BURSTING, EFS_ELASTIC_PER_CLIENT_MIBPS, EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBPS,
-                           EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC, FSX_CAPACITY_INCREMENT_GIB,
-                           FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB, PERSISTENT_2, PROVISIONED, SCRATCH_2,
-                           EfsConfig, FsxConfig, Provisioning, deploy_command, fsx_capacity_for, fsx_quota)
+from ..facts.instances import INSTANCES
+from ..modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CHECKPOINT_TARGETS, SYNC_TARGETS,
+                     checkpoint_target_label)
+from .volume import VOLUME_HEADROOM, volume_for
+from ..shape import format_bytes
+from ..facts.prices import HOURS_PER_MONTH, PriceTable
+from .provisioning import EfsConfig, FsxConfig, Provisioning, deploy_command
+from ..facts.storage import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC,
+                             FSX_CAPACITY_INCREMENT_GIB, FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB, PROVISIONED,
+                             SCRATCH_2, fsx_capacity_for, fsx_quota)
 
 GIB = 1024 ** 3    # a unit: DLIO's "GB"
 DAY = 86_400.0     # a unit: seconds in the day a cost is given for
@@ -143,7 +144,7 @@ class CheckpointLoad:
     @classmethod
     def of(cls, plan) -> "CheckpointLoad":
         """A CheckpointPlan's load, at its scale (every file at the workload's --scale)."""
-        from .checkpoint import scaled_bytes
+        from ..workloads.checkpoint import scaled_bytes
         per_host, host_parts, files = [], [], 0
         for host in range(plan.hosts):
             sizes = [scaled_bytes(size, plan.scale) for r in plan.host_ranks(host) for _, size in r.files]
@@ -227,7 +228,7 @@ class TargetEstimate:
 class Question:
     """The checkpoint question: a plan (its hosts, instance and bytes), saved every ``every_seconds``, the last
     ``keep`` kept, priced with ``prices`` on ``lab``."""
-    plan: Any                         # core/checkpoint.py CheckpointPlan
+    plan: Any                         # core/workloads/checkpoint.py CheckpointPlan
     instance_type: str
     every_seconds: float
     keep: int

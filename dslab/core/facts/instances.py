@@ -54,13 +54,6 @@ class Instance:
         """Host memory (GiB): MLPerf Storage sizes a training dataset by it (dlio.Workload.mlperf_size)."""
         return MEMORY_GIB[self.name.removeprefix("ml.")]
 
-    @property
-    def preset(self) -> str | None:
-        """The MLPerf Storage compute preset that emulates one of its accelerators, if there is one."""
-        from .premise import PRESET_OF_ACCELERATOR   # premise.py reads this table: imported when asked
-        kind = next(iter((self.accelerator or "").split()), None)   # CPU-only rows have none
-        return PRESET_OF_ACCELERATOR.get(kind)
-
     def to_dict(self) -> dict:
         return {"instance_type": self.name, "vcpus": self.vcpus, "accelerators": self.accelerators,
                 "accelerator": self.accelerator, "network_gbps": self.network_gbps,
@@ -139,3 +132,9 @@ MEMORY_GIB = {
 
 def instance(instance_type: str) -> Instance | None:
     return INSTANCES.get(instance_type)
+
+
+def instance_storage_gb(instance_type: str) -> int:
+    """NVMe instance storage (GB) of the type, 0 for EBS-only types (and types not in the table)."""
+    row = INSTANCES.get(instance_type)
+    return row.nvme_gb if row is not None else 0

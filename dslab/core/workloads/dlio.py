@@ -20,7 +20,7 @@ them) describes a dataset and an emulated accelerator. The lab takes from it wha
 
 Everything else (checkpointing, evaluation, storage options, profiling, output's folders) is ignored, each said in one
 line. A checkpointing workload (``workflow: {train: False, checkpoint: True}``, MLPerf Storage's llama3 files) is
-core/checkpoint.py's: ``parse_any_workload`` hands it there. Only key spellings some DLIO release reads are read (its LoadConfig, dlio_benchmark/utils/config.py):
+core/workloads/checkpoint.py's: ``parse_any_workload`` hands it there. Only key spellings some DLIO release reads are read (its LoadConfig, dlio_benchmark/utils/config.py):
 ``record_length``/``record_length_stdev`` (up to v2.0.0) or ``record_length_bytes``/``record_length_bytes_stdev``
 (v2.0.1 on), ``model: name`` or ``model: {name: ...}``, ``data_reader`` or ``reader``, ``output.metric.exclude_start_steps``
 and ``exclude_end_steps`` (v2.0.1 on: the lab's AU honours their defaults, 1 and 0, and refuses others). Spellings found in
@@ -32,7 +32,6 @@ the CLI reads the file.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
@@ -40,21 +39,27 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .errors import ConfigError
-from .limits import MAX_EPOCHS
-from .modes import JPG, NPZ, TFRECORD
-from .premise import DatasetShape
+from ..errors import ConfigError
+from ..facts.limits import MAX_EPOCHS
+from ..modes import JPG, NPZ, TFRECORD
+from ..shape import DatasetShape
+from .sections import check_sections, closest_key, read_number, read_one_of, read_section
 
 # DLIO's formats the lab generates, uploads and its training script reads, as the lab's dataset format.
+# DLIO's formats the lab generates, uploads and its training script reads, as the lab's dataset format.
 LAB_FORMATS = {"npz": NPZ, "tfrecord": TFRECORD, "jpeg": JPG}
+
+
 # Loaders that read the files with read_threads workers per accelerator (DLIO's DataLoaderType). "synthetic"
 # makes data in memory (no storage read: nothing to measure) and "custom" names a class the lab cannot know.
 DATA_LOADERS = ("pytorch", "tensorflow", "dali", "native_dali")
+
 
 # DLIO's defaults (dlio_benchmark/utils/config.py ConfigArguments, at e1919d7) for the fields the lab uses.
 DLIO_DEFAULTS = {"num_samples_per_file": 1, "record_length": 64 * 1024, "record_length_stdev": 0,
                  "format": "tfrecord", "batch_size": 1, "read_threads": 1, "data_loader": "tensorflow",
                  "epochs": 1, "au": 0.90}
+
 
 # The accelerator each published workload file emulates: (model, accelerator) -> (batch_size, computation_time), as
 # the files vendored under dslab/contracts/dlio/ give them (tests/test_dlio.py holds this table equal to the files).
@@ -71,14 +76,16 @@ MLPERF_TIMINGS: dict[tuple[str, str], tuple[int, float, str]] = {
     ("cosmoflow", "h100"): (1, 0.00350, "cosmoflow_h100.yaml"),
 }
 ACCELERATOR_NAMES = {"v100": "V100", "a100": "A100", "h100": "H100"}
+
+
 # MLPerf Storage's dataset rules (Submission_guidelines.md, "Minimum dataset size": HOST_MEMORY_MULTIPLIER = 5,
 # num_steps_per_epoch "is a minimum of 500"); Workload.mlperf_files computes them as mlpstorage's datasize step does.
 MLPERF_MEMORY_MULTIPLIER = 5
 MLPERF_MIN_STEPS = 500
 
-# The sections DLIO reads (LoadConfig), and the ones files in circulation carry beside them.
-SECTIONS = {"model", "framework", "workflow", "dataset", "reader", "data_reader", "train", "evaluation",
-            "checkpoint", "storage", "profiling", "output", "metric", "logging", "transformer", "hydra"}
+
+
+
 # Keys of the sections the lab reads: DLIO's LoadConfig at e1919d7 and older spellings found in published files.
 # A key outside these is refused with the closest (a typo in a used field must not fall back to a default).
 DATASET_KEYS = {
@@ -88,34 +95,48 @@ DATASET_KEYS = {
     "file_prefix", "keep_files", "generation_buffer_size", "enable_chunking", "chunk_size", "compression",
     "compression_level", "record_element_bytes", "record_element_type", "record_dims", "hdf5", "file_access",
     "daos_pool", "daos_cont"}
+
+
 READER_KEYS = {
     "batch_size", "read_threads", "data_loader", "batch_size_eval", "computation_threads", "dont_use_mmap",
     "reader_classname", "multiprocessing_context", "data_loader_classname", "data_loader_sampler", "prefetch_size",
     "file_shuffle", "file_access", "shuffle_size", "sample_shuffle", "read_type", "transfer_size", "odirect",
     "preprocess_time", "preprocess_time_stdev", "pin_memory", "transformed_record_dims",
     "transformed_record_element_type", "eval_every_step", "eval_num_samples_per_file", "steps_between_evals"}
+
+
 TRAIN_KEYS = {"computation_time", "computation_time_stdev", "epochs", "epoch", "seed_change_epoch", "seed",
               "total_training_steps", "total_eval_steps"}
+
+
 METRIC_KEYS = {"au"}
+
 
 # Aliases, newest spelling first: each names one field; a file giving two spellings of one field is refused.
 RECORD_LENGTH = ("record_length_bytes", "record_length")
 RECORD_STDEV = ("record_length_bytes_stdev", "record_length_stdev")
 EPOCHS = ("epochs",)
+
+
 # Which DLIO releases read each spelling (LoadConfig, dlio_benchmark/utils/config.py): record_length and
 # record_length_stdev up to v2.0.0; record_length_bytes and record_length_bytes_stdev from v2.0.1 (commit 67f0fbf), with
 # no alias for the old names.
 READ_BY = {"record_length": "DLIO up to v2.0.0", "record_length_stdev": "DLIO up to v2.0.0",
            "record_length_bytes": "DLIO v2.0.1 on", "record_length_bytes_stdev": "DLIO v2.0.1 on"}
+
+
 # Spellings in published files that no DLIO release reads (LoadConfig at 6027937, d22548d, v2.0.0, v2.0.1 and e1919d7
 # reads record_length_stdev / record_length_bytes_stdev and train.epochs): DLIO ran such a file on its default, and so
 # does the lab, saying so.
 NEVER_READ = {"dataset.record_length_std": ("record_length_stdev (record_length_bytes_stdev from v2.0.1)", "0 bytes"),
               "train.epoch": ("train.epochs", "1 epoch")}
+
+
 # output.metric (DLIO v2.0.1 on: statscounter.py leaves out exclude_start_steps steps at the start of an epoch and
 # exclude_end_steps at its end when it computes AU; defaults 1 and 0). The lab computes AU with the first step left out
 # (training/dslab_report.py, estimate.py): those defaults are honoured, other values refused.
 OUTPUT_METRIC_KEYS = {"exclude_start_steps": 1, "exclude_end_steps": 0}
+
 
 # Why a field the lab does not use changes nothing it measures (one line each).
 IGNORED_WHY = {
@@ -221,7 +242,7 @@ class Workload:
         own = self.accelerator
         if own is None or own == accelerator:
             return self, None
-        from .premise import INSTANCE_OF_ACCELERATOR
+        from ..facts.compute import INSTANCE_OF_ACCELERATOR
         target = ACCELERATOR_NAMES.get(accelerator or "", "another accelerator")
         its_own = f"--instance {INSTANCE_OF_ACCELERATOR[own]} runs it on {ACCELERATOR_NAMES[own]}"
         timing = MLPERF_TIMINGS.get((self.name, accelerator or ""))
@@ -368,58 +389,6 @@ def check_scale(scale: Any, field_name: str = "--scale") -> float:
     return float(scale)
 
 
-def check_sections(document: Any, source: str, where: str, expected: str) -> None:
-    """A DLIO workload document is a non-empty mapping of DLIO's sections (``expected`` names the ones it needs); a
-    typo is refused naming the key and the section it likely meant."""
-    if not isinstance(document, dict) or not document:
-        raise ConfigError(where.rstrip(".") or "--workload", f"{source} is not a DLIO workload (a mapping with "
-                          f"{expected} sections)")
-    unknown = sorted(set(map(str, document)) - SECTIONS)
-    if unknown:
-        hint = _closest(unknown[0], SECTIONS)
-        raise ConfigError(f"{where}{unknown[0]}", "is not a DLIO section" + (f" (did you mean '{hint}'?)" if hint else ""),
-                          sorted(SECTIONS))
-
-
-def _closest(word: str, candidates: set[str]) -> str | None:
-    match = difflib.get_close_matches(str(word), sorted(candidates), n=1, cutoff=0.6)
-    return match[0] if match else None
-
-
-def _section(document: dict, name: str, allowed: set[str] | None, where: str) -> dict[str, Any]:
-    value = document.get(name)
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}{name}", f"must be a mapping, got {type(value).__name__}")
-    if allowed is not None:
-        unknown = sorted(set(value) - allowed, key=str)
-        if unknown:
-            hint = _closest(unknown[0], allowed)
-            raise ConfigError(f"{where}{name}.{unknown[0]}", "is not a DLIO key" + (f" (did you mean '{hint}'?)" if hint else ""),
-                              sorted(allowed))
-    return value
-
-
-def _number(value: Any, path: str, low: float, high: float, whole: bool = False, above: bool = False) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-    if ok and whole and float(value) != int(value):
-        ok = False
-    if ok and (value <= low if above else value < low) or ok and value > high:
-        ok = False
-    if not ok:
-        rng = f"{'above' if above else 'from'} {low:g} to {high:g}" + (", a whole number" if whole else "")
-        raise ConfigError(path, f"{value!r} is out of range", rng)
-    return int(value) if whole else float(value)
-
-
-def _one_of(section: dict, names: tuple[str, ...], path: str) -> tuple[str | None, Any]:
-    given = [n for n in names if n in section]
-    if len(given) > 1:
-        raise ConfigError(f"{path}.{given[1]}", f"and {path}.{given[0]} name the same field; keep one")
-    return (given[0], section[given[0]]) if given else (None, None)
-
-
 def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     """A DLIO workload document (the YAML file as loaded), validated; ConfigError names the key path."""
     check_sections(document, source, where, "dataset, reader and train")
@@ -429,9 +398,9 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     def note(path: str, value: Any, default: bool = False) -> None:
         used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
 
-    workflow = _section(document, "workflow", None, where)
+    workflow = read_section(document, "workflow", None, where)
     if workflow.get("train") is False and workflow.get("checkpoint") is True:
-        # A checkpointing workload (core/checkpoint.py reads it, refusing its typos): its size said, then refused
+        # A checkpointing workload (core/workloads/checkpoint.py reads it, refusing its typos): its size said, then refused
         # here, where the lab emulates training reads.
         from .checkpoint import GIB, parse_checkpoint_workload
         try:
@@ -453,23 +422,23 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     name = name or "default"
     note("model.name", name, default=model is None)
 
-    dataset = _section(document, "dataset", DATASET_KEYS, where)
+    dataset = read_section(document, "dataset", DATASET_KEYS, where)
     if not dataset:
         raise ConfigError(f"{where}dataset", f"{source} has no dataset section", "num_files_train, format, record_length_bytes, ...")
     if "num_files_train" not in dataset:
         raise ConfigError(f"{where}dataset.num_files_train", f"missing in {source}: the workload's files are its dataset")
-    files = _number(dataset["num_files_train"], f"{where}dataset.num_files_train", 1, 10**9, whole=True)
+    files = read_number(dataset["num_files_train"], f"{where}dataset.num_files_train", 1, 10**9, whole=True)
     note("dataset.num_files_train", files)
-    spf = _number(dataset.get("num_samples_per_file", DLIO_DEFAULTS["num_samples_per_file"]),
+    spf = read_number(dataset.get("num_samples_per_file", DLIO_DEFAULTS["num_samples_per_file"]),
                   f"{where}dataset.num_samples_per_file", 1, 10**9, whole=True)
     note("dataset.num_samples_per_file", spf, "num_samples_per_file" not in dataset)
-    key, value = _one_of(dataset, RECORD_LENGTH, f"{where}dataset")
-    record = _number(DLIO_DEFAULTS["record_length"] if key is None else value, f"{where}dataset.{key or RECORD_LENGTH[0]}",
+    key, value = read_one_of(dataset, RECORD_LENGTH, f"{where}dataset")
+    record = read_number(DLIO_DEFAULTS["record_length"] if key is None else value, f"{where}dataset.{key or RECORD_LENGTH[0]}",
                      1, 16 * 2**30)
     note(f"dataset.{key or RECORD_LENGTH[0]}", f"{record:,.0f} bytes" + (f" (read by {READ_BY[key]})" if key else ""),
          key is None)
-    key, value = _one_of(dataset, RECORD_STDEV, f"{where}dataset")
-    stdev = _number(0 if key is None else value, f"{where}dataset.{key or RECORD_STDEV[0]}", 0, 16 * 2**30)
+    key, value = read_one_of(dataset, RECORD_STDEV, f"{where}dataset")
+    stdev = read_number(0 if key is None else value, f"{where}dataset.{key or RECORD_STDEV[0]}", 0, 16 * 2**30)
     note(f"dataset.{key or RECORD_STDEV[0]}", f"{stdev:,.0f} bytes" + (f" (read by {READ_BY[key]})" if key else ""),
          key is None)
     if "record_dims" in dataset:
@@ -492,10 +461,10 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     reader_name = "data_reader" if "data_reader" in document and "reader" not in document else "reader"
     if "reader" in document and "data_reader" in document:
         raise ConfigError(f"{where}data_reader", "and reader are the same section (DLIO reads data_reader first); keep one")
-    reader = _section(document, reader_name, READER_KEYS, where)
-    batch = _number(reader.get("batch_size", DLIO_DEFAULTS["batch_size"]), f"{where}{reader_name}.batch_size", 1, 4096, whole=True)
+    reader = read_section(document, reader_name, READER_KEYS, where)
+    batch = read_number(reader.get("batch_size", DLIO_DEFAULTS["batch_size"]), f"{where}{reader_name}.batch_size", 1, 4096, whole=True)
     note(f"{reader_name}.batch_size", batch, "batch_size" not in reader)
-    threads = _number(reader.get("read_threads", DLIO_DEFAULTS["read_threads"]), f"{where}{reader_name}.read_threads",
+    threads = read_number(reader.get("read_threads", DLIO_DEFAULTS["read_threads"]), f"{where}{reader_name}.read_threads",
                       0, 256, whole=True)
     note(f"{reader_name}.read_threads", threads, "read_threads" not in reader)
     loader = reader.get("data_loader")
@@ -510,7 +479,7 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
     else:
         note(f"{reader_name}.data_loader", f"{loader} (read_threads readers per accelerator)")
 
-    train = _section(document, "train", TRAIN_KEYS, where)
+    train = read_section(document, "train", TRAIN_KEYS, where)
     if "computation_time" not in train:
         raise ConfigError(f"{where}train.computation_time", f"missing in {source}: the seconds one accelerator takes "
                           "per batch (without it there is no compute, and no AU)")
@@ -521,13 +490,13 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         if seconds.get("stdev"):
             ignored.append(f"train.computation_time.stdev: {IGNORED_WHY['train.computation_time_stdev']}")
         seconds = seconds["mean"]
-    seconds = _number(seconds, f"{where}train.computation_time", 0, 600, above=True)
+    seconds = read_number(seconds, f"{where}train.computation_time", 0, 600, above=True)
     note("train.computation_time", f"{seconds:g} s per batch")
     if train.get("total_training_steps") not in (None, -1):
         raise ConfigError(f"{where}train.total_training_steps", "stops each epoch after that many steps; the lab reads "
                           "whole epochs (num_files_train x num_samples_per_file samples)", "leave it out")
-    key, value = _one_of(train, EPOCHS, f"{where}train")
-    epochs = _number(DLIO_DEFAULTS["epochs"] if key is None else value, f"{where}train.{key or 'epochs'}", 1, MAX_EPOCHS,
+    key, value = read_one_of(train, EPOCHS, f"{where}train")
+    epochs = read_number(DLIO_DEFAULTS["epochs"] if key is None else value, f"{where}train.{key or 'epochs'}", 1, MAX_EPOCHS,
                      whole=True)
     note(f"train.{key or 'epochs'}", epochs, key is None)
 
@@ -535,14 +504,14 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
         misplaced = sorted(set(document["metric"]) & set(OUTPUT_METRIC_KEYS))[0]
         raise ConfigError(f"{where}metric.{misplaced}", "is read by DLIO under output.metric, not metric",
                           f"output: {{metric: {{{misplaced}: ...}}}}")
-    metric = _section(document, "metric", METRIC_KEYS, where)
-    au = _number(metric.get("au", DLIO_DEFAULTS["au"]), f"{where}metric.au", 0, 1, above=True)
+    metric = read_section(document, "metric", METRIC_KEYS, where)
+    au = read_number(metric.get("au", DLIO_DEFAULTS["au"]), f"{where}metric.au", 0, 1, above=True)
     note("metric.au", f"{au:g}", "au" not in metric)
     output = document.get("output") if isinstance(document.get("output"), dict) else {}
     output_metric = output.get("metric") if isinstance(output.get("metric"), dict) else {}
     for key, honoured in OUTPUT_METRIC_KEYS.items():
         if key in output_metric:
-            value = _number(output_metric[key], f"{where}output.metric.{key}", 0, 10**6, whole=True)
+            value = read_number(output_metric[key], f"{where}output.metric.{key}", 0, 10**6, whole=True)
             if value != honoured:
                 raise ConfigError(f"{where}output.metric.{key}", f"{value}: the lab computes AU as DLIO does by default, "
                                   "the first step of each epoch left out (exclude_start_steps 1, exclude_end_steps 0)",
@@ -589,7 +558,7 @@ def parse_workload(document: Any, source: str, where: str = "") -> Workload:
 
 
 def parse_any_workload(document: Any, source: str, where: str = ""):
-    """A training workload (``Workload``), or a checkpointing one (core/checkpoint.py ``CheckpointWorkload``: DLIO's
+    """A training workload (``Workload``), or a checkpointing one (core/workloads/checkpoint.py ``CheckpointWorkload``: DLIO's
     ``workflow: {train: False, checkpoint: True}``, as MLPerf Storage's llama3 files)."""
     from .checkpoint import is_checkpointing, parse_checkpoint_workload
     if is_checkpointing(document):
@@ -603,7 +572,7 @@ ENTRY_KEYS = {"file", "scale", "dlio", "sha256"}
 def parse_entry(value: Any, path: str, checkpointing: bool = False):
     """An experiment's ``workload:`` as the CLI resolved it: ``{file, scale, dlio: <the file's content>, sha256}``.
     A bare file name reaches here only where no CLI read it (the workflow's input): refused, saying so. With
-    ``checkpointing``, a checkpointing workload is read too (core/checkpoint.py's CheckpointWorkload: a checkpoint
+    ``checkpointing``, a checkpointing workload is read too (core/workloads/checkpoint.py's CheckpointWorkload: a checkpoint
     trial's); without it, refused where the caller reads training workloads only."""
     if isinstance(value, str):
         raise ConfigError(path, f"{value!r} is a file: the dslab CLI reads it into the experiment (dslab plan/run/local)",
@@ -613,7 +582,7 @@ def parse_entry(value: Any, path: str, checkpointing: bool = False):
                           sorted(ENTRY_KEYS))
     unknown = sorted(set(value) - ENTRY_KEYS, key=str)
     if unknown:
-        hint = _closest(unknown[0], ENTRY_KEYS)
+        hint = closest_key(unknown[0], ENTRY_KEYS)
         raise ConfigError(f"{path}.{unknown[0]}", "unknown key" + (f" (did you mean '{hint}'?)" if hint else ""),
                           sorted(ENTRY_KEYS))
     if "dlio" not in value:
@@ -627,6 +596,3 @@ def parse_entry(value: Any, path: str, checkpointing: bool = False):
     if sha is not None and (not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{64}", sha)):
         raise ConfigError(f"{path}.sha256", f"{sha!r} is not a sha256 digest")
     return replace(workload, sha256=sha)
-
-
-__all__ = ["Workload", "parse_workload", "parse_any_workload", "parse_entry", "check_scale", "ignored_lines", "LAB_FORMATS", "DATA_LOADERS", "DLIO_DEFAULTS"]

@@ -14,26 +14,28 @@ source is sized twice: provisioned to feed the cluster, and as the lab is deploy
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .calibration import with_range
+from ..model.calibration import with_range
 from .decision import option_from_estimate
-from .errors import ConfigError
-from .estimate import (FASTFILE_GET_LATENCY, NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
-                       EXPRESS_FIRST_BYTE, Estimate, estimate_mode)
-from .instances import Instance, instance as find_instance
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
-from .premise import LARGE_FILE_BYTES, MAX_INSTANCE_COUNT, VOLUME_HEADROOM, DatasetShape
-from .prices import PriceTable
-from .provisioning import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PROVISIONED_MAX_MIBPS,
-                           EFS_PROVISIONED_READ_MIBPS, ELASTIC, EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET,
-                           FSX_CAPACITY_INCREMENT_GIB, FSX_CAPACITY_STEPS_GIB, FSX_PERSISTENT2_TIERS,
-                           FSX_SCRATCH2_BURST_MBPS_PER_TIB, MIB, PROVISIONED, S3_GETS_PER_PREFIX, EfsConfig,
-                           FsxConfig, Provisioning, as_deployed, deploy_command, fsx_capacity_for, fsx_quota)
+from ..errors import ConfigError
+from ..model.estimate import (NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
+                              EXPRESS_FIRST_BYTE, Estimate, estimate_mode)
+from ..facts.instances import Instance, instance as find_instance
+from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
+from ..shape import LARGE_FILE_BYTES, DatasetShape
+from ..facts.limits import MAX_INSTANCE_COUNT
+from ..model.volume import VOLUME_HEADROOM
+from ..facts.prices import PriceTable
+from ..model.provisioning import EfsConfig, FsxConfig, Provisioning, as_deployed, deploy_command
+from ..facts.storage import (BURSTING, ELASTIC, PROVISIONED, EFS_PROVISIONED_MAX_MIBPS, EFS_PROVISIONED_READ_MIBPS,
+                             EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET, FSX_CAPACITY_INCREMENT_GIB,
+                             FSX_PERSISTENT2_TIERS, FSX_SCRATCH2_BURST_MBPS_PER_TIB, MIB,
+                             S3_GETS_PER_PREFIX, fsx_capacity_for, fsx_quota)
 
 AU_TARGET = 90.0   # MLPerf Storage v2.0 rules: ResNet-50 and 3D U-Net at 90% AU (mlcommons/storage Submission_guidelines.md)
-# A DLIO workload's own target (metric.au, core/dlio.py) replaces it: CosmoFlow's is 70% ("CosmoFlow N-body
+# A DLIO workload's own target (metric.au, core/workloads/dlio.py) replaces it: CosmoFlow's is 70% ("CosmoFlow N-body
 # simulation (2MB/sample) | 70%", the same guidelines' table of workloads).
 MAX_CLUSTER = MAX_INSTANCE_COUNT  # instances searched for the largest cluster a source feeds (premise.py's bound)
 # FSx capacity is searched up to this many 2,400 GiB steps above the smallest that holds the data (~75 PiB:
@@ -254,7 +256,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     at once (a DLIO workload's read_threads x accelerators; default its vCPUs)."""
     found = find_instance(instance_type)
     if found is None:
-        raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/instances.py)",
+        raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/facts/instances.py)",
                           "a type of the table, e.g. ml.p4d.24xlarge")
     if not 1 <= count <= MAX_CLUSTER:
         raise ConfigError("--instance-count", f"{count} instances: give 1 to {MAX_CLUSTER:,}")

@@ -9,14 +9,14 @@ from typing import Any, Sequence
 
 from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
                        random_access_blocker)
-from .calibration import with_range
-from .estimate import BreakEven, Estimate, estimate_mode, fsx_express_break_even
-from .premise import DatasetShape
-from .instances import INSTANCES
-from .limits import RUNTIME_FIELDS, RUNTIME_FIX, none_too_long
+from ..model.calibration import with_range
+from ..model.estimate import BreakEven, Estimate, estimate_mode, fsx_express_break_even
+from ..shape import DatasetShape
+from ..facts.instances import INSTANCES
+from ..facts.limits import RUNTIME_FIELDS, RUNTIME_FIX, none_too_long
 from .sizing import AU_TARGET, MAX_CLUSTER, size
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
-from .provisioning import Provisioning, as_deployed, deploy_command
+from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
+from ..model.provisioning import Provisioning, as_deployed, deploy_command
 
 SMALL_DATASET_BYTES = 75e9      # the post: "small (under 50-100 GB)"
 LARGE_FILE_BYTES = 50e6         # the post: small files "under 50 MB", large files "50 MB and up"

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .dlio import _number, _section, check_sections
-from .errors import ConfigError
+from .sections import check_sections, read_number, read_section
+from ..errors import ConfigError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "training"))
 from dslab_train.checkpoint_layout import (DATATYPE_BYTES, GIB, ModelShape, RankState,  # noqa: E402
                                            num_parameters, rank_state, scaled_bytes)
 
@@ -144,7 +144,7 @@ class CheckpointWorkload:
         self.params_dict['checkpoint.mode'] = "subset"; self.params_dict['model.parallelism.data'] =
         configured_data_parallelism``), fewer processes than a llama3 model's CLOSED count run in subset mode with
         Table 2's data parallelism."""
-        gpus = int(_number(gpus_per_host, "gpus per host", 1, 64, whole=True))
+        gpus = int(read_number(gpus_per_host, "gpus per host", 1, 64, whole=True))
         mp = self.shape.model_parallelism
         row = self.guideline
         mode, dp, why = self.mode, self.data_parallelism, None
@@ -154,7 +154,7 @@ class CheckpointWorkload:
             else:
                 wanted = row.processes if row else math.lcm(mp, gpus)
                 hosts = math.ceil(wanted / gpus)
-        hosts = int(_number(hosts, hosts_field, 1, 10_000, whole=True))
+        hosts = int(read_number(hosts, hosts_field, 1, 10_000, whole=True))
         processes = hosts * gpus
         if mode == "default":
             if row is not None and processes < row.processes:
@@ -336,7 +336,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
     def note(path: str, value: Any, default: bool = False) -> None:
         used.append(f"{path}: {value}" + (" (not given: DLIO's default)" if default else ""))
 
-    workflow = _section(document, "workflow", WORKFLOW_KEYS, where)
+    workflow = read_section(document, "workflow", WORKFLOW_KEYS, where)
     if not is_checkpointing(document):
         raise ConfigError(f"{where}workflow", f"{source} is not a checkpointing workload",
                           "workflow: {train: False, checkpoint: True}")
@@ -353,7 +353,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
                        "index and data files; the lab writes one file a state, as DLIO's PyTorch checkpointing does "
                        "(the same bytes)")
 
-    model = _section(document, "model", MODEL_KEYS, where)
+    model = read_section(document, "model", MODEL_KEYS, where)
     mpath = f"{where}model."
     for key in ("layer_parameters", "optimization_groups"):
         if key in model:
@@ -371,7 +371,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
 
     def whole(section: dict, key: str, path: str, low: int, high: int) -> int:
         given = key in section
-        value = int(_number(section.get(key, getattr(defaults, key)), path, low, high, whole=True))
+        value = int(read_number(section.get(key, getattr(defaults, key)), path, low, high, whole=True))
         note(path[len(where):], value, not given)
         return value
 
@@ -389,23 +389,23 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
             raise ConfigError(f"{mpath}{key}", f"{value!r} is not a datatype DLIO sizes", list(DATATYPE_BYTES))
         datatypes[key] = value
         note(f"model.{key}", value, key not in model)
-    parallelism = _section(model, "parallelism", PARALLELISM_KEYS, mpath)
+    parallelism = read_section(model, "parallelism", PARALLELISM_KEYS, mpath)
     ppath = f"{mpath}parallelism."
     tensor = whole(parallelism, "tensor", f"{ppath}tensor", 1, 4096)
     pipeline = whole(parallelism, "pipeline", f"{ppath}pipeline", 1, 4096)
-    zero = int(_number(parallelism.get("zero_stage", 0), f"{ppath}zero_stage", 0, 3, whole=True))
+    zero = int(read_number(parallelism.get("zero_stage", 0), f"{ppath}zero_stage", 0, 3, whole=True))
     note("model.parallelism.zero_stage", zero, "zero_stage" not in parallelism)
-    data = int(_number(parallelism.get("data", -1), f"{ppath}data", -1, 1_000_000, whole=True))
+    data = int(read_number(parallelism.get("data", -1), f"{ppath}data", -1, 1_000_000, whole=True))
     if data == 0:
         raise ConfigError(f"{ppath}data", "0 data-parallel copies", "1 or more, in subset mode only")
-    transformer = _section(model, "transformer", TRANSFORMER_KEYS, mpath)
+    transformer = read_section(model, "transformer", TRANSFORMER_KEYS, mpath)
     tpath = f"{mpath}transformer."
     shape_fields = {key: whole(transformer, key, f"{tpath}{key}", 1, 10_000_000)
                     for key in ("vocab_size", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_kv_heads")}
     shape = ModelShape(num_layers=num_layers, tensor=tensor, pipeline=pipeline, zero_stage=zero, model_type=model_type,
                        model_size_bytes=model_size, **datatypes, **shape_fields)
 
-    checkpoint = _section(document, "checkpoint", CHECKPOINT_KEYS, where)
+    checkpoint = read_section(document, "checkpoint", CHECKPOINT_KEYS, where)
     cpath = f"{where}checkpoint."
     if "checkpoint_mechanism_classname" in checkpoint:
         raise ConfigError(f"{cpath}checkpoint_mechanism_classname", "names a checkpointing class of the user's, which "
@@ -416,7 +416,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
     note("checkpoint.mode", mode, "mode" not in checkpoint)
     counts = {}
     for key in ("num_checkpoints_write", "num_checkpoints_read"):
-        value = int(_number(checkpoint.get(key, CHECKPOINT_DEFAULTS[key]), f"{cpath}{key}", -1, MAX_CHECKPOINTS, whole=True))
+        value = int(read_number(checkpoint.get(key, CHECKPOINT_DEFAULTS[key]), f"{cpath}{key}", -1, MAX_CHECKPOINTS, whole=True))
         counts[key] = max(0, value)   # DLIO runs a phase only `if self.args.num_checkpoints_write > 0` (main.py)
         note(f"checkpoint.{key}", value, key not in checkpoint)
     writes, reads = counts["num_checkpoints_write"], counts["num_checkpoints_read"]
@@ -426,7 +426,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
     if writes and reads > writes:   # ConfigArguments.validate, lines 300-302
         raise ConfigError(f"{cpath}num_checkpoints_read", f"{reads} is more than the {writes} checkpoints written",
                           f"at most {writes}")
-    interval = _number(checkpoint.get("time_between_checkpoints", -1), f"{cpath}time_between_checkpoints", -1, 86400)
+    interval = read_number(checkpoint.get("time_between_checkpoints", -1), f"{cpath}time_between_checkpoints", -1, 86400)
     note("checkpoint.time_between_checkpoints", f"{interval:g} s", "time_between_checkpoints" not in checkpoint)
     fsync = _bool(checkpoint, "fsync", f"{cpath}fsync")
     note("checkpoint.fsync", f"{fsync} (the lab fsyncs every file, as MLPerf requires; DLIO as coded never does: "
@@ -438,7 +438,7 @@ def parse_checkpoint_workload(document: Any, source: str, where: str = "") -> Ch
     rank_sync = _bool(checkpoint, "rank_sync", f"{cpath}rank_sync")
     randomize = _bool(checkpoint, "randomize_tensor", f"{cpath}randomize_tensor")
     if "ksm" in checkpoint:
-        _section(checkpoint, "ksm", KSM_KEYS, cpath)
+        read_section(checkpoint, "ksm", KSM_KEYS, cpath)
         if randomize:   # ConfigArguments.validate, lines 303-304
             raise ConfigError(f"{cpath}ksm", "requires checkpoint.randomize_tensor: False (DLIO refuses it beside random "
                               "tensors)")

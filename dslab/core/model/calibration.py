@@ -37,11 +37,12 @@ from statistics import mean
 from typing import Any
 
 from .estimate import MODEL, Estimate, Model, estimate_mode, instance_properties
-from .modes import EXPRESS, FASTFILE, FILE, FSX, STANDARD
-from .premise import DatasetShape, compute_rate
-from .prices import PriceTable
+from ..modes import EXPRESS, FASTFILE, FILE, FSX, STANDARD
+from ..shape import DatasetShape
+from ..facts.compute import compute_rate
+from ..facts.prices import PriceTable
 
-CONTRACTS = Path(__file__).resolve().parent.parent / "contracts"
+CONTRACTS = Path(__file__).resolve().parents[2] / "contracts"
 CELLS_PATH = CONTRACTS / "bencher-cells.csv"
 MOUNTPOINT_PATH = CONTRACTS / "mountpoint-s3-ci.csv"
 

@@ -10,8 +10,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
-from .premise import instance_storage_gb
+from ..errors import ConfigError
+from .instances import instance_storage_gb
 
 HOURS_PER_MONTH = 730.0  # AWS bills GB-month and MB/s-month on 730 hours
 SECONDS_PER_MONTH = HOURS_PER_MONTH * 3600

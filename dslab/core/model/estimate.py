@@ -31,14 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .limits import EXPRESS_COPY_THREADS
-from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
-from .instances import INSTANCES as INSTANCE_TABLE
-from .premise import (LARGE_FILE_BYTES, MAX_COMPUTE_RATE, SAMPLE_BYTES, VOLUME_HEADROOM, DatasetShape, compute_rate,
-                      file_share_bytes, volume_for)
-from .prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
-from .provisioning import EFS_IA_MIN_FILE_BYTES, MIB, Provisioning, as_deployed
+from ..errors import ConfigError
+from ..facts.limits import EXPRESS_COPY_THREADS
+from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, MODES, PIPE, S3_READ_MODES, SCRIPT, STANDARD, source_label
+from ..facts.instances import INSTANCES as INSTANCE_TABLE
+from ..shape import LARGE_FILE_BYTES, DatasetShape
+from .volume import VOLUME_HEADROOM, file_share_bytes, volume_for
+from ..facts.prices import HOURS_PER_MONTH, PriceTable, express_staging_cost, job_cost
+from ..facts.storage import EFS_IA_MIN_FILE_BYTES, MIB
+from .provisioning import Provisioning, as_deployed
 
 # ---- constants -------------------------------------------------------------------------------
 # The constants a run's figures rest on, in one record so that the calibration (calibration.py) can fit them on some
@@ -305,7 +306,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     elif mode == FSX:
         downloading = model.mount_fixed
         if not lab.fsx.holds(shape.bytes):
-            from .provisioning import fsx_capacity_for
+            from ..facts.storage import fsx_capacity_for
             blocker = (f"FSx for Lustre ({lab.fsx.label()}) cannot hold {shape.bytes / 2**30:,.0f} GiB: it needs "
                        f"{fsx_capacity_for(shape.bytes / 2**30 * VOLUME_HEADROOM):,} GiB or more")
         throughput = min(lab.fsx.throughput_mbps / hosts, network_mbps)   # this instance's share
@@ -443,7 +444,7 @@ def fsx_express_break_even(shape: DatasetShape, *, max_epochs: int = 100, prices
 
 # ../shared's nine measured cells (A, B, D; vendored, see dslab/contracts/vendored.json). The fit reads all twelve,
 # these and scenario C, from bencher-cells.csv (calibration.py); test_estimate_calibration holds the two files equal.
-CALIBRATION_PATH = Path(__file__).resolve().parent.parent / "contracts" / "bencher-measured.csv"
+CALIBRATION_PATH = Path(__file__).resolve().parents[2] / "contracts" / "bencher-measured.csv"
 
 
 def calibration_cells(path: Path = CALIBRATION_PATH) -> list[dict[str, str]]:

@@ -1,0 +1,168 @@
+"""What the shared data sources serve and what their APIs accept, each figure with its source: S3's requests per
+prefix, the directory bucket's reads, FSx for Lustre's throughput tiers, capacities and quotas, EFS's throughput
+limits. AWS's numbers, with the rules that read them (what CreateFileSystem refuses); no model above them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ---- shared limits, cited ----------------------------------------------------------------------
+# S3: "at least ... 5,500 GET/HEAD requests per second per partitioned Amazon S3 prefix. There are no
+# limits to the number of prefixes in a bucket" (S3 User Guide, optimizing-performance.html).
+S3_GETS_PER_PREFIX = 5500.0
+
+
+# S3 Express One Zone: "By default, each directory bucket supports up to 200,000 reads and up to 100,000 writes per
+# second. If your workload requires higher than the default TPS limits, you can request an increase through AWS
+# Support" (S3 User Guide, s3-express-performance.html); "S3 Express One Zone storage class can support workloads with
+# up to 2,000,000 GET and up to 200,000 PUT transactions per second (TPS) per directory bucket" (S3 User Guide,
+# s3-express-optimizing-performance-design-patterns.html): the most a raised quota gives one bucket.
+EXPRESS_READS_PER_BUCKET = 200_000.0
+EXPRESS_READS_MAX = 2_000_000.0
+
+
+# FSx for Lustre, network throughput per TiB of storage ("File system performance for SSD storage
+# options", LustreGuide performance.html / ssd-storage.html): Scratch 2 200 baseline, 1,300 burst (credits);
+# Persistent 2 tiers 125/250/500/1000 MB/s/TiB of disk throughput ("valid values are 125, 250, 500, and 1000").
+FSX_SCRATCH2_MBPS_PER_TIB = 200.0
+FSX_SCRATCH2_BURST_MBPS_PER_TIB = 1300.0
+FSX_PERSISTENT2_TIERS = (125, 250, 500, 1000)
+SCRATCH_2, PERSISTENT_2 = "SCRATCH_2", "PERSISTENT_2"
+
+
+# "the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB" (CreateFileSystem StorageCapacity).
+FSX_CAPACITY_STEPS_GIB = (1200, 2400)
+FSX_CAPACITY_INCREMENT_GIB = 2400
+
+
+# EFS (efs/latest/ug/performance.html), every figure metered throughput:
+# - "Amazon EFS meters read operations up to one-third the rate of write operations, permitting the file system to
+#   drive a baseline rate up to 150 KiBps per GiB of read throughput, or 50 KiBps per GiB of write throughput"; the
+#   AWS Storage Blog ("Amazon EFS introduces 3X read-throughput increase"): "a file system configured for 1 GB/s of
+#   provisioned throughput can now drive up to 3 GB/s for a read-heavy workload". Training reads: a Bursting or
+#   Provisioned file system reads at EFS_READ_METERING times its metered rate (Elastic's limits are stated as reads).
+# - Bursting: "the base throughput is proportionate to the file system's size in the Standard storage class ... The
+#   file system size used to determine the baseline and burst rates is the ValueInStandard metered size"; "When burst
+#   credits are available, a file system can drive throughput up to 100 MiBps per TiB in Standard storage ... with a
+#   minimum of 100 MiBps" (50 MiB/s per TiB without credits).
+# - Per file system, reads: Elastic 20-60 GiB/s, Provisioned 3-10 GiB/s, Bursting 3-5 GiB/s (the lower bounds taken).
+# - Per client: Elastic 1,500 MiB/s ("for file systems using Elastic throughput and mounted using version 2.0 or later
+#   of the Amazon EFS client (amazon-efs-utils version) or the Amazon EFS CSI Driver ... For all other file systems,
+#   the throughput limit is 500 MiBps": which client SageMaker mounts EFS with is not documented; the table's figure
+#   is taken, and a real run confirms it); Provisioned and Bursting 500 MiB/s.
+# Max I/O is not available with Elastic and has higher per-operation latency.
+MIB = 1.048576  # MB per MiB
+EFS_READ_METERING = 3.0
+EFS_BURST_MIBPS = 100.0
+EFS_BASELINE_MIBPS_PER_TIB = 50.0
+EFS_ELASTIC_READ_MIBPS = 20 * 1024.0
+EFS_PROVISIONED_READ_MIBPS = 3 * 1024.0
+EFS_BURSTING_READ_MIBPS = 3 * 1024.0
+EFS_PER_CLIENT_MIBPS = 500.0
+EFS_ELASTIC_PER_CLIENT_MIBPS = 1500.0
+
+
+# EFS lifecycle (stacks/components/efs.py): files unread for 7 days move to Infrequent Access, "Files smaller than 128
+# KiB are not eligible for lifecycle management and are always stored in the Standard storage class" (EFS User Guide,
+# lifecycle-management-efs.html), and come back to Standard on their first read (TransitionToPrimaryStorageClass
+# AFTER_1_ACCESS).
+EFS_IA_MIN_FILE_BYTES = 128 * 1024
+EFS_PROVISIONED_MAX_MIBPS = 3414.0   # the lab's setting's limit (stacks/config.py: 1-3414 MiB/s)
+BURSTING, ELASTIC, PROVISIONED = "bursting", "elastic", "provisioned"
+
+
+# ---- what the FSx API refuses, checked before anything is synthesized or created ---------------------
+# The two deployment types the lab builds, and the Lustre version each S3 link uses (stacks/components/fsx.py).
+FSX_DEPLOYMENT_TYPES = (SCRATCH_2, PERSISTENT_2)
+FSX_LINK_VERSIONS = {"dra": "2.15", "import-path": "2.12"}
+
+
+def fsx_problems(deployment_type: str, capacity_gib: int, mbps_per_tib: float | None = None, *,
+                 link: str | None = "dra", lustre_version: str | None = None) -> list[tuple[str, str]]:
+    """What CreateFileSystem (and CreateDataRepositoryAssociation) would refuse in this FSx for Lustre
+    configuration, as (setting, why) pairs: "deployment_type", "capacity", "throughput", "link", "version".
+    ``link``: "dra", "import-path" or None (not linked to S3). The stack's settings (stacks/config.py), the CLI's
+    premise and the stand-in's CloudFormation share it."""
+    problems: list[tuple[str, str]] = []
+    version = lustre_version or FSX_LINK_VERSIONS.get(link or "dra", "2.15")
+    if deployment_type not in FSX_DEPLOYMENT_TYPES:
+        return [("deployment_type", f"{deployment_type!r} is not a deployment type the lab builds: "
+                                    f"{' or '.join(FSX_DEPLOYMENT_TYPES)}")]
+    # CreateFileSystem StorageCapacity: "For SCRATCH_2, PERSISTENT_2, and PERSISTENT_1 deployment types using SSD
+    # storage type, the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB."
+    if not (capacity_gib in FSX_CAPACITY_STEPS_GIB or (capacity_gib > 0 and capacity_gib % FSX_CAPACITY_INCREMENT_GIB == 0)):
+        problems.append(("capacity", f"{capacity_gib} GiB is not a valid {deployment_type} capacity: 1200, 2400 or a "
+                                     "multiple of 2400 GiB"))
+    if deployment_type == PERSISTENT_2:
+        # CreateFileSystemLustreConfiguration PerUnitStorageThroughput: "Required with PERSISTENT_1 and PERSISTENT_2
+        # deployment types ... For PERSISTENT_2 SSD storage: 125, 250, 500, 1000 MB/s/TiB."
+        if mbps_per_tib is None or float(mbps_per_tib) not in FSX_PERSISTENT2_TIERS:
+            problems.append(("throughput", f"PERSISTENT_2 needs a throughput per TiB of "
+                                           f"{', '.join(map(str, FSX_PERSISTENT2_TIERS))} MB/s/TiB"
+                                           + ("" if mbps_per_tib is None else f", not {mbps_per_tib:g}")))
+        # "This section [the legacy ImportPath link] applies to file systems with Scratch 1 deployment type, and also to
+        # file systems with Scratch 2 or Persistent 1 deployment types that do not use data repository associations"
+        # (FSx for Lustre User Guide, older-deployment-types.html): Persistent 2 links to S3 only through a DRA.
+        if link == "import-path":
+            problems.append(("link", "PERSISTENT_2 links to S3 only through a data repository association: the legacy "
+                                     "import path is for Scratch 1, Scratch 2 and Persistent 1"))
+        # CreateFileSystemLustreConfiguration DeploymentType: "If you choose PERSISTENT_2, and you set
+        # FileSystemTypeVersion to 2.10, the CreateFileSystem operation fails."
+        if version == "2.10":
+            problems.append(("version", "PERSISTENT_2 does not run Lustre 2.10: use 2.12 or 2.15"))
+    elif mbps_per_tib not in (None, FSX_SCRATCH2_MBPS_PER_TIB):
+        # LustreFileSystemConfiguration PerUnitStorageThroughput: "This option is only valid for PERSISTENT_1 and
+        # PERSISTENT_2 deployment types."
+        problems.append(("throughput", f"{deployment_type} has no throughput setting (it gives 200 MB/s per TiB): "
+                                       "drop it, or choose PERSISTENT_2"))
+    # CreateDataRepositoryAssociation: "Data repository associations are supported on all FSx for Lustre 2.12 and
+    # 2.15 file systems, excluding scratch_1 deployment type."
+    if link == "dra" and version not in ("2.12", "2.15"):
+        problems.append(("version", f"a data repository association needs Lustre 2.12 or 2.15, not {version}"))
+    return problems
+
+
+# The account's FSx for Lustre storage quota, per deployment type: "Following are the quotas for Amazon FSx for Lustre per
+# AWS account, per AWS Region, which you can increase ... Lustre Scratch storage capacity 100800 ... Lustre Persistent 2
+# file storage capacity 100800" (GiB; FSx for Lustre User Guide, limits.html). Service Quotas names and codes them
+# (service code fsx) "Lustre Scratch storage capacity" L-AD2FC696 (Scratch 1 and 2 together) and "Lustre
+# Persistent_2 storage capacity" L-8F1B9C74: the user guide prints no codes; these are the codes public Service Quotas
+# listings give, and `dslab doctor` looks each quota up by its name in the account and says which code it found.
+FSX_QUOTA_DEFAULT_GIB = 100_800
+FSX_QUOTAS = {SCRATCH_2: ("L-AD2FC696", "Lustre Scratch storage capacity"),
+              PERSISTENT_2: ("L-8F1B9C74", "Lustre Persistent_2 storage capacity")}
+
+
+def fsx_quota(fsx: Any, applied_gib: float | None = None) -> dict[str, Any] | None:
+    """The storage quota a file system of this size needs raised (None while the default, or ``applied_gib``, holds
+    it), with the request that raises it. The quota counts every file system of the type in the account and Region."""
+    code, name = FSX_QUOTAS[fsx.deployment_type]
+    limit = float(applied_gib if applied_gib is not None else FSX_QUOTA_DEFAULT_GIB)
+    if fsx.capacity_gib <= limit:
+        return None
+    command = (f"aws service-quotas request-service-quota-increase --service-code fsx --quota-code {code} "
+               f"--desired-value {fsx.capacity_gib}")
+    return {"quota": name, "code": code, "default_gib": FSX_QUOTA_DEFAULT_GIB, "limit_gib": limit,
+            "needed_gib": fsx.capacity_gib, "command": command,
+            "summary": f"{fsx.capacity_gib:,} GiB is above the account's default quota \"{name}\" ({limit:,.0f} GiB, "
+                       f"{code}): ask for it first (every {fsx.deployment_type} file system of the account counts)",
+            "source": "FSx for Lustre User Guide, limits.html (defaults); Service Quotas codes as public listings give them"}
+
+
+def fsx_capacity_for(gib_needed: float) -> int:
+    """The smallest Scratch 2 / Persistent 2 SSD capacity (GiB) that holds ``gib_needed``."""
+    for step in FSX_CAPACITY_STEPS_GIB:
+        if gib_needed <= step:
+            return step
+    return int(-(-gib_needed // FSX_CAPACITY_INCREMENT_GIB) * FSX_CAPACITY_INCREMENT_GIB)
+
+
+# FSx for Lustre SCRATCH_2 capacities: "1.2 TiB, 2.4 TiB, or increments of 2.4 TiB"
+# (https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-storage-capacity.html).
+def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> str | None:
+    """Why a storage capacity (GiB) is not allowed for the deployment type, or None (provisioning.fsx_problems)."""
+    from .storage import fsx_problems
+    found = [why for setting, why in fsx_problems(deployment_type, capacity, 125 if deployment_type == "PERSISTENT_2"
+                                                  else None) if setting == "capacity"]
+    return found[0] if found else None
