@@ -23,6 +23,7 @@ from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.facts.prices import PriceTable
 from .core.results import record_from_describe, summarise, to_csv
 from .core.model.spread import spread as runs_spread
+from .core.answer.decision import duration  # noqa: F401  (the CLI reads it from here too)
 from .inputs.experiment_file import read_json_file
 
 DISAGREEMENT = 0.05
@@ -336,8 +337,7 @@ class Answers:
                                          setup_time=results.get("backend") != "local", lab=self.lab,
                                          local_setup=(results.get("local_run") or {}).get("setup_seconds")
                                          if results.get("backend") == "local" else None)
-        self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, fsx_capacity_gib=self.fsx_capacity_gib,
-                                            lab=self.lab)
+        self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, lab=self.lab)
                           if self.experiment is not None and results.get("backend") == "local" else [])
 
     def estimate_for(self, measured) -> Any:
@@ -351,16 +351,6 @@ def _stats_shape(found: dict[str, Any] | None):
     if not found or not found.get("files") or not found.get("bytes"):
         return None
     return DatasetShape(files=int(found["files"]), bytes=int(found["bytes"]))
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:,.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:,.0f} min"
-    return f"{seconds / 3600:,.1f} h"
 
 
 def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=lambda label: f"### {label}") -> list[str]:
@@ -398,8 +388,13 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
                          f"{e.pick.source}, {usd(e.pick.cost_usd)} per run{_range(e.pick)}, {duration(e.pick.seconds)} "
                          f"to a result{runner}. Why: {e.why}." + (f" Precision: {e.noise}." if e.noise else ""))
             if estimate.premise is not None:   # what the estimate assumed, as every answer says it
-                lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}.")
-            for advice in estimate.recommendation.advice:
+                lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}; "
+                             f"priced: {estimate.answer.rule}.")
+            differs = [s for s in estimate.answer.sources if s.differs]
+            if differs:
+                lines.append("- Where the lab as it stands differs (estimated): "
+                             + "; ".join(f"{s.source} as {s.provisioned_as}, {s.differs}" for s in differs) + ".")
+            for advice in estimate.answer.advice:
                 lines.append(f"- Advice (estimated on AWS): {advice}.")
         lines.append("")
     return lines
@@ -481,12 +476,11 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
     """The checkpoint section (a run with checkpoint trials): per trial, the answer first (the measured pick: the
     shortest stall, then restore; and where the same checkpoints at the workload's full size should go on AWS, every
     30 minutes, estimated), then each target's measured save, stall, restore and GB/s."""
-    from dataclasses import replace
-
-    from .core.workloads.checkpoint import GIB
-    from .core.model.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, Question, measured_pick,
-                                                 measured_targets, option_name, recommend)
+    from .core.answer.checkpoints import trial_checkpoint_answer
     from .core.answer.decision import usd
+    from .core.model.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, measured_pick, measured_targets,
+                                                 option_name)
+    from .core.workloads.checkpoint import GIB
     targets = measured_targets(results["records"])
     if not targets:
         return []
@@ -519,20 +513,17 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                                  "does not separate them (`repeats: 3`, or a larger scale of the workload's bytes).")
         trial = trials.get(trial_name)
         if trial is not None:
-            try:
-                workload = replace(trial.checkpoint.workload, scale=1.0)
-                plan = replace(trial.checkpoint, workload=workload).plan(trial)
-                q = Question(plan, trial.instance_type, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, answers.prices, answers.lab,
-                             trial.volume_size_gb)
-                answer = recommend(q)
+            try:   # the same answer `dslab recommend --experiment` gives the trial
+                answer = trial_checkpoint_answer(trial, answers.lab, answers.prices)
+                plan = answer.premise.checkpoint.plan
             except ConfigError as err:
                 lines.append(f"- Estimated on AWS: not priced: {err}")
                 answer = None
             if answer is not None and answer.pick is not None:
-                p = answer.pick
+                p = answer.pick.estimate
                 lab_said = answers.lab.describe() if answers.lab is not None else "the lab as cdk.json would deploy it"
-                runner_text = (f"; runner-up {option_name(answer.runner_up)}, ${answer.runner_up.usd_per_day:,.2f} a day"
-                               if answer.runner_up else "")
+                runner_text = (f"; runner-up {option_name(answer.runner_up.estimate)}, "
+                               f"${answer.runner_up.estimate.usd_per_day:,.2f} a day" if answer.runner_up else "")
                 lines.append(f"- {'**Estimated on AWS**' if local else 'Estimated'} (not measured: {plan.files:,} files, "
                              f"{plan.bytes / GIB:,.1f} GiB a checkpoint at full size on {trial.instance_count} x "
                              f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {DEFAULT_KEEP} kept; "
@@ -653,7 +644,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                 lines.append(f"| {a.scenario.label} | - | - | | | | | | | | | | {_cell(a.missing)} |")
                 continue
             for rank, o in enumerate(a.decision.ranking, 1):
-                e = a.recommendation.estimates[o.source]
+                e = a.answer.source(o.source).estimate
                 lines.append(f"| {a.scenario.label} | {rank} | {o.source} | {_fmt(e.downloading)} | {_fmt(e.training)} | "
                              f"{_fmt(e.other)} | {_fmt(e.billable_seconds)} | {usd(o.job_usd)} | {usd(o.setup.usd)} | "
                              f"{usd(o.cost_usd)}{_range(o)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")

@@ -73,12 +73,12 @@ def post_cells() -> list[str]:
             "within the model's error of the pick |", "|---|---|---|---|---|"]
     for label, files, size in POST_CELLS:
         answer = dslab("recommend", "--files", files, "--bytes", size)
-        ranked = {row["source"]: row for row in answer["ranking"]}
+        ranked = {row["source"]: row for row in answer["sources"] if not row["blocker"]}
         pick, runner = ranked[answer["pick"]], ranked[answer["runner_up"]]
 
         def priced(row) -> str:
             setup = (f"; {usd(row['setup_usd'])} of it set-up" if row["setup_usd"] >= 0.005 else "")
-            return f"{usd(row['cost_to_result_usd'])} ({usd_range(row['cost_to_result_interval_usd'])}{setup})"
+            return f"{usd(row['cost_to_result_usd'])} ({usd_range(row['cost_to_result_range_usd'])}{setup})"
         passed = []
         for source, note in answer["passed_over"].items():
             need = re.search(r"less than the (\d+)% it must save", note)
@@ -107,15 +107,15 @@ def post_cells() -> list[str]:
 
 def express_c() -> list[str]:
     argv = ("estimate", "--files", "1530350", "--bytes", "54GB")
-    by_label = {e.get("source") or e["mode"]: e for e in dslab(*argv)["estimates"]}
+    by_label = {s["source"]: s for s in dslab(*argv)["sources"]}
     rows = ["| one epoch | billable (range) | job (range) | once per run |", "|---|---|---|---|"]
     for label, shown in (("FastFile", "FastFile (S3 Standard)"), ("FSx", "FSx for Lustre"),
                          ("Express FastFile", "Express FastFile")):
-        e = by_label[label]
+        s = by_label[label]
+        e = s["estimate"]
         low, high = e["range"]["billable_seconds"]
-        setup = e["setup"]
-        once = ("—" if not setup["usd"] else
-                f"{'S3 import' if label == 'FSx' else 'staging'} ≈ {setup['seconds'] / 60:,.0f} min: {usd(setup['usd'])}")
+        once = ("—" if not s["setup_usd"] else
+                f"{'S3 import' if label == 'FSx' else 'staging'} ≈ {s['setup_seconds'] / 60:,.0f} min: {usd(s['setup_usd'])}")
         bound = ", I/O-bound" if e["bound"] == "I/O" else ""
         rows.append(f"| {shown} | {e['billable_seconds']:,.0f} s ({low:,.0f}–{high:,.0f}){bound} | "
                     f"{usd(e['cost_usd']['total'])} ({usd_range(e['range']['job_usd'])}) | {once} |")
@@ -132,15 +132,16 @@ def express_c() -> list[str]:
 
 def script_c() -> list[str]:
     argv = ("estimate", "--files", "1530350", "--bytes", "54GB")
-    by_label = {e.get("source") or e["mode"]: e for e in dslab(*argv)["estimates"]}
+    by_label = {s["source"]: s for s in dslab(*argv)["sources"]}
     rows = ["| scenario C, one epoch | billable (range) | download | training | cost to a result (range) | bound |",
             "|---|---|---|---|---|---|"]
     for label in ("Script", "FastFile", "FSx"):
-        e = by_label[label]
+        s = by_label[label]
+        e = s["estimate"]
         low, high = e["range"]["billable_seconds"]
         rows.append(f"| {label} | {e['billable_seconds']:,.0f} s ({low:,.0f}–{high:,.0f}) | {e['downloading']:,.0f} s | "
-                    f"{e['training']:,.0f} s | {usd(e['cost_to_result_usd'])} "
-                    f"({usd_range(e['cost_to_result_interval_usd'])}) | {e['bound']} |")
+                    f"{e['training']:,.0f} s | {usd(s['cost_to_result_usd'])} "
+                    f"({usd_range(s['cost_to_result_range_usd'])}) | {e['bound']} |")
     rows += ["", f"From {command(*argv)} (ml.p3.2xlarge, V100 compute)."]
     return rows
 
@@ -178,19 +179,23 @@ def sizing(files: str, size: str, title: str, counts=(1, 4, 16)) -> list[str]:
     groups: dict[tuple, list[str]] = {}
     for s in last["sources"]:   # sources whose figures agree share a row, as the page has always shown them
         au = au_at(answers, s["source"])
-        key = (au, largest(s), s["provision"].replace(STANDARD_FSX, ""), usd(s["usd_per_run"]),
+        key = (au, largest(s), s["provision"].replace(STANDARD_FSX, ""), usd(s["cost_to_result_usd"]),
                json.dumps(s["as_deployed"]))
         groups.setdefault(key, []).append(s["source"])
-    ordered = sorted(groups.items(), key=lambda item: next(s["usd_per_run"] for s in last["sources"]
+    ordered = sorted(groups.items(), key=lambda item: next(s["cost_to_result_usd"] for s in last["sources"]
                                                           if s["source"] == item[1][0]))
     for (au, big, provision, _, _), names in ordered:
         s = next(x for x in last["sources"] if x["source"] == names[0])
         deployed = s["as_deployed"]
-        same = abs(deployed["usd_per_run"] - s["usd_per_run"]) < 0.005 and deployed["au_percent"] == s["au_percent"]
-        shown_deployed = ("the same" if same else
-                          f"{deployed['au_percent']:.1f}% AU, {usd(deployed['usd_per_run'])} ({deployed['premise']})")
-        rows.append(f"| {', '.join(names)} | {au} | {big} | {provision} | {usd(s['usd_per_run'])} "
-                    f"({usd_range(s['usd_per_run_range'])}) | {shown_deployed} |")
+        if deployed["blocker"]:
+            shown_deployed = f"cannot run: {deployed['blocker'].split(':')[0]}"
+        else:
+            same = (abs(deployed["cost_to_result_usd"] - s["cost_to_result_usd"]) < 0.005
+                    and deployed["au_percent"] == s["au_percent"])
+            shown_deployed = ("the same" if same else f"{deployed['au_percent']:.1f}% AU, "
+                              f"{usd(deployed['cost_to_result_usd'])} ({deployed['premise']})")
+        rows.append(f"| {', '.join(names)} | {au} | {big} | {provision} | {usd(s['cost_to_result_usd'])} "
+                    f"({usd_range(s['cost_to_result_range_usd'])}) | {shown_deployed} |")
     rows += ["", f"From {command('size', '--files', files, '--bytes', size, *P4D, '--instance-count', 'N')} at N = "
              f"{', '.join(map(str, counts[:-1]))} and {counts[-1]}."]
     return rows
@@ -221,11 +226,13 @@ def sizing_fsx_c() -> list[str]:
 def sizing_express_64() -> list[str]:
     argv = ("size", "--files", "1530350", "--bytes", "54GB", *P4D, "--instance-count", "64")
     text = dslab(*argv, as_json=False)
-    lines = [line for line in text.splitlines() if line.startswith(("Express FastFile ", "  Express FastFile "))]
+    lines = text.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("#  source"))
+    shown = [line for line in lines if " Express FastFile " in line][:1]
     answer = dslab(*argv)
     row = next(s for s in answer["sources"] if s["source"] == "Express FastFile")
     return [f"{command(*argv)} prints, for Express FastFile (the lab at its default rate: "
-            f"{row['as_deployed']['au_percent']:.1f}% AU):", "", "```text", *lines[:2], "```"]
+            f"{row['as_deployed']['au_percent']:.1f}% AU):", "", "```text", header, *shown, "```"]
 
 
 # ---- MLPerf workloads (docs/mlperf.md): the three A100 files on ml.p4d.24xlarge -----------------------------------
@@ -250,7 +257,7 @@ def mlperf_workloads(datasize: bool = False) -> list[str]:
     for title, _ in WORKLOADS:
         valid = [n for n in counts if isinstance(answers[title][n], dict)]
         at[title] = 8 if 8 in valid else valid[-1]
-        target = answers[title][valid[0]]["au_target_percent"]
+        target = answers[title][valid[0]]["demand"]["au_target_percent"]
         # With --mlperf-datasize the dataset grows with the cluster, so "the largest cluster" (searched on the dataset
         # sized for this N) answers no question the table asks: its AU and cost at each size do.
         largest_column = [] if datasize else [f"largest at {target:.0f}%"]
@@ -263,7 +270,7 @@ def mlperf_workloads(datasize: bool = False) -> list[str]:
         for title, _ in WORKLOADS:
             valid = [answers[title][n] for n in counts if isinstance(answers[title][n], dict)]
             row = next(s for s in answers[title][at[title]]["sources"] if s["source"] == source)
-            cells += [au_at(valid, source), *([] if datasize else [largest(row)]), usd(row["usd_per_run"])]
+            cells += [au_at(valid, source), *([] if datasize else [largest(row)]), usd(row["cost_to_result_usd"])]
         rows.append("| " + " | ".join(cells) + " |")
     rows.append("")
     for title, name in WORKLOADS:
@@ -276,7 +283,7 @@ def mlperf_workloads(datasize: bool = False) -> list[str]:
                 said.append(f"at {n}: refused, 0 steps an epoch on {steps.group(1)} accelerators "
                             f"(MLPerf Storage asks {need.group(1)} files)")
                 continue
-            premise = answer["premise"]
+            premise = answer["question"]["premise"]
             note = next((x for x in premise["notes"] if x.startswith("these figures use")), None)
             if note is None:
                 said.append(f"at {n}: {premise['files']:,} files ({premise['bytes'] / 1e12:,.2f} TB)")
@@ -287,7 +294,7 @@ def mlperf_workloads(datasize: bool = False) -> list[str]:
         if datasize:
             rows.append(f"- {title} (`{name}`), files as MLPerf Storage sizes them: " + "; ".join(said) + ".")
         else:
-            files = next(a for a in answers[title].values() if isinstance(a, dict))["premise"]["files"]
+            files = next(a for a in answers[title].values() if isinstance(a, dict))["question"]["premise"]["files"]
             rows.append(f"- {title} (`{name}`, {files:,} files as published): " + "; ".join(said) + ".")
     quota = [(title, n, s["provision"].split("; ", 1)[1]) for title, _ in WORKLOADS for n in counts
              if isinstance(answers[title][n], dict)
@@ -317,19 +324,26 @@ def _seconds(value: float) -> str:
 
 def checkpoint_targets() -> list[str]:
     """llama3_8b on 1 and llama3_70b on 8 x ml.p5.48xlarge, a save every 30 minutes, the last 2 kept: every target as
-    cdk.json deploys it and FSx and EFS provisioned for the cheapest day, as `recommend` ranks them."""
+    provisioned for the question (FSx and EFS for the cheapest day), as `recommend` ranks them, and the lab as cdk.json
+    deploys it where that differs."""
     rows: list[str] = []
     for file, hosts in CHECKPOINT_CLUSTERS:
         argv = ("--instance", "ml.p5.48xlarge", "--instance-count", str(hosts), "--checkpoint-every", "30m")
         answer = dslab("recommend", "--workload", str(REPO / DLIO / file), *argv)
-        gib = answer["premise"]["checkpoint"]["bytes"] / 1024 ** 3
+        gib = answer["question"]["premise"]["checkpoint"]["bytes"] / 1024 ** 3
         pick = answer["pick"]
         rows += [f"| {file.removesuffix('.yaml')} on {hosts} x ml.p5.48xlarge ({gib:,.1f} GiB a checkpoint) | save | "
                  "stall | restore | idle a save | a day |", "|---|---|---|---|---|---|"]
-        for o in answer["options"]:
+        options = []
+        for o in answer["targets"]:
+            options.append(o)
+            deployed = o["as_deployed"]
+            if deployed["differs"]:
+                options.append({**deployed, "label": o["label"], "premise": "as deployed", "as_deployed_row": True})
+        for o in options:
             premise = "as deployed" if o["premise"] == "as cdk.json would deploy it" else o["premise"]
             name = f"{o['label']}: {o['provision'].removeprefix('EFS ')} ({premise})"
-            if o is pick or o == pick:
+            if o["target"] == pick and not o.get("as_deployed_row"):
                 name = f"**{name}: the pick**"
             if o.get("blocker"):
                 rows.append(f"| {name} | — | — | — | — | cannot: {o['blocker']} |")

@@ -88,9 +88,13 @@ def _check_consistent(rec):
     advice always saves at least ADVICE_MIN_SAVING."""
     d = rec.decision
     ranking = d.ranking
-    assert ranking == sorted(ranking, key=lambda o: (float(f"{o.cost_usd:.3g}"), o.margin, o.seconds))
+    # Listed in the decision's own order: the pick first, the runner-up second, then by the cost the pick weighs.
+    assert ranking[0] is d.pick and (d.runner_up is None or ranking[1] is d.runner_up)
     assert all(weighed(d.pick) <= weighed(o) + 1e-9 for o in ranking)
-    above = ranking[:ranking.index(d.pick)]
+    rest = [round(weighed(o), 9) for o in ranking[2:]]
+    assert rest == sorted(rest)
+    by_cost = sorted(ranking, key=lambda o: (float(f"{o.cost_usd:.3g}"), o.margin, o.seconds))
+    above = by_cost[:by_cost.index(d.pick)]   # every source cheaper than the pick says why it is passed over
     assert set(d.passed_over) == {o.source for o in above}
     for o in above:
         assert "passed over" in d.passed_over[o.source] and d.note(o)
@@ -151,12 +155,19 @@ def test_random_reads_rule_out_the_streaming_modes():
 def test_recommend_command_prints_pick_runner_up_and_the_reason_for_every_cheaper_source():
     result = dslab("recommend", "--files", "1530350", "--bytes", "54GB")
     assert result.returncode == 0, result.stderr
-    out = result.stdout
-    assert "recommended: FSx" in out and "runner-up: " in out and "why: " in out
-    ranking = out[out.index("ranking by cost"):].splitlines()[2:]
-    pick_row = next(i for i, line in enumerate(ranking) if line.rstrip().endswith("pick"))
-    assert all("passed over" in line for line in ranking[:pick_row])
-    assert "set-up" in out and "the post's flowchart" in out
+    out = result.stdout.splitlines()
+    # The answer first: the pick, its cost with its range, its time, what it is priced on; the runner-up.
+    assert out[0].startswith("answer: FSx, $") and " to a result, as FSx " in out[0] and "; runner-up " in out[0]
+    # Then the ranking in the decision's own order: the pick is #1, the runner-up #2.
+    header = out.index(next(line for line in out if line.split()[:2] == ["#", "source"]))
+    rows = [line.split() for line in out[header + 1:header + 11]]
+    assert rows[0][:2] == ["1", "FSx"] and rows[1][0] == "2" and out[0].split("; runner-up ")[1].startswith(rows[1][1])
+    # Behind --explain: why, and the reason for every cheaper source passed over.
+    explained = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--explain").stdout
+    assert "why:" in explained and "the post's flowchart" in explained
+    decision = _rec(1_530_350, 54_000_000_000).decision
+    for source, why in decision.passed_over.items():
+        assert f"{source}: {why}"[:60] in explained.replace("\n    ", " ")
 
 
 # ---- recommend, export and the report agree ----------------------------------------------------------
@@ -186,7 +197,8 @@ def test_recommend_export_and_the_report_never_disagree(name, tmp_path, capsys):
     outputs = tmp_path / "cdk-outputs.json"
     outputs.write_text(json.dumps(OUTPUTS))
     assert main(["recommend", "--experiment", str(path), "--json"]) == 0
-    recommended = {a["dataset"]: (a["mode"], a["storage"]) for a in json.loads(capsys.readouterr().out)["answers"]}
+    recommended = {a["dataset"]: (a["answer"]["mode"], a["answer"]["storage"])
+                   for a in json.loads(capsys.readouterr().out)["answers"]}
     report = Answers(_synthetic_results(experiment), aggregate(_synthetic_results(experiment)["records"]))
     reported = {a.scenario.dataset.name: (a.decision.pick.mode, a.decision.pick.storage) for a in report.estimated}
     assert reported == recommended and len(recommended) == len(experiment.datasets)
@@ -397,7 +409,7 @@ def test_an_experiment_gets_one_answer_and_says_which_sizes_it_assumed(tmp_path,
     out = capsys.readouterr().out
     assert "no answer" not in out
     premise = next(line for line in out.splitlines() if line.startswith("premise: "))
-    assert "dataset: 1,000 files" in premise and "generate: recipe" in premise and "1,000 samples" in premise
+    assert "; 1,000 files, " in premise and "generate: recipe" in premise and "1,000 samples" in premise
     assert main(["export", "--experiment", local, "--offline", "--dataset", "local-jpg"]) == 0
     err = capsys.readouterr().err
     assert "recommended for local-jpg" in err and "premise: " in err and "dataset: 1,000 files" in err

@@ -42,6 +42,17 @@ def question(name: str, hosts: int, every: float = 1800, keep: int = 2, lab: Pro
     return ce.Question(llama(name).plan(hosts=hosts), instance, every, keep, PriceTable(), lab, volume)
 
 
+def answer_of(q: ce.Question, save_under: float | None = None):
+    """The one checkpoint answer every command views (core/answer/checkpoints.py)."""
+    from dslab.core.answer.checkpoints import CheckpointQuestion, checkpoint_answer
+    from dslab.core.answer.premise import CheckpointPremise, Premise
+    from dslab.core.shape import DatasetShape
+    premise = Premise(q.instance_type, q.plan.hosts, q.plan.gpus_per_host, 1, 0.0, "checkpoints",
+                      DatasetShape(q.plan.files, max(1, q.plan.bytes)), "test", lab=q.lab,
+                      checkpoint=CheckpointPremise(q.plan, q.every_seconds, q.keep, save_under))
+    return checkpoint_answer(CheckpointQuestion(premise, q))
+
+
 def experiment(targets=("s3", "express", "fsx", "efs"), scale=1e-5, **trial):
     doc = yaml.safe_load((DLIO / "llama3_8b.yaml").read_text())
     entry = {"name": "ckpt", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": scale},
@@ -124,29 +135,31 @@ def test_the_reports_two_clusters_every_target_a_day_at_30_minutes():
     """llama3_8b on 1 x ml.p5.48xlarge and llama3_70b on 8: every target estimated, the 70B's 1.9 TB kept more than the
     lab's 1,200 GiB FSx holds, EFS Bursting never keeping up; the pick keeps up and costs the least a day."""
     for name, hosts in (("8b", 1), ("70b", 8)):
-        answer = ce.recommend(question(name, hosts))
-        targets = {o.target for o in answer.options}
-        assert targets == {"s3", "express", "fsx", "efs"}
-        assert answer.pick is not None and not answer.pick.warnings and not answer.pick.blocker
-        assert answer.pick.usd_per_day == min(o.usd_per_day for o in answer.options if not o.warnings and not o.blocker)
-        bursting = next(o for o in answer.options if o.target == "efs" and o.provision.startswith("EFS Bursting"))
-        assert bursting.warnings
+        answer = answer_of(question(name, hosts))
+        assert [t.target for t in answer.targets] and {t.target for t in answer.targets} == {"s3", "express", "fsx", "efs"}
+        pick = answer.pick.estimate
+        assert not pick.warnings and not pick.blocker and answer.pick.rank == 1
+        assert pick.usd_per_day == min(t.estimate.usd_per_day for t in answer.targets if t.usable)
+        # EFS as the lab stands (Bursting) never keeps up: said beside EFS as provisioned, which does.
+        efs = answer.target("efs")
+        assert efs.deployed.provision.startswith("EFS Bursting") and efs.deployed.warnings and efs.usable
+        assert efs.differs.startswith("as deployed (EFS Bursting (Max I/O)): cannot keep up")
     deployed_fsx = ce.estimate_target(question("70b", 8), "fsx")
     assert "more than FSx's 1,200 GiB" in deployed_fsx.blocker
 
 
 def test_size_provisions_the_cheapest_fsx_and_efs_that_save_within_the_target():
     q = question("8b", 1)
-    rows = {o.target: o for o in ce.size(q, 60)}
+    rows = {o.target: o.estimate for o in answer_of(q, 60).targets}
     fsx = rows["fsx"]
     assert fsx.save_seconds <= 60 and fsx.settings["fsxDeploymentType"] in ("SCRATCH_2", "PERSISTENT_2")
+    # The cheapest day (idle, storage, standing) among what saves within the target: the one rule of every command.
     cheaper = [c for c in ce.fsx_options(q) if ce._fsx(q, c, "x").save_seconds <= 60
-               and c.hourly(q.prices) < FsxConfig(fsx.settings["fsxDeploymentType"], fsx.settings["fsxCapacity"],
-                                                  fsx.settings.get("fsxThroughputPerTiB", 200.0)).hourly(q.prices)]
+               and ce._fsx(q, c, "x").usd_per_day < fsx.usd_per_day - 1e-9]
     assert not cheaper
     assert fsx.command().startswith('make deploy FSX=up CONTEXT="fsxDeploymentType=')
     # 30 s: no EFS the lab builds writes 112 GB from one instance that fast (1,500 MiB/s per client at most).
-    efs = {o.target: o for o in ce.size(q, 30)}["efs"]
+    efs = answer_of(q, 30).target("efs").estimate
     assert efs.blocker.startswith("nothing the lab builds saves within 30 s")
 
 
@@ -166,31 +179,39 @@ def test_recommend_answers_where_this_models_checkpoints_go_on_this_cluster(caps
                  "--instance-count", "1", "--checkpoint-every", "30m")
     assert result.code == 0, result.err
     lines = result.out.splitlines()
-    assert lines[0].startswith("premise: 1 x ml.p5.48xlarge, each 8 x H100 80GB") and "saved every 30 min, the last 2 kept" in lines[0]
-    assert "defaults taken: checkpoints kept" in lines[0] and "checkpoint interval" not in lines[0]
-    answer = next(line for line in lines if line.startswith("checkpoints every 30 min go to: "))
-    assert "a day" in answer and "stall a save" in answer and "to restore" in answer
-    assert any(line.startswith("  why: the cheapest day that keeps up") for line in lines)
-    assert sum(line.startswith(("S3 sync ", "Express sync ", "FSx ", "EFS ")) for line in lines) >= 4
+    # The answer first, then one table, then the premise in two lines.
+    assert lines[0].startswith("answer: checkpoints every 30 min go to FSx") and "a day" in lines[0]
+    assert "stall a save" in lines[0] and "to restore" in lines[0] and "; runner-up " in lines[0]
+    premise = next(i for i, line in enumerate(lines) if line.startswith("premise: "))
+    assert lines[premise].startswith("premise: 1 x ml.p5.48xlarge (8 x H100 80GB)") and "the last 2 kept" in lines[premise]
+    assert "defaults: kept" in lines[premise + 1] and "interval" not in lines[premise + 1]
+    assert sum(line.split()[1:2] in (["S3"], ["Express"], ["FSx"], ["EFS"]) for line in lines[1:premise]) == 4
+    explained = run(capsys, "recommend", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge",
+                    "--explain").out
+    assert "the cheapest day that keeps up" in explained
     data = json.loads(run(capsys, "recommend", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge",
                           "--json").out)
-    assert data["premise"]["checkpoint"]["files"] == 16 and data["pick"]["usd_per_day"] > 0
+    assert data["question"]["premise"]["checkpoint"]["files"] == 16 and data["pick"] == "fsx"
+    assert next(t for t in data["targets"] if t["target"] == "fsx")["usd_per_day"] > 0
     assert data["workload"]["checkpointing"] is True
 
 
 def test_size_and_estimate_on_the_same_premise(capsys):
     size = run(capsys, "size", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge", "--save-under", "60s")
     assert size.code == 0, size.err
-    assert "a save within 60 s" in size.out.splitlines()[0]
-    assert any(line.strip().startswith("FSx") and "make deploy FSX=up" in line for line in size.out.splitlines())
-    estimate = run(capsys, "estimate", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge", "--json")
-    data = json.loads(estimate.out)
-    assert [e["target"] for e in data["estimates"]] == ["s3", "express", "fsx", "efs"]
-    assert data["premise"]["line"] == estimate_line(capsys)
-
-
-def estimate_line(capsys) -> str:
-    return run(capsys, "estimate", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge").out.splitlines()[0]
+    assert "each within 60 s" in next(line for line in size.out.splitlines() if line.startswith("premise: "))
+    assert any(line.startswith("to provision FSx: make deploy FSX=up") for line in size.out.splitlines())
+    # estimate, recommend and size: views of one answer, the same object in --json.
+    argv = ("--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge", "--instance-count", "1", "--json")
+    answers = [json.loads(run(capsys, command, *argv).out) for command in ("estimate", "recommend", "size")]
+    assert answers[0] == answers[1] == answers[2]
+    assert {t["target"] for t in answers[0]["targets"]} == {"s3", "express", "fsx", "efs"}
+    # llama3 70B on 8 x p5: recommend picked FSx at 24,000 GiB, size provisioned 16,800 GiB; one rule now.
+    big = ("--workload", DLIO / "llama3_70b.yaml", "--instance", "ml.p5.48xlarge", "--instance-count", "8", "--json")
+    picks = {command: json.loads(run(capsys, command, *big).out) for command in ("recommend", "size")}
+    assert picks["recommend"] == picks["size"]
+    fsx = next(t for t in picks["size"]["targets"] if t["target"] == "fsx")
+    assert fsx["deploy_settings"]["fsxCapacity"] == 24000
 
 
 @pytest.mark.parametrize("argv, field, words", [
@@ -348,7 +369,8 @@ def test_recommend_experiment_answers_a_checkpoint_trial_beside_the_datasets(cap
     lines = result.out.splitlines()
     at = lines.index(next(line for line in lines if line.startswith("== llama3-8b-checkpoints")))
     assert lines[at] == "== llama3-8b-checkpoints (checkpoints to s3, express, fsx, efs; at the workload's full size)"
-    assert lines[at + 1].startswith("premise: 1 x ml.p5.48xlarge") and lines[at + 2].startswith("checkpoints every 30 min go to: ")
+    assert lines[at + 1].startswith("answer: checkpoints every 30 min go to ")
+    assert any(line.startswith("premise: 1 x ml.p5.48xlarge") for line in lines[at + 2:])
     assert lines[0].startswith("== local-jpg") and any(line.startswith("== local-tfr") for line in lines[:at])
 
 

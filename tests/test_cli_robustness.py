@@ -248,12 +248,14 @@ def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recomm
                          "--compute-rate", "300")
         assert result.code == 0, (name, result.err)
         sized = json.loads(result.out)
-        assert all(source["usd_per_hour"] > 0 for source in sized["sources"]), name
+        assert all(source["cost_to_result_usd"] > 0 for source in sized["sources"] if not source["blocker"]), name
     # ml.p5.48xlarge is priced at its own row, never $0: every source's hour costs at least that instance-hour (plus
     # what the source adds), and the prices line gives the row's own date and source, not the table's.
     hourly = PriceTable().instance_hourly("ml.p5.48xlarge")
     p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge", "--json")
-    assert p5.code == 0 and hourly and all(s["usd_per_hour"] >= hourly for s in json.loads(p5.out)["sources"])
+    assert p5.code == 0 and hourly
+    for s in json.loads(p5.out)["sources"]:   # the job's dollars per hour of its clock: at least the instance-hour
+        assert s["job_usd"] / (s["job_seconds"] / 3600) >= hourly - 1e-6, s["source"]
     # The answer's last line counts such rows and names `dslab prices`, which gives the row's own date and source.
     p5 = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p5.48xlarge")
     footer = p5.out.rstrip().splitlines()[-1]
@@ -357,16 +359,18 @@ def test_a_job_past_sagemakers_28_day_limit_is_flagged_and_refused_when_nothing_
     from dslab.core.facts.limits import MAX_RUNTIME_SECONDS
     assert MAX_RUNTIME_SECONDS == 28 * 24 * 3600
     shape = ["--files", "1530350", "--bytes", "54GB"]
-    fits = json.loads(run(capsys, "estimate", *shape, "--json").out)["estimates"]
-    assert not any(e["over_max_runtime"] for e in fits)
+    fits = json.loads(run(capsys, "estimate", *shape, "--json").out)
+    assert not fits["blocked"]
     some = run(capsys, "estimate", *shape, "--epochs", "400", "--json")
-    flagged = {e.get("source", e["mode"]): e["over_max_runtime"] for e in json.loads(some.out)["estimates"]}
+    answer = json.loads(some.out)
+    flagged = {s["source"]: "28-day" in (s["blocker"] or "") for s in answer["sources"]}
     assert some.code == 0 and any(flagged.values()) and not all(flagged.values()), flagged
-    for e in json.loads(some.out)["estimates"]:   # flagged exactly when a job outlasts 28 days
-        assert e["over_max_runtime"] == (e["time_to_result_seconds"] > MAX_RUNTIME_SECONDS - 1e-6
-                                         or (e["downloading"] + e["training"] + e["other"]) > MAX_RUNTIME_SECONDS)
+    for s in answer["sources"]:   # refused exactly when its job outlasts 28 days (one instance's clock)
+        e = s["estimate"]
+        assert flagged[s["source"]] == ((e["downloading"] + e["training"] + e["other"]) > MAX_RUNTIME_SECONDS), s["source"]
+    assert answer["pick"] not in answer["blocked"]
     text = run(capsys, "estimate", *shape, "--epochs", "400")
-    assert "28-day" in text.out and "MaxRuntimeInSeconds" in text.out
+    assert "28-day" in text.out and "MaxRuntimeInSeconds" in text.out and max(map(len, text.out.splitlines())) <= 160
     for argv in (["estimate", *shape, "--epochs", "1000"], ["recommend", *shape, "--epochs", "1000"],
                  ["size", *shape, "--instance", "ml.p3.2xlarge", "--epochs", "1000"]):
         result = run(capsys, *argv)
@@ -391,8 +395,18 @@ def test_an_experiment_whose_job_outlasts_28_days_is_refused_by_plan_run_recomme
         assert last.one_line_error("epochs:", "28-day", "MaxRuntimeInSeconds", "fewer epochs:"), (argv[0], result.err)
         assert "--epochs" not in result.err and not list(tmp_path.glob("build")), argv[0]
     experiment.write_text(experiment.read_text().replace("epochs: 900", "epochs: 20"))
-    planned = run(capsys, "plan", "--experiment", experiment, "--offline")
-    assert planned.code == 0 and "past its max_run_seconds (21,600 s)" in planned.err and "File job" in planned.err
+    from dslab.core.facts.limits import MAX_RUNTIME_SECONDS
+    # Without max_run_seconds, each request's MaxRuntimeInSeconds comes from its job's estimate (its range's top with
+    # a margin): the File job runs for days, past the 6 hours a fixed default gave it.
+    planned = run(capsys, "plan", "--experiment", experiment, "--offline", "--json")
+    assert planned.code == 0, planned.err
+    runtimes = {j["mode"]: j["request"]["StoppingCondition"]["MaxRuntimeInSeconds"] for j in json.loads(planned.out)["jobs"]}
+    assert runtimes["File"] > 21_600 and runtimes["File"] <= MAX_RUNTIME_SECONDS
+    # A max_run_seconds shorter than the top of a job's estimate is refused, naming the figure it needs.
+    short = tmp_path / "short.yaml"
+    short.write_text(experiment.read_text() + "max_run_seconds: 21600\n")
+    refused = run(capsys, "plan", "--experiment", short, "--offline")
+    assert refused.one_line_error("max_run_seconds", "21,600 s is shorter than", "File job", "give at least")
     trials = tmp_path / "trials.yaml"   # a trial's own epochs are named by its place in trials:
     trials.write_text(experiment.read_text() + "trials:\n  - name: short\n    epochs: 1\n  - name: long\n    epochs: 900\n")
     assert run(capsys, "plan", "--experiment", trials, "--offline").one_line_error("trials[1].epochs", "trial long's")
@@ -402,13 +416,23 @@ def test_mode_suggests_the_closest_source_and_takes_the_labels_the_tool_prints(c
     shape = ["--files", "30607", "--bytes", "1.1GB"]
     typo = run(capsys, "estimate", *shape, "--mode", "FastFil")
     assert typo.one_line_error("--mode", "did you mean FastFile")
-    express = run(capsys, "estimate", *shape, "--mode", "Express FastFile", "--json")
-    assert express.code == 0 and [e["source"] for e in json.loads(express.out)["estimates"]] == ["Express FastFile"]
-    # Every label `dslab estimate` prints is taken back by --mode.
-    printed = [e.get("source", e["mode"]) for e in json.loads(run(capsys, "estimate", *shape, "--json").out)["estimates"]]
-    for label in printed:
-        again = run(capsys, "estimate", *shape, "--mode", label, "--json")
-        assert again.code == 0 and [e.get("source", e["mode"]) for e in json.loads(again.out)["estimates"]] == [label]
+    def rows(result) -> list[str]:   # the sources of the table, by their label
+        lines = result.out.splitlines()
+        header = next(i for i, line in enumerate(lines) if line.split()[:2] == ["#", "source"])
+        shown = []
+        for line in lines[header + 1:]:
+            if line.startswith("premise: ") or not line.strip():
+                break
+            words = line.split()
+            shown.append(" ".join(words[1:3]) if words[1] == "Express" else words[1])
+        return shown
+    express = run(capsys, "estimate", *shape, "--mode", "Express FastFile")
+    assert express.code == 0 and rows(express) == ["Express FastFile"]
+    # Every label `dslab estimate` prints is taken back by --mode; the answer stays the whole answer.
+    whole = run(capsys, "estimate", *shape)
+    for label in rows(whole):
+        again = run(capsys, "estimate", *shape, "--mode", label)
+        assert again.code == 0 and rows(again) == [label] and again.out.splitlines()[0] == whole.out.splitlines()[0]
     clash = run(capsys, "estimate", *shape, "--mode", "Express FastFile", "--storage", "standard")
     assert clash.one_line_error("--storage")
 
@@ -449,5 +473,5 @@ def test_a_prices_file_that_cannot_be_read_is_named_as_prices_and_small_datasets
     for argv in (["recommend", "--files", "10", "--bytes", "1GB", "--prices", missing],
                  ["recommend", "--experiment", REPO / "experiments" / "local.yaml", "--prices", missing]):
         assert run(capsys, *argv).one_line_error("--prices: cannot read", str(missing))
-    said = run(capsys, "recommend", "--files", "1000", "--bytes", "39.9MB")
+    said = run(capsys, "recommend", "--files", "1000", "--bytes", "39.9MB", "--explain")
     assert said.code == 0 and "small dataset (39.9 MB < 75 GB)" in said.out and "0.0 GB" not in said.out

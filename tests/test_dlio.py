@@ -159,7 +159,7 @@ def test_evaluation_is_ignored_in_one_line(capsys, tmp_path):
     document["evaluation"] = {"eval_time": 11.572, "epochs_between_evals": 2}
     document["dataset"]["num_files_eval"] = 42
     (tmp_path / "eval.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
-    code, out, err = run_cli(capsys, "size", "--workload", tmp_path / "eval.yaml")
+    code, out, err = run_cli(capsys, "size", "--workload", tmp_path / "eval.yaml", "--explain")
     assert code == 0, err
     ignored = [line for line in out.splitlines() if line.startswith("ignored: ")]
     assert [line for line in ignored if line.startswith("ignored: evaluation")] == \
@@ -176,7 +176,7 @@ def test_a_format_the_lab_cannot_read_is_refused_with_the_formats_it_can(capsys)
 def test_every_ignored_field_is_said_in_one_line(capsys):
     """unet3d_a100_s3.yaml carries storage_options (keys and an endpoint) and checkpointing: neither changes what the
     lab measures, and each is named."""
-    code, out, _ = run_cli(capsys, "size", "--workload", DLIO / "unet3d_a100_s3.yaml", "--count", "2")
+    code, out, _ = run_cli(capsys, "size", "--workload", DLIO / "unet3d_a100_s3.yaml", "--count", "2", "--explain")
     assert code == 0
     ignored = [line for line in out.splitlines() if line.startswith("ignored: ")]
     assert any(line.startswith("ignored: storage (storage_type, storage_root, storage_options)") for line in ignored)
@@ -304,9 +304,15 @@ def test_read_threads_are_the_readers_that_overlap_per_file_latency():
 # ---- dslab size / estimate / recommend --workload ------------------------------------------------
 
 def sized(capsys, *args) -> dict:
+    """`dslab size --json`: the answer, with its premise's and demand's figures at hand."""
     code, out, err = run_cli(capsys, "size", *args, "--json")
     assert code == 0, err
-    return json.loads(out)
+    answer = json.loads(out)
+    premise = answer["question"]["premise"]
+    return {**answer, "premise": premise, "files": premise["files"], "bytes": premise["bytes"],
+            "au_target_percent": answer["demand"]["au_target_percent"],
+            "accelerators_per_instance": answer["demand"]["accelerators_per_instance"],
+            "samples_per_second_per_accelerator": premise["samples_per_second_per_accelerator"]}
 
 
 def test_size_workload_gives_the_accelerators_each_source_feeds_at_the_workloads_au_target(capsys):
@@ -324,22 +330,21 @@ def test_size_workload_gives_the_accelerators_each_source_feeds_at_the_workloads
 
 @pytest.mark.parametrize("count", [1, 8])
 def test_estimate_recommend_and_size_price_a_workload_alike(capsys, count):
-    """One model: the workload's cluster costs the same in estimate, recommend and size (as deployed)."""
-    common = ["--workload", RESNET50, "--instance", "ml.p4d.24xlarge"]
-    code, out, err = run_cli(capsys, "estimate", *common, "--instance-count", count, "--json")
-    assert code == 0, err
-    estimated = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
-    code, out, err = run_cli(capsys, "recommend", *common, "--instance-count", count, "--json")
-    assert code == 0, err
-    recommended = json.loads(out)
-    ranked = {r["source"]: r for r in recommended["ranking"]}
-    by_size = {s["source"]: s for s in sized(capsys, *common, "--count", count)["sources"]}
+    """One answer: the workload's cluster costs the same in estimate, recommend and size: the same object."""
+    common = ["--workload", RESNET50, "--instance", "ml.p4d.24xlarge", "--instance-count", count, "--json"]
+    answers = []
+    for command in ("estimate", "recommend", "size"):
+        code, out, err = run_cli(capsys, command, *common)
+        assert code == 0, err
+        answers.append(json.loads(out))
+    assert answers[0] == answers[1] == answers[2]
+    ranked = {s["source"]: s for s in answers[0]["sources"] if not s["blocker"]}
     # Whatever cannot run as premised is refused, never ranked (146.9 GB fits p4d's 8,000 GB of NVMe).
-    assert set(by_size) - set(ranked) <= set(recommended["blocked"]) and len(ranked) >= 8
-    for source, row in ((s, r) for s, r in by_size.items() if s in ranked):
-        assert row["as_deployed"]["usd_per_run"] == pytest.approx(ranked[source]["cost_to_result_usd"], abs=0.006), source
-        assert row["as_deployed"]["au_percent"] == pytest.approx(estimated[source]["au_percent"], abs=0.06), source
-    assert "resnet50 as DLIO emulates it" in estimated["File"]["assumptions"][0]
+    assert len(ranked) >= 8 and set(answers[0]["blocked"]) == {s["source"] for s in answers[0]["sources"]} - set(ranked)
+    for source, row in ranked.items():   # the cost to a result is the job and its set-up, as priced
+        assert row["cost_to_result_usd"] == pytest.approx(row["job_usd"] + row["setup_usd"], abs=0.0002), source
+        assert row["au_percent"] == pytest.approx(row["estimate"]["au_percent"], abs=0.06), source
+    assert "resnet50 as DLIO emulates it" in answers[0]["question"]["premise"]["compute"]
 
 
 def test_accelerators_means_the_same_in_estimate_recommend_and_size(capsys):
@@ -350,24 +355,20 @@ def test_accelerators_means_the_same_in_estimate_recommend_and_size(capsys):
     assert sized(capsys, *common)["accelerators_per_instance"] == 4
     code, out, err = run_cli(capsys, "estimate", *common, "--instance-count", "2", "--json")
     assert code == 0, err
-    estimated = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
+    estimated = {s["source"]: s for s in json.loads(out)["sources"]}
     code, out, err = run_cli(capsys, "estimate", "--workload", COSMOFLOW, "--instance", "ml.p4d.24xlarge",
                              "--instance-count", "2", "--json")
-    eight = {(e.get("source") or e["mode"]): e for e in json.loads(out)["estimates"]}
+    eight = {s["source"]: s for s in json.loads(out)["sources"]}
     for source in ("File", "FastFile", "FSx", "EFS"):
-        # The full CosmoFlow set (1.5 TB) is more than the lab's 1,200 GiB FSx holds: estimate prices FSx as size
-        # provisions it; the others as deployed.
-        sized_row = by_size[source] if estimated[source].get("premise") else by_size[source]["as_deployed"]
-        assert estimated[source]["au_percent"] == pytest.approx(sized_row["au_percent"], abs=0.06), source
-        assert any("2 instance(s) x 4 accelerator(s)" in a for a in estimated[source]["assumptions"]), source
+        assert estimated[source]["au_percent"] == pytest.approx(by_size[source]["au_percent"], abs=0.06), source
+        assert any("2 instance(s) x 4 accelerator(s)" in a for a in estimated[source]["estimate"]["assumptions"]), source
     # Half the accelerators ask half the data: the sources that starved 8 keep 4 busier.
     assert estimated["FastFile"]["au_percent"] > eight["FastFile"]["au_percent"]
     code, out, err = run_cli(capsys, "recommend", *common, "--instance-count", "2", "--json")
     assert code == 0, err
-    ranked = {r["source"]: r for r in json.loads(out)["ranking"]}
-    for source in set(ranked) & set(by_size):
-        sized_row = by_size[source] if ranked[source].get("premise") else by_size[source]["as_deployed"]
-        assert ranked[source]["cost_to_result_usd"] == pytest.approx(sized_row["usd_per_run"], abs=0.006), source
+    ranked = {s["source"]: s for s in json.loads(out)["sources"]}
+    for source in ranked:
+        assert ranked[source]["cost_to_result_usd"] == by_size[source]["cost_to_result_usd"], source
     code, out, err = run_cli(capsys, "recommend", *common)
     assert code == 0 and "1 x ml.p4d.24xlarge (4 x A100" in out, err   # the cluster's sizing names the accelerators asked for
     for command in ("size", "estimate", "recommend"):

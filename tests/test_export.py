@@ -166,7 +166,7 @@ def test_export_prints_code_for_the_chosen_mode(outputs, capsys, tmp_path):
 def test_export_defaults_to_the_recommended_source(outputs, capsys):
     experiment = str(REPO / "experiments/post-12-jobs.yaml")
     assert main(["recommend", "--experiment", experiment, "--dataset", "caltech-jpg-1x", "--json"]) == 0
-    recommended = json.loads(capsys.readouterr().out)["answers"][0]["pick"]
+    recommended = json.loads(capsys.readouterr().out)["answers"][0]["answer"]["pick"]
     assert export("--outputs", str(outputs)) == 0
     captured = capsys.readouterr()
     assert f"dslab:mode', value='{recommended}'" in captured.out and "caltech-jpg-1x" in captured.out

@@ -30,22 +30,19 @@ def run_json(capsys, *args) -> dict:
 @pytest.mark.parametrize("count", [1, 4, 16])
 def test_estimate_recommend_and_size_price_the_same_cluster_alike(capsys, count):
     common = [*C, "--instance", "ml.p4d.24xlarge"]
-    estimated = run_json(capsys, "estimate", *common, "--instance-count", str(count), "--json")["estimates"]
+    estimated = run_json(capsys, "estimate", *common, "--instance-count", str(count), "--json")
     recommended = run_json(capsys, "recommend", *common, "--instance-count", str(count), "--json")
     sized = run_json(capsys, "size", *common, "--count", str(count), "--json")
+    # One answer: estimate, recommend and size are views of the same object.
+    assert estimated == recommended == sized
     # The compute comes from the instance's accelerator everywhere: A100 on ml.p4d.
-    assert "A100" in estimated[0]["assumptions"][0]
-    assert sized["samples_per_second_per_accelerator"] == pytest.approx(A100, abs=0.1)
-    by_estimate = {(e.get("source") or e["mode"]): e for e in estimated}
-    by_rank = {r["source"]: r for r in recommended["ranking"]}
-    by_size = {s["source"]: s for s in sized["sources"]}
-    assert set(by_size) <= set(by_rank) == set(by_estimate)
-    for source, row in by_size.items():
-        # The lab as deployed: what recommend ranks and estimate prints, per run (set-up included).
-        assert row["as_deployed"]["usd_per_run"] == pytest.approx(by_rank[source]["cost_to_result_usd"], abs=0.006), source
-        assert by_rank[source]["cost_to_result_usd"] == pytest.approx(by_estimate[source]["cost_to_result_usd"], abs=1e-3), source
-        assert by_rank[source]["job_seconds"] * count == pytest.approx(by_estimate[source]["billable_seconds"], rel=1e-3), source
-        assert row["as_deployed"]["au_percent"] == pytest.approx(by_estimate[source]["au_percent"], abs=0.06), source
+    premise = sized["question"]["premise"]
+    assert "A100" in premise["compute"] and premise["samples_per_second_per_accelerator"] == pytest.approx(A100, abs=0.1)
+    for row in (s for s in sized["sources"] if not s["blocker"]):
+        # Each row's figures are its estimate's: the job's seconds on one instance's clock, its AU.
+        e = row["estimate"]
+        assert row["job_seconds"] * count == pytest.approx(e["billable_seconds"], rel=1e-3), row["source"]
+        assert row["au_percent"] == pytest.approx(e["au_percent"], abs=0.06), row["source"]
 
 
 @pytest.mark.parametrize("count", [1, 4, 16])
@@ -62,11 +59,12 @@ def test_recommend_experiment_the_reports_aws_answer_and_export_price_that_clust
     path.write_text("name: c\ndatasets: [{name: post-c, format: jpg, files: 1530350, bytes: 54000000000}]\n"
                     f"modes: [File, FastFile, FSx, EFS]\ninstance_type: ml.p4d.24xlarge\ninstance_count: {count}\n")
     flags = {r["source"]: r for r in run_json(capsys, "recommend", *C, "--instance", "ml.p4d.24xlarge",
-                                               "--instance-count", str(count), "--json")["ranking"]}
+                                               "--instance-count", str(count), "--json")["sources"]}
     (answer,) = run_json(capsys, "recommend", "--experiment", str(path), "--json")["answers"]
+    answer = answer["answer"]
     experiment = load_experiment(path)
     (reported,) = Answers(_synthetic_results(experiment), aggregate(_synthetic_results(experiment)["records"])).estimated
-    from_file = {r["source"]: r for r in answer["ranking"]}
+    from_file = {r["source"]: r for r in answer["sources"]}
     from_report = {o.source: o for o in reported.decision.ranking}
     assert set(from_file) == set(from_report) == {"File", "FastFile", "FSx", "EFS"}
     for source, row in from_file.items():
@@ -74,8 +72,18 @@ def test_recommend_experiment_the_reports_aws_answer_and_export_price_that_clust
         assert row["job_seconds"] == pytest.approx(flags[source]["job_seconds"], rel=1e-6), source
         assert from_report[source].cost_usd == pytest.approx(row["cost_to_result_usd"], abs=1e-4), source
     assert reported.decision.pick.source == answer["pick"]
-    assert main(["export", "--experiment", str(path), "--offline", "--out", str(tmp_path / "job.py")]) == 0
-    assert f"dslab:mode', value='{answer['mode']}'" in (tmp_path / "job.py").read_text()
+    # export exports what runs as priced: a pick whose lab differs as it stands is refused with what provisions it.
+    code = main(["export", "--experiment", str(path), "--offline", "--out", str(tmp_path / "job.py")])
+    err = capsys.readouterr().err
+    pick = from_file[answer["pick"]]
+    if pick["as_deployed"]["differs"] and pick["commands"]:
+        assert code == 2 and "provision it first" in err and pick["commands"][0] in err
+        same = next(s for s in answer["sources"] if not s["as_deployed"]["differs"] and not s["blocker"])
+        assert main(["export", "--experiment", str(path), "--offline", "--mode", same["source"],
+                     "--out", str(tmp_path / "job.py")]) == 0
+        assert f"dslab:mode', value='{same['mode']}'" in (tmp_path / "job.py").read_text()
+    else:
+        assert code == 0 and f"dslab:mode', value='{answer['mode']}'" in (tmp_path / "job.py").read_text()
 
 
 def test_what_size_provisions_is_the_estimate_of_that_provisioning():
@@ -96,9 +104,14 @@ def test_what_size_provisions_is_the_estimate_of_that_provisioning():
 
 def test_recommend_names_both_premises_for_a_cluster(capsys):
     assert main(["recommend", *C, "--instance", "ml.p4d.24xlarge", "--instance-count", "16"]) == 0
-    out = capsys.readouterr().out
-    line = next(l for l in out.splitlines() if "as the lab is deployed" in l)
-    assert "provisioned for 16:" in line and "AU" in line and "per run" in line
+    out = capsys.readouterr().out.splitlines()
+    # Each row as provisioned for 16; where the lab as it stands differs, the row is marked and --explain says how.
+    marked = [line for line in out if line.endswith(" *")]
+    assert marked and any(line.split()[1] == "FSx" for line in marked)
+    assert main(["recommend", *C, "--instance", "ml.p4d.24xlarge", "--instance-count", "16", "--explain"]) == 0
+    explained = capsys.readouterr().out
+    assert "FSx: PERSISTENT_2 1000 MB/s/TiB, 14,400 GiB" in explained and "as deployed: $" in explained
+    assert any(line.startswith("  at 16 x ml.p4d.24xlarge, ") and "as priced: AU" in line for line in explained.splitlines())
 
 
 def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_refused():
@@ -165,26 +178,20 @@ def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(c
         assert command.startswith(f"make deploy FSX={'up' if source == 'FSx' else 'keep'} CONTEXT=\""), command
         settings.update(pair.split("=", 1) for pair in command.split('CONTEXT="')[1].rstrip('"').split())
     outputs = _outputs_file(tmp_path, settings, "deployed.json")
-    deployed = run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs, "--as-deployed", "--json")
-    assert deployed["priced_as"] == "the lab as deployed" and deployed["lab"]["name"] == f"the lab as deployed ({outputs})"
+    deployed = run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs, "--json")
+    assert deployed["lab"]["name"] == f"the lab as deployed ({outputs})"
+    assert run_json(capsys, "estimate", *common, "--instance-count", str(count), "--outputs", outputs, "--json") == \
+        run_json(capsys, "recommend", *common, "--instance-count", str(count), "--outputs", outputs, "--json") == deployed
     by_deployed = {s["source"]: s for s in deployed["sources"]}
-    estimated = {(e.get("source") or e["mode"]): e for e in run_json(
-        capsys, "estimate", *common, "--instance-count", str(count), "--outputs", outputs, "--json")["estimates"]}
-    recommended = run_json(capsys, "recommend", *common, "--instance-count", str(count), "--outputs", outputs, "--json")
-    ranked = {r["source"]: r for r in recommended["ranking"]}
-    assert recommended["lab"]["fsx_config"] == deployed["lab"]["fsx_config"]
     for source in ("FSx", "EFS"):
-        # The lab as deployed is what size provisioned: the same AU and dollars, and nothing left to provision.
-        assert by_deployed[source]["au_percent"] == pytest.approx(sized[source]["au_percent"], abs=0.06), source
-        assert by_deployed[source]["usd_per_run"] == pytest.approx(sized[source]["usd_per_run"], abs=0.006), source
-        assert by_deployed[source]["commands"] == []
-        assert by_deployed[source]["usd_per_run"] == pytest.approx(ranked[source]["cost_to_result_usd"], abs=0.006), source
-        assert estimated[source]["au_percent"] == pytest.approx(by_deployed[source]["au_percent"], abs=0.06), source
-    # Sized again on that lab (not --as-deployed): FSx and EFS need nothing new, and no row says to deploy.
-    again = {s["source"]: s for s in run_json(capsys, "size", *common, "--count", str(count), "--outputs", outputs,
-                                               "--json")["sources"]}
-    for source in ("FSx", "EFS"):
-        assert again[source]["commands"] == [] and again[source]["unchanged"] == "as deployed: nothing to change"
+        # The lab as deployed is what size provisioned: the same AU and dollars, nothing left to provision, and the
+        # lab as it stands no longer differs.
+        row = by_deployed[source]
+        assert row["au_percent"] == pytest.approx(sized[source]["au_percent"], abs=0.06), source
+        assert row["cost_to_result_usd"] == pytest.approx(sized[source]["cost_to_result_usd"], abs=0.006), source
+        assert row["commands"] == [] and row["unchanged"] == "as deployed: nothing to change"
+        assert row["as_deployed"]["differs"] is None
+        assert row["as_deployed"]["cost_to_result_usd"] == pytest.approx(row["cost_to_result_usd"], abs=0.006), source
     if count == 16:
         assert deployed["lab"]["fsx_config"] == {"deployment_type": "PERSISTENT_2", "capacity_gib": 14400,
                                                  "mbps_per_tib": 1000.0, "throughput_mbps": 14062.5}
@@ -196,10 +203,12 @@ def test_estimate_and_recommend_say_which_lab_they_price(capsys, tmp_path, monke
     monkeypatch.chdir(tmp_path)
     for command in ("estimate", "recommend"):
         assert main([command, *C]) == 0
+        assert "where the lab cdk.json deploys" in capsys.readouterr().out
+        assert main([command, *C, "--explain"]) == 0
         assert "priced on the lab as cdk.json would deploy it: FSx Scratch 2, 1,200 GiB" in capsys.readouterr().out
     outputs = _outputs_file(tmp_path, {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 250, "fsxCapacity": 2400,
                                        "efsThroughput": "provisioned", "efsProvisionedMibps": 128}, "lab.json")
-    assert main(["recommend", *C, "--outputs", outputs]) == 0
+    assert main(["recommend", *C, "--outputs", outputs, "--explain"]) == 0
     out = capsys.readouterr().out
     assert f"priced on the lab as deployed ({outputs}): FSx Persistent 2 250 MB/s/TiB, 2,400 GiB" in out
     assert "EFS Provisioned 128 MiB/s" in out
@@ -221,10 +230,10 @@ def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, t
     _outputs_file(tmp_path, P2_16)
     said = "the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB, 14,400 GiB (14,062 MB/s); EFS Elastic"
     for argv in (["estimate", *C], ["recommend", *C], ["size", *C, "--as-deployed"]):
-        assert main(argv) == 0
+        assert main([*argv, "--explain"]) == 0
         assert f"priced on {said}" in capsys.readouterr().out, argv
     assert main(["size", *C, "--count", "16"]) == 0
-    assert f"{said} (General Purpose) (the same 16 instance(s)" in capsys.readouterr().out
+    assert "where the lab as deployed (cdk-outputs.json)" in capsys.readouterr().out
     lab = run_json(capsys, "size", *C, "--count", "16", "--json")["lab"]
     assert (lab["fsx_source"], lab["efs_source"]) == ("cdk-outputs.json", "cdk-outputs.json")
     # The deploy settings beyond cdk.json's, which a later deploy must repeat to keep the lab as it stands.
@@ -233,7 +242,7 @@ def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, t
                                     "efsPerformance": "generalPurpose"}
     # --outputs names another file: that one, not the one here.
     other = _outputs_file(tmp_path, {"efsThroughput": "bursting"}, "other.json")
-    assert main(["estimate", *C, "--outputs", other]) == 0
+    assert main(["estimate", *C, "--outputs", other, "--explain"]) == 0
     assert f"priced on the lab as deployed ({other}): FSx Scratch 2, 1,200 GiB" in capsys.readouterr().out
 
 
@@ -246,7 +255,7 @@ def test_outputs_without_the_fsx_stack_leave_fsx_unknown_never_down(capsys, tmp_
     main_file = Path(_outputs_file(tmp_path, {"efsThroughput": "elastic", "efsPerformance": "generalPurpose"},
                                    fsx_stack=False))
     assert "DataSourceLab-Fsx" not in json.loads(main_file.read_text())
-    assert main(["estimate", *C]) == 0
+    assert main(["estimate", *C, "--explain"]) == 0
     out = capsys.readouterr().out
     assert ("priced on the lab as deployed (cdk-outputs.json; FSx unknown from it, no FSx stack in it: as cdk.json "
             "would deploy it): FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Elastic (General Purpose)") in out
@@ -258,16 +267,16 @@ def test_outputs_without_the_fsx_stack_leave_fsx_unknown_never_down(capsys, tmp_
                                                    "fsxCapacity": 2400})["DataSourceLab-Fsx"]}
     fsx_file = tmp_path / "cdk-outputs-fsx.json"
     fsx_file.write_text(json.dumps(fsx_only, indent=2))
-    assert main(["recommend", *C]) == 0
+    assert main(["recommend", *C, "--explain"]) == 0
     assert ("priced on the lab as deployed (cdk-outputs.json; FSx as cdk-outputs-fsx.json says (`make fsx-up`)): "
             "FSx Persistent 2 250 MB/s/TiB, 2,400 GiB") in capsys.readouterr().out
     # Both files name FSx: the newer says how it stands (a deploy with FSX=up after fsx-up rewrites cdk-outputs.json).
     _outputs_file(tmp_path, P2_16)
     os.utime(fsx_file, (1_000_000, 1_000_000))
-    assert main(["estimate", *C]) == 0
+    assert main(["estimate", *C, "--explain"]) == 0
     assert "priced on the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB" in capsys.readouterr().out
     os.utime(main_file, (900_000, 900_000))
-    assert main(["estimate", *C]) == 0
+    assert main(["estimate", *C, "--explain"]) == 0
     assert "FSx as cdk-outputs-fsx.json says" in capsys.readouterr().out
     # CloudFormation (what `dslab fsx status` reads) is another matter: no FSx stack there is FSx down.
     flat = {k: v for stack in cdk_outputs({}, fsx_stack=False).values() for k, v in stack.items()}

@@ -54,69 +54,80 @@ def _workload(tmp_path) -> str:
     return str(path)
 
 
-def _costs(ranking: list[dict]) -> dict[str, float]:
-    return {row["source"]: round(row["cost_to_result_usd"], 2) for row in ranking}
+def _costs(sources: list[dict]) -> dict[str, float]:
+    return {row["source"]: round(row["cost_to_result_usd"], 2) for row in sources if not row["blocker"]}
 
 
 def test_one_question_gets_one_pick_one_cost_per_source_and_one_refusal_per_source_by_every_path(capsys, tmp_path):
     by_flags = _json(capsys, "recommend", *FLAGS, "--json")
-    by_file = _json(capsys, "recommend", "--experiment", _experiment(tmp_path), "--json")["answers"][0]
+    by_file = _json(capsys, "recommend", "--experiment", _experiment(tmp_path), "--json")["answers"][0]["answer"]
     workload = _workload(tmp_path)
     by_workload = _json(capsys, "recommend", "--workload", workload, "--instance", "ml.p4d.24xlarge",
                         "--instance-count", "8", "--json")
     answers = {"flags": by_flags, "experiment file": by_file, "workload file": by_workload}
     # One pick, one cost per source, one refusal per source.
     assert {name: a["pick"] for name, a in answers.items()} == dict.fromkeys(answers, "FSx")
-    costs = {name: _costs(a["ranking"]) for name, a in answers.items()}
+    costs = {name: _costs(a["sources"]) for name, a in answers.items()}
     assert costs["flags"] == costs["experiment file"] == costs["workload file"], costs
     assert len(costs["flags"]) == 10 and {name: a["blocked"] for name, a in answers.items()} == dict.fromkeys(answers, {})
     # File is ranked: each instance's 250 GB share lands on its 8,000 GB of NVMe (no EBS volume to raise).
     assert "File" in costs["flags"] and "Express File" in costs["flags"]
-    # FSx is never priced on the 1,200 GiB it cannot hold: as `dslab size` provisions it, said with its deploy command.
-    fsx = next(r for r in by_flags["ranking"] if r["source"] == "FSx")
-    assert "cannot hold 1,863 GiB" in fsx["premise"] and "make deploy FSX=up" in fsx["premise"]
-    # estimate: the same dollars per source; size: the same, on the premise each row names.
-    estimated = _json(capsys, "estimate", *FLAGS, "--json")
-    assert {(e.get("source") or e["mode"]): round(e["cost_to_result_usd"], 2) for e in estimated["estimates"]} \
-        == costs["flags"]
+    # One rule: every source priced as `dslab size` provisions it; the lab as it stands beside it where it differs.
+    # FSx is never priced on the 1,200 GiB it cannot hold: Persistent 2 at 7,200 GiB, with its deploy command.
+    fsx = next(r for r in by_flags["sources"] if r["source"] == "FSx")
+    assert fsx["provisioned_as"] == "FSx P2-1000 7,200 GiB" and fsx["commands"][0].startswith("make deploy FSX=up")
+    assert "cannot hold 1,863 GiB" in fsx["as_deployed"]["blocker"] and fsx["as_deployed"]["differs"]
+    # EFS, FastFile and Script were priced as the lab stands beside FSx provisioned: now each as provisioned too.
+    efs = next(r for r in by_flags["sources"] if r["source"] == "EFS")
+    assert efs["provisioned_as"] == "EFS Elastic" and efs["as_deployed"]["cost_to_result_usd"] > 2 * efs["cost_to_result_usd"]
+    # estimate and size are views of the same answer: the same object, to the cent.
+    assert _json(capsys, "estimate", *FLAGS, "--json") == by_flags
     sized = _json(capsys, "size", *FLAGS, "--json")
-    for row in sized["sources"]:
-        same = row if row["source"] == "FSx" else row["as_deployed"]   # FSx: size's provisioned row is the one ranked
-        assert round(same["usd_per_run"], 2) == pytest.approx(costs["flags"][row["source"]], abs=0.011), row["source"]
-    assert sized["sources"][-2]["as_deployed"]["blocker"].startswith("FSx for Lustre (Scratch 2, 1,200 GiB")
+    assert sized == by_flags
     # The break-even prices the FSx the ranking ranks.
     assert "7,200 GiB" in by_flags["fsx_express_break_even"]["assumptions"][0]
     # Every answer names one premise, the same by every path but where its dataset came from.
-    premises = [by_flags["premise"], by_file["premise"], by_workload["premise"], estimated["premise"], sized["premise"]]
+    premises = [a["question"]["premise"] for a in answers.values()]
     keys = ("instance_type", "instance_count", "epochs", "files", "bytes", "samples", "accelerators_per_instance")
     assert len({tuple(p[k] for k in keys) for p in premises}) == 1
     assert {round(p["samples_per_second_per_accelerator"], 1) for p in premises} == {919.5}
-    # plan runs the experiment on the lab as it stands: FSx would fill up, so it is refused before a request is built.
+    # plan runs the experiment on the lab as it stands: FSx would fill up, so it is refused before a request is built,
+    # naming what the answer provisions; export refuses it with the same line.
     refused = run(capsys, "plan", "--experiment", _experiment(tmp_path), "--offline")
-    assert refused.one_line_error("trials[0].modes", "cannot hold dataset 'big-jpg'", "fsxCapacity=2400")
+    assert refused.one_line_error("trials[0].modes", "cannot hold 1,863 GiB", "fsxCapacity=7200")
+    exported = run(capsys, "export", "--experiment", _experiment(tmp_path), "--offline")
+    assert exported.code == 2 and exported.err.strip().splitlines()[-1] == refused.err.strip().splitlines()[-1]
 
 
-def test_every_text_answer_names_its_premise_first(capsys, tmp_path):
+def test_every_text_answer_leads_with_the_answer_and_names_its_premise_in_two_lines(capsys, tmp_path):
     for argv in (["estimate", *FLAGS], ["recommend", *FLAGS], ["size", *FLAGS],
                  ["recommend", "--experiment", _experiment(tmp_path)]):
         result = run(capsys, *argv)
         assert result.code == 0, result.err
-        line = next(line for line in result.out.splitlines() if line.startswith("premise: "))
-        for said in ("8 x ml.p4d.24xlarge, each 8 x A100 40GB", "10 epochs", "ResNet-50 on A100", "16,666,667 files", "2.00 TB", "16,666,667 samples", "samples one per file",
-                     "priced on the lab as cdk.json would deploy it"):
+        lines = result.out.splitlines()
+        first = lines[1] if argv[1] == "--experiment" else lines[0]
+        assert first.startswith("answer: FSx, $") and "to a result" in first, (argv[0], first)
+        premise = [i for i, line in enumerate(lines) if line.startswith("premise: ")]
+        assert len(premise) == 1 and lines[premise[0] + 1].startswith("priced: "), argv[0]
+        line = lines[premise[0]]
+        for said in ("8 x ml.p4d.24xlarge (8 x A100 40GB)", "10 epochs", "MLPerf Storage A100", "16,666,667 files",
+                     "2.00 TB", "16,666,667 samples"):
             assert said in line, (argv[0], said, line)
+        assert "where the lab cdk.json deploys" in lines[premise[0] + 1]
+        assert max(len(line) for line in lines) <= 160, argv
 
 
 def test_every_command_takes_the_same_defaults_and_says_which_it_took(capsys):
     shape = ["--files", "30607", "--bytes", "1.1GB"]
-    premises = [_json(capsys, command, *shape, "--json")["premise"] for command in ("estimate", "recommend", "size")]
+    premises = [_json(capsys, command, *shape, "--json")["question"]["premise"]
+                for command in ("estimate", "recommend", "size")]
     assert {(p["instance_type"], p["instance_count"], p["epochs"]) for p in premises} == {("ml.p3.2xlarge", 1, 1)}
     assert all(set(p["defaults"]) == {"instance", "instance_count", "epochs"} for p in premises)
     said = run(capsys, "size", *shape).out
-    assert "defaults taken: instance type, instance count, epochs" in said
+    assert "defaults: type, count, epochs" in said
     # --count is --instance-count everywhere; the bounds are one.
     for command in ("estimate", "recommend", "size"):
-        assert _json(capsys, command, *shape, "--count", "4", "--json")["premise"]["instance_count"] == 4
+        assert _json(capsys, command, *shape, "--count", "4", "--json")["question"]["premise"]["instance_count"] == 4
         assert run(capsys, command, *shape, "--instance-count", "4097").one_line_error("--instance-count")
     assert run(capsys, "plan", "--experiment", "experiments/smoke.yaml", "--offline", "--instance-count", "4097") \
         .one_line_error("--instance-count")
@@ -147,11 +158,13 @@ def test_a_size_without_its_unit_or_of_nothing_is_refused_with_what_to_write(cap
 def test_nvme_instances_hold_their_share_and_ebs_volumes_are_sized_for_it_or_refused(capsys):
     """File mode checks one host's share as the distribution splits it; NVMe types have their fixed storage and no
     volume is asked for; an EBS volume too small for the share is refused only when the user asked for it."""
-    rows = lambda *argv: {r["source"]: r for r in _json(capsys, "recommend", *argv, "--json")["ranking"]}  # noqa: E731
+    rows = lambda *argv: {r["source"]: r for r in _json(capsys, "recommend", *argv, "--json")["sources"]  # noqa: E731
+                          if not r["blocker"]}
     # 1.2 TB on 4 x ml.p3.16xlarge (EBS): each instance holds its 300 GB share on a volume sized for it.
-    p3 = _json(capsys, "estimate", "--files", "400", "--bytes", "1.2TB", "--instance", "ml.p3.16xlarge",
-               "--instance-count", "4", "--mode", "File", "--json")["estimates"][0]
-    assert p3["volume_gb"] == 315 and "315 GB EBS volume (sized for File's share)" in p3["assumptions"][-1]
+    p3 = next(s for s in _json(capsys, "estimate", "--files", "400", "--bytes", "1.2TB", "--instance", "ml.p3.16xlarge",
+                               "--instance-count", "4", "--mode", "File", "--json")["sources"] if s["source"] == "File")
+    assert p3["estimate"]["volume_gb"] == 315
+    assert "315 GB EBS volume (sized for File's share)" in " ".join(p3["estimate"]["assumptions"])
     asked = run(capsys, "recommend", "--files", "400", "--bytes", "1.2TB", "--instance", "ml.p3.16xlarge",
                 "--instance-count", "4", "--volume-size-gb", "300", "--json")
     assert "raise volume_size_gb to at least 315" in json.loads(asked.out)["blocked"]["File"]

@@ -147,27 +147,27 @@ def test_estimate_command_json(tmp_path):
     result = dslab("estimate", "--files", "30607", "--bytes", "1.1GB", "--instance", "ml.p3.2xlarge", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    # Without --storage the S3 modes (and the script's own reads) are estimated on both buckets: the lab's
-    # and S3 Express One Zone.
-    assert [e["mode"] for e in data["estimates"]] == ["File", "FastFile", "Pipe", "FSx", "EFS", "Script",
-                                                      "File", "FastFile", "Pipe", "Script"]
-    assert [e.get("source") for e in data["estimates"][6:]] == ["Express File", "Express FastFile", "Express Pipe",
-                                                                "Express Script"]
-    assert all(e["staging_cost_usd"] > 0 for e in data["estimates"][6:])
+    # Every source is estimated: the S3 modes (and the script's own reads) on both buckets, the lab's and S3 Express
+    # One Zone; listed in the answer's order.
+    by_source = {s["source"]: s["estimate"] for s in data["sources"]}
+    assert set(by_source) == {"File", "FastFile", "Pipe", "FSx", "EFS", "Script", "Express File", "Express FastFile",
+                              "Express Pipe", "Express Script"}
+    assert all(e["staging_cost_usd"] > 0 for label, e in by_source.items() if label.startswith("Express"))
     # Script: nothing before the script, its listing and GETs inside the training time, requests priced.
-    script = data["estimates"][5]
+    script = by_source["Script"]
     assert script["downloading"] == 0 and script["cost_usd"]["requests"] > 0
     assert any("lineage" in a for a in script["assumptions"])
-    for e in data["estimates"]:
+    for e in by_source.values():
         assert set(e) >= {"mode", "downloading", "training", "other", "billable_seconds", "cost_usd", "assumptions"}
         assert e["billable_seconds"] == pytest.approx(e["downloading"] + e["training"] + e["other"], abs=0.5)
         assert e["cost_usd"]["instance"] == pytest.approx(3.825 * e["billable_seconds"] / 3600, rel=1e-3)
         assert e["assumptions"]
-    one = json.loads(dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--json").stdout)
-    assert [e["mode"] for e in one["estimates"]] == ["FastFile"]
-    express = json.loads(dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--storage", "express",
-                               "--json").stdout)
-    assert [e["source"] for e in express["estimates"]] == ["Express FastFile"]
+    # --mode and --storage choose the rows shown; the answer is the whole answer.
+    one = dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile").stdout.splitlines()
+    assert [line.split()[1] for line in one[2:] if line[:3].strip().isdigit()] == ["FastFile"]
+    express = dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fastfile", "--storage", "express").stdout
+    assert [" ".join(line.split()[1:3]) for line in express.splitlines()[2:] if line[:3].strip().isdigit()] == \
+        ["Express FastFile"]
     refused = dslab("estimate", "--files", "10", "--bytes", "1.1GB", "--mode", "fsx", "--storage", "express")
     assert refused.returncode == 2 and "--storage" in refused.stderr
 
@@ -191,9 +191,9 @@ def test_estimate_with_price_override(tmp_path):
     prices = tmp_path / "prices.yaml"
     prices.write_text("date: '2027-01-01'\ninstance_hourly:\n  ml.p3.2xlarge: 1.0\n")
     data = json.loads(dslab("estimate", "--files", "10", "--bytes", "1GB", "--prices", str(prices), "--json").stdout)
-    e = data["estimates"][0]
+    e = data["sources"][0]["estimate"]
     assert e["cost_usd"]["instance"] == pytest.approx(e["billable_seconds"] / 3600, rel=1e-3)
-    assert "2027-01-01" in data["prices"]
+    assert "2027-01-01" in data["question"]["prices"]
     prices.write_text("s3_gets: 1\n")
     result = dslab("estimate", "--files", "10", "--bytes", "1GB", "--prices", str(prices))
     assert result.returncode == 2 and "s3_gets" in result.stderr
@@ -228,15 +228,15 @@ def test_recommend_command():
     result = dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["mode"] == "FSx" and data["flowchart"]["steps"] and data["advice"] and len(data["ranking"]) == 10
+    assert data["mode"] == "FSx" and data["flowchart"]["steps"] and data["advice"] and len(data["sources"]) == 10
     assert data["storage"] == "standard" and data["fsx_express_break_even"]["crossover_epochs"] > 1
     assert data["runner_up"] and data["why"]
     text = dslab("recommend", "--files", "2000", "--bytes", "400GB")
-    assert text.returncode == 0 and "recommended: FastFile" in text.stdout
+    assert text.returncode == 0 and text.stdout.startswith("answer: FastFile, ")
     # One script for SageMaker, EC2 and EKS (or data that must stay put): SageMaker's channels and the
     # copies are ruled out, the flowchart ends on the script's own reads and says what it costs in lineage.
     portable = json.loads(dslab("recommend", "--files", "1530350", "--bytes", "54GB", "--portable-script", "--json").stdout)
-    assert {r["source"] for r in portable["ranking"]} == {"Script", "FSx"}
+    assert {r["source"] for r in portable["sources"] if not r["blocker"]} == {"Script", "FSx"}
     assert set(portable["blocked"]) == {"File", "FastFile", "Pipe", "EFS", "Express File", "Express FastFile",
                                         "Express Pipe", "Express Script"}
     assert portable["flowchart"]["source"] == "Script" and "lineage" in portable["flowchart"]["steps"][0]

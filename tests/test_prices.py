@@ -65,4 +65,4 @@ def test_prices_json_keeps_every_detail(capsys):
     p5 = next(row for row in data["rows"] if row["name"] == "instance_hourly.ml.p5.48xlarge")
     assert p5["other_source"] is True and p5["date"] == "2026-11-30"
     # The answers' own --json keeps the long label too.
-    assert json.loads(_out(capsys, "estimate", *QUESTION, "--json"))["prices"] == PriceTable().label()
+    assert json.loads(_out(capsys, "estimate", *QUESTION, "--json"))["question"]["prices"] == PriceTable().label()

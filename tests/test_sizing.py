@@ -109,10 +109,12 @@ def test_size_cli_prints_every_source_and_refuses_bad_input_naming_the_flag(caps
     result = dslab("size", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "16", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["instance_count"] == 16 and data["accelerators"] == 128 and len(data["sources"]) == 10
-    assert {"au_percent", "max_instances_at_target_au", "provision", "usd_per_hour", "usd_per_run"} <= set(data["sources"][0])
+    premise = data["question"]["premise"]
+    assert premise["instance_count"] == 16 and premise["accelerators_per_instance"] * 16 == 128 and len(data["sources"]) == 10
+    assert {"au_percent", "max_instances_at_target_au", "provision", "cost_to_result_usd", "job_usd",
+            "time_to_result_seconds", "job_seconds"} <= set(data["sources"][0])
     text = dslab("size", "--files", "500", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "4")
-    assert text.returncode == 0 and "largest at AU>=90%" in text.stdout and "PERSISTENT_2" in text.stdout
+    assert text.returncode == 0 and "largest at AU>=90%" in text.stdout and "FSx P2-" in text.stdout
     for args, flag in ((["--instance", "ml.p9.huge"], "--instance"), (["--instance", "ml.g4dn.xlarge"], "--compute-preset"),
                        (["--count", "0"], "--count"), (["--accelerators", "0"], "--accelerators")):
         bad = dslab("size", "--files", "10", "--bytes", "1GB", *args)
@@ -128,11 +130,13 @@ def test_recommend_sizes_a_cluster_and_says_what_to_provision(capsys):
                    "--compute-preset", "a100", "--instance-count", "4", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["sizing"]["instance_count"] == 4 and data["sizing"]["accelerators"] == 32
-    assert any(a.startswith("at 4 x ml.p4d.24xlarge") and "as the lab is deployed" in a and "provisioned for 4:" in a
-               for a in data["advice"])
+    assert data["demand"]["accelerators_per_instance"] == 8 and data["question"]["premise"]["instance_count"] == 4
+    # Every source is priced as provisioned for the 4 instances; the advice says what the pick feeds at that size.
+    assert any(a.startswith(f"at 4 x ml.p4d.24xlarge, {data['pick']} as priced: AU ") for a in data["advice"])
+    pick = next(s for s in data["sources"] if s["source"] == data["pick"])
+    assert pick["rank"] == 1 and pick["max_instances_at_target_au"] >= 4
     one_gpu = json.loads(dslab("recommend", "--files", "30607", "--bytes", "1.1GB", "--json").stdout)
-    assert "sizing" not in one_gpu
+    assert not any(a.startswith("at 1 x") for a in one_gpu["advice"])
 
 
 def test_the_estimate_shares_each_epoch_among_instances_and_accelerators():
@@ -289,7 +293,7 @@ def test_the_directory_bucket_is_sized_against_the_clusters_demand_and_says_whic
     assert "the rest needs the data split over 2 buckets" in huge.provision
     # The CLI: the command in text and the quota in --json.
     monkeypatch.chdir(tmp_path)
-    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "64")
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--explain")
     assert text.returncode == 0, text.stderr
     assert f"  Express FastFile  {command}" in text.stdout.splitlines()
     row = next(s for s in json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--json").stdout)["sources"]
@@ -301,13 +305,13 @@ def test_size_text_prints_each_sources_notes_as_json_has_them(capsys, tmp_path, 
     """The per-source notes of --json (each source's assumptions) are printed in the text too, each once."""
     monkeypatch.chdir(tmp_path)
     data = json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--json").stdout)
-    notes = {line for s in data["sources"] for line in s["assumptions"]}
+    notes = {line for s in data["sources"] for line in s["notes"]}
     assert any(n.startswith("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system")
                for n in notes)
     assert "FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)" in notes
-    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout.replace("\n    ", " ")
     for note in notes:
-        assert lines.count(f"note: {note}") == 1, note
+        assert text.count(f"  {note}") == 1, note
 
 
 def test_a_row_the_lab_already_provisions_prints_no_command(capsys, tmp_path, monkeypatch):
@@ -321,12 +325,12 @@ def test_a_row_the_lab_already_provisions_prints_no_command(capsys, tmp_path, mo
         assert rows[source]["commands"] == [] and rows[source]["deploy_settings"] == {}
     assert rows["FSx"]["unchanged"] == "as cdk.json would deploy it: nothing to change (`make fsx-up` builds it if FSx is down)"
     assert rows["EFS"]["unchanged"] == "as cdk.json would deploy it: nothing to change"
-    text = dslab_in_process(capsys, "size", *small).stdout
+    text = dslab_in_process(capsys, "size", *small, "--explain").stdout
     assert "make deploy" not in text and "  EFS               as cdk.json would deploy it: nothing to change" in text
     # The lab deployed as the 16-instance sizing asks (its cdk-outputs.json here): nothing to change for FSx and EFS.
     from .test_one_model import P2_16, _outputs_file
     _outputs_file(tmp_path, P2_16)
-    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout
     assert "  FSx               as deployed: nothing to change" in text
     assert "  EFS               as deployed: nothing to change" in text and "make deploy" not in text
 
@@ -347,7 +351,7 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
                                              "efsThroughput": "elastic"}
     assert combined["standing_usd_per_hour"] == pytest.approx(rows["FSx"]["standing_usd_per_hour"] +
                                                               rows["EFS"]["standing_usd_per_hour"], abs=0.01)
-    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout.splitlines()
     at = lines.index("  FSx + EFS together (one deploy sets them all: run it instead of the separate deploys, which "
                      "undo each other):")
     assert lines[at + 1].split()[:3] == ["make", "deploy", "FSX=up"] and combined["command"] in lines[at + 1]
@@ -359,7 +363,7 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
     # command alone, and the line on CONTEXT.
     one = ["--files", "500", "--bytes", "2000GB", "--instance", "ml.p3.2xlarge"]
     assert "deploy_all" not in json.loads(dslab_in_process(capsys, "size", *one, "--json").stdout)
-    text = dslab_in_process(capsys, "size", *one).stdout
+    text = dslab_in_process(capsys, "size", *one, "--explain").stdout
     assert "together" not in text and "a deploy's CONTEXT holds for that deploy only" in text
     assert '  FSx               make deploy FSX=up CONTEXT="fsxDeploymentType=SCRATCH_2 fsxCapacity=2400"' in text
     # Deployed with EFS Elastic, FSx unknown (`make deploy FSX=keep`): FSx's deploy keeps EFS as deployed.
@@ -379,27 +383,33 @@ def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monke
     puts the dataset's own prefix or folder in it."""
     from dslab.cli import build_parser
     from dslab.cli.datasets import cmd_dataset_upload
-    from dslab.cli.size import _name_the_dataset
+    from dataclasses import replace
+
+    from dslab.core.answer.answer import answer
+    from dslab.core.answer.recommend import question_for
     monkeypatch.chdir(tmp_path)
-    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16").stdout.splitlines()
+    lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout.splitlines()
     start = lines.index("to provision for 16 instance(s):")
     block = lines[start + 1:next(i for i, line in enumerate(lines) if i > start and not line.startswith("  "))]
     upload = "dslab dataset upload --src <folder> --to s3://<bucket>/datasets/<name>/ --prefixes {}"
     # File asks for nothing: p4d's 8,000 GB of NVMe hold each instance's share (no volume is asked for on NVMe types).
     # Pipe's 4,449 GETs/s fit one prefix (5,500); the script's own GETs (27.8 ms first byte, Mountpoint on EC2) need
     # two prefixes, and 226 in flight instead of 64 to feed one instance.
-    assert [line.split(None, 1)[0] for line in block][:5] == ["FastFile", "Script", "Script", "FSx", "EFS"]
+    # Rows in the answer's order (the pick first); these five, and nothing for File, Pipe or the directory bucket.
+    assert sorted((line.split(None, 1)[0] for line in block[:5]), key=str.lower) == \
+        ["EFS", "FastFile", "FSx", "Script", "Script"]
     assert f"  {'FastFile':17s} {upload.format(6)}" in block and f"  {'Script':17s} {upload.format(2)}" in block
     assert f"  {'Script':17s} experiment: hyperparameters: {{s3_concurrency: 226}}" in block
     assert any(line.startswith(f"  {'FSx':17s} make deploy FSX=up CONTEXT=") and line.endswith("# $11.84/hour while it stands")
                for line in block)
     # The upload, as printed with the dataset named, is a command the CLI takes: FastFile's 6 prefixes.
-    result = size(C, instance_type="ml.p4d.24xlarge", count=16, rate=A100, prices=PriceTable())
-    _name_the_dataset(result, "s3://my-bucket/datasets/c/")
-    (command,) = next(s for s in result.sources if s.source == "FastFile").commands
+    question = question_for(C, instance_type="ml.p4d.24xlarge", instance_count=16, rate=A100, prices=PriceTable())
+    result = answer(replace(question, dataset="s3://my-bucket/datasets/c/"))
+    (command,) = result.source("FastFile").commands
     assert command == "dslab dataset upload --src <folder> --to s3://my-bucket/datasets/c/ --prefixes 6"
-    _name_the_dataset(result, "data/c")
-    (command,) = next(s for s in result.sources if s.source == "FastFile").commands
+    result = answer(replace(question, dataset="data/c"))   # a folder: the upload's --src
+    (command,) = result.source("FastFile").commands
+    command = command.replace("s3://<bucket>/datasets/<name>/", "s3://my-bucket/datasets/c/")
     args = build_parser().parse_args(command.split()[1:])
     assert (args.handler, args.src, args.to, args.prefixes) == (cmd_dataset_upload, "data/c",
                                                                "s3://my-bucket/datasets/c/", 6)

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from .common import add_command, explain_aws, lab_provisioning, price_table, print_ignored, print_json
-from .question import add_question_flags, is_checkpoint_question, premise_json, premise_of, workload_of
+from .question import add_question_flags, is_checkpoint_question, workload_json
 
 
 def _sources(args) -> tuple[tuple[str, str], ...]:
@@ -34,134 +34,43 @@ def _sources(args) -> tuple[tuple[str, str], ...]:
     return tuple((m, STANDARD) for m in MODES)
 
 
+def _shown(args):
+    """Which rows `estimate` shows (--mode, --storage): every source is still answered, so the first line and each
+    figure are the same whatever is shown."""
+    wanted = set(_sources(args))
+    return lambda s: (s.mode, s.storage) in wanted
+
+
+def _answer(args, prices):
+    """The question the flags ask, answered: read once here, then only the answer is passed on."""
+    from ..core.answer.answer import answer
+    from .question import question_of
+    question = question_of(args, prices)
+    return question, answer(question)
+
+
+def _print_answer_json(question, result, args) -> None:
+    print_json({**result.to_dict(), **({"workload": workload_json(question.workload)} if question.workload else {})})
+
+
 def cmd_estimate(args) -> int:
-    from ..core.answer.decision import usd
-    from ..core.facts.limits import none_too_long
-    from ..core.answer.recommend import options
-    from ..report import duration
+    from .render import estimate_lines, print_lines
     prices = price_table(args.prices)
     if is_checkpoint_question(args):
         from . import checkpoints
         return checkpoints.cmd_estimate(args, prices)
-    premise = premise_of(args, prices=prices)
-    found = options(premise.shape, sources=_sources(args), lab=premise.lab, au_target=premise.au_target, prices=prices,
-                    **premise.estimate_kwargs())
-    for e, _ in ((e, o) for o, e in found):
-        e.assumptions.insert(0, premise.compute)
-    runnable = [(o, e) for o, e in found if not e.blocker]
-    # A job past SageMaker's 28-day MaxRuntimeInSeconds would be stopped: flagged, refused when none fits.
-    too_long = none_too_long({e.source: o.job_seconds for o, e in runnable}) if runnable else []
+    shown = _shown(args)
+    question, result = _answer(args, prices)
     if args.json:
-        print_json({**premise_json(premise, workload_of(args)),
-                    "estimates": [{**e.to_dict(), "setup": {"usd": round(o.setup.usd, 4), "seconds": round(o.setup.seconds, 1),
-                                                             "what": o.setup.what},
-                                   **({"cost_to_result_usd": round(o.cost_usd, 4),
-                                       "cost_to_result_interval_usd": [round(v, 4) for v in o.cost_interval],
-                                       "time_to_result_seconds": round(o.seconds, 1)} if not e.blocker else
-                                      {"cost_to_result_usd": None, "time_to_result_seconds": None}),
-                                   "over_max_runtime": e.source in too_long, **({"premise": o.premise} if o.premise else {})}
-                                  for o, e in found], "prices": prices.label(), "lab": premise.lab.to_dict()})
+        _print_answer_json(question, result, args)
         return 0
-    print(premise.describe())
-    print_ignored([workload_of(args)])
-    print(f"{'source':17s} {'download':>9s} {'training':>9s} {'other':>7s} {'billable':>9s} {'job':>9s} {'set-up':>9s} "
-          f"{'to a result':>11s} {'time':>8s}  bound")
-    for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
-        print(f"{e.source:17s} {e.downloading:9,.0f} {e.training:9,.0f} {e.other:7,.0f} {e.billable_seconds:9,.0f} "
-              f"{usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} {duration(o.seconds):>8s}  {e.bound}")
-    print_ranges(runnable)
-    for o, e in found:
-        if e.blocker:
-            print(f"{e.source:17s} cannot run as premised, not priced: {e.blocker}")
-    for o, e in runnable:
-        if o.premise:
-            print(f"note: {o.premise}")
-    if too_long:
-        print(f"over SageMaker's 28-day limit on a training job (StoppingCondition.MaxRuntimeInSeconds), SageMaker would "
-              f"stop them: {', '.join(too_long)}; fewer epochs or samples, or more instances (--instance-count)")
-    print("set-up: paid once per run before or beside the job (EFS: the DataSync copy; Express: the staging copy; "
-          "FSx: its uptime while it imports); `dslab recommend` picks from these")
-    print(prices.footer())
+    print_lines(estimate_lines(result, shown, explain=args.explain))
+    print_ignored([question.workload], brief=not args.explain)
     return 0
 
 
-def print_ranges(runnable) -> None:
-    """Each estimate's range (billable seconds, cost to a result) and its evidence, then each range it names once."""
-    from ..core.answer.decision import usd
-    from ..core.model.calibration import CALIBRATION_INSTANCE
-    print("where one run may fall (each estimate's range: billable seconds, cost to a result), and why:")
-    said = {}
-    for o, e in sorted(runnable, key=lambda pair: pair[0].cost_usd):
-        r = e.range
-        seconds = f"{r.billable_low:,.0f}-{r.billable_high:,.0f} s"
-        dollars = f"{usd(o.cost_interval[0])}-{usd(o.cost_interval[1])}"
-        print(f"  {e.source:17s} {seconds:>17s} {dollars:>15s}  {r.summary()}")
-        for a, value, _ in r.moves:
-            said.setdefault(a.what, a.describe(value))
-    print(f"  out-of-sample: each of Bencher's 4 measured scenarios ({CALIBRATION_INSTANCE}, one epoch) predicted by the "
-          "model fitted on the other 3 (dslab/core/model/calibration.py); a source without a measured cell takes the widest")
-    for text in said.values():
-        print(f"  range: {text}")
-
-
-def cost_range(option) -> str:
-    """" ($0.36-$0.41)" for an estimate with its range, "" otherwise."""
-    from ..core.answer.decision import usd
-    if option.cost_interval is None or option.runs:
-        return ""
-    return f" ({usd(option.cost_interval[0])}-{usd(option.cost_interval[1])})"
-
-
-SOURCE_DESCRIPTIONS = {
-    "File": "Amazon S3, File mode: the job copies the dataset onto its volume first",
-    "FastFile": "Amazon S3, FastFile mode: the job streams files from S3 as it reads them",
-    "Pipe": "Amazon S3, Pipe mode: the job reads each channel as one stream",
-    "FSx": "FSx for Lustre linked to the S3 bucket",
-    "EFS": "Amazon EFS, the dataset copied into it first",
-    "Script": "Amazon S3 read by the training script itself (no input channel)",
-}
-
-
-def _describe_source(mode: str, storage: str) -> str:
-    text = SOURCE_DESCRIPTIONS[mode]
-    if storage == "express":
-        text = text.replace("Amazon S3", "S3 Express One Zone (a directory bucket in the instances' zone)", 1)
-    return text
-
-
-def print_recommendation(rec, *, heading: str = "recommended") -> None:
-    """A recommendation as `dslab recommend` prints it: the pick, why, the runner-up, the ranking, advice."""
-    from ..core.answer.decision import usd, usd_difference
-    from ..report import duration
-    d = rec.decision
-    print(f"{heading}: {d.pick.source} ({_describe_source(d.pick.mode, d.pick.storage)}): {usd(d.pick.cost_usd)} per run"
-          f"{cost_range(d.pick)}, {duration(d.pick.seconds)} to a result")
-    print(f"  why: {d.why}")
-    if d.runner_up is not None:
-        print(f"  runner-up: {d.runner_up.source}: {usd(d.runner_up.cost_usd)} per run{cost_range(d.runner_up)} "
-              f"({usd_difference(d.runner_up.cost_usd - d.pick.cost_usd)}), {duration(d.runner_up.seconds)} to a result")
-    if d.noise:
-        print(f"  precision: {d.noise}")
-    chart = "; ".join(rec.flowchart)
-    agrees = "agrees" if rec.flowchart_source == d.pick.mode and d.pick.storage == "standard" else \
-        f"the estimates pick {d.pick.source} instead, for the reason above"
-    print(f"  the post's flowchart: {chart} ({agrees})")
-    print("ranking by cost to a result (the job plus its set-up), cheapest first:")
-    print(f"  {'#':>2s}  {'source':17s} {'job':>9s} {'set-up':>9s} {'to a result':>11s} {'range':>15s} {'time':>8s}  "
-          f"{'bound':8s} note")
-    for i, o in enumerate(d.ranking, 1):
-        print(f"  {i:2d}  {o.source:17s} {usd(o.job_usd):>9s} {usd(o.setup.usd):>9s} {usd(o.cost_usd):>11s} "
-              f"{cost_range(o).strip(' ()'):>15s} {duration(o.seconds):>8s}  {o.bound or '-':8s} {d.note(o)}")
-    for source, why in d.blocked.items():
-        print(f"  --  {source:17s} cannot serve it: {why}")
-    for line in rec.advice:
-        print(f"advice: {line}")
-    if rec.break_even is not None:
-        print(f"FSx against Express FastFile, by epochs: {rec.break_even.sentence()}")
-
-
 def cmd_recommend(args) -> int:
-    from ..core.answer.recommend import recommend
+    from .render import print_lines, recommend_lines
     if args.experiment:
         return _recommend_experiment(args)
     if getattr(args, "results", None):
@@ -170,32 +79,23 @@ def cmd_recommend(args) -> int:
     if is_checkpoint_question(args):
         from . import checkpoints
         return checkpoints.cmd_recommend(args, prices)
-    premise = premise_of(args, prices=prices)
-    result = recommend(premise.shape, random_access=args.random_access, data_in_efs=args.data_in_efs,
-                       portable=args.portable_script, lab=premise.lab, au_target=premise.au_target, prices=prices,
-                       **premise.estimate_kwargs())
+    question, result = _answer(args, prices)
     if args.json:
-        print_json({**premise_json(premise, workload_of(args)), **result.to_dict()})
+        _print_answer_json(question, result, args)
         return 0
-    print(premise.describe())
-    print_ignored([workload_of(args)])
-    print_recommendation(result)
-    print(prices.footer())
+    print_lines(recommend_lines(result, explain=args.explain))
+    print_ignored([question.workload], brief=not args.explain)
     return 0
 
 
-def experiment_answers(experiment, prices=None, fsx_capacity_gib: int | None = None, *,
-                       stats: dict[str, Any] | None = None, stats_source: str = "a run's results", lab=None):
-    """The estimated answer per scenario of an experiment: what recommend --experiment prints and what
-    export exports by default (dslab/core/answer/scenarios.py, as the report), priced on ``lab`` (default: the lab as
-    cdk.json builds it, FSx at ``fsx_capacity_gib`` when given)."""
-    from ..core.answer import scenarios as answers
+def experiment_answers(experiment, prices=None, *, stats: dict[str, Any] | None = None,
+                       stats_source: str = "a run's results", lab=None):
+    """The answer per scenario of an experiment: what recommend --experiment prints and what export exports by
+    default (core/answer/scenarios.py, as the report), priced on ``lab`` (default: the lab as deployed)."""
+    from ..core.answer import scenarios
     from ..core.facts.prices import PriceTable
     lab = lab or lab_provisioning()
-    if fsx_capacity_gib is not None:
-        lab = lab.with_fsx_capacity(fsx_capacity_gib)
-    return answers.estimated(experiment, prices or PriceTable(), stats=stats, stats_source=stats_source,
-                             fsx_capacity_gib=lab.fsx.capacity_gib, lab=lab)
+    return scenarios.estimated(experiment, prices or PriceTable(), stats=stats, stats_source=stats_source, lab=lab)
 
 
 def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
@@ -238,6 +138,7 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
+    from .render import print_lines, recommend_lines
     for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
                  "portable_script", "accelerators", "volume_size_gb", "fsx_capacity", "checkpoint_every", "keep"):
         if getattr(args, flag, None):
@@ -252,27 +153,25 @@ def _recommend_experiment(args) -> int:
     if args.dataset and args.dataset not in names:
         raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
     found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
-    unanswered = [a for a in found if a.recommendation is None]
+    unanswered = [a for a in found if a.answer is None]
+    from .checkpoints import trial_answer
+    checkpoint_trials = [t for t in experiment.trials if t.checkpoint is not None] if not args.dataset else []
     if args.json:
-        from .checkpoints import trial_answer
-        checkpoints = [{"trial": t.name, **dict(zip(("premise", "answer"), (p.to_dict(), a.to_dict())))}
-                       for t in experiment.trials if t.checkpoint is not None for p, a in [trial_answer(t, lab, prices)]]
+        checkpoints = [{"trial": t.name, "answer": trial_answer(t, lab, prices).to_dict()} for t in checkpoint_trials]
         print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict(),
                     **({"checkpoints": checkpoints} if checkpoints else {})})
         return 1 if unanswered else 0
     for a in found:
         print(f"== {a.scenario.label} (trials {', '.join(a.scenario.trial_names)}; sources the experiment runs)")
-        if a.recommendation is None:
+        if a.answer is None:
             print(f"no answer: {a.missing}")
             continue
-        print(a.premise.describe())
-        print_recommendation(a.recommendation)
+        print_lines(recommend_lines(a.answer, explain=args.explain))
         print()
     from .checkpoints import print_trial_answer
-    for trial in experiment.trials if not args.dataset else ():   # a checkpoint trial's question: where they go
-        if trial.checkpoint is not None:
-            print_trial_answer(trial, lab, prices)
-            print()
+    for trial in checkpoint_trials:   # a checkpoint trial's question: where its checkpoints go
+        print_trial_answer(trial, lab, prices, explain=args.explain)
+        print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0
 

@@ -402,9 +402,16 @@ def print_workload(workload) -> None:
     print_ignored([workload])
 
 
-def print_ignored(workloads) -> None:
-    """The DLIO fields the lab does not use, one line each (core/workloads/dlio.py ignored_lines), as every command that takes
-    a workload prints them."""
+def print_ignored(workloads, *, brief: bool = False) -> None:
+    """The DLIO fields the lab does not use, one line each (core/workloads/dlio.py ignored_lines), as every command that
+    takes a workload prints them; ``brief`` (an answer's default output): one line that counts them."""
     from ..core.workloads.dlio import ignored_lines
-    for line in ignored_lines(workloads):
+    from .render import fit
+    lines = ignored_lines(workloads)
+    if brief and lines:
+        fields = [line.split(": ", 1)[1].split(":")[0].split(" (")[0] for line in lines]
+        print(fit(f"ignored: {len(lines)} part(s) of the workload file the lab does not use ({', '.join(fields)}): "
+                  "--explain says why"))
+        return
+    for line in lines:
         print(line)

@@ -20,26 +20,18 @@ from .common import (
 
 
 def cmd_export(args) -> int:
-    """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code."""
+    """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code. It exports what
+    `dslab plan` would run, and only that: a job plan refuses is refused here, with the same line; a source the lab
+    as it stands cannot run as the answer priced it is refused with what provisions it."""
     from ..aws.export import generate
-    from ..core.modes import MODES, parse_source
-    from ..core.requests import plan
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
+    from .runs import check_jobs
     experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
-    datasets = {d.name: d for d in experiment.datasets}
-    dataset = datasets.get(args.dataset or next(iter(datasets)))
-    if dataset is None:
-        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of the experiment", sorted(datasets))
-    readers = [t for t in experiment.trials if dataset.name in (d.name for d in t.datasets)]
-    trials = [t for t in readers if not args.trial or t.name == args.trial]
-    if not trials:
-        raise ConfigError("--trial", f"no trial {args.trial!r} reads {dataset.name}", [t.name for t in readers])
     if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
         raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
-    modes = [m for m in MODES if any(m in t.modes for t in trials)]
-    # A mode, or a source as the tool prints it ("Express FastFile": the trial on the directory bucket).
-    mode, asked_storage = parse_source(args.mode) if args.mode else (None, None)
+    lab = _lab(args)
+    runtimes = check_jobs(experiment, lab=lab)   # what `dslab plan` refuses, refused here before anything is written
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # Your own code is packaged as `dslab plan` and `dslab run` package it (byte-reproducibly): the
@@ -49,9 +41,105 @@ def cmd_export(args) -> int:
     if args.upload:
         import boto3
         s3 = boto3.client("s3", region_name=region_of(args))
-    experiment = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
-    trials = [next(t for t in experiment.trials if t.name == trial.name) for trial in trials]
+    prepared = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
+    checkpoint_trial = _checkpoint_trial(experiment, args)
+    if checkpoint_trial is not None:
+        job = _checkpoint_job(prepared, checkpoint_trial, env, args, lab)
+    else:
+        job = _data_job(experiment, prepared, env, args, lab, runtimes)
+    code = generate(job.request, env.region)
+    script = job.spec.trial.script
+    if script is not None and not args.upload:
+        print(f"note: the job runs your code from {script.code_uri}; it is there once `dslab run` ran this trial, "
+              "or put it there now with --upload", file=sys.stderr)
+    what = (f"{job.spec.target} checkpoints of {job.spec.trial.name}" if job.spec.target else
+            f"{job.spec.mode} on {job.spec.dataset.name}")
+    runtime = job.request["StoppingCondition"]["MaxRuntimeInSeconds"]
+    if args.out:
+        Path(args.out).write_text(code)
+        print(f"wrote {args.out}: job {job.name} ({what}, MaxRuntimeInSeconds {runtime:,}); run it with: "
+              f"python {args.out} [--wait]", file=sys.stderr)
+    else:
+        sys.stdout.write(code)
+    return 0
+
+
+def _lab(args):
+    """The lab the answer and the checks price: the stand-in's outputs with --offline, else as `dslab plan` reads it."""
+    from .common import OFFLINE_OUTPUTS, lab_provisioning, outputs_from_file
+    if args.offline:
+        return lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
+    return lab_provisioning(args)
+
+
+def _checkpoint_trial(experiment, args):
+    """The checkpoint trial to export: --trial naming one, or the experiment's first where it reads no dataset."""
+    named = [t for t in experiment.trials if t.name == args.trial] if args.trial else []
+    if named and named[0].checkpoint is not None:
+        if args.dataset:
+            raise ConfigError("--dataset", f"trial {args.trial} writes checkpoints: it reads no dataset; drop --dataset")
+        return named[0]
+    if not args.trial and not experiment.datasets:
+        return next(t for t in experiment.trials if t.checkpoint is not None)
+    return None
+
+
+def _checkpoint_job(experiment, trial, env, args, lab):
+    """A checkpoint trial's writer job for --mode's target (s3, express, fsx, efs, or as printed: "S3 sync"), or the
+    target the answer picks (`dslab recommend --experiment`): CheckpointConfig for the sync targets, a read-write
+    channel for FSx and EFS."""
+    from ..core.answer.checkpoints import trial_checkpoint_answer
+    from ..core.facts.prices import PriceTable
+    from ..core.modes import CHECKPOINT_TARGET_LABELS
+    from ..core.requests import plan
+    if args.results:
+        raise ConfigError("--results", f"trial {trial.name} writes checkpoints: --results exports a data job; drop it")
+    targets = trial.checkpoint.targets
+    answer = trial_checkpoint_answer(trial, lab, PriceTable())
+    if args.mode:
+        by_name = {**{k: k for k in CHECKPOINT_TARGET_LABELS}, **{v.lower(): k for k, v in CHECKPOINT_TARGET_LABELS.items()}}
+        target = by_name.get(args.mode.strip().lower())
+        if target not in targets:
+            raise ConfigError("--mode", f"trial {trial.name} writes no checkpoints to {args.mode!r}", list(targets))
+    else:
+        usable = [t for t in answer.targets if t.usable and t.target in targets]
+        if not usable:
+            raise ConfigError("--mode", f"no target of trial {trial.name} keeps up: {answer.why}; give --mode", list(targets))
+        target = usable[0].target
+        print(f"recommended for {trial.name}: {usable[0].label} (as `dslab recommend --experiment {args.experiment}`); "
+              "--mode chooses another", file=sys.stderr)
+    found = answer.target(target)
+    if found.estimate.settings:   # priced on a file system the lab has not got
+        raise ConfigError("--mode", f"{found.label} is priced as provisioned for this question ({found.estimate.provision}), "
+                          f"which the lab as it stands is not ({found.deployed.provision}): deploy it first "
+                          f"(`{found.estimate.command()}`) and export again, or export another target",
+                          [t for t in targets if t != target])
+    repeat = args.repeat or 0
+    jobs = [j for j in plan(experiment, env, "export") if j.spec.trial.name == trial.name and j.spec.target == target
+            and not j.spec.restore and j.spec.repeat == repeat]
+    if not jobs or jobs[0].request is None:
+        raise ConfigError("--mode", f"the {target} job of {trial.name} is skipped: {jobs[0].skip_reason if jobs else 'none'}",
+                          list(targets))
+    return jobs[0]
+
+
+def _data_job(experiment, prepared, env, args, lab, runtimes):
+    """A data job: --results' measured pick, --mode's source, or the answer's pick, on the lab as it stands."""
+    from ..core.modes import MODES, lab_mode, parse_source
+    from ..core.requests import plan
+    datasets = {d.name: d for d in experiment.datasets}
+    dataset = datasets.get(args.dataset or next(iter(datasets)))
+    if dataset is None:
+        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of the experiment", sorted(datasets))
+    readers = [t for t in experiment.trials if dataset.name in (d.name for d in t.datasets)]
+    trials = [t for t in readers if not args.trial or t.name == args.trial]
+    if not trials:
+        raise ConfigError("--trial", f"no trial {args.trial!r} reads {dataset.name}", [t.name for t in readers])
+    modes = [m for m in MODES if any(m in t.modes for t in trials)]
+    # A mode, or a source as the tool prints it ("Express FastFile": the trial on the directory bucket).
+    mode, asked_storage = parse_source(args.mode) if args.mode else (None, None)
     execution, record, storage = "export", None, asked_storage
+    answers = experiment_answers(experiment, lab=lab)   # the answer `dslab recommend --experiment` gives, computed once
     if args.results:
         if args.repeat is not None:
             raise ConfigError("--repeat", "--results picks the job (the cheapest completed one); "
@@ -59,11 +147,15 @@ def cmd_export(args) -> int:
         record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode, args.trial)
         mode, storage = lab_mode(record), record.get("storage") or None
     elif mode is None:
-        mode, storage = _recommended_source(experiment, args.experiment, dataset, args.trial)
+        mode, storage = _recommended_source(answers, args.experiment, dataset, args.trial)
     if mode not in modes:
         raise ConfigError("--mode", f"the experiment does not run {mode} on {dataset.name}", modes)
+    if record is None:
+        _check_as_deployed(answers, dataset, trials, mode, storage)
+    trials = [next(t for t in prepared.trials if t.name == trial.name) for trial in trials]
     repeat = record["repeat"] if record else (args.repeat or 0)
-    jobs = [j for j in plan(experiment, env, execution) if j.spec.dataset.name == dataset.name and j.spec.mode == mode
+    jobs = [j for j in plan(prepared, env, execution, runtimes=runtimes)
+            if j.spec.dataset.name == dataset.name and j.spec.mode == mode
             and j.spec.repeat == repeat and j.spec.trial in trials
             and (storage is None or (j.spec.trial.storage or "standard") == storage)]
     if not jobs and asked_storage and not record:
@@ -76,31 +168,34 @@ def cmd_export(args) -> int:
     if job.request is None:
         raise ConfigError("--mode", f"the {mode} job of {dataset.name} is skipped: {job.skip_reason}",
                           [m for m in modes if m != mode] or None)
-    code = generate(job.request, env.region)
-    script = job.spec.trial.script
-    if script is not None and not args.upload:
-        print(f"note: the job runs your code from {script.code_uri}; it is there once `dslab run` ran this trial, "
-              "or put it there now with --upload", file=sys.stderr)
-    if args.out:
-        Path(args.out).write_text(code)
-        print(f"wrote {args.out}: job {job.name} ({mode} on {dataset.name}); run it with: python {args.out} [--wait]",
-              file=sys.stderr)
-    else:
-        sys.stdout.write(code)
-    return 0
+    return job
 
 
-def _recommended_source(experiment, experiment_path: str, dataset, trial_name: str | None) -> tuple[str, str]:
+def _check_as_deployed(answers, dataset, trials, mode: str, storage: str | None) -> None:
+    """A source priced as provisioned for the question, where the lab as it stands gives another answer, is not
+    exported: the code would run what was not priced. Refused with what provisions it."""
+    from ..core.answer.scenarios import for_dataset
+    found = for_dataset(answers, dataset.name, trials[0].name)
+    if found is None or found.answer is None:
+        return   # the size is not known here: nothing was priced, the plan's own checks stand
+    source = found.answer.source(mode, storage or trials[0].storage or "standard")
+    if source.differs and source.commands:
+        raise ConfigError("--mode", f"{source.source} on {dataset.name} is priced as provisioned for this question "
+                          f"({source.provisioned_as}), and the lab as it stands differs ({source.differs}): provision it "
+                          f"first ({'; '.join(source.commands)}) and export again, or export another source")
+
+
+def _recommended_source(answers, experiment_path: str, dataset, trial_name: str | None) -> tuple[str, str]:
     """The (mode, storage) `dslab recommend --experiment` picks for the dataset among the sources the
     experiment runs on it (the same answer the report gives)."""
     from ..core.answer.scenarios import for_dataset
-    answer = for_dataset(experiment_answers(experiment), dataset.name, trial_name)
-    if answer is None or answer.recommendation is None:
-        raise ConfigError("--mode", f"no answer for {dataset.name}: {answer.missing if answer else 'no trial reads it'}; "
+    found = for_dataset(answers, dataset.name, trial_name)
+    if found is None or found.answer is None:
+        raise ConfigError("--mode", f"no answer for {dataset.name}: {found.missing if found else 'no trial reads it'}; "
                           "give --mode")
-    pick = answer.decision.pick
-    print(f"recommended for {answer.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
-          f"--dataset {dataset.name}`); --mode chooses another; {answer.premise.describe()}", file=sys.stderr)
+    pick = found.decision.pick
+    print(f"recommended for {found.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
+          f"--dataset {dataset.name}`); --mode chooses another; {found.premise.describe()}", file=sys.stderr)
     return pick.mode, pick.storage
 
 
@@ -150,10 +245,12 @@ def register(sub) -> None:
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--region")
-    p.add_argument("--mode", help="the job's mode (default: what `dslab recommend --experiment` picks for the dataset)")
+    p.add_argument("--mode", help="the job's mode, or a checkpoint trial's target (s3, express, fsx, efs) (default: what "
+                   "`dslab recommend --experiment` picks)")
     p.add_argument("--dataset", help="the job's dataset (default: the experiment's first)")
     p.add_argument("--trial", help="the job's trial (default: the first that reads the dataset; with --results, "
-                   "the trials whose answer to export, where the report gives the dataset more than one)")
+                   "the trials whose answer to export, where the report gives the dataset more than one); a checkpoint "
+                   "trial exports its writer job")
     p.add_argument("--repeat", type=whole(0), help="the job's repeat (default 0)")
     p.add_argument("--results", help="a finished run's results.json: export the job of the source its report picks")
     p.add_argument("--out", help="write the code to this file instead of printing it")

@@ -68,7 +68,9 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
                    "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
     p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/facts/prices.py` has the table)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the whole answer as JSON (docs/reference/answer.md)")
+    p.add_argument("--explain", action="store_true", help="after the table: why, the passed-over sources, the ranges "
+                   "and their evidence, the assumptions, what provisions each source, the whole premise")
 
 
 def add_workload_flags(p) -> None:
@@ -95,16 +97,15 @@ def duration(unit: str = "m"):
     return parse
 
 
-def add_checkpoint_flags(p, size: bool = False) -> None:
-    """With a checkpointing --workload: how often a save comes, how many are kept (size: and the save's target)."""
+def add_checkpoint_flags(p) -> None:
+    """With a checkpointing --workload: how often a save comes, how many are kept, the longest a save may take."""
     from ..core.model.checkpoint_estimate import DEFAULT_KEEP, MAX_KEEP
     p.add_argument("--checkpoint-every", type=duration("m"), help="with a checkpointing --workload: the time between "
                    "saves: 30m, 2h, 90s, or minutes (default 30m)")
     p.add_argument("--keep", type=whole(1, MAX_KEEP), help=f"with a checkpointing --workload: checkpoints kept (default "
                    f"{DEFAULT_KEEP}: the last whole one and the one being written)")
-    if size:
-        p.add_argument("--save-under", type=duration("s"), help="with a checkpointing --workload: the longest a save "
-                       "may take (default 60s): what FSx and EFS are provisioned for")
+    p.add_argument("--save-under", type=duration("s"), help="with a checkpointing --workload: the longest a save may "
+                   "take, e.g. 60s: FSx and EFS are provisioned to meet it (default: for the cheapest day that keeps up)")
 
 
 def workload_of(args):
@@ -226,6 +227,19 @@ def premise_of(args, lab=None, prices=None) -> Premise:
                    defaults=frozenset(defaults), notes=tuple(notes))
 
 
+def question_of(args, prices=None):
+    """The question the flags ask (core/answer/answer.py Question), read here once: every default named in its
+    premise, every source, what --random-access, --data-in-efs and --portable-script rule out."""
+    from ..core.answer.answer import Question
+    prices = prices or price_table(getattr(args, "prices", None))
+    premise = premise_of(args, prices=prices)
+    dataset = getattr(args, "dataset", None) if not getattr(args, "experiment", None) else None
+    return Question(premise, prices, random_access=bool(getattr(args, "random_access", False)),
+                    data_in_efs=bool(getattr(args, "data_in_efs", False)),
+                    portable=bool(getattr(args, "portable_script", False)), dataset=dataset,
+                    workload=workload_of(args))
+
+
 def is_checkpoint_question(args) -> bool:
     """Does --workload name a checkpointing workload (core/workloads/checkpoint.py)?"""
     from ..core.workloads.checkpoint import CheckpointWorkload
@@ -235,8 +249,9 @@ def is_checkpoint_question(args) -> bool:
 def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
     """The checkpoint question the flags ask: the workload's plan on --instance-count hosts of the instance's GPUs (one
     rank a GPU: a parallelism that does not divide them is refused naming --instance-count), a save every
-    --checkpoint-every, --keep kept (size: within --save-under), priced on ``lab``; each default named."""
-    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, DEFAULT_SAVE_UNDER_SECONDS
+    --checkpoint-every, --keep kept (FSx and EFS provisioned to save within --save-under where given), priced on
+    ``lab``; each default named."""
+    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP
     from ..core.answer.premise import CheckpointPremise
     from ..core.shape import DatasetShape
     from ..core.facts.compute import accelerators_of
@@ -256,17 +271,24 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
     keep = args.keep
     if keep is None:
         keep, _ = DEFAULT_KEEP, defaults.add("keep")
-    save_under = None
-    if hasattr(args, "save_under"):
-        save_under = args.save_under
-        if save_under is None:
-            save_under, _ = DEFAULT_SAVE_UNDER_SECONDS, defaults.add("save_under")
+    save_under = getattr(args, "save_under", None)   # none: FSx and EFS for the cheapest day that keeps up
     lab = lab if lab is not None else lab_provisioning(args)
     return Premise(instance_type=instance, instance_count=count, accelerators=gpus, epochs=1, rate=0.0,
                    compute="no compute: checkpoints written and read back", shape=DatasetShape(plan.files, max(1, plan.bytes)),
                    shape_origin=f"the checkpointing workload {plan.workload.source}", lab=lab,
                    volume_size_gb=getattr(args, "volume_size_gb", None), defaults=frozenset(defaults),
                    checkpoint=CheckpointPremise(plan, every, keep, save_under))
+
+
+def checkpoint_question_of(args, prices=None):
+    """The checkpoint question the flags ask (core/answer/checkpoints.py CheckpointQuestion), read here once."""
+    from ..core.answer.checkpoints import CheckpointQuestion
+    from ..core.model.checkpoint_estimate import Question
+    prices = prices or price_table(getattr(args, "prices", None))
+    premise = checkpoint_premise_of(args, prices=prices)
+    c = premise.checkpoint
+    return CheckpointQuestion(premise, Question(c.plan, premise.instance_type, c.every_seconds, c.keep, prices,
+                                                premise.lab, premise.volume_size_gb), workload=workload_of(args))
 
 
 def premise_json(premise: Premise, workload=None) -> dict[str, Any]:

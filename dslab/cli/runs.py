@@ -36,18 +36,17 @@ from .common import (
 def cmd_plan(args) -> int:
     from ..core.requests import plan
     from ..inputs import user_code
-    from ..inputs.experiment_file import load_experiment
     experiment, where = _experiment(args)
     # The lab the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its one line), else
     # the outputs file or cdk.json (lab_provisioning).
     lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
            if args.offline else lab_provisioning(args))
-    check_runtimes(experiment, lab=lab)   # a job SageMaker would stop, or FSx too small, refused before a request is built
+    runtimes = check_jobs(experiment, lab=lab)   # what cannot run as planned, refused before a request is built
     outputs = lab_outputs(args)
     env = environment_from_outputs(outputs, region_of(args))
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
     experiment = user_code.prepare(experiment, where, env.bucket, BUILD_DIR)
-    jobs = plan(experiment, env, args.execution)
+    jobs = plan(experiment, env, args.execution, runtimes=runtimes)
     workloads = _workloads(experiment)
     if args.json:
         print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
@@ -106,32 +105,6 @@ def print_premises(experiment, lab, stats=None) -> None:
         print(f"{scenario.label}: {premise_of_trial(scenario.trials[0], known, lab).describe()}")
 
 
-def check_fsx_holds(experiment, lab, stats=None) -> None:
-    """An FSx job on a dataset larger than the lab's FSx would fail when the file system fills (FSx loads every file it
-    reads): refused, naming the deploy that holds it, where the dataset's size is known."""
-    from ..core.answer.scenarios import known_shape
-    from ..core.modes import FSX
-    from ..core.model.provisioning import deploy_command
-    from ..core.facts.storage import fsx_capacity_for
-    from ..core.answer.sizing import deploy_settings
-    for ti, trial in enumerate(experiment.trials):
-        if trial.checkpoint is not None:
-            check_fsx_holds_checkpoints(experiment, ti, trial, lab)
-            continue
-        if FSX not in trial.modes:
-            continue
-        for dataset in trial.datasets:
-            known = known_shape(dataset, stats)
-            if known is None or lab.fsx.holds(known.shape.bytes):
-                continue
-            gib = known.shape.bytes / 2**30
-            settings = deploy_settings(lab, {"fsxCapacity": fsx_capacity_for(gib * 1.05)})
-            field = f"trials[{ti}].modes" if len(experiment.trials) > 1 else "modes"
-            raise ConfigError(field, f"FSx as the lab stands ({lab.fsx.label()}, {lab.name}) cannot hold dataset "
-                              f"'{dataset.name}' ({gib:,.0f} GiB, {known.source}): deploy it larger "
-                              f"(`{deploy_command(settings, fsx='up')}`, or what `dslab size` provisions) or drop FSx")
-
-
 def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
     """A checkpoint trial's FSx target writes every checkpoint it plans into the lab's FSx (DLIO keeps each in its own
     folder): more than FSx as the lab stands holds is refused, naming the deploy that holds them."""
@@ -154,22 +127,19 @@ def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
                       "provisions), write fewer (checkpoint.writes), a smaller scale, or drop fsx")
 
 
-def check_runtimes(experiment, stats=None, lab=None) -> None:
-    """Refuse a job estimated past SageMaker's 28-day MaxRuntimeInSeconds (naming the experiment's key and what brings
-    it under), and say which would be stopped at its trial's max_run_seconds, where a dataset's size is known (its
-    files/bytes, its generate: recipe, or ``stats``); the estimate is `recommend --experiment`'s, on ``lab`` (default:
-    the lab as deployed, lab_provisioning). An FSx job on data the lab's FSx cannot hold is refused too."""
-    from ..core.answer.scenarios import runtime_checks
+def check_jobs(experiment, stats=None, lab=None) -> dict[tuple[str, str, str, str], int]:
+    """Refuse what the answer says cannot run as planned (core/answer/scenarios.py checked_jobs): a source the lab as
+    it stands cannot run (FSx too small to hold the data), a job past SageMaker's 28 days, a max_run_seconds shorter
+    than the top of the job's estimate; and a checkpoint trial whose checkpoints the lab's FSx cannot hold. Returns
+    each data job's MaxRuntimeInSeconds, sized from the estimate where the experiment does not set it. Where a
+    dataset's size is not known here, the workflow's Plan checks it from its stats file."""
+    from ..core.answer.scenarios import checked_jobs, max_runtimes
     from ..core.facts.prices import PriceTable
     lab = lab if lab is not None else lab_provisioning()
-    check_fsx_holds(experiment, lab, stats)
-    checks = runtime_checks(experiment, PriceTable(), stats=stats, lab=lab)
-    for check in checks:
-        if check.past_sagemakers_limit:
-            raise ConfigError(check.field, check.past_sagemakers_limit)
-    for check in checks:
-        if check.past_max_run:
-            print(f"dslab: warning: {check.past_max_run}", file=sys.stderr)
+    for index, trial in enumerate(experiment.trials):
+        if trial.checkpoint is not None:
+            check_fsx_holds_checkpoints(experiment, index, trial, lab)
+    return max_runtimes(checked_jobs(experiment, PriceTable(), stats=stats, lab=lab))
 
 
 def _experiment(args, **kwargs):
@@ -193,7 +163,7 @@ def cmd_run(args) -> int:
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
     user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call or file read
     lab = lab_provisioning(args)
-    check_runtimes(experiment, lab=lab)
+    check_jobs(experiment, lab=lab)         # the workflow's Plan sizes each job's MaxRuntimeInSeconds again
     print_premises(experiment, lab)         # what each scenario's estimate assumes, as plan says it
     print_ignored(_workloads(experiment))   # the DLIO fields the lab does not use, one line each
     arn, bucket = workflow_of(args)

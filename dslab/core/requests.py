@@ -488,9 +488,10 @@ def lineage_tags(spec: JobSpec, env: LabEnvironment, stats: dict[str, Any] | Non
 
 
 def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str,
-                  stats: dict[str, Any] | None = None) -> dict[str, Any]:
+                  stats: dict[str, Any] | None = None, max_runtime: int | None = None) -> dict[str, Any]:
     """The complete CreateTrainingJob request for one job. ``stats``: the dataset's stats file as Plan
-    read it ({"files", "bytes", "sha256"}), recorded in a Script job's tags."""
+    read it ({"files", "bytes", "sha256"}), recorded in a Script job's tags. ``max_runtime``: its
+    MaxRuntimeInSeconds as the answer sizes it (answer/scenarios.py JobCheck), else the trial's max_run_seconds."""
     if spec.target is not None:
         return build_checkpoint_request(experiment, spec, env, execution_id)
     name = job_name(experiment, spec, execution_id)
@@ -539,15 +540,18 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
                 *(lineage_tags(spec, env, stats) if channel is None else [])]
     return _job_request(experiment, spec, env, name=name, algorithm=algorithm,
                         hyperparameters=encode_hyperparameters(hyperparameters), channel=channel,
-                        volume_gb=job_volume(spec, stats).request_gb, execution_id=execution_id, own_tags=own_tags)
+                        volume_gb=job_volume(spec, stats).request_gb, execution_id=execution_id, own_tags=own_tags,
+                        max_runtime=max_runtime)
 
 
 def _job_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, *, name: str, algorithm: dict[str, Any],
                  hyperparameters: dict[str, str], channel: dict[str, Any] | None, volume_gb: int, execution_id: str,
-                 own_tags: list[dict[str, str]], checkpoint_config: dict[str, str] | None = None) -> dict[str, Any]:
+                 own_tags: list[dict[str, str]], checkpoint_config: dict[str, str] | None = None,
+                 max_runtime: int | None = None) -> dict[str, Any]:
     """What every CreateTrainingJob request of the lab shares (a data job's and a checkpoint job's): the role, the
     output, the cluster, the network, the stopping condition, spot, and the tags that name the job's experiment,
     dataset, mode and trial (``own_tags`` follow them, then the lab's extra tags)."""
+    runtime = max_runtime or spec.trial.max_run_seconds
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "RoleArn": env.role_arn,
@@ -562,7 +566,7 @@ def _job_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, *, 
             "VolumeSizeInGB": volume_gb,
         },
         "VpcConfig": {"SecurityGroupIds": list(env.security_group_ids), "Subnets": list(env.subnet_ids)},
-        "StoppingCondition": {"MaxRuntimeInSeconds": spec.trial.max_run_seconds},
+        "StoppingCondition": {"MaxRuntimeInSeconds": runtime},
         "Tags": [
             {"Key": "dslab:experiment", "Value": experiment.name},
             {"Key": "dslab:experiment-hash", "Value": experiment.content_hash},
@@ -580,7 +584,7 @@ def _job_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, *, 
     # Always present, so every request says whether it is spot.
     request["EnableManagedSpotTraining"] = spec.trial.spot
     if spec.trial.spot:
-        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = spec.trial.max_run_seconds * 2
+        request["StoppingCondition"]["MaxWaitTimeInSeconds"] = runtime * 2
     return request
 
 
@@ -678,9 +682,12 @@ def check_job_count(experiment: Experiment, field: str = "repeats") -> list[JobS
 
 
 def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
-         dataset_stats: dict[str, dict[str, Any]] | None = None, keep: frozenset[str] = frozenset()) -> list[PlannedJob]:
+         dataset_stats: dict[str, dict[str, Any]] | None = None, keep: frozenset[str] = frozenset(),
+         runtimes: dict[tuple[str, str, str, str], int] | None = None) -> list[PlannedJob]:
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
     ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags).
+    ``runtimes``: each data job's MaxRuntimeInSeconds by (trial, dataset, mode, storage), as the answer sizes it
+    (answer/scenarios.py max_runtimes); a job without one asks for its trial's max_run_seconds.
     ``keep``: names of jobs an earlier attempt of this execution finished: skipped as kept."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
@@ -705,8 +712,9 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
             jobs.append(PlannedJob(spec, name, None, "the lab has no S3 Express One Zone bucket: it was deployed with "
                                    "-c express=false; deploy with -c express=true to run the Express jobs"))
             continue
+        runtime = (runtimes or {}).get((spec.trial.name, spec.dataset.name, spec.mode, spec.storage))
         jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id,
-                                                         (dataset_stats or {}).get(spec.dataset.name))))
+                                                         (dataset_stats or {}).get(spec.dataset.name), runtime)))
     unknown = sorted(keep - names)
     if unknown:
         raise ConfigError(KEEP_JOBS, f"{unknown[0]} is not a job of execution {execution_id}",

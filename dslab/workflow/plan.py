@@ -16,6 +16,8 @@ from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE
 from ..core.quotas import Quota, QuotaDecision, check_training_quotas
 from ..core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, KEEP_JOBS, RESULTS_PREFIX, stats_key
+from ..core.answer.scenarios import checked_jobs, max_runtimes
+from ..core.facts.prices import PriceTable
 from ..core.requests import plan as plan_jobs
 from .common import (
     function_clients,
@@ -149,8 +151,13 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
                 stats[dataset.name] = dataset_stats(clients["s3"], env.express_bucket, dataset.prefix)
             except ExperimentInvalid:
                 raise ExperimentInvalid(f"experiment: dataset '{dataset.name}': {err}") from None
+    lab = deployed_lab(clients, env_vars, fsx)
     try:
-        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None, dataset_stats=stats, keep=keep)
+        # The answer's checks on the datasets as their stats files count them, on the lab as it stands: what cannot run
+        # as planned is refused, as `dslab plan` refuses it; each job's MaxRuntimeInSeconds from its estimate.
+        runtimes = max_runtimes(checked_jobs(experiment, PriceTable(), stats=stats, lab=lab))
+        jobs = plan_jobs(experiment, env, execution, fsx_available=fsx is not None, dataset_stats=stats, keep=keep,
+                         runtimes=runtimes)
     except ConfigError as err:
         raise ExperimentInvalid(f"experiment: {err}") from None
 
@@ -191,7 +198,7 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_available": fsx is not None,
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
-        "lab": deployed_lab(clients, env_vars, fsx).to_dict(),
+        "lab": lab.to_dict(),
         "fsx_paths": fsx_paths,
         "efs_prefixes": efs_prefixes,   # the datasets this execution's EFS jobs read (another's Plan reads it)
         "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}

@@ -29,7 +29,7 @@ from dslab.core.requests import (CHECKPOINT_CONFIG, CHECKPOINT_REQUEST_KEYS, DAT
 # name it without a reference, which would be circular (the machine references the functions).
 STATE_MACHINE_NAME = "DataSourceLab-Benchmark"
 MAX_LANES = 40  # the experiment's max_concurrency is validated to 1..40
-LAMBDA_PACKAGES = ("core", "workflow")
+LAMBDA_PACKAGES = ("core", "workflow", "contracts")   # contracts: the calibration cells the estimate reads
 
 # How Step Functions reports SageMaker API errors from the optimized integration: service errors
 # with a modelled exception come as "SageMaker.<Name>Exception", the rest (throttling, validation)

@@ -195,7 +195,7 @@ class Option:
 class Decision:
     pick: Option
     runner_up: Option | None
-    ranking: list[Option]           # every serving source, by cost to result then time to result
+    ranking: list[Option]           # every serving source in the decision's order: the pick, the runner-up, then by weighed cost
     why: str
     passed_over: dict[str, str] = field(default_factory=dict)   # source -> why not (cheaper than the pick)
     blocked: dict[str, str] = field(default_factory=dict)       # source -> why it cannot serve the dataset
@@ -226,6 +226,17 @@ def usd(value: float) -> str:
     if value < 0.0001:
         return "<$0.0001"
     return f"${value:.{max(2, 1 - math.floor(math.log10(value)))}f}"
+
+
+def duration(seconds: float | None) -> str:
+    """A length as a reader takes it in: "45 s", "12 min", "9.3 h" ("-" where there is none)."""
+    if seconds is None:
+        return "-"
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:,.0f} min"
+    return f"{seconds / 3600:,.1f} h"
 
 
 def usd_difference(value: float) -> str:
@@ -281,7 +292,9 @@ def decide(options: Iterable[Option]) -> Decision:
     rest = [o for o in ranking if o is not pick]
     runner_up = _pick(rest) if rest else None
     within = within_error(pick, ranking)
-    return Decision(pick=pick, runner_up=runner_up, ranking=ranking, why=why, passed_over=passed_over,
+    # Listed in the decision's own order: the pick first, the runner-up second, then by weighed cost (module rules).
+    ordered = sorted(ranking, key=lambda o: (o is not pick, o is not runner_up, round(weighed(o), 9), ranking.index(o)))
+    return Decision(pick=pick, runner_up=runner_up, ranking=ordered, why=why, passed_over=passed_over,
                     blocked=blocked, noise=noise(pick, runner_up) or estimates_noise(pick, within),
                     within_error=[o.source for o in within])
 

@@ -13,16 +13,17 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from ..errors import ConfigError
 from .decision import Decision, decide, option_from_measured
 from ..facts.instances import INSTANCES
 from ..facts.compute import COMPUTE_PRESETS, accelerator_kind, accelerators_of, compute_rate, describe_preset
 from ..shape import DatasetShape
 from .premise import Premise
-from ..facts.limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
+from ..facts.limits import EXPERIMENT_RUNTIME_FIX, runtime_problem
 from ..experiment import Dataset, Experiment, Trial
 from ..modes import EXPRESS, MODES, STANDARD
 from ..facts.prices import PriceTable
-from .recommend import Recommendation, recommend
+from .answer import Answer, Question, SourceAnswer, answer
 
 
 @dataclass(frozen=True)
@@ -203,16 +204,21 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premis
 
 
 @dataclass
-class Answer:
+class ScenarioAnswer:
+    """A scenario's answer: the ``Answer`` to its first trial's question among the sources its trials run, on the
+    dataset's shape as known (None, with what is missing, where the size is not known)."""
     scenario: Scenario
-    recommendation: Recommendation | None    # None when the dataset's size is not known
+    answer: Answer | None
     missing: str | None = None
     known: KnownShape | None = None           # the shape it assumed, and where it came from
-    premise: Premise | None = None            # the whole question it answers (None when the size is not known)
+
+    @property
+    def premise(self) -> Premise | None:
+        return self.answer.premise if self.answer is not None else None
 
     @property
     def decision(self) -> Decision | None:
-        return self.recommendation.decision if self.recommendation else None
+        return self.answer.decision if self.answer else None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scenario": self.scenario.label, "dataset": self.scenario.dataset.name,
@@ -221,31 +227,36 @@ class Answer:
             samples, _ = self.known.shape.sample_count()
             out["assumed"] = {"files": self.known.shape.files, "bytes": self.known.shape.bytes, "samples": samples,
                               "from": self.known.source}
-        if self.premise is not None:
-            out["premise"] = self.premise.to_dict()
-        if self.recommendation is None:
+        if self.answer is None:
             return {**out, "missing": self.missing}
-        return {**out, **self.recommendation.to_dict()}
+        return {**out, "answer": self.answer.to_dict()}
+
+
+def scenario_question(experiment: Experiment, scenario: Scenario, known: KnownShape, prices: PriceTable,
+                      lab: Any = None) -> Question:
+    """The question a scenario asks: its first trial's premise on the dataset's known shape, among the sources its
+    trials run, with the experiment's own words for what makes a job too long."""
+    trial = scenario.trials[0]
+    premise = premise_of_trial(trial, known, lab)
+    return Question(premise, prices, scenario.sources, data_in_efs=scenario.dataset.source == "efs",
+                    runtime_field=runtime_field(experiment, trial), runtime_fix=EXPERIMENT_RUNTIME_FIX,
+                    runtime_what=f"trial {trial.name}'s {{source}} job on {scenario.dataset.name}")
 
 
 def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
-              fsx_capacity_gib: int = 1200, stats_source: str = "a run's results", lab: Any = None) -> list[Answer]:
-    """Each scenario's pick among the sources it runs, from the estimates (nothing measured), on the
-    dataset's shape from ``known_shape`` (``stats``: a run's results or upload stats files, said as ``stats_source``)."""
-    answers = []
+              stats_source: str = "a run's results", lab: Any = None) -> list[ScenarioAnswer]:
+    """Each scenario's answer among the sources it runs, from the estimates (nothing measured), on the dataset's
+    shape from ``known_shape`` (``stats``: a run's results or upload stats files, said as ``stats_source``)."""
+    out = []
     for scenario in scenarios(experiment):
-        dataset, trial = scenario.dataset, scenario.trials[0]
-        known = known_shape(dataset, stats, stats_source)
+        known = known_shape(scenario.dataset, stats, stats_source)
         if known is None:
-            answers.append(Answer(scenario, None, f"the size of dataset {dataset.name} is not known: {UNKNOWN_SHAPE_FIX}"))
+            out.append(ScenarioAnswer(scenario, None, f"the size of dataset {scenario.dataset.name} is not known: "
+                                                      f"{UNKNOWN_SHAPE_FIX}"))
             continue
-        premise = premise_of_trial(trial, known, lab)
-        rec = recommend(premise.shape, sources=scenario.sources, data_in_efs=dataset.source == "efs",
-                        fsx_capacity_gib=fsx_capacity_gib, lab=lab, au_target=premise.au_target,
-                        too_long=(runtime_field(experiment, trial), EXPERIMENT_RUNTIME_FIX), prices=prices,
-                        **premise.estimate_kwargs())
-        answers.append(Answer(scenario, rec, known=known, premise=premise))
-    return answers
+        out.append(ScenarioAnswer(scenario, answer(scenario_question(experiment, scenario, known, prices, lab)),
+                                  known=known))
+    return out
 
 
 def runtime_field(experiment: Experiment, trial: Trial) -> str:
@@ -255,51 +266,97 @@ def runtime_field(experiment: Experiment, trial: Trial) -> str:
     return f"trials[{experiment.trials.index(trial)}].epochs"
 
 
+def _max_run_field(experiment: Experiment, trial: Trial) -> str:
+    if len(experiment.trials) == 1:
+        return "max_run_seconds"
+    return f"trials[{experiment.trials.index(trial)}].max_run_seconds"
+
+
 @dataclass(frozen=True)
-class RuntimeCheck:
-    """A planned job's estimated length against SageMaker's limit and the trial's own max_run_seconds."""
+class JobCheck:
+    """One planned data job as the answer sees it on the lab as it stands: what `dslab plan`, `run`, `local` and
+    `export` refuse, and the MaxRuntimeInSeconds its request asks for."""
     trial: Trial
     dataset: str
-    source: str
-    seconds: float
-    field: str
+    source: SourceAnswer
+    field: str               # the experiment key that sets the job's length (a refusal past 28 days names it)
+    max_run_field: str
+    modes_field: str
 
     @property
-    def past_sagemakers_limit(self) -> str | None:
-        return runtime_problem(self.seconds, f"trial {self.trial.name}'s {self.source} job on {self.dataset}",
-                               EXPERIMENT_RUNTIME_FIX)
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.trial.name, self.dataset, self.source.mode, self.source.storage)
 
     @property
-    def past_max_run(self) -> str | None:
-        if self.seconds <= self.trial.max_run_seconds or self.past_sagemakers_limit:
-            return None
-        return (f"trial {self.trial.name}'s {self.source} job on {self.dataset} is estimated at {self.seconds / 3600:,.1f} h "
-                f"on AWS, past its max_run_seconds ({self.trial.max_run_seconds:,} s): SageMaker would stop it; raise "
-                f"max_run_seconds (up to {MAX_RUNTIME_SECONDS:,}) or shorten the job")
+    def what(self) -> str:
+        return f"trial {self.trial.name}'s {self.source.source} job on {self.dataset}"
+
+    @property
+    def max_run_given(self) -> bool:
+        return "max_run_seconds" in self.trial.given
+
+    @property
+    def max_runtime_seconds(self) -> int:
+        """What the request asks for: the experiment's max_run_seconds where it says one, else from the estimate."""
+        return self.trial.max_run_seconds if self.max_run_given else self.source.max_runtime_seconds
+
+    @property
+    def problem(self) -> tuple[str, str] | None:
+        """(field, why) where this job cannot run as planned, else None."""
+        deployed = self.source.deployed
+        if deployed.blocker:
+            fix = "; ".join(self.source.commands) or "provision it as `dslab size` says"
+            return (self.modes_field, f"{self.what}: {self.source.source} as the lab stands cannot run it "
+                                      f"({deployed.blocker}): provision it first ({fix}), or drop {self.source.mode}")
+        too_long = runtime_problem(self.source.deployed.job_seconds, self.what, EXPERIMENT_RUNTIME_FIX)
+        if too_long:
+            return (self.field, too_long)
+        if self.max_run_given and self.trial.max_run_seconds < self.source.top_job_seconds:
+            return (self.max_run_field,
+                    f"{self.trial.max_run_seconds:,} s is shorter than {self.what} may take on AWS (up to "
+                    f"{self.source.top_job_seconds / 3600:,.1f} h, the top of its estimate): SageMaker would stop it; "
+                    f"give at least {self.source.max_runtime_seconds:,}, or leave it out (it is then sized from the "
+                    "estimate)")
+        return None
 
 
-def runtime_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
-                   lab: Any = None) -> list[RuntimeCheck]:
-    """Every job of the experiment whose dataset's size is known (``known_shape``), with its estimated length: what
-    `dslab plan` and `dslab run` check before a request is built (a job SageMaker would stop is money without a
-    result). The estimate is the one `recommend --experiment` ranks by."""
-    from .recommend import options
+def job_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
+               lab: Any = None) -> list[JobCheck]:
+    """Every data job of the experiment whose dataset's size is known (``known_shape``), as its scenario's answer sees
+    it on ``lab``: what `dslab plan`, `run`, `local` and `export` check before a request is built (a job SageMaker
+    would stop is money without a result), and each request's MaxRuntimeInSeconds."""
     checks = []
-    for scenario in scenarios(experiment):
-        known = known_shape(scenario.dataset, stats)
-        if known is None:
+    for found in estimated(experiment, prices, stats=stats, lab=lab):
+        if found.answer is None:
             continue   # the workflow's Plan reads the stats file; nothing to estimate from here
-        for trial in scenario.trials:
-            sources = [(m, trial.storage or STANDARD) for m in trial.modes]
-            premise = premise_of_trial(trial, known, lab)
-            for option, _ in options(known.shape, sources=sources, lab=lab, prices=prices, au_target=premise.au_target,
-                                     data_in_efs=scenario.dataset.source == "efs", **premise.estimate_kwargs()):
-                checks.append(RuntimeCheck(trial, scenario.dataset.name, option.source, option.job_seconds,
-                                           runtime_field(experiment, trial)))
+        for trial in found.scenario.trials:
+            for mode in trial.modes:
+                source = found.answer.source(mode, trial.storage or STANDARD)
+                index = experiment.trials.index(trial)
+                checks.append(JobCheck(trial, found.scenario.dataset.name, source, runtime_field(experiment, trial),
+                                       _max_run_field(experiment, trial),
+                                       f"trials[{index}].modes" if len(experiment.trials) > 1 else "modes"))
     return checks
 
 
-def for_dataset(answers: Iterable[Answer], dataset: str, trial: str | None = None) -> Answer | None:
+def checked_jobs(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
+                 lab: Any = None) -> list[JobCheck]:
+    """``job_checks``, refusing the first job that cannot run as planned (a ConfigError naming its key and the fix):
+    what `dslab plan`, `run`, `export` and the workflow's Plan all refuse, before a request is built."""
+    checks = job_checks(experiment, prices, stats=stats, lab=lab)
+    for check in checks:
+        problem = check.problem
+        if problem:
+            raise ConfigError(*problem)
+    return checks
+
+
+def max_runtimes(checks: Iterable[JobCheck]) -> dict[tuple[str, str, str, str], int]:
+    """Each checked job's MaxRuntimeInSeconds, by (trial, dataset, mode, storage): what ``requests.plan`` asks for."""
+    return {check.key: check.max_runtime_seconds for check in checks}
+
+
+def for_dataset(answers: Iterable[ScenarioAnswer], dataset: str, trial: str | None = None) -> ScenarioAnswer | None:
     return next((a for a in answers if a.scenario.dataset.name == dataset
                  and (trial is None or trial in a.scenario.trial_names)), None)
 
@@ -356,6 +413,6 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
     return out
 
 
-__all__ = ["Answer", "MeasuredAnswer", "Scenario", "estimated", "measured", "scenarios", "shape_of", "for_dataset",
+__all__ = ["ScenarioAnswer", "MeasuredAnswer", "Scenario", "estimated", "job_checks", "checked_jobs", "max_runtimes", "JobCheck", "measured", "scenarios", "shape_of", "for_dataset",
            "KnownShape", "known_shape", "generated_shape", "UNKNOWN_SHAPE_FIX",
            "compute_rate_of"]

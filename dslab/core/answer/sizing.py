@@ -100,6 +100,11 @@ class SourceSize:
     hours_per_run_range: tuple[float, float] | None = None
     range_evidence: list[str] = field(default_factory=list)
     range_summary: str = ""
+    # What the row is priced on, in a few words for a table ("FSx P2-1000 7,200 GiB", "EFS Elastic", "4 S3 prefixes").
+    short: str = ""
+    # The estimates behind the row: as provisioned (with its range) and the same job on the lab as it stands.
+    estimate: Any = field(default=None, repr=False, compare=False)
+    deployed_estimate: Any = field(default=None, repr=False, compare=False)
 
     @property
     def max_accelerators_at_target_au(self) -> int:
@@ -248,12 +253,14 @@ def cheapest_fsx(shape: DatasetShape, job_on: Callable[[FsxConfig], Estimate], l
 def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, prices: PriceTable,
          epochs: int = 1, accelerators: int | None = None, fsx_capacity_gib: int = 1200,
          express: bool = True, deployed: Provisioning | None = None, provision: bool = True,
-         au_target: float = AU_TARGET, readers: int | None = None, volume_size_gb: int | None = None) -> Sizing:
+         au_target: float = AU_TARGET, readers: int | None = None, volume_size_gb: int | None = None,
+         sources: tuple[tuple[str, str], ...] = SOURCES, data_in_efs: bool = False) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
     provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
     ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`).
     ``au_target``: the AU (percent) a source must keep to feed a cluster; ``readers``: files one instance reads
-    at once (a DLIO workload's read_threads x accelerators; default its vCPUs)."""
+    at once (a DLIO workload's read_threads x accelerators; default its vCPUs). ``sources``: the rows, in this order;
+    ``data_in_efs``: the dataset lives in EFS (EFS reads it where it is; every other source copies it out first)."""
     found = find_instance(instance_type)
     if found is None:
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/facts/instances.py)",
@@ -293,11 +300,12 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                     readers=readers)
 
     def job(mode: str, storage: str, n: int, provisioning: Provisioning) -> Estimate:
-        return estimate_mode(mode, shape, storage=storage, **job_kwargs(n, provisioning))
+        return estimate_mode(mode, shape, storage=storage, efs_resident=data_in_efs and mode == EFS,
+                             **job_kwargs(n, provisioning))
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
-        option = option_from_estimate(estimate, shape, prices, instance_count=n,
+        option = option_from_estimate(estimate, shape, prices, instance_count=n, data_in_efs=data_in_efs,
                                       fsx_capacity_gib=estimate.provisioning.fsx.capacity_gib)
         hours = estimate.wall_seconds / 3600
         return option.job_usd / hours if hours else 0.0, option.cost_usd, hours
@@ -380,14 +388,15 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
 
     out: list[SourceSize] = []
     readers = readers or found.vcpus
-    for mode, storage in SOURCES:
+    for mode, storage in sources:
         if storage == EXPRESS and not express:
             continue
         label = source_label(mode, storage)
         premise = provisioned(mode, count, storage)
-        estimate = with_range(job(mode, storage, count, premise), shape, **job_kwargs(count, premise))
+        estimate = with_range(job(mode, storage, count, premise), shape, efs_resident=data_in_efs and mode == EFS,
+                              **job_kwargs(count, premise))
         per_hour, per_run, hours = run(estimate, count)
-        ranged = option_from_estimate(estimate, shape, prices, instance_count=count,
+        ranged = option_from_estimate(estimate, shape, prices, instance_count=count, data_in_efs=data_in_efs,
                                       fsx_capacity_gib=estimate.provisioning.fsx.capacity_gib).cost_interval
         # The largest cluster on the same rule as the AU column: at each N the source as provisioned for N (FSx grown
         # with the cluster, EFS's mode, the directory bucket's quota raised as far as 2,000,000 reads/s), so that the
@@ -401,6 +410,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         settings: dict[str, Any] = {}
         deploy_fsx, unchanged, quota = "keep", "", None
         upload = f"dslab dataset upload --src {DATASET_FOLDER} --to {DATASET_PREFIX} --prefixes {{}}"
+        short = ""
         if not provision:
             how = shared = provision_text = ""
         elif mode == FILE:
@@ -414,6 +424,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             provision_text = ((f"ShardedByS3Key, {volume}" if count > 1 else volume)
                               + f"; {where}; downloads {estimate.downloading / count / 60:,.0f} min first")
             extra.append("File: the download is billed before training starts; each instance holds only its shard")
+            short = (f"{'NVMe' if found.nvme_gb else 'EBS'} {estimate.volume_gb:,} GB"
+                     + (", directory bucket" if storage == EXPRESS else f", {prefixes} S3 prefixes" if prefixes > 1 else ""))
             if storage == STANDARD and prefixes > 1:
                 commands.append(upload.format(prefixes))
             if storage == EXPRESS and provision:
@@ -443,6 +455,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             if quota:   # above the account's default storage quota: said, with the request, as Express's read quota
                 provision_text += f"; {quota['summary']}"
                 commands.append(quota["command"])
+            short = "FSx " + premise.fsx.short()
             if premise.fsx.deployment_type != "SCRATCH_2":
                 extra.append("FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)")
         elif mode == EFS:
@@ -452,6 +465,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             shared = f"the file system's throughput mode ({config.label()}: {config.read_mibps(dataset_gib):,.0f} MiB/s)"
             provision_text = (f"{config.label()} ({need:,.0f} MiB/s of reads needed, metered at a third)"
                               + ("" if feeds else ": no mode feeds it"))
+            short = config.short()
             if config.mode == BURSTING:
                 extra.append("EFS: Bursting holds its burst only while credits last (up to 12 hours a day)")
             if config == lab.efs:
@@ -473,6 +487,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                               f"{EXPRESS_READS_PER_BUCKET:,.0f})")
             if quota:
                 commands.append(quota["command"])
+            short = "directory bucket" + (f", {quota['request_per_second'] / 1000:,.0f}k reads/s" if quota else "")
         else:
             prefixes = max(1, math.ceil(gets / S3_GETS_PER_PREFIX))
             how = f"{readers} readers, ~{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms first byte"
@@ -481,6 +496,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                               f"{S3_GETS_PER_PREFIX:,.0f} per prefix)")
             if prefixes > 1:
                 commands.append(upload.format(prefixes))
+            short = f"{prefixes:,} S3 prefix{'es' if prefixes > 1 else ''}"
         latency = EXPRESS_FIRST_BYTE if storage == EXPRESS else S3_STANDARD_FIRST_BYTE
         needed = math.ceil(demand_ops * latency * 1.1)
         if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target and needed > SCRIPT_CONCURRENCY:
@@ -488,7 +504,8 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             provision_text += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
             commands.append(f"experiment: hyperparameters: {{s3_concurrency: {needed}}}")
         # The same cluster on the lab as it stands: one prefix per dataset, Scratch 2 at the lab's size, EFS Bursting.
-        as_is = job(mode, storage, count, lab)
+        as_is = with_range(job(mode, storage, count, lab), shape, efs_resident=data_in_efs and mode == EFS,
+                           **job_kwargs(count, lab))
         as_is_hour, as_is_run, _ = run(as_is, count)
         deployed_view = {"au_percent": round(as_is.au_percent, 1),
                          "max_instances_at_target_au": _largest(lambda n: au_of(job(mode, storage, n, lab)), au_target,
@@ -504,12 +521,13 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                                  max_instances_at_target_au=0)
         if not provision:   # every figure is the lab as it stands: nothing to provision, nothing to run
             how = shared = lab.name.split(" (")[0]   # "the lab as deployed", or "... as cdk.json would deploy it"
-            provision_text = deployed_view["premise"]
+            provision_text = short = deployed_view["premise"]
         deployed_view["max_accelerators_at_target_au"] = deployed_view["max_instances_at_target_au"] * per_host_accelerators
         r = estimate.range
         out.append(SourceSize(label, au_of(estimate), largest, how, shared, provision_text, per_hour, per_run, hours,
                               extra, deployed_view, commands, standing, per_host_accelerators, settings, deploy_fsx,
                               unchanged, quota, estimate.blocker, ranged,
-                              (r.billable_low / count / 3600, r.billable_high / count / 3600), r.evidence, r.summary()))
+                              (r.billable_low / count / 3600, r.billable_high / count / 3600), r.evidence, r.summary(),
+                              short, estimate, as_is))
     return Sizing(found, count, per_host_accelerators, rate, demand_mbps, demand_ops, out, notes, lab, provision,
                   au_target, readers)

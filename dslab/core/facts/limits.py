@@ -133,11 +133,12 @@ EXPERIMENT_RUNTIME_FIX = ("fewer epochs: (or a smaller dataset), a larger instan
                           "of its modes:")
 
 
-def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS, fix: str = RUNTIME_FIX) -> dict[str, str]:
+def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS, fix: str = RUNTIME_FIX,
+                  what: str = "{source}'s job") -> dict[str, str]:
     """Each source whose job (``seconds`` on one instance's clock) outlasts SageMaker's limit, with why;
-    refused, naming ``field`` and the quickest one's length, when every one does."""
+    refused, naming ``field`` and the quickest one's length, when every one does. ``what`` names a job."""
     from ..errors import ConfigError
-    problems = {source: runtime_problem(length, f"{source}'s job", fix) for source, length in seconds.items()}
+    problems = {source: runtime_problem(length, what.format(source=source), fix) for source, length in seconds.items()}
     problems = {source: problem for source, problem in problems.items() if problem}
     if seconds and len(problems) == len(seconds):
         raise ConfigError(field, problems[min(seconds, key=seconds.get)])

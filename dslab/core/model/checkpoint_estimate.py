@@ -450,104 +450,15 @@ def efs_options(q: Question) -> list[EfsConfig]:
     return [EfsConfig(), EfsConfig(ELASTIC), *(EfsConfig(PROVISIONED, float(m)) for m in steps)]
 
 
-def _candidates(q: Question, target: str, premise: str) -> list[TargetEstimate]:
+def candidates(q: Question, target: str, premise: str) -> list[TargetEstimate]:
     """FSx's or EFS's every option (fsx_options, efs_options) on the question, each with the deploy that builds it."""
     if target == CKPT_FSX:
         return [_fsx(q, f, premise, f.settings()) for f in fsx_options(q)]
     return [_efs(q, e, premise, e.settings()) for e in efs_options(q)]
 
 
-def provisioned(q: Question, target: str, *, save_under: float | None = None) -> TargetEstimate | None:
-    """FSx or EFS provisioned for the question: with ``save_under``, the cheapest to stand that saves within it (None
-    where nothing the lab builds does); else the one whose day costs least (idle, storage and standing together)."""
-    if target not in (CKPT_FSX, CKPT_EFS):
-        return None
-    candidates = [c for c in _candidates(q, target, "provisioned for this question") if not c.blocker]
-    if save_under is not None:
-        fits = [c for c in candidates if c.save_seconds <= save_under]
-        return min(fits, key=lambda c: (c.standing_usd_per_day + c.storage_usd_per_day + c.requests_usd_per_day,
-                                        c.save_seconds)) if fits else None
-    return min(candidates, key=lambda c: (c.usd_per_day, c.save_seconds)) if candidates else None
-
-
-@dataclass
-class CheckpointAnswer:
-    """Where the checkpoints should go: the targets ranked by a day's cost, the pick and the runner-up."""
-    question: Question
-    options: list[TargetEstimate]
-    pick: TargetEstimate | None
-    runner_up: TargetEstimate | None
-    why: str
-    passed_over: dict[str, str]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"pick": self.pick.to_dict() if self.pick else None,
-                "runner_up": self.runner_up.to_dict() if self.runner_up else None, "why": self.why,
-                "options": [o.to_dict() for o in self.options], "passed_over": dict(self.passed_over)}
-
-
 def option_name(o: TargetEstimate) -> str:
     return f"{o.label} ({o.provision}{'' if o.premise == 'as deployed' else ', ' + o.premise})"
-
-
-def recommend(q: Question, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> CheckpointAnswer:
-    """Every target as the lab stands, and FSx and EFS provisioned for the cheapest day; the pick is the cheapest day
-    among those that keep up (a save, or the sync's upload, within the interval) and can hold the checkpoints."""
-    options = [estimate_target(q, t) for t in targets]
-    for target in (CKPT_FSX, CKPT_EFS):
-        if target in targets:
-            best = provisioned(q, target)
-            if best is not None and not any(o.target == target and o.provision == best.provision for o in options):
-                options.append(best)
-    options.sort(key=lambda o: (bool(o.blocker), bool(o.warnings), o.usd_per_day))
-    usable = [o for o in options if not o.blocker and not o.warnings]
-    pick = usable[0] if usable else None
-    runner = next((o for o in usable[1:] if o.target != (pick.target if pick else None)), None)
-    passed: dict[str, str] = {}
-    for o in options:
-        if o is pick:
-            continue
-        if o.blocker:
-            passed[option_name(o)] = f"cannot: {o.blocker}"
-        elif o.warnings:
-            passed[option_name(o)] = f"cannot keep up: {'; '.join(o.warnings)}"
-    if pick is None:
-        why = "no target keeps up at this interval: a longer --checkpoint-every, fewer kept, or a provisioned file system"
-    else:
-        parts = [f"${pick.usd_per_day:,.2f} a day: the cluster idle ${pick.idle_usd_per_day:,.2f} "
-                 f"({pick.stall_seconds:,.1f} s a save x {pick.saves_per_day:,.0f} saves)"]
-        if pick.storage_usd_per_day or pick.standing_usd_per_day:
-            parts.append(f"storage ${pick.storage_usd_per_day + pick.standing_usd_per_day:,.2f}")
-        if pick.requests_usd_per_day:
-            parts.append(f"requests ${pick.requests_usd_per_day:,.2f}")
-        why = "the cheapest day that keeps up: " + ", ".join(parts)
-    return CheckpointAnswer(q, options, pick, runner, why, passed)
-
-
-def size(q: Question, save_under: float, targets: tuple[str, ...] = CHECKPOINT_TARGETS) -> list[TargetEstimate]:
-    """Per target what makes a save (the stall, for the sync) shorter than ``save_under`` seconds: FSx and EFS as
-    provisioned for it (cheapest to stand), each with its deploy; the sync targets as the instance stands, and whether
-    they meet it (no provisioning reaches the instance's volume)."""
-    rows: list[TargetEstimate] = []
-    for target in targets:
-        if target in SYNC_TARGETS:
-            est = _sync(q, target)
-            if est.stall_seconds > save_under:
-                est.warnings.append(f"its stall, {est.stall_seconds:,.1f} s, is longer than {save_under:g} s: the "
-                                    "instance's volume sets it (a larger gp2 volume, or an NVMe instance)")
-            rows.append(est)
-            continue
-        found = provisioned(q, target, save_under=save_under)
-        if found is not None:
-            found.premise = f"provisioned to save within {save_under:g} s"
-            rows.append(found)
-            continue
-        fastest = min(_candidates(q, target, "provisioned"), key=lambda c: c.save_seconds)
-        row = estimate_target(q, target)   # the lab as it stands, refused with what the fastest option reaches
-        row.blocker = (f"nothing the lab builds saves within {save_under:g} s: the fastest, {fastest.provision}, takes "
-                       f"{fastest.save_seconds:,.1f} s ({fastest.bound})")
-        rows.append(row)
-    return rows
 
 
 # ---- measured: a run's checkpoint records, per trial and target ------------------------------------------------
@@ -632,6 +543,6 @@ def measured_pick(targets: list[MeasuredTarget]) -> tuple[MeasuredTarget | None,
     return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
 
 
-__all__ = ["CheckpointAnswer", "MeasuredTarget", "measured_targets", "measured_pick", "CheckpointLoad", "Question", "TargetEstimate", "estimate_target", "estimate_targets",
-           "recommend", "size", "provisioned", "parse_duration", "DEFAULT_KEEP", "DEFAULT_EVERY_SECONDS",
+__all__ = ["MeasuredTarget", "measured_targets", "measured_pick", "CheckpointLoad", "Question", "TargetEstimate",
+           "estimate_target", "estimate_targets", "candidates", "parse_duration", "DEFAULT_KEEP", "DEFAULT_EVERY_SECONDS",
            "DEFAULT_SAVE_UNDER_SECONDS", "MAX_KEEP", "option_name"]

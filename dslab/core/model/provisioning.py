@@ -54,6 +54,11 @@ class FsxConfig:
         kind = "Scratch 2" if self.deployment_type == SCRATCH_2 else f"Persistent 2 {self.mbps_per_tib:g} MB/s/TiB"
         return f"{kind}, {self.capacity_gib:,} GiB ({self.throughput_mbps:,.0f} MB/s)"
 
+    def short(self) -> str:
+        """A few words for a table: "Scratch 2 1,200 GiB", "P2-1000 7,200 GiB"."""
+        kind = "Scratch 2" if self.deployment_type == SCRATCH_2 else f"P2-{self.mbps_per_tib:g}"
+        return f"{kind} {self.capacity_gib:,} GiB"
+
     def settings(self) -> dict[str, Any]:
         """The stack's context settings that build this file system (stacks/config.py)."""
         out: dict[str, Any] = {"fsxDeploymentType": self.deployment_type}
@@ -94,6 +99,12 @@ class EfsConfig:
         if self.mode == ELASTIC:
             return gb_read * prices["efs_elastic_read_per_gb"]
         return 0.0
+
+    def short(self) -> str:
+        """A few words for a table: "EFS Bursting", "EFS Elastic", "EFS 512 MiB/s"."""
+        if self.mode == PROVISIONED:
+            return f"EFS Prov. {self.provisioned_mibps or 0:,.0f} MiB/s"
+        return "EFS Elastic" if self.mode == ELASTIC else "EFS Bursting"
 
     def label(self) -> str:
         if self.mode == PROVISIONED:
