@@ -6,7 +6,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs clean
+.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs bench-answer clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh test
@@ -127,6 +127,11 @@ bench-reader: setup
 bench-calibration: setup
 	$(PY) -m benchmarks.bench_calibration
 
+# One answer by every path (tests/test_one_answer.py) for thousands of generated questions, drawn afresh each run
+# (make test runs the same 200 every time): what it finds is kept there as an @example.
+bench-answer: setup
+	HYPOTHESIS_PROFILE=bench $(PY) -m pytest -q -p no:cacheprovider tests/test_one_answer.py
+
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:
 	$(LAB_SETUP)
@@ -146,6 +151,7 @@ docs: setup
 	$(PY) scripts/cli_reference.py
 	$(PY) scripts/model_constants.py
 	$(PY) scripts/record_reference.py
+	$(PY) scripts/answer_reference.py
 	$(PY) scripts/estimate_tables.py
 	$(PY) scripts/report_picture.py
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict

@@ -389,7 +389,7 @@ def answer_lines(answers: Answers, *, bold=lambda text: f"**{text}**", heading=l
                          f"to a result{runner}. Why: {e.why}." + (f" Precision: {e.noise}." if e.noise else ""))
             if estimate.premise is not None:   # what the estimate assumed, as every answer says it
                 lines.append(f"- Premise of the estimate: {estimate.premise.describe().removeprefix('premise: ')}; "
-                             f"priced: {estimate.answer.rule}.")
+                             f"{estimate.answer.rule}, the lab as it stands beside it.")
             differs = [s for s in estimate.answer.sources if s.differs]
             if differs:
                 lines.append("- Where the lab as it stands differs (estimated): "

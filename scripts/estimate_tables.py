@@ -359,7 +359,15 @@ def checkpoint_targets() -> list[str]:
     return rows[:-1]
 
 
+def readme_recommend() -> list[str]:
+    """The README's example: `dslab recommend` for the 2 TB question, as printed."""
+    argv = ("recommend", "--files", "16666667", "--bytes", "2TB", "--instance", "ml.p4d.24xlarge", "--instance-count",
+            "8", "--epochs", "10")
+    return ["```text", *dslab(*argv, as_json=False).rstrip("\n").splitlines(), "```"]
+
+
 TABLES = {
+    "readme-recommend": ("README.md", readme_recommend),
     "checkpoint-targets": ("docs/checkpoints.md", checkpoint_targets),
     "post-cells": ("docs/report.md", post_cells),
     "express-c": ("docs/sources/express.md", express_c),

@@ -392,3 +392,12 @@ def test_the_report_describes_the_checkpoints_the_trial_ran_not_the_files_defaul
     document = experiment().document   # its trial: 2 written, 1 read back, 0 s apart
     (line,) = [line for line in workload_lines(document, [], ignored=False) if "checkpoint workload" in line]
     assert "2 checkpoint(s) written, 1 read back" in line and "10 checkpoint(s)" not in line, line
+
+
+def test_a_stall_past_the_save_target_names_what_sets_it_on_that_instance():
+    """The sync's stall is the write to the instance's own storage: on p5 (NVMe, fixed) no larger gp2 volume helps, and
+    the warning said one would; on an EBS instance it does, up to gp2's 250 MiB/s."""
+    nvme = answer_of(question("8b", 1), 60).target("s3").estimate.warnings
+    assert nvme and "NVMe storage" in nvme[0] and "gp2" not in nvme[0]
+    ebs = answer_of(question("8b", 1, instance="ml.p3.16xlarge"), 60).target("s3").estimate.warnings
+    assert ebs and "gp2 volume" in ebs[0]

@@ -90,6 +90,44 @@ def test_the_results_record_page_is_what_its_two_schemas_say():
     assert "Where `checkpoint_target` is `express`: `storage` present" in page
 
 
+def test_the_answer_page_is_what_its_schema_says_and_every_answer_satisfies_the_schema(capsys):
+    """docs/reference/answer.md is generated from dslab/contracts/answer.schema.json; the schema holds what every
+    command prints with --json (no field undocumented: each object of it is closed), for a data question (with and
+    without a workload, with blocked sources, several deploys) and a checkpoint question."""
+    import json
+
+    import jsonschema
+
+    from dslab.cli import main
+    reference = _script("answer_reference")
+    assert reference.PAGE.read_text() == reference.render(), "run `python scripts/answer_reference.py` (make docs)"
+    schema = json.loads(reference.SCHEMA.read_text())
+    dlio = REPO / "dslab" / "contracts" / "dlio"
+    questions = [["recommend", "--files", "30607", "--bytes", "1.1GB"],
+                 ["estimate", "--files", "16666667", "--bytes", "2TB", "--instance", "ml.p4d.24xlarge", "--count", "8",
+                  "--epochs", "10"],
+                 ["size", "--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--count", "16"],
+                 ["recommend", "--files", "1000", "--bytes", "10TB", "--instance", "ml.g5.xlarge", "--random-access"],
+                 ["size", "--workload", str(dlio / "unet3d_h100.yaml"), "--instance", "ml.p5.48xlarge", "--count", "2"],
+                 ["recommend", "--workload", str(dlio / "llama3_70b.yaml"), "--instance", "ml.p5.48xlarge", "--count", "8"],
+                 ["size", "--workload", str(dlio / "llama3_8b.yaml"), "--instance", "ml.p5.48xlarge", "--save-under", "30s"]]
+    kinds = set()
+    for argv in questions:
+        assert main([*argv, "--json"]) in (0, 1), argv
+        answer = json.loads(capsys.readouterr().out)
+        jsonschema.validate(answer, schema)
+        kinds.add("targets" in answer)
+        if "sources" in answer:
+            assert answer["sources"][0]["rank"] == 1 and answer["sources"][0]["source"] == answer["pick"]
+    assert kinds == {True, False}
+    # A field the schema does not name is refused: the page cannot fall behind the code.
+    main(["recommend", "--files", "30607", "--bytes", "1.1GB", "--json"])
+    answer = json.loads(capsys.readouterr().out)
+    answer["sources"][0]["undocumented"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(answer, schema)
+
+
 def test_the_estimated_tables_the_pages_quote_are_what_the_cli_answers_now():
     """Every estimated table of the pages (the post's four cells, the sizing tables, the workload table, ...) sits
     between markers that scripts/estimate_tables.py rewrites from the CLI's own --json answers: a figure the code no

@@ -278,3 +278,34 @@ def test_export_from_results_picks_per_dataset_and_trial_as_the_report_does(outp
     assert "value='File'" in captured.out and jobs[("small", "File")].name in captured.err   # not large's cheaper job
     assert run("--trial", "large") == 0
     assert jobs[("large", "FastFile")].name in capsys.readouterr().err
+
+
+def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, monkeypatch):
+    """An experiment whose only trial writes checkpoints crashed export (StopIteration: no dataset). Its writer job
+    exports: CheckpointConfig for a sync target, the read-write channel for FSx and EFS; the answer's pick by default,
+    refused where it is priced on a file system the lab as it stands is not, with the deploy that provisions it."""
+    import yaml
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    path = tmp_path / "ckpt.yaml"
+    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["s3", "fsx", "efs"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    run = lambda *argv: main(["export", "--experiment", str(path), "--offline", *argv])  # noqa: E731
+    assert run("--mode", "s3", "--out", str(tmp_path / "s3.py")) == 0
+    code = (tmp_path / "s3.py").read_text()
+    assert "checkpoint_config=shapes.CheckpointConfig(" in code and "input_data_config" not in code
+    capsys.readouterr()
+    # The answer picks FSx Persistent 2 for llama3 8B on p5; the lab as it stands has Scratch 2: refused, with its deploy.
+    assert run() == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "priced as provisioned for this question" in err and 'make deploy FSX=up CONTEXT="fsxDeploymentType=PERSISTENT_2' in err
+    assert run("--mode", "express") == 2 and "writes no checkpoints to 'express'" in capsys.readouterr().err
+    # Deployed as the answer provisions it: FSx is the lab as it stands, and its job exports with its channel.
+    from .test_one_model import _outputs_file
+    settings = dict(pair.split("=", 1) for pair in err.split('CONTEXT="')[1].split('"')[0].split())
+    deployed = _outputs_file(tmp_path, settings)
+    assert main(["export", "--experiment", str(path), "--outputs", deployed, "--out", str(tmp_path / "fsx.py")]) == 0
+    code = (tmp_path / "fsx.py").read_text()
+    assert "file_system_data_source=shapes.FileSystemDataSource(" in code and "file_system_type='FSxLustre'" in code
+    assert "checkpoint_config" not in code

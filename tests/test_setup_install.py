@@ -99,3 +99,30 @@ def test_make_lab_sets_up_only_what_the_lab_needs():
         assert "$(LAB_SETUP)" in recipe and "$(SETUP)" not in recipe, target
     script = (REPO / "scripts" / "ensure-system-packages.sh").read_text()
     assert 'if [ "$want" = test ] && [ ! -x /usr/bin/chromium ]' in script   # Chromium for `make test` only
+
+
+def test_pip_install_dot_installs_the_cli_alone_and_the_lab_as_an_extra():
+    """`pip install .` gives the dslab CLI what it needs to answer and to run on AWS (its pins are requirements.txt's);
+    `.[lab]` adds the offline lab's; together they are requirements.txt, no more, no less. The package carries what
+    the CLI reads at run time (the contracts, the DLIO files, the stand-in's outputs, the training script's layouts)."""
+    import tomllib
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = {line.split("#")[0].strip() for line in (REPO / "requirements.txt").read_text().splitlines()
+            if line.split("#")[0].strip()}
+    cli, lab = set(project["dependencies"]), set(project["optional-dependencies"]["lab"])
+    assert cli | lab == pins and not cli & lab
+    assert not {p for p in cli if p.split("==")[0].split("[")[0] in ("moto", "aws-cdk-lib", "constructs", "cdk-nag")}
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "dslab_train*" in find["packages"]["find"]["include"] and "training" in find["packages"]["find"]["where"]
+    assert "*.json" in find["package-data"]["dslab.local"]
+
+
+def test_dslab_local_without_the_lab_extras_says_how_to_get_them(monkeypatch, capsys):
+    import importlib.util
+
+    from dslab.cli import main
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "moto" else real(name, *a))
+    assert main(["local", "--out", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install '.[lab]'" in err and "make lab" in err

@@ -6,11 +6,18 @@ import signal
 import sys
 from pathlib import Path
 
+from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
 from .common import add_command, num, whole
 
 
 def cmd_local(args) -> int:
+    import importlib.util
+    missing = [name for name in ("moto", "aws_cdk", "cdk_nag") if importlib.util.find_spec(name) is None]
+    if missing:   # the CLI alone (`pip install .`) answers and runs on AWS; the offline lab needs its extras
+        raise ConfigError("dslab local", f"the offline lab needs {', '.join(missing)}, which `pip install .` leaves out: "
+                          "install the lab's extras (pip install '.[lab]', and the CDK CLI: npm ci), or run `make lab` "
+                          "in a clone of the repository, which sets them all up")
     from ..local.lab import Interrupted, Terminated, run_local
     from .question import experiment_overrides
 

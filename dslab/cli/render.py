@@ -134,7 +134,7 @@ def recommend_lines(answer, explain: bool = False) -> list[str]:
     rows = [[str(s.rank), s.source, usd(s.cost_usd), cost_range(s.cost_range), usd(weighed(s.option)),
              duration(s.seconds_to_result), s.option.bound or "-", _provisioned(s)] for s in answer.serving]
     lines = [headline(answer)]
-    lines += table(["#", "source", "to a result", "range", "weighed", "time", "bound", "provisioned as"], rows,
+    lines += table(["#", "source", "to a result", "range", "weighed", "to result", "bound", "provisioned as"], rows,
                    right=(0, 2, 3, 4, 5))
     lines += blocked_lines(answer, 8)
     lines += premise_lines(answer)
@@ -157,7 +157,7 @@ def estimate_lines(answer, shown: Callable[[Any], bool] = lambda s: True, explai
                      duration(s.seconds_to_result), o.bound or "-", _provisioned(s)])
     lines = [headline(answer)]
     lines += table(["#", "source", "download", "training", "other", "job", "set-up", "to a result", "range",
-                    "time", "bound", "provisioned as"], rows, right=(0, 2, 3, 4, 5, 6, 7, 8, 9))
+                    "to result", "bound", "provisioned as"], rows, right=(0, 2, 3, 4, 5, 6, 7, 8, 9))
     lines += [line for line, s in zip(blocked_lines(answer, 14), [s for s in answer.sources if s.blocker]) if shown(s)]
     lines += premise_lines(answer)
     lines.append(footer(answer))

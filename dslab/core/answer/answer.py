@@ -19,7 +19,9 @@ are listed in the decision's own order (the pick first, the runner-up second).
 
 from __future__ import annotations
 
+import json
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
@@ -73,8 +75,10 @@ class Question:
     runtime_field: str = RUNTIME_FIELDS
     runtime_fix: str = RUNTIME_FIX
     runtime_what: str = "{source}'s job"   # how a refusal names a job ("trial long's {source} job on big-jpg")
+    count_field: str = "--instance-count"   # what sets the instance count (an experiment's trial names its own)
+    dataset_name: str | None = None         # an experiment's dataset, as its refusals name it
     dataset: str | None = None      # where the dataset was measured (a folder or prefix): the upload commands name it
-    advise: bool = True             # give the packing advice (itself an answer for the packed shape)
+    advise: bool = True             # the whole answer: the packing advice (itself an answer) and the break-even
     workload: Any = field(default=None, compare=False)   # the DLIO workload file the premise came from, if any
 
     @property
@@ -347,11 +351,44 @@ def _blocker_of_question(question: Question, mode: str, storage: str) -> str | N
     return None
 
 
+# Answers computed in this process, by question: a command that reads one answer several times (`export` checks the
+# plan, then picks from the same answers; the packing advice asks the packed shape's) computes it once. Answers are
+# not changed once made.
+_ANSWERS: "OrderedDict[Any, Answer]" = OrderedDict()
+_ANSWERS_KEPT = 128
+
+
 def answer(question: Question) -> Answer:
     """The answer to ``question``: every source priced as provisioned for it, the lab as it stands beside each, the
-    pick and the runner-up (module docstring). Raises ConfigError where no source can serve it."""
+    pick and the runner-up (module docstring), computed once per question in a process. Raises ConfigError where no
+    source can serve it."""
+    try:
+        key = (replace(question, prices=None), json.dumps(question.prices.data, sort_keys=True, default=str))
+        hash(key)
+    except TypeError:   # a premise holding something unhashable: computed, not kept
+        return _answer(question)
+    if key in _ANSWERS:
+        _ANSWERS.move_to_end(key)
+        return _ANSWERS[key]
+    found = _answer(question)
+    _ANSWERS[key] = found
+    while len(_ANSWERS) > _ANSWERS_KEPT:
+        _ANSWERS.popitem(last=False)
+    return found
+
+
+def _answer(question: Question) -> Answer:
     p, prices = question.premise, question.prices
     shape, lab = p.shape, question.lab
+    if p.instance_count > shape.files:
+        # "Don't choose more ML compute instances for training than available S3 objects. If you do, some nodes won't
+        # get any data" (S3DataSource); the lab's script meets the same bound where it splits the files itself. The
+        # same refusal as `dslab plan`'s (requests.check_every_host_gets_data), for every path to the answer.
+        extra = p.instance_count - shape.files
+        named = f"dataset '{question.dataset_name}'" if question.dataset_name else "the dataset"
+        raise ConfigError(question.count_field, f"{p.instance_count:,} instances but {named} has {shape.files:,} "
+                          f"object{'s' if shape.files != 1 else ''}, so {extra:,} instance{'s' if extra != 1 else ''} would "
+                          "get none and fail the job", f"at most {shape.files:,} instances, or more objects")
     sources = tuple(question.sources)
     sizing = size(shape, instance_type=p.instance_type, count=p.instance_count, rate=p.rate, prices=prices,
                   epochs=p.epochs, accelerators=p.accelerators, deployed=lab, au_target=p.au_target, readers=p.readers,
@@ -386,7 +423,8 @@ def answer(question: Question) -> Answer:
     result = Answer(question, answers, decision, sizing, steps, chart_source,
                     assumptions=list(dict.fromkeys(x for a in answers for x in a.estimate.assumptions)))
     result.advice = _advice(result)
-    result.break_even = _break_even(result)
+    # The break-even is said beside a whole answer; an answer asked only for its pick (the packing advice's) skips it.
+    result.break_even = _break_even(result) if question.advise else None
     return result
 
 

@@ -15,13 +15,13 @@ from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
 from .decision import Decision, decide, option_from_measured
-from ..facts.instances import INSTANCES
+from ..facts.instances import INSTANCES, instance_storage_gb
 from ..facts.compute import COMPUTE_PRESETS, accelerator_kind, accelerators_of, compute_rate, describe_preset
 from ..shape import DatasetShape
 from .premise import Premise
 from ..facts.limits import EXPERIMENT_RUNTIME_FIX, runtime_problem
 from ..experiment import Dataset, Experiment, Trial
-from ..modes import EXPRESS, MODES, STANDARD
+from ..modes import EXPRESS, FILE, MODES, STANDARD
 from ..facts.prices import PriceTable
 from .answer import Answer, Question, SourceAnswer, answer
 
@@ -240,7 +240,8 @@ def scenario_question(experiment: Experiment, scenario: Scenario, known: KnownSh
     premise = premise_of_trial(trial, known, lab)
     return Question(premise, prices, scenario.sources, data_in_efs=scenario.dataset.source == "efs",
                     runtime_field=runtime_field(experiment, trial), runtime_fix=EXPERIMENT_RUNTIME_FIX,
-                    runtime_what=f"trial {trial.name}'s {{source}} job on {scenario.dataset.name}")
+                    runtime_what=f"trial {trial.name}'s {{source}} job on {scenario.dataset.name}",
+                    count_field=f"trial '{trial.name}': instance_count", dataset_name=scenario.dataset.name)
 
 
 def estimated(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
@@ -304,6 +305,10 @@ class JobCheck:
     def problem(self) -> tuple[str, str] | None:
         """(field, why) where this job cannot run as planned, else None."""
         deployed = self.source.deployed
+        if deployed.blocker and self.source.mode == FILE and self.source.deployed_estimate.blocker:
+            # File's share does not fit each instance's storage: the volume to raise, or (NVMe, fixed) the instances.
+            key = "instance_count" if instance_storage_gb(self.trial.instance_type) else "volume_size_gb"
+            return (self.modes_field.replace("modes", key), f"{self.what}: {deployed.blocker}")
         if deployed.blocker:
             fix = "; ".join(self.source.commands) or "provision it as `dslab size` says"
             return (self.modes_field, f"{self.what}: {self.source.source} as the lab stands cannot run it "

@@ -12,11 +12,11 @@ from typing import Any
 from ..workloads.dlio import parse_entry as parse_workload_entry
 from ..errors import ConfigError
 from ..facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
-from ..modes import (EFS, EXPRESS, FASTFILE, FILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
+from ..modes import (EFS, EXPRESS, FASTFILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
 from ..facts.limits import MAX_INSTANCE_COUNT
 from ..facts.compute import accelerator_kind, instance_preset
-from ..model.volume import file_share_bytes, volume_for
+from ..model.volume import volume_for
 from ..shape import parse_bytes
 from ..facts.compute import COMPUTE_PRESETS
 from .model import (CheckpointTrial, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset,
@@ -671,16 +671,6 @@ def check_combinations(experiment: Experiment) -> None:
                                       f"dataset '{ds.name}' lives in EFS, so mode {mode} cannot read it "
                                       f"({'Pipe streams from S3 only' if mode == PIPE else mode + ' reads from S3'}); "
                                       "use mode EFS or copy the data to S3 and set source: s3", ["s3"])
-                if mode == FILE and ds.bytes is not None:
-                    # Each instance holds its share as the distribution splits it (premise.volume_for).
-                    sharded = trial.distribution == "ShardedByS3Key" or (trial.distribution == "auto"
-                                                                          and trial.instance_count > 1)
-                    volume = volume_for(trial.instance_type, trial.volume_size_gb,
-                                        file_share_bytes(ds.bytes, trial.instance_count, sharded))
-                    problem = volume.problem(f"{base}volume_size_gb")
-                    if problem:
-                        raise ConfigError(f"{base}instance_count" if volume.nvme else f"{base}volume_size_gb",
-                                          f"dataset '{ds.name}': {problem}")
 
 
 def default_experiment() -> Experiment:
