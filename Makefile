@@ -85,7 +85,8 @@ DEPLOY = $(CDK) deploy DataSourceLab -c fsx=$(if $(filter up,$(FSX)),up,keep) $(
 FSX_DOWN_AFTER = $(if $(filter down,$(FSX)),$(CDK) destroy --app cdk.out DataSourceLab-Fsx --exclusively --force)
 # Before anything changes, `dslab deploy-check` compares the settings with the deployed lab and stops (exit 2, naming
 # the way through) a deploy that FSx or EFS would refuse and CloudFormation roll back: FSx shrunk in place (FSX=down,
-# then up), EFS's throughput mode changed or lowered within 24 hours of its last change (it says after when).
+# then up) or grown again within 6 hours of its last increase (or while its storage optimization runs), EFS's
+# throughput mode changed or lowered within 24 hours of its last change (it says after when).
 # Moving the lab to another zone (azId) replaces its subnet: FSx, if up in the old zone, goes down first
 # (`dslab fsx follow-zone`; FSX=up brings it back in the new zone).
 deploy: setup

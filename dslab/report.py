@@ -550,6 +550,16 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
     return lines
 
 
+def storage_optimization_note(found: dict[str, Any]) -> str:
+    """The mark on a run's FSx results when FSx rebalanced its storage after an increase while the run read it."""
+    progress = found.get("progress_percent")
+    how = f"{progress}% done" if progress is not None else str(found.get("status") or "running")
+    return (f"FSx {found.get('file_system', '')} was rebalancing its storage after a capacity increase when this run "
+            f"started ({how}): \"you might see decreased file system performance\" until it completes (FSx for Lustre "
+            "User Guide), so its FSx figures may be below what it gives afterwards: run the FSx jobs again once "
+            "`dslab fsx status` shows it done").replace("FSx  was", "FSx was")
+
+
 def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answers) -> str:
     from .core.answer.decision import usd
     experiment = results.get("experiment", {})
@@ -564,6 +574,9 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         lines += [f"> Resumed: {resumed['kept']} jobs kept from the interrupted attempt, {resumed['ran']} run in "
                   f"attempt {resumed['attempt']} (their logs under jobs/; superseded attempts' under "
                   "jobs/attempt-N/).", ""]
+    optimizing = results.get("fsx_storage_optimization")
+    if optimizing:
+        lines += [f"> **{storage_optimization_note(optimizing)}**", ""]
     reads = bool(rows) or not any(r.get("checkpoint_target") for r in results["records"])   # jobs that read data
     if reads:
         lines += ["Cost to a result is what one run pays: its jobs (measured) and its set-up (priced from the dataset's "

@@ -393,6 +393,8 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         return run_cli(["doctor", "--az-id", w.az_id, "--region", REGION, "--instance-type", "ml.m5.xlarge",
                         *([] if in_outputs else ["--outputs", w.outputs])])
     if entry == "dslab deploy-check":
+        if site.function == "fsx_actions":   # FSx's administrative actions are read where its stack stands
+            w.fsx_stack_up()
         return run_cli(["deploy-check", "deploy", "--fsx", "up", "--region", REGION])
     if entry == "dslab dataset stats":
         return run_cli(["dataset", "stats", f"s3://{BUCKET}/datasets/tiny/", "--write"])

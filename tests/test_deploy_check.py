@@ -194,3 +194,99 @@ def test_the_last_throughput_change_is_read_from_the_events_properties():
     replaced = newest_first(_event("UPDATE_IN_PROGRESS", 10, p64), _event("UPDATE_COMPLETE", 11, p64),
                             _event("UPDATE_IN_PROGRESS", 50, bursting), _event("UPDATE_COMPLETE", 51, bursting, "fs-2"))
     assert last_throughput_change(replaced, "Efs") is None
+
+
+def fsx_with_id(capacity: int) -> str:
+    """The FSx stack as the lab's names its file system (FsxFileSystemId), so the check reads its actions."""
+    return template({"FileSystem": lustre(capacity, "SCRATCH_2")},
+                    outputs={"FsxFileSystemId": {"Value": {"Ref": "FileSystem"}}})
+
+
+def test_fsx_grown_again_within_6_hours_of_its_last_increase_is_refused_and_the_stand_in_agrees(cfn):  # noqa: F811
+    """"You can't make further storage capacity increases on a file system until 6 hours after the last increase was
+    requested, or until the storage optimization process has completed, whichever time is longer" (FSx for Lustre
+    User Guide): `dslab size` and `recommend` print a `make deploy` with a larger fsxCapacity, and a second one the
+    same day made UpdateFileSystem refuse and CloudFormation roll the stack back. Now the check refuses it first,
+    naming the time after which it may go, read from DescribeFileSystems' AdministrativeActions; the stand-in's FSx
+    refuses as FSx does."""
+    cfn, client = cfn
+    fsx_client = client("fsx")
+    assert deploy(cfn, FSX_STACK, fsx_with_id(1200))["StackStatus"] == "CREATE_COMPLETE"
+    check("fsx-up", "up", ["fsxCapacity=2400"], cfn=cfn, fsx_client=fsx_client)    # the first increase: allowed
+    assert deploy(cfn, FSX_STACK, fsx_with_id(2400))["StackStatus"] == "UPDATE_COMPLETE"
+    (file_system,) = fsx_client.describe_file_systems()["FileSystems"]
+    actions = file_system["AdministrativeActions"]
+    assert {a["AdministrativeActionType"] for a in actions} == {"FILE_SYSTEM_UPDATE", "STORAGE_OPTIMIZATION"}
+    increased = next(a["RequestTime"] for a in actions if a["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE")
+    until = (increased + dt.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    said = refused(["fsxCapacity=4800"], target="fsx-up", cfn=cfn, fsx_client=fsx_client)
+    assert said.startswith("fsxCapacity: ") and f"not before {until}" in said and "fsxCapacity=2400" in said
+    assert "6 hours after the last increase was requested" in said
+    # The stand-in refuses the same update, and CloudFormation rolls it back; the file system keeps its size.
+    stack = deploy(cfn, FSX_STACK, fsx_with_id(4800))
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE" and "6 hours" in reasons(cfn, FSX_STACK)
+    assert fsx_client.describe_file_systems()["FileSystems"][0]["StorageCapacity"] == 2400
+    # What is not an increase passes: the same size, another deployment type (a new file system), FSX=keep.
+    check("fsx-up", "up", ["fsxCapacity=2400"], cfn=cfn, fsx_client=fsx_client)
+    check("deploy", "up", ["fsxDeploymentType=PERSISTENT_2", "fsxThroughputPerTiB=125", "fsxCapacity=4800"], cfn=cfn,
+          fsx_client=fsx_client)
+    check("deploy", "keep", ["fsxCapacity=4800"], cfn=cfn, fsx_client=fsx_client)
+    # Past the 6 hours, both let it go.
+    check("fsx-up", "up", ["fsxCapacity=4800"], cfn=cfn, fsx_client=fsx_client, now=later(6.1))
+    client.standin.env.clock = lambda: later(6.1)
+    assert deploy(cfn, FSX_STACK, fsx_with_id(4800))["StackStatus"] == "UPDATE_COMPLETE"
+
+
+def test_fsx_grown_while_its_storage_optimization_runs_is_refused_saying_how_far_it_is():
+    from dslab.core.deploy_guard import LustreShape, fsx_increase_refusal
+    now = dt.datetime(2026, 12, 4, 12, tzinfo=dt.timezone.utc)
+    before, wanted = LustreShape("SCRATCH_2", 2400, "2.15", False), LustreShape("SCRATCH_2", 4800, "2.15", False)
+    old = now - dt.timedelta(hours=9)
+    done = [{"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "RequestTime": old, "Status": "COMPLETED",
+             "TargetFileSystemValues": {"StorageCapacity": 2400}},
+            {"AdministrativeActionType": "STORAGE_OPTIMIZATION", "RequestTime": old, "Status": "COMPLETED"}]
+    assert fsx_increase_refusal("fs-1", before, wanted, done, now, moves_zone=False) is None
+    running = [done[0], {**done[1], "Status": "IN_PROGRESS", "ProgressPercent": 40}]
+    said = fsx_increase_refusal("fs-1", before, wanted, running, now, moves_zone=False)
+    assert "storage optimization after that increase is still running (40% done)" in said
+    # A failed request changed nothing: it does not count as the last increase.
+    failed = [{**done[0], "RequestTime": now - dt.timedelta(hours=1), "Status": "FAILED"}, *done]
+    assert fsx_increase_refusal("fs-1", before, wanted, failed, now, moves_zone=False) is None
+    # A zone move makes a new file system: no history applies; a shrink is not this rule's.
+    assert fsx_increase_refusal("fs-1", before, wanted, running, now, moves_zone=True) is None
+    assert fsx_increase_refusal("fs-1", wanted, before, running, now, moves_zone=False) is None
+
+
+def test_a_run_that_starts_while_fsx_rebalances_marks_its_fsx_results(tmp_path):
+    """During storage optimization "you might see decreased file system performance": the workflow's Plan records it
+    (it does not wait hours for it), Collect keeps it in the results, and the report says it above the answer."""
+    from types import SimpleNamespace
+
+    from dslab.inputs.experiment_file import load_experiment
+    from dslab.report import write_report
+    from dslab.workflow.plan import storage_optimization
+
+    from .test_answer import _synthetic_results
+    running = {"AdministrativeActionType": "STORAGE_OPTIMIZATION", "Status": "IN_PROGRESS", "ProgressPercent": 35,
+               "RequestTime": dt.datetime(2026, 12, 4, 9, tzinfo=dt.timezone.utc)}
+
+    class Fsx:
+        def __init__(self, actions):
+            self.actions = actions
+
+        def describe_file_systems(self, FileSystemIds):   # noqa: N803 - botocore's names
+            return {"FileSystems": [{"FileSystemId": FileSystemIds[0], "AdministrativeActions": self.actions}]}
+    ref = SimpleNamespace(file_system_id="fs-0123456789abcdef0")
+    found = storage_optimization({"fsx": Fsx([running])}, ref)
+    assert found == {"file_system": "fs-0123456789abcdef0", "status": "IN_PROGRESS", "progress_percent": 35,
+                     "since": "2026-12-04T09:00:00+00:00"}
+    assert storage_optimization({"fsx": Fsx([{**running, "Status": "COMPLETED"}])}, ref) is None
+    assert storage_optimization({"fsx": Fsx([running])}, None) is None   # FSx down
+    from .conftest import REPO
+    experiment = load_experiment(REPO / "experiments" / "post-12-jobs.yaml")
+    results = {**_synthetic_results(experiment, backend="aws"), "fsx_storage_optimization": found}
+    report = write_report(results, tmp_path / "report")["report.md"].read_text()
+    assert "FSx fs-0123456789abcdef0 was rebalancing its storage after a capacity increase" in report
+    assert "(35% done)" in report and report.index("rebalancing") < report.index("### ")
+    plain = write_report(_synthetic_results(experiment, backend="aws"), tmp_path / "plain")["report.md"].read_text()
+    assert "rebalancing" not in plain

@@ -354,8 +354,9 @@ def test_an_inactive_directory_bucket_is_waited_for_while_it_wakes(emulated):
     from dslab.emulator import patches
     # Staging waits EXPRESS_WAKE_SECONDS (5 minutes) for the bucket: at the usual 1000-fold compression
     # that is 0.3 s of wall clock, which a loaded 2-core CI machine spends on a dozen requests; 100-fold
-    # gives the 3 s the waking below needs on any machine.
-    with emulated(ScriptedJobs(), time_scale=0.01) as lab:
+    # gives 3 s, which a loaded machine running the suite 3-wide has missed; 20-fold gives 15 s (spent only
+    # while the bucket sleeps).
+    with emulated(ScriptedJobs(), time_scale=0.05) as lab:
         put_datasets(lab, ["tiny-jpg"])
         asleep = {"requests": 20}   # more 503s than botocore's retries of one call (8 for staging's client)
 

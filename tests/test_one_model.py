@@ -195,7 +195,7 @@ def test_the_lab_size_provisions_once_deployed_is_the_lab_every_command_prices(c
     if count == 16:
         assert deployed["lab"]["fsx_config"] == {"deployment_type": "PERSISTENT_2", "capacity_gib": 14400,
                                                  "mbps_per_tib": 1000.0, "throughput_mbps": 14062.5}
-        assert deployed["lab"]["efs_config"]["mode"] == "elastic"
+        assert deployed["lab"]["efs_config"]["mode"] == "provisioned"
 
 
 def test_estimate_and_recommend_say_which_lab_they_price(capsys, tmp_path, monkeypatch):
@@ -220,7 +220,7 @@ def test_estimate_and_recommend_say_which_lab_they_price(capsys, tmp_path, monke
 
 
 P2_16 = {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": 1000, "fsxCapacity": 14400,
-         "efsPerformance": "generalPurpose", "efsThroughput": "elastic"}   # what size provisions for 16 (README)
+         "efsThroughput": "provisioned", "efsProvisionedMibps": 1499}   # what size provisions for 16 (README)
 
 
 def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, tmp_path, monkeypatch):
@@ -228,7 +228,7 @@ def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, t
     --outputs price that lab and name the file; size --json says where FSx and EFS came from."""
     monkeypatch.chdir(tmp_path)
     _outputs_file(tmp_path, P2_16)
-    said = "the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB, 14,400 GiB (14,062 MB/s); EFS Elastic"
+    said = "the lab as deployed (cdk-outputs.json): FSx Persistent 2 1000 MB/s/TiB, 14,400 GiB (14,062 MB/s); EFS Provisioned 1,499 MiB/s, in us-east-1"
     for argv in (["estimate", *C], ["recommend", *C], ["size", *C, "--as-deployed"]):
         assert main([*argv, "--explain"]) == 0
         assert f"priced on {said}" in capsys.readouterr().out, argv
@@ -238,8 +238,8 @@ def test_the_cdk_outputs_json_make_deploy_wrote_here_is_the_lab_priced(capsys, t
     assert (lab["fsx_source"], lab["efs_source"]) == ("cdk-outputs.json", "cdk-outputs.json")
     # The deploy settings beyond cdk.json's, which a later deploy must repeat to keep the lab as it stands.
     assert lab["keep_settings"] == {"fsxDeploymentType": "PERSISTENT_2", "fsxCapacity": "14400",
-                                    "fsxThroughputPerTiB": "1000", "efsThroughput": "elastic",
-                                    "efsPerformance": "generalPurpose"}
+                                    "fsxThroughputPerTiB": "1000", "efsThroughput": "provisioned",
+                                    "efsProvisionedMibps": "1499"}
     # --outputs names another file: that one, not the one here.
     other = _outputs_file(tmp_path, {"efsThroughput": "bursting"}, "other.json")
     assert main(["estimate", *C, "--outputs", other, "--explain"]) == 0

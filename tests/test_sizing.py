@@ -90,7 +90,11 @@ def test_provisioning_grows_with_the_cluster_and_au_never_rises_with_it():
     assert capacity(small["FSx"].provision) < capacity(large["FSx"].provision)
     prefixes = lambda provision: int(re.match(r"(\d+) S3 prefix", provision).group(1))  # noqa: E731
     assert prefixes(small["FastFile"].provision) == 1 and prefixes(large["FastFile"].provision) == 6
-    assert large["EFS"].provision.startswith("EFS Elastic") and not small["EFS"].provision.startswith("EFS Elastic")
+    # EFS: Bursting feeds one instance; 16 need Provisioned throughput, whose us-east-1 limit (10 GiB/s reads, the
+    # quotas page's table) lets 1,499 MiB/s feed them for less than Elastic; 64 need Elastic's 60 GiB/s.
+    assert small["EFS"].provision.startswith("EFS Bursting") and large["EFS"].provision.startswith("EFS Provisioned 1,499")
+    huge = {s.source: s for s in size(C, instance_type="ml.p4d.24xlarge", count=64, rate=A100, prices=PriceTable()).sources}
+    assert huge["EFS"].provision.startswith("EFS Elastic")
     for name in small:
         # On the lab as deployed (nothing grows) AU never rises with the cluster; provisioned, only FSx and EFS
         # are provisioned anew for each size (each to feed it at AU >= 90% for the least per run).
@@ -304,12 +308,12 @@ def test_the_directory_bucket_is_sized_against_the_clusters_demand_and_says_whic
 def test_size_text_prints_each_sources_notes_as_json_has_them(capsys, tmp_path, monkeypatch):
     """The per-source notes of --json (each source's assumptions) are printed in the text too, each once."""
     monkeypatch.chdir(tmp_path)
-    data = json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--json").stdout)
+    data = json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--json").stdout)
     notes = {line for s in data["sources"] for line in s["notes"]}
     assert any(n.startswith("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system")
                for n in notes)
     assert "FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)" in notes
-    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout.replace("\n    ", " ")
+    text = dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--explain").stdout.replace("\n    ", " ")
     for note in notes:
         assert text.count(f"  {note}") == 1, note
 
@@ -347,8 +351,8 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
     assert combined["sources"] == ["FSx", "EFS"] and combined["command"].startswith("make deploy FSX=up CONTEXT=")
     assert _context(combined["command"]) == {**_context(rows["FSx"]["commands"][0]), **_context(rows["EFS"]["commands"][0])}
     assert _context(combined["command"]) == {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": "1000",
-                                             "fsxCapacity": "14400", "efsPerformance": "generalPurpose",
-                                             "efsThroughput": "elastic"}
+                                             "fsxCapacity": "14400", "efsThroughput": "provisioned",
+                                             "efsProvisionedMibps": "1499"}
     assert combined["standing_usd_per_hour"] == pytest.approx(rows["FSx"]["standing_usd_per_hour"] +
                                                               rows["EFS"]["standing_usd_per_hour"], abs=0.01)
     lines = dslab_in_process(capsys, "size", *P4D_C, "--count", "16", "--explain").stdout.splitlines()
@@ -374,7 +378,9 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
     assert _context(rows["FSx"]["commands"][0]) == {"fsxDeploymentType": "PERSISTENT_2", "fsxThroughputPerTiB": "1000",
                                                     "fsxCapacity": "14400", "efsThroughput": "elastic",
                                                     "efsPerformance": "generalPurpose"}
-    assert rows["EFS"]["commands"] == [] and rows["EFS"]["unchanged"] == "as deployed: nothing to change"
+    # EFS as deployed (Elastic) feeds them, but Provisioned 1,499 MiB/s does for less: its deploy says so.
+    assert _context(rows["EFS"]["commands"][0]) == {"efsThroughput": "provisioned", "efsProvisionedMibps": "1499",
+                                                    "efsPerformance": "generalPurpose"}
 
 
 def test_the_to_provision_block_and_the_upload_it_prints(capsys, tmp_path, monkeypatch):

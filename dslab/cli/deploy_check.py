@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.deploy_guard import (EFS_THROUGHPUT_WAIT, EfsThroughput, LustreShape, efs_throughput_refusal,
-                                 fsx_shrink_refusal, last_throughput_change)
+                                 fsx_increase_refusal, fsx_shrink_refusal, last_throughput_change)
 from ..core.errors import ConfigError
 from ..core.requests import CORE_STACK, FSX_STACK
 from .common import REPO, UserError, add_command, explain_aws, lab_context
@@ -44,6 +44,8 @@ class DeployedLab:
     """What CloudFormation has deployed of FSx and EFS (None: that part is not deployed)."""
     zone_id: str | None = None
     fsx: LustreShape | None = None
+    fsx_id: str = "?"
+    fsx_actions: list[dict[str, Any]] | None = None   # DescribeFileSystems' AdministrativeActions (None: not read)
     efs: EfsThroughput | None = None
     efs_id: str = "?"
     efs_last_change: dt.datetime | None = None
@@ -101,10 +103,22 @@ def read_deployed(cfn, now: dt.datetime, *, fsx: bool = True, efs: bool = True) 
             logical_id, props = found
             lab.efs = EfsThroughput.from_properties(props)
             lab.efs_last_change = last_throughput_change(_efs_events(cfn, CORE_STACK, logical_id, now), logical_id)
-    if fsx and _stack(cfn, FSX_STACK) is not None:
+    fsx_stack = _stack(cfn, FSX_STACK) if fsx else None
+    if fsx_stack is not None:
         found = _resource(cfn, FSX_STACK, "AWS::FSx::FileSystem")
         lab.fsx = LustreShape.from_properties(found[1]) if found else None
+        lab.fsx_id = {o["OutputKey"]: o["OutputValue"] for o in fsx_stack.get("Outputs", [])}.get("FsxFileSystemId", "?")
     return lab
+
+
+def fsx_actions(fsx_client, file_system: str) -> list[dict[str, Any]]:
+    """The file system's administrative actions (DescribeFileSystems): its capacity increases and the storage
+    optimization after each, which decide when it may grow again. A file system gone since: none."""
+    try:
+        found = fsx_client.describe_file_systems(FileSystemIds=[file_system])["FileSystems"]
+    except fsx_client.exceptions.FileSystemNotFound:
+        return []
+    return list((found[0] if found else {}).get("AdministrativeActions") or [])
 
 
 def deploy_settings(words: list[str] | None) -> dict[str, Any]:
@@ -132,6 +146,7 @@ def refusals(target: str, fsx_choice: str, config, lab: DeployedLab, now: dt.dat
         why = fsx_shrink_refusal(lab.fsx, wanted, moves_zone=moves_zone,
                                  take_down=take_down + ("" if stack_only else context),
                                  bring_up=bring_up + ("" if target == "dslab-fsx-up" else context))
+        why = why or fsx_increase_refusal(lab.fsx_id, lab.fsx, wanted, lab.fsx_actions or [], now, moves_zone=moves_zone)
         if why:
             found.append(("fsxCapacity", why))
     if not stack_only:
@@ -144,7 +159,7 @@ def refusals(target: str, fsx_choice: str, config, lab: DeployedLab, now: dt.dat
 
 
 def check(target: str, fsx_choice: str, words: list[str] | None, region: str | None = None,
-          now: dt.datetime | None = None, cfn=None) -> None:
+          now: dt.datetime | None = None, cfn=None, fsx_client=None) -> None:
     """Raise ConfigError naming each refused setting; return where the deploy may go (nothing deployed, no
     credentials: the deploy itself will say)."""
     from stacks.config import LabConfig, LabConfigError
@@ -167,6 +182,15 @@ def check(target: str, fsx_choice: str, words: list[str] | None, region: str | N
         print(f"dslab deploy-check: could not read the deployed lab ({explain_aws(err)}); FSx's capacity and EFS's "
               "throughput were not compared with it", file=sys.stderr)
         return
+    if lab.fsx_id != "?":
+        try:
+            if fsx_client is None:
+                import boto3
+                fsx_client = boto3.client("fsx", region_name=region or config.region)
+            lab.fsx_actions = fsx_actions(fsx_client, lab.fsx_id)
+        except (ClientError, BotoCoreError) as err:   # said; the shrink and EFS checks stand, the deploy goes on
+            print(f"dslab deploy-check: could not read FSx {lab.fsx_id}'s administrative actions ({explain_aws(err)}); "
+                  "whether it grew in the last 6 hours was not checked", file=sys.stderr)
     found = refusals(target, fsx_choice, config, lab, now, words)
     if found:
         raise ConfigError(" and ".join(setting for setting, _ in found), "; and ".join(why for _, why in found))
@@ -182,7 +206,8 @@ def cmd_deploy_check(args) -> int:
 def register(sub) -> None:
     p = add_command(sub, "deploy-check", cmd_deploy_check,
                     "Before a deploy (the Makefile runs it): refuse, naming the way through, what FSx or EFS would refuse "
-                    "and CloudFormation roll back: FSx for Lustre shrunk in place (FSx=down, then up), EFS's throughput "
+                    "and CloudFormation roll back: FSx for Lustre shrunk in place (FSx=down, then up) or grown again "
+                    "within 6 hours of its last increase (or while its storage optimization runs), EFS's throughput "
                     "mode changed or its provisioned throughput lowered within 24 hours of its last change (the time "
                     "after which it may).", "dslab deploy-check deploy --fsx up -c fsxCapacity=2400")
     p.add_argument("target", choices=sorted(TARGETS), help="what deploys: make deploy, deploy-again, fsx-up, dslab fsx up")

@@ -18,7 +18,7 @@ def cmd_prices(args) -> int:
     if args.json:
         print_json({"date": prices.date, "region": prices.data["region"], "currency": "USD", "on_demand": True,
                     "source": prices.source, "label": prices.label(), "rows": [row.to_dict() for row in rows],
-                    "overrides": dict(prices.overrides), "override_help": OVERRIDE_HELP})
+                    "overrides": dict(prices.overrides), "override_help": OVERRIDE_HELP, "notes": [VERSIONS_SAID]})
         return 0
     print(f"price table of {prices.date}, {prices.data['region']}, on-demand, US dollars")
     print(f"its own sources: {prices.source}")
@@ -32,8 +32,20 @@ def cmd_prices(args) -> int:
           "assumption): confirm them, or give your own with --prices")
     if prices.overrides:
         print(f"+: {len(prices.overrides)} rows from {', '.join(sorted(set(prices.overrides.values())))}")
+    print(VERSIONS_SAID)
     print(OVERRIDE_HELP)
     return 0
+
+
+def _versions_said() -> str:
+    from ..core.facts.storage import CHECKPOINT_NONCURRENT_DAYS, CHECKPOINT_NONCURRENT_MEAN_DAYS
+    return (f"s3_storage_gb_month also prices the data bucket's noncurrent versions of checkpoints: the bucket is "
+            f"versioned, and under checkpoints/ a version expires {CHECKPOINT_NONCURRENT_DAYS} day after the sync deletes "
+            f"it ({CHECKPOINT_NONCURRENT_MEAN_DAYS:g} days on average, rounded to midnight UTC); the directory bucket "
+            "keeps none")
+
+
+VERSIONS_SAID = _versions_said()
 
 
 def register(sub) -> None:

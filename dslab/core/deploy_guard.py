@@ -72,6 +72,61 @@ def fsx_shrink_refusal(deployed: LustreShape | None, wanted: LustreShape, *, mov
             f"or keep its size with fsxCapacity={deployed.capacity_gib} in CONTEXT")
 
 
+# "You can't make further storage capacity increases on a file system until 6 hours after the last increase was
+# requested, or until the storage optimization process has completed, whichever time is longer" (FSx for Lustre User
+# Guide, managing-storage-capacity.html). DescribeFileSystems' AdministrativeActions hold both: the FILE_SYSTEM_UPDATE
+# that asked for the capacity (its RequestTime) and the STORAGE_OPTIMIZATION that follows it ("For Lustre, storage
+# optimization consists of rebalancing the data across the existing and newly added file servers"; its Status).
+FSX_INCREASE_WAIT = dt.timedelta(hours=6)
+OPTIMIZING = ("PENDING", "IN_PROGRESS", "OPTIMIZING", "UPDATED_OPTIMIZING", "PAUSED")
+
+
+def last_capacity_increase(actions: Iterable[dict[str, Any]]) -> dt.datetime | None:
+    """When the file system's storage capacity was last asked to grow (a FILE_SYSTEM_UPDATE with a StorageCapacity
+    that did not fail), or None."""
+    times = [_aware(a["RequestTime"]) for a in actions
+             if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE" and a.get("RequestTime")
+             and (a.get("TargetFileSystemValues") or {}).get("StorageCapacity")
+             and a.get("Status") not in ("FAILED", "CANCELLED")]
+    return max(times) if times else None
+
+
+def storage_optimizing(actions: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The storage optimization still running after an increase (its action), or None. During it "you might see
+    decreased file system performance" (managing-storage-capacity.html)."""
+    return next((a for a in actions if a.get("AdministrativeActionType") == "STORAGE_OPTIMIZATION"
+                 and a.get("Status") in OPTIMIZING), None)
+
+
+def fsx_increase_refusal(file_system: str, deployed: LustreShape | None, wanted: LustreShape,
+                         actions: Iterable[dict[str, Any]], now: dt.datetime, *, moves_zone: bool) -> str | None:
+    """Why FSx would refuse this deploy's capacity increase now (None where it would not): within 6 hours of the last
+    increase, or while its storage optimization runs (managing-storage-capacity.html); UpdateFileSystem refuses it
+    and CloudFormation rolls the stack back. A replacement or a new zone is a new file system, which has no history."""
+    if (deployed is None or moves_zone or deployed.replaced_by(wanted)
+            or wanted.capacity_gib <= deployed.capacity_gib):
+        return None
+    actions = list(actions)
+    last, optimizing = last_capacity_increase(actions), storage_optimizing(actions)
+    too_soon = last is not None and now < last + FSX_INCREASE_WAIT
+    if not too_soon and optimizing is None:
+        return None
+    rule = ("FSx allows a further storage capacity increase only \"6 hours after the last increase was requested, or "
+            "[once] the storage optimization process has completed, whichever time is longer\" (FSx for Lustre User "
+            "Guide), so UpdateFileSystem would refuse it and CloudFormation roll the update back")
+    said = []
+    if too_soon:
+        said.append(f"its capacity was last increased at {utc_text(last)}, so not before {utc_text(last + FSX_INCREASE_WAIT)}")
+    if optimizing is not None:
+        progress = optimizing.get("ProgressPercent")
+        said.append("its storage optimization after that increase is still running ("
+                    + (f"{progress}% done" if progress is not None else str(optimizing.get("Status"))) + ")")
+    when = " and ".join(said)
+    return (f"FSx for Lustre {file_system} stands at {deployed.capacity_gib:,} GiB and this deploy asks "
+            f"{wanted.capacity_gib:,} GiB: {when}. {rule}. Deploy the larger capacity after that (`dslab fsx status` says "
+            f"how it stands); until then keep its size with fsxCapacity={deployed.capacity_gib} in CONTEXT")
+
+
 @dataclass(frozen=True)
 class EfsThroughput:
     """EFS's throughput as AWS::EFS::FileSystem's properties set it (``mibps`` only with provisioned)."""
@@ -166,6 +221,8 @@ def last_throughput_change(events: Iterable[dict[str, Any]], logical_id: str) ->
 
 
 def _aware(when: Any) -> dt.datetime:
+    if isinstance(when, (int, float)):   # a JSON timestamp, as botocore's parsers take it
+        return dt.datetime.fromtimestamp(when, dt.timezone.utc)
     if isinstance(when, str):
         when = dt.datetime.fromisoformat(when.replace("Z", "+00:00"))
     return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)

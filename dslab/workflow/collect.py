@@ -143,6 +143,7 @@ def results_document(plan_document: dict[str, Any], records: list[dict[str, Any]
                           for name, found in plan_document["dataset_stats"].items()},
         "fsx_capacity_gib": plan_document.get("fsx_capacity_gib", 1200),
         "lab": plan_document.get("lab"),   # the FSx and EFS this run ran on (the report prices them)
+        "fsx_storage_optimization": plan_document.get("fsx_storage_optimization"),
         "quotas": plan_document.get("quotas"),
         "staging": (prepared.get("staging") or {}).get("status") if isinstance(prepared.get("staging"), dict) else prepared.get("staging"),
         "express_staging": prepared.get("express"),

@@ -199,6 +199,8 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
         "lab": lab.to_dict(),
+        # FSx rebalancing its storage after an increase while this run reads it: its FSx results are marked.
+        "fsx_storage_optimization": storage_optimization(clients, fsx),
         "fsx_paths": fsx_paths,
         "efs_prefixes": efs_prefixes,   # the datasets this execution's EFS jobs read (another's Plan reads it)
         "fsx_datasets": [{"path": f"{FS_DATASETS_PATH}/{d.prefix}", "written_at": (stats.get(d.name) or {}).get("written_at")}
@@ -248,6 +250,25 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def storage_optimization(clients, fsx) -> dict[str, Any] | None:
+    """FSx's storage optimization where one still runs after a capacity increase ("you might see decreased file system
+    performance", managing-storage-capacity.html): its status and progress, which the run's FSx results are marked
+    with (the workflow does not wait hours for it). None where none runs, FSx is down or cannot be described."""
+    from ..core.deploy_guard import storage_optimizing
+    if fsx is None:
+        return None
+    try:
+        (described,) = clients["fsx"].describe_file_systems(FileSystemIds=[fsx.file_system_id])["FileSystems"]
+    except Exception:  # noqa: BLE001 - not described (deployed_lab says which lab it priced): nothing to mark
+        return None
+    found = storage_optimizing(described.get("AdministrativeActions") or [])
+    if found is None:
+        return None
+    since = found.get("RequestTime")
+    return {"file_system": fsx.file_system_id, "status": found.get("Status"), "progress_percent": found.get("ProgressPercent"),
+            "since": since.isoformat() if hasattr(since, "isoformat") else since}
+
+
 def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
     """The lab this run ran on, which its report prices: FSx as DescribeFileSystems gives it while it is up (a later
     `make fsx-up CONTEXT=...` may have changed it), else as the workflow's stack was deployed; EFS's throughput mode
@@ -255,6 +276,7 @@ def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
     from ..core.model.provisioning import as_deployed, lab_from_settings
     settings = {"fsxDeploymentType": env_vars.get("DSLAB_FSX_DEPLOYMENT_TYPE"), "fsxCapacity": env_vars.get("DSLAB_FSX_CAPACITY_GIB"),
                 "efsThroughput": env_vars.get("DSLAB_EFS_THROUGHPUT_MODE")}
+    settings["region"] = env_vars.get("AWS_REGION")   # EFS's per-file-system limits are the Region's
     if settings["fsxDeploymentType"] == "PERSISTENT_2":
         settings["fsxThroughputPerTiB"] = env_vars.get("DSLAB_FSX_MBPS_PER_TIB")
     if settings["efsThroughput"] == "provisioned":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from aws_cdk import Duration, RemovalPolicy, Stack, aws_s3 as s3
 from constructs import Construct
 
+from dslab.core.facts.storage import CHECKPOINT_NONCURRENT_DAYS
 from dslab.core.requests import CHECKPOINTS_PREFIX, CODE_PREFIX, DATASETS_PREFIX, OUTPUT_PREFIX, RESULTS_PREFIX
 
 

@@ -29,7 +29,7 @@ from ..facts.limits import MAX_INSTANCE_COUNT
 from ..model.volume import VOLUME_HEADROOM
 from ..facts.prices import PriceTable
 from ..model.provisioning import EfsConfig, FsxConfig, Provisioning, as_deployed, deploy_command
-from ..facts.storage import (BURSTING, ELASTIC, PROVISIONED, EFS_PROVISIONED_MAX_MIBPS, EFS_PROVISIONED_READ_MIBPS,
+from ..facts.storage import (BURSTING, ELASTIC, PROVISIONED, EFS_PROVISIONED_MAX_MIBPS,
                              EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET, FSX_CAPACITY_INCREMENT_GIB,
                              FSX_PERSISTENT2_TIERS, FSX_SCRATCH2_BURST_MBPS_PER_TIB, MIB,
                              S3_GETS_PER_PREFIX, fsx_capacity_for, fsx_quota)
@@ -322,16 +322,18 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         def evaluate(config: EfsConfig) -> tuple[bool, float, float]:
             estimate = job(EFS, STANDARD, n, Provisioning(fsx=lab.fsx, efs=config, s3_prefixes=None))
             return estimate.au_percent >= au_target, estimate.au_percent, run(estimate, n)[1]
-        top = int(min(EFS_PROVISIONED_MAX_MIBPS, EFS_PROVISIONED_READ_MIBPS))
-        if evaluate(EfsConfig(PROVISIONED, top))[0]:   # the least Provisioned MiB/s that feeds them
+        region = lab.efs.region   # EFS's per-file-system limits are its Region's
+        top = int(min(EFS_PROVISIONED_MAX_MIBPS, EfsConfig(PROVISIONED, 1, region).limits[0]))
+        if evaluate(EfsConfig(PROVISIONED, top, region))[0]:   # the least Provisioned MiB/s that feeds them
             lo, hi = 0, top
             while hi - lo > 1:
                 mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if evaluate(EfsConfig(PROVISIONED, mid))[0] else (mid, hi)
-            provisioned_config = EfsConfig(PROVISIONED, hi)
+                lo, hi = (lo, mid) if evaluate(EfsConfig(PROVISIONED, mid, region))[0] else (mid, hi)
+            provisioned_config = EfsConfig(PROVISIONED, hi, region)
         else:
-            provisioned_config = EfsConfig(PROVISIONED, top)
-        ranked = [(config, *evaluate(config)) for config in (EfsConfig(BURSTING), EfsConfig(ELASTIC), provisioned_config)]
+            provisioned_config = EfsConfig(PROVISIONED, top, region)
+        ranked = [(config, *evaluate(config)) for config in (EfsConfig(BURSTING, None, region), EfsConfig(ELASTIC, None, region),
+                                                             provisioned_config)]
         feeding = [r for r in ranked if r[1]]
         if feeding:
             return min(feeding, key=lambda r: r[3])[0], True

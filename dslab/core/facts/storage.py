@@ -46,7 +46,7 @@ FSX_CAPACITY_INCREMENT_GIB = 2400
 #   file system size used to determine the baseline and burst rates is the ValueInStandard metered size"; "When burst
 #   credits are available, a file system can drive throughput up to 100 MiBps per TiB in Standard storage ... with a
 #   minimum of 100 MiBps" (50 MiB/s per TiB without credits).
-# - Per file system, reads: Elastic 20-60 GiB/s, Provisioned 3-10 GiB/s, Bursting 3-5 GiB/s (the lower bounds taken).
+# - Per file system, reads and writes: by Region (EFS_REGION_LIMITS below, the quotas page's table).
 # - Per client: Elastic 1,500 MiB/s ("for file systems using Elastic throughput and mounted using version 2.0 or later
 #   of the Amazon EFS client (amazon-efs-utils version) or the Amazon EFS CSI Driver ... For all other file systems,
 #   the throughput limit is 500 MiBps": which client SageMaker mounts EFS with is not documented; the table's figure
@@ -56,9 +56,6 @@ MIB = 1.048576  # MB per MiB
 EFS_READ_METERING = 3.0
 EFS_BURST_MIBPS = 100.0
 EFS_BASELINE_MIBPS_PER_TIB = 50.0
-EFS_ELASTIC_READ_MIBPS = 20 * 1024.0
-EFS_PROVISIONED_READ_MIBPS = 3 * 1024.0
-EFS_BURSTING_READ_MIBPS = 3 * 1024.0
 EFS_PER_CLIENT_MIBPS = 500.0
 EFS_ELASTIC_PER_CLIENT_MIBPS = 1500.0
 
@@ -166,3 +163,41 @@ def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> s
     found = [why for setting, why in fsx_problems(deployment_type, capacity, 125 if deployment_type == "PERSISTENT_2"
                                                   else None) if setting == "capacity"]
     return found[0] if found else None
+
+
+# S3 versioning and checkpoints: the lab's data bucket is versioned, and a checkpoint SageMaker's sync deletes (the
+# script keeps the last few) becomes a noncurrent version: "Normal Amazon S3 rates apply for every version of an object
+# that is stored" (S3 User Guide, versioning-workflows.html). Under checkpoints/ the bucket's lifecycle expires them
+# 1 day after they become noncurrent (stacks/components/data_bucket.py); "Amazon S3 rounds the transition or
+# expiration date of an object to midnight UTC the next day" (lifecycle-expire-general-considerations.html), so a
+# version stays 1 to 2 days: 1.5 on average, priced. Directory buckets have no versioning ("S3 Versioning is not
+# supported" for directory buckets, s3-express-differences.html): nothing more there.
+CHECKPOINT_NONCURRENT_DAYS = 1
+CHECKPOINT_NONCURRENT_MEAN_DAYS = CHECKPOINT_NONCURRENT_DAYS + 0.5
+
+
+# EFS's throughput per Regional file system, for all its clients together, by Region (GiB/s; reads, writes as
+# metered). "Amazon EFS quotas" (EFS User Guide, limits.html), its tables "Total default Elastic throughput per file
+# system for all connected clients in each AWS Region" and "... Provisioned throughput ...": Elastic 60 read / 5 write
+# in US East (Ohio, N. Virginia), US West (Oregon), Asia Pacific (Singapore, Tokyo), Europe (Frankfurt, Ireland), 10 /
+# 1 in every other Region; Provisioned 10 / 3.33 in US East (Ohio, N. Virginia), US West (Oregon), Europe (Ireland), 3
+# / 1 elsewhere. Bursting: the page's earlier table "Total bursting throughput for all connected clients" (the current
+# one lists Elastic and Provisioned only): 5 read / 3 metered in US East (Ohio, N. Virginia), US West (Oregon), Asia
+# Pacific (Sydney), Europe (Ireland), 3 / 1 elsewhere; the performance page's ranges agree ("3-5" and "1-3" GiBps).
+# Each is a default quota AWS Support can raise; the lab's Region (cdk.json's `region`) picks the row.
+EFS_DEFAULT_REGION = "us-east-1"
+EFS_LIMITS_SOURCE = "EFS User Guide, limits.html (Amazon EFS quotas), by Region"
+EFS_REGION_LIMITS: dict[str, tuple[tuple[str, ...], float, float, float, float]] = {
+    # mode: (the Regions with the higher figures, their read GiB/s, write GiB/s, every other Region's read, write)
+    ELASTIC: (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-1", "ap-northeast-1", "eu-central-1", "eu-west-1"),
+              60.0, 5.0, 10.0, 1.0),
+    PROVISIONED: (("us-east-2", "us-east-1", "us-west-2", "eu-west-1"), 10.0, 3.33, 3.0, 1.0),
+    BURSTING: (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-2", "eu-west-1"), 5.0, 3.0, 3.0, 1.0),
+}
+
+
+def efs_limits(mode: str, region: str) -> tuple[float, float]:
+    """(read, write) MiB/s one Regional EFS file system serves all its clients in ``region`` (EFS_REGION_LIMITS)."""
+    higher, read, write, other_read, other_write = EFS_REGION_LIMITS[mode]
+    gib = (read, write) if region in higher else (other_read, other_write)
+    return gib[0] * 1024.0, gib[1] * 1024.0

@@ -38,9 +38,10 @@ from .volume import VOLUME_HEADROOM, volume_for
 from ..shape import format_bytes
 from ..facts.prices import HOURS_PER_MONTH, PriceTable
 from .provisioning import EfsConfig, FsxConfig, Provisioning, deploy_command
-from ..facts.storage import (BURSTING, EFS_ELASTIC_READ_MIBPS, EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC,
-                             FSX_CAPACITY_INCREMENT_GIB, FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB, PROVISIONED,
-                             SCRATCH_2, fsx_capacity_for, fsx_quota)
+from ..facts.storage import (CHECKPOINT_NONCURRENT_DAYS, CHECKPOINT_NONCURRENT_MEAN_DAYS, BURSTING,
+                             EFS_LIMITS_SOURCE, EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC,
+                             FSX_CAPACITY_INCREMENT_GIB, FSX_PERSISTENT2_TIERS, FSX_QUOTA_DEFAULT_GIB, MIB,
+                             PROVISIONED, SCRATCH_2, fsx_capacity_for, fsx_quota)
 
 GIB = 1024 ** 3    # a unit: DLIO's "GB"
 DAY = 86_400.0     # a unit: seconds in the day a cost is given for
@@ -65,16 +66,14 @@ FSX_SIZE_LIMIT_GIB = 4 * FSX_QUOTA_DEFAULT_GIB
 # ---- EFS (EFS User Guide, performance.html and efs-metrics.html) ----------------------------------------------
 # Writes are metered at the full rate: "Read operations are metered at one-third the rate of other operations"
 # (PermittedThroughput, efs-metrics.html), so a Bursting or Provisioned file system writes at its metered rate and
-# reads at up to three times it (provisioning.EFS_READ_METERING). Per file system, writes: "1–3.33 GiBps" (Regional,
-# Provisioned and Bursting) and "1–5 GiBps" (Regional, Elastic), the low end taken, as the reads' are; per client
-# 500 MiB/s, Elastic 1,500 MiB/s (provisioning.EFS_PER_CLIENT_MIBPS). Bursting: "The baseline rate is 50 MiB/s per
+# reads at up to three times it (provisioning.EFS_READ_METERING). Per file system, reads and writes: the lab's Region's
+# limits (facts/storage.py EFS_REGION_LIMITS, the quotas page's table: in us-east-1 writes 3 GiB/s Bursting, 3.33
+# Provisioned, 5 Elastic); per client 500 MiB/s, Elastic 1,500 MiB/s (provisioning.EFS_PER_CLIENT_MIBPS). Bursting: "The baseline rate is 50 MiB/s per
 # TiB of storage", with burst credits "up to 100 MiBps per TiB ... with a minimum of 100 MiBps": a day whose writes
 # exceed what the baseline earns runs out of credits and writes at the baseline.
-EFS_WRITE_MIBPS_LIMIT = {BURSTING: 1024.0, PROVISIONED: 1024.0, ELASTIC: 1024.0}
 EFS_BURST_MIBPS_PER_TIB = 100.0
 EFS_BURST_MIN_MIBPS = 100.0
 EFS_BASELINE_MIBPS_PER_TIB = 50.0
-EFS_READ_MIBPS_LIMIT = {BURSTING: 3 * 1024.0, PROVISIONED: 3 * 1024.0, ELASTIC: EFS_ELASTIC_READ_MIBPS}
 
 # ---- S3 -------------------------------------------------------------------------------------------------------
 # "your application can achieve at least 3,500 PUT/COPY/POST/DELETE or 5,500 GET/HEAD requests per second per
@@ -93,6 +92,11 @@ SYNC_CONNECTIONS = 10
 SYNC_ASSUMPTION = (f"SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; assumed "
                    f"{SYNC_PART_BYTES // 2**20} MiB parts, {SYNC_CONNECTIONS} at once per instance (the AWS CLI's "
                    f"defaults) at {S3_CONNECTION_MBPS:g} MB/s each, up to the instance's network")
+
+NONCURRENT_SAID = (f"S3 sync: the data bucket is versioned; each checkpoint the sync deletes is kept as a noncurrent "
+                   f"version until its lifecycle rule expires it ({CHECKPOINT_NONCURRENT_DAYS} day under checkpoints/, "
+                   f"rounded to the next midnight UTC: {CHECKPOINT_NONCURRENT_MEAN_DAYS:g} days on average), priced as "
+                   "storage beside the checkpoints kept")
 
 # ---- the instance's volume (where SageMaker's LocalPath is) ---------------------------------------------------
 # "SageMaker supports only the General Purpose SSD (gp2) storage volume type" (HyperParameterTuningResourceConfig,
@@ -294,7 +298,10 @@ def _sync(q: Question, target: str) -> TargetEstimate:
         restore_requests = (load.parts * q.keep * q.plan.hosts * prices["express_get_per_thousand"] / 1000
                             + copied * q.plan.hosts / 1e9 * prices["express_retrieval_per_gb"])
     else:
-        storage = gb_kept * prices["s3_storage_gb_month"] * 24 / HOURS_PER_MONTH
+        # The data bucket is versioned: each checkpoint the sync deletes stays a noncurrent version for a day and a half
+        # on average (facts/storage.py CHECKPOINT_NONCURRENT_MEAN_DAYS), billed as any object is.
+        noncurrent_gb = load.total_bytes / 1e9 * q.saves_per_day * CHECKPOINT_NONCURRENT_MEAN_DAYS
+        storage = (gb_kept + noncurrent_gb) * prices["s3_storage_gb_month"] * 24 / HOURS_PER_MONTH
         per_save = load.parts * prices["s3_put_per_million"] / 1e6
         restore_requests = load.parts * q.keep * q.plan.hosts * prices["s3_get_per_million"] / 1e6
     bucket = "the lab's S3 Express One Zone directory bucket" if express else "the lab's data bucket"
@@ -305,7 +312,7 @@ def _sync(q: Question, target: str) -> TargetEstimate:
         requests_usd_per_day=per_save * q.saves_per_day, standing_usd_per_day=0.0,
         restore_usd=q.idle_usd(restore) + restore_requests, puts_per_save=load.parts,
         gets_per_restore=load.parts * q.keep * q.plan.hosts, upload_seconds=upload, copy_in_seconds=copy_in,
-        assumptions=[SYNC_ASSUMPTION] + ([volume_note] if volume_note else []))
+        assumptions=[SYNC_ASSUMPTION] + ([volume_note] if volume_note else []) + ([] if express else [NONCURRENT_SAID]))
     est.bound = (f"the instance's volume ({write_mbps:,.0f} MB/s); the upload behind it: "
                  + ("S3's PUT rate" if load.parts / puts_rate >= load.host_bytes / 1e6 / per_host
                     else f"{per_host:,.0f} MB/s per instance"))
@@ -361,18 +368,19 @@ def _fsx(q: Question, fsx: FsxConfig, premise: str, settings: dict[str, Any] | N
 
 def _efs_write_mibps(efs: EfsConfig, stored_gib: float, written_per_day_mib: float) -> tuple[float, str]:
     """The metered rate EFS writes at (MiB/s, the whole file system) and why."""
+    limit = efs.limits[1]
     if efs.mode == ELASTIC:
-        return EFS_WRITE_MIBPS_LIMIT[ELASTIC], "Elastic's per-file-system write limit (the low end of 1-5 GiB/s)"
+        return limit, f"Elastic's per-file-system write limit in {efs.region} ({limit / 1024:g} GiB/s)"
     if efs.mode == PROVISIONED:
         rate = float(efs.provisioned_mibps or 1.0)
-        return min(rate, EFS_WRITE_MIBPS_LIMIT[PROVISIONED]), f"its Provisioned {rate:,.0f} MiB/s (writes metered at the full rate)"
+        return min(rate, limit), f"its Provisioned {rate:,.0f} MiB/s (writes metered at the full rate)"
     tib = stored_gib / 1024
     burst = max(EFS_BURST_MIN_MIBPS, EFS_BURST_MIBPS_PER_TIB * tib)
     baseline = EFS_BASELINE_MIBPS_PER_TIB * tib
     if written_per_day_mib > baseline * DAY:
         return max(baseline, 1e-3), (f"Bursting's baseline ({baseline:,.1f} MiB/s for {stored_gib:,.0f} GiB stored): a "
                                      "day's writes spend more burst credits than the baseline earns")
-    return min(burst, EFS_WRITE_MIBPS_LIMIT[BURSTING]), f"Bursting's burst rate ({burst:,.0f} MiB/s, while credits last)"
+    return min(burst, limit), f"Bursting's burst rate ({burst:,.0f} MiB/s, while credits last)"
 
 
 def _efs(q: Question, efs: EfsConfig, premise: str, settings: dict[str, Any] | None = None) -> TargetEstimate:
@@ -381,8 +389,7 @@ def _efs(q: Question, efs: EfsConfig, premise: str, settings: dict[str, Any] | N
     written_per_day_mib = load.total_bytes / 2**20 * q.saves_per_day
     rate_mibps, why = _efs_write_mibps(efs, stored_gib, written_per_day_mib)
     client = min(efs.per_client_mibps * MIB, q.network_mbps())
-    read_mibps = min(rate_mibps * (1 if efs.mode == ELASTIC else EFS_READ_METERING), EFS_READ_MIBPS_LIMIT[efs.mode]) \
-        if efs.mode != ELASTIC else EFS_READ_MIBPS_LIMIT[ELASTIC]
+    read_mibps = (min(rate_mibps * EFS_READ_METERING, efs.limits[0]) if efs.mode != ELASTIC else efs.limits[0])
     fs_write = rate_mibps * MIB
     save = max(load.total_bytes / 1e6 / fs_write, load.host_bytes / 1e6 / client)
     restore = max(load.total_bytes / 1e6 / (read_mibps * MIB), load.host_bytes / 1e6 / client)
@@ -400,7 +407,8 @@ def _efs(q: Question, efs: EfsConfig, premise: str, settings: dict[str, Any] | N
         restore_seconds=restore, bound=bound, saves_per_day=q.saves_per_day, idle_usd_per_save=q.idle_usd(save),
         storage_usd_per_day=storage, requests_usd_per_day=written, standing_usd_per_day=standing,
         restore_usd=q.idle_usd(restore) + restore_read, settings=dict(settings or {}),
-        assumptions=["EFS's per-file-system limits: the low end of each range (1 GiB/s writes)",
+        assumptions=[f"EFS's per-file-system limits in {efs.region}: {efs.limits[0] / 1024:g} GiB/s reads, "
+                     f"{efs.limits[1] / 1024:g} GiB/s writes ({EFS_LIMITS_SOURCE})",
                      "checkpoints are rewritten every interval, so they stay in EFS Standard (never Infrequent Access)"])
     if save > q.every_seconds:
         est.warnings.append(f"a save takes {save:,.0f} s, longer than the {q.every_seconds:,.0f} s between saves")
@@ -447,7 +455,9 @@ def efs_options(q: Question) -> list[EfsConfig]:
     """Bursting, Elastic, and Provisioned from 1 MiB/s to the lab's limit (a grid fine enough for a day's cost)."""
     steps = sorted({1, 10, 25, 50, 75, 100, 150, 200, 300, 400, 500, 750, 1000, 1024, 1500, 2000, 2500, 3000,
                     int(EFS_PROVISIONED_MAX_MIBPS)})
-    return [EfsConfig(), EfsConfig(ELASTIC), *(EfsConfig(PROVISIONED, float(m)) for m in steps)]
+    region = q.lab.efs.region   # EFS's per-file-system limits are the lab's Region's
+    return [EfsConfig(BURSTING, None, region), EfsConfig(ELASTIC, None, region),
+            *(EfsConfig(PROVISIONED, float(m), region) for m in steps)]
 
 
 def candidates(q: Question, target: str, premise: str) -> list[TargetEstimate]:

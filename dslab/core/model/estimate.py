@@ -332,7 +332,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
         warm, throughput = efs_epoch(dataset_gib)
         io_epochs = [first] + [warm] * (epochs - 1)
         efs_ia_gb = shape.bytes / 1e9 if in_ia else 0.0
-        assumptions.append(f"EFS: {lab.efs.label()}, {throughput:,.0f} MB/s per instance (reads metered at a third of "
+        assumptions.append(f"EFS: {lab.efs.label()} in {lab.efs.region}, {throughput:,.0f} MB/s per instance (reads "
+                           "metered at a third of "
                            f"the rate){' while burst credits last' if lab.efs.mode == 'bursting' else ''}, "
                            f"~{model.efs_read_latency * 1000:.0f} ms per file"
                            + ("" if efs_resident else "; the data must be copied into EFS first (DataSync, not billed to "

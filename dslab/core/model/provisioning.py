@@ -16,10 +16,10 @@ from typing import Any, Callable
 
 from ..errors import ConfigError
 from ..facts.prices import HOURS_PER_MONTH, PriceTable
-from ..facts.storage import (BURSTING, EFS_BURSTING_READ_MIBPS, EFS_BURST_MIBPS, EFS_ELASTIC_PER_CLIENT_MIBPS,
-                             EFS_ELASTIC_READ_MIBPS, EFS_PER_CLIENT_MIBPS, EFS_PROVISIONED_READ_MIBPS,
-                             EFS_READ_METERING, ELASTIC, EXPRESS_READS_PER_BUCKET, FSX_SCRATCH2_MBPS_PER_TIB,
-                             PERSISTENT_2, PROVISIONED, S3_GETS_PER_PREFIX, SCRATCH_2, fsx_problems)
+from ..facts.storage import (BURSTING, EFS_BURST_MIBPS, EFS_DEFAULT_REGION, EFS_ELASTIC_PER_CLIENT_MIBPS,
+                             EFS_PER_CLIENT_MIBPS, EFS_READ_METERING, ELASTIC, EXPRESS_READS_PER_BUCKET,
+                             FSX_SCRATCH2_MBPS_PER_TIB, PERSISTENT_2, PROVISIONED, S3_GETS_PER_PREFIX, SCRATCH_2,
+                             efs_limits, fsx_problems)
 
 @dataclass(frozen=True)
 class FsxConfig:
@@ -76,17 +76,23 @@ class FsxConfig:
 class EfsConfig:
     mode: str = BURSTING
     provisioned_mibps: float | None = None
+    region: str = EFS_DEFAULT_REGION   # the lab's Region: EFS's per-file-system limits are the Region's (efs_limits)
+
+    @property
+    def limits(self) -> tuple[float, float]:
+        """(read, write) MiB/s the file system serves all its clients, in its Region (facts/storage.py)."""
+        return efs_limits(self.mode, self.region)
 
     def read_mibps(self, standard_gib: float) -> float:
         """The file system's read throughput (MiB/s), shared by every client: reads metered at a third of the rate
         (EFS_READ_METERING); Bursting's rate grows with what the Standard storage class holds (``standard_gib``), not
-        what sits in Infrequent Access; each mode up to its per-file-system read limit."""
+        what sits in Infrequent Access; each mode up to its per-file-system read limit in the lab's Region."""
+        limit = self.limits[0]
         if self.mode == ELASTIC:
-            return EFS_ELASTIC_READ_MIBPS
+            return limit
         if self.mode == PROVISIONED:
-            return min(float(self.provisioned_mibps or 1.0) * EFS_READ_METERING, EFS_PROVISIONED_READ_MIBPS)
-        return min(max(EFS_BURST_MIBPS, EFS_BURST_MIBPS * standard_gib / 1024) * EFS_READ_METERING,
-                   EFS_BURSTING_READ_MIBPS)
+            return min(float(self.provisioned_mibps or 1.0) * EFS_READ_METERING, limit)
+        return min(max(EFS_BURST_MIBPS, EFS_BURST_MIBPS * standard_gib / 1024) * EFS_READ_METERING, limit)
 
     @property
     def per_client_mibps(self) -> float:
@@ -122,7 +128,7 @@ class EfsConfig:
         return {"efsThroughput": BURSTING}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "provisioned_mibps": self.provisioned_mibps}
+        return {"mode": self.mode, "provisioned_mibps": self.provisioned_mibps, "region": self.region}
 
 
 @dataclass(frozen=True)
@@ -162,8 +168,8 @@ class Provisioning:
                 **({"keep_settings": dict(self.keep_settings)} if self.keep_settings else {})}
 
     def describe(self) -> str:
-        """One line naming the lab an answer prices."""
-        return f"{self.name}: FSx {self.fsx.label()}; {self.efs.label()}"
+        """One line naming the lab an answer prices (its Region sets EFS's per-file-system limits)."""
+        return f"{self.name}: FSx {self.fsx.label()}; {self.efs.label()}, in {self.efs.region}"
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, default: "Provisioning") -> "Provisioning":
@@ -173,7 +179,8 @@ class Provisioning:
         fsx, efs = data["fsx_config"], data.get("efs_config") or {}
         return cls(fsx=FsxConfig(str(fsx.get("deployment_type") or SCRATCH_2), int(fsx.get("capacity_gib") or 1200),
                                  float(fsx.get("mbps_per_tib") or FSX_SCRATCH2_MBPS_PER_TIB)),
-                   efs=EfsConfig(str(efs.get("mode") or BURSTING), efs.get("provisioned_mibps")),
+                   efs=EfsConfig(str(efs.get("mode") or BURSTING), efs.get("provisioned_mibps"),
+                                 str(efs.get("region") or EFS_DEFAULT_REGION)),
                    name=str(data.get("name") or default.name))
 
 
@@ -216,7 +223,8 @@ def lab_from_settings(get: Callable[[str], Any], source: str, name: str | None =
     mibps = number("efsProvisionedMibps", None)
     if mode == PROVISIONED and not mibps:
         raise ConfigError("efsProvisionedMibps", f"efsThroughput=provisioned needs a MiB/s value ({source})")
-    efs = EfsConfig(mode, mibps if mode == PROVISIONED else None)
+    region = str(get("region") or EFS_DEFAULT_REGION)
+    efs = EfsConfig(mode, mibps if mode == PROVISIONED else None, region)
     return Provisioning(fsx=fsx, efs=efs, name=name or f"the lab as deployed ({source})", **known)
 
 

@@ -279,6 +279,20 @@ def patch_fsx_repository() -> None:
         return json.dumps({key: items}, default=str)
 
     FSxResponse.describe_data_repository_associations = lambda self: _answer(self, "Associations")
+
+    # DescribeFileSystems' AdministrativeActions (moto keeps none): the capacity updates the stand-in's CloudFormation
+    # made, which decide when FSx may grow again (providers/file_systems.py FsxFileSystem.update).
+    from moto.fsx.models import FileSystem
+    if not getattr(FileSystem.to_dict, "dslab_actions", False):
+        plain = FileSystem.to_dict
+
+        def to_dict(self) -> dict:
+            out = plain(self)
+            if getattr(self, "administrative_actions", None):
+                out["AdministrativeActions"] = self.administrative_actions
+            return out
+        to_dict.dslab_actions = True  # type: ignore[attr-defined]
+        FileSystem.to_dict = to_dict
     FSxResponse.describe_data_repository_tasks = lambda self: _answer(self, "DataRepositoryTasks")
 
     def create_data_repository_task(self) -> str:

@@ -198,6 +198,29 @@ class FsxFileSystem(Provider):
                     f"Resource handler returned message: \"Invalid request provided: StorageCapacity {capacity} GiB: valid "
                     "values are in multiples of 2400 GiB (Service: FSx, Status Code: 400, Error Code: BadRequest)\" "
                     "(HandlerErrorCode: InvalidRequest)")
+            # "You can't make further storage capacity increases on a file system until 6 hours after the last
+            # increase was requested, or until the storage optimization process has completed, whichever time is
+            # longer" (Lustre User Guide, managing-storage-capacity.html): the core's rule (deploy_guard), which
+            # `dslab deploy-check` applies first, enforced here as FSx does.
+            from ....core.deploy_guard import LustreShape, fsx_increase_refusal
+            actions = list(getattr(record, "administrative_actions", None) or [])
+            now = self.env.clock()
+            shape = LustreShape("SCRATCH_2", record.storage_capacity, "2.15", False)
+            if fsx_increase_refusal(old.physical_id, shape, LustreShape("SCRATCH_2", capacity, "2.15", False),
+                                    actions, now, moves_zone=False):
+                raise ResourceFailed(
+                    "Resource handler returned message: \"Invalid request provided: Unable to perform the storage "
+                    "capacity update. You can't make further storage capacity increases on a file system until 6 hours "
+                    "after the last increase was requested, or until the storage optimization process has completed, "
+                    "whichever time is longer. (Service: FSx, Status Code: 400, Error Code: BadRequest)\" "
+                    "(HandlerErrorCode: InvalidRequest)")
+            # The update and the rebalancing after it, as DescribeFileSystems lists them (the stand-in's servers
+            # rebalance at once: its optimization is complete when the update is).
+            record.administrative_actions = [
+                {"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "RequestTime": now.timestamp(), "Status": "COMPLETED",
+                 "ProgressPercent": 100, "TargetFileSystemValues": {"StorageCapacity": capacity}},
+                {"AdministrativeActionType": "STORAGE_OPTIMIZATION", "RequestTime": now.timestamp(), "Status": "COMPLETED",
+                 "ProgressPercent": 100}, *actions][:50]
             record.storage_capacity = capacity
         per_tib = (props.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
         if per_tib is not None:
