@@ -467,8 +467,10 @@ def workload_lines(experiment: dict[str, Any], rows: list[dict[str, Any]], ignor
     return lines
 
 
-def _short(seconds: float) -> str:
+def _short(seconds: float | None) -> str:
     """Seconds as the checkpoint section says them: milliseconds kept below a minute (a local save takes a few)."""
+    if seconds is None:
+        return "an unmeasured time"
     return f"{seconds:,.3f} s" if seconds < 60 else duration(seconds)
 
 
@@ -502,15 +504,19 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                          + (f" ({'; '.join(f for t in group for f in t.failures)[:600]})" if any(t.failures for t in group) else ""))
         else:
             restore = f", {_short(pick.restore_seconds)} to restore" if pick.restore_seconds is not None else ""
-            lines.append(f"- **Pick (measured): {pick.label}**: training waits {_short(pick.stall_seconds)} a save{restore}. "
-                         "Why: the shortest stall (then restore) of the targets this run measured.")
+            lines.append(f"- **Pick (measured): {pick.label}**: a save is durable in {_short(pick.durable_seconds)}, "
+                         f"training waits {_short(pick.stall_seconds)} for it{restore}. Why: the soonest durable save "
+                         "(then the shortest stall, then restore) of the targets this run measured.")
             if runner is not None:
-                lines.append(f"- Runner-up: {runner.label}: {_short(runner.stall_seconds)} a save"
+                lines.append(f"- Runner-up: {runner.label}: durable in {_short(runner.durable_seconds)}, "
+                             f"{_short(runner.stall_seconds)} stall"
                              + (f", {_short(runner.restore_seconds)} to restore" if runner.restore_seconds is not None else "")
                              + ".")
-                if runner.stall_seconds <= pick.stall_seconds * (1 + DISAGREEMENT * 2):
-                    lines.append(f"- Precision: {pick.label} and {runner.label} stall within 10% of each other: this run "
-                                 "does not separate them (`repeats: 3`, or a larger scale of the workload's bytes).")
+                if (runner.durable_seconds is not None and pick.durable_seconds is not None
+                        and runner.durable_seconds <= pick.durable_seconds * (1 + DISAGREEMENT * 2)):
+                    lines.append(f"- Precision: {pick.label} and {runner.label} are durable within 10% of each other: "
+                                 "this run does not separate them (`repeats: 3`, or a larger scale of the workload's "
+                                 "bytes).")
         trial = trials.get(trial_name)
         if trial is not None:
             try:   # the same answer `dslab recommend --experiment` gives the trial
@@ -531,16 +537,19 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                              f"{option_name(p)}, ${p.usd_per_day:,.2f} a day, {p.stall_seconds:,.1f} s stall a save, "
                              f"{duration(p.restore_seconds)} to restore{runner_text}. Why: {answer.why}.")
         lines.append("")
-    lines += ["| model · trial | target | jobs | save s | stall s | restore s | of it the copy-in s | save GB/s | "
-              "load GB/s | GiB a checkpoint | cost |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["| model · trial | target | jobs | save s | stall s | durable s | restore s | of it the copy-in s | "
+              "save GB/s | load GB/s | GiB a checkpoint | cost |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for t in targets:
         gib = f"{t.bytes_per_checkpoint / GIB:,.4f}" if t.bytes_per_checkpoint else "-"
         lines.append(f"| {t.model} · {t.trial} | {t.label} | {t.completed}/{t.jobs} | {_fmt(t.save_seconds, 3)} | "
-                     f"{_fmt(t.stall_seconds, 3)} | {_fmt(t.restore_seconds, 3)} | {_fmt(t.copy_in_seconds, 3)} | "
+                     f"{_fmt(t.stall_seconds, 3)} | {_fmt(t.durable_seconds, 3)} | {_fmt(t.restore_seconds, 3)} | "
+                     f"{_fmt(t.copy_in_seconds, 3)} | "
                      f"{_fmt(t.save_gb_per_second, 2)} | {_fmt(t.load_gb_per_second, 2)} | {gib} | {usd(t.cost_usd)} |")
     lines += ["", "save: each checkpoint's slowest rank, from its start to its last fsync (MLPerf Storage's \"maximum time "
               "across all GPUs\"); stall: how long the host waited for all its ranks (the sync: the write to the "
-              "instance's volume; the upload ran behind the script); restore: a new job back at the checkpoint (the sync: "
+              "instance's volume; the upload ran behind the script); durable: until a restore could count on the save (the "
+              "sync: until the writer saw every file of it listed in S3, which SageMaker does not finish once the job "
+              "ends, so the writer waits for it; FSx and EFS: the save); restore: a new job back at the checkpoint (the sync: "
               "the restore job's copy-in of the S3 URI, reported as Downloading, then its reads; FSx and EFS: the reads, "
               "another host's files where there are several). GB/s: the whole checkpoint's GiB (1024³ bytes, which DLIO "
               "calls GB) over the save or load. Means over the checkpoints and the repeats.", ""]

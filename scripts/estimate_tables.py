@@ -332,7 +332,7 @@ def checkpoint_targets() -> list[str]:
         answer = dslab("recommend", "--workload", str(REPO / DLIO / file), *argv)
         gib = answer["question"]["premise"]["checkpoint"]["bytes"] / 1024 ** 3
         pick = answer["pick"]
-        rows += [f"| {file.removesuffix('.yaml')} on {hosts} x ml.p5.48xlarge ({gib:,.1f} GiB a checkpoint) | save | "
+        rows += [f"| {file.removesuffix('.yaml')} on {hosts} x ml.p5.48xlarge ({gib:,.1f} GiB a checkpoint) | durable | "
                  "stall | restore | idle a save | a day |", "|---|---|---|---|---|---|"]
         options = []
         for o in answer["targets"]:

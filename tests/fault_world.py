@@ -491,6 +491,29 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
             return Observation(result=len(reads.get_range("datasets/tiny/c1/img-0.jpg", 0, 10)))
         except Exception as err:  # noqa: BLE001 - train.py writes it to the failure file
             return Observation(raised=err)
+    if entry == "checkpoint writer (durability)":
+        # A sync writer's listing of its checkpoint S3 URI (training/dslab_train/checkpoint.py DurableWatch), which
+        # train.py durable_listing builds on S3Reads.list: one checkpoint saved, then the wait for S3 to list it.
+        import tempfile
+        from dataclasses import replace
+        if str(REPO / "training") not in sys.path:
+            sys.path.insert(0, str(REPO / "training"))
+        import train
+        from dslab_train.checkpoint import CheckpointRun, CheckpointSpec
+        from dslab.core.workloads.checkpoint import parse_checkpoint_workload
+        import yaml
+        path = REPO / "dslab" / "contracts" / "dlio" / "llama3_8b.yaml"
+        workload = replace(parse_checkpoint_workload(yaml.safe_load(path.read_text()), path.name).with_scale(1e-6),
+                           writes=1, reads=0, interval_seconds=0)
+        spec = CheckpointSpec.from_hyperparameter(workload.plan().hyperparameters()["checkpoint_plan"])
+        ctx = type("Ctx", (), {"hyperparameters": {"checkpoint_s3_uri": f"s3://{BUCKET}/checkpoints/x/ck/"}})()
+        with tempfile.TemporaryDirectory() as folder:
+            try:
+                run = CheckpointRun(spec, Path(folder), 0, 1, False, log=lambda line: None, wait_seconds=5,
+                                    durable=train.durable_listing(ctx, False))
+                return Observation(result=run.run().get("durable_seconds"))
+            except Exception as err:  # noqa: BLE001 - train.py writes it to the failure file
+                return Observation(raised=err)
     raise AssertionError(f"no driver for {entry}")
 
 

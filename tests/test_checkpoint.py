@@ -414,6 +414,9 @@ def test_the_training_script_runs_a_checkpoint_trial_into_the_results_record(tmp
     for definition in CHECKPOINT_METRIC_DEFINITIONS:
         values = [float(v) for v in re.findall(definition["Regex"], log)]
         key = definition["Name"][len("checkpoint_"):]
+        if key == "durable_seconds":   # only a job that names its checkpoint_s3_uri lists it (below)
+            assert values == [] and "durable_seconds" not in figures
+            continue
         assert values and values[-1] == pytest.approx(figures[f"{key}_mean"], rel=1e-5), definition["Name"]
     stored = json.loads((tmp_path / "ml" / "output" / "data" / "metrics.json").read_text())
     assert stored["checkpoint"]["save_seconds"] == figures["save_seconds"]
@@ -426,6 +429,92 @@ def test_the_training_script_runs_a_checkpoint_trial_into_the_results_record(tmp
     scraped = {**describe, "FinalMetricDataList": [{"MetricName": "checkpoint_save_seconds", "Value": 1.5},
                                                    {"MetricName": "checkpoint_load_gb_per_second", "Value": 3.0}]}
     assert metrics_from(scraped, None)["checkpoint"] == {"save_seconds_mean": 1.5, "load_gb_per_second_mean": 3.0}
+
+
+class Uploads:
+    """SageMaker's sync as the writer sees it through its listings: a file reaches "S3" ``lag`` looks after it was
+    first listed as pending (never, with lag None), its ``.sagemaker-uploading`` marker beside it meanwhile when
+    ``marked``; a fake clock the writer's sleeps advance."""
+
+    def __init__(self, folder: Path, lag: int | None = 2, marked: int = 0, sizes: dict[str, int] | None = None):
+        self.folder, self.lag, self.marked, self.sizes = folder, lag, marked, sizes or {}
+        self.now, self.looks, self.first_seen = 0.0, 0, {}
+        self.in_s3: dict[str, int] = {}
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    def listing(self) -> dict[str, int]:
+        self.looks += 1
+        for path in sorted(self.folder.rglob("*")):
+            rel = path.relative_to(self.folder).as_posix()
+            if not path.is_file() or rel.endswith(trainer.UPLOADING_SUFFIX):
+                continue
+            seen = self.first_seen.setdefault(rel, self.looks)
+            if self.lag is not None and self.looks - seen >= self.lag:
+                self.in_s3[rel] = self.sizes.get(rel, path.stat().st_size)
+            # The marker stands for ``marked`` looks, listed or not (a part still going up).
+            marker = path.with_name(path.name + trainer.UPLOADING_SUFFIX)
+            marker.touch() if self.looks - seen < self.marked else marker.unlink(missing_ok=True)
+        for rel in [r for r in self.in_s3 if not (self.folder / r).exists()]:   # deleted in the container
+            del self.in_s3[rel]
+        return dict(self.in_s3)
+
+
+def durable_run(tmp_path, uploads: Uploads, writes: int = 3, interval: float = 10.0, **options):
+    spec = replace(spec_of("8b", writes=writes, reads=0), interval_seconds=interval)
+    return trainer.CheckpointRun(spec, uploads.folder, 0, 1, False, sleep=uploads.sleep, clock=uploads.clock,
+                                 log=lambda line: None, poll_seconds=1.0,
+                                 durable=("s3://bucket/checkpoints/x/", uploads.listing), **options)
+
+
+def test_a_sync_writer_times_each_checkpoint_until_s3_lists_it_and_waits_for_the_last(tmp_path):
+    """SageMaker does not write to S3 once the job ends: the writer looks during the training between saves, times
+    each checkpoint from its save's start until every file of it is listed, and before it ends waits until the last
+    one is there too."""
+    uploads = Uploads(tmp_path / "ckpt", lag=2)
+    run = durable_run(tmp_path, uploads)
+    figures = run.run()
+    # The first look after a save finds its files pending; S3 lists them two looks (a second apart) later: durable
+    # 2 s after the save's start (the save's own time is real, which the fake clock does not see).
+    assert figures["durable_seconds"] == [2.0, 2.0, 2.0]
+    assert figures["durable_seconds_mean"] == 2.0
+    assert "listed s3://bucket/checkpoints/x/ every 1 s" in figures["durable_checked"]
+    # Everything this host wrote is in "S3" when the run returns: the last checkpoint was waited for.
+    mine = {f"{checkpoint_folder(step)}/{name}" for step in (1, 2, 3) for files in run.files.values() for name, _ in files}
+    assert mine <= set(uploads.in_s3)
+    # The waiting is untimed: the stalls are the writes alone.
+    assert figures["stall_seconds"] == [0.0, 0.0, 0.0]
+    # Clean-up deletes the local files and waits until S3 has dropped them too.
+    assert run.clean_up().startswith("emptied") and not uploads.in_s3
+
+
+def test_a_file_still_marked_uploading_or_listed_at_another_size_is_not_durable(tmp_path):
+    slow = Uploads(tmp_path / "a", lag=1, marked=4)
+    figures = durable_run(tmp_path, slow, writes=1).run()
+    assert figures["durable_seconds"] == [4.0]   # listed after one look, but marked uploading until the fourth
+    folder = tmp_path / "b"
+    spec = replace(spec_of("8b", writes=1, reads=0), interval_seconds=0)
+    name = next(iter(spec.files(0)))[0]
+    short = Uploads(folder, lag=0, sizes={f"{checkpoint_folder(1)}/{name}": 1})
+    with pytest.raises(CheckpointError) as err:
+        durable_run(tmp_path, short, writes=1, wait_seconds=5).run()
+    assert f"{checkpoint_folder(1)}/{name}" in str(err.value)
+
+
+def test_a_checkpoint_that_never_reaches_s3_fails_the_writer_naming_it_before_the_job_ends(tmp_path):
+    uploads = Uploads(tmp_path / "ckpt", lag=None)
+    with pytest.raises(CheckpointError) as err:
+        durable_run(tmp_path, uploads, writes=2, wait_seconds=30).run()
+    text = str(err.value)
+    assert text.startswith("checkpoint 1 was not whole in s3://bucket/checkpoints/x/ 30 s after its save")
+    assert "SageMaker does not write to S3 once the job ends, so a restore would miss it" in text
+    # A file-system target (shared) or a job with no S3 URI does not list anything.
+    assert trainer.CheckpointRun(spec_of("8b", writes=1, reads=0), tmp_path / "fs", 0, 1, True,
+                                 durable=("s3://b/x/", uploads.listing)).watch is None
 
 
 def test_a_file_system_channel_holds_the_checkpoints_of_every_host(tmp_path):

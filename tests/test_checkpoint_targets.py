@@ -291,11 +291,14 @@ def test_requests_sync_to_one_uri_per_target_and_mount_file_systems_read_write()
     back = {k: json.loads(v) for k, v in restore["HyperParameters"].items()}
     assert hp["checkpoint_plan"]["writes"] == 2 and back["checkpoint_plan"]["writes"] == 0 and back["checkpoint_plan"]["reads"] == 1
     assert hp["checkpoint_cleanup"] is False and back["checkpoint_cleanup"] is True   # the restore job deletes them
+    # Both list the URI SageMaker syncs: the writer until each checkpoint is in S3, the restore until its deletions are.
+    assert hp["checkpoint_s3_uri"] == back["checkpoint_s3_uri"] == uri
     fsx = jobs[("fsx", False)].request
     assert fsx["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"] == {
         "FileSystemId": FSX_ID, "FileSystemType": "FSxLustre", "DirectoryPath": "/abcdefgh", "FileSystemAccessMode": "rw"}
     fsx_hp = {k: json.loads(v) for k, v in fsx["HyperParameters"].items()}
     assert fsx_hp["checkpoint_channel"] == "checkpoints" and fsx_hp["checkpoint_dir"] == "checkpoints/exec-1/ckpt/fsx-r0"
+    assert "checkpoint_s3_uri" not in fsx_hp   # a file system holds a save once it is fsynced
     assert jobs[("efs", False)].request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["DirectoryPath"] == "/"
     for job in jobs.values():
         validate_request("sagemaker", "CreateTrainingJob", job.request)   # botocore's model takes each
@@ -333,7 +336,7 @@ def test_the_stand_in_syncs_checkpoints_as_sagemaker_documents(tmp_path):
         "(base / 'same.pt').write_bytes(host.encode())\n"
         "if host == 'algo-1':\n"
         "    (base / 'gone.pt').unlink()\n"
-        "time.sleep(0.6)\n"
+        "time.sleep(1.5)\n"   # the sync uploads a file once it held still between two looks 0.2 s apart
         "print('found', json.dumps(found))\n")
     request = {
         "TrainingJobName": "sync-rules", "RoleArn": "arn:aws:iam::123456789012:role/r",
@@ -350,6 +353,34 @@ def test_the_stand_in_syncs_checkpoints_as_sagemaker_documents(tmp_path):
     assert sorted(p.name for p in prefix.iterdir()) == ["algo-1.pt", "algo-2.pt", "old.pt", "same.pt"]
     assert any("same.pt: hosts algo-" in w and "both wrote it" in w for w in outcome.warnings)
     assert outcome.describe["CheckpointConfig"]["S3Uri"].endswith("/checkpoints/x/")
+
+
+def test_a_job_that_ends_before_its_upload_leaves_the_checkpoint_out_of_s3_and_says_so(tmp_path):
+    """SageMaker's storage table: the checkpoint path "Writes to S3 when job is terminated: No". A script that writes a
+    checkpoint and ends at once: the stand-in's sync had not sent it, so S3 does not hold it, and the job says so."""
+    s3_root = tmp_path / "s3"
+    (s3_root / BUCKET).mkdir(parents=True)
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text(
+        "import os, pathlib\n"
+        "base = pathlib.Path(os.environ['SAGEMAKER_BASE_DIR']) / 'checkpoints'\n"
+        "base.mkdir(parents=True, exist_ok=True)\n"
+        "(base / 'last.pt').write_bytes(b'x' * 1000)\n")
+    request = {
+        "TrainingJobName": "late-upload", "RoleArn": "arn:aws:iam::123456789012:role/r",
+        "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+        "HyperParameters": {"sagemaker_program": json.dumps("train.py")},
+        "CheckpointConfig": {"S3Uri": f"s3://{BUCKET}/checkpoints/late/"},
+        "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/output/"},
+        "ResourceConfig": {"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 60}}
+    outcome = run_training_job(request, FolderStorage(s3_root, tmp_path / "fs"), tmp_path / "work", code_dir=code)
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert not (s3_root / BUCKET / "checkpoints" / "late" / "last.pt").exists()
+    assert any("1 file(s) in the LocalPath were not in S3 when the job ended (e.g. algo-1:last.pt)" in w
+               for w in outcome.warnings), outcome.warnings
+    assert "1 not uploaded when the job ended" in outcome.log
 
 
 def test_the_estimate_module_imports_nothing_that_does_io():
@@ -401,3 +432,33 @@ def test_a_stall_past_the_save_target_names_what_sets_it_on_that_instance():
     assert nvme and "NVMe storage" in nvme[0] and "gp2" not in nvme[0]
     ebs = answer_of(question("8b", 1, instance="ml.p3.16xlarge"), 60).target("s3").estimate.warnings
     assert ebs and "gp2 volume" in ebs[0]
+
+
+def _checkpoint_record(target: str, save: float, stall: float, durable: float | None, restore: bool = False) -> dict:
+    figures = {"save_seconds_mean": save, "stall_seconds_mean": stall, "load_seconds_mean": 1.0}
+    if durable is not None:
+        figures["durable_seconds_mean"] = durable
+    return {"job_name": f"ck-{target}{'-rs' if restore else ''}", "trial": "t", "dataset": "llama-8b",
+            "checkpoint_target": target, "checkpoint_restore": restore, "status": "Completed",
+            "phases": {"Downloading": 2.0} if restore else {}, "metrics": {"checkpoint": figures},
+            "cost_usd": {"total": 1.0}, "instance_type": "ml.p5.48xlarge", "instance_count": 1}
+
+
+def test_the_measured_pick_is_the_soonest_durable_save_not_the_shortest_stall():
+    """The sync's stall is the write to the instance's volume; its save is safe only once S3 lists it. A target whose
+    saves are durable sooner wins over one that stalls less; FSx and EFS are durable when saved."""
+    from dslab.core.model.checkpoint_estimate import measured_pick, measured_targets
+    records = [_checkpoint_record("s3", 0.5, 0.5, 9.0), _checkpoint_record("s3", 0, 0, None, restore=True),
+               _checkpoint_record("fsx", 3.0, 3.0, None), _checkpoint_record("efs", 6.0, 6.0, None)]
+    targets = {t.target: t for t in measured_targets(records)}
+    assert (targets["s3"].durable_seconds, targets["fsx"].durable_seconds) == (9.0, 3.0)
+    pick, runner = measured_pick(list(targets.values()))
+    assert (pick.target, runner.target) == ("fsx", "efs")
+    # A sync writer that did not measure durability (an older script) ranks after those that did.
+    records[0] = _checkpoint_record("s3", 0.5, 0.5, None)
+    pick, runner = measured_pick(measured_targets(records))
+    assert (pick.target, runner.target) == ("fsx", "efs")
+    # Durable sooner than FSx: the sync wins, and its stall is what training waits.
+    records[0] = _checkpoint_record("s3", 0.5, 0.5, 2.0)
+    pick, _ = measured_pick(measured_targets(records))
+    assert pick.target == "s3" and pick.stall_seconds == 0.5

@@ -166,6 +166,13 @@ def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
         assert ("Downloading" in r["phases"]) == restore   # SageMaker's copy of the S3 URI, before the script
         if target in ("s3", "express"):
             assert r["checkpoint_s3_uri"] == by[(target, not restore)]["checkpoint_s3_uri"]
+        # The sync's writers waited until S3 listed each checkpoint (durable); FSx and EFS hold a save once fsynced.
+        durable = figures.get("durable_seconds")
+        if target in ("s3", "express") and not restore:
+            assert len(durable) == 2 and all(d is not None and d >= s for d, s in zip(durable, figures["save_seconds"]))
+            assert figures["durable_checked"].startswith(f"listed {r['checkpoint_s3_uri']} every 0.5 s")
+        else:
+            assert durable is None
     assert by[("express", False)]["storage"] == "express" and by[("express", False)]["checkpoint_s3_uri"].split("/")[2].endswith("--x-s3")
     log = (out / "jobs" / f"{by[('s3', True)]['job_name']}.log").read_text()
     # Everything the writer's sync uploaded (2 checkpoints x 16 files, 11,242,568 bytes each at scale 0.0001) was copied
@@ -175,6 +182,7 @@ def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
     section = report[report.index("## Checkpoints: where they should go"):]
     assert section.splitlines()[4].startswith("### llama-8b · llama3-8b-checkpoints")
     assert "**Pick (measured): " in section and "**Estimated on AWS**" in section
+    assert "| save s | stall s | durable s | restore s |" in section
     # The estimate names its premise, as every answer does: the checkpoint at full size, the cluster, the interval,
     # and the lab it is priced on (the stand-in's deployed lab here).
     estimated = next(line for line in section.splitlines() if "**Estimated on AWS**" in line)

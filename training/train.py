@@ -159,6 +159,21 @@ def checkpoint_directory(ctx: JobContext) -> tuple[Path, bool]:
     return (Path(str(folder)) if folder else ctx.base / "checkpoints"), False
 
 
+def durable_listing(ctx: JobContext, shared: bool):
+    """(uri, listing) for a writer SageMaker's S3 sync uploads for (``checkpoint_s3_uri``): the keys under the URI,
+    relative to it, with their sizes; None for a file-system target or a job that names no URI."""
+    uri = ctx.hyperparameters.get("checkpoint_s3_uri")
+    if not uri or shared:
+        return None
+    reads = S3Reads(str(uri), "boto3", concurrency=1, denied_fix=(
+        "the job's role may not list the checkpoints: give it s3:ListBucket on the bucket for the checkpoint prefix "
+        "(the lab's role has it for checkpoints/)"))
+
+    def listing() -> dict[str, int]:
+        return {o.key[len(reads.prefix):]: o.size for o in reads.list()}
+    return str(uri), listing
+
+
 def run_checkpoint_trial(ctx: JobContext) -> dict:
     """A checkpoint trial: the plan's checkpoints written, the cache dropped, read back (dslab_train/checkpoint.py)."""
     started = time.perf_counter()
@@ -168,13 +183,16 @@ def run_checkpoint_trial(ctx: JobContext) -> dict:
           f"in {directory} ({'shared by the hosts' if shared else 'this host'}): {spec.writes} written, {spec.reads} "
           f"read, {spec.interval_seconds:g} s apart; host {ctx.current_host}/{len(ctx.hosts)}", flush=True)
     cleanup = str(ctx.hyperparameters.get("checkpoint_cleanup", False)).lower() in ("1", "true")
-    figures = run_checkpoints(spec, directory, ctx.host_rank, len(ctx.hosts), shared, cleanup=cleanup)
-    for phase in ("save", "stall", "load"):
-        for step, seconds in enumerate(figures[f"{phase}_seconds"], start=1):
-            metric(f"checkpoint_{phase}_seconds", seconds, checkpoint=step)
+    figures = run_checkpoints(spec, directory, ctx.host_rank, len(ctx.hosts), shared, cleanup=cleanup,
+                              durable=durable_listing(ctx, shared))
+    for phase in ("save", "stall", "durable", "load"):
+        for step, seconds in enumerate(figures.get(f"{phase}_seconds") or [], start=1):
+            if seconds is not None:
+                metric(f"checkpoint_{phase}_seconds", seconds, checkpoint=step)
     # The last line of each name is the value SageMaker keeps: the mean over the checkpoints, as DLIO's summary.
-    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "load_seconds", "load_gb_per_second"):
-        if figures[f"{name}_mean"] is not None:
+    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "durable_seconds", "load_seconds",
+                 "load_gb_per_second"):
+        if figures.get(f"{name}_mean") is not None:
             metric(f"checkpoint_{name}", figures[f"{name}_mean"])
     summary = {"checkpoint": figures, "input_mode": ctx.input_mode, "host": ctx.current_host, "hosts": len(ctx.hosts),
                "script_seconds": time.perf_counter() - started}

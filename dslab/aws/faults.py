@@ -624,8 +624,10 @@ PY_SITES: tuple[Site, ...] = (
                                                                                       "abort")}))),
 
     # ---- the training script (Script mode) ----
-    Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.list", "s3",
-         "ListObjectsV2", TRAINING_FAILS, method="get_paginator:list_objects_v2", retries=TRAINING),
+    Site(("training script", "checkpoint writer (durability)"), "training script", "training/dslab_train/s3source.py",
+         "S3Reads.list", "s3", "ListObjectsV2", TRAINING_FAILS, method="get_paginator:list_objects_v2", retries=TRAINING,
+         why="a checkpoint writer lists its checkpoint S3 URI until SageMaker's sync has uploaded each checkpoint "
+             "(train.py durable_listing)"),
     Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get", "s3", "GetObject",
          TRAINING_FAILS, retries=TRAINING),
     Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get_range", "s3",

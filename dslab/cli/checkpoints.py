@@ -68,7 +68,8 @@ def table_lines(answer, *, commands: bool = False) -> list[str]:
         provisioned = _short(e) + (f" {DIFFERS}" if t.differs else "") + (" (cannot keep up)" if e.warnings else "")
         rows.append([rank, e.label, _seconds(e.save_seconds), _seconds(e.stall_seconds), _seconds(e.restore_seconds),
                      f"${e.idle_usd_per_save:,.2f}", f"${e.usd_per_day:,.2f}", provisioned])
-    lines = table(["#", "target", "save", "stall", "restore", "idle/save", "a day", "provisioned as"], rows,
+    # durable: until a restore can count on the save (SageMaker's sync: written, then uploaded; FSx, EFS: written).
+    lines = table(["#", "target", "durable", "stall", "restore", "idle/save", "a day", "provisioned as"], rows,
                   right=(0, 2, 3, 4, 5, 6))
     if commands:
         for t in answer.targets:
@@ -87,6 +88,9 @@ def explain_lines(answer) -> list[str]:
     out += wrap(answer.why)
     for name, why in answer.passed_over.items():
         out += wrap(f"passed over: {name}: {why}")
+    out.append("durable: until a restore can count on a save (SageMaker's sync: written to the volume, then uploaded, "
+               "which SageMaker does not finish once a job ends; FSx, EFS: written and fsynced); stall: what training "
+               "waits for it")
     out.append("each target, as provisioned and as the lab stands:")
     for t in answer.targets:
         e = t.estimate

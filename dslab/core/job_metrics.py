@@ -79,15 +79,19 @@ def _checkpoint_cluster(hosts: list[dict[str, Any]]) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {"hosts": len(figures), "bytes_per_checkpoint": figures[0].get("bytes_per_checkpoint")}
     gib = (out["bytes_per_checkpoint"] or 0) / 1024 ** 3
-    for phase in ("save", "stall", "load"):
+    for phase in ("save", "stall", "durable", "load"):
         per_host = [f.get(f"{phase}_seconds") for f in figures]
+        if phase == "durable" and all(v is None for v in per_host):
+            continue   # a file-system target: durable once saved
         if any(not isinstance(v, list) or len(v) != len(per_host[0]) for v in per_host):
             return None
-        slowest = [max(step) for step in zip(*per_host)]
+        # A checkpoint is durable when the last host's files are in S3 (None: a host never saw them there).
+        slowest = [None if None in step else max(step) for step in zip(*per_host)]
+        known = [s for s in slowest if s is not None]
         out[f"{phase}_seconds"] = slowest
-        out[f"{phase}_seconds_mean"] = sum(slowest) / len(slowest) if slowest else None
-        if phase != "stall":
-            rates = [gib / s for s in slowest if s > 0]
+        out[f"{phase}_seconds_mean"] = sum(known) / len(known) if known else None
+        if phase in ("save", "load"):
+            rates = [gib / s for s in known if s > 0]
             out[f"{phase}_gb_per_second"] = rates
             out[f"{phase}_gb_per_second_mean"] = sum(rates) / len(rates) if rates else None
     return out

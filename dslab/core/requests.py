@@ -106,7 +106,8 @@ METRIC_DEFINITIONS = [
 # training/metric_definitions.json lists both lists; a checkpoint trial's job takes these beside the data ones.
 CHECKPOINT_METRIC_DEFINITIONS = [
     {"Name": f"checkpoint_{name}", "Regex": rf"dslab_metric checkpoint_{name}=([0-9.eE+-]+)"}
-    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "load_seconds", "load_gb_per_second")
+    for name in ("save_seconds", "save_gb_per_second", "stall_seconds", "durable_seconds", "load_seconds",
+                 "load_gb_per_second")
 ]
 
 
@@ -598,6 +599,10 @@ def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvi
     hyperparameters = {"sagemaker_program": ENTRY_POINT, "sagemaker_submit_directory": env.code_uri,
                        "sagemaker_region": env.region, "sagemaker_container_log_level": 20,
                        **checkpoint_hyperparameters(spec, execution_id), **spec.trial.hyperparameters}
+    if spec.target in SYNC_TARGETS:
+        # The job lists it until each checkpoint it wrote is in S3, and each it deleted is gone
+        # (training/dslab_train/checkpoint.py, durable): SageMaker neither uploads nor deletes once the job ends.
+        hyperparameters["checkpoint_s3_uri"] = checkpoint_s3_uri(spec, env, execution_id)
     encoded = encode_hyperparameters(hyperparameters)
     too_long = next((k for k, v in encoded.items() if len(v) > 2500), None)
     if too_long:   # HyperParameterValue: at most 2,500 characters (botocore's SageMaker model)

@@ -293,7 +293,9 @@ CSV_COLUMNS = ["job_name", "mode", "dataset", "repeat", "status", "instance_type
                "ingestion",
                # Added with checkpoint trials: where a checkpoint job wrote, and its means over the checkpoints.
                "checkpoint_target", "checkpoint_restore", "checkpoint_save_seconds", "checkpoint_stall_seconds",
-               "checkpoint_load_seconds"]
+               "checkpoint_load_seconds",
+               # Added with durable checkpoints: until a save was in S3 (SageMaker's sync; empty for FSx and EFS).
+               "checkpoint_durable_seconds"]
 
 
 def to_csv(records: list[dict[str, Any]]) -> str:
@@ -315,7 +317,7 @@ def to_csv(records: list[dict[str, Any]]) -> str:
             "checkpoint_target": r.get("checkpoint_target") or "",
             "checkpoint_restore": ("true" if r.get("checkpoint_restore") else "false") if r.get("checkpoint_target") else "",
             **{f"checkpoint_{phase}_seconds": (r["metrics"].get("checkpoint") or {}).get(f"{phase}_seconds_mean")
-               for phase in ("save", "stall", "load")},
+               for phase in ("save", "stall", "load", "durable")},
         })
     return buffer.getvalue()
 

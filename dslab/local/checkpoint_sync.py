@@ -37,11 +37,20 @@ class SyncFigures:
     uploaded_bytes: int = 0
     deleted_keys: int = 0
     clashes: list[str] = field(default_factory=list)
+    left_behind: list[str] = field(default_factory=list)   # in a LocalPath, not in S3, when the job ended
 
     def describe(self) -> str:
         return (f"checkpoint sync: {self.copied_in_files} file(s), {self.copied_in_bytes:,} bytes copied in "
                 f"({self.copy_in_seconds:.2f} s); {self.uploaded_files} uploaded ({self.uploaded_bytes:,} bytes); "
-                f"{self.deleted_keys} deleted in S3")
+                f"{self.deleted_keys} deleted in S3; {len(self.left_behind)} not uploaded when the job ended")
+
+    def warnings(self) -> list[str]:
+        out = list(self.clashes)
+        if self.left_behind:
+            out.append(f"{len(self.left_behind)} file(s) in the LocalPath were not in S3 when the job ended (e.g. "
+                       f"{self.left_behind[0]}): SageMaker does not write to S3 once the job ends, so a restore will "
+                       "not find them; a script that needs them there waits until it sees them listed under the S3Uri")
+        return out
 
 
 def local_folder(base: Path, local_path: str) -> Path:
@@ -113,13 +122,19 @@ class CheckpointSync:
             self.error = err
 
     def stop(self) -> None:
-        """The scripts have ended: the last look uploads what is left (SageMaker's Uploading, at the job's end)."""
+        """The scripts have ended, and so has the sync. SageMaker's storage table gives the checkpoint path "Writes to
+        S3 during training: Yes" and "Writes to S3 when job is terminated: No" (SageMaker Developer Guide, storage
+        folders): what the uploader had not sent by then stays out of S3, and is said (figures.left_behind)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
         if self.error is not None:
             raise self.error
-        self.sync(final=True)
+        with self._lock:
+            for host, folder in self.folders.items():
+                for relative, state in sorted(self._files(folder).items()):
+                    if self.synced[host].get(relative) != state:
+                        self.figures.left_behind.append(f"{host}:{relative}")
 
     def _files(self, folder: Path) -> dict[str, tuple[int, int]]:
         out = {}
@@ -131,7 +146,9 @@ class CheckpointSync:
                 out[path.relative_to(folder).as_posix()] = (stat.st_size, stat.st_mtime_ns)
         return out
 
-    def sync(self, final: bool) -> None:
+    def sync(self, final: bool = False) -> None:
+        """One look: files that held still since the last look are uploaded (each marked ".sagemaker-uploading" beside
+        it meanwhile, as SageMaker marks them), and files gone from a host are deleted in S3."""
         with self._lock:
             for host, folder in self.folders.items():
                 now = self._files(folder)
@@ -146,7 +163,17 @@ class CheckpointSync:
                     if other is not None and other != host:
                         self.figures.clashes.append(f"{key}: hosts {other} and {host} both wrote it; S3 keeps {host}'s "
                                                     "(the last upload): name each host's files apart")
-                    self.storage.upload(self.bucket, key, folder / relative)
+                    marker = folder / (relative + UPLOADING_SUFFIX)
+                    try:
+                        marker.touch()
+                    except OSError:   # the script removed the file's folder meanwhile: the next look deletes it
+                        continue
+                    try:
+                        self.storage.upload(self.bucket, key, folder / relative)
+                    except FileNotFoundError:   # removed while uploading (the script's clean-up): nothing to send
+                        continue
+                    finally:
+                        marker.unlink(missing_ok=True)
                     self.writer[key] = host
                     self.synced[host][relative] = state
                     self.figures.uploaded_files += 1

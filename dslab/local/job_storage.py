@@ -51,6 +51,7 @@ class FolderStorage:
     fs_root: Path | None = None
     _server: Any = None
     _endpoint: str = ""
+    _client: Any = None   # the server's, once a job's script reads S3 itself
 
     def _bucket(self, bucket: str) -> Path:
         path = self.s3_root / bucket
@@ -84,9 +85,13 @@ class FolderStorage:
         path = self._bucket(bucket) / key
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, path)
+        if self._client is not None:   # the script's endpoint sees it too (a checkpoint writer lists it)
+            self._client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
 
     def delete_object(self, bucket: str, key: str) -> None:
         (self._bucket(bucket) / key).unlink(missing_ok=True)
+        if self._client is not None:
+            self._client.delete_object(Bucket=bucket, Key=key)
 
     def fastfile_view(self, bucket: str, prefix: str) -> Path:
         return self._bucket(bucket) / prefix
@@ -116,13 +121,14 @@ class FolderStorage:
                 s3.create_bucket(Bucket=bucket)
                 for key, _ in self.list_objects(bucket, prefix):
                     s3.put_object(Bucket=bucket, Key=key, Body=self.read_object(bucket, key))
+            self._client = s3
         return script_s3_environment(self._endpoint, "us-east-1")
 
     def release(self) -> None:
         if self._server is not None:
             self._server.terminate()
             self._server.wait(10)
-            self._server = None
+            self._server = self._client = None
 
 
 def free_port() -> int:

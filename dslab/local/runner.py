@@ -277,7 +277,11 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
 
         enter("Training", "Training image download completed. Training in progress.")
         dataset_uri = decode_hyperparameter(hps.get(DATASET_URI_HYPERPARAMETER, '""')) if not channels else ""
-        s3_env = storage.s3_environment([dataset_uri] if isinstance(dataset_uri, str) and dataset_uri else [])
+        # What the script reads of S3 itself: a Script job's dataset, a checkpoint writer's S3Uri (it lists it).
+        s3_uris = [dataset_uri] if isinstance(dataset_uri, str) and dataset_uri else []
+        if request.get("CheckpointConfig") and "checkpoint_s3_uri" in hps:
+            s3_uris.append(request["CheckpointConfig"]["S3Uri"])
+        s3_env = storage.s3_environment(s3_uris)
         if (base / "code" / "requirements.txt").exists():
             install_requirements(base / "code", python, log_lines)
         procs: dict[str, subprocess.Popen] = {}
@@ -367,11 +371,11 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             raise JobFailed(f"AlgorithmError: {reason}, exit code: {procs[failed_host].returncode}{where}")
 
         enter("Uploading", "Uploading generated training model")
-        if sync is not None:   # what the uploader had not sent yet goes at the end, with the model
+        if sync is not None:   # the sync ends with the scripts: what it had not sent stays out of S3
             sync.stop()
             log_lines.append(f"dslab stand-in: {sync.figures.describe()}\n")
-            warnings += [f"CheckpointConfig: {line}" for line in sync.figures.clashes]
-            log_lines.extend(f"dslab stand-in: warning: CheckpointConfig: {line}\n" for line in sync.figures.clashes)
+            warnings += [f"CheckpointConfig: {line}" for line in sync.figures.warnings()]
+            log_lines.extend(f"dslab stand-in: warning: CheckpointConfig: {line}\n" for line in sync.figures.warnings())
         output = request["OutputDataConfig"]["S3OutputPath"].rstrip("/")
         bucket, prefix = split_s3_uri(output)
         for archive, tree in archives.items():

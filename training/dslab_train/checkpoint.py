@@ -27,7 +27,16 @@ Figures, as DLIO's statscounter.py reports them (GB = 1024**3 bytes): a save's d
 start of the save to its last fsync; MLPerf's metric is "the maximum time across all GPUs" and throughput "the
 minimum across all GPUs", i.e. the whole checkpoint's GiB over that longest duration. The stall is how long training
 waits for a save: from the save's start until every rank of the host is done (for SageMaker's S3 sync, the write to
-the local volume; the upload runs behind it). Standard library and numpy only.
+the local volume; the upload runs behind it).
+
+Durable (SageMaker's S3 sync only, where the job names its ``checkpoint_s3_uri``): SageMaker's storage table gives the
+checkpoint path "Writes to S3 during training: Yes" and "Writes to S3 when job is terminated: No" (SageMaker Developer
+Guide, model-access-training-data.html, storage folders), so a writer that ends as its last save returns may leave that
+checkpoint out of S3, and the restore fails. While training goes on (the interval) the host lists the S3 URI every
+``poll`` seconds; a checkpoint is durable once every file this host wrote for it is listed at its size and no
+``.sagemaker-uploading`` marker of SageMaker's is beside it, and its durable time runs from the save's start to that
+look. Before it ends, the writer waits (untimed) until every checkpoint it wrote is durable. The listing is
+S3Reads.list (boto3, in every PyTorch image). Standard library and numpy only otherwise.
 """
 
 from __future__ import annotations
@@ -51,6 +60,10 @@ POOL_SLACK = 2 ** 20              # the random pool is a chunk plus this; each w
 POOL_STEP = 4099                  # bytes the start moves per write: no two chunks line up on a block boundary
 MARKER = ".dslab-written-{host}"  # a host's ranks have fsynced checkpoint i (shared folders, several hosts)
 DONE_MARKER = ".dslab-done-{host}"  # a host has written and read everything (shared folders: the clean-up waits)
+UPLOADING_SUFFIX = ".sagemaker-uploading"   # SageMaker's mark on a file it is uploading (distributed-troubleshooting-
+                                            # model-parallel.html); the local runner's sync keeps it too
+DURABLE_POLL_SECONDS = 0.5        # how often a writer lists its S3 URI while uploads are outstanding (the durable
+                                  # time's resolution); one ListObjectsV2 a look, $0.005 per 1,000 (S3 Standard)
 
 
 class CheckpointError(RuntimeError):
@@ -172,12 +185,50 @@ class _Ranks:
         return seconds, host_seconds
 
 
+class DurableWatch:
+    """When each checkpoint a host saved is in S3 (see the module's docstring): ``listing`` gives every key under the
+    job's checkpoint S3 URI, relative to it, with its size (S3Reads.list on AWS)."""
+
+    def __init__(self, uri: str, listing: Callable[[], dict[str, int]], folder: Path, clock: Callable[[], float]):
+        self.uri, self.listing, self.folder, self.clock = uri, listing, folder, clock
+        self.pending: dict[int, tuple[float, dict[str, int]]] = {}
+        self.durable: dict[int, float] = {}
+        self.looks = 0
+
+    def saved(self, step: int, started: float, files: dict[str, int]) -> None:
+        """Checkpoint ``step`` saved (its save began at ``started``): ``files`` (name within the checkpoint's folder ->
+        bytes) are this host's."""
+        self.pending[step] = (started, files)
+
+    def missing(self, step: int, listed: dict[str, int]) -> list[str]:
+        folder = checkpoint_folder(step)
+        return [name for name, size in self.pending[step][1].items()
+                if listed.get(f"{folder}/{name}") != size
+                or (self.folder / folder / (name + UPLOADING_SUFFIX)).exists()]
+
+    def look(self) -> None:
+        """One listing: every pending checkpoint now whole in S3 is durable as of now."""
+        if not self.pending:
+            return
+        listed = self.listing()
+        self.looks += 1
+        now = self.clock()
+        for step in sorted(self.pending):
+            if not self.missing(step, listed):
+                self.durable[step] = now - self.pending.pop(step)[0]
+
+    def seconds(self, steps: int) -> list[float | None]:
+        return [self.durable.get(step) for step in range(1, steps + 1)]
+
+
 class CheckpointRun:
     """One host's part of a checkpoint plan in ``directory``."""
 
     def __init__(self, spec: CheckpointSpec, directory: Path, host: int, hosts: int, shared: bool, *,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.perf_counter,
-                 wait_seconds: float = 3600.0, log: Callable[[str], None] = print):
+                 wait_seconds: float = 3600.0, log: Callable[[str], None] = print,
+                 durable: tuple[str, Callable[[], dict[str, int]]] | None = None,
+                 poll_seconds: float = DURABLE_POLL_SECONDS):
         if hosts != spec.hosts:
             raise CheckpointError(f"checkpoint_plan is for {spec.hosts} host(s) of {spec.ranks_per_host} ranks "
                                   f"({spec.processes} processes); the job has {hosts}: plan it for the job's instance count")
@@ -185,6 +236,10 @@ class CheckpointRun:
             raise CheckpointError(f"host {host} is not one of the job's {hosts}")
         self.spec, self.directory, self.host, self.hosts, self.shared = spec, Path(directory), host, hosts, shared
         self.sleep, self.clock, self.wait_seconds, self.log = sleep, clock, wait_seconds, log
+        # SageMaker's S3 sync (this host's own folder): when each checkpoint is in S3.
+        self.watch = (DurableWatch(durable[0], durable[1], self.directory, clock)
+                      if durable is not None and not shared else None)
+        self.poll_seconds = poll_seconds
         self.ranks = spec.host_ranks(host)
         self.files = {rank: spec.files(rank) for rank in self.ranks}
         # Which rank's files each rank reads back: another host's where the folder is shared by several.
@@ -292,6 +347,39 @@ class CheckpointRun:
                     raise CheckpointError(f"host {host} did not finish writing {folder} within {self.wait_seconds:g} s")
                 self.sleep(0.05)
 
+    def _idle(self, seconds: float) -> None:
+        """The emulated compute between checkpoints (DLIO's framework.compute); SageMaker's uploads run meanwhile, and
+        the host looks for them every poll."""
+        if self.watch is None or not self.watch.pending:
+            self.sleep(seconds)
+            return
+        end = self.clock() + seconds
+        while True:
+            self.watch.look()
+            left = end - self.clock()
+            if left <= 0:
+                return
+            self.sleep(min(self.poll_seconds, left) if self.watch.pending else left)
+
+    def _await_durable(self) -> None:
+        """Untimed, before the job may end: every checkpoint written is in S3, or the job fails naming what is not."""
+        if self.watch is None:
+            return
+        deadline = self.clock() + self.wait_seconds
+        self.watch.look()
+        while self.watch.pending:
+            if self.clock() > deadline:
+                step = min(self.watch.pending)
+                missing = self.watch.missing(step, self.watch.listing())
+                raise CheckpointError(
+                    f"checkpoint {step} was not whole in {self.watch.uri} {self.wait_seconds:g} s after its save "
+                    f"({len(missing)} file(s) missing, e.g. {checkpoint_folder(step)}/{missing[0]}): SageMaker does not "
+                    "write to S3 once the job ends, so a restore would miss it; the uploads are slower than the "
+                    "checkpoints (fewer or smaller checkpoints, a longer interval, or FSx/EFS as the target)")
+            self.sleep(self.poll_seconds)
+            self.watch.look()
+        self.log(f"dslab: every checkpoint in {self.watch.uri} ({self.watch.looks} listings)")
+
     def drop_cache(self) -> str:
         """The pages of every file this host wrote or will read, dropped: how."""
         if not hasattr(os, "posix_fadvise"):
@@ -318,14 +406,18 @@ class CheckpointRun:
         rank_saves: dict[int, list[float]] = {r: [] for r in self.ranks}
         rank_loads: dict[int, list[float]] = {r: [] for r in self.ranks}
         for step in range(1, spec.writes + 1):
-            self.sleep(spec.interval_seconds)   # DLIO's framework.compute(..., time_between_checkpoints)
+            self._idle(spec.interval_seconds)   # DLIO's framework.compute(..., time_between_checkpoints)
+            began = self.clock()
             seconds, wall = ranks.run(lambda rank: self._save_rank(step, rank), spec.rank_sync)
             self._mark_written(step)
+            if self.watch is not None:
+                self.watch.saved(step, began, {name: size for files in self.files.values() for name, size in files})
             for rank, s in seconds.items():
                 rank_saves[rank].append(s)
             saves.append(max(seconds.values()))
             stalls.append(wall)
             self.log(f"dslab: checkpoint {step} saved in {saves[-1]:.3f} s (host {self.host}, {len(self.ranks)} ranks)")
+        self._await_durable()
         cache_drop = self.drop_cache()
         for step in range(1, spec.reads + 1):
             self.sleep(spec.interval_seconds)
@@ -372,7 +464,16 @@ class CheckpointRun:
             "rank_load_seconds": {str(r): v for r, v in rank_loads.items()},
             "fsync": True, "fsync_calls": self.fsync_calls, "cache_drop": cache_drop,
             "recovery_rank_shift": {str(r): s for r, s in shift.items()},
+            **self._durable_figures(),
         }
+
+    def _durable_figures(self) -> dict[str, Any]:
+        if self.watch is None or not self.spec.writes:
+            return {}
+        durable = self.watch.seconds(self.spec.writes)
+        known = [d for d in durable if d is not None]
+        return {"durable_seconds": durable, "durable_seconds_mean": sum(known) / len(known) if known else None,
+                "durable_checked": f"listed {self.watch.uri} every {self.poll_seconds:g} s ({self.watch.looks} listings)"}
 
 
     def clean_up(self) -> str:
@@ -393,9 +494,21 @@ class CheckpointRun:
         if self.shared:
             shutil.rmtree(self.directory, ignore_errors=True)
             return f"deleted {self.directory}"
+        # What the folder holds (SageMaker's copy-in too, on a restore): SageMaker deletes it in S3 as well.
+        mine = ({p.relative_to(self.directory).as_posix() for p in self.directory.rglob("*")
+                 if p.is_file() and not p.name.endswith(UPLOADING_SUFFIX)} if self.directory.is_dir() else set())
         for path in list(self.directory.iterdir()) if self.directory.is_dir() else []:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-        return f"emptied {self.directory}"
+        if self.watch is None:
+            return f"emptied {self.directory}"
+        # SageMaker deletes in S3 what the container deletes, while the job runs: wait for it as for the uploads.
+        deadline = self.clock() + self.wait_seconds
+        while mine & set(self.watch.listing()):
+            if self.clock() > deadline:
+                return (f"emptied {self.directory}; {self.watch.uri} still held this host's checkpoints "
+                        f"{self.wait_seconds:g} s later: delete them there")
+            self.sleep(self.poll_seconds)
+        return f"emptied {self.directory} and, through SageMaker's sync, {self.watch.uri}"
 
 
 def run_checkpoints(spec: CheckpointSpec, directory: Path, host: int, hosts: int, shared: bool, cleanup: bool = False,
@@ -409,4 +522,5 @@ def run_checkpoints(spec: CheckpointSpec, directory: Path, host: int, hosts: int
     return figures
 
 
-__all__ = ["CheckpointSpec", "CheckpointRun", "CheckpointError", "run_checkpoints", "CHUNK_BYTES"]
+__all__ = ["CheckpointSpec", "CheckpointRun", "CheckpointError", "DurableWatch", "run_checkpoints", "CHUNK_BYTES",
+           "UPLOADING_SUFFIX"]

@@ -52,7 +52,11 @@ UNAVAILABLE = ("ServiceUnavailable", "InternalError", "500", "502", "504")
 DENIED = ("AccessDenied", "403", "AccessDeniedException")
 
 
-def read_error(err, uri: str, what: str) -> S3ReadError:
+DENIED_FIX = ("the job's role may not read it: give the training role s3:ListBucket on the bucket and s3:GetObject on "
+              "the dataset's prefix (the lab's role has both for datasets/ in the data bucket)")
+
+
+def read_error(err, uri: str, what: str, denied_fix: str = DENIED_FIX) -> S3ReadError:
     """An S3ReadError for botocore's ClientError ``err`` met while reading ``what`` of ``uri``."""
     error = err.response.get("Error", {})
     meta = err.response.get("ResponseMetadata", {})
@@ -61,8 +65,7 @@ def read_error(err, uri: str, what: str) -> S3ReadError:
     if code in THROTTLED or code in UNAVAILABLE or int(meta.get("HTTPStatusCode") or 0) >= 500:
         fix = "a temporary refusal that outlasted the client's retries: run the job again; a lower s3_concurrency asks less of S3"
     elif code in DENIED:
-        fix = ("the job's role may not read it: give the training role s3:ListBucket on the bucket and s3:GetObject on "
-               "the dataset's prefix (the lab's role has both for datasets/ in the data bucket)")
+        fix = denied_fix
     elif code == "NoSuchBucket":
         fix = "the bucket does not exist: fix dataset_uri"
     elif code in ("NoSuchKey", "404"):
@@ -83,10 +86,11 @@ class S3Object:
 class S3Reads:
     """One client for the job: list a prefix, GET an object or a byte range; counts its requests."""
 
-    def __init__(self, uri: str, client: str = "auto", concurrency: int = DEFAULT_CONCURRENCY, region: str | None = None):
+    def __init__(self, uri: str, client: str = "auto", concurrency: int = DEFAULT_CONCURRENCY, region: str | None = None,
+                 denied_fix: str = DENIED_FIX):
         if client not in CLIENTS:
             raise ContractError(f"hyperparameter s3_client={client!r}: use one of {', '.join(CLIENTS)}")
-        self.uri = uri
+        self.uri, self.denied_fix = uri, denied_fix
         self.bucket, self.prefix = split_uri(uri)
         self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         self.endpoint = os.environ.get("AWS_ENDPOINT_URL") or None
@@ -123,7 +127,7 @@ class S3Reads:
                     self._count()
                     out += [S3Object(o["Key"], int(o["Size"])) for o in page.get("Contents", [])]
             except ClientError as err:
-                raise read_error(err, self.uri, "the listing") from None
+                raise read_error(err, self.uri, "the listing", self.denied_fix) from None
         return sorted((o for o in out if not o.key.endswith("/")), key=lambda o: o.key)
 
     def get(self, key: str) -> bytes:
@@ -134,7 +138,7 @@ class S3Reads:
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as err:
-            raise read_error(err, self.where(key), "the object") from None
+            raise read_error(err, self.where(key), "the object", self.denied_fix) from None
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes start..end-1 of an object, one ranged GET."""
@@ -148,7 +152,7 @@ class S3Reads:
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{end - 1}")["Body"].read()
         except ClientError as err:
-            raise read_error(err, self.where(key), f"bytes {start}-{end - 1}") from None
+            raise read_error(err, self.where(key), f"bytes {start}-{end - 1}", self.denied_fix) from None
 
     def where(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"

@@ -494,6 +494,7 @@ class MeasuredTarget:
     instance_count: int
     cost_usd: float
     failures: list[str] = field(default_factory=list)
+    durable_seconds: float | None = None   # the sync: until each save was listed in S3; FSx and EFS: the save
 
     @property
     def label(self) -> str:
@@ -542,14 +543,21 @@ def measured_targets(records: list[dict[str, Any]]) -> list[MeasuredTarget]:
             instance_type=first.get("instance_type", "?"), instance_count=int(first.get("instance_count") or 1),
             cost_usd=sum(r["cost_usd"]["total"] for r in items),
             failures=[f"{r['job_name']}: {r.get('failure_reason') or r['status']}" for r in items
-                      if r["status"] != "Completed"]))
+                      if r["status"] != "Completed"],
+            # A file system holds a save once it is fsynced; the sync's once the writer saw it listed in S3.
+            durable_seconds=(_mean(f.get("durable_seconds_mean") for f in figures) if target in SYNC_TARGETS
+                             else _mean(f.get("save_seconds_mean") for f in figures))))
     return out
 
 
 def measured_pick(targets: list[MeasuredTarget]) -> tuple[MeasuredTarget | None, MeasuredTarget | None]:
-    """The measured pick of one trial: the shortest stall (what training waits), then the shortest restore."""
-    ranked = sorted((t for t in targets if t.stall_seconds is not None),
-                    key=lambda t: (t.stall_seconds, t.restore_seconds if t.restore_seconds is not None else math.inf))
+    """The measured pick of one trial: the soonest durable checkpoint (a save a restore can count on: the sync's once
+    it is in S3, which a short stall on the instance's volume does not say), then the shortest stall (what training
+    waits), then the shortest restore. A sync target whose durability was not measured ranks after those that were."""
+    def key(t: MeasuredTarget):
+        return (t.durable_seconds is None, t.durable_seconds if t.durable_seconds is not None else math.inf,
+                t.stall_seconds, t.restore_seconds if t.restore_seconds is not None else math.inf)
+    ranked = sorted((t for t in targets if t.stall_seconds is not None), key=key)
     return (ranked[0] if ranked else None), (ranked[1] if len(ranked) > 1 else None)
 
 
