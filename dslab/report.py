@@ -517,6 +517,14 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                     lines.append(f"- Precision: {pick.label} and {runner.label} are durable within 10% of each other: "
                                  "this run does not separate them (`repeats: 3`, or a larger scale of the workload's "
                                  "bytes).")
+        apart = [t.mlperf_sequence() for t in group]
+        if not any(apart):
+            lines.append(f"- MLPerf Storage's sequence: each target written, the cache cleared, read back in a job of its "
+                         f"own on a new instance, the mean of {min(t.runs for t in group)} runs (duration the slowest "
+                         "rank's, throughput the whole checkpoint over it).")
+        else:
+            lines.append("- Not MLPerf Storage's sequence: " + "; ".join(dict.fromkeys(w for a in apart for w in a))
+                         + ": compare these targets with each other, not with MLPerf's published results.")
         trial = trials.get(trial_name)
         if trial is not None:
             try:   # the same answer `dslab recommend --experiment` gives the trial

@@ -229,12 +229,19 @@ def test_bad_input_is_one_line_naming_the_field(capsys, argv, field, words):
 
 # ---- the experiment and the requests --------------------------------------------------------------------------------
 
-def test_a_checkpoint_trial_is_its_targets_with_each_syncs_restore_right_after_it():
+def test_a_checkpoint_trial_is_its_targets_with_each_restore_right_after_it():
+    """MLPerf Storage: "first perform the checkpoint write, then clear the cache, and finally perform the checkpoint
+    read", as separate runs: every target's reads are a job of their own on a new instance, right after its writer."""
     e = experiment()
     specs = [s for s in expand(e) if s.target]
     assert [(s.target, s.restore, s.mode, s.storage) for s in specs] == [
         ("s3", False, "File", "standard"), ("s3", True, "File", "standard"), ("express", False, "File", "express"),
-        ("express", True, "File", "express"), ("fsx", False, "FSx", "standard"), ("efs", False, "EFS", "standard")]
+        ("express", True, "File", "express"), ("fsx", False, "FSx", "standard"), ("fsx", True, "FSx", "standard"),
+        ("efs", False, "EFS", "standard"), ("efs", True, "EFS", "standard")]
+    # Without restore jobs, each writer reads back itself (said as not MLPerf's sequence by the report).
+    alone = [s for s in expand(experiment(checkpoint={"targets": ["s3", "express", "fsx", "efs"], "writes": 2, "reads": 1,
+                                                      "seconds_between": 0, "restore": False})) if s.target]
+    assert [(s.target, s.restore) for s in alone] == [(t, False) for t in ("s3", "express", "fsx", "efs")]
     assert parse_experiment(e.document).content_hash == e.content_hash   # the record alone reproduces it
     assert e.document["trials"][1]["checkpoint"] == {"targets": ["s3", "express", "fsx", "efs"], "writes": 2, "reads": 1,
                                                      "seconds_between": 0.0, "restore": True}
@@ -270,7 +277,7 @@ def test_a_read_only_channel_is_refused_before_anything_is_created(tmp_path):
         parse_experiment({"name": "x", "modes": ["FSx"], "datasets": ["caltech-jpg-1x"],
                           "hyperparameters": {"checkpoint_channel": "train"}})
     assert err.value.field == "hyperparameters.checkpoint_channel"
-    (request,) = [j.request for j in plan(experiment(targets=("fsx",)), lab_environment(), "e1") if j.spec.target]
+    request = next(j.request for j in plan(experiment(targets=("fsx",)), lab_environment(), "e1") if j.spec.target)
     channel = request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]
     assert channel["FileSystemAccessMode"] == "rw"
     channel["FileSystemAccessMode"] = "ro"
@@ -299,6 +306,12 @@ def test_requests_sync_to_one_uri_per_target_and_mount_file_systems_read_write()
     fsx_hp = {k: json.loads(v) for k, v in fsx["HyperParameters"].items()}
     assert fsx_hp["checkpoint_channel"] == "checkpoints" and fsx_hp["checkpoint_dir"] == "checkpoints/exec-1/ckpt/fsx-r0"
     assert "checkpoint_s3_uri" not in fsx_hp   # a file system holds a save once it is fsynced
+    # The file system's writer writes only, keeping its checkpoints; its restore job reads them on a new instance from
+    # the same folder and deletes them.
+    fsx_back = {k: json.loads(v) for k, v in jobs[("fsx", True)].request["HyperParameters"].items()}
+    assert (fsx_hp["checkpoint_plan"]["writes"], fsx_hp["checkpoint_plan"]["reads"], fsx_hp["checkpoint_cleanup"]) == (2, 0, False)
+    assert (fsx_back["checkpoint_plan"]["writes"], fsx_back["checkpoint_plan"]["reads"], fsx_back["checkpoint_cleanup"]) == (0, 1, True)
+    assert fsx_back["checkpoint_dir"] == fsx_hp["checkpoint_dir"] and jobs[("fsx", True)].name.split("-")[-3] == "rsfsx"
     assert jobs[("efs", False)].request["InputDataConfig"][0]["DataSource"]["FileSystemDataSource"]["DirectoryPath"] == "/"
     for job in jobs.values():
         validate_request("sagemaker", "CreateTrainingJob", job.request)   # botocore's model takes each
@@ -307,7 +320,7 @@ def test_requests_sync_to_one_uri_per_target_and_mount_file_systems_read_write()
     # Without a directory bucket the Express target is skipped, said; without FSx, the FSx target.
     skipped = {(j.spec.target, j.spec.restore): j.skip_reason for j in plan(experiment(), lab_environment(fsx=False), "e")
                if j.spec.target and j.request is None}
-    assert set(skipped) == {("express", False), ("express", True), ("fsx", False)}
+    assert set(skipped) == {("express", False), ("express", True), ("fsx", False), ("fsx", True)}
 
 
 def test_a_restore_job_runs_in_its_writers_lane_right_after_it():
@@ -462,3 +475,17 @@ def test_the_measured_pick_is_the_soonest_durable_save_not_the_shortest_stall():
     records[0] = _checkpoint_record("s3", 0.5, 0.5, 2.0)
     pick, _ = measured_pick(measured_targets(records))
     assert pick.target == "s3" and pick.stall_seconds == 0.5
+
+
+def test_figures_follow_mlperfs_sequence_only_with_reads_apart_and_five_runs():
+    """MLPerf Storage: the write, the cache cleared, then the read as a run of its own; "Each benchmark setup must be
+    executed five times ... The final metrics are the average across the five runs". The report says which."""
+    from dslab.core.model.checkpoint_estimate import measured_targets
+    five = [r for _ in range(5) for r in (_checkpoint_record("fsx", 3.0, 3.0, None),
+                                          _checkpoint_record("fsx", 0, 0, None, restore=True))]
+    (fsx,) = measured_targets(five)
+    assert (fsx.runs, fsx.read_apart, fsx.mlperf_sequence()) == (5, 5, [])
+    (one,) = measured_targets(five[:2])
+    assert one.mlperf_sequence() == ["1 run(s), where MLPerf takes the mean of 5 (repeats: 5)"]
+    (together,) = measured_targets(five[0::2])
+    assert together.mlperf_sequence() == ["read back in the writing job (checkpoint.restore: false), not a new one"]

@@ -310,6 +310,41 @@ def test_every_rows_sustained_network_is_the_ec2_baseline_bandwidth():
     assert (INSTANCES["ml.m5.large"].network_baseline_gbps, INSTANCES["ml.g4dn.xlarge"].network_baseline_gbps) == (0.75, 5)
 
 
+def test_every_rows_network_cards_are_ec2s_and_ip_traffic_gets_the_primary_cards_share():
+    """DescribeInstanceTypes' NetworkCards, vendored with their source (and checked against moto's copy of AWS's answer
+    where it is installed): a type of several cards gives S3, EFS and FSx traffic its primary card's bandwidth, said as
+    an assumption wherever an answer uses it; a type of one card, the whole instance's."""
+    from dslab.core.facts.instances import NETWORK_CARDS
+    path = Path(__file__).parent / "data" / "ec2-network-cards.csv"
+    text = path.read_text()
+    assert "34d6cad5abbb7b91c97578f3249b39a7e2df1ed5" in text and "describe_instance_types" in text
+    with open(path, newline="") as handle:
+        rows = {r["ec2_type"]: r for r in csv.DictReader(line for line in handle if not line.startswith("#"))}
+    try:
+        import gzip
+        import moto
+        dump = json.loads(gzip.open(Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz").read())
+    except (ImportError, OSError):
+        dump = {}
+    for name, row in INSTANCES.items():
+        ec2 = name.removeprefix("ml.")
+        assert ec2 in rows, f"{name}: add its network cards to {path.name}"
+        vendored = rows[ec2]
+        if ec2 in dump:
+            info = dump[ec2]["NetworkInfo"]
+            assert (int(vendored["network_cards"]), float(vendored["card0_baseline_gbps"])) == (
+                info["MaximumNetworkCards"], info["NetworkCards"][0]["BaselineBandwidthInGbps"]), name
+        if not vendored["network_cards"] or int(vendored["network_cards"]) == 1:
+            assert ec2 not in NETWORK_CARDS and row.ip_gbps == row.network_baseline_gbps and row.ip_assumption is None
+            continue
+        cards, card0 = int(vendored["network_cards"]), float(vendored["card0_baseline_gbps"])
+        assert NETWORK_CARDS[ec2] == (cards, card0), name
+        assert row.ip_gbps == min(card0, row.network_baseline_gbps)
+    p5 = INSTANCES["ml.p5.48xlarge"]
+    assert (p5.network_gbps, p5.network_cards, p5.ip_gbps) == (3200, 32, 100)
+    assert "100 of the 3,200".replace(",", "") in p5.ip_assumption.replace(",", "") and "no SageMaker page" in p5.ip_assumption
+
+
 def test_every_rows_instance_storage_is_the_ec2_guides():
     """NVMe instance storage is what File mode's share lands on where SageMaker provisions no EBS volume (premise.py):
     each row's figure is the EC2 guide's, vendored with its source; the types it does not list say so."""

@@ -114,7 +114,7 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     # The llama3_8b checkpoint trial: its four targets (and the sync targets' restore jobs) through the workflow.
     checkpoints = [r for r in results["records"] if r.get("checkpoint_target")]
     records = [r for r in results["records"] if not r.get("checkpoint_target")]
-    assert len(records) == 14 and len(checkpoints) == 6
+    assert len(records) == 14 and len(checkpoints) == 8
     assert_checkpoint_trial(checkpoints, out)
     sources = {(r["dataset"], lab_mode(r), r.get("storage", "standard")) for r in records}
     assert sources == {(d, m, "standard") for d in images for m in ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")} | {
@@ -145,9 +145,9 @@ def test_default_local_experiment_end_to_end(cache, tmp_path):
     assert {"setup", "data", "jobs", "reporting", "total"} <= set(run.timings)
     # Progress, a line per change (not a terminal): where the run stands each time, and how it ended.
     changes = [line for line in lines if line.startswith("  [")]
-    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(20/20 done)")
+    assert any("InProgress/Training (" in line for line in changes) and changes[-1].endswith("(22/22 done)")
     assert any("left)" in line for line in changes)   # an estimate of the time left once a job has ended
-    assert "jobs: 20/20 jobs done, 0 running;" in "\n".join(lines)
+    assert "jobs: 22/22 jobs done, 0 running;" in "\n".join(lines)
     assert_clean(cache)
 
 
@@ -156,14 +156,18 @@ def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
     second job (the copy-in a phase of its own) and emptied in S3 when that job deleted them; the report opens its
     checkpoint section with the answer."""
     by = {(r["checkpoint_target"], r["checkpoint_restore"]): r for r in records}
-    assert set(by) == {("s3", False), ("s3", True), ("express", False), ("express", True), ("fsx", False), ("efs", False)}
+    assert set(by) == {(t, restore) for t in ("s3", "express", "fsx", "efs") for restore in (False, True)}
     for (target, restore), r in by.items():
         assert r["status"] == "Completed", (target, restore, r["failure_reason"])
         assert r["mode"] == {"s3": "File", "express": "File", "fsx": "FSx", "efs": "EFS"}[target]
         figures = r["metrics"]["checkpoint"]
         assert figures["files_per_checkpoint"] == 16 and figures["fsync_calls"] == (0 if restore else 32)
-        assert len(figures["load_seconds"]) == 2 and len(figures["save_seconds"]) == (0 if restore else 2)
-        assert ("Downloading" in r["phases"]) == restore   # SageMaker's copy of the S3 URI, before the script
+        # A file system's writer writes only; its restore job reads on a new instance (MLPerf's separate runs). The
+        # sync's writer reads its own volume back too.
+        reads = 0 if target in ("fsx", "efs") and not restore else 2
+        assert len(figures["load_seconds"]) == reads and len(figures["save_seconds"]) == (0 if restore else 2)
+        # SageMaker's copy of the S3 URI, before the script (the sync's restore only)
+        assert ("Downloading" in r["phases"]) == (restore and target in ("s3", "express"))
         if target in ("s3", "express"):
             assert r["checkpoint_s3_uri"] == by[(target, not restore)]["checkpoint_s3_uri"]
         # The sync's writers waited until S3 listed each checkpoint (durable); FSx and EFS hold a save once fsynced.
@@ -183,6 +187,8 @@ def assert_checkpoint_trial(records: list[dict], out: Path) -> None:
     assert section.splitlines()[4].startswith("### llama-8b · llama3-8b-checkpoints")
     assert "**Pick (measured): " in section and "**Estimated on AWS**" in section
     assert "| save s | stall s | durable s | restore s |" in section
+    # Reads apart from the writes, but one run where MLPerf takes five: said.
+    assert "- Not MLPerf Storage's sequence: 1 run(s), where MLPerf takes the mean of 5 (repeats: 5)" in section
     # The estimate names its premise, as every answer does: the checkpoint at full size, the cluster, the interval,
     # and the lab it is priced on (the stand-in's deployed lab here).
     estimated = next(line for line in section.splitlines() if "**Estimated on AWS**" in line)

@@ -392,29 +392,40 @@ def checkpoint_channel(spec: JobSpec, env: LabEnvironment) -> dict[str, Any]:
 
 
 def checkpoint_plan_of(spec: JobSpec):
-    """The job's checkpoint plan: its trial's workload on its cluster; a restore job writes nothing and reads back."""
+    """The job's checkpoint plan: its trial's workload on its cluster; a restore job writes nothing and reads back, and
+    a file system's writer a restore job follows writes only (MLPerf Storage's write, then read, as separate runs: its
+    reads on a new instance, not the one whose page cache and FSx client held the files; the sync's writer still reads
+    its own volume back, which its restore job's copy-in does not replace)."""
     from dataclasses import replace
+    from .modes import SYNC_TARGETS
     checkpoint = spec.trial.checkpoint
     workload = checkpoint.workload
     if spec.restore:
         workload = replace(workload, writes=0)
+    elif spec.target not in SYNC_TARGETS and restored(spec):
+        workload = replace(workload, reads=0)
     return replace(checkpoint, workload=workload).plan(spec.trial)
+
+
+def restored(spec: JobSpec) -> bool:
+    """Whether a restore job follows this checkpoint writer (expansion.py plans one where the trial reads back)."""
+    checkpoint = spec.trial.checkpoint
+    return bool(spec.target and not spec.restore and checkpoint is not None and checkpoint.restore
+                and checkpoint.workload.reads > 0)
 
 
 def checkpoint_hyperparameters(spec: JobSpec, execution_id: str) -> dict[str, Any]:
     """What the lab's script reads to run a checkpoint job (training/train.py run_checkpoint_trial): the plan, where to
     write (a file-system target's channel and folder; the sync targets write to SageMaker's LocalPath), and whether to
-    delete its checkpoints at the end: always on a file system (they would bill as storage), on the sync targets once
-    nothing reads them again (the restore job, or a writer none follows). "If a checkpoint is deleted in the SageMaker
+    delete its checkpoints at the end: once nothing reads them again (the restore job, or a writer none follows; on a
+    file system they would bill as storage). "If a checkpoint is deleted in the SageMaker
     container, it will also be deleted in the S3 folder" (model-checkpoints.html): the sync's copies go with them."""
     from .modes import SYNC_TARGETS
     hp: dict[str, Any] = dict(checkpoint_plan_of(spec).hyperparameters())
     if spec.target not in SYNC_TARGETS:
         hp["checkpoint_channel"] = CHECKPOINT_CHANNEL
         hp["checkpoint_dir"] = checkpoint_location(spec, execution_id)
-    followed = (spec.target in SYNC_TARGETS and not spec.restore and spec.trial.checkpoint.restore
-                and spec.trial.checkpoint.workload.reads > 0)
-    hp["checkpoint_cleanup"] = not followed
+    hp["checkpoint_cleanup"] = not restored(spec)
     return hp
 
 

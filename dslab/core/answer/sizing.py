@@ -280,13 +280,15 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     demand_sps = per_host_accelerators * rate                      # samples/s one instance eats
     demand_mbps = demand_sps * sample_bytes / 1e6
     demand_ops = demand_sps * objects_per_sample
-    network_mbps = found.network_baseline_gbps * 125 * NETWORK_PAYLOAD
+    network_mbps = found.ip_gbps * 125 * NETWORK_PAYLOAD   # the primary card's, on a type of several
     # S3 requests per sample: one GET per small file, 8 MiB ranges of large ones.
     requests_per_sample = objects_per_sample if small_files else sample_bytes / (8 * 2**20)
     notes = []
     if found.network_baseline_gbps < found.network_gbps:
         notes.append(f"{instance_type}: 'up to' {found.network_gbps:g} Gbit/s, {found.network_baseline_gbps:g} sustained "
                      "(a run of hours outlasts the burst credits): the sustained figure is used")
+    if found.ip_assumption:
+        notes.append(found.ip_assumption)
     if shape.files < MAX_CLUSTER:
         notes.append(f"the largest cluster is at most the dataset's {shape.files:,} files: past them an instance gets "
                      "nothing to read (S3DataSource: \"Don't choose more ML compute instances for training than available "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from ..modes import CHECKPOINT_TARGET_MODES, SYNC_TARGETS
+from ..modes import CHECKPOINT_TARGET_MODES
 from .model import Experiment, JobSpec
 
 
@@ -29,10 +29,12 @@ def expand(experiment: Experiment) -> list[JobSpec]:
         if trial.checkpoint is None:
             specs.append(JobSpec(index=len(specs), trial=trial, dataset=dataset, mode=mode, repeat=repeat))
             continue
-        # A checkpoint target: its job, then (a sync target's) the restore job on the same S3 URI right after it.
+        # A checkpoint target: its writer, then the restore job right after it on a new instance (the sync's on the same
+        # S3 URI, FSx's and EFS's on the same folder): MLPerf Storage's "first perform the checkpoint write, then clear
+        # the cache, and finally perform the checkpoint read", as separate runs.
         target = mode
         specs.append(JobSpec(len(specs), trial, dataset, CHECKPOINT_TARGET_MODES[target], repeat, target=target))
-        if target in SYNC_TARGETS and trial.checkpoint.restore and trial.checkpoint.workload.reads:
+        if trial.checkpoint.restore and trial.checkpoint.workload.reads:
             specs.append(JobSpec(len(specs), trial, dataset, CHECKPOINT_TARGET_MODES[target], repeat, target=target,
                                  restore=True))
     return specs

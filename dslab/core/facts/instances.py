@@ -19,6 +19,9 @@ Sources (checked 2026-11-30, from stored copies of the pages; see the README's s
   sustained figure is checked against tests/data/ec2-baseline-bandwidth.csv, a copy of those figures.
 - SECONDARY: third-party listings where no AWS page was at hand (marked in the row): treat as the best
   available figure, to be confirmed with `aws ec2 describe-instance-types --instance-types <type>`.
+- NETWORK_CARDS_SOURCE: each type's network cards (DescribeInstanceTypes' NetworkInfo.NetworkCards, vendored in
+  tests/data/ec2-network-cards.csv with its source). A training container's S3, NFS (EFS) and Lustre (FSx) traffic is
+  IP traffic; on a type of several cards it is taken to use the primary card's bandwidth (IP_CARD_ASSUMPTION).
 """
 
 from __future__ import annotations
@@ -31,6 +34,21 @@ BATCH_GPU = "AWS Batch 'Run GPU jobs' table (docs.aws.amazon.com/batch/latest/us
 KARPENTER_BW = "EC2 baseline bandwidth as generated into aws/karpenter-provider-aws zz_generated.bandwidth.go"
 SECONDARY = "secondary listings only (not on an AWS page at hand): confirm with aws ec2 describe-instance-types"
 OWN_TABLE = "the lab's earlier instance table (vCPUs, network, NVMe), no accelerator"
+NETWORK_CARDS_SOURCE = ("EC2 DescribeInstanceTypes NetworkInfo.NetworkCards, as getmoto/moto stores AWS's answer "
+                        "(moto/ec2/resources/instance_types.json at 34d6cad, 2026-08-02; tests/data/ec2-network-cards.csv)")
+# Types of more than one network card: (cards, the primary card's sustained Gbit/s). Every other type has one card,
+# carrying the whole instance's figure. g6e.48xlarge's API answer repeats the instance's 400 on each of its 4 cards.
+NETWORK_CARDS = {"p4d.24xlarge": (4, 100.0), "p4de.24xlarge": (4, 100.0), "p5.48xlarge": (32, 100.0),
+                 "trn1.32xlarge": (8, 100.0), "g6e.48xlarge": (4, 400.0)}
+# Not documented: which card a SageMaker training container's IP traffic uses. EC2 puts the primary (ENA) interface on
+# card 0 and the EFA interfaces on every card; its P5 guide: "p5.48xlarge ... total network bandwidth capacity of
+# 3,200 Gbps, of which up to 800 Gbps can be utilized for IP network traffic", and with one ENA interface "up to
+# 100 Gbps of IP networking bandwidth" (EC2 User Guide, efa-acc-inst-types.html). The EFA aggregate carries NCCL's
+# traffic between hosts, which no data source here uses.
+IP_CARD_ASSUMPTION = ("S3, EFS and FSx traffic is IP traffic, which the lab takes to use the primary network card "
+                      "(index 0, the ENA interface): {card:g} of the {total:g} Gbit/s of {name}'s {cards} cards (no "
+                      "SageMaker page says which card a training container uses; EC2's P5 guide gives \"up to 100 Gbps "
+                      "of IP networking bandwidth\" with one ENA interface; the EFA aggregate is NCCL's between hosts)")
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,25 @@ class Instance:
         return self.name.split(".")[1]
 
     @property
+    def network_cards(self) -> int:
+        return NETWORK_CARDS.get(self.name.removeprefix("ml."), (1, 0.0))[0]
+
+    @property
+    def ip_gbps(self) -> float:
+        """What a training container's S3, EFS and FSx traffic gets, sustained: the primary network card's share where
+        the type has several (IP_CARD_ASSUMPTION), else the whole instance's."""
+        cards = NETWORK_CARDS.get(self.name.removeprefix("ml."))
+        return min(self.network_baseline_gbps, cards[1]) if cards else self.network_baseline_gbps
+
+    @property
+    def ip_assumption(self) -> str | None:
+        """The assumption said beside an answer that uses ``ip_gbps``, where it is less than the whole instance."""
+        if self.ip_gbps >= self.network_baseline_gbps:
+            return None
+        return IP_CARD_ASSUMPTION.format(card=self.ip_gbps, total=self.network_gbps, name=self.name,
+                                         cards=self.network_cards)
+
+    @property
     def memory_gib(self) -> int:
         """Host memory (GiB): MLPerf Storage sizes a training dataset by it (dlio.Workload.mlperf_size)."""
         return MEMORY_GIB[self.name.removeprefix("ml.")]
@@ -57,7 +94,8 @@ class Instance:
     def to_dict(self) -> dict:
         return {"instance_type": self.name, "vcpus": self.vcpus, "accelerators": self.accelerators,
                 "accelerator": self.accelerator, "network_gbps": self.network_gbps,
-                "network_baseline_gbps": self.network_baseline_gbps, "nvme_gb": self.nvme_gb,
+                "network_baseline_gbps": self.network_baseline_gbps, "network_cards": self.network_cards,
+                "ip_gbps": self.ip_gbps, "nvme_gb": self.nvme_gb,
                 "source": self.source, "checked": self.checked}
 
 

@@ -118,10 +118,11 @@ SCRIPT_SHARD_CONNECTIONS = 8    # the lab's script: 4 shards at once, 2 ranged G
 EFS_BURST_MBPS = 104.9        # EFS Bursting: 100 MiB/s burst for file systems under 1 TiB (AWS EFS performance docs)
 
 # Instance properties (vCPUs: the readers; sustained network Gbit/s, since a run of hours outlasts an "up
-# to" size's burst credits; NVMe instance storage): a view of the instance table (instances.py), which names
-# each row's source. The calibration cells (ml.p3.2xlarge) are compute- or download-bound, so the sustained
-# figure leaves them as they were.
-INSTANCES = {name: (i.vcpus, i.network_baseline_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
+# to" size's burst credits, of the primary network card where the type has several, as S3, EFS and FSx traffic is
+# IP traffic (instances.IP_CARD_ASSUMPTION); NVMe instance storage): a view of the instance table (instances.py),
+# which names each row's source. The calibration cells (ml.p3.2xlarge) are compute- or download-bound, so the
+# sustained figure leaves them as they were.
+INSTANCES = {name: (i.vcpus, i.ip_gbps, i.nvme_gb > 0) for name, i in INSTANCE_TABLE.items()}
 
 
 @dataclass
@@ -183,7 +184,7 @@ class Estimate:
 def instance_properties(instance_type: str) -> tuple[int, float, bool, str | None]:
     if instance_type in INSTANCES:
         vcpus, gbps, nvme = INSTANCES[instance_type]
-        return vcpus, gbps, nvme, None
+        return vcpus, gbps, nvme, INSTANCE_TABLE[instance_type].ip_assumption
     return 8, 10.0, False, f"{instance_type} is not in the instance table: assumed 8 vCPUs, 10 Gbit/s, EBS volume"
 
 
