@@ -558,9 +558,9 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
               "instance's volume; the upload ran behind the script); durable: until a restore could count on the save (the "
               "sync: until the writer saw every file of it listed in S3, which SageMaker does not finish once the job "
               "ends, so the writer waits for it; FSx and EFS: the save); restore: a new job back at the checkpoint (the sync: "
-              "the restore job's copy-in of the S3 URI, reported as Downloading, then its reads; FSx and EFS: the reads, "
-              "another host's files where there are several). GB/s: the whole checkpoint's GiB (1024³ bytes, which DLIO "
-              "calls GB) over the save or load. Means over the checkpoints and the repeats.", ""]
+              "the restore job's copy-in of the S3 URI, reported as Downloading, then its reads; FSx and EFS: the restore "
+              "job's reads on a new instance, or the writer's own without one, another host's files where there are "
+              "several). GB/s: the whole checkpoint's GiB (1024³ bytes, which DLIO calls GB) over the save or load. Means over the checkpoints and the repeats.", ""]
     failed = [f for t in targets for f in t.failures]
     if failed:
         lines += [f"- failed: {_cell(f)}" for f in failed] + [""]
