@@ -328,6 +328,7 @@ def test_on_a_terminal_the_live_table_is_drawn_while_jobs_run_and_ctrl_c_leaves_
     import pty
     import re
     import select
+    import termios
     experiment = tmp_path / "two.yaml"
     experiment.write_text("""
 name: on-a-terminal
@@ -344,7 +345,7 @@ modes: [File, FastFile]
         os.execv(sys.executable, [sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment),
                                   "--out", str(tmp_path / "out"), "--cache", str(cache)])
     training = re.compile(r"│ dsl-tty-tfr-\w+-r0-\w+ +│ InProgress/Training +│")
-    shown, deadline, typed = b"", time.monotonic() + 400, None
+    shown, deadline, typed, typed_modes = b"", time.monotonic() + 400, None, (0, 0)
     try:
         while time.monotonic() < deadline:
             if select.select([terminal], [], [], 0.5)[0]:
@@ -358,12 +359,17 @@ modes: [File, FastFile]
             text = shown.decode(errors="replace")
             if typed is None and len(training.findall(text)) >= 2 and mounts_under(cache):
                 typed = text
+                # The user's terminal as the run found it: no child (the CDK CLI reading a TTY stdin, say) left it
+                # in raw mode, where Ctrl-C is a byte and not SIGINT.
+                modes = termios.tcgetattr(terminal)[3]
+                typed_modes = (modes & termios.ISIG, modes & termios.ICANON)
                 os.write(terminal, b"\x03")   # Ctrl-C, as the terminal's line discipline turns it into SIGINT
     finally:
         _, status = os.waitpid(pid, 0)
         os.close(terminal)
     text = shown.decode(errors="replace")
     assert typed is not None, "no frame showed a job training on a FUSE mount:\n" + text[-3000:]
+    assert all(typed_modes), f"the terminal was left without ISIG/ICANON {typed_modes}: Ctrl-C could not interrupt"
     drawn_running = re.findall(r"│ dsl-tty-tfr-\w+-r0-\w+ +│ InProgress/\w+ +│", typed)
     assert len(drawn_running) >= 2, typed[-3000:]     # frames drawn while jobs were in progress, not only the last
     assert not re.search(r"(?m)^  \[ *\d", text)    # a table, not the lines for output that is not a terminal

@@ -169,9 +169,11 @@ class CliDeployer:
     def run(self, *args: str, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
         if not CDK.exists():
             raise DeployError("the pinned CDK CLI is missing (node_modules/.bin/cdk): run make setup")
-        # No notices: fetching them is a request to the internet (cli.cdk.dev-tools.aws.dev) on every call.
+        # No notices: fetching them is a request to the internet (cli.cdk.dev-tools.aws.dev) on every call. No
+        # terminal either: on a TTY stdin the CLI's keypress reader puts the user's terminal in raw mode (Ctrl-C
+        # then no longer interrupts `dslab local`).
         result = subprocess.run([str(CDK), *args, "--no-notices"], cwd=cwd or self.workdir, env=self.environment(),
-                                capture_output=True, text=True)
+                                capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if check and result.returncode != 0:
             raise DeployError(f"cdk {' '.join(args)} failed:\n{_tail(result.stdout + result.stderr)}")
         return result

@@ -96,7 +96,8 @@ def install_requirements(code_dir: Path, python: str, log_lines: list[str]) -> N
     """The container's start-up ``pip install -r requirements.txt``, offline as in the lab's isolated
     subnets: it passes only when every package is already installed (the image has them)."""
     result = subprocess.run([python, "-m", "pip", "install", "--no-index", "--disable-pip-version-check", "-q",
-                             "-r", "requirements.txt"], cwd=code_dir, capture_output=True, text=True)
+                             "-r", "requirements.txt"], cwd=code_dir, capture_output=True, text=True,
+                            stdin=subprocess.DEVNULL)
     log_lines.append(result.stdout + result.stderr)
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["pip failed"])[-1]

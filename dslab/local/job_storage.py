@@ -147,7 +147,7 @@ def start_s3_server(timeout: float = 30.0) -> tuple[Any, str]:
     import urllib.request
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while True:

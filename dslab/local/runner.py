@@ -309,7 +309,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
             env.update(s3_env)
             command = ["/bin/sh" if program.endswith(".sh") else python, program, *script_arguments(hps)]
             procs[host] = subprocess.Popen(command, cwd=host_base / "code", env=env, stdout=subprocess.PIPE,
-                                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                                           stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                                           stdin=subprocess.DEVNULL)
             with _RUNNING_LOCK:
                 RUNNING.add(procs[host])
         alive = lambda: any(proc.poll() is None for proc in procs.values())  # noqa: E731

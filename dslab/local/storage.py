@@ -29,9 +29,9 @@ def fuse_available() -> bool:
 def _unmount(path: Path) -> None:
     tool = shutil.which("fusermount3") or shutil.which("fusermount")
     for args in ([tool, "-u", str(path)], [tool, "-uz", str(path)]):
-        if tool and subprocess.run(args, capture_output=True).returncode == 0:
+        if tool and subprocess.run(args, capture_output=True, stdin=subprocess.DEVNULL).returncode == 0:
             return
-    subprocess.run(["umount", "-l", str(path)], capture_output=True)
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, stdin=subprocess.DEVNULL)
 
 
 def mounts_under(root: Path) -> list[Path]:
@@ -84,7 +84,7 @@ class S3Mounts:
         env = {**os.environ, "AWSACCESSKEYID": "testing", "AWSSECRETACCESSKEY": "testing"}
         # Foreground (-f) as our own child: unmounting ends it and we reap it (no orphaned daemons).
         proc = subprocess.Popen(["s3fs", source, str(point), "-f", *options], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + 10
         while not os.path.ismount(point):
             if proc.poll() is not None:
