@@ -342,6 +342,10 @@ modes: [File, FastFile]
     if pid == 0:   # the child: `dslab local` with a terminal for its standard output
         os.chdir(REPO)
         os.environ.update({"TERM": "xterm", "COLUMNS": "160", "LINES": "50"})
+        # As an interactive shell starts a foreground job: SIGINT at its default. A suite started in the background
+        # (`make test &`) inherits SIGINT ignored, which exec keeps and Python then leaves ignored.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
         os.execv(sys.executable, [sys.executable, "-m", "dslab.cli", "local", "--experiment", str(experiment),
                                   "--out", str(tmp_path / "out"), "--cache", str(cache)])
     training = re.compile(r"│ dsl-tty-tfr-\w+-r0-\w+ +│ InProgress/Training +│")
