@@ -111,7 +111,10 @@ def test_every_task_state_has_a_row_and_its_retry_and_catch_are_as_the_rows_say(
         for fault in row.errors():
             error, retried, target, _ = row.outcome(fault)
             retrier = next((r for r in state.get("Retry", []) if _matches(r["ErrorEquals"], error)), None)
-            assert (retrier is not None) == retried, (name, error)
+            assert (retrier is not None) == (retried is not None), (name, error)
+            if retrier is not None:   # the row's tries are the definition's
+                assert (retried.interval, retried.max_attempts, retried.backoff) == (
+                    retrier["IntervalSeconds"], retrier["MaxAttempts"], retrier["BackoffRate"]), (name, error)
             catcher = next((c for c in state.get("Catch", []) if _matches(c["ErrorEquals"], error)), None)
             assert catcher is not None and catcher["Next"] == target, (name, error, catcher)
 
@@ -232,6 +235,90 @@ def test_the_executed_state_machine_reacts_as_its_rows_say_and_keeps_what_it_sto
         assert "`dslab report EXECUTION` rebuilds them" in second.cause
         assert _entered(second, "StartTeardown") and not lab.fsx_present
         assert lab.read_json(f"results/{second.name}/plan.json")["jobs"]
+
+
+# ---- the state machine's Retry and Catch, stated here apart from the product ------------------------------------
+# What the workflow promises (docs/reference/workflow.md): a function task that Lambda throttles or fails on its side is
+# tried again after 2, 4, 8, 16, 32 and 64 s (6 retries: 7 attempts, full jitter for throttling, as AWS's best
+# practice for Lambda tasks advises); a SageMaker or DataSync task is never retried by a Retry field (SageMaker's
+# errors go to Classify*Error, DataSync's transient looks to EfsSyncLookFailed).
+LAMBDA_SERVICE_ERRORS = ["Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException",
+                         "Lambda.AWSLambdaException", "Lambda.SdkClientException"]
+FUNCTION_RETRY = [{"ErrorEquals": LAMBDA_SERVICE_ERRORS, "IntervalSeconds": 2, "MaxAttempts": 6, "BackoffRate": 2},
+                  {"ErrorEquals": ["Lambda.TooManyRequestsException"], "IntervalSeconds": 2, "MaxAttempts": 6,
+                   "BackoffRate": 2, "JitterStrategy": "FULL"}]
+EXPECTED_RETRY = {name: FUNCTION_RETRY for name in ("Plan", "CheckFsxData", "StageExpress", "Collect", "StartTeardown",
+                                                    "CheckTeardown")}
+ALL = ["States.ALL"]
+EXPECTED_CATCH = {
+    "Plan": [(ALL, "PlanDidNotFinish")], "CheckFsxData": [(ALL, "FsxCheckFailed")],
+    "StageExpress": [(ALL, "ExpressStagingFailed")], "Collect": [(ALL, "CollectFailed")],
+    "StartTeardown": [(ALL, "TeardownError")], "CheckTeardown": [(ALL, "TeardownError")],
+    "StartEfsSync": [(ALL, "EfsStagingFailed")],
+    "DescribeEfsSync": [(["DataSync.ThrottlingException", "DataSync.ServiceUnavailableException",
+                          "DataSync.InternalException"], "EfsSyncLookFailed"), (ALL, "EfsStagingFailed")],
+    "CancelEfsSync": [(ALL, "EfsStagingTimedOut")], "LoadRequest": [(ALL, "HasCause?")],
+    "KeepFailureCause": [(ALL, "RecordFailed")], "RunTrainingJob": [(ALL, "ClassifyError")],
+    "RunScriptTrainingJob": [(ALL, "ClassifyScriptError")],
+    "RunCheckpointTrainingJob": [(ALL, "ClassifyCheckpointError")]}
+
+
+def test_each_task_states_retry_and_catch_are_the_ones_promised(bound_lab):
+    """Every field of every Retry (ErrorEquals, IntervalSeconds, MaxAttempts, BackoffRate, JitterStrategy) and every
+    Catch (ErrorEquals, Next) of the synthesized definition, against the values stated above; and the matrix's rows
+    (their tries and words) say the same."""
+    tasks = {name: s for name, s in _states(_definition(bound_lab)).items() if s.get("Type") == "Task"}
+    assert set(tasks) == set(EXPECTED_CATCH)
+    for name, state in tasks.items():
+        assert state.get("Retry", []) == EXPECTED_RETRY.get(name, []), name
+        assert [(c["ErrorEquals"], c["Next"]) for c in state.get("Catch", [])] == EXPECTED_CATCH[name], name
+    rows = [r for r in faults.pair_rows() if r["context"] == "state machine"]
+    for row in rows:
+        state = row["where"].split("`")[1]
+        retried = any(row["name"] in r["ErrorEquals"] for r in EXPECTED_RETRY.get(state, []))
+        assert row["attempts"] == (7 if retried else 1), row
+        assert ("Retry (6 retries after 2, 4, 8, 16, 32 and 64 s: 7 attempts)" in row["says"]) == retried, row
+
+
+def test_a_throttled_function_is_tried_seven_times_then_caught_and_a_passing_throttle_is_retried(emulated):
+    """Executed: Lambda throttles the Plan function's every invocation: Step Functions tries the task 7 times (the
+    first and 6 retries), then the Catch ends the execution PlanFailed before any job. Throttled only at the first
+    two tries: the third runs Plan and the workflow goes on to its jobs."""
+    from dslab.emulator.patches import HOOKS
+
+    from .scripted_jobs import ScriptedJobs
+    from .test_workflow import TINY, put_datasets
+    tries: list[str] = []
+    limit = [None]
+
+    def throttle(service_id: str, operation: str, request):
+        if service_id != "lambda" or operation != "Invoke" or "Plan" not in request.url:
+            return None
+        tries.append(request.url)
+        if limit[0] is not None and len(tries) > limit[0]:
+            return None
+        return 429, "TooManyRequestsException", "Rate exceeded"
+
+    with emulated(ScriptedJobs()) as lab:
+        put_datasets(lab, ["tiny-jpg"])
+        experiment = {**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["File"]}
+        HOOKS.api_fault = throttle
+        try:
+            failed = lab.run(experiment)
+            attempts_per_try = len(tries) // 7
+            tried = len(tries)
+            tries.clear()
+            limit[0] = 2 * attempts_per_try
+            passed = lab.run(experiment)
+        finally:
+            HOOKS.api_fault = None
+        assert attempts_per_try >= 1 and tried == 7 * attempts_per_try, tried   # 7 tries of the task, each its requests
+        assert failed.status == "FAILED" and failed.error == "PlanFailed" and _entered(failed, "PlanDidNotFinish")
+        assert "TooManyRequestsException" in failed.cause
+        assert not _entered(failed, "RunTrainingJob")
+        assert passed.status == "SUCCEEDED", (passed.error, passed.cause)
+        assert _entered(passed, "RunTrainingJob")
+        assert len(tries) == 3 * attempts_per_try   # two throttled tries, the third ran
 
 
 # ---- the stand-in's rules (dslab/emulator/patches/), each quoted beside its code ----------------------------------

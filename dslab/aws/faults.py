@@ -17,9 +17,10 @@ stand-in's endpoint: it never calls an account); examples/ (templates the user c
 is the training job's failure, which the Run map records like any other); the script `dslab export` writes (it calls
 sagemaker-core's TrainingJob.create, not botocore directly, and exits with one line on any botocore error).
 
-Errors per operation: botocore's error shapes for the operation (the service model), plus the errors the service
-documents for every action (COMMON: throttling, a temporary failure, a refused permission), plus a few answers the
-code handles that the model does not list (a row's ``extra``, each with its source).
+Errors per operation: botocore's error shapes for the operation (the service model), plus AWS's common errors as the
+service's protocol sends them (PROTOCOL_COMMON: throttling, a temporary or internal failure, a refused permission, an
+expired token or request, each with the API reference it comes from), plus a few answers the code handles that
+neither lists (a row's ``extra``, each with its source).
 
 Reactions (a closed set; each pair's is resolved by ``Site.reaction_for``):
 - EXIT_2: the CLI prints one line ``dslab: error: ...`` naming the fix and exits 2;
@@ -66,31 +67,82 @@ TRANSFER = {
 SERVICES = ("s3", "sagemaker", "stepfunctions", "cloudformation", "ssm", "fsx", "efs", "datasync", "ec2", "logs",
             "service-quotas", "lambda")
 
-# ---- the errors every action of a service may answer --------------------------------------------------------------
-# The Common Errors page of each JSON/query API reference ("This section lists the errors common to the API actions
-# of all AWS services": e.g. https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html).
-COMMON_QUOTE = ("Common Errors: \"ThrottlingException: The request was denied due to request throttling. HTTP Status "
-                "Code: 400\"; \"ServiceUnavailable: The request has failed due to a temporary failure of the server. "
-                "HTTP Status Code: 503\"; \"AccessDeniedException: You do not have sufficient access to perform this "
-                "action. HTTP Status Code: 400\"")
-COMMON = (("ThrottlingException", 400), ("ServiceUnavailable", 503), ("AccessDeniedException", 400))
-# S3's error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html) and error best practices.
-S3_QUOTE = ("S3 error responses: \"SlowDown: Please reduce your request rate. 503 Slow Down\"; \"ServiceUnavailable: "
-            "Service is unable to handle request. 503\"; \"AccessDenied: Access Denied. 403 Forbidden\"")
-S3_COMMON = (("SlowDown", 503), ("ServiceUnavailable", 503), ("AccessDenied", 403))
-# EC2's error codes (https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html).
-EC2_QUOTE = ("EC2 error codes: \"RequestLimitExceeded: The maximum request rate permitted by the Amazon EC2 APIs has "
-             "been exceeded for your account\"; \"Unavailable: The server is overloaded and can't handle the "
-             "request\"; \"UnauthorizedOperation: You are not authorized to perform this operation\"")
-EC2_COMMON = (("RequestLimitExceeded", 503), ("Unavailable", 503), ("UnauthorizedOperation", 403))
+# ---- the errors every action of a service may answer, as its protocol sends them -------------------------------------
+# botocore's models list an operation's own errors and leave out the ones every action may answer; the API references
+# list those on their Common Errors pages. Each protocol the product calls sends them under its own names.
+@dataclass(frozen=True)
+class Common:
+    code: str
+    status: int
+    says: str      # the reference's words
+
+
+# JSON and REST-JSON services (SageMaker, Step Functions, SSM, FSx, DataSync, CloudWatch Logs, Service Quotas, EFS,
+# Lambda): "This section lists the errors common to the API actions of all AWS services"
+# (https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html, the same page in each reference).
+JSON_SOURCE = "https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html"
+JSON_COMMON = (
+    Common("ThrottlingException", 400, "The request was denied due to request throttling."),
+    Common("ServiceUnavailable", 503, "The request has failed due to a temporary failure of the server."),
+    Common("AccessDeniedException", 400, "You do not have sufficient access to perform this action."),
+    Common("InternalFailure", 500, "The request processing has failed because of an unknown error, exception or failure."),
+    Common("ExpiredTokenException", 403, "The security token included in the request is expired"),
+    Common("RequestExpired", 400, "The request reached the service more than 15 minutes after the date stamp on the "
+                                  "request ... or the date stamp on the request is more than 15 minutes in the future."))
+# The query protocol (CloudFormation) sends the same errors under its own codes: Throttling, AccessDenied, ExpiredToken
+# (https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/CommonErrors.html lists the common errors; the
+# query protocol's error codes drop the "Exception" suffix: "An error occurred (Throttling) when calling the
+# DescribeStacks operation: Rate exceeded").
+QUERY_SOURCE = "https://docs.aws.amazon.com/AWSCloudFormation/latest/APIReference/CommonErrors.html"
+QUERY_COMMON = (
+    Common("Throttling", 400, "Rate exceeded"),
+    Common("ServiceUnavailable", 503, "The request has failed due to a temporary failure of the server."),
+    Common("AccessDenied", 403, "User is not authorized to perform this action"),
+    Common("InternalFailure", 500, "The request processing has failed because of an unknown error, exception or failure."),
+    Common("ExpiredToken", 403, "The security token included in the request is expired"),
+    Common("RequestExpired", 400, "The request reached the service more than 15 minutes after the date stamp on the "
+                                  "request."))
+# S3 (REST-XML): https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html (List of error codes).
+S3_SOURCE = "https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html"
+S3_COMMON = (
+    Common("SlowDown", 503, "Please reduce your request rate."),
+    Common("ServiceUnavailable", 503, "Service is unable to handle request."),
+    Common("AccessDenied", 403, "Access Denied"),
+    Common("InternalError", 500, "An internal error occurred. Try again."),
+    Common("RequestTimeout", 400, "Your socket connection to the server was not read from or written to within the "
+                                  "timeout period."),
+    Common("ExpiredToken", 400, "The provided token has expired."))
+# S3's listings of a bucket also answer NoSuchBucket ("The specified bucket does not exist", 404) where botocore's
+# model does not say so (it does for ListObjectsV2).
+S3_LISTINGS = ("ListObjectsV2", "ListMultipartUploads", "ListObjectVersions")
+# EC2: https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html (common client and server errors).
+EC2_SOURCE = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html"
+EC2_COMMON = (
+    Common("RequestLimitExceeded", 503, "The maximum request rate permitted by the Amazon EC2 APIs has been exceeded "
+                                        "for your account."),
+    Common("Unavailable", 503, "The server is overloaded and can't handle the request."),
+    Common("UnauthorizedOperation", 403, "You are not authorized to perform this operation."),
+    Common("InternalError", 500, "An internal error has occurred."),
+    Common("AuthFailure", 401, "The provided credentials could not be validated."),
+    Common("RequestExpired", 400, "The request reached the service more than 15 minutes after the date stamp on the "
+                                  "request or more than 15 minutes after the request expiration date."))
+PROTOCOL_COMMON = {"json": (JSON_SOURCE, JSON_COMMON), "rest-json": (JSON_SOURCE, JSON_COMMON),
+                   "smithy-rpc-v2-cbor": (JSON_SOURCE, JSON_COMMON), "query": (QUERY_SOURCE, QUERY_COMMON),
+                   "rest-xml": (S3_SOURCE, S3_COMMON), "ec2": (EC2_SOURCE, EC2_COMMON)}
+
+
+def protocol(service: str) -> str:
+    return service_model(service).protocol
 
 
 def common_errors(service: str) -> tuple[tuple[str, int], ...]:
-    return S3_COMMON if service == "s3" else EC2_COMMON if service == "ec2" else COMMON
+    """(code, HTTP status) of the errors every action of ``service`` may answer, as its protocol sends them."""
+    return tuple((c.code, c.status) for c in PROTOCOL_COMMON[protocol(service)][1])
 
 
 def common_quote(service: str) -> str:
-    return S3_QUOTE if service == "s3" else EC2_QUOTE if service == "ec2" else COMMON_QUOTE
+    source, errors = PROTOCOL_COMMON[protocol(service)]
+    return f"{source}: " + "; ".join(f"\"{c.code}: {c.says} {c.status}\"" for c in errors)
 
 
 @functools.lru_cache(maxsize=None)
@@ -125,6 +177,8 @@ def documented_errors(service: str, operation: str, extra: Iterable[Fault] = ())
         found.setdefault(code, Fault(code, status, "model"))
     for code, status in common_errors(service):
         found.setdefault(code, Fault(code, status, "common"))
+    if service == "s3" and operation in S3_LISTINGS:
+        found.setdefault("NoSuchBucket", Fault("NoSuchBucket", 404, "common"))
     for fault in extra:
         found.setdefault(fault.code, fault)
     return list(found.values())
@@ -209,16 +263,20 @@ class Site:
     def errors(self) -> list[Fault]:
         return documented_errors(self.service, self.operation, self.extra)
 
+    def wire_code(self, fault: Fault) -> str:
+        """The code the caller reads: S3 answers a HEAD request's error with its status alone (no body to name it)."""
+        return str(fault.status) if self.service == "s3" and self.operation == "HeadObject" else fault.code
+
     def reaction_for(self, fault: Fault) -> Reaction:
         if fault.code in self.by_code:
             return self.by_code[fault.code]
-        found = aws_errors.kind(fault.code, fault.status)
+        found = aws_errors.kind(self.wire_code(fault), fault.status)
         if self.denied_is_missing and fault.code in ("AccessDenied", "403"):
             found = "missing"
         return self.by_kind.get(found, self.reaction)
 
     def attempts(self, fault: Fault) -> int:
-        return botocore_attempts(self.retries, self.service, self.operation, fault.code, fault.status)
+        return botocore_attempts(self.retries, self.service, self.operation, self.wire_code(fault), fault.status)
 
     @property
     def key(self) -> str:
@@ -299,13 +357,31 @@ NOT_LINKED = {"DataRepositoryAssociationNotFound": Reaction(
     marker="is not linked to S3")}
 
 
+# CheckFsxData's reaction to FSx's own errors, stated here apart from its table (check_fsx_data.FSX_ERROR_REACTIONS):
+# the test injects each and looks for the marker in the check's reason, so a changed reaction there fails here.
+FSX_CHECK_REACTIONS = {
+    "DataRepositoryTaskExecuting": Reaction(WAIT, "another task runs on the file system (FSx runs one at a time): the "
+                                                  "import starts at a later check",
+                                            marker="the import starts at a later check"),
+    "InternalServerError": Reaction(WAIT, "FSx failed on its side: the next check tries again",
+                                    marker="trying again at the next check"),
+    "IncompatibleParameterError": Reaction(WAIT, "taken for a repeat of another request: the next check tries again "
+                                                 "with a token of its own",
+                                           marker="with a token of its own, at the next check"),
+    "FileSystemNotFound": Reaction(FINAL, "FSx is gone: the FSx jobs are Skipped saying `dslab fsx up`",
+                                   marker="bring FSx back with `dslab fsx up`, then run again"),
+    "BadRequest": Reaction(FINAL, "FSx refused the request: the FSx jobs are Skipped, the reason naming `dslab fsx "
+                                  "status`", marker="`dslab fsx status` shows the file system and its S3 link"),
+    "UnsupportedOperation": Reaction(FINAL, "not supported on this file system: the FSx jobs are Skipped, saying "
+                                            "imports need Lustre 2.12 or 2.15 linked to S3",
+                                     marker="imports need a Lustre 2.12 or 2.15 file system linked to S3"),
+    "ServiceLimitExceeded": Reaction(FINAL, "an FSx limit is reached: the FSx jobs are Skipped, saying to ask AWS "
+                                            "Support", marker="ask AWS Support to raise it, then run again"),
+}
+
+
 def _fsx_check_reactions() -> dict:
-    """CheckFsxData's own reaction to each FSx error it names (check_fsx_data.FSX_ERROR_REACTIONS): WAIT or STOP,
-    and the reason it gives (the fixed words after its last placeholder are what the test looks for)."""
-    from ..workflow.check_fsx_data import FSX_ERROR_REACTIONS
-    from ..workflow.check_fsx_data import WAIT as CHECK_WAIT
-    return {code: Reaction(WAIT if kind == CHECK_WAIT else FINAL, text, marker=text.rsplit("}", 1)[-1].strip(" ():;"))
-            for code, (kind, text) in FSX_ERROR_REACTIONS.items()}
+    return dict(FSX_CHECK_REACTIONS)
 
 
 FSX_GONE = {"FileSystemNotFound": Reaction(FINAL, "final: FSx is gone, the FSx jobs are Skipped saying `dslab fsx up`; "
@@ -682,7 +758,7 @@ class StateSite:
     operation: str
     catch: str                      # where States.ALL goes
     says: str                       # what that means for the run
-    retried: tuple[str, ...] = ()   # error names a Retry field retries (before any Catch)
+    retriers: tuple["Retrier", ...] = ()   # the state's Retry fields (before any Catch)
     caught: dict = field(default_factory=dict)      # error name -> (state, says): a Catch before States.ALL
     classify: str = ""              # the Choice the Catch leads to, which decides by the error's name and Cause
     classified: dict = field(default_factory=dict)  # error code -> (the Choice's next state, says)
@@ -696,16 +772,38 @@ class StateSite:
         return documented_errors(self.service, self.operation)
 
     def outcome(self, fault: Fault) -> tuple[str, bool, str, str]:
-        """(error name, retried by a Retry, the state the Catch goes to, what happens)."""
+        """(error name, the Retry that retries it or None, the state the Catch goes to, what happens)."""
         name = step_functions_error(self.service, self.operation, fault.code)
         target, says = self.caught.get(name, (self.catch, self.says))
         if self.classify and target == self.classify:
             _, says = self.classified.get(fault.code, self.classified_default)
-        return name, name in self.retried, target, says
+        retrier = next((r for r in self.retriers if name in r.errors), None)
+        return name, retrier, target, says
 
 
-LAMBDA_RETRIED = ("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException", "Lambda.AWSLambdaException",
-                  "Lambda.SdkClientException", "Lambda.TooManyRequestsException")
+@dataclass(frozen=True)
+class Retrier:
+    """One Retry field as the definition states it. ASL's MaxAttempts counts retries: the task is tried 1 + that."""
+    errors: tuple[str, ...]
+    interval: int
+    max_attempts: int
+    backoff: float
+
+    @property
+    def tries(self) -> int:
+        return 1 + self.max_attempts
+
+    def says(self) -> str:
+        waits = [int(self.interval * self.backoff ** i) for i in range(self.max_attempts)]
+        return (f"Retry ({self.max_attempts} retries after {', '.join(map(str, waits[:-1]))} and {waits[-1]} s: "
+                f"{self.tries} attempts)")
+
+
+# CDK's LambdaInvoke retries Lambda's service errors (retryOnServiceExceptions) and the workflow adds throttling
+# (stacks/components/workflow.py _invoke), both every 2 s doubling, 6 retries.
+LAMBDA_RETRIERS = (Retrier(("Lambda.ClientExecutionTimeoutException", "Lambda.ServiceException",
+                            "Lambda.AWSLambdaException", "Lambda.SdkClientException"), 2, 6, 2),
+                   Retrier(("Lambda.TooManyRequestsException",), 2, 6, 2))
 DATASYNC_TRANSIENT = ("DataSync.ThrottlingException", "DataSync.ServiceUnavailableException",
                       "DataSync.InternalException")
 
@@ -718,7 +816,7 @@ def _training(kind: str) -> StateSite:
     return StateSite(f"Run{kind}TrainingJob", "sagemaker", "CreateTrainingJob", f"Classify{kind}Error",
                      "classified by its name and Cause", classify=f"Classify{kind}Error",
                      classified={"ThrottlingException": retry, "ResourceLimitExceeded": retry,
-                                 "ServiceUnavailable": retry},
+                                 "ServiceUnavailable": retry, "InternalFailure": retry},
                      classified_default=failed)
 
 
@@ -728,14 +826,14 @@ TEARDOWN_FAILED = ("the execution ends FsxTeardownFailed: FSx may still bill, ch
 
 STATE_SITES: tuple[StateSite, ...] = (
     StateSite("Plan", "lambda", "Invoke", "PlanDidNotFinish", "the execution fails PlanFailed: \"Plan did not finish "
-              "(<error>)\"; no job has started", LAMBDA_RETRIED),
+              "(<error>)\"; no job has started", LAMBDA_RETRIERS),
     StateSite("CheckFsxData", "lambda", "Invoke", "FsxCheckFailed", "FSx readiness ends final: the FSx jobs are "
-              "Skipped (FsxDataNotReady), the others run", LAMBDA_RETRIED),
+              "Skipped (FsxDataNotReady), the others run", LAMBDA_RETRIERS),
     StateSite("StageExpress", "lambda", "Invoke", "ExpressStagingFailed", "Express staging ends not ready: the Express "
-              "jobs are Skipped (ExpressNotStaged), the others run", LAMBDA_RETRIED),
+              "jobs are Skipped (ExpressNotStaged), the others run", LAMBDA_RETRIERS),
     StateSite("Collect", "lambda", "Invoke", "CollectFailed", "teardown still runs; the execution ends "
-              "ResultsNotStored naming `dslab report EXECUTION`", LAMBDA_RETRIED),
-    *(StateSite(name, "lambda", "Invoke", "TeardownError", TEARDOWN_FAILED, LAMBDA_RETRIED)
+              "ResultsNotStored naming `dslab report EXECUTION`", LAMBDA_RETRIERS),
+    *(StateSite(name, "lambda", "Invoke", "TeardownError", TEARDOWN_FAILED, LAMBDA_RETRIERS)
       for name in ("StartTeardown", "CheckTeardown")),
     StateSite("StartEfsSync", "datasync", "StartTaskExecution", "EfsStagingFailed", "staging ends ERROR: the EFS jobs "
               "are recorded Failed (EfsStagingFailed, the DataSync task's log group named), the others run"),
@@ -901,13 +999,13 @@ def pair_rows() -> list[dict]:
                          "injected": site.injected, "not_injected": site.not_injected, "entries": site.entries})
     for state in STATE_SITES:
         for fault in state.errors():
-            name, retried, target, says = state.outcome(fault)
+            name, retrier, target, says = state.outcome(fault)
             waits = target in ("EfsSyncLookFailed",) or "ApiBackOffDelay" in state.classified.get(fault.code, ("",))[0]
             rows.append({"context": "state machine", "where": f"state `{state.state}`",
                          "operation": f"{state.service}:{state.operation}", "error": f"{fault.code} ({name})",
-                         "source": fault.source, "attempts": 6 if retried else 1, "retries": STEP_FUNCTIONS,
+                         "source": fault.source, "attempts": retrier.tries if retrier else 1, "retries": STEP_FUNCTIONS,
                          "reaction": WAIT if waits else FINAL,
-                         "says": f"{'Retry (6 attempts), then ' if retried else ''}Catch -> {target}: {says}", "fix": "",
+                         "says": f"{retrier.says() + ', then ' if retrier else ''}Catch -> {target}: {says}", "fix": "",
                          "injected": False, "not_injected": "checked against the definition",
                          "entries": (state.state,), "state": state, "name": name})
     for handler in HANDLER_SITES:
@@ -960,10 +1058,19 @@ def markdown() -> str:
                GOES_ON: "a best-effort read: said, and the command or step goes on without it"}
     for kind in REACTIONS:
         out.append(f"| {kind} | {figures['by reaction'].get(kind, 0)} | {meaning[kind]} |")
-    out += ["", "Errors per operation: botocore's error shapes for the operation (\"model\"), the service's common "
-            "errors (\"common\": " + COMMON_QUOTE.replace("|", "/") + "; for S3 and EC2 their own lists: "
-            + S3_QUOTE.replace("|", "/") + "; " + EC2_QUOTE.replace("|", "/") + "), and answers the code handles that "
-            "the model does not list (their source beside them).", "",
+    out += ["", "Errors per operation: botocore's error shapes for the operation (\"model\"); AWS's common errors as "
+            "the service's protocol sends them (\"common\"), which botocore's models leave out; and answers the code "
+            "handles that neither lists (their source beside them). The common errors, by protocol:", "",
+            "| protocol | services | errors (code, HTTP status) | source |", "|---|---|---|---|"]
+    for name, (source, errors) in (("JSON, REST-JSON, RPC v2 CBOR", PROTOCOL_COMMON["json"]),
+                                   ("query", PROTOCOL_COMMON["query"]), ("REST-XML", PROTOCOL_COMMON["rest-xml"]),
+                                   ("EC2", PROTOCOL_COMMON["ec2"])):
+        members = ", ".join(s for s in SERVICES if PROTOCOL_COMMON[protocol(s)][0] == source)
+        out.append(f"| {name} | {members} | " + ", ".join(f"{c.code} ({c.status})" for c in errors) + f" | {source} |")
+    out += ["", "S3's listings (" + ", ".join(S3_LISTINGS) + ") also answer NoSuchBucket (404). Not added: the "
+            "common errors that concern the request's form or the SDK itself (IncompleteSignature, "
+            "MalformedHttpRequestException, InvalidAction, MissingParameter, OptInRequired): botocore signs and "
+            "forms every request, and none of them is a condition the product could meet and react to.", "",
             "Retries: " + "; ".join(f"{r.mode}{f', {r.max_attempts} attempts' if r.max_attempts else ''}: {r.where}"
                                     for r in (STANDARD, EXPRESS, TRAINING, CONNECTOR, SDK_JS, STEP_FUNCTIONS)) + ".",
             "", "Not scanned: " + "; ".join(f"`{k}`: {v}" for k, v in NOT_SCANNED.items()) + "; `examples/`: "

@@ -48,8 +48,9 @@ class S3ReadError(RuntimeError):
 
 # What to do about S3's answer, by its code (the lab's fault matrix, dslab/aws/faults.py, lists each pair).
 THROTTLED = ("SlowDown", "Throttling", "ThrottlingException", "TooManyRequestsException", "RequestLimitExceeded", "503")
-UNAVAILABLE = ("ServiceUnavailable", "InternalError", "500", "502", "504")
+UNAVAILABLE = ("ServiceUnavailable", "InternalError", "RequestTimeout", "500", "502", "504")
 DENIED = ("AccessDenied", "403", "AccessDeniedException")
+EXPIRED = ("ExpiredToken", "ExpiredTokenException", "RequestExpired")
 
 
 DENIED_FIX = ("the job's role may not read it: give the training role s3:ListBucket on the bucket and s3:GetObject on "
@@ -66,6 +67,9 @@ def read_error(err, uri: str, what: str, denied_fix: str = DENIED_FIX) -> S3Read
         fix = "a temporary refusal that outlasted the client's retries: run the job again; a lower s3_concurrency asks less of S3"
     elif code in DENIED:
         fix = denied_fix
+    elif code in EXPIRED:
+        fix = ("the job's credentials had expired, or its clock was more than 15 minutes off: SageMaker renews the "
+               "role's credentials, so run the job again")
     elif code == "NoSuchBucket":
         fix = "the bucket does not exist: fix dataset_uri"
     elif code in ("NoSuchKey", "404"):

@@ -12,6 +12,9 @@ Every (operation, error) pair the product can meet, and what it does about it, i
   Code: 503" and "InternalFailure ... HTTP Status Code: 500" (the Common Errors page of each API reference), S3's
   "InternalError" ("If Amazon S3 returns an InternalError response, retry the request", S3 error best
   practices), EC2's "Unavailable" ("The server is overloaded and can't handle the request"), any HTTP 5xx;
+- expired: "ExpiredTokenException: The security token included in the request is expired" (S3 "ExpiredToken", the
+  query protocol's "ExpiredToken") and "RequestExpired: The request reached the service more than 15 minutes after the
+  date stamp on the request" (Common Errors): credentials to refresh or a clock to set, not a permission to grant;
 - denied: "AccessDeniedException: You do not have sufficient access to perform this action" (Common Errors), S3's
   "AccessDenied", EC2's "UnauthorizedOperation";
 - missing: the not-found codes of the operations the product calls (botocore's error shapes);
@@ -36,8 +39,11 @@ UNAVAILABLE = frozenset({
     "RequestTimeoutException"})
 DENIED = frozenset({
     "AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthorizationError", "NotAuthorized",
-    "KmsAccessDeniedException", "InvalidClientTokenId", "ExpiredToken", "ExpiredTokenException",
-    "SignatureDoesNotMatch", "UnrecognizedClientException", "403"})
+    "KmsAccessDeniedException", "InvalidClientTokenId", "SignatureDoesNotMatch", "UnrecognizedClientException",
+    "AuthFailure", "403"})
+# Credentials that were good and are no longer (a session token past its expiry), or a request signed by a clock more
+# than 15 minutes off: nothing to grant, something to refresh.
+EXPIRED = frozenset({"ExpiredToken", "ExpiredTokenException", "RequestExpired", "RequestTimeTooSkewed"})
 MISSING = frozenset({
     "NoSuchKey", "NoSuchBucket", "NoSuchUpload", "ResourceNotFound", "ResourceNotFoundException", "FileSystemNotFound",
     "ExecutionDoesNotExist", "StateMachineDoesNotExist", "ParameterNotFound", "DataRepositoryAssociationNotFound",
@@ -155,11 +161,13 @@ def aws_error(err: Any) -> AwsError | None:
 
 
 def kind(code: str, status: int | None = None) -> str:
-    """throttled, unavailable, denied, missing or other."""
+    """throttled, unavailable, expired, denied, missing or other."""
     if code in THROTTLED:
         return "throttled"
     if code in UNAVAILABLE or (status or 0) >= 500:
         return "unavailable"
+    if code in EXPIRED:
+        return "expired"
     if code in DENIED:
         return "denied"
     if code in MISSING:
@@ -205,6 +213,12 @@ def fix(code: str, status: int | None = None, *, operation: str = "?", service: 
                 + ("try again in a minute" if who is None else later))
     if found == "unavailable":
         return "a temporary failure on AWS's side: " + ("try again in a few minutes" if who is None else later)
+    if found == "expired":
+        if who is None:
+            return ("your credentials have expired, or this machine's clock is more than 15 minutes off: refresh them "
+                    "(`aws sso login`, or new temporary credentials), check the clock, and run the command again")
+        return (f"{who}'s temporary credentials had expired, or the clock that signed the request was more than 15 "
+                f"minutes off: AWS renews a role's credentials, so {later}")
     if found == "denied":
         action = iam_action(service, operation)
         if who is None:
