@@ -51,6 +51,10 @@ class Injector:
     hits: int = 0
     qualname: str = ""
     service_id: str = ""
+    # Every request the entry point made while it ran (service, operation, URL, body), answered or injected: what
+    # the code did after the error is read from it (the object sent again, the deletion that still went on).
+    requests: list = field(default_factory=list)
+    entry: str = ""
 
     def __post_init__(self):
         self.qualname = faults.python_qualname(self.site.function, self.site.module)
@@ -69,6 +73,9 @@ class Injector:
         return self.site.call in faults.TRANSFER and threading.current_thread() is not threading.main_thread()
 
     def __call__(self, service_id: str, operation: str, request=None):
+        body = getattr(request, "body", b"") or b""
+        self.requests.append((service_id, operation, str(getattr(request, "url", "")),
+                              body.decode(errors="replace") if isinstance(body, bytes) else str(body)))
         if service_id != self.service_id or operation != self.site.operation or not self.at_site():
             return None
         if self.limit is not None and self.hits >= self.limit:
@@ -143,6 +150,8 @@ class World:
             sfn.create_state_machine(name=name, definition=definition, roleArn=role)
         sfn.start_execution(stateMachineArn=arn("stateMachine", SM_NAME), name=RUNNING)
         self.put_json(f"results/{RUNNING}/plan.json", self.plan_document(RUNNING))
+        # the Cause the state machine kept for the failed job: a report reads it for the record's reason
+        self.c["s3"].put_object(Bucket=BUCKET, Key=f"results/{RUNNING}/failures/job-b.txt", Body=b"AlgorithmError: corrupted")
         watched = sfn.start_execution(stateMachineArn=arn("stateMachine", SM_IDLE), name=WATCHED)["executionArn"]
         sfn.stop_execution(executionArn=watched)
         self.watched = watched
@@ -304,8 +313,16 @@ class World:
 
 
 # ---- drivers: one per entry point ---------------------------------------------------------------------------------
+def _product_starts() -> None:
+    """The driver's set-up is done: the requests from here on are the product's."""
+    from dslab.emulator.patches import HOOKS
+    if isinstance(HOOKS.api_fault, Injector):
+        HOOKS.api_fault.requests.clear()
+
+
 def run_cli(argv: list[str]) -> Observation:
     from dslab.cli import main
+    _product_starts()
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
@@ -319,6 +336,7 @@ def run_function(world: World, handler: Callable, event: dict, **env) -> Observa
     from dslab.workflow import common
     from dslab.workflow.runtime import function_environment
     common.CLIENT_CACHE.clear()
+    _product_starts()
     with function_environment(world.function_env(**env)):
         try:
             return Observation(result=handler(event, None))
@@ -326,7 +344,7 @@ def run_function(world: World, handler: Callable, event: dict, **env) -> Observa
             return Observation(raised=err)
 
 
-def _reset_express(world: World, bucket: str, *, uploads: bool = False) -> None:
+def _reset_express(world: World, bucket: str, *, uploads: int = 0) -> None:
     s3 = world.c["s3"]
     listed = s3.list_objects_v2(Bucket=bucket).get("Contents", [])
     if listed:
@@ -337,7 +355,8 @@ def _reset_express(world: World, bucket: str, *, uploads: bool = False) -> None:
     if uploads:
         for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
             s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
-        s3.create_multipart_upload(Bucket=bucket, Key="datasets/tiny/partial.bin")
+        for i in range(uploads):
+            s3.create_multipart_upload(Bucket=bucket, Key=f"datasets/tiny/partial-{i}.bin")
 
 
 def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observation:
@@ -362,9 +381,12 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         return run_cli(["run", "--experiment", str(w.experiment),
                         *([] if in_outputs else ["--outputs", w.outputs_runs]), "--region", REGION])
     if entry == "dslab report":   # what it reads, not how it draws: the report's files are another test's
-        monkeypatch.setattr("dslab.report.write_report", lambda results, out: {})
-        return run_cli(["report", arn("execution", f"{SM_NAME}:{RUNNING}"), "--out", str(w.tmp / "report"),
-                        "--region", REGION])
+        drawn: list = []
+        monkeypatch.setattr("dslab.report.write_report", lambda results, out: drawn.append(results) or {})
+        observed = run_cli(["report", arn("execution", f"{SM_NAME}:{RUNNING}"), "--out", str(w.tmp / "report"),
+                            "--region", REGION])
+        observed.notes["results"] = drawn[0] if drawn else None
+        return observed
     if entry == "dslab export --upload":
         return run_cli(["export", "--experiment", str(w.experiment), "--outputs", w.outputs, "--mode", "File",
                         "--dataset", "tiny", "--trial", "own", "--upload", "--out", str(w.tmp / "export.py"),
@@ -377,11 +399,15 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
     if entry == "dslab fsx follow-zone":
         return run_cli(["fsx", "follow-zone", "-c", f"azId={w.az_id}", "--region", REGION])
     if entry == "dslab express status":
-        _reset_express(w, EXPRESS, uploads=True)
+        _reset_express(w, EXPRESS, uploads=1)
         return run_cli(["express", "status", *outputs, "--region", REGION])
     if entry == "dslab express empty":
-        _reset_express(w, EXPRESS, uploads=True)
-        return run_cli(["express", "empty", "--dataset", "tiny", "--yes", *outputs, "--region", REGION])
+        # two uploads where an abort is injected: the other is still aborted
+        _reset_express(w, EXPRESS, uploads=2 if site.operation == "AbortMultipartUpload" else 1)
+        observed = run_cli(["express", "empty", "--dataset", "tiny", "--yes", *outputs, "--region", REGION])
+        observed.notes["uploads left"] = len(w.c["s3"].list_multipart_uploads(Bucket=EXPRESS).get("Uploads", []))
+        observed.notes["objects left"] = sorted(o["Key"] for o in w.c["s3"].list_objects_v2(Bucket=EXPRESS).get("Contents", []))
+        return observed
     if entry == "dslab efs empty":
         w.settle_datasync()
         uses_workflow = site.module == "dslab/workflow/plan.py" or in_outputs
@@ -441,11 +467,17 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         w.put_json("results/exec-collect/plan.json", w.plan_document("exec-collect"))
         s3 = w.c["s3"]
         s3.put_object(Bucket=BUCKET, Key="results/exec-collect/failures/job-b.txt", Body=b"AlgorithmError: corrupted")
-        return run_function(w, handlers.collect, {
+        for key in ("results/exec-collect/results.json",):
+            s3.delete_object(Bucket=BUCKET, Key=key)
+        observed = run_function(w, handlers.collect, {
             "plan": {"bucket": BUCKET, "base": "results/exec-collect", "plan_key": "results/exec-collect/plan.json"},
             "results": [[{"index": 0, "name": "job-a", "status": "Completed"},
                          {"index": 1, "name": "job-b", "status": "Failed", "error": "States.TaskFailed"}]],
             "prepared": {}})
+        listed = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="results/exec-collect/").get("Contents", [])}
+        observed.notes["stored"] = (json.loads(s3.get_object(Bucket=BUCKET, Key="results/exec-collect/results.json")
+                                               ["Body"].read()) if "results/exec-collect/results.json" in listed else None)
+        return observed
     if entry in ("Teardown (start)", "Teardown (check)"):
         stack_id = w.fsx_stack_up()
         w.put_json("results/exec-down/results.json", {"records": [], "summary": {}})
@@ -459,7 +491,14 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
                      "state_machine": arn("stateMachine", SM_NAME) if blocker else "",
                      "execution_arn": arn("execution", f"{SM_NAME}:exec-down")}
         observed = run_function(w, handlers.teardown, event)
-        observed.notes["results"] = w.c["s3"].get_object(Bucket=BUCKET, Key="results/exec-down/results.json")["Body"].read()
+        s3 = w.c["s3"]
+        observed.notes["results"] = s3.get_object(Bucket=BUCKET, Key="results/exec-down/results.json")["Body"].read()
+        listed = {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="results/exec-down/").get("Contents", [])}
+        observed.notes["teardown.json"] = (json.loads(s3.get_object(Bucket=BUCKET, Key="results/exec-down/teardown.json")
+                                                      ["Body"].read()) if "results/exec-down/teardown.json" in listed
+                                           else None)
+        s3.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": k} for k in listed]})
+        observed.notes["fsx_stack"] = _stack_status(w)
         return observed
     if entry == "idle guard":
         w.fsx_stack_up()
@@ -468,16 +507,20 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         observed.notes["fsx_stack"] = _stack_status(w)
         return observed
     if entry == "ExpressBucketEmptier":
-        _reset_express(w, EMPTIED, uploads=True)
+        _reset_express(w, EMPTIED, uploads=2 if site.operation == "AbortMultipartUpload" else 1)
         emptier = _emptier()
         answers = []
         monkeypatch.setattr(emptier, "respond", lambda event, status, physical, reason, data=None: answers.append((status, reason)))
+        _product_starts()
         try:
             emptier.handler({"RequestType": "Delete", "ResourceProperties": {"BucketName": EMPTIED}, "StackId": "s",
                              "RequestId": "r", "LogicalResourceId": "l", "ResponseURL": "https://x"}, None)
         except Exception as err:  # noqa: BLE001
             return Observation(raised=err)
-        return Observation(result={"status": answers[0][0], "reason": answers[0][1]})
+        s3 = w.c["s3"]
+        return Observation(result={"status": answers[0][0], "reason": answers[0][1]}, notes={
+            "uploads left": len(s3.list_multipart_uploads(Bucket=EMPTIED).get("Uploads", [])),
+            "objects left": [o["Key"] for o in s3.list_objects_v2(Bucket=EMPTIED).get("Contents", [])]})
     if entry == "training script":
         if str(REPO / "training") not in sys.path:
             sys.path.insert(0, str(REPO / "training"))

@@ -480,6 +480,7 @@ WITHIN_ONE_RUN = ("dslab status --wait", "dslab efs empty", "Plan")   # a WAIT r
 def _inject(world, monkeypatch, site, fault, entry=None, limit=None) -> tuple[Injector, fault_world.Observation]:
     from dslab.emulator.patches import HOOKS
     injector = Injector(site, fault, limit=limit)
+    injector.entry = entry or site.entries[0]
     HOOKS.api_fault = injector
     try:
         observed = drive(world, entry or site.entries[0], site, monkeypatch)
@@ -501,6 +502,8 @@ def test_injected_error_meets_its_reaction(world, monkeypatch, site, fault):
     code = _wire_code(site, fault)
     check = CHECKS[site.context if site.context != "function" else site.entries[0]]
     check(site, fault, reaction, seen, marker=marker, code=code, attempts=attempts, world=world)
+    if reaction.kind in (ANSWER, GOES_ON):   # and what the user or the workflow gets of it
+        _effect(site)(seen, injector, world, reaction.kind)
 
 
 def _cli_check(site, fault, reaction, seen, *, marker, code, attempts, world):
@@ -630,3 +633,329 @@ def test_a_watch_gives_up_after_five_failed_looks_and_names_the_execution(world,
     injector, seen = _inject(world, monkeypatch, site, fault)
     assert seen.rc == 2 and injector.hits == 5 * site.attempts(fault)
     assert seen.err.count("this look failed") == 4 and "dslab status" in seen.err.strip().splitlines()[-1]
+
+
+# ---- what an answer or a goes-on gives the user or the workflow, stated here apart from the product -----------------
+# Each ANSWER and GOES_ON pair's effect: the line shown, the request still sent, the record written, the resource
+# kept. Keyed by (entry, function, operation); every such row of the matrix needs one (the test below fails where
+# one is missing).
+def _sent(injector, service: str, operation: str, fragment: str = "") -> int:
+    return sum(1 for s, o, url, body in injector.requests if s == service and o == operation
+               and (fragment in url or fragment in body))
+
+
+def _lines(seen, fragment: str) -> list[str]:
+    return [line for line in (seen.out + seen.err).splitlines() if fragment in line]
+
+
+def _stored_plan(world) -> dict:
+    return json.loads(world.c["s3"].get_object(Bucket=BUCKET, Key="results/exec-plan/plan.json")["Body"].read())
+
+
+def _record(results: dict, job: str) -> dict:
+    return next(r for r in results["records"] if r["job_name"] == job)
+
+
+def _doctor_zone_checked(seen):
+    assert _lines(seen, "FSx for Lustre:") and _lines(seen, "note: S3 Express One Zone"), seen.out
+
+
+def effect_doctor_outputs(seen, injector, world, kind):
+    _doctor_zone_checked(seen)
+    assert seen.rc == 0
+    if kind == ANSWER:
+        assert _lines(seen, "EFS: no lab deployed in this account and region, so nothing is stored"), seen.out
+    else:
+        assert _lines(seen, "EFS: what it holds was not read: reading the lab's stack outputs"), seen.out
+
+
+def effect_doctor_efs(seen, injector, world, kind):
+    _doctor_zone_checked(seen)
+    assert seen.rc == 0 and _lines(seen, "EFS: what it holds was not read: AWS "), seen.out
+
+
+def effect_doctor_fsx(seen, injector, world, kind):
+    (line,) = _lines(seen, "FSx for Lustre: FSx did not answer in us-east-1")
+    assert seen.rc == 1 and _lines(seen, "FSx storage quota:"), seen.out   # the zone is not shown to suit
+
+
+def effect_doctor_logs(seen, injector, world, kind):
+    assert seen.rc == 0 and _lines(seen, "CloudWatch Logs: the region's resource policies were not checked"), seen.out
+
+
+def effect_doctor_quotas(seen, injector, world, kind):
+    _doctor_zone_checked(seen)
+    assert _lines(seen, "FSx storage quota: not checked: AWS List"), seen.out
+
+
+def effect_status_plan(seen, injector, world, kind):
+    # plan.json not there yet: the execution is shown without its jobs, and the watch follows it to its end
+    assert _lines(seen, "ABORTED: 0/0 jobs done" if "--wait" in injector.entry else "RUNNING:"), seen.out
+
+
+def effect_status_job(seen, injector, world, kind):
+    if "--wait" in injector.entry:
+        assert _lines(seen, "ABORTED: 1/2 jobs done (1 failed)"), seen.out
+    else:
+        assert _lines(seen, "'Pending': 1"), seen.out   # the job SageMaker does not know: Pending
+
+
+def effect_report_results(seen, injector, world, kind):
+    # results.json absent: the report rebuilds every job's record from plan.json and SageMaker
+    assert {r["job_name"] for r in seen.notes["results"]["records"]} == {"job-a", "job-b"}
+    assert _sent(injector, "sagemaker", "DescribeTrainingJob") >= 2
+
+
+def effect_report_attempt(seen, injector, world, kind):
+    assert seen.rc == 0 and seen.notes["results"] is not None and seen.notes["results"]["records"], seen.out
+
+
+def effect_job_record(seen, injector, world, kind, results=None):
+    results = results or seen.notes["results"]
+    a, b = _record(results, "job-a"), _record(results, "job-b")
+    assert a["status"] != "Completed" and a["billable_seconds"] is None   # nothing read from SageMaker for it
+    assert b["status"] == "Failed"                                        # the other job as SageMaker has it
+
+
+def effect_script_metrics(seen, injector, world, kind, results=None):
+    results = results or seen.notes["results"]
+    a = _record(results, "job-a")
+    assert a["status"] == "Completed" and a["billable_seconds"] == 145.0   # the job stands, without its metrics
+    assert a["metrics"].get("au_percent") != 97.0, a["metrics"]
+
+
+def effect_reason(seen, injector, world, kind, results=None):
+    results = results or seen.notes["results"]
+    b = _record(results, "job-b")
+    # the recorded error name (the Run map's; none for a running execution's report), not the stored Cause
+    recorded = "States.TaskFailed" if injector.entry == "Collect" else "failed"
+    assert b["status"] == "Failed" and b["failure_reason"] == recorded, b
+    assert "corrupted" not in json.dumps(results)
+
+
+def effect_run_stats(seen, injector, world, kind):
+    # said, and the run goes on: the execution is started
+    assert _sent(injector, "sfn", "StartExecution") == 1 and _lines(seen, "started arn:aws:states:"), seen.out
+    assert _lines(seen, "dslab: dataset 'tiny':"), seen.err
+
+
+def effect_code_upload(seen, injector, world, kind):
+    assert _sent(injector, "s3", "PutObject", "/code/") == 1   # not there: uploaded
+    assert _sent(injector, "sfn", "StartExecution") == 1
+
+
+def effect_recommend_stats(seen, injector, world, kind):
+    assert seen.rc == 0 and _lines(seen, "answer: File"), seen.out
+    said = _lines(seen, "the experiment's own figures stand")
+    assert bool(said) == (kind == GOES_ON), seen.err
+
+
+def effect_fsx_down(seen, injector, world, kind):
+    assert _lines(seen, "FSx: DOWN (no DataSourceLab-Fsx stack)"), seen.out
+
+
+def effect_fsx_status_import(seen, injector, world, kind):
+    if injector.fault.code == "DataRepositoryAssociationNotFound":
+        assert _lines(seen, "datasets: NOT READY: FSx file system") and _lines(seen, "is not linked to S3"), seen.out
+    else:
+        assert _lines(seen, "datasets: ready: the S3 listing is imported"), seen.out
+
+
+def effect_deploy_check(seen, injector, world, kind):
+    assert seen.rc == 0   # the deploy goes on
+    said = _lines(seen, "dslab deploy-check: could not read the deployed lab")
+    if kind == GOES_ON:
+        assert said and "FSx's capacity and EFS's throughput were not compared with it" in said[0], seen.err
+    else:
+        assert not said and not seen.err.strip(), seen.err
+
+
+def effect_deploy_check_fsx(seen, injector, world, kind):
+    assert seen.rc == 0
+    said = _lines(seen, "administrative actions")
+    if kind == GOES_ON:
+        assert said and "whether it grew in the last 6 hours was not checked" in said[0], seen.err
+    else:
+        assert not seen.err.strip(), seen.err
+
+
+def effect_follow_zone(seen, injector, world, kind):
+    assert seen.rc == 0 and not seen.err.strip()
+    assert _sent(injector, "ec2", "DescribeSubnets") == 0   # nothing to move: the subnet is never looked up
+    if injector.fault.code == "ParameterNotFound":
+        assert _sent(injector, "fsx", "DescribeFileSystems") == 0
+
+
+def effect_express_abort(seen, injector, world, kind):
+    # one upload ended meanwhile; the other is still aborted, every object still deleted
+    assert _sent(injector, "s3", "AbortMultipartUpload") == 2 and seen.notes["uploads left"] == 1
+    assert _lines(seen, "deleted 3 objects") and seen.notes["objects left"] == [], seen.notes
+
+
+def effect_efs_dataset(seen, injector, world, kind):
+    assert _sent(injector, "datasync", "StartTaskExecution") == 1 and _lines(seen, "deleted tiny (EFS datasets/tiny/)")
+
+
+def effect_efs_in_use(seen, injector, world, kind):
+    # an execution that may read EFS: nothing is deleted, and the line says which and why
+    assert seen.rc == 1 and _sent(injector, "datasync", "StartTaskExecution") == 0
+    expected = "execution run-a is still planning" if injector.site.operation == "GetObject" else \
+        "execution run-a's EFS jobs read tiny"
+    assert _lines(seen, expected), seen.err
+
+
+def effect_upload_digest(seen, injector, world, kind):
+    # the object whose digest was not read is sent again (a PUT), and the upload completes with its stats file
+    assert _sent(injector, "s3", "PutObject", "datasets/up/f0.bin") == 1
+    assert _lines(seen, "2 files uploaded") and seen.notes["stats file"], seen.out
+
+
+def effect_plan_fsx(seen, injector, world, kind):
+    plan = _stored_plan(world)
+    fsx = [j for j in plan["jobs"] if j["mode"] == "FSx"]
+    assert fsx and all(j["skip_reason"] for j in fsx), fsx
+    assert all(not j["skip_reason"] for j in plan["jobs"] if j["mode"] != "FSx")
+    if kind == ANSWER:
+        assert all("dslab fsx up" in j["skip_reason"] for j in fsx)
+
+
+def effect_plan_quotas(seen, injector, world, kind):
+    quotas = _stored_plan(world)["quotas"]
+    assert quotas["checked"] == {} and quotas["notes"][0].startswith("training quotas not checked (AWS "), quotas
+    assert seen.result["plan"]["job_count"] == 3
+
+
+def effect_plan_lab(seen, injector, world, kind):
+    assert "the workflow's deploy settings" in json.dumps(_stored_plan(world)["lab"])
+
+
+def effect_plan_optimization(seen, injector, world, kind):
+    plan = _stored_plan(world)
+    assert not plan.get("fsx_storage_optimization") and seen.result["plan"]["fsx_jobs"] == 1
+
+
+def effect_plan_efs(seen, injector, world, kind):
+    plan = _stored_plan(world)
+    assert "failed" not in seen.result["plan"] and any(j["mode"] == "EFS" and not j["skip_reason"] for j in plan["jobs"])
+
+
+def effect_fsx_none_found(seen, injector, world, kind):
+    assert seen.result["final"] is False and "could not" not in seen.result["reason"], seen.result
+
+
+def effect_staged(seen, injector, world, kind):
+    assert seen.result["done"] and seen.result["ready"] and "3 objects copied" in seen.result["reason"], seen.result
+
+
+def effect_collect(check):
+    def effect(seen, injector, world, kind):
+        stored = seen.notes["stored"]
+        assert stored is not None and seen.result["results_uri"].endswith("results/exec-collect/results.json")
+        check(seen, injector, world, kind, results=stored)
+    return effect
+
+
+def effect_teardown_kept(seen, injector, world, kind):
+    assert seen.result["status"] == "DEFERRED" and "FSx kept: execution run-a" in seen.result["message"]
+    assert seen.notes["fsx_stack"] not in ("GONE",) and "DELETE" not in seen.notes["fsx_stack"]
+    assert _sent(injector, "cloudformation", "DeleteStack") == 0
+
+
+def effect_teardown_gone(seen, injector, world, kind):
+    expected = "ALREADY_GONE" if injector.entry == "Teardown (start)" else "DELETE_COMPLETE"
+    assert seen.result["status"] == expected and seen.result["final"] is True, seen.result
+    assert json.loads(seen.notes["results"])["teardown"]["status"] == expected
+
+
+def effect_teardown_record(seen, injector, world, kind):
+    assert seen.notes["teardown.json"]["status"] == seen.result["status"] == "DEFERRED", seen.notes
+
+
+def effect_emptier(seen, injector, world, kind):
+    assert seen.result["status"] == "SUCCESS"
+    if injector.fault.code == "NoSuchBucket":   # the bucket is gone: that pass asks nothing more of it
+        follows = "DeleteObjects" if injector.site.operation == "ListObjectsV2" else "AbortMultipartUpload"
+        assert _sent(injector, "s3", follows) == 0
+        return
+    # one upload ended meanwhile: the other is still aborted, and every object deleted
+    assert _sent(injector, "s3", "AbortMultipartUpload") == 2 and seen.notes["uploads left"] == 1
+    assert seen.notes["objects left"] == [], seen.notes
+
+
+EFFECTS = {
+    ("dslab doctor", "outputs_from_cloudformation", "DescribeStacks"): effect_doctor_outputs,
+    ("dslab doctor", "usage", "DescribeFileSystems"): effect_doctor_efs,
+    ("dslab doctor", "usage", "DescribeLifecycleConfiguration"): effect_doctor_efs,
+    ("dslab doctor", "check_zone", "DescribeFileSystems"): effect_doctor_fsx,
+    ("dslab doctor", "check_zone", "DescribeResourcePolicies"): effect_doctor_logs,
+    ("dslab doctor", "read_quotas", "ListAWSDefaultServiceQuotas"): effect_doctor_quotas,
+    ("dslab doctor", "read_quotas", "ListServiceQuotas"): effect_doctor_quotas,
+    ("dslab status", "describe_progress", "GetObject"): effect_status_plan,
+    ("dslab status --wait", "describe_progress", "GetObject"): effect_status_plan,
+    ("dslab status", "describe_progress", "DescribeTrainingJob"): effect_status_job,
+    ("dslab status --wait", "describe_progress", "DescribeTrainingJob"): effect_status_job,
+    ("dslab report", "_results_from_execution.read", "GetObject"): effect_report_results,
+    ("dslab report", "latest_attempt", "DescribeTrainingJob"): effect_report_attempt,
+    ("dslab report", "job_record", "DescribeTrainingJob"): effect_job_record,
+    ("dslab report", "_script_metrics", "GetObject"): effect_script_metrics,
+    ("dslab report", "_reason", "GetObject"): effect_reason,
+    ("dslab run", "dataset_stats", "ListObjectsV2"): effect_run_stats,
+    ("dslab run", "dataset_stats", "GetObject"): effect_run_stats,
+    ("dslab run", "upload", "HeadObject"): effect_code_upload,
+    ("dslab recommend --experiment", "measured_stats", "GetObject"): effect_recommend_stats,
+    ("dslab fsx status", "describe_stack", "DescribeStacks"): effect_fsx_down,
+    ("dslab fsx status", "import_status", "DescribeDataRepositoryAssociations"): effect_fsx_status_import,
+    ("dslab fsx status", "import_status", "DescribeDataRepositoryTasks"): effect_fsx_status_import,
+    ("dslab deploy-check", "_stack", "DescribeStacks"): effect_deploy_check,
+    ("dslab deploy-check", "_resource", "GetTemplate"): effect_deploy_check,
+    ("dslab deploy-check", "_efs_events", "DescribeStackEvents"): effect_deploy_check,
+    ("dslab deploy-check", "fsx_actions", "DescribeFileSystems"): effect_deploy_check_fsx,
+    ("dslab fsx follow-zone", "fsx_zone", "GetParameter"): effect_follow_zone,
+    ("dslab fsx follow-zone", "fsx_zone", "DescribeFileSystems"): effect_follow_zone,
+    ("dslab express empty", "empty", "AbortMultipartUpload"): effect_express_abort,
+    ("dslab efs empty", "dataset_in_s3", "GetObject"): effect_efs_dataset,
+    ("dslab efs empty", "efs_datasets_in_use", "GetObject"): effect_efs_in_use,
+    ("dslab efs empty", "efs_datasets_in_use", "HeadObject"): effect_efs_in_use,
+    ("dslab dataset upload", "_stored_digest", "HeadObject"): effect_upload_digest,
+    ("Plan", "look_up_fsx", "GetParameters"): effect_plan_fsx,
+    ("Plan", "look_up_fsx", "DescribeFileSystems"): effect_plan_fsx,
+    ("Plan", "read_quotas", "ListAWSDefaultServiceQuotas"): effect_plan_quotas,
+    ("Plan", "read_quotas", "ListServiceQuotas"): effect_plan_quotas,
+    ("Plan", "deployed_lab", "DescribeFileSystems"): effect_plan_lab,
+    ("Plan", "storage_optimization", "DescribeFileSystems"): effect_plan_optimization,
+    ("Plan", "efs_datasets_in_use", "GetObject"): effect_plan_efs,
+    ("Plan", "efs_datasets_in_use", "HeadObject"): effect_plan_efs,
+    ("CheckFsxData", "imports_to_start", "DescribeDataRepositoryAssociations"): effect_fsx_none_found,
+    ("CheckFsxData", "imports_to_start", "DescribeDataRepositoryTasks"): effect_fsx_none_found,
+    ("CheckFsxData", "import_status", "DescribeDataRepositoryTasks"): effect_fsx_none_found,
+    ("CheckFsxData", "import_status", "DescribeDataRepositoryAssociations"): effect_fsx_none_found,
+    ("StageExpress", "take_staging_lock", "PutObject"): effect_staged,
+    ("StageExpress", "take_staging_lock", "GetObject"): effect_staged,
+    ("StageExpress", "_same_stats", "GetObject"): effect_staged,
+    ("StageExpress", "release_staging_lock", "GetObject"): effect_staged,
+    ("Collect", "job_record", "DescribeTrainingJob"): effect_collect(effect_job_record),
+    ("Collect", "_script_metrics", "GetObject"): effect_collect(effect_script_metrics),
+    ("Collect", "_reason", "GetObject"): effect_collect(effect_reason),
+    ("Teardown (start)", "teardown_blocker", "GetObject"): effect_teardown_kept,
+    ("Teardown (start)", "teardown_blocker", "HeadObject"): effect_teardown_kept,
+    ("Teardown (start)", "describe_stack", "DescribeStacks"): effect_teardown_gone,
+    ("Teardown (check)", "describe_stack", "DescribeStacks"): effect_teardown_gone,
+    ("Teardown (start)", "_record_teardown", "GetObject"): effect_teardown_record,
+    ("ExpressBucketEmptier", "delete_pass", "ListObjectsV2"): effect_emptier,
+    ("ExpressBucketEmptier", "abort_uploads", "ListMultipartUploads"): effect_emptier,
+    ("ExpressBucketEmptier", "abort_uploads", "AbortMultipartUpload"): effect_emptier,
+}
+
+
+def test_every_answer_and_goes_on_row_has_an_effect_stated():
+    rows = {(s.entries[0], s.function.rsplit(".", 1)[-1] if "." in s.function and not s.function.endswith(".read")
+             else s.function, s.operation)
+            for s in faults.PY_SITES if s.injected for f in s.errors() if s.reaction_for(f).kind in (ANSWER, GOES_ON)}
+    missing = sorted(r for r in rows if r not in EFFECTS)
+    assert not missing, "answer or goes-on rows without an effect stated in this test:\n" + "\n".join(map(str, missing))
+
+
+def _effect(site):
+    function = site.function.rsplit(".", 1)[-1] if "." in site.function and not site.function.endswith(".read") \
+        else site.function
+    return EFFECTS[(site.entries[0], function, site.operation)]
