@@ -6,7 +6,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs bench-answer clean
+.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs bench-answer bench-mutation clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh test
@@ -133,6 +133,12 @@ bench-calibration: setup
 bench-answer: setup
 	HYPOTHESIS_PROFILE=bench $(PY) -m pytest -q -p no:cacheprovider tests/test_one_answer.py
 
+# Mutation testing of the code that holds the reactions to AWS's errors (benchmarks/mutation.py; mutmut, installed
+# on first use): killed / survived / timed out per module, the survivors' diffs in benchmarks/mutation-survivors.txt.
+# MODULES=... for some of them. Not part of make test (tens of minutes).
+bench-mutation: setup
+	$(PY) -m benchmarks.mutation $(MODULES)
+
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:
 	$(LAB_SETUP)
@@ -162,4 +168,4 @@ bench-docs: setup
 	$(PY) -m benchmarks.bench_docs
 
 clean:
-	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache
+	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache mutants

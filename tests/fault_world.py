@@ -42,6 +42,14 @@ def arn(kind: str, name: str) -> str:
 
 
 # ---- injection ------------------------------------------------------------------------------------------------
+def unmutated(qualname: str) -> str:
+    """The function's own name where `make bench-mutation` runs a mutant: mutmut renames each function it mutates
+    (x_f__mutmut_orig, x_f__mutmut_3; a method xǁClassǁf__mutmut_orig) behind a trampoline of the original name."""
+    import re
+    parts = [re.sub(r"^x(?:_|ǁ\w+ǁ)(.+?)__mutmut_\w+$", r"\1", part) for part in qualname.split(".")]
+    return ".".join(parts)
+
+
 @dataclass
 class Injector:
     """Answers ``fault`` for calls of ``site``'s operation made at ``site`` (up to ``limit`` requests)."""
@@ -64,7 +72,7 @@ class Injector:
         frame = sys._getframe(2)
         while frame is not None:
             module = PRODUCT_FILES.get(frame.f_code.co_filename)
-            name = frame.f_code.co_qualname
+            name = unmutated(frame.f_code.co_qualname)
             if module is not None and not name.split(".")[-1].startswith("<") and (module, name) not in PASS_THROUGH:
                 return (module, name) == (self.site.module, self.qualname)
             frame = frame.f_back

@@ -1040,8 +1040,9 @@ def markdown() -> str:
     rows = pair_rows()
     figures = counts(rows)
     out = ["# The fault matrix", "",
-           "Every AWS operation DataSourceLab calls, every error AWS documents for it, and what the product does about "
-           "it. Generated from `dslab/aws/faults.py` (`python -m dslab.aws.faults --write`); "
+           "Every AWS operation DataSourceLab calls, the errors it may answer (botocore's model of the operation, "
+           "AWS's common errors as the service's protocol sends them, and the answers named below), and what the "
+           "product does about each. Generated from `dslab/aws/faults.py` (`python -m dslab.aws.faults --write`); "
            "`tests/test_fault_matrix.py` lists the call sites from the code, injects every pair marked injected "
            "(the stand-in answers that error in the service's own protocol, so botocore parses and retries it as on "
            "AWS) and checks the state machine's rows against its synthesized definition.", "",
@@ -1071,6 +1072,15 @@ def markdown() -> str:
             "common errors that concern the request's form or the SDK itself (IncompleteSignature, "
             "MalformedHttpRequestException, InvalidAction, MissingParameter, OptInRequired): botocore signs and "
             "forms every request, and none of them is a condition the product could meet and react to.", "",
+            "What it covers, exactly: **injected** pairs are answered by the stand-in at that call site, through the "
+            "entry point a user or AWS runs, and the test asserts the reaction and, for an answer or a goes-on, its "
+            "effect (the line shown, the request still sent, the record written, the resource kept); the **state "
+            "machine's** pairs are checked against the synthesized definition (each Retry and Catch field against "
+            "values stated in the test) and executed for one error of each kind (retried, caught, failed); "
+            "**listed only** pairs are code that does not run here (aws-cdk-lib's JavaScript handlers, "
+            "s3torchconnector's client, multipart branches of transfers): their reaction is the one stated, not "
+            "tested. Not in the matrix: errors an API reference lists for an operation where botocore's model does "
+            "not and none of the above names them; the local lab's own calls to its stand-in (dslab/local).", "",
             "Retries: " + "; ".join(f"{r.mode}{f', {r.max_attempts} attempts' if r.max_attempts else ''}: {r.where}"
                                     for r in (STANDARD, EXPRESS, TRAINING, CONNECTOR, SDK_JS, STEP_FUNCTIONS)) + ".",
             "", "Not scanned: " + "; ".join(f"`{k}`: {v}" for k, v in NOT_SCANNED.items()) + "; `examples/`: "
