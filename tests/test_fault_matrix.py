@@ -959,3 +959,92 @@ def _effect(site):
     function = site.function.rsplit(".", 1)[-1] if "." in site.function and not site.function.endswith(".read") \
         else site.function
     return EFFECTS[(site.entries[0], function, site.operation)]
+
+
+# ---- the same functions when nothing fails: what the reactions above depart from --------------------------------
+def _blockers_machine(world, name: str, executions: dict) -> str:
+    """A state machine of its own with RUNNING executions, each with the plan.json given (None: still planning)."""
+    from .fault_world import ACCOUNT
+    sfn = world.c["stepfunctions"]
+    machine = sfn.create_state_machine(
+        name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/sfn",
+        definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}))["stateMachineArn"]
+    for execution, plan in executions.items():
+        sfn.start_execution(stateMachineArn=machine, name=execution)
+        if plan is not None:
+            world.put_json(f"results/{execution}/plan.json", plan)
+    return machine
+
+
+def _custom_fsx_stack(world, name: str) -> str:
+    from .fault_world import ACCOUNT
+    template = {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {"FsxFileSystemId": {"Value": world.fsx_id}}}
+    return world.c["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(template),
+                                                  RoleARN=f"arn:aws:iam::{ACCOUNT}:role/cdk-cfn-exec-role")["StackId"]
+
+
+def test_teardown_with_nothing_in_the_way_deletes_the_stack_it_is_configured_for_and_records_the_end(world):
+    """Teardown (start) of a lab whose FSx stack is named otherwise (DSLAB_FSX_STACK): no other execution, no job
+    reading FSx: DeleteStack of that stack, DELETE_IN_PROGRESS; the next check sees it gone: DELETE_COMPLETE after 1
+    check, written into results.json and teardown.json."""
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    stack_id = _custom_fsx_stack(world, "Other-Fsx")
+    world.put_json("results/exec-clean/results.json", {"records": [], "summary": {}})
+    plan = {"bucket": BUCKET, "base": "results/exec-clean"}
+    started = run_function(world, handlers.teardown, {"action": "start", "plan": plan, "state_machine": "",
+                                                      "execution_arn": ""}, DSLAB_FSX_STACK="Other-Fsx")
+    assert started.raised is None, started.raised
+    assert started.result == {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack_id, "checks": 0,
+                              "message": "deleting Other-Fsx"}
+    checked = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": started.result},
+                           DSLAB_FSX_STACK="Other-Fsx")
+    outcome = {"status": "DELETE_COMPLETE", "final": True, "message": "Other-Fsx deleted: FSx no longer bills",
+               "stack_id": stack_id, "checks": 1}
+    assert checked.result == outcome
+    s3 = world.c["s3"]
+    stored = json.loads(s3.get_object(Bucket=BUCKET, Key="results/exec-clean/results.json")["Body"].read())
+    assert stored["teardown"] == outcome
+    assert json.loads(s3.get_object(Bucket=BUCKET, Key="results/exec-clean/teardown.json")["Body"].read()) == outcome
+
+
+def test_teardown_checks_are_counted_to_their_cap_of_90_and_a_failed_deletion_is_final(world, monkeypatch):
+    """While the stack is DELETE_IN_PROGRESS each check counts and is not final (the previous fields kept); the 90th
+    ends TIMED_OUT naming `dslab fsx status`; DELETE_FAILED ends at once, with CloudFormation's reason."""
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    plan = {"bucket": BUCKET, "base": "results/exec-slow"}
+    world.put_json("results/exec-slow/results.json", {"records": [], "summary": {}})
+    answer = {"StackStatus": "DELETE_IN_PROGRESS", "StackId": "stack-x"}
+    monkeypatch.setattr("dslab.workflow.teardown.describe_stack", lambda cfn, name: answer)
+    previous = {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": "stack-x", "checks": 0, "message": "m"}
+    first = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": previous}).result
+    assert first == {**previous, "status": "DELETE_IN_PROGRESS", "final": False, "checks": 1,
+                     "message": "DataSourceLab-Fsx is DELETE_IN_PROGRESS"}
+    at_89 = run_function(world, handlers.teardown, {"action": "check", "plan": plan,
+                                                    "teardown": {**previous, "checks": 88}}).result
+    assert at_89["final"] is False and at_89["checks"] == 89
+    last = run_function(world, handlers.teardown, {"action": "check", "plan": plan,
+                                                   "teardown": {**previous, "checks": 89}}).result
+    assert last["status"] == "TIMED_OUT" and last["final"] is True and last["checks"] == 90
+    assert "still DELETE_IN_PROGRESS after 90 checks" in last["message"] and "`dslab fsx status`" in last["message"]
+    answer.update(StackStatus="DELETE_FAILED", StackStatusReason="The following resource(s) failed to delete: [Fsx]")
+    failed = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": previous}).result
+    assert failed["status"] == "DELETE_FAILED" and failed["final"] is True and failed["checks"] == 1
+    assert "failed to delete: [Fsx]" in failed["message"] and "`dslab fsx down`" in failed["message"]
+
+
+def test_teardown_blocker_skips_its_own_execution_and_those_without_fsx_and_names_the_one_that_blocks(world):
+    from dslab.workflow.teardown import teardown_blocker
+    plan = world.plan_document("x")
+    no_fsx = {**plan, "fsx_paths": []}
+    machine = _blockers_machine(world, "Blockers", {"b-own": plan, "b-nofsx": no_fsx, "b-fsx": plan})
+    own = machine.replace(":stateMachine:", ":execution:") + ":b-own"
+    clients = {"s3": world.c["s3"], "stepfunctions": world.c["stepfunctions"]}
+    assert teardown_blocker(clients, BUCKET, machine, own) == "execution b-fsx still has FSx jobs to run"
+    world.put_json("results/b-fsx/results.json", {"records": []})   # its jobs have ended: nothing blocks
+    assert teardown_blocker(clients, BUCKET, machine, own) == ""
+    assert teardown_blocker(clients, BUCKET, "", own) == ""      # no state machine named: nothing to look at
