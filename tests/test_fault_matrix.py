@@ -1048,3 +1048,35 @@ def test_teardown_blocker_skips_its_own_execution_and_those_without_fsx_and_name
     world.put_json("results/b-fsx/results.json", {"records": []})   # its jobs have ended: nothing blocks
     assert teardown_blocker(clients, BUCKET, machine, own) == ""
     assert teardown_blocker(clients, BUCKET, "", own) == ""      # no state machine named: nothing to look at
+
+
+def test_idle_guard_deletes_an_idle_fsx_only_when_due_and_says_why_it_keeps_one(world):
+    """The idle guard's rounds on a stack of its own, the clock given: kept while an execution runs (naming it),
+    kept until the deadline (idle_hours after the last activity: the stack's creation here, no execution ended),
+    kept when the guard is off, and deleted once due, saying since when."""
+    import datetime as dt
+
+    from dslab.workflow import fsx_guard
+    cfn, sfn = world.c["cloudformation"], world.c["stepfunctions"]
+    stack_id = _custom_fsx_stack(world, "Guarded-Fsx")
+    created = cfn.describe_stacks(StackName="Guarded-Fsx")["Stacks"][0]["CreationTime"]
+    busy = _blockers_machine(world, "GuardBusy", {"g-run": None})
+    quiet = _blockers_machine(world, "GuardQuiet", {})
+    soon, later = created + dt.timedelta(hours=1), created + dt.timedelta(hours=3)
+    kept = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", busy, 2.0, now=later)
+    assert (kept["action"], kept["why"], kept["running_executions"]) == ("kept", "execution g-run is running", ["g-run"])
+    assert kept["deadline"] is None and kept["due"] is False
+    early = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", quiet, 2.0, now=soon)
+    deadline = (created + dt.timedelta(hours=2)).isoformat()
+    assert (early["action"], early["why"], early["deadline"], early["due"]) == ("kept", f"idle until {deadline}",
+                                                                               deadline, False)
+    assert (early["stack_id"], early["file_system_id"], early["age_hours"]) == (stack_id, world.fsx_id, 1.0)
+    off = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", quiet, 0.0, now=later)
+    assert (off["action"], off["why"]) == ("kept", "the idle guard is off (fsxIdleHours=0)")
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    due = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", quiet, 2.0, now=later)
+    assert due["action"] == "deleted" and due["due"] is True
+    assert due["why"] == f"no workflow execution for 2 hours (since {created.isoformat()})"
+    assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE"
+    gone = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", quiet, 2.0, now=later)
+    assert (gone["up"], gone["action"], gone["why"]) == (False, "none", "FSx is down")
