@@ -1080,3 +1080,37 @@ def test_idle_guard_deletes_an_idle_fsx_only_when_due_and_says_why_it_keeps_one(
     assert cfn.describe_stacks(StackName=stack_id)["Stacks"][0]["StackStatus"] == "DELETE_COMPLETE"
     gone = fsx_guard.guard(cfn, sfn, "Guarded-Fsx", quiet, 2.0, now=later)
     assert (gone["up"], gone["action"], gone["why"]) == (False, "none", "FSx is down")
+
+
+def test_express_inventory_counts_and_empties_exactly_what_it_names(world):
+    """`dslab express status` and `empty` when nothing fails: objects and bytes per dataset (its folder and the files
+    beside it, a name's prefix not taken for another's), the uploads in progress; emptying one dataset deletes its
+    objects and aborts its uploads only, then the rest on a whole-bucket empty."""
+    import pytest as _pytest
+
+    from dslab.aws import express
+    from dslab.emulator.patches import create_directory_bucket
+    bucket = "inventory--use1-az4--x-s3"
+    create_directory_bucket(bucket)
+    s3 = world.c["s3"]
+    for key, size in (("datasets/a/x1", 10), ("datasets/a/x2", 20), ("datasets/a.stats.json", 5), ("datasets/b/y", 7),
+                      ("datasets/ab.stats.json", 4), ("other/z", 3)):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x" * size)
+    for key in ("datasets/a/part", "datasets/b/part"):
+        s3.create_multipart_upload(Bucket=bucket, Key=key)
+    assert [express.dataset_of(k) for k in ("datasets/a/x1", "datasets/a.stats.json", "datasets/readme", "other/z")] \
+        == ["a", "a", "(other)", "(other)"]
+    assert express.inventory(s3, bucket) == {
+        "objects": 6, "bytes": 49, "multipart_uploads": 2,
+        "datasets": {"(other)": {"objects": 1, "bytes": 3}, "a": {"objects": 3, "bytes": 35},
+                     "ab": {"objects": 1, "bytes": 4}, "b": {"objects": 1, "bytes": 7}}}
+    assert [o["Key"] for o in express.sidecar_objects(s3, bucket, "a")] == ["datasets/a.stats.json"]
+    assert express.count(s3, bucket, "a") == (3, 35, 1) and express.count(s3, bucket, None) == (6, 49, 2)
+    with _pytest.raises(ValueError, match="end in '/'"):
+        express.count(s3, bucket, None) and express.list_objects(s3, bucket, "datasets/a").__next__()
+    assert express.empty(s3, bucket, "a") == {"objects_deleted": 3, "bytes_deleted": 35, "uploads_aborted": 1}
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]) == [
+        "datasets/ab.stats.json", "datasets/b/y", "other/z"]
+    assert [u["Key"] for u in s3.list_multipart_uploads(Bucket=bucket)["Uploads"]] == ["datasets/b/part"]
+    assert express.empty(s3, bucket) == {"objects_deleted": 3, "bytes_deleted": 14, "uploads_aborted": 1}
+    assert express.inventory(s3, bucket) == {"objects": 0, "bytes": 0, "datasets": {}, "multipart_uploads": 0}
