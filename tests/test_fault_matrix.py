@@ -947,18 +947,22 @@ EFFECTS = {
 }
 
 
+def _effect_key(site) -> tuple[str, str, str]:
+    """(entry, function, operation); a nested function by its own name, except the report's `…read` helper."""
+    function = site.function.rsplit(".", 1)[-1] if "." in site.function and not site.function.endswith(".read") \
+        else site.function
+    return site.entries[0], function, site.operation
+
+
 def test_every_answer_and_goes_on_row_has_an_effect_stated():
-    rows = {(s.entries[0], s.function.rsplit(".", 1)[-1] if "." in s.function and not s.function.endswith(".read")
-             else s.function, s.operation)
-            for s in faults.PY_SITES if s.injected for f in s.errors() if s.reaction_for(f).kind in (ANSWER, GOES_ON)}
+    rows = {_effect_key(s) for s in faults.PY_SITES if s.injected
+            for f in s.errors() if s.reaction_for(f).kind in (ANSWER, GOES_ON)}
     missing = sorted(r for r in rows if r not in EFFECTS)
     assert not missing, "answer or goes-on rows without an effect stated in this test:\n" + "\n".join(map(str, missing))
 
 
 def _effect(site):
-    function = site.function.rsplit(".", 1)[-1] if "." in site.function and not site.function.endswith(".read") \
-        else site.function
-    return EFFECTS[(site.entries[0], function, site.operation)]
+    return EFFECTS[_effect_key(site)]
 
 
 # ---- the same functions when nothing fails: what the reactions above depart from --------------------------------

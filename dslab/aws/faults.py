@@ -380,10 +380,6 @@ FSX_CHECK_REACTIONS = {
 }
 
 
-def _fsx_check_reactions() -> dict:
-    return dict(FSX_CHECK_REACTIONS)
-
-
 FSX_GONE = {"FileSystemNotFound": Reaction(FINAL, "final: FSx is gone, the FSx jobs are Skipped saying `dslab fsx up`; "
                                                   "the others run", marker="`dslab fsx up`")}
 STAGE = {"throttled": STAGE_WAITS, "unavailable": STAGE_WAITS}
@@ -591,14 +587,14 @@ PY_SITES: tuple[Site, ...] = (
     _fn("CheckFsxData", "dslab/workflow/common.py", "look_up_fsx", "fsx", "DescribeFileSystems", CHECK_ENDS,
         by_kind=CHECK, by_code=FSX_GONE),
     *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "imports_to_start", "fsx", op, CHECK_ENDS, by_kind=CHECK,
-          by_code={**_fsx_check_reactions(), **NONE_FOUND}, why="datasets uploaded while FSx was up, at every check "
+          by_code={**FSX_CHECK_REACTIONS, **NONE_FOUND}, why="datasets uploaded while FSx was up, at every check "
                                                                  "until their import starts")
       for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
     _fn("CheckFsxData", "dslab/workflow/check_fsx_data.py", "_check_file_system", "fsx", "CreateDataRepositoryTask",
-        CHECK_ENDS, by_kind=CHECK, by_code=_fsx_check_reactions(),
+        CHECK_ENDS, by_kind=CHECK, by_code=dict(FSX_CHECK_REACTIONS),
         why="the import of datasets uploaded while FSx was up; one at a time on a file system"),
     *(_fn("CheckFsxData", "dslab/workflow/fsx_data.py", "import_status", "fsx", op, CHECK_ENDS, by_kind=CHECK,
-          by_code={**_fsx_check_reactions(), **NONE_FOUND, **NOT_LINKED})
+          by_code={**FSX_CHECK_REACTIONS, **NONE_FOUND, **NOT_LINKED})
       for op in ("DescribeFileSystems", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryTasks")),
     # StageExpress
     _fn("StageExpress", "dslab/workflow/express_staging.py", "stage_express", "s3", "GetObject", STAGE_ENDS,
