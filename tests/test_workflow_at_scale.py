@@ -9,6 +9,7 @@ DeleteStack ending later (or failing).
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 
@@ -146,6 +147,63 @@ def test_the_stand_in_fails_an_execution_past_256_kib_even_with_a_catch_all(emul
         assert execution.status == "FAILED" and execution.error == "States.DataLimitExceeded"
         entered = [e["stateEnteredEventDetails"]["name"] for e in execution.history if "stateEnteredEventDetails" in e]
         assert "Caught" not in entered
+
+
+def test_a_failed_map_iteration_or_parallel_branch_fails_the_execution_with_its_own_error_and_cause(emulated):
+    """"If any iteration fails, the entire Map state fails" with the iteration's Error and Cause, States.* names
+    included (States.Runtime here: an InputPath that selects nothing). The stand-in once reported "Custom Error
+    Names MUST NOT begin with the prefix 'States.'" in their place, hiding what failed."""
+    broken = {"StartAt": "Select", "States": {"Select": {"Type": "Pass", "InputPath": "$.missing", "End": True}}}
+    machines = {
+        "map": {"StartAt": "Lanes", "States": {"Lanes": {
+            "Type": "Map", "ItemsPath": "$.lanes", "ItemProcessor": broken, "End": True}}},
+        "parallel": {"StartAt": "Branches", "States": {"Branches": {
+            "Type": "Parallel", "Branches": [{"StartAt": "Fine", "States": {"Fine": {"Type": "Pass", "End": True}}}, broken],
+            "End": True}}},
+    }
+    with emulated(ScriptedJobs()) as lab:
+        sfn = lab.client("stepfunctions")
+        for name, definition in machines.items():
+            arn = sfn.create_state_machine(name=f"nested-{name}", definition=json.dumps(definition),
+                                           roleArn=lab.training_role_arn)["stateMachineArn"]
+            execution = lab.wait(sfn.start_execution(stateMachineArn=arn, name=name,
+                                                     input=json.dumps({"lanes": [{"a": 1}]}))["executionArn"])
+            assert (execution.status, execution.error) == ("FAILED", "States.Runtime"), (name, execution.cause)
+            assert "$.missing" in execution.cause and "Custom Error Names" not in execution.cause, (name, execution.cause)
+
+
+def test_a_training_job_is_described_as_one_state_while_its_executor_changes_it(emulated):
+    """DescribeTrainingJob answers from one state of the job. The job's executor sets fields (new ones included)
+    from its own thread while the workflow's .sync poll describes it: a describe never breaks, and one that says
+    Completed has every field the executor finished with. (moto walks the job's fields to answer; a field added
+    during the walk once failed a lane with States.Runtime on a loaded machine.)"""
+    # Fields botocore's model answers (it drops what the model does not name), none set when the job starts.
+    finished = {"TrainingTimeInSeconds": 1234, "BillableTimeInSeconds": 1234, "FinalMetricDataList": [
+        {"MetricName": f"metric-{i}", "Value": float(i)} for i in range(40)]}
+
+    def executor(request, update):
+        for i in range(3_000):
+            update({f"ProgressField{i}": i})
+        return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", **finished}
+
+    switching = sys.getswitchinterval()
+    with emulated(executor) as lab:
+        sagemaker = lab.client("sagemaker")
+        request = next(iter(tiny_requests(modes=["File"]).values()))
+        describes = 0
+        sys.setswitchinterval(1e-6)   # threads change hands between almost any two steps, as on a loaded machine
+        try:
+            sagemaker.create_training_job(**request)
+            while True:
+                job = sagemaker.describe_training_job(TrainingJobName=request["TrainingJobName"])
+                describes += 1
+                if job["TrainingJobStatus"] != "InProgress":
+                    break
+        finally:
+            sys.setswitchinterval(switching)
+        assert job["TrainingJobStatus"] == "Completed"
+        assert {k: job.get(k) for k in finished} == finished
+        assert describes > 1   # it was described while the executor ran
 
 
 def test_the_stand_in_pages_an_execution_history_as_step_functions_does(emulated):

@@ -219,6 +219,7 @@ def install() -> None:
         faults.patch_api_faults()
         stepfunctions.patch_json_path_cache()
         stepfunctions.patch_stop_execution()
+        stepfunctions.patch_nested_error_names()
         stepfunctions.patch_definition_parsing()
         stepfunctions.patch_execution_history_pages()
         stepfunctions.patch_sdk_error_names()

@@ -21,11 +21,20 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
+# A job's executor thread changes its fields while the workflow's .sync poll describes it. moto builds
+# DescribeTrainingJob's answer by walking the job's ``__dict__``: a field set for the first time during that
+# walk broke it ("dictionary changed size during iteration", a States.Runtime that failed a lane on a loaded
+# machine), and a walk between two fields could answer Completed with the end time still unset. SageMaker
+# answers each describe from one state of the job: the fields change, and are read, under one lock.
+_JOB_FIELDS = threading.RLock()
+
+
 def _apply(job: Any, fields: dict[str, Any]) -> None:
-    for key, value in fields.items():
-        if key in ("TrainingJobName", "TrainingJobArn"):
-            continue
-        setattr(job, _snake(key), value)
+    with _JOB_FIELDS:
+        for key, value in fields.items():
+            if key in ("TrainingJobName", "TrainingJobArn"):
+                continue
+            setattr(job, _snake(key), value)
 
 
 @functools.lru_cache(maxsize=1)
@@ -171,7 +180,16 @@ def patch_state_task_factory() -> None:
 
 
 def patch_sagemaker() -> None:
+    from moto.sagemaker.models import FakeTrainingJob
     from moto.sagemaker.responses import SageMakerResponse
+
+    described = FakeTrainingJob.response_object.fget
+
+    def response_object(self) -> dict[str, Any]:
+        with _JOB_FIELDS:
+            return described(self)
+
+    FakeTrainingJob.response_object = property(response_object)
 
     original = SageMakerResponse.create_training_job
 

@@ -147,6 +147,28 @@ def patch_stop_execution() -> None:
     Environment.set_error = set_error
 
 
+def patch_nested_error_names() -> None:
+    """A Map iteration or Parallel branch that fails makes its state fail with the same Error and Cause (AWS Step
+    Functions Developer Guide, "Map state": "If any iteration fails, the entire Map state fails"; the Error names
+    AWS defines begin with "States."). moto wrapped the iteration's error name as a custom one, which refuses
+    the "States." prefix: an iteration that failed with States.Runtime or States.TaskFailed ended the execution
+    with "Custom Error Names MUST NOT begin with the prefix 'States.'" in place of its own cause. A "States." name
+    is rebuilt as the name AWS defines, every other as moto built it."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import CustomErrorName
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import StatesErrorName
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration import iteration_worker
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel import branches_decl
+
+    def error_name(error_name: str):
+        if isinstance(error_name, str) and error_name.startswith("States."):
+            with contextlib.suppress(ValueError):
+                return StatesErrorName.from_name(error_name)
+        return CustomErrorName(error_name=error_name)
+
+    iteration_worker.CustomErrorName = error_name
+    branches_decl.CustomErrorName = error_name
+
+
 def patch_aws_sdk_streams() -> None:
     from botocore.response import StreamingBody
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
