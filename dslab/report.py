@@ -339,6 +339,15 @@ class Answers:
                                          if results.get("backend") == "local" else None)
         self.estimated = (answers.estimated(self.experiment, self.prices, stats=stats, lab=self.lab)
                           if self.experiment is not None and results.get("backend") == "local" else [])
+        # An AWS run checks the estimate: each completed job's estimate for its own premise beside what it measured.
+        self.checked: list[Any] = []
+        self.unchecked: str | None = None
+        if results.get("backend") == "aws" and self.experiment is not None:
+            from .core import measured
+            try:
+                self.checked = measured.compare(measured.measured_jobs(results), self.prices)
+            except ConfigError as err:
+                self.unchecked = str(err)
 
     def estimate_for(self, measured) -> Any:
         """The estimated answer of the same dataset and trials, if any."""
@@ -665,6 +674,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
     if failures:
         lines += ["", "## Failed and skipped jobs", ""]
         lines += [f"- {r['dataset']} / {r['mode']}: {_cell(reason)}" for r, reason in failures]
+    lines += measured_beside_estimated(answers)
     if answers.estimated:
         lines += ["", "## The same experiment on AWS, estimated (not measured)", "",
                   "| dataset | rank | source | downloading | training | other | billable | job | set-up | cost to a result (range) | "
@@ -680,6 +690,39 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                              f"{usd(o.cost_usd)}{_range(o)} | {duration(o.seconds)} | {e.bound} | {_cell(a.decision.note(o))} |")
     lines.append("")
     return "\n".join(lines)
+
+
+def measured_beside_estimated(answers: Answers) -> list[str]:
+    """Each completed job of an AWS run: the estimate for its own premise beside what it measured, and where the
+    measurement fell outside the estimate's range, the constants the phase that moved rests on."""
+    if answers.unchecked:
+        return ["", "## Measured beside estimated", "", f"Not compared: {_cell(answers.unchecked)}"]
+    if not answers.checked:
+        return []
+    from .core.measured import ranged_constants
+    from .core.model.estimate import MODEL
+    lines = ["", "## Measured beside estimated", "",
+             "Each completed job's estimate for its own premise (its instance, count, epochs and compute, the dataset "
+             "as the run found it, the FSx and EFS it ran on): billable seconds, then each phase as measured / estimated.",
+             "", "| job | source | instances | measured | estimated (range) | error | inside | downloading | training | "
+             "other |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in answers.checked:
+        r = c.estimate.range
+        phases = [f"{_fmt(p.measured)} / {_fmt(p.estimated)}" for p in c.phases]
+        lines.append(f"| {c.job.job} | {c.job.source} | {c.job.premise.instance_count} x {c.job.premise.instance_type} | "
+                     f"{_fmt(c.measured)} | {_fmt(c.estimate.billable_seconds)} ({_fmt(r.billable_low)}-"
+                     f"{_fmt(r.billable_high)}) | {c.error:+.1%} | {'yes' if c.inside else '**no**'} | "
+                     + " | ".join(phases) + " |")
+    errors = [abs(c.error) for c in answers.checked]
+    inside = sum(bool(c.inside) for c in answers.checked)
+    lines += ["", f"{inside} of {len(errors)} jobs inside the estimate's range; mean error {sum(errors) / len(errors):.1%}."]
+    ranges = ranged_constants()
+    outside = [(c, line) for c in answers.checked for line in c.phase_lines(ranges, MODEL)]
+    if outside:
+        lines += ["", "Phases far from their estimate, and what each rests on:", ""]
+        lines += [f"- {c.job.job} ({c.job.source}): {_cell(line)}" for c, line in outside]
+        lines += ["", "`dslab calibrate --results results.json --out calibration.json` fits these constants on this run."]
+    return lines
 
 
 def partial_note(results: dict[str, Any]) -> str:

@@ -13,11 +13,11 @@ import sys
 from ..aws.validation import RequestInvalid
 from ..core.errors import ConfigError
 from . import prices
-from . import advice, datasets, deploy_check, doctor, efs, export, express, fsx, jobs, local, runs, size
+from . import advice, calibrate, datasets, deploy_check, doctor, efs, export, express, fsx, jobs, local, runs, size
 from .common import EXIT_BAD_INPUT, Parser, UserError, explain_aws, find_client_error
 
 # In the order `dslab -h` lists them.
-GROUPS = (datasets, jobs, runs, advice, size, prices, export, fsx, express, efs, doctor, deploy_check, local)
+GROUPS = (datasets, jobs, runs, advice, calibrate, size, prices, export, fsx, express, efs, doctor, deploy_check, local)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -48,10 +48,19 @@ def field_path(error: Any) -> str:
     return out
 
 
+# results.json's envelope: what a reader of this version can rely on (Collect writes it; a file without the key was
+# written before the key was, and is version 1).
+RESULTS_SCHEMA_VERSION = 1
+
+
 def validate_results(results: dict[str, Any]) -> None:
     for key in ("experiment", "backend", "records"):
         if key not in results:
             raise ValueError(f"results: missing '{key}'")
+    version = results.get("schema_version", RESULTS_SCHEMA_VERSION)
+    if version != RESULTS_SCHEMA_VERSION:
+        raise ValueError(f"results: schema_version {version!r}; this dslab reads version {RESULTS_SCHEMA_VERSION}: "
+                         "read it with the dslab that wrote it")
     if results["backend"] not in ("aws", "local"):
         raise ValueError(f"results: backend must be 'aws' or 'local', not {results['backend']!r}")
     import jsonschema

@@ -204,6 +204,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
                     fsx_capacity_gib=fsx_capacity_gib, storage=storage, **_lab_pricing(lab))
     contract_mode, ingestion = record_mode(mode)
     distribution = s3_distribution(describe)
+    started = parse_time(describe.get("TrainingStartTime")) or parse_time(describe.get("CreationTime"))
     return {
         "job_name": describe["TrainingJobName"],
         "mode": contract_mode,
@@ -224,6 +225,8 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         **ingestion,
         # An extra field (the record's contract allows them): how SageMaker shared the S3 channel among the instances.
         **({"distribution": distribution} if distribution else {}),
+        # When the job started (a calibration names each measured cell's date: core/measured.py).
+        **({"training_start": started.isoformat()} if started else {}),
         **checkpoint_fields(checkpoint_target, checkpoint_restore, describe),
     }
 

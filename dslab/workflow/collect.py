@@ -7,6 +7,7 @@ import json
 import tarfile
 from typing import Any
 
+from ..contracts import RESULTS_SCHEMA_VERSION
 from ..core.job_metrics import is_metrics_file, job_metrics
 from ..core.facts.limits import CAPACITY_ATTEMPTS
 from ..core.facts.prices import PriceTable
@@ -130,6 +131,7 @@ def results_document(plan_document: dict[str, Any], records: list[dict[str, Any]
     """results.json: the records with what the report needs to rebuild the answer from this file alone."""
     prepared = prepared or {}
     return {
+        "schema_version": RESULTS_SCHEMA_VERSION,   # what a reader of results.json can rely on (core/measured.py)
         "experiment": plan_document["experiment"],
         "backend": plan_document.get("backend", "aws"),
         "records": records,

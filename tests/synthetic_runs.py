@@ -1,0 +1,114 @@
+"""Measured AWS runs from a truth the tool does not know: the model with some constants changed, played as SageMaker
+would describe each job (DescribeTrainingJob: SecondaryStatusTransitions, BillableTimeInSeconds, integer seconds) and
+written by the workflow's own Collect functions (record_from_describe, results_document) into a results.json.
+
+The truth's phases are the estimate's arithmetic with the changed constants, each phase moved by a deterministic
+"run-to-run" noise, so what calibration recovers is what a run on that account would show."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import replace
+from typing import Any
+
+from dslab.core.answer.scenarios import known_shape, premise_of_trial
+from dslab.core.experiment import parse_experiment
+from dslab.core.facts.prices import PriceTable
+from dslab.core.model.estimate import MODEL, Model, estimate_mode
+from dslab.core.model.provisioning import as_deployed
+from dslab.core.modes import EXPRESS, SCRIPT, STANDARD
+from dslab.core.results import record_from_describe
+from dslab.workflow.collect import results_document
+
+# The truth of the issue: NVMe instance storage twice as fast as assumed, S3 Standard's first byte at 40 ms.
+TRUTH = replace(MODEL, nvme_download_mbps=2000.0, s3_standard_first_byte=0.040)
+
+
+def data_bound(rate: float = 100_000.0) -> dict[str, Any]:
+    """Compute so fast that every job is bound by its data source (what a calibration run wants)."""
+    return {"batch_size": 1000, "seconds_per_batch": 1000 / rate}
+
+
+# Four scenarios (datasets x premises) that between them rest phases on NVMe's rate (File onto NVMe, large shards on
+# an instance whose network outruns it) and on S3's first byte (the script's own GETs of small files).
+CALIBRATION_EXPERIMENT: dict[str, Any] = {
+    "name": "synthetic-calibration",
+    "repeats": 2,
+    "datasets": [{"name": "shards-a", "format": "tfrecord"}, {"name": "jpegs-a", "format": "jpg"}],
+    "modes": ["File", "Script"],
+    "instance_type": "ml.p4d.24xlarge",
+    "epochs": 1,
+    "compute": data_bound(),
+    "trials": [{"name": "big"},
+               {"name": "other", "datasets": [{"name": "shards-b", "format": "tfrecord"},
+                                              {"name": "jpegs-b", "format": "jpg"}]}],
+}
+CALIBRATION_STATS = {"shards-a": {"files": 200, "bytes": 200 * 500_000_000},
+                     "jpegs-a": {"files": 400_000, "bytes": 400_000 * 110_000},
+                     "shards-b": {"files": 120, "bytes": 120 * 400_000_000},
+                     "jpegs-b": {"files": 250_000, "bytes": 250_000 * 90_000}}
+
+
+def _describe(name: str, instance_type: str, count: int, per_instance: dict[str, float], billable: float,
+              start: dt.datetime, epochs: int, mode: str, dataset: str) -> dict[str, Any]:
+    """DescribeTrainingJob of a completed job whose phases (per instance) are ``per_instance``."""
+    at = start
+    transitions = []
+    for status, seconds in (("Starting", per_instance["other"] * 0.7), ("Downloading", per_instance["downloading"]),
+                            ("Training", per_instance["training"]), ("Uploading", per_instance["other"] * 0.3)):
+        if seconds <= 0 and status == "Downloading":
+            continue
+        end = at + dt.timedelta(seconds=seconds)
+        transitions.append({"Status": status, "StartTime": at, "EndTime": end, "StatusMessage": ""})
+        at = end
+    transitions.append({"Status": "Completed", "StartTime": at, "EndTime": at, "StatusMessage": "Training job completed"})
+    channel = {"ChannelName": "training", "InputMode": "FastFile" if mode == SCRIPT else mode,
+               "DataSource": {"S3DataSource": {"S3Uri": f"s3://bucket/datasets/{dataset}/", "S3DataType": "S3Prefix"}}}
+    return {"TrainingJobName": name, "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
+            "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 100},
+            "SecondaryStatusTransitions": transitions, "BillableTimeInSeconds": int(round(billable)),
+            "TrainingTimeInSeconds": int(round(billable / count)), "CreationTime": start, "TrainingStartTime": start,
+            "TrainingEndTime": at, "HyperParameters": {"epochs": str(epochs)},
+            "InputDataConfig": [] if mode == SCRIPT else [channel]}
+
+
+def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = None,
+                      stats: dict[str, dict[str, int]] | None = None, *, execution: str = "exec-synthetic",
+                      noise: float = 0.02, seed: int = 0, backend: str = "aws", prefix: str = "syn") -> dict[str, Any]:
+    """results.json of an AWS run of ``experiment`` on an account where ``truth`` holds (job names begin with
+    ``prefix``: SageMaker's are unique in an account and Region)."""
+    document = experiment or CALIBRATION_EXPERIMENT
+    stats = stats or CALIBRATION_STATS
+    parsed = parse_experiment(document)
+    prices = PriceTable()
+    lab = as_deployed()
+    draw = random.Random(seed)
+    records = []
+    start = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
+    for trial in parsed.trials:
+        for dataset in trial.datasets:
+            premise = premise_of_trial(trial, known_shape(dataset, stats), lab)
+            for mode in trial.modes:
+                storage = trial.storage or STANDARD
+                for repeat in range(parsed.repeats):
+                    true = estimate_mode(mode, premise.shape, storage=storage, prices=prices, model=truth,
+                                         provisioning=lab, **premise.estimate_kwargs())
+                    count = premise.instance_count
+                    per_instance = {p: getattr(true, p) / count * (1 + draw.uniform(-noise, noise))
+                                    for p in ("downloading", "training", "other")}
+                    billable = sum(per_instance.values()) * count
+                    name = f"{prefix}-{trial.name}-{dataset.name}-{mode.lower()}-r{repeat}"[:63]
+                    describe = _describe(name, premise.instance_type, count, per_instance, billable,
+                                         start + dt.timedelta(hours=len(records)), trial.epochs, mode, dataset.name)
+                    record = record_from_describe(describe, prices=prices, mode=mode, dataset=dataset.name,
+                                                  repeat=repeat, files=stats[dataset.name]["files"],
+                                                  total_bytes=stats[dataset.name]["bytes"], epochs=trial.epochs,
+                                                  trial=trial.name, storage=storage if storage == EXPRESS else None,
+                                                  lab=lab.to_dict())
+                    records.append(record)
+    plan_document = {"experiment": parsed.document,
+                     "backend": backend, "execution": execution, "experiment_hash": "synthetic",
+                     "environment": {"region": "us-east-1", "code_version": "synthetic"},
+                     "dataset_stats": stats, "lab": lab.to_dict(), "fsx_capacity_gib": lab.fsx.capacity_gib}
+    return results_document(plan_document, records, prices)

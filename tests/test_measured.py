@@ -1,0 +1,212 @@
+"""Every real run checks the estimate and teaches it (dslab/core/measured.py, `dslab calibrate`, the report's
+measured-beside-estimated table), tested against a truth the tool does not know: AWS runs generated from the model
+with constants changed (tests/synthetic_runs.py), written by the workflow's own Collect functions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dslab.cli import main
+from dslab.core import measured
+from dslab.core.errors import ConfigError
+from dslab.core.facts.prices import PriceTable
+from dslab.core.model.estimate import MODEL, estimate_mode
+from dslab.core.shape import DatasetShape
+from dslab.report import write_report
+
+from .synthetic_runs import CALIBRATION_EXPERIMENT, CALIBRATION_STATS, TRUTH, data_bound, synthetic_results
+
+PRICES = PriceTable()
+CHANGED = ("nvme_download_mbps", "s3_standard_first_byte")
+
+
+def _round_trip(results: dict) -> dict:
+    """results.json as a reader gets it: through JSON."""
+    return json.loads(json.dumps(results, default=str))
+
+
+@pytest.fixture(scope="module")
+def run():
+    return _round_trip(synthetic_results())
+
+
+@pytest.fixture(scope="module")
+def calibrated(run):
+    return measured.calibrate(measured.measured_jobs(run), PRICES)
+
+
+def test_calibration_recovers_the_constants_the_truth_changed_and_leaves_the_others(calibrated):
+    found = {c.name: c for c in calibrated.constants}
+    print("\nconstant: true, shipped, recovered")
+    for name in CHANGED:
+        true, recovered = getattr(TRUTH, name), found[name].value
+        print(f"{name}: {true:g}, {getattr(MODEL, name):g}, {recovered:.4g}")
+        assert found[name].status == "calibrated", found[name].why
+        assert recovered == pytest.approx(true, rel=0.10)
+    # What the truth left alone stays within the runs' noise (2%) of what was shipped.
+    for c in calibrated.constants:
+        if c.name not in CHANGED:
+            assert c.value == pytest.approx(c.shipped, rel=0.03), (c.name, c.status, c.why)
+    # Each calibrated constant names the jobs it rests on, from the run that measured them.
+    assert found["nvme_download_mbps"].jobs == ["syn-big-shards-a-file-r0", "syn-big-shards-a-file-r1",
+                                                "syn-other-shards-b-file-r0", "syn-other-shards-b-file-r1"]
+
+
+def test_the_error_on_runs_each_left_out_falls_after_calibration(run):
+    jobs = measured.measured_jobs(run)
+    checked = measured.out_of_sample(jobs, PRICES).to_dict()
+    before, after = checked["shipped"], checked["calibrated_without_it"]
+    print(f"\nout of sample over {checked['jobs']} jobs: mean |error| {before['mean_abs']:.1%} shipped -> "
+          f"{after['mean_abs']:.1%} calibrated; worst {before['under']:+.1%} -> {after['under']:+.1%}")
+    assert len(checked["scenarios"]) == 4
+    assert after["mean_abs"] < before["mean_abs"] / 2
+    assert max(abs(after["under"]), after["over"]) < 0.05 < max(abs(before["under"]), before["over"])
+
+
+def test_an_answer_to_a_new_question_moves_the_way_the_truth_says(calibrated):
+    """Questions none of the runs asked: more shards on NVMe over three epochs, a million JPEGs the script reads."""
+    questions = [("File", DatasetShape(files=600, bytes=600 * 800_000_000), "ml.p4d.24xlarge", 3),
+                 ("Script", DatasetShape(files=1_000_000, bytes=1_000_000 * 100_000), "ml.p4d.24xlarge", 2)]
+    for mode, shape, instance, epochs in questions:
+        kwargs = dict(instance_type=instance, epochs=epochs, rate=100_000.0, prices=PRICES)
+        true, before, after = (estimate_mode(mode, shape, model=m, **kwargs) for m in (TRUTH, MODEL, calibrated.model))
+        for phase in ("downloading", "training"):
+            t, b, a = getattr(true, phase), getattr(before, phase), getattr(after, phase)
+            assert abs(a - t) <= 0.25 * abs(b - t) + 0.5, (mode, phase, t, b, a)
+
+
+def test_too_few_jobs_keep_the_shipped_value_and_say_so():
+    one = {**CALIBRATION_EXPERIMENT, "repeats": 1, "trials": [{"name": "big"}], "modes": ["File"],
+           "datasets": [{"name": "shards-a", "format": "tfrecord"}]}
+    jobs = measured.measured_jobs(_round_trip(synthetic_results(experiment=one)))
+    found = {c.name: c for c in measured.calibrate(jobs, PRICES).constants}
+    nvme = found["nvme_download_mbps"]
+    assert (nvme.status, nvme.value) == ("kept", MODEL.nvme_download_mbps)
+    assert nvme.why.startswith("too few jobs: only syn-big-shards-a-file-r0 rests on it")
+    assert measured.out_of_sample(jobs, PRICES) is None   # one scenario: nothing to leave out
+
+
+def test_inconsistent_runs_keep_the_shipped_value_and_say_what_each_asked():
+    fast = synthetic_results(execution="exec-fast", prefix="fast")
+    slow = synthetic_results(replace(TRUTH, nvme_download_mbps=600.0), execution="exec-slow", seed=1, prefix="slow")
+    jobs = measured.measured_jobs(_round_trip(fast)) + measured.measured_jobs(_round_trip(slow))
+    found = {c.name: c for c in measured.calibrate(jobs, PRICES).constants}
+    nvme = found["nvme_download_mbps"]
+    assert (nvme.status, nvme.value) == ("kept", MODEL.nvme_download_mbps)
+    assert nvme.why.startswith("inconsistent: the jobs resting on it ask for")
+    asked = sorted(nvme.per_job.values())
+    assert asked[0] == pytest.approx(600, rel=0.1) and asked[-1] == pytest.approx(2000, rel=0.1)
+    # What the two runs agree on is still calibrated.
+    assert found["s3_standard_first_byte"].status == "calibrated"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(nvme=st.floats(1200.0, 1900.0), first_byte=st.floats(0.018, 0.045), seed=st.integers(0, 1000))
+def test_any_truth_in_reach_is_recovered_within_ten_percent(nvme, first_byte, seed):
+    truth = replace(MODEL, nvme_download_mbps=nvme, s3_standard_first_byte=first_byte)
+    jobs = measured.measured_jobs(_round_trip(synthetic_results(truth, seed=seed)))
+    found = measured.calibrate(jobs, PRICES).model
+    assert found.nvme_download_mbps == pytest.approx(nvme, rel=0.10)
+    assert found.s3_standard_first_byte == pytest.approx(first_byte, rel=0.10)
+
+
+# ---- dslab calibrate --------------------------------------------------------------------------------------------
+
+def test_dslab_calibrate_writes_the_file_answers_read_and_prints_the_table_first(tmp_path, capsys, run):
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(run))
+    out = tmp_path / "calibration.json"
+    assert main(["calibrate", "--results", str(results), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].split() == ["constant", "shipped", "calibrated", "change", "jobs"]
+    assert printed[1].startswith("File mode onto NVMe")
+    assert 0.9 <= float(printed[1].split()[-2].rstrip("%")) / 100 <= 1.1   # 1,000 -> ~2,000 MB/s
+    assert "S3 Standard first byte" in printed[2] and "27.8 ms" in printed[2]
+    document = json.loads(out.read_text())
+    model = measured.model_from_document(document, "--calibration")
+    assert model.nvme_download_mbps == pytest.approx(2000, rel=0.1)
+    cells = document["cells"]
+    assert len(cells) == 16 and cells[0]["execution"] == "exec-synthetic" and cells[0]["region"] == "us-east-1"
+    assert cells[0]["date"] == "2026-12-01T09:00:00+00:00"
+    nvme = next(c for c in document["constants"] if c["name"] == "nvme_download_mbps")
+    assert nvme["shipped"] == 1000.0 and nvme["status"] == "calibrated" and len(nvme["per_job"]) == 4
+    oos = document["out_of_sample"]
+    assert oos["bencher_shipped"]["mean_abs"] < 0.05 and oos["your_runs"]["calibrated_without_it"]["mean_abs"] < 0.02
+
+
+def _bad_results(kind: str, run: dict) -> object:
+    broken = json.loads(json.dumps(run))
+    if kind == "local":
+        broken["backend"] = "local"
+    elif kind == "version":
+        broken["schema_version"] = 2
+    elif kind == "stats":
+        del broken["dataset_stats"]["jpegs-a"]
+    elif kind == "phases":
+        broken["records"][3]["phases"] = {}
+    elif kind == "not results":
+        return [1, 2, 3]
+    elif kind == "no experiment":
+        broken["experiment"] = {}
+    return broken
+
+
+@pytest.mark.parametrize("kind, field, words", [
+    ("local", "--results", "a local run's seconds are this machine's"),
+    ("version", "--results", "schema_version 2; this dslab reads version 1"),
+    ("stats", "dataset_stats.jpegs-a", "no files and bytes recorded for jpegs-a"),
+    ("phases", "records[3] (syn-big-shards-a-script-r1): phases", "a completed job without its phases"),
+    ("not results", "--results", "missing 'experiment'"),
+    ("no experiment", ": experiment", "no experiment"),
+])
+def test_results_calibrate_cannot_use_get_one_line_and_nothing_is_written(tmp_path, capsys, run, kind, field, words):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_bad_results(kind, run)))
+    out = tmp_path / "calibration.json"
+    out.write_text('{"kept": true}')   # an earlier calibration: a refused one leaves it as it was
+    assert main(["calibrate", "--results", str(path), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert field in captured.err and words in captured.err, captured.err
+    assert out.read_text() == '{"kept": true}' and not (tmp_path / "calibration.json.partial").exists()
+
+
+def test_a_calibration_file_that_is_not_one_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match="not a calibration file"):
+        measured.model_from_document({"model": {}}, "--calibration")
+    document = {"written_by": "dslab calibrate", "calibration_version": 1, "model": {"nvme_download_mbps": -3}}
+    with pytest.raises(ConfigError, match=r"model.nvme_download_mbps.*positive number"):
+        measured.model_from_document(document, "--calibration")
+    document["model"] = {"warp_factor": 9}
+    with pytest.raises(ConfigError, match=r"model.warp_factor: not a constant"):
+        measured.model_from_document(document, "--calibration")
+
+
+# ---- the report ----------------------------------------------------------------------------------------------------
+
+def test_the_report_of_an_aws_run_puts_each_jobs_estimate_beside_what_it_measured(tmp_path, run):
+    write_report(run, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    section = text[text.index("## Measured beside estimated"):]
+    rows = [line for line in section.splitlines() if line.startswith("| syn-")]
+    assert len(rows) == 16
+    jpegs = next(r for r in rows if r.startswith("| syn-big-jpegs-a-script-r0 |"))
+    cells = [c.strip() for c in jpegs.split("|")[1:-1]]
+    assert cells[1] == "Script" and cells[2] == "1 x ml.p4d.24xlarge" and cells[3] == "540.0"
+    assert cells[4].startswith("460.2 (") and cells[5] == "-14.8%"
+    assert ("- syn-big-shards-a-file-r0 (File): downloading 42% faster than estimated: File mode onto NVMe, "
+            "assumed 1,000 MB/s") in section
+    assert "training 33% slower than estimated: S3 Standard first byte, assumed 27.8 ms" in section
+    assert "Measured beside estimated" in (tmp_path / "report.html").read_text()
+
+
+def test_a_local_runs_report_compares_nothing_with_aws(tmp_path):
+    local = json.loads(open("tests/data/lab-results.json").read())
+    write_report(local, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Measured beside estimated" not in text and "never with AWS figures" in text
