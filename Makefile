@@ -6,7 +6,7 @@ CDK := node_modules/.bin/cdk
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 
-.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-lab bench-scaling bench-docs bench-answer bench-mutation clean
+.PHONY: setup lab-setup lab test docs synth lint deploy deploy-again destroy doctor fsx-up fsx-down bench-reader bench-calibration bench-recovery bench-lab bench-scaling bench-docs bench-answer bench-mutation clean
 
 setup: .venv/.installed .venv-scan/.installed node_modules/.installed
 	@scripts/ensure-system-packages.sh test
@@ -128,6 +128,10 @@ bench-reader: setup
 bench-calibration: setup
 	$(PY) -m benchmarks.bench_calibration
 
+# Calibration from a user's own AWS runs, on runs generated from a truth the tool does not know (docs/estimate.md).
+bench-recovery: setup
+	$(PY) -m benchmarks.bench_recovery
+
 # One answer by every path (tests/test_one_answer.py) for thousands of generated questions, drawn afresh each run
 # (make test runs the same 200 every time): what it finds is kept there as an @example.
 bench-answer: setup
@@ -168,4 +172,4 @@ bench-docs: setup
 	$(PY) -m benchmarks.bench_docs
 
 clean:
-	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache mutants
+	rm -rf cdk.out build lab-out scaling-out .pytest_cache .lab-cache mutants bench-out

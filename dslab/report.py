@@ -313,7 +313,7 @@ class Answers:
     """What the report answers: each scenario's pick from the measured jobs and, for a local run, the
     estimated AWS answer for the same experiment (``core/answer/scenarios.py``, as recommend and export)."""
 
-    def __init__(self, results: dict[str, Any], rows: list[dict[str, Any]]):
+    def __init__(self, results: dict[str, Any], rows: list[dict[str, Any]], calibration: Any = None):
         from .core.answer import scenarios as answers
         from .core.experiment import parse_experiment
         prices = results.get("prices") or {}
@@ -327,6 +327,8 @@ class Answers:
             self.experiment = parse_experiment(results.get("experiment") or {"name": "?"})
         except ConfigError:
             self.experiment = None  # imported DescribeTrainingJob outputs: no experiment document
+        if self.experiment is not None and calibration is not None:   # --calibration over the run's own
+            self.experiment = dataclasses.replace(self.experiment, calibration=calibration)
         datasets = {d.name: d for d in self.experiment.datasets} if self.experiment else {}
         names = {r["dataset_name"] for r in rows}
         shapes = {n: (answers.shape_of(datasets[n], stats) if n in datasets else _stats_shape(stats.get(n))) for n in names}
@@ -345,7 +347,8 @@ class Answers:
         if results.get("backend") == "aws" and self.experiment is not None:
             from .core import measured
             try:
-                self.checked = measured.compare(measured.measured_jobs(results), self.prices)
+                self.checked = measured.compare(measured.measured_jobs(results), self.prices,
+                                                self.experiment.calibration)
             except ConfigError as err:
                 self.unchecked = str(err)
 
@@ -700,10 +703,10 @@ def measured_beside_estimated(answers: Answers) -> list[str]:
     if not answers.checked:
         return []
     from .core.measured import ranged_constants
-    from .core.model.estimate import MODEL
     lines = ["", "## Measured beside estimated", "",
              "Each completed job's estimate for its own premise (its instance, count, epochs and compute, the dataset "
-             "as the run found it, the FSx and EFS it ran on): billable seconds, then each phase as measured / estimated.",
+             "as the run found it, the FSx and EFS it ran on), with "
+             f"{answers.experiment.calibration.describe()}: billable seconds, then each phase as measured / estimated.",
              "", "| job | source | instances | measured | estimated (range) | error | inside | downloading | training | "
              "other |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in answers.checked:
@@ -717,7 +720,8 @@ def measured_beside_estimated(answers: Answers) -> list[str]:
     inside = sum(bool(c.inside) for c in answers.checked)
     lines += ["", f"{inside} of {len(errors)} jobs inside the estimate's range; mean error {sum(errors) / len(errors):.1%}."]
     ranges = ranged_constants()
-    outside = [(c, line) for c in answers.checked for line in c.phase_lines(ranges, MODEL)]
+    model = answers.experiment.calibration.model
+    outside = [(c, line) for c in answers.checked for line in c.phase_lines(ranges, model)]
     if outside:
         lines += ["", "Phases far from their estimate, and what each rests on:", ""]
         lines += [f"- {c.job.job} ({c.job.source}): {_cell(line)}" for c, line in outside]
@@ -797,13 +801,14 @@ def html_document(markdown_text: str, chart_png: bytes, title: str, scaling_png:
             f"<style>{' '.join(REPORT_CSS.split())}</style></head><body>{body}</body></html>")
 
 
-def write_report(results: dict[str, Any], out: Path) -> dict[str, Path]:
+def write_report(results: dict[str, Any], out: Path, calibration: Any = None) -> dict[str, Path]:
     """Write every output into ``out``; returns their paths. The same results give the same report,
-    whoever writes it (`dslab local`, the workflow's results through `dslab report`)."""
+    whoever writes it (`dslab local`, the workflow's results through `dslab report`). ``calibration``: the constants
+    its estimates use (default: the run's experiment's, else the shipped ones)."""
     validate_results(results)
     out.mkdir(parents=True, exist_ok=True)
     rows = aggregate(data_records(results["records"]))
-    answers = Answers(results, rows)
+    answers = Answers(results, rows, calibration)
     title = f"{results.get('experiment', {}).get('name', 'experiment')} ({results['backend']})"
     paths = {name: out / name for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png")}
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))

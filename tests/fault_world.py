@@ -390,7 +390,7 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
                         *([] if in_outputs else ["--outputs", w.outputs_runs]), "--region", REGION])
     if entry == "dslab report":   # what it reads, not how it draws: the report's files are another test's
         drawn: list = []
-        monkeypatch.setattr("dslab.report.write_report", lambda results, out: drawn.append(results) or {})
+        monkeypatch.setattr("dslab.report.write_report", lambda results, out, calibration=None: drawn.append(results) or {})
         observed = run_cli(["report", arn("execution", f"{SM_NAME}:{RUNNING}"), "--out", str(w.tmp / "report"),
                             "--region", REGION])
         observed.notes["results"] = drawn[0] if drawn else None

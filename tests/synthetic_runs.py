@@ -79,7 +79,7 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
     """results.json of an AWS run of ``experiment`` on an account where ``truth`` holds (job names begin with
     ``prefix``: SageMaker's are unique in an account and Region)."""
     document = experiment or CALIBRATION_EXPERIMENT
-    stats = stats or CALIBRATION_STATS
+    stats = dict(CALIBRATION_STATS if stats is None else stats)
     parsed = parse_experiment(document)
     prices = PriceTable()
     lab = as_deployed()
@@ -88,12 +88,15 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
     start = dt.datetime(2026, 12, 1, 9, 0, tzinfo=dt.timezone.utc)
     for trial in parsed.trials:
         for dataset in trial.datasets:
-            premise = premise_of_trial(trial, known_shape(dataset, stats), lab)
+            known = known_shape(dataset, stats)
+            # What the run found in S3 (the stats Plan reads), for a dataset the test gave no stats: its own shape.
+            stats.setdefault(dataset.name, {"files": known.shape.files, "bytes": known.shape.bytes})
+            premise = premise_of_trial(trial, known, lab)
             for mode in trial.modes:
                 storage = trial.storage or STANDARD
                 for repeat in range(parsed.repeats):
-                    true = estimate_mode(mode, premise.shape, storage=storage, prices=prices, model=truth,
-                                         provisioning=lab, **premise.estimate_kwargs())
+                    true = estimate_mode(mode, premise.shape, storage=storage, prices=prices, provisioning=lab,
+                                         **{**premise.estimate_kwargs(), "model": truth})
                     count = premise.instance_count
                     per_instance = {p: getattr(true, p) / count * (1 + draw.uniform(-noise, noise))
                                     for p in ("downloading", "training", "other")}

@@ -15,11 +15,12 @@ from dslab.cli import main
 from dslab.core import measured
 from dslab.core.errors import ConfigError
 from dslab.core.facts.prices import PriceTable
+from dslab.core.model.calibration import in_use_from_document
 from dslab.core.model.estimate import MODEL, estimate_mode
 from dslab.core.shape import DatasetShape
 from dslab.report import write_report
 
-from .synthetic_runs import CALIBRATION_EXPERIMENT, CALIBRATION_STATS, TRUTH, data_bound, synthetic_results
+from .synthetic_runs import CALIBRATION_EXPERIMENT, TRUTH, synthetic_results
 
 PRICES = PriceTable()
 CHANGED = ("nvme_download_mbps", "s3_standard_first_byte")
@@ -128,7 +129,7 @@ def test_dslab_calibrate_writes_the_file_answers_read_and_prints_the_table_first
     assert 0.9 <= float(printed[1].split()[-2].rstrip("%")) / 100 <= 1.1   # 1,000 -> ~2,000 MB/s
     assert "S3 Standard first byte" in printed[2] and "27.8 ms" in printed[2]
     document = json.loads(out.read_text())
-    model = measured.model_from_document(document, "--calibration")
+    model = in_use_from_document(document, str(out)).model
     assert model.nvme_download_mbps == pytest.approx(2000, rel=0.1)
     cells = document["cells"]
     assert len(cells) == 16 and cells[0]["execution"] == "exec-synthetic" and cells[0]["region"] == "us-east-1"
@@ -177,14 +178,14 @@ def test_results_calibrate_cannot_use_get_one_line_and_nothing_is_written(tmp_pa
 
 
 def test_a_calibration_file_that_is_not_one_is_refused_in_one_line():
-    with pytest.raises(ConfigError, match="not a calibration file"):
-        measured.model_from_document({"model": {}}, "--calibration")
+    with pytest.raises(ConfigError, match="is not a calibration file"):
+        in_use_from_document({"model": {}}, "x.json")
     document = {"written_by": "dslab calibrate", "calibration_version": 1, "model": {"nvme_download_mbps": -3}}
     with pytest.raises(ConfigError, match=r"model.nvme_download_mbps.*positive number"):
-        measured.model_from_document(document, "--calibration")
+        in_use_from_document(document, "x.json")
     document["model"] = {"warp_factor": 9}
     with pytest.raises(ConfigError, match=r"model.warp_factor: not a constant"):
-        measured.model_from_document(document, "--calibration")
+        in_use_from_document(document, "x.json")
 
 
 # ---- the report ----------------------------------------------------------------------------------------------------
@@ -210,3 +211,150 @@ def test_a_local_runs_report_compares_nothing_with_aws(tmp_path):
     write_report(local, tmp_path)
     text = (tmp_path / "report.md").read_text()
     assert "## Measured beside estimated" not in text and "never with AWS figures" in text
+
+
+# ---- every answer can use it --------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def calibration_file(tmp_path_factory, run):
+    folder = tmp_path_factory.mktemp("calibration")
+    (folder / "results.json").write_text(json.dumps(run))
+    out = folder / "calibration.json"
+    assert main(["calibrate", "--results", str(folder / "results.json"), "--out", str(out)]) == 0
+    return out
+
+
+QUESTION = ["--files", "600", "--bytes", "480GB", "--instance", "ml.p4d.24xlarge", "--compute-rate", "20000"]
+
+
+def _answer(capsys, *argv) -> dict:
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_estimate_recommend_and_size_answer_with_the_calibration_and_name_it(capsys, calibration_file):
+    model = in_use_from_document(json.loads(calibration_file.read_text()), "x").model
+    shape = DatasetShape(files=600, bytes=480_000_000_000)
+    for command in ("estimate", "recommend", "size"):
+        shipped = _answer(capsys, command, *QUESTION)
+        mine = _answer(capsys, command, *QUESTION, "--calibration", str(calibration_file))
+        assert shipped["question"]["premise"]["calibration"]["source"] == "shipped"
+        assert "the shipped calibration" in shipped["question"]["premise"]["line"]
+        assert mine["question"]["premise"]["calibration"]["source"] == str(calibration_file)
+        assert "nvme_download_mbps" in mine["question"]["premise"]["calibration"]["calibrated"]
+        file_row = next(s for s in mine["sources"] if s["source"] == "File")
+        expected = estimate_mode("File", shape, instance_type="ml.p4d.24xlarge", rate=20000.0, accelerators=8,
+                                 prices=PRICES, model=model)
+        assert file_row["estimate"]["downloading"] == pytest.approx(expected.downloading, abs=0.1), command
+    # The range of what the runs measured narrows: NVMe's constant now spans what its four jobs asked for.
+    shipped_file = next(s for s in shipped["sources"] if s["source"] == "File")["estimate"]["range"]
+    mine_file = next(s for s in mine["sources"] if s["source"] == "File")["estimate"]["range"]
+    width = lambda r: r["billable_seconds"][1] - r["billable_seconds"][0]   # noqa: E731
+    assert width(mine_file) < width(shipped_file) / 2
+    # The table view says which: a file on a line of its own; the shipped calibration in the whole premise.
+    capsys.readouterr()
+    main(["estimate", *QUESTION, "--explain"])
+    assert "the shipped calibration (Bencher's 12 cells and public figures)" in capsys.readouterr().out
+    main(["estimate", *QUESTION, "--calibration", str(calibration_file)])
+    assert f"constants: calibration {calibration_file}, fitted on your AWS runs" in capsys.readouterr().out
+
+
+def test_an_experiments_calibration_key_and_the_flag_give_one_answer_and_the_run_keeps_the_file(
+        capsys, tmp_path, calibration_file):
+    experiment = tmp_path / "e.yaml"
+    body = ("name: calibrated\ndatasets: [{name: big, format: tfrecord, files: 600, bytes: 480000000000}]\n"
+            "modes: [File, FastFile]\ninstance_type: ml.p4d.24xlarge\n"
+            "compute: {batch_size: 1000, seconds_per_batch: 0.05}\n")
+    experiment.write_text(body + f"calibration: {calibration_file.name}\n")
+    (tmp_path / calibration_file.name).write_text(calibration_file.read_text())
+    keyed = _answer(capsys, "recommend", "--experiment", str(experiment))
+    experiment.write_text(body)
+    flagged = _answer(capsys, "recommend", "--experiment", str(experiment), "--calibration", str(calibration_file))
+    shipped = _answer(capsys, "recommend", "--experiment", str(experiment))
+
+    def picked(found):
+        answer = found["answers"][0]["answer"]
+        return answer["pick"], answer["sources"][0]["estimate"]["billable_seconds"]
+    assert picked(keyed) == picked(flagged) != picked(shipped)
+    # What `dslab plan` sends the workflow holds the calibration whole, with its path: its Plan reads no file.
+    sent = _answer(capsys, "plan", "--experiment", str(experiment), "--calibration", str(calibration_file), "--offline")
+    kept = sent["experiment"]["calibration"]
+    assert kept["source"] == str(calibration_file.resolve()) and kept["written_by"] == "dslab calibrate"
+    from dslab.core.experiment import parse_experiment
+    again = parse_experiment(sent["experiment"])
+    assert again.calibration.model.nvme_download_mbps == pytest.approx(2000, rel=0.1)
+    assert again.document == sent["experiment"]   # the record reproduces the run, calibration included
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "calibration: cannot read"),
+    ("[1]", "is not a calibration file"),
+    ('{"written_by": "dslab calibrate", "calibration_version": 7, "model": {}}', "calibration_version: version 7"),
+])
+def test_a_calibration_key_that_cannot_be_used_is_one_line_before_anything(capsys, tmp_path, content, words):
+    experiment = tmp_path / "e.yaml"
+    experiment.write_text("name: c\ndatasets: [{name: d, format: jpg, files: 10, bytes: 1000000}]\n"
+                          "calibration: mine.json\n")
+    if content is not None:
+        (tmp_path / "mine.json").write_text(content)
+    capsys.readouterr()
+    assert main(["recommend", "--experiment", str(experiment)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and words in err, err
+
+
+def test_the_report_with_the_runs_own_calibration_meets_its_measurements(tmp_path, run, calibration_file):
+    from dslab.inputs.calibration_file import read_calibration
+    write_report(run, tmp_path / "shipped")
+    write_report(run, tmp_path / "mine", read_calibration(calibration_file))
+
+    def mean_error(folder):
+        text = (folder / "report.md").read_text()
+        return float(text.split("jobs inside the estimate's range; mean error ")[1].split("%")[0])
+    assert mean_error(tmp_path / "mine") < mean_error(tmp_path / "shipped") / 2
+    mine = (tmp_path / "mine" / "report.md").read_text()
+    assert f"calibration {calibration_file}, fitted on your AWS runs" in mine
+    assert "File mode onto NVMe" not in mine.split("## Measured beside estimated")[1].split("##")[0]
+
+
+# ---- the calibration experiment -----------------------------------------------------------------------------------
+
+CALIBRATE_YAML = "experiments/calibrate.yaml"
+# What no AWS document gives, and which job of the calibration run measures it.
+ASSUMED = {"nvme_download_mbps": "File mode onto NVMe", "s3_standard_first_byte": "S3 Standard first byte",
+           "express_first_byte": "S3 Express One Zone first byte", "fastfile_get_latency": "FastFile's per-file GET",
+           "file_per_object": "File's per-object copy"}
+
+
+def test_the_calibration_experiment_is_priced_before_it_runs_and_measures_each_assumption(capsys):
+    found = _answer(capsys, "estimate", "--experiment", CALIBRATE_YAML)
+    print(f"\nexperiments/calibrate.yaml: {sum(j['repeats'] for j in found['jobs'])} jobs, ${found['total_usd']:.2f} "
+          f"({found['total_range_usd'][0]:.2f}-{found['total_range_usd'][1]:.2f})")
+    assert found["total_usd"] < 5.0    # a few dollars
+    measures = {m for job in found["jobs"] for m in job["measures"]}
+    for words in ASSUMED.values():
+        assert words in measures, (words, sorted(measures))
+    # On instance types an account has without a quota increase as a rule, and nothing that needs an FSx.
+    assert {j["instance_type"] for j in found["jobs"]} <= {"ml.m5.xlarge", "ml.g4dn.4xlarge"}
+    assert all(j["repeats"] >= 2 for j in found["jobs"]) and not any(j["source"] in ("FSx", "EFS") for j in found["jobs"])
+    capsys.readouterr()
+    assert main(["estimate", "--experiment", CALIBRATE_YAML]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].split()[:3] == ["trial", "dataset", "source"] and text[-2].startswith("12 jobs: $")
+
+
+def test_the_calibration_experiments_results_feed_dslab_calibrate_directly():
+    from dslab.inputs.experiment_file import read_document
+    document = read_document(__import__("pathlib").Path(CALIBRATE_YAML))
+    truth = replace(TRUTH, express_first_byte=0.009, file_per_object=0.010)
+    jobs = measured.measured_jobs(_round_trip(synthetic_results(truth, document, prefix="cal")))
+    found = {c.name: c for c in measured.calibrate(jobs, PRICES).constants}
+    for name in ("nvme_download_mbps", "s3_standard_first_byte", "express_first_byte"):   # assumptions: the runs alone
+        assert found[name].status == "calibrated", (name, found[name].why)
+        assert found[name].value == pytest.approx(getattr(truth, name), rel=0.10), name
+    # A constant fitted on Bencher's cells is fitted on theirs and the runs' together: it moves towards the runs by
+    # their share of the cells, and says so.
+    per_object = found["file_per_object"]
+    assert MODEL.file_per_object < per_object.value < truth.file_per_object
+    assert "fitted together with Bencher's cells A File, C File" in per_object.why

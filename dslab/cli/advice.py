@@ -59,6 +59,10 @@ def cmd_estimate(args) -> int:
     if is_checkpoint_question(args):
         from . import checkpoints
         return checkpoints.cmd_estimate(args, prices)
+    if args.experiment:
+        return _estimate_experiment(args, prices)
+    if getattr(args, "results", None):
+        raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
     shown = _shown(args)
     question, result = _answer(args, prices)
     if args.json:
@@ -135,6 +139,57 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
     return None, "a run's results"
 
 
+def _estimate_experiment(args, prices) -> int:
+    """Every data job of an experiment priced before it runs, and what each job's phases will measure (the constants
+    they rest on): how a calibration run (experiments/calibrate.yaml) is checked before it is paid for."""
+    from ..core import measured
+    from ..core.model.calibration import with_range
+    from ..inputs.experiment_file import load_experiment
+    from .question import experiment_overrides
+    from .render import print_lines, table
+    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "accelerators", "volume_size_gb",
+                 "fsx_capacity", "mode", "storage", "checkpoint_every", "keep", "dataset"):
+        if getattr(args, flag, None):
+            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
+    experiment = load_experiment(Path(args.experiment), prices=prices, overrides=experiment_overrides(args))
+    stats, _ = measured_stats(args, experiment)
+    lab = lab_provisioning(args)
+    planned = measured.planned_jobs(experiment, prices, stats=stats, lab=lab)
+    if not planned:
+        raise ConfigError("--experiment", f"{args.experiment} runs no data job (checkpoint trials: `dslab estimate "
+                          "--workload`)")
+    words = measured.ranged_constants()
+    rows, total, low, high, out = [], 0.0, 0.0, 0.0, []
+    for job, repeats in planned:
+        estimate = job.estimate(prices, experiment.calibration.model)
+        with_range(estimate, job.premise.shape, calibration=experiment.calibration, prices=prices,
+                   provisioning=job.premise.lab, efs_resident=job.data_in_efs and job.mode == "EFS",
+                   **job.premise.estimate_kwargs())
+        rests = measured.rests_on(job, prices, experiment.calibration.model)
+        measures = sorted({words[n].what if n in words else n for p, n in rests.items()
+                           if n and job.measured[p] >= measured.MIN_PHASE_SECONDS})
+        usd = estimate.cost_usd["total"]
+        total, low, high = total + usd * repeats, low + estimate.range.usd_low * repeats, high + estimate.range.usd_high * repeats
+        rows.append([job.trial or "", job.dataset, job.source, f"{job.premise.instance_count} x {job.premise.instance_type}",
+                     str(repeats), f"{estimate.billable_seconds / 60:,.1f} min", f"${usd:,.2f}", f"${usd * repeats:,.2f}",
+                     "; ".join(measures)])
+        out.append({"trial": job.trial, "dataset": job.dataset, "source": job.source, "repeats": repeats,
+                    "instance_type": job.premise.instance_type, "instance_count": job.premise.instance_count,
+                    "estimate": estimate.to_dict(), "measures": measures})
+    if args.json:
+        print_json({"experiment": experiment.name, "jobs": out, "total_usd": round(total, 2),
+                    "total_range_usd": [round(low, 2), round(high, 2)], "calibration": experiment.calibration.to_dict()})
+        return 0
+    lines = table(["trial", "dataset", "source", "instances", "runs", "billable", "$ each", "$ all", "measures"], rows,
+                  right=(4, 5, 6, 7))
+    jobs = sum(r for _, r in planned)
+    lines += [f"{jobs} jobs: ${total:,.2f} ({'$'}{low:,.2f}-${high:,.2f}), the jobs alone (a file system's hours and "
+              "Express's copy are set-up: `dslab recommend --experiment` prices them)",
+              f"constants: {experiment.calibration.describe()}"]
+    print_lines(lines)
+    return 0
+
+
 def _recommend_experiment(args) -> int:
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
@@ -194,8 +249,11 @@ def register(sub) -> None:
                                                                  "upload wrote (needs credentials)" if name == "recommend" else ""))
         if name == "recommend":
             p.add_argument("--experiment", help="an experiment file: answer per dataset among the sources it runs")
-            p.add_argument("--results", help="with --experiment: a run's results.json, whose dataset sizes (what the run "
-                           "read) the answer assumes")
+        else:
+            p.add_argument("--experiment", help="an experiment file: every data job it runs priced before it runs, "
+                           "and the constants each job's phases measure")
+        p.add_argument("--results", help="with --experiment: a run's results.json, whose dataset sizes (what the run "
+                       "read) the answer assumes")
         if name == "estimate":
             p.add_argument("--mode", help="one source: File, FastFile, Pipe, FSx, EFS, Script, or as printed "
                            "(\"Express FastFile\")")

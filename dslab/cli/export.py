@@ -240,8 +240,9 @@ def register(sub) -> None:
                     "cheapest completed job of --results) as ready-to-run SageMaker Python SDK code: the lab's own request.",
                     "dslab export --experiment experiments/post-12-jobs.yaml --offline --out winner.py")
     p.add_argument("--experiment", required=True)
-    from .question import add_instance_flags
+    from .question import add_calibration_flag, add_instance_flags
     add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
+    add_calibration_flag(p)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
     p.add_argument("--region")

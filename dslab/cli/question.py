@@ -42,6 +42,8 @@ def experiment_overrides(args) -> dict[str, Any]:
         out["instance_count"] = args.instance_count
     if getattr(args, "epochs", None) is not None:
         out["epochs"] = args.epochs
+    if getattr(args, "calibration", None):   # --calibration over the file's calibration: key (from where dslab runs)
+        out["calibration"] = str(Path(args.calibration).resolve())
     return out
 
 
@@ -68,9 +70,21 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
                    "datasize step gives this cluster (5 x the hosts' memory, 500 steps an epoch), not the file's count")
     p.add_argument("--prices", help="YAML file overriding prices (`dslab/core/facts/prices.py` has the table)")
+    add_calibration_flag(p)
     p.add_argument("--json", action="store_true", help="the whole answer as JSON (docs/reference/answer.md)")
     p.add_argument("--explain", action="store_true", help="after the table: why, the passed-over sources, the ranges "
                    "and their evidence, the assumptions, what provisions each source, the whole premise")
+
+
+def add_calibration_flag(p) -> None:
+    p.add_argument("--calibration", help="a calibration file `dslab calibrate` wrote from your own AWS runs: its "
+                   "constants and ranges (default: the shipped calibration, which the premise names)")
+
+
+def calibration_of(args):
+    """The calibration the flags name (the shipped one without --calibration)."""
+    from ..inputs.calibration_file import read_calibration
+    return read_calibration(getattr(args, "calibration", None))
 
 
 def add_workload_flags(p) -> None:
@@ -224,7 +238,7 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     return Premise(instance_type=instance, instance_count=count, accelerators=accelerators, epochs=epochs, rate=rate,
                    compute=compute, shape=shape, shape_origin=origin, lab=lab,
                    volume_size_gb=getattr(args, "volume_size_gb", None), readers=readers, au_target=au_target,
-                   defaults=frozenset(defaults), notes=tuple(notes))
+                   defaults=frozenset(defaults), notes=tuple(notes), calibration=calibration_of(args))
 
 
 def question_of(args, prices=None):

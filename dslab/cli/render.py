@@ -97,7 +97,10 @@ def premise_lines(answer) -> list[str]:
         if len(first) + len(origin) <= WIDTH:
             first += origin
             break
-    return [fit(first), priced_line(f"priced: {answer.rule}", answer.lab, p.defaults)]
+    lines = [fit(first), priced_line(f"priced: {answer.rule}", answer.lab, p.defaults)]
+    if p.calibration.source:   # a user's file: its own line, so that its path is never cut
+        lines.append(fit(f"constants: {p.calibration.describe()}"))
+    return lines
 
 
 def priced_line(rule: str, lab, defaults) -> str:
@@ -115,7 +118,8 @@ def priced_line(rule: str, lab, defaults) -> str:
 
 def footer(answer) -> str:
     """The last line of every answer: the price table's date, region and what comes from elsewhere (a file's path is
-    never cut: it is a command to copy)."""
+    never cut: it is a command to copy). A calibration file has a premise line of its own; the shipped calibration is
+    named in the whole premise (--explain, --json)."""
     return answer.question.prices.footer()
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
 from .common import print_ignored
-from .question import add_instance_flags, add_workload_flags, workload_json
+from .question import add_calibration_flag, add_instance_flags, add_workload_flags, workload_json
 from .common import (
     BUILD_DIR,
     add_command,
@@ -102,7 +102,7 @@ def print_premises(experiment, lab, stats=None) -> None:
         if known is None:
             print(f"{scenario.label}: its size is read from its stats file at Plan (not known here)")
             continue
-        print(f"{scenario.label}: {premise_of_trial(scenario.trials[0], known, lab).describe()}")
+        print(f"{scenario.label}: {premise_of_trial(scenario.trials[0], known, lab, experiment.calibration).describe()}")
 
 
 def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
@@ -388,7 +388,8 @@ def cmd_report(args) -> int:
         from ..inputs.experiment_file import read_document
         overrides = read_document(Path(args.prices)) if args.prices else None
         results = _results_from_execution(args.execution, region_of(args), prices, overrides)
-    paths = write_report(results, Path(args.out))
+    from ..inputs.calibration_file import read_calibration
+    paths = write_report(results, Path(args.out), read_calibration(args.calibration) if args.calibration else None)
     partial = results.get("partial")
     if partial:
         print(f"partial report: {partial['reason']} at {partial['done']}/{partial['total']} jobs; "
@@ -451,6 +452,7 @@ def register(sub) -> None:
                     "with --outputs or --offline).", "dslab plan --experiment experiments/post-12-jobs.yaml --offline")
     p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
     add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
+    add_calibration_flag(p)
     add_workload_flags(p)
     p.add_argument("--outputs", help="cdk deploy --outputs-file JSON (else read from CloudFormation)")
     p.add_argument("--offline", action="store_true", help="use the stand-in lab's stack outputs: no AWS account needed")
@@ -462,6 +464,7 @@ def register(sub) -> None:
                     "dslab run --experiment experiments/all-modes-20-jobs.yaml --wait")
     p.add_argument("--experiment", help="experiment YAML (or --workload alone)")
     add_instance_flags(p)   # the experiment's instance_type, instance_count and epochs, for every trial
+    add_calibration_flag(p)
     add_workload_flags(p)
     p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
                    "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")
@@ -490,4 +493,5 @@ def register(sub) -> None:
     p.add_argument("--describe-json", help="a folder of DescribeTrainingJob JSON files")
     p.add_argument("--out", required=True)
     p.add_argument("--prices", help="YAML file overriding prices")
+    add_calibration_flag(p)
     p.add_argument("--region")

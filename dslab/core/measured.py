@@ -23,7 +23,7 @@ the files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import Any, Iterable, Mapping
 
@@ -35,10 +35,10 @@ from .experiment import parse_experiment
 from .facts.compute import compute_rate
 from .facts.prices import PriceTable
 from .model import calibration as shipped
+from .model.calibration import CALIBRATION_VERSION, SHIPPED, InUse, constant_names
 from .model.estimate import MODEL, Estimate, Model, estimate_mode
 from .model.provisioning import Provisioning, as_deployed
-from .modes import EXPRESS, STANDARD, lab_mode, source_label
-from .shape import DatasetShape
+from .modes import STANDARD, lab_mode, source_label
 
 PHASES = ("downloading", "training", "other")
 ELASTIC = 0.3              # a phase "rests on" a constant that moves it at least this share per share
@@ -65,7 +65,7 @@ class MeasuredJob:
     premise: Premise
     measured: Mapping[str, float]    # downloading, training, other and billable seconds
     data_in_efs: bool = False
-    scenario: str = ""           # jobs of one dataset and premise: what leave-one-out leaves out together
+    scenario: str = ""           # jobs of one trial, dataset and premise: what leave-one-out leaves out together
 
     @property
     def source(self) -> str:
@@ -73,9 +73,9 @@ class MeasuredJob:
 
     def estimate(self, prices: PriceTable, model: Model = MODEL) -> Estimate:
         """The estimate for this job's own premise, with ``model``'s constants."""
-        return estimate_mode(self.mode, self.premise.shape, storage=self.storage, prices=prices, model=model,
+        return estimate_mode(self.mode, self.premise.shape, storage=self.storage, prices=prices,
                              provisioning=self.premise.lab, efs_resident=self.data_in_efs and self.mode == "EFS",
-                             **self.premise.estimate_kwargs())
+                             **{**self.premise.estimate_kwargs(), "model": model})
 
     def provenance(self) -> dict[str, Any]:
         return {"execution": self.execution, "job": self.job, "date": self.started, "region": self.region}
@@ -143,7 +143,35 @@ def measured_jobs(results: dict[str, Any], where: str = "results.json") -> list[
             storage=record.get("storage") or STANDARD, premise=premise,
             measured={**{k: float(split[k]) for k in PHASES}, "billable": float(billable)},
             data_in_efs=dataset.source == "efs",
-            scenario=f"{results.get('execution', '?')}/{dataset.name}/{premise.instance_count}x{premise.instance_type}"))
+            scenario=(f"{results.get('execution', '?')}/{trial.name}/{dataset.name}/"
+                      f"{premise.instance_count}x{premise.instance_type}")))
+    return out
+
+
+def planned_jobs(experiment: Any, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
+                 lab: Provisioning | None = None) -> list[tuple[MeasuredJob, int]]:
+    """Each data job of an experiment before it runs, as (the job with its estimate as its "measurement", repeats):
+    what `dslab estimate --experiment` prices, and which constants each job's phases will measure (``rests_on``).
+    Checkpoint trials and datasets of unknown size are left out (ConfigError where none is left)."""
+    out = []
+    lab = lab or as_deployed()
+    for trial in experiment.trials:
+        if trial.checkpoint is not None:
+            continue
+        for dataset in trial.datasets:
+            known = known_shape(dataset, stats)
+            if known is None:
+                raise ConfigError(f"datasets.{dataset.name}", "its size is not known: give files: and bytes: (or a "
+                                  "generate: recipe), or pass a run's --results")
+            premise = premise_of_trial(trial, known, lab, experiment.calibration)
+            for mode in trial.modes:
+                job = MeasuredJob(execution="planned", job=f"{trial.name}/{dataset.name}/{mode}", started=None,
+                                  region=None, trial=trial.name, dataset=dataset.name, mode=mode,
+                                  storage=trial.storage or STANDARD, premise=premise, measured={},
+                                  data_in_efs=dataset.source == "efs")
+                estimate = job.estimate(prices, experiment.calibration.model)
+                measured = {**{p: getattr(estimate, p) for p in PHASES}, "billable": estimate.billable_seconds}
+                out.append((replace(job, measured=measured), experiment.repeats))
     return out
 
 
@@ -163,10 +191,6 @@ def bencher_jobs() -> list[MeasuredJob]:
 
 
 # ---- which constants a phase rests on ------------------------------------------------------------
-
-def constant_names() -> list[str]:
-    return [f.name for f in fields(Model)]
-
 
 def _phase(estimate: Estimate, phase: str) -> float:
     return estimate.billable_seconds if phase == "billable" else getattr(estimate, phase)
@@ -276,13 +300,15 @@ def assumption_said(name: str, assumptions: Mapping[str, Any], model: Model) -> 
     return f"{found.what}, assumed {number}{' ' + found.unit if found.unit else ''}"
 
 
-def compare(jobs: Iterable[MeasuredJob], prices: PriceTable, model: Model = MODEL) -> list[JobCheck]:
-    """Each job's estimate for its own premise (with its range) beside what it measured."""
+def compare(jobs: Iterable[MeasuredJob], prices: PriceTable, calibration: InUse = SHIPPED) -> list[JobCheck]:
+    """Each job's estimate for its own premise (with its range, on ``calibration``) beside what it measured."""
     out = []
+    model = calibration.model
     for job in jobs:
         estimate = job.estimate(prices, model)
-        shipped.with_range(estimate, job.premise.shape, base=model, prices=prices, provisioning=job.premise.lab,
-                           efs_resident=job.data_in_efs and job.mode == "EFS", **job.premise.estimate_kwargs())
+        shipped.with_range(estimate, job.premise.shape, calibration=calibration, prices=prices,
+                           provisioning=job.premise.lab, efs_resident=job.data_in_efs and job.mode == "EFS",
+                           **job.premise.estimate_kwargs())
         shares = elasticities(job, prices, model)
         phases = [PhaseCheck(p, job.measured[p], getattr(estimate, p),
                              [n for n, s in sorted(shares[p].items(), key=lambda kv: -abs(kv[1])) if abs(s) >= ELASTIC])
@@ -370,8 +396,7 @@ def _fit(names: list[str], pairs: list[tuple[MeasuredJob, str]], prices: PriceTa
         moved = 0.0
         for name in names:
             low, high = _bounds(name, getattr(base, name), ranges)
-            touched = [(j, p) for j, p in pairs]
-            best = _golden(lambda v: _loss(touched, prices, replace(model, **{name: v})), low, high)
+            best = _golden(lambda v: _loss(pairs, prices, replace(model, **{name: v})), low, high)
             moved = max(moved, abs(math.log(best / getattr(model, name))))
             model = replace(model, **{name: best})
         if moved < 1e-3:
@@ -441,8 +466,11 @@ def calibrate(jobs: list[MeasuredJob], prices: PriceTable, base: Model = MODEL,
             low, high = _bounds(name, getattr(base, name), ranges)
             fitted = getattr(model, name)
             # What each job resting on it asks for alone, with the other constants as fitted.
-            own = {j.job: _golden(lambda v, j=j, p=p: _loss([(j, p)], prices, replace(model, **{name: v})), low, high)
-                   for j, p in resting[name]}
+            by_job: dict[str, list[tuple[MeasuredJob, str]]] = {}
+            for j, p in resting[name]:
+                by_job.setdefault(j.job, []).append((j, p))
+            own = {job: _golden(lambda v, mine=mine: _loss(mine, prices, replace(model, **{name: v})), low, high)
+                   for job, mine in by_job.items()}
             story.per_job = own
             asked = list(own.values())
             if min(fitted / low, high / fitted) < 1.05:
@@ -455,6 +483,10 @@ def calibrate(jobs: list[MeasuredJob], prices: PriceTable, base: Model = MODEL,
                 story.status = "calibrated"
                 story.why = (f"{len(own)} jobs rest on it; alone they ask for {min(asked):.4g} to {max(asked):.4g} "
                              f"(median {median(asked):.4g})")
+                cells = sorted({j.job for j, _, n in anchored if n == name})
+                if cells:   # fitted on both: Bencher's cells keep their say, as the shipped fit gave it them
+                    story.why += (f"; fitted together with Bencher's cells {', '.join(cells)}, which ask for "
+                                  f"{getattr(base, name):.4g}")
             if story.status == "kept":
                 dropped.append(name)
         if not dropped:
@@ -502,9 +534,6 @@ def out_of_sample(jobs: list[MeasuredJob], prices: PriceTable, base: Model = MOD
     return OutOfSample(scenarios, before, after)
 
 
-CALIBRATION_VERSION = 1
-
-
 def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSample | None,
                          sources: list[str]) -> dict[str, Any]:
     """The calibration file `dslab calibrate` writes and `--calibration` reads."""
@@ -534,24 +563,6 @@ def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSa
     }
 
 
-def model_from_document(document: Any, where: str) -> Model:
-    """The model a calibration file gives (ConfigError, one line, for anything else)."""
-    if not isinstance(document, dict) or document.get("written_by") != "dslab calibrate":
-        raise ConfigError(where, "not a calibration file: write one with `dslab calibrate --results R --out FILE`")
-    if document.get("calibration_version") != CALIBRATION_VERSION:
-        raise ConfigError(f"{where}: calibration_version",
-                          f"version {document.get('calibration_version')!r}; this dslab reads {CALIBRATION_VERSION}: "
-                          "write it again with this dslab's `dslab calibrate`")
-    values = document.get("model") or {}
-    unknown = sorted(set(values) - set(constant_names()))
-    if unknown:
-        raise ConfigError(f"{where}: model.{unknown[0]}", f"not a constant of this dslab's model ({', '.join(constant_names())})")
-    bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or v <= 0]
-    if bad:
-        raise ConfigError(f"{where}: model.{bad[0]}", f"{values[bad[0]]!r}: every constant is a positive number")
-    return replace(MODEL, **{k: float(v) for k, v in values.items()})
-
-
 __all__ = ["CALIBRATION_VERSION", "Calibrated", "ConstantFit", "JobCheck", "MeasuredJob", "OutOfSample", "PhaseCheck",
            "RESULTS_SCHEMA_VERSION", "bencher_jobs", "calibrate", "calibration_document", "check_results", "compare",
-           "elasticities", "measured_jobs", "model_from_document", "out_of_sample", "rests_on"]
+           "elasticities", "measured_jobs", "planned_jobs", "out_of_sample", "rests_on"]

@@ -161,6 +161,17 @@ def _runs_a_workload(document: Any) -> bool:
         isinstance(t, dict) and t.get("workload") is not None for t in (trials if isinstance(trials, list) else [])))
 
 
+def _with_calibration(document: Any, base: Path) -> Any:
+    """The calibration file the document's ``calibration:`` key names (relative to the experiment file), read into
+    it whole with its path as "source": the experiment as run carries it, so its Plan on AWS reads no other file."""
+    if not (isinstance(document, dict) and isinstance(document.get("calibration"), str)):
+        return document
+    given = document["calibration"]
+    found = Path(given) if Path(given).is_absolute() else base / given
+    content = read_json_file(found, "calibration")
+    return {**document, "calibration": {**content, "source": given} if isinstance(content, dict) else content}
+
+
 def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats: int | None = None,
                     workload: Path | None = None, scale: float | None = None,
                     overrides: dict[str, Any] | None = None,
@@ -189,6 +200,7 @@ def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats
     if workload_defaults and _runs_a_workload(document):   # the caller's defaults for what the document leaves out
         document = {**workload_defaults, **document}
     document = with_overrides(document, overrides)
+    document = _with_calibration(document, path.resolve().parent)
     if document is None:
         from ..core.experiment import default_experiment, expand
         raise ConfigError("--experiment", f"{path} is empty (or holds only comments): write {{}} in it to run the default "

@@ -6,9 +6,8 @@ dataset's shape and where it was learnt, and the lab its sources are priced on. 
 flags, an experiment file and a DLIO workload file all end here) and print it with every answer
 (``Premise.describe``), so that a figure is never read without what it assumed.
 
-The dataset's shape (``DatasetShape``), the compute presets and the rule that picks a compute for an instance
-live here too: the estimate, the experiment and the DLIO workload all import them from this module, which
-imports none of them. Standard library only, no I/O.
+It names the calibration the answer rests on (``model.calibration.InUse``): the shipped one, or a file `dslab
+calibrate` wrote from the user's own runs. No I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..facts.instances import INSTANCES
+from ..model.calibration import SHIPPED, InUse
 from ..facts.limits import check_instance_count
 from ..shape import DatasetShape, format_bytes
 
@@ -70,6 +70,7 @@ class Premise:
     defaults: frozenset[str] = frozenset()
     notes: tuple[str, ...] = ()     # what else the premise took (a workload's accelerator, ...)
     checkpoint: CheckpointPremise | None = None   # a checkpoint question: what is saved, how often, how many kept
+    calibration: InUse = SHIPPED    # the model's constants: shipped, or fitted on the user's runs (`dslab calibrate`)
 
     def __post_init__(self):
         check_instance_count(self.instance_count, "--instance-count")
@@ -82,7 +83,8 @@ class Premise:
     def estimate_kwargs(self) -> dict[str, Any]:
         """The keywords ``estimate.estimate_mode`` (and ``recommend``, ``options``) take for this premise."""
         out = {"instance_type": self.instance_type, "instance_count": self.instance_count, "epochs": self.epochs,
-               "rate": self.rate, "accelerators": self.accelerators, "volume_size_gb": self.volume_size_gb}
+               "rate": self.rate, "accelerators": self.accelerators, "volume_size_gb": self.volume_size_gb,
+               "model": self.calibration.model}
         if self.readers is not None:
             out["readers"] = self.readers
         return out
@@ -103,7 +105,7 @@ class Premise:
                     f"priced on {lab}")
             if defaults:
                 text += f"; defaults taken: {', '.join(defaults)}"
-            return text + "".join(f"; {note}" for note in self.notes)
+            return text + "".join(f"; {note}" for note in self.notes) + f"; {self.calibration.describe()}"
         samples, _ = self.shape.sample_count()
         accelerator = self.accelerator or "no accelerator"
         lab = self.lab.describe() if self.lab is not None else "the lab as cdk.json would deploy it"
@@ -114,7 +116,7 @@ class Premise:
                 f"samples {self.shape.samples_said()}); priced on {lab}")
         if defaults:
             text += f"; defaults taken: {', '.join(defaults)}"
-        return text + "".join(f"; {note}" for note in self.notes)
+        return text + "".join(f"; {note}" for note in self.notes) + f"; {self.calibration.describe()}"
 
     def to_dict(self) -> dict[str, Any]:
         samples, _ = self.shape.sample_count()
@@ -127,4 +129,4 @@ class Premise:
                 "defaults": sorted(self.defaults), "notes": list(self.notes),
                 **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
                 **({"checkpoint": self.checkpoint.to_dict()} if self.checkpoint is not None else {}),
-                "line": self.describe()}
+                "calibration": self.calibration.to_dict(), "line": self.describe()}

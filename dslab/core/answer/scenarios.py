@@ -19,6 +19,7 @@ from ..facts.instances import INSTANCES, instance_storage_gb
 from ..facts.compute import COMPUTE_PRESETS, accelerator_kind, accelerators_of, compute_rate, describe_preset
 from ..shape import DatasetShape
 from .premise import Premise
+from ..model.calibration import SHIPPED, InUse
 from ..facts.limits import EXPERIMENT_RUNTIME_FIX, runtime_problem
 from ..experiment import Dataset, Experiment, Trial
 from ..modes import EXPRESS, FILE, MODES, STANDARD
@@ -175,8 +176,9 @@ def checkpoint_premise_of_trial(trial: Trial, lab: Any = None) -> Premise:
                    checkpoint=CheckpointPremise(plan, max(1.0, workload.interval_seconds), max(1, workload.writes)))
 
 
-def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premise:
-    """A trial's question on a dataset of a known shape, as the CLI's flags would ask it (cli/question.py)."""
+def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None, calibration: InUse = SHIPPED) -> Premise:
+    """A trial's question on a dataset of a known shape, as the CLI's flags would ask it (cli/question.py), with the
+    experiment's calibration (its ``calibration:`` key, or the shipped one)."""
     accelerators = trial.compute.accelerators or accelerators_of(trial.instance_type)
     readers = au_target = None
     notes: tuple[str, ...] = ()
@@ -200,7 +202,7 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None) -> Premis
                    defaults=frozenset(k for k in ("instance", "instance_count", "epochs")
                                       if {"instance": "instance_type"}.get(k, k) not in trial.given
                                       and not (k == "epochs" and trial.workload is not None)),
-                   notes=notes)
+                   notes=notes, calibration=calibration)
 
 
 @dataclass
@@ -237,7 +239,7 @@ def scenario_question(experiment: Experiment, scenario: Scenario, known: KnownSh
     """The question a scenario asks: its first trial's premise on the dataset's known shape, among the sources its
     trials run, with the experiment's own words for what makes a job too long."""
     trial = scenario.trials[0]
-    premise = premise_of_trial(trial, known, lab)
+    premise = premise_of_trial(trial, known, lab, experiment.calibration)
     return Question(premise, prices, scenario.sources, data_in_efs=scenario.dataset.source == "efs",
                     runtime_field=runtime_field(experiment, trial), runtime_fix=EXPERIMENT_RUNTIME_FIX,
                     runtime_what=f"trial {trial.name}'s {{source}} job on {scenario.dataset.name}",

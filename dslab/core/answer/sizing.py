@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..model.calibration import with_range
+from ..model.calibration import SHIPPED, InUse, with_range
 from .decision import option_from_estimate
 from ..errors import ConfigError
 from ..model.estimate import (NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
@@ -254,13 +254,15 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
          epochs: int = 1, accelerators: int | None = None, fsx_capacity_gib: int = 1200,
          express: bool = True, deployed: Provisioning | None = None, provision: bool = True,
          au_target: float = AU_TARGET, readers: int | None = None, volume_size_gb: int | None = None,
-         sources: tuple[tuple[str, str], ...] = SOURCES, data_in_efs: bool = False) -> Sizing:
+         sources: tuple[tuple[str, str], ...] = SOURCES, data_in_efs: bool = False,
+         calibration: InUse = SHIPPED) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
     provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
     ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`).
     ``au_target``: the AU (percent) a source must keep to feed a cluster; ``readers``: files one instance reads
     at once (a DLIO workload's read_threads x accelerators; default its vCPUs). ``sources``: the rows, in this order;
-    ``data_in_efs``: the dataset lives in EFS (EFS reads it where it is; every other source copies it out first)."""
+    ``data_in_efs``: the dataset lives in EFS (EFS reads it where it is; every other source copies it out first);
+    ``calibration``: the model's constants and ranges (default: shipped; `dslab calibrate` writes others)."""
     found = find_instance(instance_type)
     if found is None:
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/facts/instances.py)",
@@ -299,7 +301,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     def job_kwargs(n: int, provisioning: Provisioning) -> dict[str, Any]:
         return dict(instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate, prices=prices,
                     accelerators=per_host_accelerators, provisioning=provisioning, volume_size_gb=volume_size_gb,
-                    readers=readers)
+                    readers=readers, model=calibration.model)
 
     def job(mode: str, storage: str, n: int, provisioning: Provisioning) -> Estimate:
         return estimate_mode(mode, shape, storage=storage, efs_resident=data_in_efs and mode == EFS,
@@ -398,7 +400,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
         label = source_label(mode, storage)
         premise = provisioned(mode, count, storage)
         estimate = with_range(job(mode, storage, count, premise), shape, efs_resident=data_in_efs and mode == EFS,
-                              **job_kwargs(count, premise))
+                              calibration=calibration, **job_kwargs(count, premise))
         per_hour, per_run, hours = run(estimate, count)
         ranged = option_from_estimate(estimate, shape, prices, instance_count=count, data_in_efs=data_in_efs,
                                       fsx_capacity_gib=estimate.provisioning.fsx.capacity_gib).cost_interval
@@ -509,7 +511,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             commands.append(f"experiment: hyperparameters: {{s3_concurrency: {needed}}}")
         # The same cluster on the lab as it stands: one prefix per dataset, Scratch 2 at the lab's size, EFS Bursting.
         as_is = with_range(job(mode, storage, count, lab), shape, efs_resident=data_in_efs and mode == EFS,
-                           **job_kwargs(count, lab))
+                           calibration=calibration, **job_kwargs(count, lab))
         as_is_hour, as_is_run, _ = run(as_is, count)
         deployed_view = {"au_percent": round(as_is.au_percent, 1),
                          "max_instances_at_target_au": _largest(lambda n: au_of(job(mode, storage, n, lab)), au_target,

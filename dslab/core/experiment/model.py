@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 from ..facts.limits import FSX_DATA_MAX_WAIT_MINUTES
+from ..model.calibration import SHIPPED, InUse
 from ..modes import (CONTRACT_MODES, EXPRESS, FASTFILE, JPG, STANDARD, TFRECORD)
 
 
@@ -243,6 +244,9 @@ class Experiment:
     job_prefix: str
     fsx_import_wait_minutes: int
     document: dict[str, Any]  # the normalised experiment as run, for results and reproduction
+    # The model's constants its answers use: shipped, or the calibration file its `calibration:` key names (kept whole
+    # in the document, so a run and its results say exactly which).
+    calibration: InUse = SHIPPED
 
     @property
     def content_hash(self) -> str:

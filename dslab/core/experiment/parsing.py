@@ -41,7 +41,7 @@ TRIAL_KEYS = {
 
 TOP_LEVEL_KEYS = TRIAL_KEYS | {
     "name", "description", "dataset_catalog", "repeats", "order", "seed", "max_concurrency",
-    "teardown_fsx", "trials", "job_prefix", "fsx_import_wait_minutes",
+    "teardown_fsx", "trials", "job_prefix", "fsx_import_wait_minutes", "calibration",
 }
 
 
@@ -566,15 +566,36 @@ def _parse_experiment(document: Any) -> Experiment:
         job_prefix=job_prefix,
         fsx_import_wait_minutes=_int(merged["fsx_import_wait_minutes"], "fsx_import_wait_minutes", 0, 24 * 60),
         document={},
+        calibration=_calibration(merged.get("calibration")),
     )
     normalised = normalise(experiment)
     check_combinations(experiment)
     return Experiment(**{**experiment.__dict__, "document": normalised})
 
 
+def _calibration(value: Any):
+    """The ``calibration:`` key: the calibration file's content, as the experiment file's reader puts it there (with
+    its path as "source"); nothing: the shipped calibration."""
+    from ..model.calibration import SHIPPED, in_use_from_document
+    if value is None:
+        return SHIPPED
+    if isinstance(value, str):
+        raise ConfigError("calibration", f"{value!r}: a calibration file's path is read with the experiment file "
+                          "(`dslab plan|run|recommend|export --experiment FILE`), relative to it")
+    if not isinstance(value, dict):
+        raise ConfigError("calibration", f"{value!r} is not a calibration file: give the path of one `dslab calibrate` "
+                          "wrote")
+    return in_use_from_document({k: v for k, v in value.items() if k != "source"},
+                                str(value.get("source") or "the experiment's calibration"), "calibration")
+
+
 def normalise(experiment: Experiment) -> dict[str, Any]:
-    """The experiment as run: every default filled in, so the record alone reproduces the run."""
-    return {
+    """The experiment as run: every default filled in, so the record alone reproduces the run (a calibration file
+    it names is kept whole, with its path)."""
+    calibration = experiment.calibration
+    kept = ({"calibration": {**calibration.document, "source": calibration.source}}
+            if calibration.source and calibration.document is not None else {})
+    return {**kept, **{
         "name": experiment.name,
         "description": experiment.description,
         "repeats": experiment.repeats,
@@ -585,7 +606,7 @@ def normalise(experiment: Experiment) -> dict[str, Any]:
         "fsx_import_wait_minutes": experiment.fsx_import_wait_minutes,
         "job_prefix": experiment.job_prefix,
         "trials": [_normal_trial(t) for t in experiment.trials],
-    }
+    }}
 
 
 def _normal_trial(t: Trial) -> dict[str, Any]:

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
+from ..errors import ConfigError
 from .estimate import MODEL, Estimate, Model, estimate_mode, instance_properties
 from ..modes import EXPRESS, FASTFILE, FILE, FSX, STANDARD
 from ..shape import DatasetShape
@@ -518,6 +519,88 @@ def leave_one_scenario_out(cells: tuple[Cell, ...] | None = None, base: Model = 
     return folds
 
 
+@dataclass(frozen=True)
+class InUse:
+    """The calibration an answer rests on: the shipped one (Bencher's cells, the public figures), or a file `dslab
+    calibrate` wrote from a user's own AWS runs. A user's file sets the model's constants, narrows the range of each
+    constant it calibrated to what the runs resting on it asked for, and widens every estimate's range to the error
+    it measured on those runs, each predicted without it."""
+    model: Model = MODEL
+    source: str | None = None                              # the file; None: shipped
+    calibrated: tuple[tuple[str, float, float], ...] = ()  # (constant, lowest, highest asked by a job resting on it)
+    error: tuple[float, float] | None = None               # (under, over) on the user's runs, each left out
+    document: Any = field(default=None, compare=False, hash=False)   # the file as written (an experiment keeps it)
+
+    def describe(self) -> str:
+        if self.source is None:
+            return "the shipped calibration (Bencher's 12 cells and public figures)"
+        names = ", ".join(name for name, _, _ in self.calibrated)
+        count = len(self.calibrated)
+        return (f"calibration {self.source}, fitted on your AWS runs: {count} constant{'s' if count != 1 else ''}"
+                + (f" ({names})" if names else ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source or "shipped", "calibrated": [name for name, _, _ in self.calibrated],
+                "line": self.describe()}
+
+    def ranges(self, shipped: dict[str, Assumption]) -> dict[str, Assumption]:
+        """The ranged constants with each calibrated one's range narrowed to what the runs asked for."""
+        out = dict(shipped)
+        for name, low, high in self.calibrated:
+            found = out.get(name)
+            if found is not None:
+                out[name] = replace(found, low=low, high=high, source=f"your runs ({self.source})")
+        return out
+
+    def widen(self, error: Error) -> Error:
+        if self.error is None:
+            return error
+        return Error(min(error.under, self.error[0]), max(error.over, self.error[1]), error.spread, error.scenarios)
+
+
+SHIPPED = InUse()
+
+# The calibration file `dslab calibrate` writes (core/measured.py calibration_document): this version's shape.
+CALIBRATION_VERSION = 1
+
+
+def constant_names() -> list[str]:
+    """Every constant of ``estimate.Model``: what a calibration file may set."""
+    return [f.name for f in fields(Model)]
+
+
+def in_use_from_document(document: Any, source: str, where: str = "--calibration") -> InUse:
+    """The calibration a file `dslab calibrate` wrote, as answers use it (ConfigError, one line, for anything else)."""
+    if not isinstance(document, dict) or document.get("written_by") != "dslab calibrate":
+        raise ConfigError(where, f"{source} is not a calibration file: write one with "
+                                 "`dslab calibrate --results R --out FILE`")
+    if document.get("calibration_version") != CALIBRATION_VERSION:
+        raise ConfigError(f"{where}: calibration_version",
+                          f"version {document.get('calibration_version')!r}; this dslab reads {CALIBRATION_VERSION}: "
+                          "write it again with this dslab's `dslab calibrate`")
+    values = document.get("model")
+    if not isinstance(values, dict):
+        raise ConfigError(f"{where}: model", "missing: write the file again with `dslab calibrate`")
+    unknown = sorted(set(values) - set(constant_names()))
+    if unknown:
+        raise ConfigError(f"{where}: model.{unknown[0]}", "not a constant of this dslab's model",
+                          constant_names())
+    bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0]
+    if bad:
+        raise ConfigError(f"{where}: model.{bad[0]}", f"{values[bad[0]]!r}: every constant is a positive number")
+    calibrated = []
+    for c in document.get("constants") or []:
+        if isinstance(c, dict) and c.get("status") == "calibrated" and c.get("name") in values:
+            asked = [float(v) for v in (c.get("per_job") or {}).values()] or [float(values[c["name"]])]
+            calibrated.append((c["name"], min(asked), max(asked)))
+    found = ((document.get("out_of_sample") or {}).get("your_runs") or {}).get("calibrated_without_it")
+    error = (float(found["under"]), float(found["over"])) if isinstance(found, dict) else None
+    return InUse(model=replace(MODEL, **{k: float(v) for k, v in values.items()}), source=source,
+                 calibrated=tuple(calibrated), error=error, document=document)
+
+
+
+
 @lru_cache(maxsize=None)
 def calibration() -> Calibration:
     """The model on every measured cell, and its folds."""
@@ -529,14 +612,15 @@ def estimate_range(estimate: Estimate, shape: DatasetShape, **kwargs) -> Range:
     """``estimate``'s range: ``estimate_mode`` again at the ranged constants' fast and slow ends (``kwargs``: what
     the estimate was made with, less the mode, the shape and the storage), widened by the out-of-sample error."""
     cal = calibration()
-    ranges = cal.ranges()
+    in_use = kwargs.pop("calibration", None) or SHIPPED
+    ranges = in_use.ranges(cal.ranges())
     storage = estimate.storage or STANDARD
     kwargs = {k: v for k, v in kwargs.items() if k not in ("model", "storage")}
-    base = kwargs.pop("base", MODEL)
+    base = kwargs.pop("base", in_use.model)
     fast = estimate_mode(estimate.mode, shape, storage=storage, model=_corner(base, ranges, False, storage), **kwargs)
     slow = estimate_mode(estimate.mode, shape, storage=storage, model=_corner(base, ranges, True, storage), **kwargs)
     measured = estimate.mode in MEASURED_MODES and storage == STANDARD
-    error = cal.error(estimate.mode) if measured else cal.widest()
+    error = in_use.widen(cal.error(estimate.mode) if measured else cal.widest())
     low, high = error.widen(fast.billable_seconds, slow.billable_seconds)
     low, high = min(low, estimate.billable_seconds), max(high, estimate.billable_seconds)
     moves = []
@@ -556,6 +640,6 @@ def with_range(estimate: Estimate, shape: DatasetShape, **kwargs) -> Estimate:
     return estimate
 
 
-__all__ = ["Assumption", "Calibration", "Cell", "Error", "Fitted", "Fold", "Prediction", "Range", "assumptions",
+__all__ = ["CALIBRATION_VERSION", "SHIPPED", "Assumption", "Calibration", "InUse", "constant_names", "in_use_from_document", "Cell", "Error", "Fitted", "Fold", "Prediction", "Range", "assumptions",
            "calibration", "estimate_range", "fit", "leave_one_scenario_out", "measured_cells", "model_of",
            "mountpoint", "with_range"]
