@@ -6,7 +6,8 @@ Standard's first byte at 40 ms, written by the workflow's own Collect functions)
   2. the error on the runs, each scenario predicted without it, before and after calibration;
   3. the same for the calibration experiment (experiments/calibrate.yaml) run on a truth that also moves Express's first
      byte and File's per-object copy, and what that run costs (`dslab estimate --experiment`);
-  4. writes the generated run to bench-out/recovery/results.json, with the commands that report and calibrate it.
+  4. a checkpoint trial's run where SageMaker's sync moves 16 parts at once (NVMe as above): what it recovers;
+  5. writes the generated run to bench-out/recovery/results.json, with the commands that report and calibrate it.
 """
 
 from __future__ import annotations
@@ -53,6 +54,21 @@ def main() -> None:
     truth = replace(TRUTH, express_first_byte=0.009, file_per_object=0.010)
     recovery("experiments/calibrate.yaml on a truth that also moves Express's first byte and File's per-object copy",
              truth, synthetic_results(truth, read_document(Path("experiments/calibrate.yaml")), prefix="cal"))
+    import tempfile
+
+    from tests.synthetic_runs import CHECKPOINT_TRUTH, checkpoint_experiment, synthetic_checkpoint_results
+    with tempfile.TemporaryDirectory() as folder:
+        checkpoints = json.loads(json.dumps(synthetic_checkpoint_results(checkpoint_experiment(folder)), default=str))
+    jobs = measured.checkpoint_jobs(checkpoints, PRICES)
+    found = measured.calibrate(jobs, PRICES)
+    print(f"\nCheckpoint trial (llama3 8B at scale 0.2 on ml.p4d.24xlarge, S3 and Express sync, 2 runs each): "
+          f"{len(jobs)} targets")
+    print(f"  {'constant':28} {'true':>10} {'shipped':>10} {'recovered':>10}  status")
+    for c in found.constants:
+        if c.status != "not measured":
+            true = getattr(CHECKPOINT_TRUTH, c.name)
+            print(f"  {c.name:28} {true:>10.4g} {c.shipped:>10.4g} {c.value:>10.4g}  {c.status} "
+                  f"({(c.value / true - 1):+.1%} of true)")
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "results.json").write_text(json.dumps(run, default=str, indent=1))
     print(f"\nwrote {OUT / 'results.json'}; then:\n  .venv/bin/dslab report --results {OUT / 'results.json'} --out {OUT / 'report'}"

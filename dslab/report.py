@@ -540,7 +540,7 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
         trial = trials.get(trial_name)
         if trial is not None:
             try:   # the same answer `dslab recommend --experiment` gives the trial
-                answer = trial_checkpoint_answer(trial, answers.lab, answers.prices)
+                answer = trial_checkpoint_answer(trial, answers.lab, answers.prices, answers.experiment.calibration)
                 plan = answer.premise.checkpoint.plan
             except ConfigError as err:
                 lines.append(f"- Estimated on AWS: not priced: {err}")

@@ -115,3 +115,65 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
                      "environment": {"region": "us-east-1", "code_version": "synthetic"},
                      "dataset_stats": stats, "lab": lab.to_dict(), "fsx_capacity_gib": lab.fsx.capacity_gib}
     return results_document(plan_document, records, prices)
+
+
+# ---- checkpoint trials ---------------------------------------------------------------------------------------------
+
+# The same account as TRUTH (NVMe at 2,000 MB/s), where SageMaker's checkpoint sync moves 16 parts at once.
+CHECKPOINT_TRUTH = replace(TRUTH, sync_connections=16.0)
+
+
+def checkpoint_experiment(folder, scale: float = 0.2, instance: str = "ml.p4d.24xlarge", repeats: int = 2):
+    """A checkpoint trial of llama3 8B on the sync targets, read by the experiment file reader (which reads the
+    workload file): the experiment as run."""
+    from pathlib import Path
+
+    from dslab.inputs.experiment_file import load_experiment
+    workload = Path(__file__).resolve().parents[1] / "dslab" / "contracts" / "dlio" / "llama3_8b.yaml"
+    path = Path(folder) / "checkpoints.yaml"
+    path.write_text(f"name: synthetic-checkpoints\nrepeats: {repeats}\ntrials:\n  - name: ckpt\n"
+                    f"    instance_type: {instance}\n    workload: {{file: {workload}, scale: {scale}}}\n"
+                    "    checkpoint: {targets: [s3, express], writes: 2, reads: 2, seconds_between: 0, restore: true}\n")
+    return load_experiment(path)
+
+
+def synthetic_checkpoint_results(experiment, truth: Model = CHECKPOINT_TRUTH, *, execution: str = "exec-ckpt",
+                                 noise: float = 0.02, seed: int = 0) -> dict[str, Any]:
+    """results.json of an AWS run of a checkpoint experiment where ``truth`` holds: each target's writer jobs (their
+    script's checkpoint figures: stall, save, durable in S3) and restore jobs (SageMaker's copy-in: Downloading)."""
+    from dslab.core.answer.scenarios import checkpoint_premise_of_trial
+    from dslab.core.model.checkpoint_estimate import Question, estimate_target
+    prices, lab, draw = PriceTable(), as_deployed(), random.Random(seed)
+    records, start = [], dt.datetime(2026, 12, 2, 9, 0, tzinfo=dt.timezone.utc)
+
+    def wobble(value: float) -> float:
+        return value * (1 + draw.uniform(-noise, noise))
+    for trial in experiment.trials:
+        premise = checkpoint_premise_of_trial(trial, lab)
+        c = premise.checkpoint
+        for target in trial.checkpoint.targets:
+            true = estimate_target(Question(c.plan, trial.instance_type, c.every_seconds, c.keep, prices, lab,
+                                            trial.volume_size_gb, truth), target)
+            for repeat in range(experiment.repeats):
+                stall = wobble(true.stall_seconds)
+                figures = {"stall_seconds_mean": stall, "save_seconds_mean": stall,
+                           "durable_seconds_mean": wobble(true.save_seconds),
+                           "load_seconds_mean": wobble(true.restore_seconds - (true.copy_in_seconds or 0.0)),
+                           "bytes_per_checkpoint": c.plan.bytes}
+                writer = {"other": 120.0, "downloading": 0.0, "training": c.keep * (stall + c.every_seconds) + 30.0}
+                copy_in = wobble(true.copy_in_seconds or 0.0)
+                restore = {"other": 120.0, "downloading": copy_in, "training": 20.0}
+                for restoring, phases, script in ((False, writer, figures),
+                                                  (True, restore, {"load_seconds_mean": figures["load_seconds_mean"]})):
+                    name = f"ck-{trial.name}-{target}-r{repeat}{'-rs' if restoring else ''}"
+                    describe = _describe(name, trial.instance_type, trial.instance_count, phases, sum(phases.values()),
+                                         start + dt.timedelta(hours=len(records)), 1, "File", trial.name)
+                    records.append(record_from_describe(
+                        describe, prices=prices, script_metrics={"checkpoint": script}, mode="File",
+                        dataset=c.plan.workload.name, repeat=repeat, trial=trial.name, lab=lab.to_dict(),
+                        checkpoint_target=target, checkpoint_restore=restoring,
+                        storage=EXPRESS if target == "express" else None))
+    plan_document = {"experiment": experiment.document, "backend": "aws", "execution": execution,
+                     "experiment_hash": "synthetic", "environment": {"region": "us-east-1", "code_version": "synthetic"},
+                     "dataset_stats": {}, "lab": lab.to_dict(), "fsx_capacity_gib": lab.fsx.capacity_gib}
+    return results_document(plan_document, records, prices)

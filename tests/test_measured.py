@@ -5,6 +5,7 @@ with constants changed (tests/synthetic_runs.py), written by the workflow's own 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -358,3 +359,44 @@ def test_the_calibration_experiments_results_feed_dslab_calibrate_directly():
     per_object = found["file_per_object"]
     assert MODEL.file_per_object < per_object.value < truth.file_per_object
     assert "fitted together with Bencher's cells A File, C File" in per_object.why
+
+
+# ---- the checkpoint answers ---------------------------------------------------------------------------------------
+
+def test_checkpoint_trials_calibrate_the_checkpoint_answers_assumptions_in_the_same_file(tmp_path, capsys, run):
+    """The sync's stall on NVMe rests on NVMe's rate; its upload (durable in S3) and copy-in on how many parts move at
+    once. On the account of the data run (NVMe at 2,000 MB/s) where 16 parts move at once: both recovered, in the same
+    file as the data jobs' constants, and the checkpoint answer moves with them."""
+    from .synthetic_runs import CHECKPOINT_TRUTH, checkpoint_experiment, synthetic_checkpoint_results
+    experiment = checkpoint_experiment(tmp_path)
+    checkpoints = _round_trip(synthetic_checkpoint_results(experiment))
+    jobs = measured.checkpoint_jobs(checkpoints, PRICES)
+    assert [j.job for j in jobs] == ["ckpt/s3", "ckpt/express"]
+    assert set(jobs[0].measured) == {"stall", "save", "copy_in"}
+    (tmp_path / "ckpt.json").write_text(json.dumps(checkpoints))
+    (tmp_path / "data.json").write_text(json.dumps(run))
+    out = tmp_path / "calibration.json"
+    capsys.readouterr()
+    assert main(["calibrate", "--results", str(tmp_path / "data.json"), str(tmp_path / "ckpt.json"),
+                 "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    found = {c["name"]: c for c in document["constants"]}
+    assert found["sync_connections"]["status"] == "calibrated"
+    assert found["sync_connections"]["calibrated"] == pytest.approx(CHECKPOINT_TRUTH.sync_connections, rel=0.10)
+    # NVMe rests on both kinds of job, File's download and the sync's stall: 6 jobs, one rate.
+    nvme = found["nvme_download_mbps"]
+    assert nvme["status"] == "calibrated" and len(nvme["jobs"]) == 6
+    assert nvme["calibrated"] == pytest.approx(CHECKPOINT_TRUTH.nvme_download_mbps, rel=0.10)
+    checkpoint_cells = [c for c in document["cells"] if c["compared"] == "save"]
+    assert {c["job"] for c in checkpoint_cells} == {"ckpt/s3", "ckpt/express"}
+    # The checkpoint answer moves as the truth says.
+    workload = "dslab/contracts/dlio/llama3_8b.yaml"
+    ask = ["estimate", "--workload", workload, "--instance", "ml.p4d.24xlarge"]
+    shipped = _answer(capsys, *ask)
+    mine = _answer(capsys, *ask, "--calibration", str(out))
+
+    def s3(found):
+        return next(t for t in found["targets"] if t["target"] == "s3")
+    assert s3(mine)["stall_seconds"] == pytest.approx(s3(shipped)["stall_seconds"] * 1000 / 2000, rel=0.1)
+    assert s3(mine)["upload_seconds"] < s3(shipped)["upload_seconds"] * 0.75
+    assert re.search(r"\b1[56](\.\d)? at once", " ".join(s3(mine)["assumptions"]))

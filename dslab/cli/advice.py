@@ -212,7 +212,7 @@ def _recommend_experiment(args) -> int:
     from .checkpoints import trial_answer
     checkpoint_trials = [t for t in experiment.trials if t.checkpoint is not None] if not args.dataset else []
     if args.json:
-        checkpoints = [{"trial": t.name, "answer": trial_answer(t, lab, prices).to_dict()} for t in checkpoint_trials]
+        checkpoints = [{"trial": t.name, "answer": trial_answer(t, lab, prices, experiment.calibration).to_dict()} for t in checkpoint_trials]
         print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict(),
                     **({"checkpoints": checkpoints} if checkpoints else {})})
         return 1 if unanswered else 0
@@ -225,7 +225,7 @@ def _recommend_experiment(args) -> int:
         print()
     from .checkpoints import print_trial_answer
     for trial in checkpoint_trials:   # a checkpoint trial's question: where its checkpoints go
-        print_trial_answer(trial, lab, prices, explain=args.explain)
+        print_trial_answer(trial, lab, prices, explain=args.explain, calibration=experiment.calibration)
         print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0

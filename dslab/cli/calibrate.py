@@ -54,14 +54,15 @@ def cmd_calibrate(args) -> int:
         raise ConfigError("--out", f"{out} is a folder: give the calibration file's path (calibration.json)")
     if not out.parent.exists():
         raise ConfigError("--out", f"{out.parent} does not exist: create it, or write the file elsewhere")
-    jobs = []
+    jobs: list = []
+    prices = PriceTable()
     for path in args.results:
         results = load_results(Path(path))
         jobs += measured.measured_jobs(results, where=f"--results {path}")
+        jobs += measured.checkpoint_jobs(results, prices, where=f"--results {path}")   # the same file calibrates both
     if not jobs:
-        raise ConfigError("--results", "no completed data job in " + ", ".join(args.results)
+        raise ConfigError("--results", "no completed job in " + ", ".join(args.results)
                           + ": nothing measured to calibrate on")
-    prices = PriceTable()
     found = measured.calibrate(jobs, prices)
     document = measured.calibration_document(found, prices, measured.out_of_sample(jobs, prices),
                                              [str(p) for p in args.results])
@@ -77,7 +78,8 @@ def register(sub) -> None:
     p = add_command(sub, "calibrate", cmd_calibrate,
                     "Fit the estimate's constants on your own AWS runs (with Bencher's cells) and write a calibration "
                     "file: every constant before and after, the jobs it rests on, and the error on your runs, each "
-                    "predicted without it. Local runs are refused (their seconds are this machine's).",
+                    "predicted without it; checkpoint trials calibrate the checkpoint answers' assumptions in the same "
+                    "file. Local runs are refused (their seconds are this machine's).",
                     "dslab calibrate --results results.json --out calibration.json")
     p.add_argument("--results", nargs="+", required=True, help="results.json of one or more AWS runs")
     p.add_argument("--out", required=True, help="the calibration file to write (JSON)")

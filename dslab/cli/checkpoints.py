@@ -151,14 +151,14 @@ def cmd_size(args, prices) -> int:
     return _show(args, prices, commands=True)
 
 
-def trial_answer(trial, lab, prices):
+def trial_answer(trial, lab, prices, calibration=None):
     """A checkpoint trial's answer (`recommend --experiment`, the report): where its checkpoints at the workload's full
     size go on its cluster, every 30 minutes, the last 2 kept."""
     from ..core.answer.checkpoints import trial_checkpoint_answer
-    return trial_checkpoint_answer(trial, lab, prices)
+    return trial_checkpoint_answer(trial, lab, prices, calibration)
 
 
-def print_trial_answer(trial, lab, prices, *, explain: bool = False) -> None:
-    answer = trial_answer(trial, lab, prices)
+def print_trial_answer(trial, lab, prices, *, explain: bool = False, calibration=None) -> None:
+    answer = trial_answer(trial, lab, prices, calibration)
     print(f"== {trial.name} (checkpoints to {', '.join(trial.checkpoint.targets)}; at the workload's full size)")
     print_lines(answer_lines(answer, explain=explain))

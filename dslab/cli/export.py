@@ -95,7 +95,7 @@ def _checkpoint_job(experiment, trial, env, args, lab):
     if args.results:
         raise ConfigError("--results", f"trial {trial.name} writes checkpoints: --results exports a data job; drop it")
     targets = trial.checkpoint.targets
-    answer = trial_checkpoint_answer(trial, lab, PriceTable())
+    answer = trial_checkpoint_answer(trial, lab, PriceTable(), experiment.calibration)
     if args.mode:
         by_name = {**{k: k for k in CHECKPOINT_TARGET_LABELS}, **{v.lower(): k for k, v in CHECKPOINT_TARGET_LABELS.items()}}
         target = by_name.get(args.mode.strip().lower())

@@ -291,7 +291,7 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
                    compute="no compute: checkpoints written and read back", shape=DatasetShape(plan.files, max(1, plan.bytes)),
                    shape_origin=f"the checkpointing workload {plan.workload.source}", lab=lab,
                    volume_size_gb=getattr(args, "volume_size_gb", None), defaults=frozenset(defaults),
-                   checkpoint=CheckpointPremise(plan, every, keep, save_under))
+                   checkpoint=CheckpointPremise(plan, every, keep, save_under), calibration=calibration_of(args))
 
 
 def checkpoint_question_of(args, prices=None):
@@ -302,7 +302,8 @@ def checkpoint_question_of(args, prices=None):
     premise = checkpoint_premise_of(args, prices=prices)
     c = premise.checkpoint
     return CheckpointQuestion(premise, Question(c.plan, premise.instance_type, c.every_seconds, c.keep, prices,
-                                                premise.lab, premise.volume_size_gb), workload=workload_of(args))
+                                                premise.lab, premise.volume_size_gb, premise.calibration.model),
+                              workload=workload_of(args))
 
 
 def premise_json(premise: Premise, workload=None) -> dict[str, Any]:

@@ -96,7 +96,7 @@ def print_premises(experiment, lab, stats=None) -> None:
     for trial in experiment.trials:
         if trial.checkpoint is not None:
             targets = ", ".join(trial.checkpoint.targets)
-            print(f"{trial.name} (checkpoints to {targets}): {checkpoint_premise_of_trial(trial, lab).describe()}")
+            print(f"{trial.name} (checkpoints to {targets}): {checkpoint_premise_of_trial(trial, lab, experiment.calibration).describe()}")
     for scenario in scenarios(experiment):
         known = known_shape(scenario.dataset, stats)
         if known is None:

@@ -29,16 +29,17 @@ from typing import Any, Iterable, Mapping
 
 from ..contracts import RESULTS_SCHEMA_VERSION
 from .answer.premise import Premise
-from .answer.scenarios import known_shape, premise_of_trial
+from .answer.scenarios import checkpoint_premise_of_trial, known_shape, premise_of_trial
 from .errors import ConfigError
 from .experiment import parse_experiment
 from .facts.compute import compute_rate
 from .facts.prices import PriceTable
 from .model import calibration as shipped
 from .model.calibration import CALIBRATION_VERSION, SHIPPED, InUse, constant_names
+from .model.checkpoint_estimate import Question as CheckpointQuestion, estimate_target, measured_targets
 from .model.estimate import MODEL, Estimate, Model, estimate_mode
 from .model.provisioning import Provisioning, as_deployed
-from .modes import STANDARD, lab_mode, source_label
+from .modes import STANDARD, checkpoint_target_label, lab_mode, source_label
 
 PHASES = ("downloading", "training", "other")
 ELASTIC = 0.3              # a phase "rests on" a constant that moves it at least this share per share
@@ -77,8 +78,85 @@ class MeasuredJob:
                              provisioning=self.premise.lab, efs_resident=self.data_in_efs and self.mode == "EFS",
                              **{**self.premise.estimate_kwargs(), "model": model})
 
+    # The phases a calibration fits, and the one figure leave-one-out compares (a data job: its billable seconds).
+    phases = PHASES
+    headline = "billable"
+
+    def predict(self, prices: PriceTable, model: Model = MODEL) -> dict[str, float]:
+        """The estimate's phases and billable seconds for this job's premise, with ``model``'s constants."""
+        estimate = self.estimate(prices, model)
+        return {**{p: getattr(estimate, p) for p in PHASES}, "billable": estimate.billable_seconds}
+
     def provenance(self) -> dict[str, Any]:
         return {"execution": self.execution, "job": self.job, "date": self.started, "region": self.region}
+
+
+@dataclass(frozen=True)
+class CheckpointJob:
+    """One checkpoint trial's target as a run measured it (its writer jobs' means, its restore job's copy-in), with
+    the question it ran: what calibrates the checkpoint estimate's assumptions (NVMe's rate behind a sync target's
+    stall, the sync's upload and copy-in)."""
+    execution: str
+    job: str                     # "<trial>/<target>"
+    started: str | None
+    region: str | None
+    trial: str
+    dataset: str                 # the checkpointing workload's model
+    mode: str                    # the target: s3, express, fsx, efs
+    question: Any                # checkpoint_estimate.Question, at the run's scale
+    measured: Mapping[str, float]    # stall, save (the sync: until durable in S3), copy_in where measured
+    scenario: str = ""
+    storage: str = STANDARD
+
+    headline = "save"
+
+    @property
+    def phases(self) -> tuple[str, ...]:
+        return tuple(p for p in CHECKPOINT_PHASES if p in self.measured)
+
+    @property
+    def source(self) -> str:
+        return checkpoint_target_label(self.mode)
+
+    def predict(self, prices: PriceTable, model: Model = MODEL) -> dict[str, float]:
+        est = estimate_target(replace(self.question, model=model), self.mode)
+        return {"stall": est.stall_seconds, "save": est.save_seconds, "copy_in": est.copy_in_seconds or 0.0}
+
+    def provenance(self) -> dict[str, Any]:
+        return {"execution": self.execution, "job": self.job, "date": self.started, "region": self.region}
+
+
+CHECKPOINT_PHASES = ("stall", "save", "copy_in")
+
+
+def checkpoint_jobs(results: dict[str, Any], prices: PriceTable, where: str = "results.json") -> list[CheckpointJob]:
+    """The checkpoint trials' targets of an AWS run, each with its question at the run's own scale (its interval, the
+    checkpoints it kept, its cluster); refused in one line like ``measured_jobs``."""
+    check_results(results, where)
+    if not any(r.get("checkpoint_target") for r in results["records"]):
+        return []
+    experiment = parse_experiment(results["experiment"])
+    lab = Provisioning.from_dict(results.get("lab"), as_deployed(int(results.get("fsx_capacity_gib") or 1200)))
+    region = (results.get("environment") or {}).get("region") or (results.get("prices") or {}).get("region")
+    trials = {t.name: t for t in experiment.trials if t.checkpoint is not None}
+    out = []
+    for target in measured_targets(results["records"]):
+        trial = trials.get(target.trial)
+        if trial is None or target.stall_seconds is None:
+            continue   # nothing completed, or a trial the experiment does not hold
+        premise = checkpoint_premise_of_trial(trial, lab)
+        c = premise.checkpoint
+        question = CheckpointQuestion(c.plan, trial.instance_type, c.every_seconds, c.keep, prices, lab,
+                                      trial.volume_size_gb)
+        figures = {"stall": target.stall_seconds, "save": target.durable_seconds, "copy_in": target.copy_in_seconds}
+        started = next((r.get("training_start") for r in results["records"]
+                        if r.get("trial") == target.trial and r.get("checkpoint_target") == target.target), None)
+        out.append(CheckpointJob(
+            execution=str(results.get("execution") or "?"), job=f"{target.trial}/{target.target}", started=started,
+            region=region, trial=target.trial, dataset=target.model, mode=target.target, question=question,
+            measured={k: float(v) for k, v in figures.items() if v is not None},
+            scenario=f"{results.get('execution', '?')}/{target.trial}/{target.target}"))
+    return out
 
 
 def check_results(results: Any, where: str) -> None:
@@ -192,22 +270,18 @@ def bencher_jobs() -> list[MeasuredJob]:
 
 # ---- which constants a phase rests on ------------------------------------------------------------
 
-def _phase(estimate: Estimate, phase: str) -> float:
-    return estimate.billable_seconds if phase == "billable" else getattr(estimate, phase)
-
-
-def elasticities(job: MeasuredJob, prices: PriceTable, model: Model = MODEL,
+def elasticities(job: Any, prices: PriceTable, model: Model = MODEL,
                  names: Iterable[str] | None = None) -> dict[str, dict[str, float]]:
     """{phase: {constant: elasticity}}: the share each phase moves per share the constant moves (+25%, log ratio)."""
-    base = job.estimate(prices, model)
-    out: dict[str, dict[str, float]] = {p: {} for p in PHASES}
+    base = job.predict(prices, model)
+    out: dict[str, dict[str, float]] = {p: {} for p in job.phases}
     for name in names or constant_names():
         value = getattr(model, name)
         if not value:
             continue
-        moved = job.estimate(prices, replace(model, **{name: value * 1.25}))
-        for phase in PHASES:
-            before, after = _phase(base, phase), _phase(moved, phase)
+        moved = job.predict(prices, replace(model, **{name: value * 1.25}))
+        for phase in job.phases:
+            before, after = base[phase], moved[phase]
             if before > 0 and after > 0:
                 share = math.log(after / before) / math.log(1.25)
                 if abs(share) >= 0.01:
@@ -215,11 +289,15 @@ def elasticities(job: MeasuredJob, prices: PriceTable, model: Model = MODEL,
     return out
 
 
-def rests_on(job: MeasuredJob, prices: PriceTable, model: Model = MODEL) -> dict[str, str | None]:
+def rests_on(job: Any, prices: PriceTable, model: Model = MODEL) -> dict[str, str | None]:
     """{phase: the constant the phase rests on most (elasticity >= ELASTIC), or None}."""
+    widths = {name: math.log(a.high / a.low) if a.low > 0 and a.high > a.low else 0.0
+              for name, a in ranged_constants().items()}
     out: dict[str, str | None] = {}
     for phase, shares in elasticities(job, prices, model).items():
-        best = max(shares.items(), key=lambda kv: abs(kv[1]), default=(None, 0.0))
+        # Two constants the phase rests on alike (a product: the sync's parts at once x S3's rate per connection):
+        # the least known of them (the widest plausible range) is the one the measurement calibrates.
+        best = max(shares.items(), key=lambda kv: (round(abs(kv[1]), 2), widths.get(kv[0], 0.0)), default=(None, 0.0))
         out[phase] = best[0] if abs(best[1]) >= ELASTIC else None
     return out
 
@@ -376,15 +454,14 @@ def _golden(objective, low: float, high: float, steps: int = 32) -> float:
     return math.exp((a + b) / 2)
 
 
-def _loss(pairs: list[tuple[MeasuredJob, str]], prices: PriceTable, model: Model) -> float:
+def _loss(pairs: list[tuple[Any, str]], prices: PriceTable, model: Model) -> float:
     total = 0.0
-    cache: dict[int, Estimate] = {}
+    cache: dict[int, dict[str, float]] = {}
     for job, phase in pairs:
-        estimate = cache.get(id(job))
-        if estimate is None:
-            estimate = cache[id(job)] = job.estimate(prices, model)
-        predicted, measured = _phase(estimate, phase), job.measured[phase]
-        total += math.log(max(predicted, 1e-3) / measured) ** 2
+        predicted = cache.get(id(job))
+        if predicted is None:
+            predicted = cache[id(job)] = job.predict(prices, model)
+        total += math.log(max(predicted[phase], 1e-3) / job.measured[phase]) ** 2
     return total
 
 
@@ -519,7 +596,12 @@ class OutOfSample:
                 "calibrated_without_it": self._summary(self.after)}
 
 
-def out_of_sample(jobs: list[MeasuredJob], prices: PriceTable, base: Model = MODEL) -> OutOfSample | None:
+def _error(job: Any, prices: PriceTable, model: Model) -> float:
+    """estimated / measured - 1 of the job's headline figure (a data job's billable seconds, a checkpoint's save)."""
+    return job.predict(prices, model)[job.headline] / job.measured[job.headline] - 1
+
+
+def out_of_sample(jobs: list[Any], prices: PriceTable, base: Model = MODEL) -> OutOfSample | None:
     """Leave one scenario out: None where the jobs hold fewer than two scenarios (nothing to leave out)."""
     scenarios = sorted({j.scenario for j in jobs})
     if len(scenarios) < 2:
@@ -529,9 +611,23 @@ def out_of_sample(jobs: list[MeasuredJob], prices: PriceTable, base: Model = MOD
         rest = [j for j in jobs if j.scenario != scenario]
         model = calibrate(rest, prices, base).model
         for job in (j for j in jobs if j.scenario == scenario):
-            before.append(job.estimate(prices, base).billable_seconds / job.measured["billable"] - 1)
-            after.append(job.estimate(prices, model).billable_seconds / job.measured["billable"] - 1)
+            before.append(_error(job, prices, base))
+            after.append(_error(job, prices, model))
     return OutOfSample(scenarios, before, after)
+
+
+def _cell(job: Any, prices: PriceTable, model: Model) -> dict[str, Any]:
+    """One measured cell of a calibration file: where it came from, what it measured, the estimate before and after."""
+    out = {**job.provenance(), "dataset": job.dataset, "source": job.source,
+           "measured": {k: round(v, 1) for k, v in job.measured.items()},
+           "estimated_shipped": round(job.predict(prices, MODEL)[job.headline], 1),
+           "estimated_calibrated": round(job.predict(prices, model)[job.headline], 1), "compared": job.headline}
+    if isinstance(job, MeasuredJob):
+        out.update(instance_type=job.premise.instance_type, instance_count=job.premise.instance_count,
+                   epochs=job.premise.epochs)
+    else:
+        out.update(instance_type=job.question.instance_type, instance_count=job.question.plan.hosts)
+    return out
 
 
 def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSample | None,
@@ -540,7 +636,7 @@ def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSa
     bencher = bencher_jobs()
 
     def errors(model: Model, jobs: list[MeasuredJob]) -> list[float]:
-        return [j.estimate(prices, model).billable_seconds / j.measured["billable"] - 1 for j in jobs]
+        return [_error(j, prices, model) for j in jobs]
     shipped_folds = [p.error for f in shipped.calibration().folds for p in f.predictions]
     return {
         "calibration_version": CALIBRATION_VERSION,
@@ -548,12 +644,11 @@ def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSa
         "results": sources,
         "model": {name: getattr(found.model, name) for name in constant_names()},
         "constants": [c.to_dict() for c in found.constants],
-        "cells": [{**j.provenance(), "dataset": j.dataset, "source": j.source,
-                   "instance_type": j.premise.instance_type, "instance_count": j.premise.instance_count,
-                   "epochs": j.premise.epochs, "measured": {k: round(v, 1) for k, v in j.measured.items()},
-                   "estimated_shipped": round(j.estimate(prices, MODEL).billable_seconds, 1),
-                   "estimated_calibrated": round(j.estimate(prices, found.model).billable_seconds, 1)}
-                  for j in found.jobs],
+        "cells": [_cell(j, prices, found.model) for j in found.jobs],
+        # What no job's phase shows: FSx's metadata import runs before the jobs (its rate is the post's ~2 M objects an
+        # hour, estimate.FSX_IMPORT_RATE), so a run leaves it as it was.
+        "not_measured_by_a_job": {"fsx_import_rate": "FSx's S3 metadata import runs before any job: no phase of a "
+                                                     "job shows it; kept as shipped (the post's ~2 M objects an hour)"},
         "out_of_sample": {
             "bencher_shipped": OutOfSample._summary(shipped_folds),
             "bencher_calibrated_in_sample": OutOfSample._summary(errors(found.model, bencher)),
@@ -564,5 +659,5 @@ def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSa
 
 
 __all__ = ["CALIBRATION_VERSION", "Calibrated", "ConstantFit", "JobCheck", "MeasuredJob", "OutOfSample", "PhaseCheck",
-           "RESULTS_SCHEMA_VERSION", "bencher_jobs", "calibrate", "calibration_document", "check_results", "compare",
+           "RESULTS_SCHEMA_VERSION", "CheckpointJob", "bencher_jobs", "calibrate", "checkpoint_jobs", "calibration_document", "check_results", "compare",
            "elasticities", "measured_jobs", "planned_jobs", "out_of_sample", "rests_on"]

@@ -176,7 +176,7 @@ def checkpoint_answer(question: CheckpointQuestion) -> CheckpointAnswer:
     return CheckpointAnswer(question, ordered, pick, runner, why, passed)
 
 
-def trial_checkpoint_answer(trial: Any, lab: Any, prices: Any) -> CheckpointAnswer:
+def trial_checkpoint_answer(trial: Any, lab: Any, prices: Any, calibration: Any = None) -> CheckpointAnswer:
     """A checkpoint trial's answer (`recommend --experiment`, the report): where its checkpoints at the workload's full
     size go on its cluster, every 30 minutes, the last 2 kept."""
     from dataclasses import replace
@@ -185,10 +185,10 @@ def trial_checkpoint_answer(trial: Any, lab: Any, prices: Any) -> CheckpointAnsw
     from .premise import CheckpointPremise
     from .scenarios import checkpoint_premise_of_trial
     full = replace(trial, checkpoint=replace(trial.checkpoint, workload=replace(trial.checkpoint.workload, scale=1.0)))
-    premise = checkpoint_premise_of_trial(full, lab)
+    premise = checkpoint_premise_of_trial(full, lab, calibration)
     premise = replace(premise, checkpoint=CheckpointPremise(premise.checkpoint.plan, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP))
     question = Question(premise.checkpoint.plan, trial.instance_type, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, prices,
-                        premise.lab, trial.volume_size_gb)
+                        premise.lab, trial.volume_size_gb, premise.calibration.model)
     return checkpoint_answer(CheckpointQuestion(premise, question))
 
 

@@ -163,7 +163,7 @@ def compute_said(trial: Trial) -> str:
             "(the experiment's compute)")
 
 
-def checkpoint_premise_of_trial(trial: Trial, lab: Any = None) -> Premise:
+def checkpoint_premise_of_trial(trial: Trial, lab: Any = None, calibration: InUse | None = None) -> Premise:
     """A checkpoint trial's question as `dslab estimate --workload` asks it: its plan on the trial's cluster, its
     checkpoints as far apart as it runs them, every checkpoint it writes kept (DLIO keeps each in its own folder)."""
     from .premise import CheckpointPremise
@@ -172,7 +172,7 @@ def checkpoint_premise_of_trial(trial: Trial, lab: Any = None) -> Premise:
     return Premise(instance_type=trial.instance_type, instance_count=trial.instance_count,
                    accelerators=plan.gpus_per_host, epochs=1, rate=0.0, compute="no compute: checkpoints",
                    shape=DatasetShape(plan.files, max(1, plan.bytes)), shape_origin=workload.source, lab=lab,
-                   volume_size_gb=trial.volume_size_gb,
+                   volume_size_gb=trial.volume_size_gb, calibration=calibration or SHIPPED,
                    checkpoint=CheckpointPremise(plan, max(1.0, workload.interval_seconds), max(1, workload.writes)))
 
 

@@ -146,7 +146,7 @@ class Assumption:
 
 # Constants whose larger value makes a job shorter; every other one lengthens it.
 FASTER_WHEN_LARGER = {"ebs_download_mbps", "nvme_download_mbps", "fastfile_list_rate", "s3_stream_mbps", "pipe_mbps",
-                      "s3_connection_mbps", "network_payload"}
+                      "s3_connection_mbps", "network_payload", "sync_connections"}
 
 
 @lru_cache(maxsize=None)
@@ -206,6 +206,9 @@ def assumptions() -> dict[str, Assumption]:
                    "assumption: the post's EBS ceiling (\"NVMe-backed ones go higher\") to NVMe's local read", "MB/s"),
         Assumption("s3_connection_mbps", "S3 per connection", 85.0, 90.0,
                    "AWS S3 performance guidelines: \"85-90 MB/s\" per concurrent request", "MB/s"),
+        Assumption("sync_connections", "the checkpoint sync's parts at once", 4.0, 20.0,
+                   "assumption: the AWS CLI's max_concurrent_requests (10), from 4 to twice it; SageMaker does not "
+                   "document how its checkpoint upload and copy-in move bytes", "per instance"),
         Assumption("network_payload", "network share carrying data", 0.7, 0.9,
                    "assumption: headers, TLS and retransmits take 10-30% of the line rate"),
     ]

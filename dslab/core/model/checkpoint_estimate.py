@@ -26,9 +26,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import ConfigError
-from .estimate import MODEL, NETWORK_PAYLOAD
+from .estimate import MODEL, NETWORK_PAYLOAD, Model
 
-# The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()).
+# The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()); a Question
+# carries the model it is answered with (the shipped one, or a user's calibration), these are the shipped values.
 NVME_DOWNLOAD_MBPS = MODEL.nvme_download_mbps
 S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
 from ..facts.instances import INSTANCES
@@ -88,10 +89,16 @@ EXPRESS_READS_PER_BUCKET = 200_000.0
 # of 8 MiB (the AWS CLI's multipart_chunksize and multipart_threshold), 10 parts at once per instance (the AWS CLI's
 # max_concurrent_requests), each at S3's per-connection 85-90 MB/s (estimate.S3_CONNECTION_MBPS).
 SYNC_PART_BYTES = 8 * 1024 ** 2
-SYNC_CONNECTIONS = 10
-SYNC_ASSUMPTION = (f"SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; assumed "
-                   f"{SYNC_PART_BYTES // 2**20} MiB parts, {SYNC_CONNECTIONS} at once per instance (the AWS CLI's "
-                   f"defaults) at {S3_CONNECTION_MBPS:g} MB/s each, up to the instance's network")
+SYNC_CONNECTIONS = MODEL.sync_connections
+
+
+def sync_assumption(model: Model = MODEL) -> str:
+    return (f"SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; assumed "
+            f"{SYNC_PART_BYTES // 2**20} MiB parts, {model.sync_connections:.3g} at once per instance (the AWS CLI's "
+            f"defaults) at {model.s3_connection_mbps:g} MB/s each, up to the instance's network")
+
+
+SYNC_ASSUMPTION = sync_assumption()
 
 NONCURRENT_SAID = (f"S3 sync: the data bucket is versioned; each checkpoint the sync deletes is kept as a noncurrent "
                    f"version until its lifecycle rule expires it ({CHECKPOINT_NONCURRENT_DAYS} day under checkpoints/, "
@@ -106,8 +113,12 @@ NONCURRENT_SAID = (f"S3 sync: the data bucket is versioned; each checkpoint the 
 # MB/s; the lab's one figure for it (estimate.NVME_DOWNLOAD_MBPS) is an assumption, said so.
 GP2_SMALL_MIBPS, GP2_LARGE_MIBPS = 128.0, 250.0
 GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
-NVME_ASSUMPTION = (f"NVMe instance storage writes and reads at {NVME_DOWNLOAD_MBPS:,.0f} MB/s per instance "
-                   "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
+def nvme_assumption(model: Model = MODEL) -> str:
+    return (f"NVMe instance storage writes and reads at {model.nvme_download_mbps:,.0f} MB/s per instance "
+            "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
+
+
+NVME_ASSUMPTION = nvme_assumption()
 
 # What a checkpoint occupies beyond its bytes on a file system or volume: the 5% every volume gets.
 HEADROOM = VOLUME_HEADROOM
@@ -239,6 +250,7 @@ class Question:
     prices: PriceTable
     lab: Provisioning
     volume_size_gb: int | None = None
+    model: Model = MODEL     # the constants: shipped, or a user's calibration (NVMe's rate, the sync's connections)
 
     @property
     def load(self) -> CheckpointLoad:
@@ -267,10 +279,10 @@ class Question:
         return seconds * self.plan.hosts * self.hourly / 3600
 
 
-def volume_mbps(instance_type: str, volume_gb: int, nvme: bool) -> tuple[float, str | None]:
+def volume_mbps(instance_type: str, volume_gb: int, nvme: bool, model: Model = MODEL) -> tuple[float, str | None]:
     """The instance volume's write (and read) throughput, MB/s, and the assumption it rests on (None: documented)."""
     if nvme:
-        return NVME_DOWNLOAD_MBPS, NVME_ASSUMPTION
+        return model.nvme_download_mbps, nvme_assumption(model)
     mibps = GP2_SMALL_MIBPS if volume_gb <= GP2_SMALL_MAX_GB else GP2_LARGE_MIBPS
     note = (f"a gp2 volume of {volume_gb:,} GB between 170 and 334 GiB bursts to 250 MiB/s (its burst credits "
             "assumed)" if GP2_SMALL_MAX_GB < volume_gb < GP2_BURST_MAX_GB else None)
@@ -283,10 +295,10 @@ def _sync(q: Question, target: str) -> TargetEstimate:
     # The instance's volume holds what the script keeps and, at a restore, every kept checkpoint of every host.
     needed = load.total_bytes * q.keep if q.plan.hosts > 1 else load.host_bytes * q.keep
     volume = volume_for(q.instance_type, q.volume_size_gb, needed)
-    write_mbps, volume_note = volume_mbps(q.instance_type, volume.gb, volume.nvme)
+    write_mbps, volume_note = volume_mbps(q.instance_type, volume.gb, volume.nvme, q.model)
     network = q.network_mbps()
     stall = load.host_bytes / 1e6 / write_mbps
-    per_host = min(network, SYNC_CONNECTIONS * S3_CONNECTION_MBPS)
+    per_host = min(network, q.model.sync_connections * q.model.s3_connection_mbps)
     puts_rate = EXPRESS_WRITES_PER_BUCKET if express else S3_PUTS_PER_PREFIX
     gets_rate = EXPRESS_READS_PER_BUCKET if express else S3_GETS_PER_PREFIX
     upload = max(load.host_bytes / 1e6 / per_host, load.parts / puts_rate)
@@ -317,7 +329,7 @@ def _sync(q: Question, target: str) -> TargetEstimate:
         requests_usd_per_day=per_save * q.saves_per_day, standing_usd_per_day=0.0,
         restore_usd=q.idle_usd(restore) + restore_requests, puts_per_save=load.parts,
         gets_per_restore=load.parts * q.keep * q.plan.hosts, upload_seconds=upload, copy_in_seconds=copy_in,
-        assumptions=[SYNC_ASSUMPTION] + ([volume_note] if volume_note else []) + ([] if express else [NONCURRENT_SAID])
+        assumptions=[sync_assumption(q.model)] + ([volume_note] if volume_note else []) + ([] if express else [NONCURRENT_SAID])
         + q.network_said())
     est.bound = (f"the instance's volume ({write_mbps:,.0f} MB/s); the upload behind it: "
                  + ("S3's PUT rate" if load.parts / puts_rate >= load.host_bytes / 1e6 / per_host

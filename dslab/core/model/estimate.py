@@ -89,6 +89,9 @@ class Model:
     # "Make one concurrent request for each 85-90 MB/s of desired network throughput" (S3 performance
     # guidelines, https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/horizontal-scaling-and-request-parallelization-for-high-throughput.html).
     s3_connection_mbps: float = 87.5
+    # SageMaker's checkpoint upload and copy-in: files in parts, this many at once per instance (assumption: the AWS
+    # CLI's max_concurrent_requests; how SageMaker's uploader moves bytes is not documented), each at s3_connection_mbps.
+    sync_connections: float = 10.0
     network_payload: float = 0.8         # the share of the network's bits that carry data (assumption)
 
     def startup(self, mode: str) -> float:
