@@ -1054,6 +1054,182 @@ def test_teardown_blocker_skips_its_own_execution_and_those_without_fsx_and_name
     assert teardown_blocker(clients, BUCKET, "", own) == ""      # no state machine named: nothing to look at
 
 
+def _stored(world, base: str) -> tuple[dict, dict]:
+    s3 = world.c["s3"]
+    return (json.loads(s3.get_object(Bucket=BUCKET, Key=f"{base}/results.json")["Body"].read())["teardown"],
+            json.loads(s3.get_object(Bucket=BUCKET, Key=f"{base}/teardown.json")["Body"].read()))
+
+
+def test_teardown_keeps_fsx_that_a_job_reads_or_that_only_its_callers_rights_could_delete_and_records_why(world):
+    """Teardown (start) with a training job InProgress on the file system: DEFERRED, naming the first such job; with
+    a stack deployed without a service role: NO_SERVICE_ROLE (DeleteStack would run with the function's own rights,
+    which cannot delete a file system). Each outcome is final and written into results.json and teardown.json, and
+    the stack is left standing."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    from dslab.workflow import handlers
+
+    from .fault_world import ACCOUNT, REGION, run_function
+    base = "results/exec-kept"
+    world.put_json(f"{base}/results.json", {"records": [], "summary": {}})
+    plan = {"bucket": BUCKET, "base": base}
+    event = {"action": "start", "plan": plan, "state_machine": "", "execution_arn": ""}
+    _custom_fsx_stack(world, "Read-Fsx")
+    for name in ("reader-1", "reader-2"):
+        world.c["sagemaker"].create_training_job(
+            TrainingJobName=name, AlgorithmSpecification={"TrainingImage": "img", "TrainingInputMode": "File"},
+            RoleArn=f"arn:aws:iam::{ACCOUNT}:role/training",
+            InputDataConfig=[{"ChannelName": "train", "DataSource": {"FileSystemDataSource": {
+                "FileSystemId": world.fsx_id, "FileSystemAccessMode": "ro", "FileSystemType": "FSxLustre",
+                "DirectoryPath": "/abcdefgh/datasets/tiny"}}}],
+            OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/output"},
+            ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+            StoppingCondition={"MaxRuntimeInSeconds": 3600})
+        sagemaker_backends[ACCOUNT][REGION].training_jobs[name].training_job_status = "InProgress"
+    found = run_function(world, handlers.teardown, event, DSLAB_FSX_STACK="Read-Fsx")
+    # The first reader in ListTrainingJobs' order (other jobs InProgress read S3, not this file system).
+    first = next(s["TrainingJobName"] for s in world.c["sagemaker"].list_training_jobs(
+        StatusEquals="InProgress")["TrainingJobSummaries"] if s["TrainingJobName"].startswith("reader-"))
+    deferred = {"status": "DEFERRED", "final": True,
+                "message": f"FSx kept: training job {first} (InProgress) reads it; `dslab fsx down` once it ends"}
+    for name in ("reader-1", "reader-2"):   # the world's next tests see no reader
+        sagemaker_backends[ACCOUNT][REGION].training_jobs[name].training_job_status = "Completed"
+    assert found.result == deferred and _stored(world, base) == (deferred, deferred)
+    assert world.c["cloudformation"].describe_stacks(StackName="Read-Fsx")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    template = {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {"FsxFileSystemId": {"Value": world.fsx_id}}}
+    world.c["cloudformation"].create_stack(StackName="Roleless-Fsx", TemplateBody=json.dumps(template))
+    refused = run_function(world, handlers.teardown, event, DSLAB_FSX_STACK="Roleless-Fsx")
+    from dslab.workflow.fsx_guard import without_service_role
+    expected = {"status": "NO_SERVICE_ROLE", "final": True,
+                "message": f"FSx not torn down: {without_service_role({})}"}
+    assert refused.result == expected and _stored(world, base) == (expected, expected)
+    assert "`dslab fsx down`" in expected["message"] and "service role" in expected["message"]
+    assert world.c["cloudformation"].describe_stacks(StackName="Roleless-Fsx")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+
+
+def test_teardown_follows_the_labs_own_stack_by_default_and_a_check_it_could_not_make_counts(world, monkeypatch):
+    """Without DSLAB_FSX_STACK the lab's own stack (DataSourceLab-Fsx) is the one torn down. A check throttled past
+    botocore's retries is not final: status UNKNOWN, counted, the previous fields kept, saying the next check looks
+    again. DELETE_FAILED without a reason from CloudFormation says so with empty brackets."""
+    from botocore.exceptions import ClientError
+
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    base = "results/exec-default"
+    world.put_json(f"{base}/results.json", {"records": [], "summary": {}})
+    plan = {"bucket": BUCKET, "base": base}
+    stack_id = world.fsx_stack_up()
+    with_stack = world.function_env
+    monkeypatch.setattr(world, "function_env", lambda **extra: {k: v for k, v in with_stack(**extra).items()
+                                                                 if k != "DSLAB_FSX_STACK"})
+    started = run_function(world, handlers.teardown, {"action": "start", "plan": plan, "state_machine": "",
+                                                      "execution_arn": ""})
+    assert started.result == {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack_id, "checks": 0,
+                              "message": "deleting DataSourceLab-Fsx"}
+    previous = {**started.result, "checks": 4}
+    throttled = ClientError({"Error": {"Code": "Throttling", "Message": "Rate exceeded"},
+                             "ResponseMetadata": {"HTTPStatusCode": 400}}, "DescribeStacks")
+
+    def describe(cfn, name):
+        raise throttled
+    monkeypatch.setattr("dslab.workflow.teardown.describe_stack", describe)
+    looked = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": previous})
+    assert looked.raised is None, looked.raised
+    assert {k: v for k, v in looked.result.items() if k != "message"} == {
+        **{k: v for k, v in previous.items() if k != "message"}, "status": "UNKNOWN", "final": False, "checks": 5}
+    assert looked.result["message"].startswith("DataSourceLab-Fsx could not be looked at (")
+    assert looked.result["message"].endswith("); the next check looks again")
+    monkeypatch.setattr("dslab.workflow.teardown.describe_stack",
+                        lambda cfn, name: {"StackStatus": "DELETE_FAILED", "StackId": stack_id})
+    failed = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": previous}).result
+    assert failed["message"] == ("DataSourceLab-Fsx is DELETE_FAILED (): FSx may still exist and bill; fix the cause and "
+                                 "run `dslab fsx down`, or delete it in the console")
+
+
+def test_teardown_start_skips_its_own_execution_and_defers_to_another_that_needs_fsx(world):
+    """Teardown (start) is told its own execution: that one (RUNNING, FSx in its plan, no results yet) does not
+    block it, and the stack is deleted. Another such execution does: DEFERRED, final, naming it and who tears FSx
+    down instead, written into results.json and teardown.json."""
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    base = "results/t-own"
+    plan = world.plan_document("x")
+    machine = _blockers_machine(world, "TeardownOwn", {"t-own": plan})
+    own = machine.replace(":stateMachine:", ":execution:") + ":t-own"
+    stack_id = _custom_fsx_stack(world, "Own-Fsx")
+    event = {"action": "start", "plan": {"bucket": BUCKET, "base": base}, "state_machine": machine, "execution_arn": own}
+    # Its own results.json is not there (Collect could not store it): it still does not block itself.
+    started = run_function(world, handlers.teardown, event, DSLAB_FSX_STACK="Own-Fsx")
+    assert started.result == {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": stack_id, "checks": 0,
+                              "message": "deleting Own-Fsx"}
+    world.put_json(f"{base}/results.json", {"records": [], "summary": {}})
+    world.c["stepfunctions"].start_execution(stateMachineArn=machine, name="t-other")
+    world.put_json("results/t-other/plan.json", plan)
+    _custom_fsx_stack(world, "Own-Fsx")
+    deferred = run_function(world, handlers.teardown, event, DSLAB_FSX_STACK="Own-Fsx")
+    expected = {"status": "DEFERRED", "final": True,
+                "message": "FSx kept: execution t-other still has FSx jobs to run. The last execution with FSx jobs "
+                           "tears it down if it asks to; otherwise `dslab fsx down`"}
+    assert deferred.result == expected and _stored(world, base) == (expected, expected)
+
+
+def test_teardown_start_of_a_stack_already_gone_and_a_long_deletion_failure(world, monkeypatch):
+    """A start whose event names no state machine looks at no execution; a stack that no longer exists (or is seen
+    DELETE_COMPLETE) is ALREADY_GONE, final, recorded. A DELETE_FAILED reason is quoted to its first 300 characters."""
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    base = "results/exec-gone"
+    world.put_json(f"{base}/results.json", {"records": [], "summary": {}})
+    plan = {"bucket": BUCKET, "base": base}
+    gone = {"status": "ALREADY_GONE", "final": True, "message": "Never-Fsx does not exist: nothing to tear down"}
+    found = run_function(world, handlers.teardown, {"action": "start", "plan": plan}, DSLAB_FSX_STACK="Never-Fsx")
+    assert found.raised is None, found.raised
+    assert found.result == gone and _stored(world, base) == (gone, gone)
+    monkeypatch.setattr("dslab.workflow.teardown.describe_stack",
+                        lambda cfn, name: {"StackStatus": "DELETE_COMPLETE", "StackId": "stack-gone"})
+    assert run_function(world, handlers.teardown, {"action": "start", "plan": plan},
+                        DSLAB_FSX_STACK="Never-Fsx").result == gone
+    reason = "R" * 299 + "ST" + "U" * 50
+    monkeypatch.setattr("dslab.workflow.teardown.describe_stack",
+                        lambda cfn, name: {"StackStatus": "DELETE_FAILED", "StackId": "s", "StackStatusReason": reason})
+    previous = {"status": "DELETE_IN_PROGRESS", "final": False, "stack_id": "s", "checks": 0, "message": "m"}
+    failed = run_function(world, handlers.teardown, {"action": "check", "plan": plan, "teardown": previous}).result
+    assert f"({'R' * 299}S): FSx may still exist" in failed["message"]
+
+
+def test_the_idle_action_without_its_settings_is_the_guard_off_and_looks_at_no_execution(world):
+    """The scheduled idle guard's event names its state machine and idle hours; without them the guard is off
+    (0 hours) and no execution is looked at: FSx kept, saying so."""
+    from dslab.workflow import handlers
+
+    from .fault_world import run_function
+    world.fsx_stack_up()
+    kept = run_function(world, handlers.teardown, {"action": "idle"})
+    assert kept.raised is None, kept.raised
+    assert (kept.result["action"], kept.result["why"]) == ("kept", "the idle guard is off (fsxIdleHours=0)")
+    assert kept.result["running_executions"] == []
+
+
+def test_teardown_blocker_reads_past_executions_it_skips_and_only_running_ones(world):
+    """The listing is newest first: its own execution and one without FSx come before the one that blocks, which is
+    still found; an execution no longer RUNNING (stopped before its results were written) blocks nothing."""
+    from dslab.workflow.teardown import teardown_blocker
+    plan = world.plan_document("x")
+    machine = _blockers_machine(world, "BlockersOrder", {"o-fsx": plan, "o-nofsx": {**plan, "fsx_paths": []},
+                                                          "o-own": plan})
+    own = machine.replace(":stateMachine:", ":execution:") + ":o-own"
+    clients = {"s3": world.c["s3"], "stepfunctions": world.c["stepfunctions"]}
+    listed = [e["name"] for e in world.c["stepfunctions"].list_executions(stateMachineArn=machine)["executions"]]
+    assert listed.index("o-fsx") > max(listed.index("o-own"), listed.index("o-nofsx"))
+    assert teardown_blocker(clients, BUCKET, machine, own) == "execution o-fsx still has FSx jobs to run"
+    world.c["stepfunctions"].stop_execution(executionArn=machine.replace(":stateMachine:", ":execution:") + ":o-fsx")
+    assert teardown_blocker(clients, BUCKET, machine, own) == ""
+
+
 def test_idle_guard_deletes_an_idle_fsx_only_when_due_and_says_why_it_keeps_one(world):
     """The idle guard's rounds on a stack of its own, the clock given: kept while an execution runs (naming it),
     kept until the deadline (idle_hours after the last activity: the stack's creation here, no execution ended),
