@@ -181,9 +181,13 @@ def test_a_training_job_is_described_as_one_state_while_its_executor_changes_it(
     finished = {"TrainingTimeInSeconds": 1234, "BillableTimeInSeconds": 1234, "FinalMetricDataList": [
         {"MetricName": f"metric-{i}", "Value": float(i)} for i in range(40)]}
 
+    described = threading.Event()   # the executor goes on changing the job until it has been described
+
     def executor(request, update):
-        for i in range(3_000):
+        i, deadline = 0, time.monotonic() + 30
+        while (i < 3_000 or not described.is_set()) and time.monotonic() < deadline:
             update({f"ProgressField{i}": i})
+            i += 1
         return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", **finished}
 
     switching = sys.getswitchinterval()
@@ -197,6 +201,7 @@ def test_a_training_job_is_described_as_one_state_while_its_executor_changes_it(
             while True:
                 job = sagemaker.describe_training_job(TrainingJobName=request["TrainingJobName"])
                 describes += 1
+                described.set()
                 if job["TrainingJobStatus"] != "InProgress":
                     break
         finally:
