@@ -201,9 +201,9 @@ def test_the_report_of_an_aws_run_puts_each_jobs_estimate_beside_what_it_measure
     cells = [c.strip() for c in jpegs.split("|")[1:-1]]
     assert cells[1] == "Script" and cells[2] == "1 x ml.p4d.24xlarge" and cells[3] == "540.0"
     assert cells[4].startswith("460.2 (") and cells[5] == "-14.8%"
-    assert ("- syn-big-shards-a-file-r0 (File): downloading 42% faster than estimated: File mode onto NVMe, "
+    assert ("- syn-big-shards-a-file-r0 (File): downloading 42% shorter than estimated: File mode onto NVMe, "
             "assumed 1,000 MB/s") in section
-    assert "training 33% slower than estimated: S3 Standard first byte, assumed 27.8 ms" in section
+    assert "training 33% longer than estimated: S3 Standard first byte, assumed 27.8 ms" in section
     assert "Measured beside estimated" in (tmp_path / "report.html").read_text()
 
 
@@ -400,3 +400,78 @@ def test_checkpoint_trials_calibrate_the_checkpoint_answers_assumptions_in_the_s
     assert s3(mine)["stall_seconds"] == pytest.approx(s3(shipped)["stall_seconds"] * 1000 / 2000, rel=0.1)
     assert s3(mine)["upload_seconds"] < s3(shipped)["upload_seconds"] * 0.75
     assert re.search(r"\b1[56](\.\d)? at once", " ".join(s3(mine)["assumptions"]))
+
+
+# ---- what a review found -------------------------------------------------------------------------------------------
+
+def test_a_record_without_its_trial_takes_the_one_trial_of_its_dataset_or_is_refused(run):
+    """An older record names no trial: the one trial that reads its dataset is its premise; where two trials read it,
+    the premise cannot be told and the record is refused, naming it."""
+    broken = json.loads(json.dumps(run))
+    for record in broken["records"]:
+        record.pop("trial", None)
+    jobs = measured.measured_jobs(broken)   # each dataset is read by one trial here
+    assert {j.trial for j in jobs if j.dataset == "shards-b"} == {"other"}
+    both = json.loads(json.dumps(broken))
+    both["experiment"]["trials"][1]["datasets"].append(both["experiment"]["trials"][0]["datasets"][0])
+    with pytest.raises(ConfigError, match=r"records\[0\] \(syn-big-shards-a-file-r0\): trial: missing, and 2 trials"):
+        measured.measured_jobs(both)
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d["constants"][0].update(status="calibrated", per_job={"a": "fast"}), "constants[0].per_job"),
+    (lambda d: d["constants"][0].update(status="calibrated", per_job={"a": 0}), "constants[0].per_job"),
+    (lambda d: d["constants"][0].update(status="calibrated", per_job=[1, 2]), "constants[0].per_job"),
+    (lambda d: d["out_of_sample"]["your_runs"]["calibrated_without_it"].pop("under"), "out_of_sample.your_runs.calibrated_without_it"),
+    (lambda d: d["out_of_sample"]["your_runs"]["calibrated_without_it"].update(under=-1), "out_of_sample.your_runs.calibrated_without_it"),
+    (lambda d: d["out_of_sample"].update(your_runs={"calibrated_without_it": [1]}), "out_of_sample.your_runs.calibrated_without_it"),
+    (lambda d: d["model"].update(nvme_download_mbps=float("inf")), "model.nvme_download_mbps"),
+    (lambda d: d.pop("constants"), "constants"),
+])
+def test_a_calibration_file_changed_by_hand_is_one_line_naming_the_field(capsys, tmp_path, calibration_file,
+                                                                            change, field):
+    document = json.loads(calibration_file.read_text())
+    change(document)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    capsys.readouterr()
+    assert main(["estimate", *QUESTION, "--calibration", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--calibration: {field}" in err, err
+
+
+def test_a_calibrated_constants_range_holds_its_value_and_data_answers_widen_by_data_errors_only(
+        tmp_path, capsys, run, calibration_file):
+    from dslab.inputs.calibration_file import read_calibration
+    used = read_calibration(calibration_file)
+    for name, low, high in used.calibrated:
+        assert low <= getattr(used.model, name) <= high, name
+    from .synthetic_runs import checkpoint_experiment, synthetic_checkpoint_results
+    (tmp_path / "ckpt.json").write_text(json.dumps(_round_trip(synthetic_checkpoint_results(checkpoint_experiment(tmp_path)))))
+    (tmp_path / "data.json").write_text(json.dumps(run))
+    both = tmp_path / "both.json"
+    assert main(["calibrate", "--results", str(tmp_path / "data.json"), str(tmp_path / "ckpt.json"), "--out", str(both)]) == 0
+    document = json.loads(both.read_text())["out_of_sample"]
+    assert len(document["your_runs"]["scenarios"]) == 4 and len(document["your_checkpoints"]["scenarios"]) == 2
+    assert read_calibration(both).error == read_calibration(calibration_file).error   # the data jobs' alone
+
+
+def test_size_reads_the_calibrated_first_byte_for_the_scripts_concurrency(capsys, calibration_file):
+    ask = ["size", "--files", "4000000", "--bytes", "440GB", "--instance", "ml.p4d.24xlarge"]
+    capsys.readouterr()
+    main([*ask, "--explain"])
+    shipped = capsys.readouterr().out
+    main([*ask, "--calibration", str(calibration_file), "--explain"])
+    mine = capsys.readouterr().out
+    assert "~28 ms first byte" in shipped and "~40 ms first byte" in mine and "~28 ms first byte" not in mine
+
+
+def test_a_report_of_describe_outputs_refuses_a_calibration_it_could_not_use(capsys, tmp_path, calibration_file):
+    folder = tmp_path / "describe"
+    folder.mkdir()
+    (folder / "job.json").write_text(json.dumps({"TrainingJobName": "j", "TrainingJobStatus": "Completed"}))
+    capsys.readouterr()
+    assert main(["report", "--describe-json", str(folder), "--out", str(tmp_path / "out"),
+                 "--calibration", str(calibration_file)]) == 2
+    err = capsys.readouterr().err
+    assert "--calibration: goes with results that hold their experiment" in err and not (tmp_path / "out").exists()

@@ -64,8 +64,11 @@ def cmd_calibrate(args) -> int:
         raise ConfigError("--results", "no completed job in " + ", ".join(args.results)
                           + ": nothing measured to calibrate on")
     found = measured.calibrate(jobs, prices)
-    document = measured.calibration_document(found, prices, measured.out_of_sample(jobs, prices),
-                                             [str(p) for p in args.results])
+    # Each kind of job left out among its own kind: a data answer's range widens by the data jobs' error only.
+    data = [j for j in jobs if isinstance(j, measured.MeasuredJob)]
+    checkpoints = [j for j in jobs if not isinstance(j, measured.MeasuredJob)]
+    document = measured.calibration_document(found, prices, measured.out_of_sample(data, prices),
+                                             [str(p) for p in args.results], measured.out_of_sample(checkpoints, prices))
     partial = out.with_name(out.name + ".partial")
     partial.write_text(json.dumps(document, indent=1) + "\n")
     os.replace(partial, out)   # a reader never sees half a file; an older calibration stays until this one is whole

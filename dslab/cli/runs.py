@@ -380,6 +380,9 @@ def cmd_report(args) -> int:
     if len(chosen) != 1:
         raise ConfigError("EXECUTION | --results | --describe-json", "give exactly one source of results")
     prices = price_table(args.prices)
+    if args.describe_json and args.calibration:
+        raise ConfigError("--calibration", "goes with results that hold their experiment (--results, or an EXECUTION): "
+                          "DescribeTrainingJob outputs name no premise to estimate")
     if args.results:
         results = load_results(Path(args.results))
     elif args.describe_json:

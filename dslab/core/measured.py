@@ -193,7 +193,15 @@ def measured_jobs(results: dict[str, Any], where: str = "results.json") -> list[
         if record.get("status") != "Completed" or record.get("checkpoint_target"):
             continue   # failed, stopped and skipped jobs measure nothing; checkpoint jobs answer another question
         at = f"{where}: records[{index}] ({record.get('job_name', '?')})"
-        trial = trials.get(record.get("trial")) if record.get("trial") else experiment.trials[0]
+        if record.get("trial"):
+            trial = trials.get(record.get("trial"))
+        else:   # no trial recorded (an older record): the one trial that runs its dataset, else refused
+            running = [t for t in experiment.trials if any(d.name == record.get("dataset") for d in t.datasets)]
+            if len(running) != 1:
+                raise ConfigError(f"{at}: trial", f"missing, and {len(running)} trials of the run's experiment read "
+                                  f"dataset {record.get('dataset')!r}: its premise cannot be told; take the record as "
+                                  "Collect writes it (with its trial)")
+            trial = running[0]
         if trial is None:
             raise ConfigError(f"{at}: trial", f"trial {record.get('trial')!r} is not in the run's experiment")
         dataset = next((d for d in trial.datasets if d.name == record.get("dataset")), None)
@@ -339,17 +347,18 @@ class JobCheck:
 
     def phase_lines(self, assumptions: Mapping[str, Any], model: Model) -> list[str]:
         """Each phase far from its estimate (25% or more; 10% where the billable time fell outside the range), and the
-        constants it rests on: "downloading 42% faster than estimated: File mode onto NVMe, assumed 1,000 MB/s"."""
+        constants it rests on: "downloading 42% shorter than estimated: File mode onto NVMe, assumed 1,000 MB/s"."""
         threshold = 0.10 if self.inside is False else 0.25
         lines = []
         for p in self.phases:
-            if p.estimated <= 0 or p.measured < MIN_PHASE_SECONDS:
+            if p.estimated <= 0 or p.measured <= 0 or max(p.measured, p.estimated) < MIN_PHASE_SECONDS:
                 continue
             ratio = p.measured / p.estimated
             if abs(ratio - 1) < threshold:
                 continue
-            said = (f"{p.phase} {1 - ratio:.0%} faster than estimated" if ratio < 1 else
-                    f"{p.phase} {ratio - 1:.0%} slower than estimated")
+            # In time, both ways: "42% shorter" is 0.58 x the estimate, "100% longer" twice it.
+            said = (f"{p.phase} {1 - ratio:.0%} shorter than estimated" if ratio < 1 else
+                    f"{p.phase} {ratio - 1:.0%} longer than estimated")
             rested = [assumption_said(name, assumptions, model) for name in p.rests_on[:2]]
             lines.append(said + (": " + "; ".join(rested) if rested else ""))
         return lines
@@ -631,7 +640,7 @@ def _cell(job: Any, prices: PriceTable, model: Model) -> dict[str, Any]:
 
 
 def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSample | None,
-                         sources: list[str]) -> dict[str, Any]:
+                         sources: list[str], checked_checkpoints: OutOfSample | None = None) -> dict[str, Any]:
     """The calibration file `dslab calibrate` writes and `--calibration` reads."""
     bencher = bencher_jobs()
 
@@ -652,8 +661,11 @@ def calibration_document(found: Calibrated, prices: PriceTable, checked: OutOfSa
         "out_of_sample": {
             "bencher_shipped": OutOfSample._summary(shipped_folds),
             "bencher_calibrated_in_sample": OutOfSample._summary(errors(found.model, bencher)),
+            # The data jobs' error (what widens the data answers' ranges); the checkpoint trials' apart, for theirs.
             "your_runs": checked.to_dict() if checked else
-            {"note": "one scenario (one dataset on one premise): nothing to leave out; the in-sample errors are in cells"},
+            {"note": "fewer than two data scenarios (a trial's dataset on one premise): nothing to leave out; the "
+                     "in-sample errors are in cells"},
+            **({"your_checkpoints": checked_checkpoints.to_dict()} if checked_checkpoints else {}),
         },
     }
 

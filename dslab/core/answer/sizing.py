@@ -20,8 +20,7 @@ from typing import Any, Callable
 from ..model.calibration import SHIPPED, InUse, with_range
 from .decision import option_from_estimate
 from ..errors import ConfigError
-from ..model.estimate import (NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, S3_STANDARD_FIRST_BYTE,
-                              EXPRESS_FIRST_BYTE, Estimate, estimate_mode)
+from ..model.estimate import NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, Estimate, estimate_mode
 from ..facts.instances import Instance, instance as find_instance
 from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
 from ..shape import LARGE_FILE_BYTES, DatasetShape
@@ -484,7 +483,7 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                 extra.append("EFS: Elastic needs General Purpose; changing the performance mode replaces the file system "
                              "(the workflow stages the datasets into the new one)")
         elif storage == EXPRESS:
-            how = f"{readers} readers, ~{EXPRESS_FIRST_BYTE * 1000:.0f} ms first byte"
+            how = f"{readers} readers, ~{calibration.model.express_first_byte * 1000:.0f} ms first byte"
             shared = (f"{EXPRESS_READS_PER_BUCKET:,.0f} reads/s per directory bucket (AWS default; up to "
                       f"{EXPRESS_READS_MAX:,.0f} on request)")
             quota = express_quota(mode, count)
@@ -496,14 +495,15 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             short = "directory bucket" + (f", {quota['request_per_second'] / 1000:,.0f}k reads/s" if quota else "")
         else:
             prefixes = max(1, math.ceil(gets / S3_GETS_PER_PREFIX))
-            how = f"{readers} readers, ~{S3_STANDARD_FIRST_BYTE * 1000:.0f} ms first byte"
+            how = f"{readers} readers, ~{calibration.model.s3_standard_first_byte * 1000:.0f} ms first byte"
             shared = f"{S3_GETS_PER_PREFIX:,.0f} GET/s per prefix, as many prefixes as needed"
             provision_text = (f"{prefixes} S3 prefix{'es' if prefixes > 1 else ''} ({gets:,.0f} GET/s at this size; "
                               f"{S3_GETS_PER_PREFIX:,.0f} per prefix)")
             if prefixes > 1:
                 commands.append(upload.format(prefixes))
             short = f"{prefixes:,} S3 prefix{'es' if prefixes > 1 else ''}"
-        latency = EXPRESS_FIRST_BYTE if storage == EXPRESS else S3_STANDARD_FIRST_BYTE
+        latency = (calibration.model.express_first_byte if storage == EXPRESS
+                   else calibration.model.s3_standard_first_byte)
         needed = math.ceil(demand_ops * latency * 1.1)
         if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target and needed > SCRIPT_CONCURRENCY:
             # The script's own knob: enough GETs in flight for the accelerators' appetite.

@@ -588,16 +588,37 @@ def in_use_from_document(document: Any, source: str, where: str = "--calibration
     if unknown:
         raise ConfigError(f"{where}: model.{unknown[0]}", "not a constant of this dslab's model",
                           constant_names())
-    bad = [k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0]
+    def positive(v: Any) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf
+
+    bad = [k for k, v in values.items() if not positive(v)]
     if bad:
         raise ConfigError(f"{where}: model.{bad[0]}", f"{values[bad[0]]!r}: every constant is a positive number")
+    constants = document.get("constants")
+    if not isinstance(constants, list):
+        raise ConfigError(f"{where}: constants", "missing: write the file again with `dslab calibrate`")
     calibrated = []
-    for c in document.get("constants") or []:
-        if isinstance(c, dict) and c.get("status") == "calibrated" and c.get("name") in values:
-            asked = [float(v) for v in (c.get("per_job") or {}).values()] or [float(values[c["name"]])]
-            calibrated.append((c["name"], min(asked), max(asked)))
-    found = ((document.get("out_of_sample") or {}).get("your_runs") or {}).get("calibrated_without_it")
-    error = (float(found["under"]), float(found["over"])) if isinstance(found, dict) else None
+    for i, c in enumerate(constants):
+        if not isinstance(c, dict):
+            raise ConfigError(f"{where}: constants[{i}]", "not a constant's record: write the file again")
+        if c.get("status") != "calibrated" or c.get("name") not in values:
+            continue
+        per_job = c.get("per_job") or {}
+        if not isinstance(per_job, dict) or not all(positive(v) for v in per_job.values()):
+            raise ConfigError(f"{where}: constants[{i}].per_job", "each job's value is a positive number: write the "
+                                                                  "file again")
+        # The range spans what the jobs asked for alone and the value fitted on them together.
+        asked = [float(v) for v in per_job.values()] + [float(values[c["name"]])]
+        calibrated.append((c["name"], min(asked), max(asked)))
+    found = ((document.get("out_of_sample") or {}).get("your_runs") or {})
+    found = found.get("calibrated_without_it") if isinstance(found, dict) else None
+    error = None
+    if found is not None:
+        under, over = (found.get("under"), found.get("over")) if isinstance(found, dict) else (None, None)
+        if not (isinstance(under, (int, float)) and isinstance(over, (int, float)) and -1 < under <= 0 <= over < math.inf):
+            raise ConfigError(f"{where}: out_of_sample.your_runs.calibrated_without_it",
+                              "under (-1 to 0) and over (0 or more) are the error on your runs: write the file again")
+        error = (float(under), float(over))
     return InUse(model=replace(MODEL, **{k: float(v) for k, v in values.items()}), source=source,
                  calibrated=tuple(calibrated), error=error, document=document)
 
