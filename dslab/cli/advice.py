@@ -143,7 +143,6 @@ def _estimate_experiment(args, prices) -> int:
     """Every data job of an experiment priced before it runs, and what each job's phases will measure (the constants
     they rest on): how a calibration run (experiments/calibrate.yaml) is checked before it is paid for."""
     from ..core import measured
-    from ..core.model.calibration import with_range
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
     from .render import print_lines, table
@@ -158,13 +157,14 @@ def _estimate_experiment(args, prices) -> int:
     if not planned:
         raise ConfigError("--experiment", f"{args.experiment} runs no data job (checkpoint trials: `dslab estimate "
                           "--workload`)")
+    # Each job's figures are the one answer's (the job on the lab as it stands, as `plan` and `run` size it).
+    from ..core.answer.scenarios import job_checks
+    answered = {check.key: check.source.deployed_estimate
+                for check in job_checks(experiment, prices, stats=stats, lab=lab)}
     words = measured.ranged_constants()
     rows, total, low, high, out = [], 0.0, 0.0, 0.0, []
     for job, repeats in planned:
-        estimate = job.estimate(prices, experiment.calibration.model)
-        with_range(estimate, job.premise.shape, calibration=experiment.calibration, prices=prices,
-                   provisioning=job.premise.lab, efs_resident=job.data_in_efs and job.mode == "EFS",
-                   **job.premise.estimate_kwargs())
+        estimate = answered[(job.trial, job.dataset, job.mode, job.storage)]
         rests = measured.rests_on(job, prices, experiment.calibration.model)
         measures = sorted({words[n].what if n in words else n for p, n in rests.items()
                            if n and job.measured[p] >= measured.MIN_PHASE_SECONDS})
