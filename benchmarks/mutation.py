@@ -36,21 +36,48 @@ MODULES = (
     "dslab/aws/efs.py", "dslab/aws/express.py", "dslab/aws/doctor.py", "stacks/components/express_empty/index.py",
     "training/dslab_train/s3source.py",
 )
+# Modules mostly about something else (the CLI's argument registration and rendering, the dataset tooling's packing):
+# only their AWS paths are mutated, the functions that hold a call site of the fault matrix (dslab/aws/faults.py, so a
+# new call brings its function in), plus the reactions that sit around those calls (named here, with why).
+AWS_PATHS_ONLY = {
+    "dslab/cli/runs.py": ("_look",),          # `dslab status --wait`: a throttled look tried again, five at most
+    "dslab/inputs/datasets.py": (),
+}
 # mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code). A mutant of a function no selected test
 # reaches ("no tests") counts as not killed.
 KILLED, SURVIVED, NO_TESTS = (1, 3), (0,), (5, 33)
 TIMEOUT = (-24, 24, 36, 152, 255)
 
 
-def mutant_glob(module: str) -> str:
-    return module.removesuffix(".py").replace("/", ".") + ".*"
+def mutant_globs(module: str) -> tuple[str, ...]:
+    """mutmut's names of the mutants measured in a module: x_f__mutmut_3 for a function f, xǁCǁm__mutmut_3 for a
+    method (a nested function's mutants are its enclosing function's)."""
+    dotted = module.removesuffix(".py").replace("/", ".")
+    if module not in AWS_PATHS_ONLY:
+        return (dotted + ".*",)
+    import ast
+
+    from dslab.aws import faults
+    classes = {node.name for node in ast.parse((REPO / module).read_text()).body if isinstance(node, ast.ClassDef)}
+    functions = {site.function for site in faults.PY_SITES if site.module == module} | set(AWS_PATHS_ONLY[module])
+    names = set()
+    for function in functions:
+        parts = function.split(".")
+        names.add(f"xǁ{parts[0]}ǁ{parts[1]}" if parts[0] in classes else f"x_{parts[0]}")
+    return tuple(f"{dotted}.{name}__mutmut_*" for name in sorted(names))
+
+
+def _measured(module: str, codes: dict[str, int | None]) -> dict[str, int | None]:
+    import fnmatch
+    globs = mutant_globs(module)
+    return {k: v for k, v in codes.items() if any(fnmatch.fnmatchcase(k, g) for g in globs)}
 
 
 def tally(module: str) -> dict[str, int]:
     meta = MUTANTS / (module + ".meta")
     if not meta.exists():
         return {}
-    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    codes = _measured(module, json.loads(meta.read_text())["exit_code_by_key"])
     out = {"mutants": len(codes), "killed": 0, "survived": 0, "no tests": 0, "timed out": 0, "other": 0}
     for code in codes.values():
         key = ("killed" if code in KILLED else "survived" if code in SURVIVED else "no tests" if code in NO_TESTS
@@ -60,37 +87,40 @@ def tally(module: str) -> dict[str, int]:
 
 
 def table(modules: tuple[str, ...]) -> str:
-    lines = [f"{'module':48s} {'mutants':>7s} {'killed':>7s} {'survived':>8s} {'no tests':>8s} {'timed out':>9s} "
+    lines = [f"{'module':60s} {'mutants':>7s} {'killed':>7s} {'survived':>8s} {'no tests':>8s} {'timed out':>9s} "
              f"{'killed %':>8s}"]
     total = {"mutants": 0, "killed": 0, "survived": 0, "no tests": 0, "timed out": 0}
     for module in modules:
         found = tally(module)
+        label = f"{module} (AWS paths)" if module in AWS_PATHS_ONLY else module
         if not found:
-            lines.append(f"{module:48s} {'not run':>7s}")
+            lines.append(f"{label:60s} {'not run':>7s}")
             continue
         share = 100.0 * (found["killed"] + found["timed out"]) / found["mutants"] if found["mutants"] else 0.0
-        lines.append(f"{module:48s} {found['mutants']:7d} {found['killed']:7d} {found['survived']:8d} "
+        lines.append(f"{label:60s} {found['mutants']:7d} {found['killed']:7d} {found['survived']:8d} "
                      f"{found['no tests']:8d} {found['timed out']:9d} {share:7.1f}%")
         for key in total:
             total[key] += found[key]
     if total["mutants"]:
-        lines.append(f"{'all':48s} {total['mutants']:7d} {total['killed']:7d} {total['survived']:8d} "
+        lines.append(f"{'all':60s} {total['mutants']:7d} {total['killed']:7d} {total['survived']:8d} "
                      f"{total['no tests']:8d} {total['timed out']:9d} "
                      f"{100.0 * (total['killed'] + total['timed out']) / total['mutants']:7.1f}%")
     return "\n".join(lines)
 
 
 def survivors(modules: tuple[str, ...]) -> str:
-    names = []
+    """Each survivor's diff, as `mutmut show` prints it (its diff function, in one process: `mutmut show` per
+    survivor takes a second each)."""
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+    out = []
     for module in modules:
         meta = MUTANTS / (module + ".meta")
         if meta.exists():
-            names += [k for k, v in json.loads(meta.read_text())["exit_code_by_key"].items()
-                      if v in SURVIVED or v in NO_TESTS]
-    out = []
-    for name in names:
-        shown = subprocess.run([str(REPO / ".venv/bin/mutmut"), "show", name], capture_output=True, text=True, cwd=REPO)
-        out.append(f"## {name}\n{shown.stdout.strip()}\n")
+            codes = _measured(module, json.loads(meta.read_text())["exit_code_by_key"])
+            for name, code in codes.items():
+                if code in SURVIVED or code in NO_TESTS:
+                    status = "survived" if code in SURVIVED else "no tests"
+                    out.append(f"## {name}: {status}\n{get_diff_for_mutant(name, path=module).strip()}\n")
     return "\n".join(out)
 
 
@@ -120,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         for module in modules:
             t0 = time.monotonic()
-            subprocess.run([str(REPO / ".venv/bin/mutmut"), "run", mutant_glob(module)], cwd=REPO,
+            subprocess.run([str(REPO / ".venv/bin/mutmut"), "run", *mutant_globs(module)], cwd=REPO,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             print(f"{module}: {time.monotonic() - t0:.0f} s", flush=True)
         print(f"mutation run: {time.monotonic() - started:.0f} s for {len(modules)} module(s)")

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from dslab.aws import faults
 
 REPO = Path(__file__).resolve().parents[1]
@@ -582,8 +584,94 @@ _EMPTIER = None
 def _emptier():
     global _EMPTIER
     if _EMPTIER is None:
-        spec = importlib.util.spec_from_file_location("express_emptier_matrix",
+        # Named as its path from the repository root: mutmut switches a mutant on by its function's module name.
+        spec = importlib.util.spec_from_file_location("stacks.components.express_empty.index",
                                                       REPO / "stacks" / "components" / "express_empty" / "index.py")
         _EMPTIER = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(_EMPTIER)
     return _EMPTIER
+
+
+# ---- the world as a fixture, shared by the matrix and the reaction tests of each module --------------------------
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    import boto3
+    import botocore.endpoint
+    from moto import mock_aws
+
+    from dslab.emulator import patches
+    patches.install()
+    saved = {k: __import__("os").environ.get(k) for k in ("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH",)}
+    __import__("os").environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = "true"
+    real_time = botocore.endpoint.time
+
+    class NoWait:   # botocore's retries wait between attempts on AWS; here the attempts are counted instead
+        time = staticmethod(real_time.time)
+        monotonic = staticmethod(real_time.monotonic)
+
+        @staticmethod
+        def sleep(seconds):
+            return None
+
+    botocore.endpoint.time = NoWait
+    from botocore.retries import bucket   # adaptive mode's client-side rate limiter waits in real time too
+    real_acquire = bucket.TokenBucket.acquire
+    bucket.TokenBucket.acquire = lambda self, amount=1, block=True: True
+    from botocore.retries import standard   # every client its full retries: a fresh client's, as on AWS
+    real_quota = standard.RetryQuotaChecker.acquire_retry_quota
+    standard.RetryQuotaChecker.acquire_retry_quota = lambda self, context: True
+    try:
+        # Step Functions records executions without running them (an emulated lab in this process turns running on)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": False}}):
+            boto3.setup_default_session(region_name="us-east-1")
+            _reuse_clients(boto3.DEFAULT_SESSION)
+            yield World(tmp_path_factory.mktemp("fault-world"))
+    finally:
+        standard.RetryQuotaChecker.acquire_retry_quota = real_quota
+        botocore.endpoint.time = real_time
+        bucket.TokenBucket.acquire = real_acquire
+        patches.reset_hooks()
+        boto3.DEFAULT_SESSION = None
+        for key, value in saved.items():
+            if value is None:
+                __import__("os").environ.pop(key, None)
+            else:
+                __import__("os").environ[key] = value
+
+
+def _reuse_clients(session) -> None:
+    """One client per service and settings for the whole module: making a client costs ~20 ms, and the code under test
+    makes several per run. Shared clients behave as new ones here: their retry quota never runs out (above), adaptive
+    mode's rate limiter never waits, and every request goes to the same in-process stand-in."""
+    made: dict = {}
+    create = session.client
+
+    def client(*args, **kwargs):
+        config = kwargs.get("config")
+        key = (args, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "config")),
+               repr(getattr(config, "_user_provided_options", None)))
+        if key not in made:
+            made[key] = create(*args, **kwargs)
+        return made[key]
+
+    session.client = client
+
+
+def blockers_machine(world, name: str, executions: dict) -> str:
+    """A state machine of its own with RUNNING executions, each with the plan.json given (None: still planning)."""
+    sfn = world.c["stepfunctions"]
+    machine = sfn.create_state_machine(
+        name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/sfn",
+        definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}))["stateMachineArn"]
+    for execution, plan in executions.items():
+        sfn.start_execution(stateMachineArn=machine, name=execution)
+        if plan is not None:
+            world.put_json(f"results/{execution}/plan.json", plan)
+    return machine
+
+
+def custom_fsx_stack(world, name: str) -> str:
+    template = {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                "Outputs": {"FsxFileSystemId": {"Value": world.fsx_id}}}
+    return world.c["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(template),
+                                                  RoleARN=f"arn:aws:iam::{ACCOUNT}:role/cdk-cfn-exec-role")["StackId"]

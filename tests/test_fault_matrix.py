@@ -16,7 +16,8 @@ from dslab.aws.faults import ANSWER, EXIT_2, FINAL, GOES_ON, WAIT
 from dslab.core.facts import aws_errors
 
 from . import fault_world
-from .fault_world import BUCKET, STAGED, Injector, World, drive
+from .fault_world import BUCKET, STAGED, Injector, World, blockers_machine as _blockers_machine, \
+    custom_fsx_stack as _custom_fsx_stack, drive, world  # noqa: F401 - world: the fixture
 
 PAIRS = [(site, fault) for site in faults.PY_SITES if site.injected for fault in site.errors()]
 HEAD = ("HeadObject",)
@@ -391,70 +392,6 @@ def test_a_second_execution_of_a_running_datasync_task_waits_its_turn(monkeypatc
 
 
 # ---- injected, at each call site, through its entry point --------------------------------------------------------
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    import boto3
-    import botocore.endpoint
-    from moto import mock_aws
-
-    from dslab.emulator import patches
-    patches.install()
-    saved = {k: __import__("os").environ.get(k) for k in ("AWS_S3_DISABLE_EXPRESS_SESSION_AUTH",)}
-    __import__("os").environ["AWS_S3_DISABLE_EXPRESS_SESSION_AUTH"] = "true"
-    real_time = botocore.endpoint.time
-
-    class NoWait:   # botocore's retries wait between attempts on AWS; here the attempts are counted instead
-        time = staticmethod(real_time.time)
-        monotonic = staticmethod(real_time.monotonic)
-
-        @staticmethod
-        def sleep(seconds):
-            return None
-
-    botocore.endpoint.time = NoWait
-    from botocore.retries import bucket   # adaptive mode's client-side rate limiter waits in real time too
-    real_acquire = bucket.TokenBucket.acquire
-    bucket.TokenBucket.acquire = lambda self, amount=1, block=True: True
-    from botocore.retries import standard   # every client its full retries: a fresh client's, as on AWS
-    real_quota = standard.RetryQuotaChecker.acquire_retry_quota
-    standard.RetryQuotaChecker.acquire_retry_quota = lambda self, context: True
-    try:
-        # Step Functions records executions without running them (an emulated lab in this process turns running on)
-        with mock_aws(config={"stepfunctions": {"execute_state_machine": False}}):
-            boto3.setup_default_session(region_name="us-east-1")
-            _reuse_clients(boto3.DEFAULT_SESSION)
-            yield World(tmp_path_factory.mktemp("fault-world"))
-    finally:
-        standard.RetryQuotaChecker.acquire_retry_quota = real_quota
-        botocore.endpoint.time = real_time
-        bucket.TokenBucket.acquire = real_acquire
-        patches.reset_hooks()
-        boto3.DEFAULT_SESSION = None
-        for key, value in saved.items():
-            if value is None:
-                __import__("os").environ.pop(key, None)
-            else:
-                __import__("os").environ[key] = value
-
-
-def _reuse_clients(session) -> None:
-    """One client per service and settings for the whole module: making a client costs ~20 ms, and the code under test
-    makes several per run. Shared clients behave as new ones here: their retry quota never runs out (above), adaptive
-    mode's rate limiter never waits, and every request goes to the same in-process stand-in."""
-    made: dict = {}
-    create = session.client
-
-    def client(*args, **kwargs):
-        config = kwargs.get("config")
-        key = (args, tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k != "config")),
-               repr(getattr(config, "_user_provided_options", None)))
-        if key not in made:
-            made[key] = create(*args, **kwargs)
-        return made[key]
-
-    session.client = client
-
-
 def _who(site) -> str | None:
     return None if site.context == "cli" else faults.ROLE.get(site.entries[0])
 
@@ -966,28 +903,6 @@ def _effect(site):
 
 
 # ---- the same functions when nothing fails: what the reactions above depart from --------------------------------
-def _blockers_machine(world, name: str, executions: dict) -> str:
-    """A state machine of its own with RUNNING executions, each with the plan.json given (None: still planning)."""
-    from .fault_world import ACCOUNT
-    sfn = world.c["stepfunctions"]
-    machine = sfn.create_state_machine(
-        name=name, roleArn=f"arn:aws:iam::{ACCOUNT}:role/sfn",
-        definition=json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}}))["stateMachineArn"]
-    for execution, plan in executions.items():
-        sfn.start_execution(stateMachineArn=machine, name=execution)
-        if plan is not None:
-            world.put_json(f"results/{execution}/plan.json", plan)
-    return machine
-
-
-def _custom_fsx_stack(world, name: str) -> str:
-    from .fault_world import ACCOUNT
-    template = {"Resources": {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
-                "Outputs": {"FsxFileSystemId": {"Value": world.fsx_id}}}
-    return world.c["cloudformation"].create_stack(StackName=name, TemplateBody=json.dumps(template),
-                                                  RoleARN=f"arn:aws:iam::{ACCOUNT}:role/cdk-cfn-exec-role")["StackId"]
-
-
 def test_teardown_with_nothing_in_the_way_deletes_the_stack_it_is_configured_for_and_records_the_end(world):
     """Teardown (start) of a lab whose FSx stack is named otherwise (DSLAB_FSX_STACK): no other execution, no job
     reading FSx: DeleteStack of that stack, DELETE_IN_PROGRESS; the next check sees it gone: DELETE_COMPLETE after 1
