@@ -66,9 +66,14 @@ class Injector:
     requests: list = field(default_factory=list)
     entry: str = ""
 
+    lines: tuple[int, int] | None = None   # the call's lines, where its function makes several calls of it
+
     def __post_init__(self):
         self.qualname = faults.python_qualname(self.site.function, self.site.module)
         self.service_id = faults.service_model(self.site.service).service_id.hyphenize()
+        calls = faults.call_lines(self.site.module, self.site.function, self.site.call)
+        if len(calls) > 1:   # one occurrence only: the frame must stand on that call's lines (the scan's)
+            self.lines = calls[self.site.occurrence - 1]
 
     def at_site(self) -> bool:
         frame = sys._getframe(2)
@@ -76,7 +81,8 @@ class Injector:
             module = PRODUCT_FILES.get(frame.f_code.co_filename)
             name = unmutated(frame.f_code.co_qualname)
             if module is not None and not name.split(".")[-1].startswith("<") and (module, name) not in PASS_THROUGH:
-                return (module, name) == (self.site.module, self.qualname)
+                return (module, name) == (self.site.module, self.qualname) and (
+                    self.lines is None or self.lines[0] <= frame.f_lineno <= self.lines[1])
             frame = frame.f_back
         # No product frame: a managed transfer's own worker thread (s3transfer), which a transfer call site starts
         # (a driver's own set-up runs in the main thread).
@@ -439,6 +445,7 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
         for obj in s3.list_objects_v2(Bucket=UPLOADED).get("Contents", []):
             s3.delete_object(Bucket=UPLOADED, Key=obj["Key"])
         s3.put_object(Bucket=UPLOADED, Key="datasets/up/f0.bin", Body=b"\0" * 1000)   # same size: its digest is read
+        (w.upload_src / "dataset.json").write_text('{"name": "up"}')   # metadata: sent beside the prefix (2nd PutObject)
         multipart = site.operation in ("CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload")
         src = w.big_src if multipart else w.upload_src
         observed = run_cli(["dataset", "upload", "--src", str(src), "--to", f"s3://{UPLOADED}/datasets/up/"])
@@ -567,7 +574,189 @@ def drive(world: World, entry: str, site: faults.Site, monkeypatch) -> Observati
                 return Observation(result=run.run().get("durable_seconds"))
             except Exception as err:  # noqa: BLE001 - train.py writes it to the failure file
                 return Observation(raised=err)
+    if entry == "local runner":
+        return _local_runner_job(w, monkeypatch, site)
+    if entry == "dslab job run-local":
+        return _job_run_local(w, monkeypatch)
+    if entry in ("dslab local", "dslab local (interrupted)"):
+        return _local_lab_run(w, monkeypatch, interrupted=entry == "dslab local (interrupted)")
     raise AssertionError(f"no driver for {entry}")
+
+
+# ---- the local lab's drivers: a job the local runner runs, `dslab job run-local`, `dslab local`'s looks ------------
+LOCAL_CHECKPOINTS = "checkpoints/local/"
+LOCAL_CODE = "local-code/sourcedir.tar.gz"
+# A training script that keeps the checkpoint sync busy: a new checkpoint (uploaded), the one copied in removed
+# (deleted in S3), a model file (model.tar.gz).
+# (--pause: how long it leaves the sync between its steps; 0 where the sync is not the call site under test.)
+LOCAL_SCRIPT = """set -e
+pause=0.1
+while [ $# -gt 0 ]; do if [ "$1" = --pause ]; then pause="$2"; fi; shift; done
+ck="$SAGEMAKER_BASE_DIR/checkpoints"
+mkdir -p "$ck"
+echo two > "$ck/step-2.pt"
+echo model > "$SM_MODEL_DIR/model.txt"
+sleep "$pause"
+rm -f "$ck/step-1.pt"
+sleep "$pause"
+"""
+
+
+def _local_request(name: str, bucket: str, checkpoints: str, **hyperparameters) -> dict:
+    return {"TrainingJobName": name, "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
+            "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/training",
+            "HyperParameters": {"sagemaker_program": json.dumps("train.sh"), **hyperparameters},
+            "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/local-output"},
+            "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+            "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+            "CheckpointConfig": {"S3Uri": f"s3://{bucket}/{checkpoints}"}}
+
+
+def _keys(world: World, bucket: str, prefix: str) -> list[str]:
+    return sorted(o["Key"] for o in world.c["s3"].list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []))
+
+
+def _local_runner_job(w: World, monkeypatch, site: faults.Site | None = None) -> Observation:
+    """A File-channel job with a CheckpointConfig, run by the local lab's executor (LocalLab._execute: the local runner
+    on the stand-in's S3) when the stand-in's SageMaker is asked to create it, as the workflow's Run map asks."""
+    import uuid
+    from types import SimpleNamespace
+
+    from moto.sagemaker.models import sagemaker_backends
+
+    from dslab.emulator.patches import HOOKS
+    from dslab.local.lab import LocalLab
+    s3 = w.c["s3"]
+    for key in _keys(w, BUCKET, LOCAL_CHECKPOINTS) + _keys(w, BUCKET, "local-output/"):
+        s3.delete_object(Bucket=BUCKET, Key=key)
+    s3.put_object(Bucket=BUCKET, Key=LOCAL_CHECKPOINTS + "step-1.pt", Body=b"one")   # copied in before the script
+    code = io.BytesIO()
+    with tarfile.open(fileobj=code, mode="w:gz") as tar:
+        info = tarfile.TarInfo("train.sh")
+        info.size = len(LOCAL_SCRIPT)
+        tar.addfile(info, io.BytesIO(LOCAL_SCRIPT.encode()))
+    s3.put_object(Bucket=BUCKET, Key=LOCAL_CODE, Body=code.getvalue())
+    monkeypatch.setattr("dslab.local.checkpoint_sync.POLL_SECONDS", 0.01)
+    lab = object.__new__(LocalLab)   # the lab's executor, on the stand-in of this process
+    said: list[str] = []
+    lab.lab = SimpleNamespace(client=lambda name: w.c[name], fsx_id=None, efs_id=w.efs_id)
+    lab.mounts, lab.fsx_root, lab.say = None, None, said.append
+    lab.work, lab.out = w.tmp / "local-lab", w.tmp / "local-out"
+    monkeypatch.setattr(HOOKS, "job_executor", lab._execute)
+    name = f"local-{uuid.uuid4().hex[:8]}"
+    request = _local_request(name, BUCKET, LOCAL_CHECKPOINTS,
+                             sagemaker_submit_directory=json.dumps(f"s3://{BUCKET}/{LOCAL_CODE}"),
+                             pause=json.dumps(0 if site is not None and site.function == "LabStorage.put_object" else 0.1))
+    request["InputDataConfig"] = [{"ChannelName": "train", "DataSource": {"S3DataSource": {
+        "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/datasets/tiny/", "S3DataDistributionType": "FullyReplicated"}}}]
+    errors = len(HOOKS.errors)
+    _product_starts()
+    w.c["sagemaker"].create_training_job(**request)
+    HOOKS.threads[-1].join(60)
+    HOOKS.api_fault = None   # what the job left is read without the fault
+    described = w.c["sagemaker"].describe_training_job(TrainingJobName=name)
+    sagemaker_backends[ACCOUNT][REGION].training_jobs.pop(name, None)   # the world's other drivers never see it
+    log = lab.out / "jobs" / f"{name}.log"
+    return Observation(result={k: described.get(k) for k in ("TrainingJobStatus", "SecondaryStatus", "FailureReason")},
+                       notes={"checkpoints": _keys(w, BUCKET, LOCAL_CHECKPOINTS),
+                              "artifacts": _keys(w, BUCKET, f"local-output/{name}/"),
+                              "log": log.read_text() if log.exists() else "", "said": said,
+                              "executor errors": HOOKS.errors[errors:]})
+
+
+class _NoServer:
+    """The process `dslab job run-local` would start for a Script job's S3 (moto's server): the stand-in of this
+    process answers instead, at S3's own endpoint, so that the fault reaches it."""
+    def terminate(self):
+        return None
+
+    def wait(self, timeout=None):
+        return 0
+
+
+FOLDER_BUCKET = "folder-bucket"
+
+
+def _job_run_local(w: World, monkeypatch) -> Observation:
+    """`dslab job run-local` of a Script job (its dataset_uri read from S3 by the script) with a CheckpointConfig the
+    script's checkpoint writer lists (checkpoint_s3_uri), against a folder stand-in."""
+    root = w.tmp / "folder-s3"
+    shutil.rmtree(root, ignore_errors=True)
+    (root / FOLDER_BUCKET / "datasets" / "tiny").mkdir(parents=True)
+    (root / FOLDER_BUCKET / "datasets" / "tiny" / "a.jpg").write_bytes(b"x" * 10)
+    (root / FOLDER_BUCKET / "checkpoints" / "ck").mkdir(parents=True)
+    (root / FOLDER_BUCKET / "checkpoints" / "ck" / "step-1.pt").write_bytes(b"one")
+    code = w.tmp / "folder-code"
+    code.mkdir(exist_ok=True)
+    (code / "train.sh").write_text(LOCAL_SCRIPT)
+    request = _local_request("folder-job", FOLDER_BUCKET, "checkpoints/ck/",
+                             dataset_uri=json.dumps(f"s3://{FOLDER_BUCKET}/datasets/tiny/"),
+                             checkpoint_s3_uri=json.dumps(f"s3://{FOLDER_BUCKET}/checkpoints/ck/"))
+    (w.tmp / "folder-request.json").write_text(json.dumps(request))
+    monkeypatch.setattr("dslab.local.checkpoint_sync.POLL_SECONDS", 0.01)
+    monkeypatch.setattr("dslab.local.job_storage.start_s3_server",
+                        lambda timeout=30.0: (_NoServer(), f"https://s3.{REGION}.amazonaws.com"))
+    observed = run_cli(["job", "run-local", "--request", str(w.tmp / "folder-request.json"), "--s3-root", str(root),
+                        "--out", str(w.tmp / "folder-out"), "--code", str(code)])
+    from dslab.emulator.patches import HOOKS
+    HOOKS.api_fault = None
+    s3 = w.c["s3"]
+    try:   # what the script's endpoint held, then gone for the next run
+        observed.notes["script's objects"] = _keys(w, FOLDER_BUCKET, "")
+        for key in observed.notes["script's objects"]:
+            s3.delete_object(Bucket=FOLDER_BUCKET, Key=key)
+        s3.delete_bucket(Bucket=FOLDER_BUCKET)
+    except s3.exceptions.NoSuchBucket:
+        observed.notes["script's objects"] = None
+    observed.notes["folder checkpoints"] = sorted(p.name for p in (root / FOLDER_BUCKET / "checkpoints" / "ck").iterdir())
+    return observed
+
+
+def _local_lab_run(w: World, monkeypatch, *, interrupted: bool) -> Observation:
+    """`dslab local`'s run (LocalLab.run) while the workflow's execution runs: its looks at the jobs (two, then the
+    execution has ended), or Ctrl-C before the first look (the partial report of what ended). The execution and its
+    results are the stand-in's part, given here."""
+    from types import SimpleNamespace
+
+    from dslab.inputs.experiment_file import load_experiment
+    from dslab.local import lab as local_lab
+    execution = "local-exec"
+    w.put_json(f"results/{execution}/plan.json", w.plan_document(execution))
+    reports: list = []
+    monkeypatch.setattr(local_lab, "write_report", lambda results, out, calibration=None: reports.append(results)
+                        or {"report.html": out / "report.html"})
+
+    def wait(arn_, timeout, poll, on_poll):
+        if interrupted:
+            raise KeyboardInterrupt()
+        on_poll()
+        on_poll()
+        return SimpleNamespace(status="SUCCEEDED", error=None, cause=None, history=[], name=execution)
+
+    stand_in = SimpleNamespace(
+        start=lambda document, name: arn("execution", f"{SM_NAME}:{name}"), wait=wait, bucket=BUCKET,
+        client=lambda name: w.c[name], function_environment=dict,
+        read_json=lambda key: json.loads(w.c["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read()),
+        results=lambda ex: {"records": [], "summary": {}},
+        definition=json.dumps({"States": {"PrepareData": {"Branches": []}}}))
+    experiment = load_experiment(w.plain_experiment)
+    run = object.__new__(local_lab.LocalLab)
+    said: list[str] = []
+    run.experiment, run.experiment_hash, run.resume, run.lab = experiment, experiment.content_hash, None, stand_in
+    run.out, run.say, run.live_progress, run.timings = w.tmp / "local-run", said.append, False, {}
+    run._started = 0.0
+    shutil.rmtree(run.out, ignore_errors=True)
+    monkeypatch.setattr(local_lab.uuid, "uuid4", lambda: execution)   # the execution's name, as the stand-in gave it
+    _product_starts()
+    try:
+        result = run.run()
+    except Exception as err:  # noqa: BLE001 - the CLI's
+        return Observation(raised=err, notes={"reports": reports, "said": said})
+    except KeyboardInterrupt as stop:
+        return Observation(raised=stop, notes={"reports": reports, "said": said})
+    partial = run.out / "results.json"
+    return Observation(result=result, notes={"reports": reports, "said": said,
+                                             "results.json": json.loads(partial.read_text()) if partial.exists() else None})
 
 
 def _stack_status(world: World) -> str:

@@ -16,7 +16,7 @@ from dslab.aws.faults import ANSWER, EXIT_2, FINAL, GOES_ON, WAIT
 from dslab.core.facts import aws_errors
 
 from . import fault_world
-from .fault_world import BUCKET, STAGED, Injector, World, blockers_machine as _blockers_machine, \
+from .fault_world import BUCKET, LOCAL_CHECKPOINTS, STAGED, Injector, World, blockers_machine as _blockers_machine, \
     custom_fsx_stack as _custom_fsx_stack, drive, world  # noqa: F401 - world: the fixture
 
 PAIRS = [(site, fault) for site in faults.PY_SITES if site.injected for fault in site.errors()]
@@ -25,10 +25,11 @@ HEAD = ("HeadObject",)
 
 # ---- the inventory --------------------------------------------------------------------------------------------
 def test_every_call_site_in_the_code_has_a_row_and_every_row_a_call_site():
-    found = {(c.module, c.function, c.call): c.line for c in faults.scan()}
-    rows = {(s.module, s.function, s.call) for s in faults.PY_SITES}
-    missing = sorted(f"{m}:{found[(m, f, c)]} {f} calls {c}" for m, f, c in set(found) - rows)
-    stale = sorted(f"{m} {f} {c}" for m, f, c in rows - set(found))
+    """A row per call: a function that calls an operation twice has a row for each (its occurrence, in source order)."""
+    found = {(c.module, c.function, c.call, c.occurrence): c.line for c in faults.scan()}
+    rows = {(s.module, s.function, s.call, s.occurrence) for s in faults.PY_SITES}
+    missing = sorted(f"{m}:{found[(m, f, c, n)]} {f} calls {c} (call {n})" for m, f, c, n in set(found) - rows)
+    stale = sorted(f"{m} {f} {c} (call {n})" for m, f, c, n in rows - set(found))
     assert not missing, "AWS calls without a row in dslab/aws/faults.py:\n" + "\n".join(missing)
     assert not stale, "rows of dslab/aws/faults.py whose call is gone:\n" + "\n".join(stale)
 
@@ -39,6 +40,27 @@ def test_the_scan_finds_a_new_call_and_a_paginator_named_by_a_variable(tmp_path)
         "def f(s3, name):\n    s3.delete_bucket(Bucket='b')\n    s3.get_paginator(name)\n    s3.copy({}, 'b', 'k')\n")
     calls = {(c.function, c.call) for c in faults.scan(tmp_path)}
     assert calls == {("f", "delete_bucket"), ("f", "get_paginator:?"), ("f", "copy")}
+
+
+def test_the_scan_numbers_each_call_of_an_operation_in_a_function_in_source_order(tmp_path):
+    (tmp_path / "dslab").mkdir()
+    (tmp_path / "dslab" / "twice.py").write_text(
+        "def f(s3):\n    s3.put_object(Bucket='b', Key='1')\n    s3.get_object(Bucket='b', Key='1')\n"
+        "    s3.put_object(\n        Bucket='b', Key='2')\n    s3.put_object(Bucket='b', Key='3'); s3.put_object(Bucket='b', Key='4')\n")
+    calls = [(c.call, c.occurrence, c.line, c.end_line) for c in faults.scan(tmp_path)]
+    assert calls == [("put_object", 1, 2, 2), ("get_object", 1, 3, 3), ("put_object", 2, 4, 4),
+                     ("put_object", 3, 6, 6), ("put_object", 4, 6, 6)]
+
+
+def test_a_function_calling_an_operation_more_than_once_has_a_row_per_call():
+    """The four functions that do today, each call with its own row (and its own injected pairs below)."""
+    rows = {}
+    for site in faults.PY_SITES:
+        rows.setdefault((site.module, site.function, site.call), set()).add(site.occurrence)
+    assert rows[("dslab/inputs/datasets.py", "upload", "put_object")] == {1, 2}
+    assert rows[("dslab/workflow/plan.py", "_plan", "put_object")] == {1, 2, 3}
+    assert rows[("training/dslab_train/s3source.py", "S3Reads.get", "get_object")] == {1, 2}
+    assert rows[("training/dslab_train/s3source.py", "S3Reads.get_range", "get_object")] == {1, 2}
 
 
 def test_every_operation_and_error_comes_from_botocores_models():
@@ -407,11 +429,12 @@ def _marker(site, fault, reaction) -> str | None:
     if reaction.kind == ANSWER:
         return None
     code = _wire_code(site, fault)
-    service = faults.cli_service_of(site.operation) if site.context == "cli" else None
+    service = faults.cli_service_of(site.operation) if site.context == "cli" else \
+        site.service if site.context == "local lab" else None
     return aws_errors.fix(code, fault.status, operation=site.operation, service=service, who=_who(site))
 
 
-WITHIN_ONE_RUN = ("dslab status --wait", "dslab efs empty", "Plan")   # a WAIT recovers within the same run
+WITHIN_ONE_RUN = ("dslab status --wait", "dslab efs empty", "Plan", "dslab local")   # a WAIT recovers within the run
 
 
 def _inject(world, monkeypatch, site, fault, entry=None, limit=None) -> tuple[Injector, fault_world.Observation]:
@@ -542,7 +565,51 @@ def _training_check(site, fault, reaction, seen, *, marker, code, attempts, worl
     assert code in text and f"after {attempts} attempts" in text and "fix what S3's message names" not in text, text
 
 
-CHECKS = {"cli": _cli_check, "Plan": _plan_check, "CheckFsxData": _fsx_check, "StageExpress": _stage_check,
+def _local_check(site, fault, reaction, seen, *, marker, code, attempts, world):
+    """The local lab: a job the runner ran fails with a FailureReason naming the refused request and the fix (never
+    the executor's crash); `dslab job run-local` says it and exits 1; `dslab local` goes on."""
+    entry = site.entries[0]
+    if entry in ("dslab local", "dslab local (interrupted)"):
+        from dslab.local.lab import Interrupted, LocalRun
+        if entry == "dslab local":   # the look was skipped, the run went on to its end
+            assert seen.raised is None and isinstance(seen.result, LocalRun), seen.raised
+            assert seen.result.execution_status == "SUCCEEDED" and seen.notes["reports"], seen.notes
+            # the next look was made: the jobs that had ended are in results.json, as each look records them
+            recorded = {r["job_name"] for r in seen.notes["results.json"]["records"]}
+            assert recorded == {"job-a", "job-b"}, recorded
+        else:
+            assert isinstance(seen.raised, Interrupted), seen.raised
+        return
+    if entry == "dslab job run-local":
+        assert seen.rc == 1 and "Traceback" not in seen.err, (seen.rc, seen.out, seen.err)
+        line = seen.out.splitlines()[0]
+        assert line.startswith("folder-job: Failed - ClientError: "), line
+        reason = line
+    else:
+        assert not seen.notes["executor errors"], seen.notes["executor errors"]   # no crash of the executor
+        assert seen.result["TrainingJobStatus"] == "Failed", seen.result
+        reason = seen.result["FailureReason"]
+        assert reason.startswith("ClientError: ") and not reason.startswith("ClientError: checkpoint sync"), reason
+        assert reason.count("ClientError") == 1, reason
+    assert marker in reason, (marker, reason)
+    if reaction.marker is None:   # the request refused, and how many times botocore sent it
+        assert f"({code}" in reason, reason
+        if attempts > 1:
+            assert f"after {attempts} attempts" in reason, reason
+    # A checkpoint S3 (or the script's endpoint) did not take is never taken for synced: the sync stopped there.
+    if site.function == "LabStorage.upload":
+        assert seen.notes["checkpoints"] == [LOCAL_CHECKPOINTS + "step-1.pt"], seen.notes
+    if site.function == "LabStorage.delete_object":
+        assert seen.notes["checkpoints"] == [LOCAL_CHECKPOINTS + "step-1.pt", LOCAL_CHECKPOINTS + "step-2.pt"]
+    if site.function == "FolderStorage.upload":
+        assert "checkpoints/ck/step-2.pt" not in seen.notes["script's objects"], seen.notes
+    if site.function == "FolderStorage.delete_object":
+        assert "checkpoints/ck/step-1.pt" in seen.notes["script's objects"], seen.notes
+    if entry == "local runner" and site.function != "LabStorage.put_object":
+        assert seen.notes["artifacts"] == [], seen.notes   # failed before its Uploading phase stored anything
+
+
+CHECKS = {"local lab": _local_check, "cli": _cli_check, "Plan": _plan_check, "CheckFsxData": _fsx_check, "StageExpress": _stage_check,
           "Collect": _raises_check, "Teardown (start)": _raises_check, "Teardown (check)": _raises_check,
           "idle guard": _raises_check, "custom resource": _emptier_check, "training script": _training_check}
 
@@ -562,6 +629,54 @@ def test_every_entry_of_a_row_reaches_its_call_site_and_reacts_alike(world, monk
                    attempts=site.attempts(fault), world=world)
     else:
         assert seen.raised is not None and aws_errors.aws_error(seen.raised).code == fault.code
+
+
+# Which request each call of an operation makes, where a function makes several: stated here, apart from the scan.
+OCCURRENCE_REQUESTS = {
+    ("dslab/inputs/datasets.py", "upload", 1): "/datasets/up.manifest",
+    ("dslab/inputs/datasets.py", "upload", 2): "/datasets/up.dataset.json",
+    ("dslab/workflow/plan.py", "_plan", 1): "/results/exec-plan/requests/",
+    ("dslab/workflow/plan.py", "_plan", 2): "/results/exec-plan/plan.json",
+    ("dslab/workflow/plan.py", "_plan", 3): "/results/exec-plan/plan.json",
+    ("training/dslab_train/s3source.py", "S3Reads.get", 2): "/datasets/tiny/c1/img-0.jpg",
+    ("training/dslab_train/s3source.py", "S3Reads.get_range", 2): "/datasets/tiny/c1/img-0.jpg"}
+REPEATED = [s for s in faults.PY_SITES if s.injected and s.calls > 1]
+
+
+@pytest.mark.parametrize("site", REPEATED, ids=[s.key for s in REPEATED])
+def test_each_call_of_an_operation_made_more_than_once_in_a_function_is_injected_alone(world, monkeypatch, site):
+    """The injector answers the error at the row's call only (the line the scan found it on): the requests it
+    refused are that call's, the same function's other calls of the operation went through, and the reaction is the
+    row's."""
+    refused: list[str] = []
+
+    class Recording(Injector):
+        def __call__(self, service_id, operation, request=None):
+            answer = super().__call__(service_id, operation, request)
+            if answer is not None:
+                refused.append(str(getattr(request, "url", "")))
+            return answer
+
+    from dslab.emulator.patches import HOOKS
+    fault = faults.Fault("AccessDenied", 403, "common")
+    injector = Recording(site, fault)
+    injector.entry = site.entries[0]
+    HOOKS.api_fault = injector
+    try:
+        seen = drive(world, site.entries[0], site, monkeypatch)
+    finally:
+        HOOKS.api_fault = None
+    expected = OCCURRENCE_REQUESTS[(site.module, site.function, site.occurrence)]
+    assert refused and all(expected in url for url in refused), (expected, refused)
+    from collections import Counter
+    sent = Counter(url for s, o, url, _ in injector.requests if o == site.operation) - Counter(refused)
+    others = {k: v for k, v in OCCURRENCE_REQUESTS.items() if k[:2] == (site.module, site.function)
+              and k[2] < site.occurrence}
+    for (_, _, occurrence), fragment in others.items():   # the calls before it were made, and answered
+        assert any(fragment in url for url in sent), (occurrence, fragment, sent)
+    reaction = site.reaction_for(fault)
+    CHECKS[site.context if site.context != "function" else site.entries[0]](
+        site, fault, reaction, seen, marker=_marker(site, fault, reaction), code="AccessDenied", attempts=1, world=world)
 
 
 def test_a_watch_gives_up_after_five_failed_looks_and_names_the_execution(world, monkeypatch):
@@ -819,7 +934,15 @@ def effect_emptier(seen, injector, world, kind):
     assert seen.notes["objects left"] == [], seen.notes
 
 
+def effect_local_sweep(seen, injector, world, kind):
+    # Ctrl-C: the partial report is written all the same, without the jobs the refused listing would have added
+    assert seen.raised.done == 0 and seen.raised.total == 2, (seen.raised.done, seen.raised.total)
+    (report,) = seen.notes["reports"]
+    assert report["partial"] == {"done": 0, "total": 2, "reason": "interrupted"} and report["records"] == [], report
+
+
 EFFECTS = {
+    ("dslab local (interrupted)", "sweep", "ListTrainingJobs"): effect_local_sweep,
     ("dslab doctor", "outputs_from_cloudformation", "DescribeStacks"): effect_doctor_outputs,
     ("dslab doctor", "usage", "DescribeFileSystems"): effect_doctor_efs,
     ("dslab doctor", "usage", "DescribeLifecycleConfiguration"): effect_doctor_efs,
@@ -903,6 +1026,23 @@ def _effect(site):
 
 
 # ---- the same functions when nothing fails: what the reactions above depart from --------------------------------
+def test_the_local_runners_job_reaches_every_call_site_when_nothing_fails(world, monkeypatch):
+    """The local lab's job (its code, File channel, checkpoint copy-in, sync and archives on the stand-in's S3)
+    completes: the checkpoint the script wrote is uploaded, the one it removed deleted, both archives stored; and
+    `dslab job run-local`'s Script job loads its script's endpoint and syncs to it."""
+    from .fault_world import FOLDER_BUCKET, _job_run_local, _local_runner_job
+    seen = _local_runner_job(world, monkeypatch)
+    assert seen.result == {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", "FailureReason": None}
+    assert seen.notes["checkpoints"] == [LOCAL_CHECKPOINTS + "step-2.pt"], seen.notes
+    assert [k.rsplit("/", 1)[-1] for k in seen.notes["artifacts"]] == ["model.tar.gz", "output.tar.gz"]
+    assert "checkpoint sync: 1 file(s), 3 bytes copied in" in seen.notes["log"]
+    assert "1 uploaded (4 bytes); 1 deleted in S3" in seen.notes["log"] and not seen.notes["executor errors"]
+    ran = _job_run_local(world, monkeypatch)
+    assert ran.rc == 0 and ran.out.startswith("folder-job: Completed"), (ran.out, ran.err)
+    assert ran.notes["script's objects"] == ["checkpoints/ck/step-2.pt", "datasets/tiny/a.jpg"], ran.notes
+    assert ran.notes["folder checkpoints"] == ["step-2.pt"] and FOLDER_BUCKET
+
+
 def test_teardown_with_nothing_in_the_way_deletes_the_stack_it_is_configured_for_and_records_the_end(world):
     """Teardown (start) of a lab whose FSx stack is named otherwise (DSLAB_FSX_STACK): no other execution, no job
     reading FSx: DeleteStack of that stack, DELETE_IN_PROGRESS; the next check sees it gone: DELETE_COMPLETE after 1

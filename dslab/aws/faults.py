@@ -3,17 +3,17 @@ does about each (docs/reference/fault-matrix.md is generated from this module: `
 
 Where the rows come from (tests/test_fault_matrix.py keeps each list equal to the code):
 - **Python call sites** (the CLI, dslab/aws, dslab/inputs, the workflow's functions, the Express emptier custom
-  resource, the training script): an AST scan of SCANNED for attribute references named like an operation of a
+  resource, the training script, the local lab's runner, checkpoint sync and progress): an AST scan of SCANNED for attribute references named like an operation of a
   service the product uses (botocore's ``xform_name`` of the service model's operation names), ``get_paginator("op")``
   and boto3's S3 transfer methods (TRANSFER: each maps to the operations it makes). A call site without a row, or a
-  row without a call site, fails the test.
+  row without a call site, fails the test. A function that calls an operation more than once has a row per call
+  (``occurrence``, in source order; the injector tells them apart by the lines the scan found each on).
 - **The state machine's integrations**: the synthesized definition's Task states (``aws-sdk:<service>:<action>``,
   ``sagemaker:createTrainingJob.sync``, Lambda invokes); each state's Retry and Catch are read from the definition.
 - **Custom resources**: the project's own (stacks/components/express_empty/index.py, scanned as above) and
   aws-cdk-lib's handlers (their operations read from the synthesized asset's JavaScript).
 
-Not scanned, and why: dslab/emulator (the stand-in itself); dslab/local (every client it makes is given the
-stand-in's endpoint: it never calls an account); examples/ (templates the user copies and owns: a failure of theirs
+Not scanned, and why: dslab/emulator (the stand-in itself); examples/ (templates the user copies and owns: a failure of theirs
 is the training job's failure, which the Run map records like any other); the script `dslab export` writes (it calls
 sagemaker-core's TrainingJob.create, not botocore directly, and exits with one line on any botocore error).
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
@@ -51,11 +51,20 @@ REACTIONS = (EXIT_2, WAIT, FINAL, ANSWER, GOES_ON)
 SCANNED = ("dslab", "stacks", "training", "benchmarks", "app.py")
 NOT_SCANNED = {
     "dslab/emulator": "the stand-in itself",
-    "dslab/local": "the local lab: every client it makes is given the stand-in's endpoint; it never calls an account",
 }
 # Attribute references named like an operation that are not AWS calls.
+_STORAGE = "the local runner's Storage (dslab/local/job_storage.py), not boto3: its S3 call is LabStorage's or " \
+           "FolderStorage's row"
 NOT_AWS = {("dslab/aws/images.py", "_cuda_from_tag", "search"): "re.search, not SageMaker Search",
-           ("dslab/core/workloads/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search"}
+           ("dslab/core/workloads/dlio.py", "Workload.accelerator", "search"): "re.search, not SageMaker Search",
+           ("dslab/local/container.py", "scrape_metrics", "search"): "re.search, not SageMaker Search",
+           ("dslab/local/channels.py", "channel_objects", "list_objects"): _STORAGE,
+           ("dslab/local/checkpoint_sync.py", "CheckpointSync.copy_in", "list_objects"): _STORAGE,
+           ("dslab/local/checkpoint_sync.py", "CheckpointSync.sync", "delete_object"): _STORAGE,
+           ("dslab/local/runner.py", "run_training_job", "list_objects"): _STORAGE,
+           ("dslab/local/runner.py", "run_training_job", "put_object"): _STORAGE,
+           ("dslab/local/job_storage.py", "FolderStorage.s3_environment", "list_objects"): "FolderStorage's own "
+                                                                                            "listing of its folders"}
 # boto3's managed S3 transfers: the method, and the operations it may make (s3transfer: a small object in one request,
 # a large one in parts; a copy first reads the source's size).
 TRANSFER = {
@@ -235,7 +244,7 @@ class Site:
     """One call site (module, function, method) reached from ``entries`` (the first is the one tests drive), calling
     ``service``'s ``operation``; what the product does about each error."""
     entries: tuple[str, ...]
-    context: str          # cli | function | custom resource | training script | state machine | cdk handler
+    context: str          # cli | function | custom resource | training script | local lab | state machine | cdk handler
     module: str
     function: str         # the enclosing function's qualified name, dotted (stage_express.copy)
     service: str
@@ -248,6 +257,9 @@ class Site:
     retries: Retries = STANDARD
     extra: tuple[Fault, ...] = ()
     injected: bool = True   # False: listed only (ASL: checked against the definition instead; code not runnable here)
+    # Which call of ``call`` in ``function`` (1: the first in source order): a function that calls the same operation
+    # more than once has a row per call (call_lines maps each to its lines).
+    occurrence: int = 1
     not_injected: str = ""  # why not, where injected is False
     # S3 answers AccessDenied (403) for a missing key to a caller without s3:ListBucket on it: where the code takes
     # a 403 for "missing" (dslab/workflow/common.py is_missing), it reacts as to a missing object.
@@ -279,8 +291,18 @@ class Site:
         return botocore_attempts(self.retries, self.service, self.operation, self.wire_code(fault), fault.status)
 
     @property
+    def calls(self) -> int:
+        """How many calls of ``call`` its function makes (the scan's count)."""
+        return len(call_lines(self.module, self.function, self.call))
+
+    @property
+    def where(self) -> str:
+        """The function, and which of its calls where it makes several."""
+        return self.function + (f" (call {self.occurrence} of {self.calls})" if self.calls > 1 else "")
+
+    @property
     def key(self) -> str:
-        return f"{self.entries[0]} | {self.module}:{self.function} | {self.service}:{self.operation}"
+        return f"{self.entries[0]} | {self.module}:{self.where} | {self.service}:{self.operation}"
 
 
 # Reactions used by many rows.
@@ -311,6 +333,16 @@ EMPTIER_FAILS = Reaction(FINAL, "the custom resource answers FAILED with the rea
 CDK_FAILS = Reaction(FINAL, "the handler throws; CDK's provider answers FAILED, CloudFormation marks the resource "
                             "failed and rolls the stack back (on delete: DELETE_FAILED); deploy again")
 
+LOCAL_JOB_FAILS = Reaction(FINAL, "the job fails with 'ClientError: <what it did> s3://...: AWS <operation> failed (code: "
+                                  "message); <fix>' as its FailureReason; the workflow records it Failed, the other "
+                                  "jobs run")
+CHECKPOINT_SYNC_FAILS = Reaction(FINAL, "the sync stops at the refused request and the job fails with it once the "
+                                        "scripts end ('ClientError: ... s3://<S3Uri>...' naming the fix): a checkpoint "
+                                        "S3 did not take is never taken for synced")
+JOB_RUN_FAILS = Reaction(FINAL, "the job fails: `dslab job run-local` prints '<name>: Failed - ClientError: ...' naming "
+                                "the fix, exits 1, and describe.json holds the FailureReason")
+PROGRESS_LOOK_WAITS = Reaction(WAIT, "this look is skipped (the live view keeps what it showed); the next, 2 s later, "
+                                     "looks again, and the workflow runs on", marker="")
 TRANSIENT_WAITS = {"throttled": Reaction(WAIT, "the next look (--poll seconds later) tries again; five failed looks "
                                                 "in a row end it with exit 2 (the execution keeps running)"),
                    "unavailable": Reaction(WAIT, "the next look (--poll seconds later) tries again; five failed looks "
@@ -319,7 +351,8 @@ ROLE = {"Plan": "the Plan function's role", "CheckFsxData": "the CheckFsxData fu
         "StageExpress": "the ExpressStaging function's role", "Collect": "the Collect function's role",
         "Teardown (start)": "the Teardown function's role", "Teardown (check)": "the Teardown function's role",
         "idle guard": "the Teardown function's role", "ExpressBucketEmptier": "the emptier function's role",
-        "training script": "the training job's role"}
+        "training script": "the training job's role", "local runner": "the training job's role",
+        "dslab job run-local": "the training job's role"}
 
 OUTPUT_ENTRIES = ("dslab status", "dslab plan", "dslab run", "dslab report", "dslab fsx status", "dslab express status",
                   "dslab express empty", "dslab efs empty")
@@ -543,8 +576,9 @@ PY_SITES: tuple[Site, ...] = (
            not_injected="s3transfer aborts the upload itself when a part fails (its AbortMultipartUpload's own error "
                         "is logged, not raised)")
       for op in TRANSFER["upload_file"]),
-    _cli("dslab dataset upload", "dslab/inputs/datasets.py", "upload", "s3", "PutObject",
-         why="the manifest and metadata beside the prefix; the stats file is written after them"),
+    *(_cli("dslab dataset upload", "dslab/inputs/datasets.py", "upload", "s3", "PutObject", occurrence=occurrence,
+           why=f"{what} beside the prefix; the stats file is written after them")
+      for occurrence, what in ((1, "the manifest"), (2, "each metadata file (dataset.json, manifest.json)"))),
 
     # ---- the workflow's functions ----
     _fn("Plan", "dslab/workflow/common.py", "look_up_fsx", "ssm", "GetParameters",
@@ -566,8 +600,10 @@ PY_SITES: tuple[Site, ...] = (
           method=f"get_paginator:{method}")
       for op, method in (("ListAWSDefaultServiceQuotas", "list_aws_default_service_quotas"),
                          ("ListServiceQuotas", "list_service_quotas"))),
-    _fn("Plan", "dslab/workflow/plan.py", "_plan", "s3", "PutObject", PLAN_FAILS,
-        why="the requests and plan.json; no job has started"),
+    *(_fn("Plan", "dslab/workflow/plan.py", "_plan", "s3", "PutObject", PLAN_FAILS, occurrence=occurrence,
+          why=f"{what}; no job has started")
+      for occurrence, what in ((1, "each job's request"), (2, "plan.json"),
+                               (3, "plan.json again, naming the EFS datasets other executions read"))),
     _fn("Plan", "dslab/workflow/plan.py", "deployed_lab", "fsx", "DescribeFileSystems",
         Reaction(GOES_ON, "FSx is priced as the workflow's stack was deployed (the plan's lab says its source)",
                  marker="the workflow's deploy settings")),
@@ -695,15 +731,55 @@ PY_SITES: tuple[Site, ...] = (
           ("abort_uploads", "AbortMultipartUpload", {"NoSuchUpload": Reaction(ANSWER, "ended meanwhile: nothing to "
                                                                                       "abort")}))),
 
+    # ---- the local lab (dslab/local): its runner, checkpoint sync and progress, against the stand-in ----
+    *(Site(("local runner",), "local lab", "dslab/local/storage.py", function, "s3", op, reaction, method=method,
+           by_kind=by_kind, why=why)
+      for function, op, method, reaction, by_kind, why in (
+          ("LabStorage.list_objects", "ListObjectsV2", "get_paginator:list_objects_v2", LOCAL_JOB_FAILS, {},
+           "an S3 channel's objects, then the CheckpointConfig S3Uri before the copy-in"),
+          ("LabStorage.read_object", "GetObject", "", LOCAL_JOB_FAILS,
+           {"missing": Reaction(FINAL, "the job fails: 'ClientError: training code s3://... not found: upload "
+                                       "sourcedir.tar.gz there'", marker="not found: upload sourcedir.tar.gz there")},
+           ("the training code (sagemaker_submit_directory); also a ManifestFile channel's manifest and Pipe mode's "
+            "objects")),
+          ("LabStorage.download", "GetObject", "", LOCAL_JOB_FAILS, {},
+           "a File channel's objects (Downloading), then the checkpoints copied in"),
+          ("LabStorage.put_object", "PutObject", "", Reaction(
+              FINAL, "the job fails in its Uploading phase with the archive's refused upload: 'ClientError: uploading "
+                     "s3://.../model.tar.gz ...' naming the fix; the workflow records it Failed"), {},
+           "model.tar.gz and output.tar.gz after the script"),
+          ("LabStorage.upload", "PutObject", "", CHECKPOINT_SYNC_FAILS, {}, "the checkpoint sync's uploads"),
+          ("LabStorage.delete_object", "DeleteObject", "", CHECKPOINT_SYNC_FAILS, {},
+           "the checkpoint sync's deletions (a checkpoint the script removed)"))),
+    *(Site(("dslab job run-local",), "local lab", "dslab/local/job_storage.py", function, "s3", op, JOB_RUN_FAILS,
+           why=why)
+      for function, op, why in (
+          ("FolderStorage.s3_environment", "CreateBucket", ("a Script job's endpoint (moto's S3 server the command "
+                                                            "starts): each bucket its script reads")),
+          ("FolderStorage.s3_environment", "PutObject", "the objects under its dataset_uri and checkpoint S3 URI"),
+          ("FolderStorage.upload", "PutObject", "the checkpoint sync's uploads, for the script to list"),
+          ("FolderStorage.delete_object", "DeleteObject", "the checkpoint sync's deletions"))),
+    Site(("dslab local",), "local lab", "dslab/local/lab.py", "LocalLab.run.progress", "sagemaker", "ListTrainingJobs",
+         PROGRESS_LOOK_WAITS, why="the live view's look at the jobs, every 2 s"),
+    Site(("dslab local",), "local lab", "dslab/local/lab.py", "LocalLab.run.progress", "sagemaker",
+         "DescribeTrainingJob", PROGRESS_LOOK_WAITS, extra=(TRAINING_JOB_MISSING,),
+         why="each job that has not ended"),
+    Site(("dslab local (interrupted)",), "local lab", "dslab/local/lab.py", "FinishedJobs.sweep", "sagemaker",
+         "ListTrainingJobs", Reaction(GOES_ON, "the partial report is written all the same, with the jobs recorded "
+                                               "as they ended (those that ended since the last look are left out)",
+                                      marker=""),
+         why="on Ctrl-C or SIGTERM: the jobs that ended since the last look"),
+
     # ---- the training script (Script mode) ----
     Site(("training script", "checkpoint writer (durability)"), "training script", "training/dslab_train/s3source.py",
          "S3Reads.list", "s3", "ListObjectsV2", TRAINING_FAILS, method="get_paginator:list_objects_v2", retries=TRAINING,
          why="a checkpoint writer lists its checkpoint S3 URI until SageMaker's sync has uploaded each checkpoint "
              "(train.py durable_listing)"),
     Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get", "s3", "GetObject",
-         TRAINING_FAILS, retries=TRAINING),
+         TRAINING_FAILS, retries=TRAINING, occurrence=2, why="boto3's read (the connector's is the first call)"),
     Site(("training script",), "training script", "training/dslab_train/s3source.py", "S3Reads.get_range", "s3",
-         "GetObject", TRAINING_FAILS, retries=TRAINING),
+         "GetObject", TRAINING_FAILS, retries=TRAINING, occurrence=2, why="boto3's read (the connector's is the first "
+                                                                         "call)"),
     *(Site(("training script (s3torchconnector)",), "training script", "training/dslab_train/s3source.py", function,
            "s3", op, Reaction(FINAL, "the connector raises; train.py's last catch writes '<type>: <message>' to "
                                      "/opt/ml/output/failure (the job's FailureReason)"),
@@ -892,6 +968,8 @@ class CallSite:
     function: str
     call: str          # the operation's method name, get_paginator:<op>, or a transfer method
     line: int
+    end_line: int = 0  # the last line of the reference (a call split over lines: its frame is on one of them)
+    occurrence: int = 1   # which reference to ``call`` in ``function``, in source order (1: the first)
 
 
 @functools.lru_cache(maxsize=None)
@@ -913,7 +991,7 @@ def _scanned_files(root: Path = REPO) -> list[Path]:
 def scan(root: Path = REPO) -> list[CallSite]:
     """Every reference to an operation (or a paginator or transfer) in the scanned code, by enclosing function."""
     names = _method_names()
-    found: list[CallSite] = []
+    found: list[tuple[CallSite, int]] = []   # and the reference's column
     for path in _scanned_files(root):
         module = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text(), str(path))
@@ -931,7 +1009,8 @@ def scan(root: Path = REPO) -> list[CallSite]:
                 if isinstance(func, ast.Attribute) and func.attr == "get_paginator":
                     # A paginator named by a variable cannot be listed: "?" has no row, so the test names it.
                     named = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else "?"
-                    found.append(CallSite(module, ".".join(stack), f"get_paginator:{named}", node.lineno))
+                    found.append((CallSite(module, ".".join(stack), f"get_paginator:{named}", node.lineno,
+                                           node.func.end_lineno), node.col_offset))
                     for arg in node.keywords:
                         self.visit(arg)
                     self.visit(func.value)
@@ -941,11 +1020,32 @@ def scan(root: Path = REPO) -> list[CallSite]:
             def visit_Attribute(self, node):
                 if node.attr in names and isinstance(node.ctx, ast.Load):
                     if (module, ".".join(stack), node.attr) not in NOT_AWS:
-                        found.append(CallSite(module, ".".join(stack), node.attr, node.lineno))
+                        found.append((CallSite(module, ".".join(stack), node.attr, node.lineno, node.end_lineno),
+                                      node.col_offset))
                 self.generic_visit(node)
 
         Visitor().visit(tree)
-    return found
+    # Each reference numbered in source order within its function.
+    counted: dict[tuple[str, str, str], int] = {}
+    numbered = []
+    for site, _ in sorted(found, key=lambda found: (found[0].module, found[0].line, found[1])):
+        key = (site.module, site.function, site.call)
+        counted[key] = counted.get(key, 0) + 1
+        numbered.append(replace(site, occurrence=counted[key]))
+    return numbered
+
+
+@functools.lru_cache(maxsize=None)
+def _scanned_calls() -> dict[tuple[str, str, str], tuple[tuple[int, int], ...]]:
+    found: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
+    for site in scan():
+        found.setdefault((site.module, site.function, site.call), []).append((site.line, site.end_line))
+    return {key: tuple(lines) for key, lines in found.items()}
+
+
+def call_lines(module: str, function: str, call: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of each call of ``call`` in ``function``, in source order (the scan's occurrences)."""
+    return _scanned_calls().get((module, function, call), ())
 
 
 @functools.lru_cache(maxsize=None)
@@ -989,9 +1089,9 @@ def pair_rows() -> list[dict]:
             fix = aws_errors.fix(fault.code, fault.status, operation=site.operation, service=site.service,
                                  who=_who(site))
             rows.append({"context": site.context, "where": f"{'; '.join(site.entries)}: `{site.module}` "
-                         f"{site.function}", "operation": f"{site.service}:{site.operation}", "error": fault.code,
+                         f"{site.where}", "operation": f"{site.service}:{site.operation}", "error": fault.code,
                          "source": fault.source, "attempts": attempts, "retries": site.retries, "reaction": reaction.kind,
-                         "says": reaction.says, "fix": fix if reaction.kind in (EXIT_2, FINAL, WAIT, GOES_ON) else "",
+                         "says": reaction.says, "fix": fix if reaction.kind in (EXIT_2, FINAL, WAIT, GOES_ON) and reaction.marker != "" else "",
                          "injected": site.injected, "not_injected": site.not_injected, "entries": site.entries})
     for state in STATE_SITES:
         for fault in state.errors():
@@ -1075,8 +1175,12 @@ def markdown() -> str:
             "values stated in the test) and executed for one error of each kind (retried, caught, failed); "
             "**listed only** pairs are code that does not run here (aws-cdk-lib's JavaScript handlers, "
             "s3torchconnector's client, multipart branches of transfers): their reaction is the one stated, not "
-            "tested. Not in the matrix: errors an API reference lists for an operation where botocore's model does "
-            "not and none of the above names them; the local lab's own calls to its stand-in (dslab/local).", "",
+            "tested. The **local lab**'s calls (dslab/local: the local runner's S3 reads and writes, its checkpoint "
+            "sync, `dslab job run-local`'s Script endpoint, `dslab local`'s looks at the jobs) are rows like the "
+            "others, injected where its stand-in answers, with each operation's errors as AWS sends them (the stand-in "
+            "itself sends only some: a missing object or bucket). A function that calls an operation more than once has a row per call "
+            "(\"call 2 of 3\"), each injected alone. Not in the matrix: errors an API reference lists for an "
+            "operation where botocore's model does not and none of the above names them.", "",
             "Retries: " + "; ".join(f"{r.mode}{f', {r.max_attempts} attempts' if r.max_attempts else ''}: {r.where}"
                                     for r in (STANDARD, EXPRESS, TRAINING, CONNECTOR, SDK_JS, STEP_FUNCTIONS)) + ".",
             "", "Not scanned: " + "; ".join(f"`{k}`: {v}" for k, v in NOT_SCANNED.items()) + "; `examples/`: "
@@ -1085,6 +1189,7 @@ def markdown() -> str:
                            ("state machine", "The state machine's integrations"),
                            ("custom resource", "The project's custom resource"),
                            ("training script", "The training script (Script mode)"),
+                           ("local lab", "The local lab (dslab/local, against its stand-in)"),
                            ("cdk handler", "aws-cdk-lib's custom resource handlers")):
         chosen = [r for r in rows if r["context"] == context]
         if not chosen:

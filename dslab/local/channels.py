@@ -127,7 +127,11 @@ def channel_objects(storage: Storage, s3: dict[str, Any]) -> list[tuple[str, str
     bucket, prefix = split_s3_uri(s3["S3Uri"])
     if s3["S3DataType"] == "S3Prefix":
         return [(bucket, key) for key, _ in storage.list_objects(bucket, prefix) if not key.endswith("/")]
-    manifest = json.loads(storage.read_object(bucket, prefix))
+    try:
+        manifest = json.loads(storage.read_object(bucket, prefix))
+    except KeyError:   # a missing object is the job's failure, said, not the runner's
+        raise JobFailed(f"ClientError: the manifest file {s3['S3Uri']} does not exist: upload the dataset again "
+                        "(`dslab dataset upload` writes it beside the prefix)") from None
     if not manifest or "prefix" not in manifest[0]:
         raise JobFailed(f"ClientError: {s3['S3Uri']} is not a manifest file ([{{\"prefix\": ...}}, key, ...])")
     base_bucket, base_prefix = split_s3_uri(manifest[0]["prefix"])

@@ -69,7 +69,9 @@ def extract_code(storage: Storage, uri: str, target: Path, code_dir: Path | None
     try:
         data = storage.read_object(bucket, key)
     except (FileNotFoundError, KeyError, RequestInvalid):
-        raise RequestInvalid(f"training code {uri} not found: upload sourcedir.tar.gz there (or pass --code DIR)") from None
+        # The job fails, as SageMaker's does when its container finds no code there (the request itself was valid).
+        raise JobFailed(f"ClientError: training code {uri} not found: upload sourcedir.tar.gz there (or pass --code "
+                        "DIR)") from None
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         tar.extractall(target, filter="data")
 

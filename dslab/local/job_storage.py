@@ -8,11 +8,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from botocore.exceptions import ClientError
+
 from ..aws.validation import RequestInvalid
 
 
 class StorageError(RuntimeError):
-    """The job's data source cannot be provided (a mount failed, a file system is gone)."""
+    """The job's data source cannot be provided (a mount failed, a file system is gone, S3 refused a request)."""
+
+
+# Who signs a local job's requests, as SageMaker's job does with its role (the fix line names it).
+JOB_ROLE = "the training job's role"
+
+
+def refused(err: Exception, what: str) -> StorageError:
+    """The stand-in's S3 refused ``what`` (botocore's ClientError ``err``, after its retries): one line with the code,
+    S3's message, the attempts and the fix; the runner fails the job with it (FailureReason "ClientError: ...")."""
+    from ..core.facts import aws_errors
+    return StorageError(aws_errors.explain(err, service="s3", who=JOB_ROLE, what=what))
 
 
 class Storage(Protocol):
@@ -86,12 +99,18 @@ class FolderStorage:
         path.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, path)
         if self._client is not None:   # the script's endpoint sees it too (a checkpoint writer lists it)
-            self._client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            try:
+                self._client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+            except ClientError as err:
+                raise refused(err, f"uploading {source.name} to the script's s3://{bucket}/{key}") from None
 
     def delete_object(self, bucket: str, key: str) -> None:
         (self._bucket(bucket) / key).unlink(missing_ok=True)
         if self._client is not None:
-            self._client.delete_object(Bucket=bucket, Key=key)
+            try:
+                self._client.delete_object(Bucket=bucket, Key=key)
+            except ClientError as err:
+                raise refused(err, f"deleting the script's s3://{bucket}/{key}") from None
 
     def fastfile_view(self, bucket: str, prefix: str) -> Path:
         return self._bucket(bucket) / prefix
@@ -118,9 +137,15 @@ class FolderStorage:
                 "aws_secret_access_key": LOCAL_CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
             for uri in uris:
                 bucket, prefix = split_s3_uri(uri)
-                s3.create_bucket(Bucket=bucket)
+                try:
+                    s3.create_bucket(Bucket=bucket)
+                except ClientError as err:
+                    raise refused(err, f"creating the script's bucket {bucket}") from None
                 for key, _ in self.list_objects(bucket, prefix):
-                    s3.put_object(Bucket=bucket, Key=key, Body=self.read_object(bucket, key))
+                    try:
+                        s3.put_object(Bucket=bucket, Key=key, Body=self.read_object(bucket, key))
+                    except ClientError as err:
+                        raise refused(err, f"loading s3://{bucket}/{key} for the script") from None
             self._client = s3
         return script_s3_environment(self._endpoint, "us-east-1")
 

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from botocore.exceptions import ClientError
+
 from ..inputs import datasets as dataset_tools
 from ..inputs import user_code
 from ..core.errors import ConfigError
@@ -386,15 +388,18 @@ class LocalLab:
             # Every call is a request to the stand-in, which the FUSE-backed jobs need too: describe
             # only the jobs that have not ended.
             sagemaker = self.lab.client("sagemaker")
-            for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
-                job = summary["TrainingJobName"]
-                known = run_progress.jobs.get(job)
-                if known is not None and known.status in ENDED:
-                    continue
-                state = sagemaker.describe_training_job(TrainingJobName=job)
-                view.observe(job, state["TrainingJobStatus"], state.get("SecondaryStatus", ""))
-                if state["TrainingJobStatus"] in ENDED:
-                    finished.record(job, state["TrainingJobStatus"])   # results.json as each job ends
+            try:
+                for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
+                    job = summary["TrainingJobName"]
+                    known = run_progress.jobs.get(job)
+                    if known is not None and known.status in ENDED:
+                        continue
+                    state = sagemaker.describe_training_job(TrainingJobName=job)
+                    view.observe(job, state["TrainingJobStatus"], state.get("SecondaryStatus", ""))
+                    if state["TrainingJobStatus"] in ENDED:
+                        finished.record(job, state["TrainingJobStatus"])   # results.json as each job ends
+            except ClientError:
+                pass   # the stand-in refused this look (after botocore's retries): the next one looks again
             view.tick()
 
         try:
@@ -489,7 +494,11 @@ class FinishedJobs:
     def sweep(self) -> None:
         """Every job that has ended and has no record yet (an interrupt comes between two looks)."""
         sagemaker = self.lab.lab.client("sagemaker")
-        for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
+        try:
+            summaries = sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]
+        except ClientError:
+            return   # the stand-in refused the listing: the report holds the jobs recorded as they ended
+        for summary in summaries:
             if summary["TrainingJobName"] not in self.records and summary["TrainingJobStatus"] in ENDED:
                 self.record(summary["TrainingJobName"], summary["TrainingJobStatus"])
 

@@ -389,8 +389,8 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         status, secondary, failure = "Failed", "Failed", f"ClientError: {err}"
     except RequestInvalid:
         raise
-    except ClientError as err:   # the stand-in's S3 refused the checkpoint sync (a missing bucket, ...)
-        status, secondary, failure = "Failed", "Failed", f"ClientError: checkpoint sync: {err}"
+    except ClientError as err:   # a request the storage did not word itself (it words S3's refusals: StorageError)
+        status, secondary, failure = "Failed", "Failed", f"ClientError: {err}"
     finally:
         if sync is not None:
             sync._stop.set()

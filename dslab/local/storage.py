@@ -16,7 +16,9 @@ import threading
 import time
 from pathlib import Path
 
-from .job_storage import StorageError, script_s3_environment
+from botocore.exceptions import ClientError
+
+from .job_storage import StorageError, refused, script_s3_environment
 
 FUSE_HELP = ("FUSE is unavailable, so FastFile and FSx cannot be emulated: install s3fs-fuse and fuse3 "
              "(apt-get install s3fs fuse3), and run as root with /dev/fuse present")
@@ -134,10 +136,15 @@ class LabStorage:
         self.fsx_root, self.fsx_id, self.efs_id = fsx_root, fsx_id, efs_id
         self._job_mounts: list[Path] = []
 
+    # The stand-in's S3 refusing a request (after botocore's retries) fails the job with a reason naming the object and
+    # the fix (the runner's FailureReason "ClientError: ..."), as SageMaker fails a job whose data or artifacts S3 refused.
     def list_objects(self, bucket: str, prefix: str) -> list[tuple[str, int]]:
         out = []
-        for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            out += [(o["Key"], o["Size"]) for o in page.get("Contents", [])]
+        try:
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+                out += [(o["Key"], o["Size"]) for o in page.get("Contents", [])]
+        except ClientError as err:
+            raise refused(err, f"listing s3://{bucket}/{prefix}") from None
         return out
 
     def read_object(self, bucket: str, key: str) -> bytes:
@@ -145,23 +152,37 @@ class LabStorage:
             return self.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except self.s3.exceptions.NoSuchKey:
             raise KeyError(key) from None
+        except ClientError as err:
+            raise refused(err, f"reading s3://{bucket}/{key}") from None
 
     def download(self, bucket: str, key: str, target: Path) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        body = self.s3.get_object(Bucket=bucket, Key=key)["Body"]  # one request (download_file adds a HEAD)
+        try:
+            body = self.s3.get_object(Bucket=bucket, Key=key)["Body"]  # one request (download_file adds a HEAD)
+        except ClientError as err:
+            raise refused(err, f"downloading s3://{bucket}/{key}") from None
         with open(target, "wb") as handle:
             for chunk in iter(lambda: body.read(1024 * 1024), b""):
                 handle.write(chunk)
 
     def put_object(self, bucket: str, key: str, data: bytes) -> None:
-        self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+        try:
+            self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+        except ClientError as err:
+            raise refused(err, f"uploading s3://{bucket}/{key}") from None
 
     def upload(self, bucket: str, key: str, source: Path) -> None:
         with open(source, "rb") as body:
-            self.s3.put_object(Bucket=bucket, Key=key, Body=body)
+            try:
+                self.s3.put_object(Bucket=bucket, Key=key, Body=body)
+            except ClientError as err:
+                raise refused(err, f"uploading {source.name} to s3://{bucket}/{key}") from None
 
     def delete_object(self, bucket: str, key: str) -> None:
-        self.s3.delete_object(Bucket=bucket, Key=key)
+        try:
+            self.s3.delete_object(Bucket=bucket, Key=key)
+        except ClientError as err:
+            raise refused(err, f"deleting s3://{bucket}/{key}") from None
 
     def fastfile_view(self, bucket: str, prefix: str) -> Path:
         point = self.mounts.mount(bucket, prefix, "fastfile")

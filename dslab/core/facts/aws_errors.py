@@ -70,6 +70,11 @@ FIXES = {
     "404": "the object is not there (deleted or never written): write it again or name the right key",
     "NotFound": "the object is not there (deleted or never written): write it again or name the right key",
     "NoSuchUpload": "the multipart upload ended meanwhile (completed or aborted): run the command again",
+    # CreateBucket (the local runner's endpoint for a Script job, a server of its own: neither is expected there)
+    "BucketAlreadyExists": "a bucket of that name exists already (bucket names are shared by every account): name "
+                           "another bucket in the S3 URI",
+    "BucketAlreadyOwnedByYou": "the bucket exists already in this account (an S3 endpoint left from an earlier run?): "
+                               "run the job again",
     "InvalidObjectState": "the object is archived (an S3 Glacier storage class): restore it (`aws s3api "
                           "restore-object`) or upload it again",
     "ObjectNotInActiveTierError": "the source object is archived (an S3 Glacier storage class): restore it (`aws s3api "
