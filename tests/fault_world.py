@@ -6,7 +6,9 @@ call site under test (its frame is the innermost product frame on the stack), in
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
+import functools
 import importlib.util
 import io
 import json
@@ -52,6 +54,36 @@ def unmutated(qualname: str) -> str:
     return ".".join(parts)
 
 
+@functools.lru_cache(maxsize=None)
+def _own_references(filename: str, first_line: int, call: str) -> tuple[tuple[int, int], ...]:
+    """(first line, last line) of each reference to ``call`` in the function that starts at ``first_line``, in source
+    order, not counting the functions and classes nested in it (the scan's rule for occurrences)."""
+    tree = ast.parse(Path(filename).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and first_line in (
+                node.lineno, *(d.lineno for d in node.decorator_list)):
+            found, todo = [], list(ast.iter_child_nodes(node))
+            while todo:
+                child = todo.pop()
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    continue
+                if isinstance(child, ast.Attribute) and child.attr == call and isinstance(child.ctx, ast.Load):
+                    found.append((child.lineno, child.col_offset, child.end_lineno))
+                todo.extend(ast.iter_child_nodes(child))
+            return tuple((line, end) for line, _, end in sorted(found))
+    return ()
+
+
+def occurrence_at(frame, call: str) -> int | None:
+    """Which call of ``call`` the frame stands on (1: the first in its function's source), read from the code that
+    runs: under `make bench-mutation` that is mutmut's renamed copy or mutant, whose lines are not the source's."""
+    for number, (line, end) in enumerate(_own_references(frame.f_code.co_filename, frame.f_code.co_firstlineno,
+                                                         call), 1):
+        if line <= frame.f_lineno <= end:
+            return number
+    return None
+
+
 @dataclass
 class Injector:
     """Answers ``fault`` for calls of ``site``'s operation made at ``site`` (up to ``limit`` requests)."""
@@ -66,14 +98,9 @@ class Injector:
     requests: list = field(default_factory=list)
     entry: str = ""
 
-    lines: tuple[int, int] | None = None   # the call's lines, where its function makes several calls of it
-
     def __post_init__(self):
         self.qualname = faults.python_qualname(self.site.function, self.site.module)
         self.service_id = faults.service_model(self.site.service).service_id.hyphenize()
-        calls = faults.call_lines(self.site.module, self.site.function, self.site.call)
-        if len(calls) > 1:   # one occurrence only: the frame must stand on that call's lines (the scan's)
-            self.lines = calls[self.site.occurrence - 1]
 
     def at_site(self) -> bool:
         frame = sys._getframe(2)
@@ -82,7 +109,7 @@ class Injector:
             name = unmutated(frame.f_code.co_qualname)
             if module is not None and not name.split(".")[-1].startswith("<") and (module, name) not in PASS_THROUGH:
                 return (module, name) == (self.site.module, self.qualname) and (
-                    self.lines is None or self.lines[0] <= frame.f_lineno <= self.lines[1])
+                    self.site.calls == 1 or occurrence_at(frame, self.site.call) == self.site.occurrence)
             frame = frame.f_back
         # No product frame: a managed transfer's own worker thread (s3transfer), which a transfer call site starts
         # (a driver's own set-up runs in the main thread).

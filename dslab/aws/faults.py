@@ -258,7 +258,8 @@ class Site:
     extra: tuple[Fault, ...] = ()
     injected: bool = True   # False: listed only (ASL: checked against the definition instead; code not runnable here)
     # Which call of ``call`` in ``function`` (1: the first in source order): a function that calls the same operation
-    # more than once has a row per call (call_lines maps each to its lines).
+    # more than once has a row per call (the fault world's injector tells them apart by
+    # the line the running code stands on).
     occurrence: int = 1
     not_injected: str = ""  # why not, where injected is False
     # S3 answers AccessDenied (403) for a missing key to a caller without s3:ListBucket on it: where the code takes
@@ -292,8 +293,9 @@ class Site:
 
     @property
     def calls(self) -> int:
-        """How many calls of ``call`` its function makes (the scan's count)."""
-        return len(call_lines(self.module, self.function, self.call))
+        """How many calls of ``call`` its function makes: its rows' count (the inventory test keeps it the scan's)."""
+        return max(s.occurrence for s in PY_SITES if (s.module, s.function, s.call) == (self.module, self.function,
+                                                                                       self.call))
 
     @property
     def where(self) -> str:
@@ -1033,19 +1035,6 @@ def scan(root: Path = REPO) -> list[CallSite]:
         counted[key] = counted.get(key, 0) + 1
         numbered.append(replace(site, occurrence=counted[key]))
     return numbered
-
-
-@functools.lru_cache(maxsize=None)
-def _scanned_calls() -> dict[tuple[str, str, str], tuple[tuple[int, int], ...]]:
-    found: dict[tuple[str, str, str], list[tuple[int, int]]] = {}
-    for site in scan():
-        found.setdefault((site.module, site.function, site.call), []).append((site.line, site.end_line))
-    return {key: tuple(lines) for key, lines in found.items()}
-
-
-def call_lines(module: str, function: str, call: str) -> tuple[tuple[int, int], ...]:
-    """(first line, last line) of each call of ``call`` in ``function``, in source order (the scan's occurrences)."""
-    return _scanned_calls().get((module, function, call), ())
 
 
 @functools.lru_cache(maxsize=None)
