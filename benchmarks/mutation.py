@@ -28,13 +28,14 @@ MUTMUT = "mutmut==3.8.1"
 # The modules whose reactions the fault matrix injects (issue 46's list). Not here, and why: the state machine's Retry
 # and Catch (stacks/components/workflow.py) are asserted field by field against literal values
 # (test_each_task_states_retry_and_catch_are_the_ones_promised), and synthesizing the app in a forked mutant would
-# share the parent's jsii kernel; the local lab's runner and checkpoint sync have no rows in the matrix yet.
+# share the parent's jsii kernel.
 MODULES = (
     "dslab/workflow/teardown.py", "dslab/workflow/fsx_guard.py", "dslab/workflow/collect.py",
     "dslab/workflow/check_fsx_data.py", "dslab/workflow/fsx_data.py", "dslab/workflow/express_staging.py",
     "dslab/workflow/common.py", "dslab/workflow/plan.py", "dslab/cli/runs.py", "dslab/inputs/datasets.py",
     "dslab/aws/efs.py", "dslab/aws/express.py", "dslab/aws/doctor.py", "stacks/components/express_empty/index.py",
-    "training/dslab_train/s3source.py",
+    "training/dslab_train/s3source.py", "dslab/local/checkpoint_sync.py", "dslab/local/runner.py",
+    "dslab/local/storage.py", "dslab/local/job_storage.py", "dslab/local/lab.py",
 )
 # Modules mostly about something else (the CLI's argument registration and rendering, the dataset tooling's packing):
 # only their AWS paths are mutated, the functions that hold a call site of the fault matrix (dslab/aws/faults.py, so a
@@ -42,6 +43,9 @@ MODULES = (
 AWS_PATHS_ONLY = {
     "dslab/cli/runs.py": ("_look",),          # `dslab status --wait`: a throttled look tried again, five at most
     "dslab/inputs/datasets.py": (),
+    "dslab/local/runner.py": ("run_training_job",),   # a job failed with S3's refusal, said once
+    "dslab/local/storage.py": (), "dslab/local/job_storage.py": ("refused",),
+    "dslab/local/lab.py": (),
 }
 # mutmut's exit codes per mutant (mutmut/stats.py status_by_exit_code). A mutant of a function no selected test
 # reaches ("no tests") counts as not killed.
