@@ -101,7 +101,8 @@ def test_dataset_uri_splits_into_bucket_and_a_folder_prefix_ending_in_slash(uri,
     assert split_uri(uri) == expected
 
 
-@pytest.mark.parametrize("uri", ["s3://data-bucket", "https://data-bucket/datasets/", "datasets/caltech/", None])
+@pytest.mark.parametrize("uri", ["s3://data-bucket", "https://data-bucket/datasets/", "datasets/caltech/", None,
+                                 "s3:///datasets/caltech/"])
 def test_a_dataset_uri_that_is_no_s3_prefix_is_refused_naming_the_hyperparameter(uri):
     """A URI without s3://bucket/ is a ContractError that names dataset_uri, the value and the form it needs."""
     with pytest.raises(ContractError) as raised:

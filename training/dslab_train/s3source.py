@@ -34,7 +34,7 @@ CLIENTS = ("auto", "boto3", "s3torchconnector")
 
 
 def split_uri(uri: str) -> tuple[str, str]:
-    if not isinstance(uri, str) or not uri.startswith("s3://") or "/" not in uri[5:]:
+    if not isinstance(uri, str) or not uri.startswith("s3://") or "/" not in uri[5:] or uri.startswith("s3:///"):
         raise ContractError(f"hyperparameter dataset_uri={uri!r} is not an S3 prefix (s3://bucket/prefix/)")
     bucket, _, prefix = uri[5:].partition("/")
     # Directory buckets take only prefixes that end in "/" (and any prefix is a folder here).
