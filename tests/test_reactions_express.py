@@ -15,8 +15,11 @@ import pytest
 from dslab.aws import express
 from dslab.core.errors import ConfigError
 
-from .fault_world import REGION, run_cli
-from .fault_world import world  # noqa: F401
+from .fault_world import (
+    REGION,
+    run_cli,
+    world,  # noqa: F401
+)
 
 
 # ---- helpers --------------------------------------------------------------------------------------------------------
@@ -265,8 +268,8 @@ def test_empty_of_a_dataset_with_only_uploads_in_progress_aborts_them_all(world,
     assert (seen.rc, seen.err) == (0, ""), seen.err
     assert seen.out.splitlines() == [
         "s3://uploads--use1-az4--x-s3/datasets/u/: 0 objects, 0.00 GB ($0.00 per month), 2 multipart uploads in progress",
-        "s3://uploads--use1-az4--x-s3/datasets/u/: deleted 0 objects (0.00 GB), aborted 2 multipart uploads; the "
-        "datasets are still in the data bucket, and the workflow stages them again when an Express job needs them"]
+        ("s3://uploads--use1-az4--x-s3/datasets/u/: deleted 0 objects (0.00 GB), aborted 2 multipart uploads; the "
+         "datasets are still in the data bucket, and the workflow stages them again when an Express job needs them")]
     assert _uploads(world, bucket) == ["datasets/other/part-3"] and _keys(world, bucket) == ["datasets/other/keep.bin"]
 
 
