@@ -141,7 +141,7 @@ bench-answer: setup
 # on first use): killed / survived / timed out per module, the survivors' diffs in benchmarks/mutation-survivors.txt.
 # MODULES=... for some of them. Not part of make test (tens of minutes).
 bench-mutation: setup
-	$(PY) -m benchmarks.mutation $(MODULES)
+	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(MODULES)
 
 # The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
 bench-lab:

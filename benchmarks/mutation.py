@@ -128,10 +128,41 @@ def survivors(modules: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+def again(modules: tuple[str, ...]) -> None:
+    """The last run's survivors (and mutants no test reached) run again against the tests as they are now; every other
+    result stands: a mutant the tests killed stays killed when tests are added. mutmut itself would forget them: a
+    changed test selection (pyproject.toml) resets every result it holds, so they are kept here and put back."""
+    kept: dict[str, dict] = {}
+    names: list[str] = []
+    for module in modules:
+        meta = MUTANTS / (module + ".meta")
+        if not meta.exists():
+            raise SystemExit(f"benchmarks.mutation --again: {module} has no last run to start from; run it first")
+        document = json.loads(meta.read_text())
+        kept[module] = document
+        measured = _measured(module, document["exit_code_by_key"])
+        names += [k for k, v in measured.items() if v in SURVIVED or v in NO_TESTS or v is None]
+    (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)   # the tests added are traced too
+    started = time.monotonic()
+    if names:
+        subprocess.run([str(REPO / ".venv/bin/mutmut"), "run", *names], cwd=REPO,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    rerun = set(names)
+    for module, document in kept.items():
+        meta = MUTANTS / (module + ".meta")
+        now = json.loads(meta.read_text())
+        codes = {k: (now["exit_code_by_key"].get(k) if k in rerun else v) for k, v in document["exit_code_by_key"].items()}
+        meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
+    print(f"mutation run again: {time.monotonic() - started:.0f} s for {len(names)} survivor(s) of {len(modules)} module(s)")
+    (REPO / "benchmarks" / "mutation-survivors.txt").write_text(survivors(modules))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="modules to mutate (default: every module of the list)")
     parser.add_argument("--report", action="store_true", help="print the last run's table only")
+    parser.add_argument("--again", action="store_true",
+                        help="run the last run's survivors again (after tests were added), keeping every other result")
     args = parser.parse_args(argv)
     modules = tuple(args.modules) or MODULES
     unknown = [m for m in modules if m not in MODULES]
@@ -139,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.mutation: not in the list (pyproject.toml [tool.mutmut] only_mutate): {unknown}",
               file=sys.stderr)
         return 2
-    if not args.report:
+    if args.again:
+        again(modules)
+    elif not args.report:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", MUTMUT], check=True)
         MUTANTS.mkdir(exist_ok=True)
         link = MUTANTS / "node_modules"   # the CDK CLI the stand-in's deploys use, not copied: linked
