@@ -338,6 +338,15 @@ def _until(condition, seconds: float = 2.0) -> None:
         time.sleep(0.005)
 
 
+def _stopped(sync: CheckpointSync) -> BaseException | None:
+    """stop(), and what it raised."""
+    try:
+        sync.stop()
+    except BaseException as err:
+        return err
+    return None
+
+
 def test_started_the_sync_uploads_behind_the_script_until_stopped(tmp_path, monkeypatch):
     """Between start() and stop() a background daemon thread, "checkpoint-sync", uploads what the script writes."""
     monkeypatch.setattr(checkpoint_sync, "POLL_SECONDS", 0.01)
@@ -345,12 +354,13 @@ def test_started_the_sync_uploads_behind_the_script_until_stopped(tmp_path, monk
     sync = _sync(tmp_path, s3)
     sync.copy_in()
     sync.start()
-    running = [t for t in threading.enumerate() if t.name == "checkpoint-sync"]
-    assert len(running) == 1 and running[0].daemon
-    _write(_folder(tmp_path) / "step-10.pt", b"ten")
-    _until(lambda: "run/one/step-10.pt" in s3.objects)
-    sync.stop()
-    assert not running[0].is_alive()
+    try:   # stopped whatever happens: a thread left running would keep the test's process alive
+        running = [t for t in threading.enumerate() if t.name == "checkpoint-sync"]
+        _write(_folder(tmp_path) / "step-10.pt", b"ten")
+        _until(lambda: "run/one/step-10.pt" in s3.objects)
+    finally:
+        sync.stop()
+    assert len(running) == 1 and running[0].daemon and not running[0].is_alive()
     assert s3.objects == {"run/one/step-10.pt": b"ten"} and sync.figures.left_behind == []
 
 
@@ -370,8 +380,10 @@ def test_the_background_sync_waits_for_a_file_to_hold_still(tmp_path, monkeypatc
             appeared.append(time.monotonic())
     s3.before_upload = write_fresh
     sync.start()
-    _until(lambda: "run/one/fresh.pt" in s3.objects)
-    sync.stop()
+    try:
+        _until(lambda: "run/one/fresh.pt" in s3.objects)
+    finally:
+        sync.stop()
     uploaded = dict((k, t) for k, _, t in s3.uploads)
     assert uploaded["run/one/fresh.pt"] - appeared[0] >= 0.04
 
@@ -387,8 +399,10 @@ def test_an_error_in_the_background_sync_is_raised_when_it_stops(tmp_path, monke
     s3.before_upload = refuse
     sync = _sync(tmp_path, s3)
     sync.start()
-    _write(_folder(tmp_path) / "a.pt", b"a")
-    _until(lambda: attempts)
-    with pytest.raises(RuntimeError, match=r"^S3 refused the upload \(AccessDenied\)$"):
-        sync.stop()
+    try:
+        _write(_folder(tmp_path) / "a.pt", b"a")
+        _until(lambda: attempts)
+    finally:
+        raised = _stopped(sync)
+    assert type(raised) is RuntimeError and str(raised) == "S3 refused the upload (AccessDenied)"
     assert s3.objects == {} and attempts == ["run/one/a.pt"]

@@ -22,6 +22,7 @@ from .fault_world import world  # noqa: F401
 
 SESSION = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "ASIAFIRST", "AWS_SECRET_ACCESS_KEY": "secret-1",
            "AWS_SESSION_TOKEN": "token-1"}
+KEYS = {"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAFIRST", "AWS_SECRET_ACCESS_KEY": "secret-1"}  # no session
 
 
 @pytest.fixture(autouse=True)
@@ -82,9 +83,19 @@ def test_a_new_role_session_or_endpoint_gets_its_own_client():
     assert other_region.meta.region_name == "us-west-2"
 
 
-def test_a_service_the_functions_do_not_use_is_refused():
-    with pytest.raises(KeyError):
+def test_keys_without_a_session_token_get_a_client_of_their_own_per_access_key():
+    """Long-term keys (no AWS_SESSION_TOKEN): another access key is another client, signing with that key."""
+    first = _clients(KEYS)["s3"]
+    second = _clients({**KEYS, "AWS_ACCESS_KEY_ID": "AKIASECOND", "AWS_SECRET_ACCESS_KEY": "secret-2"})["s3"]
+    assert first is not second
+    assert _credentials(first) == ("AKIAFIRST", "secret-1", None)
+    assert _credentials(second) == ("AKIASECOND", "secret-2", None)
+
+
+def test_a_service_the_functions_do_not_use_is_refused_by_its_name():
+    with pytest.raises(KeyError) as raised:
         _clients(SESSION)["ec2"]
+    assert raised.value.args == ("ec2",)
     assert common.CLIENT_CACHE == {}
 
 
@@ -255,6 +266,16 @@ def test_a_new_session_gets_a_new_staging_client_apart_from_the_functions_s3_cli
     assert s3.meta.config.max_pool_connections == 10   # botocore's default: only staging needs more
     with function_environment({"AWS_REGION": "us-west-2"}):
         assert common.express_client().meta.region_name == "us-west-2"
+
+
+def test_keys_without_a_session_token_get_a_staging_client_of_their_own_per_access_key():
+    with function_environment(KEYS):
+        first = common.express_client()
+    with function_environment({**KEYS, "AWS_ACCESS_KEY_ID": "AKIASECOND", "AWS_SECRET_ACCESS_KEY": "secret-2"}):
+        second = common.express_client()
+    assert first is not second
+    assert _credentials(first) == ("AKIAFIRST", "secret-1", None)
+    assert _credentials(second) == ("AKIASECOND", "secret-2", None)
 
 
 # ---- time and JSON ------------------------------------------------------------------------------------------------
