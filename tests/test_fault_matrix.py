@@ -423,14 +423,22 @@ def _wire_code(site, fault) -> str:
     return str(fault.status) if site.service == "s3" and site.operation in HEAD else fault.code
 
 
+# CLI call sites whose line names the IAM action with its service although another service has an operation of the
+# same name (the CLI's shared explain_aws cannot tell FSx's DescribeFileSystems from EFS's, so it names neither).
+NAMES_ITS_SERVICE = {("dslab/aws/doctor.py", "check_zone")}
+
+
 def _marker(site, fault, reaction) -> str | None:
     if reaction.marker is not None:
         return reaction.marker or None
     if reaction.kind == ANSWER:
         return None
     code = _wire_code(site, fault)
-    service = faults.cli_service_of(site.operation) if site.context == "cli" else \
-        site.service if site.context == "local lab" else None
+    if site.context == "cli":
+        named = (site.module, site.function) in NAMES_ITS_SERVICE
+        service = site.service if named else faults.cli_service_of(site.operation)
+    else:
+        service = site.service if site.context == "local lab" else None
     return aws_errors.fix(code, fault.status, operation=site.operation, service=service, who=_who(site))
 
 

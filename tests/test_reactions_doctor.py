@@ -369,7 +369,11 @@ def test_resource_policies_not_read_are_said_with_the_fix_and_do_not_fail_the_zo
      "AWS's side: try again in a few minutes"),
     (EndpointConnectionError(endpoint_url="https://fsx.us-east-1.amazonaws.com/"),
      'EndpointConnectionError: Could not connect to the endpoint URL: "https://fsx.us-east-1.amazonaws.com/"'),
-], ids=["throttled", "unavailable", "no-connection"])
+    (_error("AccessDeniedException", "not authorized", "DescribeFileSystems"),
+     "AWS DescribeFileSystems failed (AccessDeniedException: not authorized); your credentials may not call "
+     "fsx:DescribeFileSystems: use the profile of the account the lab is deployed in (AWS_PROFILE) or ask for that "
+     "permission"),
+], ids=["throttled", "unavailable", "no-connection", "refused"])
 def test_fsx_not_answering_fails_the_zone_and_says_why(error, said):
     report = _check(fsx=Fsx(error))
     assert report.zone_ok and not report.fsx_ok and not report.ok

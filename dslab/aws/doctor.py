@@ -213,7 +213,7 @@ def check_zone(ec2, fsx, *, region: str, az_id: str, instance_types: list[str], 
         fsx_detail = ("FSx answers in the region and the zone is a standard, available zone (no per-zone offering "
                       "is published: a proxy)" if zone_ok else "the zone is not a standard, available zone")
     except (ClientError, BotoCoreError) as err:
-        fsx_ok, fsx_detail = False, f"FSx did not answer in {region}: {explain(err)}"
+        fsx_ok, fsx_detail = False, f"FSx did not answer in {region}: {explain(err, service='fsx')}"
     policies, logs_detail = None, ""
     if logs is not None:
         try:
