@@ -34,7 +34,7 @@ MODULES = (
     "dslab/workflow/check_fsx_data.py", "dslab/workflow/fsx_data.py", "dslab/workflow/express_staging.py",
     "dslab/workflow/common.py", "dslab/workflow/plan.py", "dslab/cli/runs.py", "dslab/inputs/datasets.py",
     "dslab/aws/efs.py", "dslab/aws/express.py", "dslab/aws/doctor.py", "stacks/components/express_empty/index.py",
-    "training/dslab_train/s3source.py", "dslab/local/checkpoint_sync.py", "dslab/local/runner.py",
+    "training/dslab_train/s3source.py", "training/dslab_train/checkpoint.py", "dslab/local/checkpoint_sync.py", "dslab/local/runner.py",
     "dslab/local/storage.py", "dslab/local/job_storage.py", "dslab/local/lab.py",
 )
 # Modules mostly about something else (the CLI's argument registration and rendering, the dataset tooling's packing):

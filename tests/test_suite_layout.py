@@ -70,8 +70,9 @@ def test_the_layers_and_the_no_circle_rule_hold():
 
 
 def test_the_mutation_run_takes_the_matrix_and_every_reaction_test_and_may_mutate_each_module_it_measures():
-    """`make bench-mutation` runs, per mutant, the fault matrix and every tests/test_reactions_*.py (a new one is not
-    forgotten), and mutmut's only_mutate holds every module the bench measures."""
+    """`make bench-mutation` runs, per mutant, the fault matrix, every tests/test_reactions_*.py (a new one is not
+    forgotten) and the fast unit tests of two measured modules (FSx's import check, the training script's checkpoint
+    writes), and mutmut's only_mutate holds every module the bench measures."""
     import fnmatch
     import tomllib
 
@@ -79,5 +80,6 @@ def test_the_mutation_run_takes_the_matrix_and_every_reaction_test_and_may_mutat
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
     selected = sorted(a for a in settings["pytest_add_cli_args_test_selection"] if a.startswith("tests/"))
     reactions = sorted(f"tests/{p.name}" for p in (REPO / "tests").glob("test_reactions_*.py"))
-    assert selected == sorted(["tests/test_fault_matrix.py", *reactions])
+    assert selected == sorted(["tests/test_checkpoint.py", "tests/test_fault_matrix.py", "tests/test_fsx_import.py",
+                               *reactions])
     assert all(any(fnmatch.fnmatch(m, g) for g in settings["only_mutate"]) for m in MODULES)
