@@ -1,11 +1,13 @@
 """Mutation testing of the code that holds the reactions to AWS's errors (`make bench-mutation`; not part of
 `make test`): mutmut (pinned below) copies the sources into mutants/, mutates the modules named here one change at a
-time (a comparison flipped, a constant changed, a string replaced, a call's argument dropped...) and runs the tests
-that reach the mutated function (pyproject.toml [tool.mutmut]: the fault matrix's injections, tests/test_fault_matrix.py).
-A mutant no test fails on "survived": a reaction, or a word of it, that no test protects.
+time (a comparison flipped, a constant changed, a string replaced, a call's argument dropped...) and traces which tests
+of the selection (pyproject.toml [tool.mutmut]: the fault matrix's injections, tests/test_fault_matrix.py, and the
+reaction tests) reach each function; benchmarks/mutation_runner.py then runs, per mutant, the tests that reach the
+mutated function. A mutant no test fails on "survived": a reaction, or a word of it, that no test protects.
 
     python -m benchmarks.mutation                      # every module below
     python -m benchmarks.mutation dslab/workflow/teardown.py
+    python -m benchmarks.mutation --again MODULE...    # the last run's survivors only, after tests were added
     python -m benchmarks.mutation --report             # the table from the last run, without running
 
 It prints killed / survived / timed out per module and the time it took, and writes benchmarks/mutation-survivors.txt
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -128,6 +131,52 @@ def survivors(modules: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
+def trace() -> None:
+    """mutmut's first half (mutmut/__main__.py's _run, 3.8.1): the mutants generated into mutants/ and the test
+    selection traced, to learn which tests reach which function (mutants/mutmut-stats.json). Run in its own process
+    from the repository's root (mutmut reads its settings there)."""
+    from mutmut import __main__ as mutmut
+    mutmut.set_mutant_under_test("mutant_generation")
+    MUTANTS.mkdir(exist_ok=True)
+    mutmut.copy_src_dir()
+    mutmut.copy_also_copy_files()
+    mutmut.setup_source_paths()
+    mutmut.store_lines_covered_by_tests()
+    mutmut.create_mutants(os.cpu_count() or 2)
+    mutmut.collect_or_load_stats(mutmut.get_mutant_runner(2), mutants_caught_by_type_checker={},
+                                 apply_config_invalidation=True)
+
+
+def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict] | None = None) -> float:
+    """Trace, then run the mutants named (benchmarks/mutation_runner.py) and store their results in mutmut's .meta
+    files, where `mutmut results` and this bench's table read them. kept: a module's results from before, put back
+    for every mutant not run again (tracing a changed test selection makes mutmut forget every result)."""
+    started = time.monotonic()
+    traced = subprocess.run([sys.executable, "-m", "benchmarks.mutation", "--trace"], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if traced.returncode:
+        raise SystemExit(f"benchmarks.mutation: mutmut's tracing failed:\n{traced.stderr[-3000:]}")
+    if not names:   # a full run: every mutant of the modules, now generated
+        for module in modules:
+            names += list(_measured(module, json.loads((MUTANTS / (module + ".meta")).read_text())["exit_code_by_key"]))
+    names_file, results_file = MUTANTS / "bench-mutants.txt", MUTANTS / "bench-results.json"
+    names_file.write_text("\n".join(names) + "\n")
+    results_file.unlink(missing_ok=True)
+    ran = subprocess.run([sys.executable, "-m", "benchmarks.mutation_runner", str(names_file), str(results_file)],
+                         cwd=MUTANTS, stdout=subprocess.DEVNULL)
+    if ran.returncode:
+        raise SystemExit("benchmarks.mutation: the mutants' run failed (see above)")
+    results = json.loads(results_file.read_text())
+    for module in modules:
+        meta = MUTANTS / (module + ".meta")
+        now = json.loads(meta.read_text())
+        before = (kept or {}).get(module, {}).get("exit_code_by_key", {})
+        codes = {k: results[k] if k in results else before.get(k, v) for k, v in now["exit_code_by_key"].items()}
+        meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
+    (REPO / "benchmarks" / "mutation-survivors.txt").write_text(survivors(modules))
+    return time.monotonic() - started
+
+
 def again(modules: tuple[str, ...]) -> None:
     """The last run's survivors (and mutants no test reached) run again against the tests as they are now; every other
     result stands: a mutant the tests killed stays killed when tests are added. mutmut itself would forget them: a
@@ -143,27 +192,24 @@ def again(modules: tuple[str, ...]) -> None:
         measured = _measured(module, document["exit_code_by_key"])
         names += [k for k, v in measured.items() if v in SURVIVED or v in NO_TESTS or v is None]
     (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)   # the tests added are traced too
-    started = time.monotonic()
-    if names:
-        subprocess.run([str(REPO / ".venv/bin/mutmut"), "run", *names], cwd=REPO,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    rerun = set(names)
-    for module, document in kept.items():
-        meta = MUTANTS / (module + ".meta")
-        now = json.loads(meta.read_text())
-        codes = {k: (now["exit_code_by_key"].get(k) if k in rerun else v) for k, v in document["exit_code_by_key"].items()}
-        meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
-    print(f"mutation run again: {time.monotonic() - started:.0f} s for {len(names)} survivor(s) of {len(modules)} module(s)")
-    (REPO / "benchmarks" / "mutation-survivors.txt").write_text(survivors(modules))
+    if not names:
+        print("mutation run again: no survivor to run")
+        return
+    seconds = run_mutants(modules, names, kept)
+    print(f"mutation run again: {seconds:.0f} s for {len(names)} survivor(s) of {len(modules)} module(s)")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="modules to mutate (default: every module of the list)")
     parser.add_argument("--report", action="store_true", help="print the last run's table only")
+    parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)   # run_mutants' first step
     parser.add_argument("--again", action="store_true",
                         help="run the last run's survivors again (after tests were added), keeping every other result")
     args = parser.parse_args(argv)
+    if args.trace:
+        trace()
+        return 0
     modules = tuple(args.modules) or MODULES
     unknown = [m for m in modules if m not in MODULES]
     if unknown:
@@ -184,14 +230,10 @@ def main(argv: list[str] | None = None) -> int:
             for stale in (MUTANTS / module, MUTANTS / (module + ".meta")):
                 stale.unlink(missing_ok=True)
         (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
-        # One mutmut run for every module named: its first pass, which traces the whole test selection to learn
-        # which tests reach which function, then happens once (a run per module repeated it for each).
-        started = time.monotonic()
-        globs = [glob for module in modules for glob in mutant_globs(module)]
-        subprocess.run([str(REPO / ".venv/bin/mutmut"), "run", *globs], cwd=REPO,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print(f"mutation run: {time.monotonic() - started:.0f} s for {len(modules)} module(s)")
-        (REPO / "benchmarks" / "mutation-survivors.txt").write_text(survivors(modules))
+        # One tracing pass for every module named (mutmut's first pass over the whole test selection), then each
+        # mutant run by benchmarks/mutation_runner.py.
+        seconds = run_mutants(modules, [])
+        print(f"mutation run: {seconds:.0f} s for {len(modules)} module(s)")
     print(table(modules))
     return 0
 

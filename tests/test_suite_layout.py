@@ -83,3 +83,17 @@ def test_the_mutation_run_takes_the_matrix_and_every_reaction_test_and_may_mutat
     assert selected == sorted(["tests/test_checkpoint.py", "tests/test_fault_matrix.py", "tests/test_fsx_import.py",
                                *reactions])
     assert all(any(fnmatch.fnmatch(m, g) for g in settings["only_mutate"]) for m in MODULES)
+
+
+def test_the_mutation_runner_runs_the_tests_traced_to_a_mutants_function_fastest_first():
+    """Each mutant runs only the tests mutmut traced to its function, the fastest first (a killed mutant stops at its
+    first failure), tests no longer collected left out; a function no test reaches has none (counted "no tests")."""
+    from benchmarks.mutation_runner import Runner, function_of
+    assert function_of("dslab.aws.efs.x_empty__mutmut_12") == "dslab.aws.efs.x_empty"
+    assert function_of("dslab.local.storage.xǁLabStorageǁupload__mutmut_3") == "dslab.local.storage.xǁLabStorageǁupload"
+    stats = {"tests_by_mangled_function_name": {"m.x_f": ["t::slow", "t::fast", "t::gone"], "m.x_g": ["t::fast"]},
+             "duration_by_test": {"t::slow": 2.0, "t::fast": 0.5, "t::gone": 0.1}}
+    runner = Runner(["m.x_f__mutmut_1", "m.x_g__mutmut_2", "m.x_h__mutmut_1"], stats)
+    items = {"t::slow": "SLOW", "t::fast": "FAST"}
+    assert runner._plan(items) == [("m.x_f__mutmut_1", ["FAST", "SLOW"], 2.5), ("m.x_g__mutmut_2", ["FAST"], 0.5),
+                                   ("m.x_h__mutmut_1", [], 0)]

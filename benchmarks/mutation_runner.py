@@ -1,0 +1,152 @@
+"""Runs mutmut's mutants for `make bench-mutation`, faster than `mutmut run` runs them (run in mutants/ by
+benchmarks/mutation.py; not part of `make test`).
+
+mutmut generates the mutants and traces which tests reach which function (mutants/mutmut-stats.json); then, per
+mutant, it starts pytest afresh: collecting the test files again and setting up the fault matrix's emulated AWS world
+again, about a second before the first test runs. Here pytest collects the test selection once, runs one test of each
+test file unmutated (the imports and the stand-in's first use, warm, also prove the unmutated code passes), then forks
+a child per mutant that runs, with that mutant switched on (MUTANT_UNDER_TEST, read by mutmut's trampolines at each
+call), the tests mutmut traced to its function, fastest first, and stops at the first failure. Two children at once
+(two cores); a child that runs past its time (mutmut's rule: 15 times its tests' traced duration, plus a margin for
+the fixtures) is stopped and counted as timed out, which kills the mutant as mutmut counts it.
+
+    python -m benchmarks.mutation_runner NAMES_FILE RESULTS_FILE     # cwd: mutants/
+
+Results use mutmut's exit codes (mutmut/stats.py): 1 killed, 0 survived, 33 no test reaches it, 36 timed out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+KILLED, SURVIVED, NO_TESTS, TIMED_OUT = 1, 0, 33, 36
+CHILDREN = 2
+TIMEOUT_MULTIPLIER, TIMEOUT_MARGIN = 15.0, 20.0   # seconds: the fixtures a child sets up (the emulated world: ~1 s)
+
+
+def function_of(mutant: str) -> str:
+    """mutmut's key for the function a mutant changes: dslab.x.x_f__mutmut_3 -> dslab.x.x_f."""
+    return mutant.rpartition("__mutmut_")[0]
+
+
+class Runner:
+    """A pytest plugin: takes over the run loop once the selection is collected."""
+
+    def __init__(self, names: list[str], stats: dict, say=print):
+        self.names = names
+        self.tests_by_function = stats["tests_by_mangled_function_name"]
+        self.duration = stats["duration_by_test"]
+        self.say = say
+        self.results: dict[str, int] = {}
+        self.warm_failed: str | None = None
+
+    def _plan(self, by_id: dict) -> list[tuple[str, list, float]]:
+        planned = []
+        for name in self.names:
+            traced = self.tests_by_function.get(function_of(name), ())
+            tests = sorted((t for t in traced if t in by_id), key=lambda t: (self.duration.get(t, 0.0), t))
+            planned.append((name, [by_id[t] for t in tests], sum(self.duration.get(t, 0.0) for t in tests)))
+        return planned
+
+    @staticmethod
+    def _child(session, name: str, items: list) -> int:
+        os.environ["MUTANT_UNDER_TEST"] = name
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            session.config.pluginmanager.unregister(reporter)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        before = session.testsfailed
+        for i, item in enumerate(items):
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+            if session.testsfailed > before:
+                return KILLED
+        return SURVIVED
+
+    def _warm(self, session) -> bool:
+        """One test of each file, unmutated, in this process: what every child would otherwise import and set up
+        first is then warm in all of them; and the unmutated code must pass."""
+        firsts: dict[str, object] = {}
+        for item in session.items:
+            firsts.setdefault(item.nodeid.split("::")[0], item)
+        for item in firsts.values():
+            item.config.hook.pytest_runtest_protocol(item=item, nextitem=None)
+            if session.testsfailed:
+                self.warm_failed = item.nodeid
+                return False
+        return True
+
+    def pytest_runtestloop(self, session):
+        if not self._warm(session):
+            return True
+        by_id = {item.nodeid: item for item in session.items}
+        pending = self._plan(by_id)
+        running: dict[int, tuple[str, float]] = {}
+        started, done = time.monotonic(), 0
+        while pending or running:
+            while pending and len(running) < CHILDREN:
+                name, items, seconds = pending.pop(0)
+                if not items:
+                    self.results[name] = NO_TESTS
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    code = 99
+                    try:
+                        code = self._child(session, name, items)
+                    except BaseException:
+                        code = KILLED   # an error escaping the tests' own handling: the mutant broke something
+                    finally:
+                        os._exit(code)
+                running[pid] = (name, time.monotonic() + TIMEOUT_MULTIPLIER * seconds + TIMEOUT_MARGIN)
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                now = time.monotonic()
+                for child, (name, deadline) in list(running.items()):
+                    if now > deadline:
+                        os.kill(child, signal.SIGKILL)
+                        os.waitpid(child, 0)
+                        self.results[name] = TIMED_OUT
+                        del running[child]
+                time.sleep(0.005)
+                continue
+            name, _ = running.pop(pid)
+            code = os.waitstatus_to_exitcode(status)
+            self.results[name] = SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) else code
+            done += 1
+            if done % 100 == 0:
+                self.say(f"  {done} mutants run, {time.monotonic() - started:.0f} s", file=sys.__stderr__,
+                         flush=True)
+        return True
+
+
+def main(argv: list[str]) -> int:
+    names_file, results_file = Path(argv[0]), Path(argv[1])
+    names = [n for n in names_file.read_text().split() if n]
+    settings = tomllib.loads(Path("pyproject.toml").read_text())["tool"]["mutmut"]
+    stats = json.loads(Path("mutmut-stats.json").read_text())
+    os.environ["MUTANT_UNDER_TEST"] = ""
+    sys.path.insert(0, os.getcwd())
+    import pytest
+    runner = Runner(names, stats)
+    args = ["--rootdir=.", "-p", "no:randomly", *settings["pytest_add_cli_args"],
+            *settings["pytest_add_cli_args_test_selection"]]
+    pytest.main(args, plugins=[runner])
+    if runner.warm_failed:
+        print(f"benchmarks.mutation_runner: the unmutated code fails {runner.warm_failed}", file=sys.stderr)
+        return 1
+    results_file.write_text(json.dumps(runner.results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
