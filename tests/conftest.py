@@ -40,7 +40,7 @@ if "MPLCONFIGDIR" not in os.environ:
 # (pytest-dev/pytest-xdist#1386).
 ONE_WORKER_MODULES = ("tests/test_local_lab.py", "tests/test_own_script.py", "tests/test_training.py", "tests/test_dlio.py",
                       "tests/test_spread_prefixes.py", "tests/test_multi_host.py",
-                      "tests/test_checkpoint_targets.py")
+                      "tests/test_checkpoint_targets.py", "tests/test_reactions_runner.py")
 LONGEST_FIRST = ("tests/test_deploy_path.py", "tests/test_workflow_at_scale.py", "tests/test_scanners.py")
 
 
