@@ -42,13 +42,20 @@ def _unformatted(*args, **kwargs) -> str:
 class Runner:
     """A pytest plugin: takes over the run loop once the selection is collected."""
 
-    def __init__(self, names: list[str], stats: dict, say=print):
+    def __init__(self, names: list[str], stats: dict, say=print, journal: Path | None = None):
         self.names = names
         self.tests_by_function = stats["tests_by_mangled_function_name"]
         self.duration = stats["duration_by_test"]
         self.say = say
         self.results: dict[str, int] = {}
         self.warm_failed: str | None = None
+        self.journal = journal   # each result appended as it comes: a run stopped early keeps what it measured
+
+    def _record(self, name: str, code: int) -> None:
+        self.results[name] = code
+        if self.journal is not None:
+            with self.journal.open("a") as out:
+                out.write(json.dumps([name, code]) + "\n")
 
     def _plan(self, by_id: dict) -> list[tuple[str, list, float]]:
         planned = []
@@ -103,7 +110,7 @@ class Runner:
             while pending and len(running) < CHILDREN:
                 name, items, seconds = pending.pop(0)
                 if not items:
-                    self.results[name] = NO_TESTS
+                    self._record(name, NO_TESTS)
                     continue
                 sys.stdout.flush()
                 sys.stderr.flush()
@@ -124,13 +131,13 @@ class Runner:
                     if now > deadline:
                         os.kill(child, signal.SIGKILL)
                         os.waitpid(child, 0)
-                        self.results[name] = TIMED_OUT
+                        self._record(name, TIMED_OUT)
                         del running[child]
                 time.sleep(0.005)
                 continue
             name, _ = running.pop(pid)
             code = os.waitstatus_to_exitcode(status)
-            self.results[name] = SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) else code
+            self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) else code)
             done += 1
             if done % 100 == 0:
                 self.say(f"  {done} mutants run, {time.monotonic() - started:.0f} s", file=sys.__stderr__,
@@ -146,7 +153,9 @@ def main(argv: list[str]) -> int:
     os.environ["MUTANT_UNDER_TEST"] = ""
     sys.path.insert(0, os.getcwd())
     import pytest
-    runner = Runner(names, stats)
+    journal = results_file.with_suffix(".jsonl")
+    journal.unlink(missing_ok=True)
+    runner = Runner(names, stats, journal=journal)
     args = ["--rootdir=.", "-p", "no:randomly", *settings["pytest_add_cli_args"],
             *settings["pytest_add_cli_args_test_selection"]]
     pytest.main(args, plugins=[runner])
