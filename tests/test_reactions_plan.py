@@ -943,3 +943,13 @@ def test_a_kept_fsx_job_says_it_was_kept_even_while_fsx_is_down(cloud):
     stored, _, _ = _stored(cloud, "results/ex-kfsx/plan.json")
     assert [(j["mode"], j["kept"], j["skip_reason"]) for j in stored["jobs"]] == [
         ("File", False, None), ("FSx", True, "kept: an earlier attempt of this execution finished it")]
+
+
+def test_a_dataset_that_lives_in_efs_is_not_looked_for_in_s3_and_the_ones_after_it_are(cloud):
+    """A dataset with source: efs has no S3 prefix or stats file: it is passed over, and the datasets after it are read."""
+    efs_trial = {"name": "onefs", "modes": ["EFS"],
+                 "datasets": [{"name": "inefs", "format": "jpg", "source": "efs", "files": 3, "bytes": "303KB"}]}
+    result = _plan(cloud, _experiment(efs_trial, _trial()), "ex-efs-first")
+    assert result["plan"]["job_count"] == 2
+    stored, _, _ = _stored(cloud, "results/ex-efs-first/plan.json")
+    assert stored["dataset_stats"] == {"tiny": TINY_STATS}
