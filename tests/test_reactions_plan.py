@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -27,6 +28,18 @@ from dslab.workflow.runtime import function_environment
 
 DLIO = Path(__file__).resolve().parent.parent / "dslab" / "contracts" / "dlio" / "llama3_8b.yaml"
 M5 = "ml.m5.xlarge for training job usage"
+
+
+@pytest.fixture(autouse=True)
+def bounded():
+    """A Plan (or a look for other executions' plans) that never returns fails its test after 5 seconds."""
+    def stop(signum, frame):
+        raise TimeoutError("did not return within 5 seconds")
+    before = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 5)
+    yield
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, before)
 
 
 def _error(code: str, status: int, operation: str, message: str = "said") -> ClientError:
@@ -375,6 +388,7 @@ class Objects:
 
     def _look(self, operation, Bucket, Key):
         self.asked.append((operation, Bucket, Key))
+        assert len(self.asked) < 1000, "the same objects looked for again and again, without end"
         if Key in self.errors:
             raise self.errors[Key]
         if Key not in self.objects:
