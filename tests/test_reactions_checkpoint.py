@@ -545,6 +545,21 @@ def test_a_read_of_a_missing_or_wrong_sized_file_says_what_is_wrong(tmp_path, os
     assert (figures["load_seconds"], figures["save_seconds"], figures["fsync_calls"]) == ([0.0], [], 0)
 
 
+def test_a_read_refused_says_no_permission_to_read_naming_the_file_and_the_folder(tmp_path, osv, monkeypatch):
+    only_read = plan(processes=1, data_parallelism=1, ranks_per_host=1, writes=0, reads=1)
+    path = tmp_path / STEP1 / "model_states-0.pt"
+    path.parent.mkdir()
+    path.write_bytes(b"\0" * 20000)
+
+    def refused(file, mode="r", *args, **kwargs):
+        if mode == "rb":
+            raise PermissionError(errno.EACCES, "Permission denied", str(file))
+        return open(file, mode, *args, **kwargs)
+    monkeypatch.setattr(checkpoint, "open", refused, raising=False)
+    with pytest.raises(CheckpointError) as err:
+        make_run(tmp_path, only_read).run()
+    assert str(err.value) == f"no permission to read {path} in {tmp_path}"
+
 # ---- before the writes: the folder and its space ------------------------------------------------------------------
 
 def test_a_folder_that_cannot_be_made_is_said(tmp_path, osv):
@@ -553,6 +568,21 @@ def test_a_folder_that_cannot_be_made_is_said(tmp_path, osv):
     with pytest.raises(CheckpointError) as err:
         make_run(target).run()
     assert str(err.value) == f"{target}: File exists"
+
+
+def test_a_read_only_folder_is_said_naming_it_and_the_access_mode_to_set(tmp_path, osv, monkeypatch):
+    target = tmp_path / "ro"
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self == target:
+            raise OSError(errno.EROFS, "Read-only file system", str(self))
+        return real_mkdir(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(CheckpointError) as err:
+        make_run(target).run()
+    assert str(err.value) == (f"{target} is read-only ({target}): a file-system channel that holds checkpoints needs "
+                              "FileSystemAccessMode rw")
 
 
 def test_every_checkpoints_folder_is_made_before_the_first_save(tmp_path, osv, monkeypatch):
@@ -753,6 +783,14 @@ def test_a_save_timed_at_zero_has_no_rate_and_a_phase_not_run_has_no_mean(tmp_pa
     zero = big_run(tmp_path).summary([0.0], [0.0], [0.0], [0.0], {}, {}, "none")
     assert (zero["save_gb_per_second"], zero["save_gb_per_second_mean"], zero["load_gb_per_second_mean"],
             zero["save_seconds_mean"], zero["stall_seconds_mean"]) == ([None], None, None, 0.0, 0.0)
+
+
+def test_the_hosts_rates_are_its_bytes_of_every_checkpoint_over_the_sum_of_its_stalls_and_load_walls(tmp_path):
+    """Two saves stalling a quarter second each, two loads a quarter second each: the host moved 1 GiB each time, 2 GiB
+    in half a second either way."""
+    figures = big_run(tmp_path).summary([1.0, 1.0], [0.25, 0.25], [0.5, 0.5], [0.25, 0.25],
+                                        {0: [1.0, 1.0], 1: [1.0, 1.0]}, {0: [0.5, 0.5], 1: [0.5, 0.5]}, "dropped")
+    assert (figures["save_host_gb_per_second_mean"], figures["load_host_gb_per_second_mean"]) == (4.0, 4.0)
 
 
 def test_a_sync_writer_times_each_checkpoint_until_s3_lists_it_looking_every_poll_while_it_trains(tmp_path, osv):

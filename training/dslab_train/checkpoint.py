@@ -135,14 +135,14 @@ def _whole(value: dict, key: str, low: int) -> int:
     return number
 
 
-def _describe_os_error(err: OSError, path: Path, directory: Path) -> str:
+def _describe_os_error(err: OSError, path: Path, directory: Path, doing: str = "write") -> str:
     if err.errno == errno.EROFS:
         return (f"{directory} is read-only ({path}): a file-system channel that holds checkpoints needs "
                 "FileSystemAccessMode rw")
     if err.errno == errno.ENOSPC:
         return f"no space left in {directory} writing {path}: the target holds less than the checkpoints need"
     if err.errno in (errno.EACCES, errno.EPERM):
-        return f"no permission to write {path} in {directory}"
+        return f"no permission to {doing} {path} in {directory}"
     if err.errno == errno.ENOENT:
         return f"checkpoint file {path} is missing: nothing wrote it (num_checkpoints_write, or an earlier job's)"
     return f"{path}: {err.strerror or err}"
@@ -299,7 +299,7 @@ class CheckpointRun:
                             break
                         got += n
             except OSError as err:
-                raise CheckpointError(_describe_os_error(err, path, self.directory)) from None
+                raise CheckpointError(_describe_os_error(err, path, self.directory, "read")) from None
             if got != size:
                 raise CheckpointError(f"checkpoint file {path} holds {got:,} bytes, {size:,} expected: another "
                                       "plan or job wrote it")
