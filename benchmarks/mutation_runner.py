@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -37,6 +39,24 @@ def function_of(mutant: str) -> str:
 
 def _unformatted(*args, **kwargs) -> str:
     return "failed"
+
+
+def own_temp(pid: int) -> Path:
+    """A mutant's child's pytest folders (tmp_path): under the system's temporary folder, by the child's process ID."""
+    return Path(tempfile.gettempdir()) / "dslab-mutants" / str(pid)
+
+
+def clear_temp(pid: int) -> None:
+    """A mutant's child ended: the processes still running in its folders are stopped (a training script whose
+    mutated runner never stopped it, in a session of its own), then its folders are deleted."""
+    folder = own_temp(pid)
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(proc / "cwd")).is_relative_to(folder):
+                os.kill(int(proc.name), signal.SIGKILL)
+        except OSError:
+            continue
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class Runner:
@@ -68,6 +88,11 @@ class Runner:
     @staticmethod
     def _child(session, name: str, items: list) -> int:
         os.environ["MUTANT_UNDER_TEST"] = name
+        # The mutant's tmp_path folders in a folder of its own, which the parent deletes when the child ends: pytest
+        # keeps a session's folders, and thousands of mutants' checkpoint files filled a 250 GB disk.
+        base = own_temp(os.getpid())
+        base.mkdir(parents=True)
+        session.config._tmp_path_factory._basetemp = base
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             session.config.pluginmanager.unregister(reporter)
@@ -133,9 +158,11 @@ class Runner:
                         os.waitpid(child, 0)
                         self._record(name, TIMED_OUT)
                         del running[child]
+                        clear_temp(child)
                 time.sleep(0.005)
                 continue
             name, _ = running.pop(pid)
+            clear_temp(pid)
             code = os.waitstatus_to_exitcode(status)
             self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) else code)
             done += 1

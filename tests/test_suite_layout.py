@@ -97,3 +97,24 @@ def test_the_mutation_runner_runs_the_tests_traced_to_a_mutants_function_fastest
     items = {"t::slow": "SLOW", "t::fast": "FAST"}
     assert runner._plan(items) == [("m.x_f__mutmut_1", ["FAST", "SLOW"], 2.5), ("m.x_g__mutmut_2", ["FAST"], 0.5),
                                    ("m.x_h__mutmut_1", [], 0)]
+
+
+def test_a_mutants_child_leaves_no_process_or_folder_behind(tmp_path, monkeypatch):
+    """A training script a mutated runner never stopped (in a session of its own) is stopped when the mutant's child
+    ends, and the child's pytest folders are deleted (thousands of mutants' checkpoint files once filled the disk)."""
+    import subprocess
+
+    from benchmarks import mutation_runner
+    monkeypatch.setattr(mutation_runner.tempfile, "gettempdir", lambda: str(tmp_path))
+    folder = mutation_runner.own_temp(4242)
+    assert folder == tmp_path / "dslab-mutants" / "4242"
+    (folder / "job").mkdir(parents=True)
+    left = subprocess.Popen(["sleep", "60"], cwd=folder / "job", start_new_session=True)
+    other = subprocess.Popen(["sleep", "60"], cwd=tmp_path, start_new_session=True)
+    try:
+        mutation_runner.clear_temp(4242)
+        assert left.wait(timeout=10) == -9 and not folder.exists()
+        assert other.poll() is None
+    finally:
+        other.kill()
+        left.kill()
