@@ -764,7 +764,7 @@ def _local_lab_run(w: World, monkeypatch, *, interrupted: bool) -> Observation:
         start=lambda document, name: arn("execution", f"{SM_NAME}:{name}"), wait=wait, bucket=BUCKET,
         client=lambda name: w.c[name], function_environment=dict,
         read_json=lambda key: json.loads(w.c["s3"].get_object(Bucket=BUCKET, Key=key)["Body"].read()),
-        results=lambda ex: {"records": [], "summary": {}},
+        results=lambda ex: {"records": [], "summary": {}, "execution": ex.name},
         definition=json.dumps({"States": {"PrepareData": {"Branches": []}}}))
     experiment = load_experiment(w.plain_experiment)
     run = object.__new__(local_lab.LocalLab)

@@ -184,6 +184,20 @@ def test_on_a_directory_bucket_the_digest_travels_as_metadata_and_is_read_back_w
     assert (result["uploaded"], result["skipped"]) == (1, 2)
 
 
+def test_on_a_directory_bucket_a_file_over_the_part_size_carries_its_multipart_digest(src):
+    """The metadata holds the ETag a general purpose bucket would give the same upload: the MD5 of the 4-byte parts'
+    MD5s and their count for the 5- and 8-byte files, the plain MD5 for the 3-byte one."""
+    s3 = S3()
+    _upload(src, s3, bucket=DIRECTORY, part_size=4)
+
+    def parts(*chunks: bytes) -> str:
+        return hashlib.md5(b"".join(hashlib.md5(c).digest() for c in chunks)).hexdigest() + f"-{len(chunks)}"
+    assert [(r["Key"], r["ExtraArgs"]) for r in s3.sent()] == [
+        ("datasets/caltech/a/1.jpg", {"Metadata": {"dslab-etag": hashlib.md5(b"abc").hexdigest()}}),
+        ("datasets/caltech/a/2.jpg", {"Metadata": {"dslab-etag": parts(b"defg", b"h")}}),
+        ("datasets/caltech/b/3.jpg", {"Metadata": {"dslab-etag": parts(b"ijkl", b"mnop")}})]
+
+
 def test_an_object_whose_head_object_fails_is_sent_again(src):
     s3 = S3()
     _upload(src, s3, bucket=DIRECTORY)
@@ -294,6 +308,15 @@ def test_stats_of_a_whole_bucket_lists_it_from_the_top(monkeypatch):
 
 def test_stats_of_a_folder_leaves_its_metadata_files_out(src):
     assert datasets.stats(str(src)) == {**STATS, "path": str(src)}
+
+
+@pytest.mark.parametrize("uri, said", [
+    ("s3://", "PATH: 's3://' is not an S3 URI (allowed: s3://<bucket>/datasets/<name>/)"),
+    ("s3:///datasets/caltech/", "PATH: 's3:///datasets/caltech/' names no bucket")])
+def test_stats_of_a_malformed_s3_uri_is_refused_naming_the_path_argument(uri, said):
+    with pytest.raises(ConfigError) as refused:
+        datasets.stats(uri, s3_client=S3())
+    assert str(refused.value) == said
 
 
 def test_stats_of_a_missing_folder_or_writing_one_is_refused(tmp_path, src):

@@ -967,3 +967,34 @@ def test_a_dataset_that_lives_in_efs_is_not_looked_for_in_s3_and_the_ones_after_
     assert result["plan"]["job_count"] == 2
     stored, _, _ = _stored(cloud, "results/ex-efs-first/plan.json")
     assert stored["dataset_stats"] == {"tiny": TINY_STATS}
+
+
+def test_the_jobs_are_checked_on_the_fsx_described_not_on_the_one_cdk_json_would_deploy(cloud):
+    """A 3 TB dataset (2,794 GiB) on FSx: the file system described holds 4,800 GiB, so Plan plans the job, where
+    cdk.json's 1,200 GiB could not hold it; on a 1,200 GiB file system described, Plan refuses the experiment."""
+    cloud.write_stats(BUCKET, "tiny", files=2000, size=3 * 10 ** 12)
+
+    def fsx_of(gib: int) -> Fsx:
+        fsx = Fsx({"FileSystemId": FSX_ID, "Lifecycle": "AVAILABLE", "StorageCapacity": gib,
+                   "LustreConfiguration": {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 500}})
+        fsx.exceptions = SimpleNamespace(ClientError=ClientError)
+        return fsx
+    _clients(cloud, fsx=fsx_of(4800), **{"service-quotas": Quotas({})})
+    result = _plan(cloud, _experiment(_trial(modes=("FSx",))), "ex-big")
+    assert (result["plan"]["fsx_available"], _lanes(result)) == (True, [[(0, "FSx", None, None)]])
+    _clients(cloud, fsx=fsx_of(1200))
+    refused = _plan(cloud, _experiment(_trial(modes=("FSx",))), "ex-small")
+    assert (refused["plan"]["error"], refused["lanes"]) == ("ExperimentInvalid", [])
+    assert "cannot hold 2,794 GiB" in refused["plan"]["failed"], refused["plan"]["failed"]
+
+
+def test_a_script_jobs_request_is_tagged_with_its_datasets_uri_and_stats_file(cloud):
+    """A job whose script loads the data itself has no channel: its tags say what it read (SageMaker's lineage
+    records a channel's), from the stats file Plan read."""
+    _clients(cloud, **{"service-quotas": Quotas({})})
+    result = _plan(cloud, _experiment(_trial(modes=("Script",))), "ex-script")
+    name = result["lanes"][0][0]["name"]
+    request, _, _ = _stored(cloud, f"results/ex-script/requests/{name}.json")
+    tags = {t["Key"]: t["Value"] for t in request["Tags"] if t["Key"].startswith("dslab:dataset-")}
+    assert tags == {"dslab:dataset-uri": f"s3://{BUCKET}/datasets/tiny/", "dslab:dataset-files": "3",
+                    "dslab:dataset-bytes": "303", "dslab:dataset-stats-sha256": TINY_STATS["sha256"]}

@@ -256,6 +256,8 @@ def test_the_container_gets_sagemakers_configs_and_environment_and_none_of_the_u
     monkeypatch.setenv("AWS_SECURITY_TOKEN", "tok")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://real")
     monkeypatch.setenv("KEPT_BY_RUNNER", "yes")
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)   # the runner sets both, whatever this process has
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     put(tmp_path, "data/a.txt")
     put(tmp_path, "ff/f.txt")
     storage = Recording(tmp_path, env={"AWS_ENDPOINT_URL": "http://stand-in:9000", "AWS_REGION": "us-east-1"})
@@ -323,16 +325,26 @@ def test_a_region_hyperparameter_that_decodes_to_nothing_leaves_us_east_1(tmp_pa
 
 
 def test_a_python_entry_point_runs_with_the_given_interpreter_and_a_shell_one_with_sh(tmp_path, clock):
-    """sagemaker_program train.py runs as `<python> train.py <args>` (here /bin/sh stands in for python, so the
-    file is a shell script); a .sh entry point runs with /bin/sh whatever `python` is."""
-    folder = code(tmp_path, 'echo "py ran with $*"\n', "train.py")
+    """sagemaker_program train.py runs as `<python> train.py <args>` (here a shell script stands in for python and
+    says what it was given); a .sh entry point runs with /bin/sh whatever `python` is."""
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho "python ran with $*"\n')
+    python.chmod(0o755)
+    folder = code(tmp_path, 'echo "the file ran as a shell script"\n', "train.py")
     outcome = run_job(request(program="train.py", hps={"k": '"v"'}), Recording(tmp_path),
-                                      tmp_path / "work", code_dir=folder, python="/bin/sh")
-    assert (outcome.status, outcome.log) == ("Completed", "py ran with --k v\n")
+                                      tmp_path / "work", code_dir=folder, python=str(python))
+    assert (outcome.status, outcome.log) == ("Completed", "python ran with train.py --k v\n")
     folder = code(tmp_path, 'echo "sh ran"\n', "go.sh")
     outcome = run_job(request(program="go.sh"), Recording(tmp_path), tmp_path / "work",
                                       code_dir=folder, python="/nonexistent/python")
     assert (outcome.status, outcome.log) == ("Completed", "sh ran\n")
+
+
+def test_the_scripts_errors_are_in_its_log_with_its_output_and_it_reads_no_terminal(tmp_path, clock):
+    """stderr joins stdout in the job's log, in order; stdin is empty (a script that reads it ends at once)."""
+    script = 'echo out\necho err >&2\nread line || echo "stdin empty"\n'
+    outcome = run_job(request(), Recording(tmp_path), tmp_path / "work", code_dir=code(tmp_path, script))
+    assert (outcome.status, outcome.log) == ("Completed", "out\nerr\nstdin empty\n")
 
 
 def test_without_sagemaker_program_the_entry_point_is_train_py(tmp_path, clock):
@@ -383,6 +395,19 @@ def test_an_output_path_without_a_prefix_puts_the_archives_under_the_jobs_name(t
     assert outcome.artifacts == {"model.tar.gz": "s3://bkt/Job-A/output/model.tar.gz",
                                  "output.tar.gz": "s3://bkt/Job-A/output/output.tar.gz"}
     assert storage.kinds("put") == [(BUCKET, "Job-A/output/model.tar.gz"), (BUCKET, "Job-A/output/output.tar.gz")]
+
+
+def test_the_archives_keys_keep_every_letter_of_the_output_path_and_the_jobs_name(tmp_path, clock):
+    """Only slashes are trimmed: an output path ending in X and a job named X-ray keep their X."""
+    (tmp_path / "s3" / BUCKET).mkdir(parents=True)
+    storage = Recording(tmp_path)
+    outcome = run_job(request("X-ray", OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}/BOX/"}), storage,
+                      tmp_path / "work", code_dir=code(tmp_path, "true\n"))
+    assert outcome.artifacts == {"model.tar.gz": "s3://bkt/BOX/X-ray/output/model.tar.gz",
+                                 "output.tar.gz": "s3://bkt/BOX/X-ray/output/output.tar.gz"}
+    outcome = run_job(request("X-ray", OutputDataConfig={"S3OutputPath": f"s3://{BUCKET}"}), storage,
+                      tmp_path / "work", code_dir=code(tmp_path, "true\n"))
+    assert outcome.artifacts["model.tar.gz"] == "s3://bkt/X-ray/output/model.tar.gz"
 
 
 def test_a_job_shorter_than_a_second_bills_one_second_and_says_spot_vpc_and_checkpoints_as_asked(tmp_path, clock):
@@ -478,6 +503,37 @@ def test_a_sharded_fastfile_channel_links_each_hosts_share_into_the_mounted_pref
     assert (tmp_path / "work" / "algo-2-opt_ml" / "seen.txt").read_text() == "./c.txt\n"
     assert storage.kinds("download") == [] and storage.kinds("fastfile") == [(BUCKET, "data/"), (BUCKET, "data/")]
     assert "Downloading" not in [p["Status"] for p in outcome.describe["SecondaryStatusTransitions"]]
+
+
+def test_an_objects_name_is_kept_whole_below_the_prefix_in_file_and_sharded_fastfile_channels(tmp_path, clock):
+    """Only the prefix and the slash after it are cut from a key: data/XY.txt is the channel's XY.txt (its first
+    letters kept), downloaded in File mode, linked in a sharded FastFile channel (XY.txt sorts before a.txt)."""
+    put(tmp_path, "data/XY.txt", b"xy")
+    put(tmp_path, "data/a.txt", b"a")
+    storage = Recording(tmp_path)
+    outcome = run_job(request(channels=[s3_channel()]), storage, tmp_path / "work", code_dir=code(tmp_path, SEEN))
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    assert (tmp_path / "work" / "opt_ml" / "seen.txt").read_text() == "./XY.txt\n./a.txt\n"
+    channel = s3_channel(distribution="ShardedByS3Key", InputMode="FastFile")
+    outcome = run_job(request(count=2, channels=[channel]), storage, tmp_path / "work", code_dir=code(tmp_path, HOSTS))
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    one = tmp_path / "work" / "algo-1-opt_ml" / "input" / "data" / "train"
+    assert (one / "XY.txt").readlink() == tmp_path / "s3" / BUCKET / "data" / "XY.txt"
+
+
+def test_a_channels_own_input_mode_is_the_one_its_container_is_told_and_given(tmp_path, clock):
+    """A File channel in a job whose mode is FastFile: inputdataconfig.json says File, and its objects are
+    downloaded, not linked into a mount."""
+    put(tmp_path, "data/a.txt", b"a")
+    storage = Recording(tmp_path)
+    outcome = run_job(request(mode="FastFile", channels=[s3_channel(InputMode="File")]), storage, tmp_path / "work",
+                      code_dir=code(tmp_path, SEEN))
+    assert outcome.status == "Completed", outcome.describe.get("FailureReason")
+    base = tmp_path / "work" / "opt_ml"
+    config = json.loads((base / "input" / "config" / "inputdataconfig.json").read_text())
+    assert config == {"train": {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated",
+                                "RecordWrapperType": "None"}}
+    assert storage.kinds("fastfile") == [] and not (base / "input" / "data" / "train").is_symlink()
 
 
 def test_a_manifest_channel_places_its_objects_by_their_full_key(tmp_path, clock):
@@ -705,6 +761,11 @@ def test_on_several_hosts_the_first_failing_host_is_named(tmp_path, clock):
     outcome = run_job(request(count=3), Recording(tmp_path), tmp_path / "work",
                                       code_dir=code(tmp_path, script))
     assert outcome.describe["FailureReason"] == "AlgorithmError: bad shard, exit code: 4 on algo-2"
+    outcome = run_job(request(count=2), Recording(tmp_path), tmp_path / "work", code_dir=code(tmp_path, script))
+    assert outcome.describe["FailureReason"] == "AlgorithmError: bad shard, exit code: 4 on algo-2"
+    outcome = run_job(request(count=1), Recording(tmp_path), tmp_path / "work",
+                      code_dir=code(tmp_path, 'echo "bad shard"; exit 4\n'))
+    assert outcome.describe["FailureReason"] == "AlgorithmError: bad shard, exit code: 4"
 
 
 def test_a_job_past_its_max_runtime_is_stopped_and_says_so(tmp_path, clock):

@@ -259,6 +259,22 @@ def test_a_training_job_that_cannot_be_described_is_raised_not_counted_pending(c
     cloud.done()
 
 
+def test_an_ended_job_is_priced_by_its_billable_time_not_by_its_start(cloud, clock):
+    """A job that started two hours ago and billed 600 s costs 600 s of ml.p3.2xlarge ($3.825 an hour)."""
+    cloud.stub("stepfunctions").add_response("describe_execution", _execution(), {"executionArn": EXECUTION})
+    _plan(cloud, [{"name": "x-1"}])
+    _describe(cloud, "x-1", _job("x-1", "Completed", billable=600, started=7200))
+    state = runs.describe_progress(EXECUTION, REGION, BUCKET)
+    assert (state["spend_usd"], state["job_states"]) == (0.6375, [{"name": "x-1", "status": "Completed",
+                                                                   "phase": "Completed"}])
+    # A job still starting (no billable time, no start yet) has cost nothing.
+    cloud.stub("stepfunctions").add_response("describe_execution", _execution(), {"executionArn": EXECUTION})
+    _plan(cloud, [{"name": "x-1"}])
+    _describe(cloud, "x-1", _job("x-1", "InProgress", phase="Starting"))
+    assert runs.describe_progress(EXECUTION, REGION, BUCKET)["spend_usd"] == 0.0
+    cloud.done()
+
+
 # ---- dslab status ---------------------------------------------------------------------------------------------
 @pytest.fixture
 def outputs(tmp_path):
@@ -478,6 +494,84 @@ def test_run_wait_follows_the_started_execution(cloud, clock, fixed_name, output
     assert f"follow it with: dslab status {started}" not in seen.out
 
 
+class Views:
+    """The progress views made (dslab/progress_view.py ProgressView), each with the ``live`` it was given."""
+
+    def __init__(self, monkeypatch):
+        from dslab import progress_view
+        self.live: list = []
+        real = progress_view.ProgressView
+        views = self
+
+        class Recorded(real):
+            def __init__(self, progress, *, live=None, **kwargs):
+                views.live.append(live)
+                super().__init__(progress, live=False, **kwargs)
+        monkeypatch.setattr(progress_view, "ProgressView", Recorded)
+
+
+@pytest.mark.parametrize("plain, live", [(["--plain"], [False]), ([], [None])])
+def test_run_wait_looks_again_every_poll_seconds_and_plain_turns_the_live_table_off(cloud, clock, fixed_name, outputs,
+                                                                                    tmp_path, monkeypatch, plain, live):
+    """--poll 3: one look while it runs, three seconds, the look that finds it ended; --plain: no live table (else
+    the terminal decides, live=None)."""
+    views = Views(monkeypatch)
+    sfn = StepFunctions()
+    started = "arn:aws:states:eu-west-1:123456789012:execution:DataSourceLab-Benchmark:fm-20300102-030405-abcdef"
+    watcher = _SESSION.create_client("stepfunctions", region_name=REGION, aws_access_key_id="t",
+                                     aws_secret_access_key="t")
+    stub = Stubber(watcher)
+    stub.activate()
+    for status, stopped in (("RUNNING", None), ("SUCCEEDED", 60)):
+        stub.add_response("describe_execution", {**_execution(status, name="fm-20300102-030405-abcdef",
+                                                              stopped=stopped), "executionArn": started},
+                          {"executionArn": started})
+
+    class Both:   # StartExecution recorded, DescribeExecution stubbed
+        start_execution = sfn.start_execution
+        describe_execution = watcher.describe_execution
+    cloud.put("stepfunctions", Both())
+    for _ in range(2):
+        cloud.stub("s3").add_response("get_object", {"Body": _body({"jobs": []})},
+                                      {"Bucket": BUCKET, "Key": "results/fm-20300102-030405-abcdef/plan.json"})
+    seen = run_cli(["run", "--experiment", _experiment(tmp_path), "--outputs", outputs, "--region", REGION, "--wait",
+                    "--poll", "3", *plain])
+    stub.assert_no_pending_responses()
+    cloud.done()
+    assert seen.rc == 0, seen.err
+    assert (clock.sleeps, views.live) == ([3.0], live)
+
+
+@pytest.mark.parametrize("plain, live", [(["--plain"], [False]), ([], [None])])
+def test_status_wait_plain_turns_the_live_table_off(cloud, clock, outputs, monkeypatch, plain, live):
+    views = Views(monkeypatch)
+    _one_job_look(cloud, status="SUCCEEDED", job_status="Completed")
+    seen = run_cli(["status", EXECUTION, "--outputs", outputs, "--region", REGION, "--wait", *plain])
+    cloud.done()
+    assert seen.rc == 0, seen.err
+    assert views.live == live
+
+
+def test_run_checks_the_jobs_on_the_lab_its_outputs_file_names(cloud, fixed_name, outputs, tmp_path):
+    """A 2 TB dataset on FSx: the lab cdk.json deploys (1,200 GiB of Scratch 2) cannot hold it, so `dslab run` with
+    an outputs file that names no FSx refuses it before StartExecution; with an outputs file naming a 7,200 GiB
+    Persistent 2 file system it starts."""
+    sfn = StepFunctions()
+    cloud.put("stepfunctions", sfn)
+    big = _experiment(tmp_path, datasets=[{"name": "big", "format": "jpg", "files": 2000, "bytes": "2TB"}],
+                      modes=["FSx"])
+    refused = run_cli(["run", "--experiment", big, "--outputs", outputs, "--region", REGION])
+    assert refused.rc == 2 and sfn.started == []
+    assert "cannot hold 1,863 GiB" in refused.err, refused.err
+    with_fsx = tmp_path / "with-fsx.json"
+    with_fsx.write_text(json.dumps({"DataSourceLab-Core": {"StateMachineArn": MACHINE, "BucketName": BUCKET},
+                                    "DataSourceLab-Fsx": {"FsxDeploymentType": "PERSISTENT_2",
+                                                          "FsxCapacityGiB": "7200", "FsxThroughputPerTiB": "250"}}))
+    seen = run_cli(["run", "--experiment", big, "--outputs", str(with_fsx), "--region", REGION])
+    assert seen.rc == 0, seen.err
+    assert [r["name"] for r in sfn.started] == ["fm-20300102-030405-abcdef"]
+
+
 def test_run_without_credentials_or_refused_says_so_and_starts_nothing(cloud, fixed_name, outputs, tmp_path):
     cloud.put("stepfunctions", StepFunctions(NoCredentialsError()))
     seen = run_cli(["run", "--experiment", _experiment(tmp_path), "--outputs", outputs, "--region", REGION])
@@ -553,14 +647,14 @@ def test_run_refuses_more_hosts_than_a_datasets_stats_file_counts_before_startin
 
 
 # ---- dslab report EXECUTION -------------------------------------------------------------------------------------
-def _report(world, monkeypatch, execution: str):
+def _report(world, monkeypatch, execution: str, *extra: str):
     drawn: list = []
     made: list = []
     real = boto3.client
     monkeypatch.setattr("dslab.report.write_report", lambda results, out, calibration=None: drawn.append(results) or {})
     monkeypatch.setattr(boto3, "client", lambda *a, **k: made.append((a[0] if a else k.get("service_name"),
                                                                        k.get("region_name"))) or real(*a, **k))
-    seen = run_cli(["report", execution, "--out", str(world.tmp / "report"), "--region", WORLD_REGION])
+    seen = run_cli(["report", execution, "--out", str(world.tmp / "report"), "--region", WORLD_REGION, *extra])
     return seen, (drawn[0] if drawn else None), made
 
 
@@ -628,3 +722,35 @@ def test_report_whose_results_cannot_be_read_names_the_object(world, monkeypatch
     assert results is None and seen.rc == 2
     assert "s3://no-such-bucket-rx/results/rx-any/results.json could not be read" in seen.err, seen.err
     assert "NoSuchBucket" in seen.err
+
+
+def test_report_of_a_partial_execution_keeps_the_price_overrides_it_was_priced_with(world, monkeypatch, tmp_path):
+    _execution_in_world(world, "rx-priced", [_planned_job(world, 0, "job-a")])
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("instance_hourly:\n  ml.m5.xlarge: 0.5\n")
+    seen, results, _ = _report(world, monkeypatch, "rx-priced", "--prices", str(prices))
+    assert seen.rc == 0, seen.err
+    assert results["prices"]["overrides"] == {"instance_hourly": {"ml.m5.xlarge": 0.5}}
+
+
+def test_report_reads_a_results_object_answered_404_as_not_written_yet(world, monkeypatch):
+    """An S3 endpoint may answer a missing object's GET with the bare code "404" (as HEAD does): the report is then
+    built from the plan, as for NoSuchKey."""
+    _execution_in_world(world, "rx-404", [_planned_job(world, 0, "job-a")])
+    real = boto3.client
+
+    def client(*args, **kwargs):
+        made = real(*args, **kwargs)
+        if (args[0] if args else kwargs.get("service_name")) == "s3":
+            read = made.get_object
+
+            def get_object(**request):
+                if request["Key"] == "results/rx-404/results.json":
+                    raise ClientError({"Error": {"Code": "404", "Message": "Not Found"}}, "GetObject")
+                return read(**request)
+            made.get_object = get_object
+        return made
+    monkeypatch.setattr(boto3, "client", client)
+    seen, results, _ = _report(world, monkeypatch, "rx-404")
+    assert seen.rc == 0, seen.err
+    assert results["partial"] == {"done": 1, "total": 1, "reason": "the execution is still running"}
