@@ -787,6 +787,21 @@ def test_a_job_past_its_max_runtime_is_stopped_and_says_so(tmp_path, clock):
     assert runner.RUNNING == set()
 
 
+def test_a_script_that_ignores_sigterm_at_its_max_runtime_is_killed_ten_seconds_later(tmp_path, clock):
+    """SIGTERM first, to the script's whole process group; one that ignores it is given ten seconds, then SIGKILL. The
+    job still ends Stopped, its files uploaded (this test waits the ten seconds)."""
+    script = 'echo early > "$SM_MODEL_DIR/m.txt"\ntrap "" TERM\nwhile :; do sleep 0.1; done\n'
+    storage = Recording(tmp_path)
+    began = time.monotonic()
+    outcome = run_job(request(StoppingCondition={"MaxRuntimeInSeconds": 1}), storage,
+                      tmp_path / "work", code_dir=code(tmp_path, script))
+    assert 10 <= time.monotonic() - began < 15
+    assert (outcome.describe["TrainingJobStatus"], outcome.describe["SecondaryStatus"]) == (
+        "Stopped", "MaxRuntimeExceeded")
+    assert members(tmp_path, "out/Job-A/output/model.tar.gz") == {"m.txt": b"early\n"}
+    assert runner.RUNNING == set()
+
+
 def test_a_refusal_the_storage_words_fails_the_job_as_a_client_error(tmp_path, clock):
     storage = Recording(tmp_path)
     storage.fail_put = StorageError("uploading s3://bkt/out/x: AWS PutObject failed (AccessDenied)")
