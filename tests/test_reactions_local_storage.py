@@ -26,18 +26,8 @@ DENIED_FIX = ("the training job's role may not call {action}: deploy the lab aga
               "FSX=keep`); a bucket policy or an organization's SCP can also refuse it")
 
 
-@pytest.fixture(autouse=True)
-def _no_hang():
-    """A call that never returns fails its test (after 20 s) rather than hang the run."""
-    import signal
-
-    def expired(signum, frame):
-        raise TimeoutError("no answer within 20 s")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+# A call that never returns fails its test after 20 s rather than hang the run.
+pytestmark = pytest.mark.timeout(20, method="signal")
 
 
 def _s3():
@@ -476,12 +466,18 @@ def test_after_release_a_script_job_starts_a_new_server(tmp_path, script_s3):
     assert script_s3["client"].calls.count(("put_object", BUCKET, "d/x.pt", b"new")) == 0
 
 
-def test_with_a_script_endpoint_an_upload_and_a_delete_reach_it_too(tmp_path, script_s3):
+def _checkpoints_given_to_the_script(tmp_path):
+    """The folder stand-in with ck/old.pt stored and s3://bkt/ck/ given to the script's endpoint; a local new.pt."""
     _put(tmp_path, "ck/old.pt", b"old")
     storage = _folder(tmp_path)
     storage.s3_environment(["s3://bkt/ck/"])
     source = tmp_path / "new.pt"
     source.write_bytes(b"new")
+    return storage, source
+
+
+def test_with_a_script_endpoint_an_upload_and_a_delete_reach_it_too(tmp_path, script_s3):
+    storage, source = _checkpoints_given_to_the_script(tmp_path)
     storage.upload(BUCKET, "ck/new.pt", source)
     storage.delete_object(BUCKET, "ck/old.pt")
     assert script_s3["client"].calls[-2:] == [("put_object", BUCKET, "ck/new.pt", b"new"),
@@ -491,11 +487,7 @@ def test_with_a_script_endpoint_an_upload_and_a_delete_reach_it_too(tmp_path, sc
 
 
 def test_the_script_endpoint_refusing_an_upload_or_delete_says_which(tmp_path, script_s3):
-    _put(tmp_path, "ck/old.pt", b"old")
-    storage = _folder(tmp_path)
-    storage.s3_environment(["s3://bkt/ck/"])
-    source = tmp_path / "new.pt"
-    source.write_bytes(b"new")
+    storage, source = _checkpoints_given_to_the_script(tmp_path)
     script_s3["client"].fail = "PutObject"
     with pytest.raises(StorageError) as raised:
         storage.upload(BUCKET, "ck/new.pt", source)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import signal
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,16 +29,8 @@ DLIO = Path(__file__).resolve().parent.parent / "dslab" / "contracts" / "dlio" /
 M5 = "ml.m5.xlarge for training job usage"
 
 
-@pytest.fixture(autouse=True)
-def bounded():
-    """A Plan (or a look for other executions' plans) that never returns fails its test after 5 seconds."""
-    def stop(signum, frame):
-        raise TimeoutError("did not return within 5 seconds")
-    before = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, 5)
-    yield
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, before)
+# A Plan (or a look for other executions' plans) that never returns fails its test after 5 seconds.
+pytestmark = pytest.mark.timeout(5, method="signal")
 
 
 def _error(code: str, status: int, operation: str, message: str = "said") -> ClientError:

@@ -12,7 +12,6 @@ import re
 import datetime as dt
 import io
 import json
-import signal
 import tarfile
 import time
 from pathlib import Path
@@ -33,16 +32,8 @@ def at(seconds: float) -> str:
     return (T0 + dt.timedelta(seconds=seconds)).isoformat()
 
 
-@pytest.fixture(autouse=True)
-def _no_hang():
-    """A job that never ends fails its test (after 20 s) rather than hang the run."""
-    def expired(signum, frame):
-        raise TimeoutError("the job did not end within 20 s")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(20)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, previous)
+# A job that never ends fails its test after 20 s rather than hang the run.
+pytestmark = pytest.mark.timeout(20, method="signal")
 
 
 @pytest.fixture
