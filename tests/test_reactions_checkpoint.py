@@ -904,12 +904,18 @@ def test_a_shared_folder_is_deleted_by_host_0_once_every_host_is_done(tmp_path, 
     assert clock.sleeps == []
 
 
-def test_host_0_keeps_a_shared_folder_another_host_has_not_finished_with(tmp_path, osv):
-    clock = Clock()
-    zero = make_run(tmp_path, plan(processes=4, ranks_per_host=2, writes=1, reads=0), host=0, hosts=2, shared=True,
-                    clock=clock, wait_seconds=0.1)
+def host_0_of_two_after_its_run(folder: Path, clock: Clock, wait_seconds: float) -> CheckpointRun:
+    """Host 0 of two on a shared folder, its checkpoint written, before its clean-up (the sleeps so far cleared)."""
+    zero = make_run(folder, plan(processes=4, ranks_per_host=2, writes=1, reads=0), host=0, hosts=2, shared=True,
+                    clock=clock, wait_seconds=wait_seconds)
     zero.run()
     clock.sleeps.clear()
+    return zero
+
+
+def test_host_0_keeps_a_shared_folder_another_host_has_not_finished_with(tmp_path, osv):
+    clock = Clock()
+    zero = host_0_of_two_after_its_run(tmp_path, clock, 0.1)
     assert zero.clean_up() == "kept: host 1 did not finish within 0.1 s"
     assert clock.sleeps == [0.05, 0.05, 0.05]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".dslab-done-0", STEP1]
@@ -917,10 +923,7 @@ def test_host_0_keeps_a_shared_folder_another_host_has_not_finished_with(tmp_pat
 
 def test_host_0_waits_for_a_host_finishing_late(tmp_path, osv):
     clock = Clock()
-    zero = make_run(tmp_path, plan(processes=4, ranks_per_host=2, writes=1, reads=0), host=0, hosts=2, shared=True,
-                    clock=clock, wait_seconds=10)
-    zero.run()
-    clock.sleeps.clear()
+    zero = host_0_of_two_after_its_run(tmp_path, clock, 10)
     clock.after_sleep = lambda count: (tmp_path / ".dslab-done-1").touch() if count == 2 else None
     assert zero.clean_up() == f"deleted {tmp_path}" and clock.sleeps == [0.05, 0.05]
 

@@ -734,8 +734,8 @@ def test_report_of_a_partial_execution_keeps_the_price_overrides_it_was_priced_w
 
 
 def test_report_reads_a_results_object_answered_404_as_not_written_yet(world, monkeypatch):
-    """An S3 endpoint may answer a missing object's GET with the bare code "404" (as HEAD does): the report is then
-    built from the plan, as for NoSuchKey."""
+    """An error answer without a body is given the bare status as its code by botocore (parsers.py
+    _parse_error_from_http_status: "404", as every HEAD's): the report is then built from the plan, as for NoSuchKey."""
     _execution_in_world(world, "rx-404", [_planned_job(world, 0, "job-a")])
     real = boto3.client
 
