@@ -1,7 +1,7 @@
 """Reports: results.json, results.csv, report.md, a self-contained report.html and breakdown.png.
 
-The chart is the source post's: stacked bars of Downloading / Training / Other billable seconds per
-mode, grouped by scenario (dataset). With repeats, bars show the mean and the report flags
+The chart is the source post's: stacked bars of Downloading / Training / Other seconds per mode (one instance's
+wall clock, as SageMaker's transitions give them), grouped by scenario (dataset). With repeats, bars show the mean and the report flags
 configurations whose repeats disagree by more than 5%.
 """
 
@@ -21,7 +21,7 @@ from .core.errors import ConfigError
 from .core.job_metrics import job_au_percent
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.facts.prices import PriceTable
-from .core.results import record_from_describe, summarise, to_csv
+from .core.results import RECORD_VERSION, read_results, record_from_describe, spot_saving, summarise, to_csv, wall_seconds
 from .core.model.spread import spread as runs_spread
 from .core.answer.decision import duration  # noqa: F401  (the CLI reads it from here too)
 from .inputs.experiment_file import read_json_file
@@ -42,6 +42,8 @@ def shared_cpus(results: dict[str, Any]) -> str:
 
 
 def load_results(path: Path) -> dict[str, Any]:
+    """A results.json, checked against the contract and read at this dslab's schema version (an older file as
+    core.results.VERSION_NOTES says; one whose records mix versions refused in one line)."""
     results = read_json_file(path, "--results")
     try:
         validate_results(results)
@@ -49,7 +51,7 @@ def load_results(path: Path) -> dict[str, Any]:
         where = field_path(err) if hasattr(err, "absolute_path") else ""
         raise ConfigError("--results", f"{path} does not follow the results contract: "
                           f"{f'{where}: ' if where else ''}{str(err).splitlines()[0]}") from None
-    return results
+    return read_results(results, f"--results {path}")
 
 
 def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, Any]:
@@ -67,7 +69,8 @@ def results_from_describe_dir(directory: Path, prices: PriceTable) -> dict[str, 
             raise ConfigError("--describe-json", f"{path.name} is not a DescribeTrainingJob output (no TrainingJobName)")
         tags = {t["Key"]: t["Value"] for t in describe.get("Tags", [])} if isinstance(describe.get("Tags"), list) else None
         records.append(record_from_describe(describe, prices=prices, tags=tags))
-    return {"experiment": {"name": "imported", "source": str(directory)}, "backend": "aws", "records": records,
+    return {"schema_version": RECORD_VERSION, "experiment": {"name": "imported", "source": str(directory)},
+            "backend": "aws", "records": records,
             "prices": {"date": prices.date, "source": prices.source, "region": prices.data["region"]}}
 
 
@@ -126,8 +129,10 @@ def aggregate(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "dataset": dataset, "mode": mode, "runs": len(items), "completed": len(done),
             "dataset_name": items[0]["dataset"], "trials": sorted({r.get("trial") or "" for r in items}),
             "mode_name": lab_mode(items[0]), "storage": items[0].get("storage") or STANDARD,
-            # One instance's clock from start to end (billable seconds count every instance).
-            "wall_mean": _mean(done, lambda r: r["billable_seconds"] / max(1, r.get("instance_count") or 1)),
+            # One instance's clock from start to end (TrainingTimeInSeconds; billable seconds less any spot saving).
+            "wall_mean": _mean(done, wall_seconds),
+            "wall": runs_spread(w for w in map(wall_seconds, done) if w is not None),
+            "spot_saving": _mean(done, spot_saving),
             "statuses": sorted({r["status"] for r in items}),
             "billable_mean": mean, "billable_spread": spread, "billable": runs_spread(totals),
             # The cost of each completed run: the answer says when the pick and the runner-up are within it.
@@ -190,7 +195,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
 
     datasets = sorted({r["dataset"] for r in rows})
     modes = sorted({r["mode"] for r in rows}, key=_source_rank)
-    drawn = [r for r in rows if r["billable_mean"] is not None]
+    drawn = [r for r in rows if r["wall_mean"] is not None]
     per_dataset = {d: sorted((r for r in drawn if r["dataset"] == d), key=lambda r: _source_rank(r["mode"]))
                    for d in datasets}
     panels = [d for d in datasets if per_dataset[d]] or datasets[:1] or ["no job completed"]   # an empty run: one frame
@@ -199,7 +204,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
                              dpi=110, sharey=True, squeeze=False, gridspec_kw={"width_ratios": widths})
     colours = {"downloading": "#4C72B0", "training": "#55A868", "other": "#C44E52"}
     bars = []
-    top = max((r["billable_mean"] or 0.0 for r in drawn), default=1.0) or 1.0
+    top = max((r["wall_mean"] or 0.0 for r in drawn), default=1.0) or 1.0
     for ax, dataset in zip(axes[0], panels):
         for x, row in enumerate(per_dataset.get(dataset) or []):
             bottom = 0.0
@@ -207,7 +212,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
                 value = row[part] or 0.0
                 ax.bar(x, value, 0.8, bottom=bottom, color=colours[part])
                 bottom += value
-            runs = row["billable"]
+            runs = row["wall"]   # the bars' own seconds: one instance's wall clock, never the spot-discounted time
             if runs is not None and runs.runs > 1:   # the runs' min-max; one run has no measured spread
                 ax.errorbar(x, runs.mean, yerr=[[runs.mean - runs.low], [runs.high - runs.mean]], color="black",
                             capsize=3, lw=1)
@@ -218,7 +223,7 @@ def breakdown_chart(rows: list[dict[str, Any]], path: Path, title: str) -> dict[
         ax.set_xlim(-0.6, max(len(shown), 1) - 0.4)
         ax.set_title("\n".join(textwrap.wrap(dataset, 28)) or dataset, fontsize=9)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    axes[0][0].set_ylabel("billable seconds")
+    axes[0][0].set_ylabel("seconds per instance (wall clock)")
     axes[0][0].set_ylim(0, top * 1.12)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[p]) for p in ("downloading", "training", "other")]
     fig.legend(handles, ["Downloading", "Training", "Other"], loc="upper right", fontsize=8, ncol=3)
@@ -598,6 +603,8 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         lines += [f"> **{LOCAL_NOTE}**{shared_cpus(results)}", ""]
     if results.get("partial"):
         lines += [f"> **{partial_note(results)}**", ""]
+    if results.get("read_as"):
+        lines += [f"> {read_as_note(results['read_as'])}", ""]
     if results.get("resumed"):
         resumed = results["resumed"]
         lines += [f"> Resumed: {resumed['kept']} jobs kept from the interrupted attempt, {resumed['ran']} run in "
@@ -625,7 +632,7 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
         failures = [f"- {r['job_name']}: {_cell(r.get('failure_reason') or r['status'])}" for r in results["records"]
                     if r["status"] != "Completed"]
         return "\n".join(lines + (["## Failed and skipped jobs", "", *failures, ""] if failures else []))
-    lines += ["## Billable time per data source (seconds, mean over completed repeats)", "",
+    lines += ["## Time per data source (one instance's seconds, mean over completed repeats)", "",
               "| dataset | source | runs | downloading | training | other | billable | spread of the runs | samples/s | MB/s | AU % | end-to-end % | 1st batch s | status |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -635,9 +642,18 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                      f"{_fmt(r['training'])} | {_fmt(r['other'])} | {_fmt(r['billable_mean'])} | {r['billable'].describe() if r['billable'] else '-'}{flag} | "
                      f"{_fmt(r['samples_per_second'])} | {_fmt(r['mb_per_second'])} | {_fmt(r['au_percent'])} | "
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
-    lines += ["", "Spread of the runs: one run has none measured (n/a: `repeats: 3` or `--repeats 3` measures it); two "
+    lines += ["", "Every figure is one instance's, as SageMaker reports it: downloading, training and other are the "
+              "wall seconds of its status transitions (never scaled to the billable time); billable is "
+              "BillableTimeInSeconds, one instance's wall clock after any spot saving, so the instances cost billable x "
+              "instances x the hourly price. Spread of the runs: one run has none measured (n/a: `repeats: 3` or "
+              "`--repeats 3` measures it); two "
               "show their min–max; from three, also the mean's 95% confidence interval (Student's t). Billable time "
               "counts whole seconds. MLPerf Storage reports the mean of 5 runs."]
+    saved = [r for r in rows if r.get("spot_saving")]
+    if saved:   # DescribeTrainingJob: "(1 - BillableTimeInSeconds / TrainingTimeInSeconds) * 100"
+        lines += ["", "Managed spot training saved " + "; ".join(
+            f"{r['dataset']} / {r['mode']} {r['spot_saving']:.0%}" for r in saved)
+            + " (1 - billable / training time): its bars stay the wall seconds the instances ran."]
     lines += ["", "AU (MLPerf Storage) leaves the first step out; end-to-end % is compute over the whole epoch, "
               "first batch included. Sources are ranked below by what a result costs, not by AU.", "",
               "![Downloading / Training / Other per mode](breakdown.png)", "",
@@ -706,16 +722,17 @@ def measured_beside_estimated(answers: Answers) -> list[str]:
     lines = ["", "## Measured beside estimated", "",
              "Each completed job's estimate for its own premise (its instance, count, epochs and compute, the dataset "
              "as the run found it, the FSx and EFS it ran on), with "
-             f"{answers.experiment.calibration.describe()}: billable seconds, then each phase as measured / estimated.",
+             f"{answers.experiment.calibration.describe()}: one instance's seconds, as SageMaker reports them (the "
+             "training time, which is the billable time unless spot saved some), then each phase as measured / "
+             "estimated.",
              "", "| job | source | instances | measured | estimated (range) | error | inside | downloading | training | "
              "other |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in answers.checked:
-        r = c.estimate.range
+        low, high = c.estimated_range or (c.estimated, c.estimated)
         phases = [f"{_fmt(p.measured)} / {_fmt(p.estimated)}" for p in c.phases]
         lines.append(f"| {c.job.job} | {c.job.source} | {c.job.premise.instance_count} x {c.job.premise.instance_type} | "
-                     f"{_fmt(c.measured)} | {_fmt(c.estimate.billable_seconds)} ({_fmt(r.billable_low)}-"
-                     f"{_fmt(r.billable_high)}) | {c.error:+.1%} | {'yes' if c.inside else '**no**'} | "
-                     + " | ".join(phases) + " |")
+                     f"{_fmt(c.measured)} | {_fmt(c.estimated)} ({_fmt(low)}-{_fmt(high)}) | {c.error:+.1%} | "
+                     f"{'yes' if c.inside else '**no**'} | " + " | ".join(phases) + " |")
     errors = [abs(c.error) for c in answers.checked]
     inside = sum(bool(c.inside) for c in answers.checked)
     lines += ["", f"{inside} of {len(errors)} jobs inside the estimate's range; mean error {sum(errors) / len(errors):.1%}."]
@@ -727,6 +744,15 @@ def measured_beside_estimated(answers: Answers) -> list[str]:
         lines += [f"- {c.job.job} ({c.job.source}): {_cell(line)}" for c, line in outside]
         lines += ["", "`dslab calibrate --results results.json --out calibration.json` fits these constants on this run."]
     return lines
+
+
+def read_as_note(found: dict[str, Any]) -> str:
+    """What a results file of an older schema version was read as (core.results.read_results): said, never silent."""
+    changed = found.get("records_changed") or []
+    return (f"Read from results schema version {found['from_version']} ({found['backend']} run) as version "
+            f"{found['to_version']}: {len(changed)} record{'s' if len(changed) != 1 else ''} read differently"
+            + (f" ({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''})" if changed else "")
+            + f". {found['how']}")
 
 
 def partial_note(results: dict[str, Any]) -> str:
@@ -806,6 +832,7 @@ def write_report(results: dict[str, Any], out: Path, calibration: Any = None) ->
     whoever writes it (`dslab local`, the workflow's results through `dslab report`). ``calibration``: the constants
     its estimates use (default: the run's experiment's, else the shipped ones)."""
     validate_results(results)
+    results = read_results(results)   # before anything is written: records that mix versions are refused
     out.mkdir(parents=True, exist_ok=True)
     rows = aggregate(data_records(results["records"]))
     answers = Answers(results, rows, calibration)
@@ -813,7 +840,7 @@ def write_report(results: dict[str, Any], out: Path, calibration: Any = None) ->
     paths = {name: out / name for name in ("results.json", "results.csv", "report.md", "report.html", "breakdown.png")}
     paths["results.json"].write_text(json.dumps(results, indent=2, default=str))
     paths["results.csv"].write_text(to_csv(results["records"]))
-    breakdown_chart(rows, paths["breakdown.png"], f"Billable time per data source: {title}")
+    breakdown_chart(rows, paths["breakdown.png"], f"Time per data source, one instance: {title}")
     scale = scaling(data_records(results["records"]))
     if scale:
         paths["scaling.png"] = out / "scaling.png"

@@ -94,6 +94,19 @@ def _rules(schema: dict[str, Any]) -> list[str]:
     return out
 
 
+def _versions() -> list[str]:
+    """What each schema version's seconds mean, and how an older record is read (dslab.core.results)."""
+    from dslab.core.results import VERSION_NOTES, read_results
+    lines = ["## Schema versions", "",
+             "Each record says its version (`schema_version`; absent: 1), and so does the file. A file whose records "
+             "mix versions is refused in one line naming the record and its version, and nothing is written (`dslab "
+             "report`, `dslab calibrate` exit 2). An older file is read as below (`"
+             f"{read_results.__module__}.read_results`), and the report says which records it read so.", ""]
+    for version, said in sorted(VERSION_NOTES.items(), reverse=True):
+        lines += [f"- **{version}**: {said}"]
+    return lines
+
+
 def render() -> str:
     sys.path.insert(0, str(REPO))
     from dslab.contracts import extensions_schema, record_schema
@@ -105,7 +118,7 @@ def render() -> str:
              *_rows(contract["properties"], set(contract["required"])), "",
              "## The lab's fields beside it", "", " ".join(extensions["description"].split()), "", *header,
              *_rows(extensions["properties"], set(extensions.get("required", ()))), "",
-             "Rules between fields:", "", *_rules(extensions), ""]
+             "Rules between fields:", "", *_rules(extensions), "", *_versions(), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -52,7 +52,8 @@ CALIBRATION_STATS = {"shards-a": {"files": 200, "bytes": 200 * 500_000_000},
 
 def _describe(name: str, instance_type: str, count: int, per_instance: dict[str, float], billable: float,
               start: dt.datetime, epochs: int, mode: str, dataset: str) -> dict[str, Any]:
-    """DescribeTrainingJob of a completed job whose phases (per instance) are ``per_instance``."""
+    """DescribeTrainingJob of a completed on-demand job whose phases (per instance) are ``per_instance``;
+    ``billable`` is one instance's wall clock, as BillableTimeInSeconds is (and TrainingTimeInSeconds, no spot)."""
     at = start
     transitions = []
     for status, seconds in (("Starting", per_instance["other"] * 0.7), ("Downloading", per_instance["downloading"]),
@@ -68,7 +69,7 @@ def _describe(name: str, instance_type: str, count: int, per_instance: dict[str,
     return {"TrainingJobName": name, "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed",
             "ResourceConfig": {"InstanceType": instance_type, "InstanceCount": count, "VolumeSizeInGB": 100},
             "SecondaryStatusTransitions": transitions, "BillableTimeInSeconds": int(round(billable)),
-            "TrainingTimeInSeconds": int(round(billable / count)), "CreationTime": start, "TrainingStartTime": start,
+            "TrainingTimeInSeconds": int(round(billable)), "CreationTime": start, "TrainingStartTime": start,
             "TrainingEndTime": at, "HyperParameters": {"epochs": str(epochs)},
             "InputDataConfig": [] if mode == SCRIPT else [channel]}
 
@@ -100,7 +101,7 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
                     count = premise.instance_count
                     per_instance = {p: getattr(true, p) / count * (1 + draw.uniform(-noise, noise))
                                     for p in ("downloading", "training", "other")}
-                    billable = sum(per_instance.values()) * count
+                    billable = sum(per_instance.values())   # one instance's, as SageMaker's
                     name = f"{prefix}-{trial.name}-{dataset.name}-{mode.lower()}-r{repeat}"[:63]
                     describe = _describe(name, premise.instance_type, count, per_instance, billable,
                                          start + dt.timedelta(hours=len(records)), trial.epochs, mode, dataset.name)

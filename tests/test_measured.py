@@ -146,7 +146,7 @@ def _bad_results(kind: str, run: dict) -> object:
     if kind == "local":
         broken["backend"] = "local"
     elif kind == "version":
-        broken["schema_version"] = 2
+        broken["schema_version"] = 3
     elif kind == "stats":
         del broken["dataset_stats"]["jpegs-a"]
     elif kind == "phases":
@@ -160,7 +160,7 @@ def _bad_results(kind: str, run: dict) -> object:
 
 @pytest.mark.parametrize("kind, field, words", [
     ("local", "--results", "a local run's seconds are this machine's"),
-    ("version", "--results", "schema_version 2; this dslab reads version 1"),
+    ("version", "--results", "schema_version 3; this dslab reads versions 1, 2"),
     ("stats", "dataset_stats.jpegs-a", "no files and bytes recorded for jpegs-a"),
     ("phases", "records[3] (syn-big-shards-a-script-r1): phases", "a completed job without its phases"),
     ("not results", "--results", "missing 'experiment'"),

@@ -280,7 +280,8 @@ def _describe(name, mode, status="Completed", *, downloading=40, training=100, u
            "InputDataConfig": [{"ChannelName": "train", "InputMode": channel_input or input_mode, "DataSource": source}],
            "ResourceConfig": {"InstanceType": instance, "InstanceCount": count, "VolumeSizeInGB": 100},
            "SecondaryStatusTransitions": transitions, "TrainingStartTime": start.isoformat(), "TrainingEndTime": at.isoformat(),
-           "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": billable if billable is not None else seconds * count,
+           # BillableTimeInSeconds is one instance's wall clock (API reference), less any spot saving.
+           "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": billable if billable is not None else seconds,
            "EnableManagedSpotTraining": spot, "HyperParameters": {"epochs": "1"},
            "FinalMetricDataList": [{"MetricName": "samples_per_second", "Value": 300.0, "Timestamp": at.isoformat()},
                                    {"MetricName": "au_percent", "Value": 96.5, "Timestamp": at.isoformat()}]}
@@ -325,14 +326,18 @@ def test_report_from_recorded_describe_outputs_number_by_number(describe_dir, tm
     assert failed["billable_seconds"] == 30.0
     assert records["job-stopped"]["status"] == "Stopped" and records["job-stopped"]["mode"] == "EFS"
     spot = records["job-spot"]
-    # Spot: billable (50 s) is less than the phases (105 s): training is scaled down to fit, other is 0.
-    assert spot["billable_seconds"] == 50.0 and spot["breakdown"]["other"] == 0.0
-    assert sum(spot["breakdown"].values()) == pytest.approx(50.0, abs=0.01)
+    # Spot: billable (50 s) is less than the 105 s trained (training 100 + uploading 5): the phases stay the wall
+    # seconds, never squeezed to the billable time; the saving is 1 - 50 / 105 = 52.4%, priced at 50 s.
+    assert spot["billable_seconds"] == 50.0 and spot["training_time_seconds"] == 105.0
+    assert spot["breakdown"] == {"downloading": 0.0, "training": 100.0, "other": 5.0}
     assert spot["cost_usd"]["instance"] == pytest.approx(3.825 * 50 / 3600, abs=1e-6)
     assert spot["mode"] == "FSx" and spot["cost_usd"]["storage"] > 0
     multi = records["job-multi"]
-    assert multi["instance_count"] == 2 and multi["billable_seconds"] == 290.0
-    assert multi["breakdown"] == {"downloading": 80.0, "training": 200.0, "other": 10.0}
+    # Two instances, each 145 s (BillableTimeInSeconds is one instance's): the phases are one instance's, and the
+    # instances cost 145 s x 2 x $3.825/h = $0.308125.
+    assert multi["instance_count"] == 2 and multi["billable_seconds"] == 145.0
+    assert multi["breakdown"] == {"downloading": 40.0, "training": 100.0, "other": 5.0}
+    assert multi["cost_usd"]["instance"] == pytest.approx(0.308125, abs=1e-6)
     rows = list(csv.DictReader((out / "results.csv").open()))
     assert len(rows) == 6 and {r["job_name"] for r in rows} == set(records)
     md = (out / "report.md").read_text()

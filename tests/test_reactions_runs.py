@@ -187,11 +187,13 @@ def test_the_next_look_describes_only_the_jobs_not_yet_ended_and_keeps_the_ended
     cloud.stub("stepfunctions").add_response("describe_execution", _execution("SUCCEEDED", stopped=4000),
                                              {"executionArn": EXECUTION})
     _plan(cloud, PLANNED, quotas={"concurrency": 3})
-    _describe(cloud, "x-2", _job("x-2", "Completed", count=2, billable=7200))
+    # BillableTimeInSeconds is one instance's: an hour on each of 2 ml.p3.2xlarge ($3.825/h) is 2 x $3.825 = $7.65.
+    _describe(cloud, "x-2", _job("x-2", "Completed", count=2, billable=3600))
     _describe(cloud, "x-3", _job("x-3", "Stopped", billable=36))
     _describe(cloud, "x-5", None)
     state = runs.describe_progress(EXECUTION, REGION, BUCKET, ended)
     cloud.done()
+    # x-1 3.825 + x-2 7.65 + x-3 3.825 x 36/3600 = 0.03825 + x-7 0.3825 + x-8 1.9125 = 13.80825
     assert (state["status"], state["jobs"], state["spend_usd"], state["elapsed_seconds"]) == (
         "SUCCEEDED", {"Skipped": 2, "Completed": 3, "Stopped": 2, "Pending": 1, "Failed": 1}, 13.8083, 4000)
     assert sorted(ended) == ["x-1", "x-2", "x-3", "x-6", "x-7", "x-8"]

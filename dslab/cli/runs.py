@@ -268,13 +268,17 @@ def describe_progress(execution_arn: str, region: str, bucket: str | None = None
                 continue
             instance_type = state["ResourceConfig"]["InstanceType"]
             hourly = prices.instance_hourly(instance_type)
+            # One instance's seconds (BillableTimeInSeconds: "Multiply ... by the number of instances"), else its
+            # clock since TrainingStartTime while it runs: either way x InstanceCount.
             seconds = state.get("BillableTimeInSeconds")
             start = state.get("TrainingStartTime")
             if seconds is None and hasattr(start, "timestamp"):
-                seconds = (time.time() - start.timestamp()) * state["ResourceConfig"]["InstanceCount"]
+                seconds = time.time() - start.timestamp()
+            count = int(state["ResourceConfig"].get("InstanceCount") or 1)
             # A job on an instance the price table lacks is not costed at $0: its spend is left out, and said.
             seen = {"name": job["name"], "status": state["TrainingJobStatus"], "phase": state.get("SecondaryStatus", ""),
-                    "spend": (hourly or 0.0) * (seconds or 0) / 3600, "unpriced": None if hourly is not None else instance_type}
+                    "spend": (hourly or 0.0) * (seconds or 0) * count / 3600,
+                    "unpriced": None if hourly is not None else instance_type}
             if ended is not None and seen["status"] in ("Completed", "Failed", "Stopped"):
                 ended[job["name"]] = seen
         counts[seen["status"]] = counts.get(seen["status"], 0) + 1

@@ -49,18 +49,20 @@ def field_path(error: Any) -> str:
 
 
 # results.json's envelope: what a reader of this version can rely on (Collect writes it; a file without the key was
-# written before the key was, and is version 1).
-RESULTS_SCHEMA_VERSION = 1
+# written before the key was, and is version 1). 2: billable_seconds is one instance's, as AWS's BillableTimeInSeconds
+# (each record says its own version too; dslab.core.results.read_results reads a version-1 file, VERSION_NOTES).
+RESULTS_SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def validate_results(results: dict[str, Any]) -> None:
     for key in ("experiment", "backend", "records"):
         if key not in results:
             raise ValueError(f"results: missing '{key}'")
-    version = results.get("schema_version", RESULTS_SCHEMA_VERSION)
-    if version != RESULTS_SCHEMA_VERSION:
-        raise ValueError(f"results: schema_version {version!r}; this dslab reads version {RESULTS_SCHEMA_VERSION}: "
-                         "read it with the dslab that wrote it")
+    version = results.get("schema_version", 1)
+    if version not in READABLE_VERSIONS:
+        raise ValueError(f"results: schema_version {version!r}; this dslab reads versions "
+                         f"{', '.join(map(str, READABLE_VERSIONS))}: read it with the dslab that wrote it")
     if results["backend"] not in ("aws", "local"):
         raise ValueError(f"results: backend must be 'aws' or 'local', not {results['backend']!r}")
     import jsonschema

@@ -1,7 +1,8 @@
 """Every real run checks the estimate and teaches it.
 
-A run on AWS measures exactly what the estimate predicts: each completed job's billable seconds, split as the post
-splits them (downloading, training, other). This module reads an AWS run's ``results.json`` (as the workflow's Collect
+A run on AWS measures exactly what the estimate predicts: each completed job's seconds, split as the post splits them
+(downloading, training, other), one instance's wall clock as SageMaker reports them (docs/reference/aws-fields.md);
+the estimate's, which count every instance, are compared divided by the instance count. This module reads an AWS run's ``results.json`` (as the workflow's Collect
 step writes it) into ``MeasuredJob``s, each with the premise it ran on (its trial's instance, count, accelerators,
 epochs and compute, the dataset as the run found it in S3, the FSx and EFS its plan recorded), so that:
 
@@ -28,6 +29,7 @@ from statistics import median
 from typing import Any, Iterable, Mapping
 
 from ..contracts import RESULTS_SCHEMA_VERSION
+from .results import read_results, wall_seconds
 from .answer.premise import Premise
 from .answer.scenarios import checkpoint_premise_of_trial, known_shape, premise_of_trial
 from .errors import ConfigError
@@ -64,7 +66,9 @@ class MeasuredJob:
     mode: str                    # the lab's mode (Script where the script read S3 itself)
     storage: str
     premise: Premise
-    measured: Mapping[str, float]    # downloading, training, other and billable seconds
+    # Downloading, training and other, and "billable": one instance's wall seconds (a spot job's training time, not
+    # its discounted billable time: the estimate predicts time, not a discount).
+    measured: Mapping[str, float]
     data_in_efs: bool = False
     scenario: str = ""           # jobs of one trial, dataset and premise: what leave-one-out leaves out together
 
@@ -83,9 +87,9 @@ class MeasuredJob:
     headline = "billable"
 
     def predict(self, prices: PriceTable, model: Model = MODEL) -> dict[str, float]:
-        """The estimate's phases and billable seconds for this job's premise, with ``model``'s constants."""
-        estimate = self.estimate(prices, model)
-        return {**{p: getattr(estimate, p) for p in PHASES}, "billable": estimate.billable_seconds}
+        """The estimate's phases and billable seconds for this job's premise, with ``model``'s constants, one
+        instance's as measured (the estimate's count every instance)."""
+        return per_instance(self.estimate(prices, model))
 
     def provenance(self) -> dict[str, Any]:
         return {"execution": self.execution, "job": self.job, "date": self.started, "region": self.region}
@@ -129,10 +133,18 @@ class CheckpointJob:
 CHECKPOINT_PHASES = ("stall", "save", "copy_in")
 
 
+def per_instance(estimate: Estimate) -> dict[str, float]:
+    """An estimate's phases and billable seconds, which count every instance, as one instance's: what SageMaker reports
+    a job's transitions and BillableTimeInSeconds as."""
+    count = max(1, estimate.instance_count)
+    return {**{p: getattr(estimate, p) / count for p in PHASES}, "billable": estimate.billable_seconds / count}
+
+
 def checkpoint_jobs(results: dict[str, Any], prices: PriceTable, where: str = "results.json") -> list[CheckpointJob]:
     """The checkpoint trials' targets of an AWS run, each with its question at the run's own scale (its interval, the
     checkpoints it kept, its cluster); refused in one line like ``measured_jobs``."""
     check_results(results, where)
+    results = read_results(results, where)
     if not any(r.get("checkpoint_target") for r in results["records"]):
         return []
     experiment = parse_experiment(results["experiment"])
@@ -163,10 +175,7 @@ def check_results(results: Any, where: str) -> None:
     """One clear line (a ConfigError naming the field) for results no calibration or comparison can read."""
     if not isinstance(results, dict) or not isinstance(results.get("records"), list):
         raise ConfigError(where, f"not a results.json (no records list): {RESULTS_FIX}")
-    version = results.get("schema_version", RESULTS_SCHEMA_VERSION)
-    if version != RESULTS_SCHEMA_VERSION:
-        raise ConfigError(f"{where}: schema_version", f"results of schema version {version!r}; this dslab reads "
-                                                      f"version {RESULTS_SCHEMA_VERSION}: use the dslab that wrote them")
+    read_results(results, where)   # a version this dslab cannot read, or records that mix versions: one line
     if results.get("backend") == "local":
         raise ConfigError(f"{where}: backend", "a local run's seconds are this machine's, not AWS's: they cannot "
                                                f"check or calibrate AWS estimates; {RESULTS_FIX}")
@@ -177,6 +186,7 @@ def measured_jobs(results: dict[str, Any], where: str = "results.json") -> list[
     another schema version, a local run, has no experiment, a dataset without stats, or a completed job without
     phases."""
     check_results(results, where)
+    results = read_results(results, where)   # an older file's seconds as one instance's (results.VERSION_NOTES)
     if not results.get("experiment"):
         raise ConfigError(f"{where}: experiment", f"no experiment: the estimate needs the premise each job ran on; {RESULTS_FIX}")
     try:
@@ -214,7 +224,7 @@ def measured_jobs(results: dict[str, Any], where: str = "results.json") -> list[
                               "`dslab dataset stats --write` and take results from a new run")
         phases = record.get("phases") or {}
         split = record.get("breakdown") or {}
-        billable = record.get("billable_seconds")
+        billable = wall_seconds(record)
         if not phases or billable is None or not all(k in split for k in PHASES):
             raise ConfigError(f"{at}: phases", "a completed job without its phases and billable seconds: nothing to "
                                                "compare (DescribeTrainingJob's SecondaryStatusTransitions and "
@@ -227,7 +237,7 @@ def measured_jobs(results: dict[str, Any], where: str = "results.json") -> list[
             execution=str(results.get("execution") or "?"), job=record["job_name"], started=record.get("training_start"),
             region=region, trial=trial.name, dataset=dataset.name, mode=lab_mode(record),
             storage=record.get("storage") or STANDARD, premise=premise,
-            measured={**{k: float(split[k]) for k in PHASES}, "billable": float(billable)},
+            measured={**{k: float(split[k]) for k in PHASES}, "billable": float(billable)},   # one instance's
             data_in_efs=dataset.source == "efs",
             scenario=(f"{results.get('execution', '?')}/{trial.name}/{dataset.name}/"
                       f"{premise.instance_count}x{premise.instance_type}")))
@@ -255,9 +265,8 @@ def planned_jobs(experiment: Any, prices: PriceTable, *, stats: Mapping[str, Any
                                   region=None, trial=trial.name, dataset=dataset.name, mode=mode,
                                   storage=trial.storage or STANDARD, premise=premise, measured={},
                                   data_in_efs=dataset.source == "efs")
-                estimate = job.estimate(prices, experiment.calibration.model)
-                measured = {**{p: getattr(estimate, p) for p in PHASES}, "billable": estimate.billable_seconds}
-                out.append((replace(job, measured=measured), experiment.repeats))
+                out.append((replace(job, measured=job.predict(prices, experiment.calibration.model)),
+                            experiment.repeats))
     return out
 
 
@@ -327,7 +336,7 @@ class PhaseCheck:
 
 @dataclass
 class JobCheck:
-    """One job: the estimate for its premise beside what was measured."""
+    """One job: the estimate for its premise beside what was measured, both one instance's seconds."""
     job: MeasuredJob
     estimate: Estimate
     phases: list[PhaseCheck]
@@ -337,13 +346,27 @@ class JobCheck:
         return self.job.measured["billable"]
 
     @property
+    def _count(self) -> int:
+        return max(1, self.estimate.instance_count)
+
+    @property
+    def estimated(self) -> float:
+        """The estimate's billable seconds, one instance's (the estimate's count every instance)."""
+        return self.estimate.billable_seconds / self._count
+
+    @property
+    def estimated_range(self) -> tuple[float, float] | None:
+        r = self.estimate.range
+        return None if r is None else (r.billable_low / self._count, r.billable_high / self._count)
+
+    @property
     def error(self) -> float:
-        return self.estimate.billable_seconds / self.measured - 1 if self.measured else 0.0
+        return self.estimated / self.measured - 1 if self.measured else 0.0
 
     @property
     def inside(self) -> bool | None:
-        r = self.estimate.range
-        return None if r is None else r.billable_low <= self.measured <= r.billable_high
+        found = self.estimated_range
+        return None if found is None else found[0] <= self.measured <= found[1]
 
     def phase_lines(self, assumptions: Mapping[str, Any], model: Model) -> list[str]:
         """Each phase far from its estimate (25% or more; 10% where the billable time fell outside the range), and the
@@ -364,12 +387,12 @@ class JobCheck:
         return lines
 
     def to_dict(self) -> dict[str, Any]:
-        r = self.estimate.range
+        r = self.estimated_range
         return {**self.job.provenance(), "dataset": self.job.dataset, "source": self.job.source,
                 "instance_type": self.job.premise.instance_type, "instance_count": self.job.premise.instance_count,
                 "epochs": self.job.premise.epochs, "measured_billable_seconds": round(self.measured, 1),
-                "estimated_billable_seconds": round(self.estimate.billable_seconds, 1),
-                "estimated_range": [round(r.billable_low, 1), round(r.billable_high, 1)] if r else None,
+                "estimated_billable_seconds": round(self.estimated, 1),
+                "estimated_range": [round(r[0], 1), round(r[1], 1)] if r else None,
                 "error": round(self.error, 4), "inside": self.inside,
                 "phases": {p.phase: {"measured": round(p.measured, 1), "estimated": round(p.estimated, 1),
                                      "error": None if p.error is None else round(p.error, 4), "rests_on": p.rests_on}
@@ -397,7 +420,8 @@ def compare(jobs: Iterable[MeasuredJob], prices: PriceTable, calibration: InUse 
                            provisioning=job.premise.lab, efs_resident=job.data_in_efs and job.mode == "EFS",
                            **job.premise.estimate_kwargs())
         shares = elasticities(job, prices, model)
-        phases = [PhaseCheck(p, job.measured[p], getattr(estimate, p),
+        each = per_instance(estimate)
+        phases = [PhaseCheck(p, job.measured[p], each[p],
                              [n for n, s in sorted(shares[p].items(), key=lambda kv: -abs(kv[1])) if abs(s) >= ELASTIC])
                   for p in PHASES]
         out.append(JobCheck(job, estimate, phases))

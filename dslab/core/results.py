@@ -1,6 +1,9 @@
 """Result records (../shared/contracts/results-record.schema.json) from DescribeTrainingJob outputs.
 
-The source post's split of billable time: Downloading + Training + Other = billable seconds.
+The source post's split of a job's time: Downloading + Training + Other = one instance's wall clock
+(TrainingTimeInSeconds, which is BillableTimeInSeconds unless spot saved some). Every AWS field is read as its API
+reference defines it (docs/reference/aws-fields.md): billable seconds are one instance's, so the instances cost
+billable x InstanceCount x the hourly price.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import io
 import json
 from typing import Any, Iterable
 
+from ..contracts import RESULTS_SCHEMA_VERSION
+from .errors import ConfigError
 from .modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, record_mode
 from .facts.limits import SUMMARY_MESSAGE_CHARS
 from .requests import CHECKPOINT_METRIC_DEFINITIONS, DATASET_URI_HYPERPARAMETER, METRIC_DEFINITIONS
@@ -24,6 +29,27 @@ TERMINAL = ("Completed", "Failed", "Stopped")
 # Every metric the lab's own metric lines define (dslab/core/requests.py METRIC_DEFINITIONS, and a checkpoint trial's).
 LAB_METRIC_NAMES = frozenset(d["Name"] for d in METRIC_DEFINITIONS + CHECKPOINT_METRIC_DEFINITIONS)
 CHECKPOINT_PREFIX = "checkpoint_"
+
+# Each record says its schema version ("schema_version"; a record without it was written before the key was, and is
+# version 1); results.json's envelope says the same (contracts.RESULTS_SCHEMA_VERSION). What each version's seconds
+# mean, and how this dslab reads an older record (read_results): docs/reference/results-record.md shows these words.
+RECORD_VERSION = RESULTS_SCHEMA_VERSION
+VERSION_NOTES = {
+    1: ("Written before the lab read BillableTimeInSeconds as AWS defines it. `billable_seconds`: a local run's held "
+        "the stand-in's seconds x `instance_count`, and is read divided by `instance_count`; an AWS run's held "
+        "DescribeTrainingJob's own value, already one instance's, and is read as it is. `cost_usd.instance`: a local "
+        "run's priced every instance and is read as it is; an AWS run's priced one instance, and is read x "
+        "`instance_count` (the record's own price, not today's). `breakdown`: the phases x `instance_count`, squeezed "
+        "to `billable_seconds` where they exceeded it (spot); it is read rebuilt from the record's own `phases` and "
+        "training time. A record of one instance and no spot saving reads as it was written."),
+    2: ("`billable_seconds` is DescribeTrainingJob's BillableTimeInSeconds as AWS defines it: one instance's wall "
+        "clock, after any managed spot saving. `cost_usd.instance` is `billable_seconds` x `instance_count` x the "
+        "hourly price. `phases` and `breakdown` are one instance's wall seconds, never squeezed to the billable time: "
+        "`breakdown.other` is `training_time_seconds` less downloading and training, so the three add up to "
+        "`billable_seconds` except where spot saved some (saving = 1 - `billable_seconds` / "
+        "`training_time_seconds`)."),
+}
+READS = "read it with the dslab that wrote it"
 
 
 def parse_time(value: Any) -> dt.datetime | None:
@@ -52,22 +78,98 @@ def phase_seconds(describe: dict[str, Any]) -> dict[str, float]:
     return {k: round(v, 3) for k, v in phases.items()}
 
 
-def breakdown(billable_seconds: float | None, phases: dict[str, float], instance_count: int) -> dict[str, float]:
-    """The post's Downloading / Training / Other split of the billable time.
+def breakdown(phases: dict[str, float], wall_seconds: float | None) -> dict[str, float]:
+    """The post's Downloading / Training / Other split of one instance's wall clock.
 
-    Phases are wall seconds per instance; billable seconds count every instance (and spot savings),
-    so phases are scaled by the instance count, and, where that exceeds the billable time (spot), down
-    to it. ``other`` is the rest: container start, uploading, ...
+    Phases are wall seconds per instance (SecondaryStatusTransitions) and stay so: never multiplied by the instance
+    count, never squeezed to a spot job's discounted billable time. ``wall_seconds`` is TrainingTimeInSeconds (else
+    BillableTimeInSeconds, the same unless spot); ``other`` is the rest of it: uploading, container start, ...
     """
-    downloading = phases.get("Downloading", 0.0) * instance_count
-    training = phases.get("Training", 0.0) * instance_count
-    if billable_seconds is None:
-        return {"downloading": round(downloading, 3), "training": round(training, 3), "other": 0.0}
-    if downloading + training > billable_seconds > 0:
-        scale = billable_seconds / (downloading + training)
-        downloading, training = downloading * scale, training * scale
-    other = max(0.0, billable_seconds - downloading - training)
+    downloading = phases.get("Downloading", 0.0)
+    training = phases.get("Training", 0.0)
+    other = 0.0 if wall_seconds is None else max(0.0, wall_seconds - downloading - training)
     return {"downloading": round(downloading, 3), "training": round(training, 3), "other": round(other, 3)}
+
+
+def wall_seconds(record: dict[str, Any]) -> float | None:
+    """One instance's clock from TrainingStartTime to TrainingEndTime: training_time_seconds, else billable_seconds
+    (the same unless spot saved some)."""
+    found = record.get("training_time_seconds")
+    return found if found is not None else record.get("billable_seconds")
+
+
+def spot_saving(record: dict[str, Any]) -> float | None:
+    """Managed spot training's saving as DescribeTrainingJob defines it: 1 - BillableTimeInSeconds /
+    TrainingTimeInSeconds (0.0 for an on-demand job); None where either is missing or no time was trained."""
+    billable, trained = record.get("billable_seconds"), record.get("training_time_seconds")
+    if billable is None or not trained:
+        return None
+    return 1.0 - billable / trained
+
+
+def record_version(record: dict[str, Any]) -> Any:
+    """A record's schema version: its own ``schema_version``, else 1 (written before the key was)."""
+    return record.get("schema_version", 1)
+
+
+def read_results(results: dict[str, Any], where: str = "results.json") -> dict[str, Any]:
+    """results.json as this dslab reads it: every record at RECORD_VERSION, an older one read as VERSION_NOTES says
+    (a new document; ``results`` is left as it is). Refused in one line (ConfigError naming the record and its
+    version) where the records mix versions, or disagree with the file's own ``schema_version``, or are newer than
+    this dslab reads: nothing is then read, priced or written. What was read differently is said in ``read_as``."""
+    records = results.get("records")
+    if not isinstance(records, list):
+        return results
+    versions = [record_version(r) if isinstance(r, dict) else None for r in records]
+    # A file without its own schema_version is its records' (one written before the key was: 1).
+    envelope = results.get("schema_version", versions[0] if versions else 1)
+    for index, (record, version) in enumerate(zip(records, versions)):
+        if version != versions[0] or version != envelope:
+            at = f"{where}: records[{index}] ({record.get('job_name', '?') if isinstance(record, dict) else '?'})"
+            said = (f"version {version!r}, where records[0] is version {versions[0]!r}" if version != versions[0]
+                    else f"version {version!r} in a file of schema_version {envelope!r}")
+            raise ConfigError(f"{at}: schema_version", f"{said}: a results file holds one version (records written "
+                              "apart are read apart); take each run's own results.json")
+    if envelope not in VERSION_NOTES:
+        raise ConfigError(f"{where}: schema_version", f"results of schema version {envelope!r}; this dslab reads "
+                          f"versions {', '.join(map(str, VERSION_NOTES))}: {READS}")
+    if envelope == RECORD_VERSION:
+        return results
+    backend = results.get("backend")
+    if backend not in ("aws", "local"):
+        raise ConfigError(f"{where}: backend", f"{backend!r}: a version-1 record's billable seconds are read by where "
+                          "it ran (aws or local); the file must say which")
+    upgraded = [_from_version_1(r, backend) for r in records]
+    changed = [r["job_name"] for r, was in zip(upgraded, records) if _differs(r, was)]
+    return {**results, "schema_version": RECORD_VERSION, "records": upgraded,
+            "read_as": {"from_version": envelope, "to_version": RECORD_VERSION, "backend": backend,
+                        "records_changed": changed, "how": VERSION_NOTES[envelope]}}
+
+
+def _differs(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    return any(new.get(k) != old.get(k) for k in ("billable_seconds", "breakdown", "cost_usd"))
+
+
+def _from_version_1(record: dict[str, Any], backend: str) -> dict[str, Any]:
+    """One version-1 record read as version 2 (VERSION_NOTES[1])."""
+    out = {**record, "schema_version": RECORD_VERSION}
+    count = max(1, int(record.get("instance_count") or 1))
+    billable = record.get("billable_seconds")
+    if backend == "local" and billable is not None and count > 1:
+        out["billable_seconds"] = billable / count   # the old runner wrote seconds x count
+    cost = record.get("cost_usd")
+    if backend == "aws" and count > 1 and isinstance(cost, dict) and cost.get("instance"):
+        # The old job_cost priced AWS's one-instance seconds once: the same hourly price, x every instance.
+        more = cost["instance"] * (count - 1)
+        out["cost_usd"] = {**cost, "instance": round(cost["instance"] + more, 6),
+                           "total": round(cost.get("total", cost["instance"]) + more, 6)}
+    phases = record.get("phases") or {}
+    if phases and out.get("billable_seconds") is not None:
+        wall = wall_seconds(out)
+        squeezed = phases.get("Downloading", 0.0) + phases.get("Training", 0.0) > out["billable_seconds"]
+        if count > 1 or squeezed or wall != out["billable_seconds"]:
+            out["breakdown"] = breakdown(phases, wall)
+    return out
 
 
 def infer_mode(channel: dict[str, Any], default_input_mode: str = "File") -> str:
@@ -191,7 +293,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
     if status not in TERMINAL:
         status = "Stopped" if status == "Stopping" else status
     phases = phase_seconds(describe)
-    billable = describe.get("BillableTimeInSeconds")
+    billable = describe.get("BillableTimeInSeconds")   # one instance's wall clock, after any spot saving
     training_time = describe.get("TrainingTimeInSeconds")
     metrics = metrics_from(describe, script_metrics)
     metrics["bytes_read"] = bytes_read(mode, metrics, total_bytes)
@@ -206,6 +308,7 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
     distribution = s3_distribution(describe)
     started = parse_time(describe.get("TrainingStartTime")) or parse_time(describe.get("CreationTime"))
     return {
+        "schema_version": RECORD_VERSION,
         "job_name": describe["TrainingJobName"],
         "mode": contract_mode,
         "dataset": dataset or inferred_dataset,
@@ -217,7 +320,8 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         "billable_seconds": None if billable is None else float(billable),
         "training_time_seconds": None if training_time is None else float(training_time),
         "phases": phases,
-        "breakdown": breakdown(None if billable is None else float(billable), phases, count),
+        "breakdown": breakdown(phases, None if training_time is None and billable is None
+                               else float(training_time if training_time is not None else billable)),
         "metrics": metrics,
         "cost_usd": cost.to_dict(),
         **({"trial": trial} if trial else {}),
@@ -262,6 +366,7 @@ def skipped_record(job_name: str, *, mode: str, dataset: str, repeat: int, insta
     """A job that never ran (FSx down, its request never created): the record says why."""
     contract_mode, ingestion = record_mode(mode)
     return {
+        "schema_version": RECORD_VERSION,
         **checkpoint_fields(checkpoint_target, checkpoint_restore),
         **({"trial": trial} if trial else {}),
         **({"storage": EXPRESS} if storage == EXPRESS else {}),

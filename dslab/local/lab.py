@@ -38,7 +38,7 @@ from ..core.experiment import JPG, Experiment, expand
 from ..core.facts.prices import PriceTable
 from ..core.progress import ENDED, RunProgress
 from ..core.requests import KEEP_JOBS, RESULTS_PREFIX, check_every_host_gets_data, check_job_count
-from ..core.results import summarise
+from ..core.results import read_results, summarise
 from ..emulator.lab import EmulatedLab
 from ..inputs.experiment_file import load_experiment
 from ..progress_view import ProgressView
@@ -166,7 +166,9 @@ def resume_of(out: Path, experiment: Experiment, fresh: bool) -> Resume | None:
                           f"({previous.get('experiment', {}).get('name', '?')}, {local.get('experiment_hash', '?')}; "
                           f"this one is {experiment.content_hash})",
                           "add --fresh to start over there, or give another --out")
-    kept = [r for r in previous["records"] if r.get("status") == "Completed"]
+    # Kept records read at this dslab's schema version, so the resumed file never mixes versions (an older run's
+    # seconds x count read as one instance's: core.results.VERSION_NOTES).
+    kept = [r for r in read_results(previous, str(results_path))["records"] if r.get("status") == "Completed"]
     return Resume(previous["execution"], kept, int(local.get("attempt") or 1) + 1)
 
 

@@ -418,8 +418,11 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
     if request.get("CheckpointConfig"):
         describe["CheckpointConfig"] = request["CheckpointConfig"]
     if training_start:
+        # BillableTimeInSeconds is one instance's wall clock, as SageMaker's: "Multiply BillableTimeInSeconds by the
+        # number of instances (InstanceCount) ... to get the total compute time SageMaker bills you" (API reference,
+        # DescribeTrainingJob). Spot saves nothing here: the stand-in never interrupts a job nor discounts its time.
         describe.update(TrainingStartTime=start.isoformat(), TrainingEndTime=end.isoformat(),
-                        TrainingTimeInSeconds=seconds, BillableTimeInSeconds=seconds * count)
+                        TrainingTimeInSeconds=seconds, BillableTimeInSeconds=seconds)
     if failure:
         describe["FailureReason"] = failure
     if "model.tar.gz" in artifacts:

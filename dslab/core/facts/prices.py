@@ -321,15 +321,17 @@ def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_coun
              billable_seconds: float | None, wall_seconds: float | None, files: int | None = None,
              total_bytes: int | None = None, epochs: int = 1, fsx_capacity_gib: int = 1200,
              storage: str | None = None, fsx: Any = None, efs: Any = None, efs_ia_gb_read: float = 0.0) -> JobCost:
-    """Instance time (billable seconds, which already count every instance and any spot saving),
-    the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
+    """Instance time: ``billable_seconds`` is one instance's, as DescribeTrainingJob's BillableTimeInSeconds is
+    ("Multiply BillableTimeInSeconds by the number of instances (InstanceCount) ... to get the total compute time
+    SageMaker bills you"; a spot job's already has its saving taken off), so the instances cost billable x count x
+    the hourly price. Then the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
     (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged
     copy's storage while the job ran; staging itself is priced once per dataset, express_staging_cost)."""
     billable = billable_seconds or 0.0
     # A record or estimate never costs an unpriced instance at a silent $0: no billed time, nothing to price.
     hourly = prices.require_instance(instance_type) if billable > 0 else (prices.instance_hourly(instance_type) or 0.0)
     wall = wall_seconds or 0.0
-    instance = hourly * billable / 3600.0
+    instance = hourly * billable * max(1, instance_count) / 3600.0
     # NVMe types get no EBS volume whatever VolumeSizeInGB says (premise.Volume quotes the API reference): none priced.
     ebs_gb = 0 if instance_storage_gb(instance_type) else volume_size_gb
     volumes = prices["ml_storage_gb_month"] * ebs_gb * instance_count * wall / SECONDS_PER_MONTH

@@ -362,9 +362,11 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     # Billable time runs from the instance's start; File mode's download hides its image pull.
     other = max(model.other_floor, start - downloading)
     wall = downloading + training + other
+    # The estimate's billable seconds are every instance's (the answer's contract); job_cost takes one instance's, as
+    # DescribeTrainingJob's BillableTimeInSeconds gives it, and multiplies by the count itself.
     billable = wall * instance_count
     cost = job_cost(prices, mode=mode, instance_type=instance_type, instance_count=instance_count,
-                    volume_size_gb=volume.priced_gb, billable_seconds=billable, wall_seconds=wall, files=shape.files,
+                    volume_size_gb=volume.priced_gb, billable_seconds=wall, wall_seconds=wall, files=shape.files,
                     total_bytes=shape.bytes, epochs=epochs, fsx_capacity_gib=lab.fsx.capacity_gib, storage=storage,
                     fsx=lab.fsx, efs=lab.efs, efs_ia_gb_read=efs_ia_gb)
     staging_seconds = staging_cost = None
