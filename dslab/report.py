@@ -1,8 +1,8 @@
 """Reports: results.json, results.csv, report.md, a self-contained report.html and breakdown.png.
 
 The chart is the source post's: stacked bars of Downloading / Training / Other seconds per mode (one instance's
-wall clock, as SageMaker's transitions give them), grouped by scenario (dataset). With repeats, bars show the mean and the report flags
-configurations whose repeats disagree by more than 5%.
+wall clock, as SageMaker's transitions give them), grouped by scenario (dataset). With repeats, bars show the mean
+and the report flags configurations whose repeats disagree by more than 5%.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from .core.errors import ConfigError
 from .core.job_metrics import job_au_percent
 from .core.modes import SOURCE_ORDER, STANDARD, lab_mode, source_label
 from .core.facts.prices import PriceTable
-from .core.results import RECORD_VERSION, read_results, record_from_describe, spot_saving, summarise, to_csv, wall_seconds
+from .core.results import (RECORD_VERSION, read_results, record_from_describe, spot_saving, summarise, to_csv,
+                           wall_seconds)
 from .core.model.spread import spread as runs_spread
 from .core.answer.decision import duration  # noqa: F401  (the CLI reads it from here too)
 from .inputs.experiment_file import read_json_file
@@ -644,9 +645,9 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
                      f"{_fmt(r['end_to_end_percent'])} | {_fmt(r['first_batch_seconds'])}{slow} | {', '.join(r['statuses'])} |")
     lines += ["", "Every figure is one instance's, as SageMaker reports it: downloading, training and other are the "
               "wall seconds of its status transitions (never scaled to the billable time); billable is "
-              "BillableTimeInSeconds, one instance's wall clock after any spot saving, so the instances cost billable x "
-              "instances x the hourly price. Spread of the runs: one run has none measured (n/a: `repeats: 3` or "
-              "`--repeats 3` measures it); two "
+              "BillableTimeInSeconds, one instance's wall clock after any spot saving, so the instances cost "
+              "billable x instances x the hourly price. Spread of the runs: one run has none measured (n/a: "
+              "`repeats: 3` or `--repeats 3` measures it); two "
               "show their min–max; from three, also the mean's 95% confidence interval (Student's t). Billable time "
               "counts whole seconds. MLPerf Storage reports the mean of 5 runs."]
     saved = [r for r in rows if r.get("spot_saving")]

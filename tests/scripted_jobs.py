@@ -67,7 +67,7 @@ class ScriptedJobs:
             return {"TrainingJobStatus": "Failed", "SecondaryStatus": "Failed", "SecondaryStatusTransitions": transitions,
                     "FailureReason": reason, "TrainingStartTime": training_start.isoformat(),
                     "TrainingEndTime": at.isoformat(), "TrainingTimeInSeconds": seconds,
-                    "BillableTimeInSeconds": seconds * request["ResourceConfig"]["InstanceCount"]}
+                    "BillableTimeInSeconds": seconds}   # one instance's, as SageMaker's
         transitions.append(phase("Uploading", 5))
         transitions.append({"Status": "Completed", "StartTime": at.isoformat(), "EndTime": at.isoformat()})
         seconds = int((at - training_start).total_seconds())
@@ -87,5 +87,5 @@ class ScriptedJobs:
                       Body=_tar({name: json.dumps(body).encode() for name, body in files.items()}))
         return {"TrainingJobStatus": "Completed", "SecondaryStatus": "Completed", "SecondaryStatusTransitions": transitions,
                 "TrainingStartTime": training_start.isoformat(), "TrainingEndTime": at.isoformat(),
-                "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds * request["ResourceConfig"]["InstanceCount"],
+                "TrainingTimeInSeconds": seconds, "BillableTimeInSeconds": seconds,   # one instance's, as SageMaker's
                 "FinalMetricDataList": [{"MetricName": "samples_per_second", "Value": 320.0, "Timestamp": at.isoformat()}]}

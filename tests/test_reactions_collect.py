@@ -141,7 +141,7 @@ def test_collect_records_every_planned_job_and_stores_results_json_and_csv(world
     assert (records["cx-lone"]["status"], records["cx-lone"]["cost_usd"]["instance"]) == ("Completed", 0.145)
 
     assert {k: v for k, v in results.items() if k not in ("records", "summary")} == {
-        "schema_version": 1, "experiment": {"name": "cx", "modes": ["File"]}, "backend": "aws", "execution": execution,
+        "schema_version": 2, "experiment": {"name": "cx", "modes": ["File"]}, "backend": "aws", "execution": execution,
         "experiment_hash": "abababababababab", "code_version": "v7",
         "environment": {"code_version": "v7", "bucket": BUCKET},
         "prices": {"date": "2030-02-01", "source": "the team's negotiated prices", "region": "us-east-1",
@@ -270,7 +270,7 @@ def test_an_fsx_jobs_record_prices_the_file_system_the_plan_recorded(world):
 
 def _skipped(**fields) -> dict:
     """A record of a job that never ran, as results.json has it."""
-    return {"job_name": "js-0", "mode": "FSx", "dataset": "tiny", "repeat": 1, "status": "Skipped",
+    return {"schema_version": 2, "job_name": "js-0", "mode": "FSx", "dataset": "tiny", "repeat": 1, "status": "Skipped",
             "failure_reason": "skipped", "instance_type": "ml.p3.2xlarge", "instance_count": 2,
             "billable_seconds": None, "training_time_seconds": None, "phases": {},
             "breakdown": {"downloading": 0.0, "training": 0.0, "other": 0.0},

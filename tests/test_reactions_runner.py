@@ -416,13 +416,15 @@ def test_a_job_shorter_than_a_second_bills_one_second_and_says_spot_vpc_and_chec
     assert (d["VpcConfig"], d["CheckpointConfig"]) == (vpc, checkpoints)
 
 
-def test_training_seconds_round_up_and_bill_every_instance(tmp_path, clock):
-    """1.3 s between the looks: training from look 2 to look 5 (3.9 s) is 4 seconds, 8 billable on two instances."""
+def test_training_seconds_round_up_and_billable_seconds_are_one_instances(tmp_path, clock):
+    """1.3 s between the looks: training from look 2 to look 5 (3.9 s) is 4 seconds, and 4 billable on each of the two
+    instances (BillableTimeInSeconds is one instance's wall clock: "Multiply BillableTimeInSeconds by the number of
+    instances", DescribeTrainingJob)."""
     clock["step"] = 1.3
     outcome = run_job(request(count=2), Recording(tmp_path), tmp_path / "work",
                                       code_dir=code(tmp_path, "true\n"))
     d = outcome.describe
-    assert (d["TrainingTimeInSeconds"], d["BillableTimeInSeconds"]) == (4, 8)
+    assert (d["TrainingTimeInSeconds"], d["BillableTimeInSeconds"]) == (4, 4)
     assert [p["Status"] for p in d["SecondaryStatusTransitions"]] == ["Starting", "Training", "Uploading", "Completed"]
 
 
@@ -462,7 +464,8 @@ def test_a_sharded_file_channel_gives_each_host_its_share_and_the_archives_merge
         "current_host": "algo-2", "hosts": ["algo-1", "algo-2"], "network_interface_name": "eth0"}
     assert (two / "code" / "train.sh").read_text() == HOSTS
     assert not (tmp_path / "work" / "opt_ml").exists()
-    assert outcome.describe["BillableTimeInSeconds"] == 2 * outcome.describe["TrainingTimeInSeconds"] == 8
+    # One instance's seconds, however many hosts ran (SageMaker's BillableTimeInSeconds, per instance).
+    assert outcome.describe["BillableTimeInSeconds"] == outcome.describe["TrainingTimeInSeconds"] == 4
 
 
 def test_a_fully_replicated_channel_gives_every_host_every_object(tmp_path, clock):

@@ -2,9 +2,10 @@
 
 A run on AWS measures exactly what the estimate predicts: each completed job's seconds, split as the post splits them
 (downloading, training, other), one instance's wall clock as SageMaker reports them (docs/reference/aws-fields.md);
-the estimate's, which count every instance, are compared divided by the instance count. This module reads an AWS run's ``results.json`` (as the workflow's Collect
-step writes it) into ``MeasuredJob``s, each with the premise it ran on (its trial's instance, count, accelerators,
-epochs and compute, the dataset as the run found it in S3, the FSx and EFS its plan recorded), so that:
+the estimate's, which count every instance, are compared divided by the instance count. This module reads an AWS
+run's ``results.json`` (as the workflow's Collect step writes it) into ``MeasuredJob``s, each with the premise it ran
+on (its trial's instance, count, accelerators, epochs and compute, the dataset as the run found it in S3, the FSx and
+EFS its plan recorded), so that:
 
 - ``compare`` puts the estimate for that premise beside what was measured, phase by phase, and names the constants a
   phase rests on where the measurement fell outside the estimate's range (the report's table);

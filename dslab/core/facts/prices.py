@@ -324,9 +324,9 @@ def job_cost(prices: PriceTable, *, mode: str, instance_type: str, instance_coun
     """Instance time: ``billable_seconds`` is one instance's, as DescribeTrainingJob's BillableTimeInSeconds is
     ("Multiply BillableTimeInSeconds by the number of instances (InstanceCount) ... to get the total compute time
     SageMaker bills you"; a spot job's already has its saving taken off), so the instances cost billable x count x
-    the hourly price. Then the training volumes and, for FSx jobs, the file system's uptime while the job ran, and S3 GETs
-    (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged
-    copy's storage while the job ran; staging itself is priced once per dataset, express_staging_cost)."""
+    the hourly price. Then the training volumes and, for FSx jobs, the file system's uptime while the job ran, and
+    S3 GETs (for jobs on the S3 Express One Zone bucket: its GET and per-GB retrieval prices, and the staged copy's
+    storage while the job ran; staging itself is priced once per dataset, express_staging_cost)."""
     billable = billable_seconds or 0.0
     # A record or estimate never costs an unpriced instance at a silent $0: no billed time, nothing to price.
     hourly = prices.require_instance(instance_type) if billable > 0 else (prices.instance_hourly(instance_type) or 0.0)
