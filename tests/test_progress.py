@@ -108,19 +108,27 @@ def test_a_poll_interval_out_of_range_is_refused_naming_the_option(capsys):
     assert exited.value.code == 2 and "--poll" in capsys.readouterr().err
 
 
-def test_a_stand_in_functions_log_takes_only_its_own_threads_output(capsys):
-    """A stand-in Lambda's print() goes to its log; what another thread prints meanwhile (`dslab run --wait`
-    following the run) stays on the terminal. A process-wide redirect once swallowed the watcher's lines."""
-    import contextlib
+def stand_in_function(source: str):
+    """A Python function as the stand-in's Lambda holds it (tests/test_functions_from_assets.py)."""
+    from .test_functions_from_assets import function
+    return function(source)
+
+
+def test_a_stand_in_functions_log_takes_only_its_own_output(capsys):
+    """A stand-in Lambda's print() goes to its log; what this process prints meanwhile (`dslab run --wait` following
+    the run) stays on the terminal. A process-wide redirect once swallowed the watcher's lines; the function now runs
+    in an interpreter of its own (dslab/emulator/functions.py)."""
     import threading
-    from dslab.emulator.patches.services import _ThisThreadTo
-    logs = io.StringIO()
-    with contextlib.redirect_stdout(_ThisThreadTo(logs, sys.stdout)):
-        print("from the function")
-        watcher = threading.Thread(target=lambda: print("from the watcher"))
+    from dslab.emulator.functions import FunctionRuntime
+    runtime = FunctionRuntime()
+    watcher = threading.Thread(target=lambda: [print("from the watcher") for _ in range(3)])
+    try:
         watcher.start()
+        answer = runtime.invoke(stand_in_function("def handler(e, c):\n    print('from the function')\n"), {}, {})
         watcher.join()
-    assert logs.getvalue() == "from the function\n" and capsys.readouterr().out == "from the watcher\n"
+    finally:
+        runtime.close()
+    assert answer.logs == "from the function\n" and capsys.readouterr().out == "from the watcher\n" * 3
 
 
 def test_watching_describes_a_job_until_it_has_ended_then_never_again(monkeypatch):
@@ -159,30 +167,24 @@ def test_watching_describes_a_job_until_it_has_ended_then_never_again(monkeypatc
 
 
 def test_a_live_view_started_while_a_stand_in_function_runs_draws_its_table_on_the_terminal(monkeypatch):
-    """`dslab local` starts its view as the workflow's first function (Plan) starts. The function's log
-    redirect (_ThisThreadTo) answered isatty() False for every thread, so a view started then chose plain
-    lines, or made a rich console that is not interactive for good: its table was drawn only at the end
-    (issue 28). Under a pseudo-terminal, the table must be drawn while the function still runs."""
-    import contextlib
+    """`dslab local` starts its view as the workflow's first function (Plan) starts. The in-process function's log
+    redirect once answered isatty() False for every thread, so a view started then chose plain lines, or made a
+    rich console that is not interactive for good: its table was drawn only at the end (issue 28). Under a
+    pseudo-terminal, the table must be drawn while the function still runs."""
     import os
     import threading
     import time
-    from dslab.emulator.patches.services import _ThisThreadTo
+    from dslab.emulator.functions import FunctionRuntime
     master, slave = os.openpty()
     terminal = open(slave, "w", buffering=1)
     monkeypatch.setattr(sys, "stdout", terminal)
-    inside, leave = threading.Event(), threading.Event()
-    function_log = io.StringIO()
-
-    def function():   # a stand-in Lambda function: its print() goes to its log while it runs
-        with contextlib.redirect_stdout(_ThisThreadTo(function_log, sys.stdout)):
-            inside.set()
-            print("from the function")
-            leave.wait(10)
-
-    thread = threading.Thread(target=function)
+    runtime = FunctionRuntime()
+    answers = []
+    # a stand-in Lambda function: its print() goes to its log while it runs, for 3 s
+    sleeper = stand_in_function("import time\ndef handler(e, c):\n    print('from the function')\n    time.sleep(3)\n")
+    thread = threading.Thread(target=lambda: answers.append(runtime.invoke(sleeper, {}, {})))
     thread.start()
-    inside.wait(10)
+    time.sleep(0.5)
     try:
         view = ProgressView(RunProgress(total=2, started=time.monotonic()), live=None, say=lambda _: None)
         with view:
@@ -195,14 +197,14 @@ def test_a_live_view_started_while_a_stand_in_function_runs_draws_its_table_on_t
                 drawn = ""
             assert thread.is_alive()
     finally:
-        leave.set()
         thread.join()
+        runtime.close()
         monkeypatch.undo()
         terminal.close()
         os.close(master)
     assert view.live, "standard output is a terminal: the view should be the live table"
     assert "job-a" in drawn and "InProgress/Training" in drawn and "━" in drawn, drawn
-    assert function_log.getvalue() == "from the function\n"
+    assert answers[0].logs == "from the function\n"
 
 
 def test_status_leaves_an_unpriced_instances_spend_out_and_says_so(monkeypatch, capsys):

@@ -28,6 +28,7 @@ from ..core.model.efs import metered_size
 from . import patches
 from .cloudformation import CloudFormationStandIn
 from .deploy import CliDeployer, InProcessDeployer
+from .functions import RUNTIME_SERVICE, function_endpoint
 
 ACCOUNT = "123456789012"
 STACK = WORKFLOW_STACK
@@ -255,7 +256,7 @@ class EmulatedLab:
         patches.HOOKS.fsx_create_task = self._create_task
         patches.HOOKS.stack_deletion = lambda name: ((self.fsx_delete_seconds, self.fsx_delete_failure)
                                                      if name == FSX_STACK else (0.0, None))
-        patches.HOOKS.function_env = self._emulator_env()
+        patches.HOOKS.function_env = self._functions_env()
         # moto has no CreateSession: clients reach the stand-in's directory bucket with plain SigV4
         # (botocore's switch; the stand-in lists it the way AWS does, see patches/s3.py).
         self._saved_env = {k: os.environ.get(k) for k in PROCESS_ENV}
@@ -286,6 +287,7 @@ class EmulatedLab:
     def __exit__(self, *exc) -> None:
         for thread in list(patches.HOOKS.threads):
             thread.join(timeout=60)
+        RUNTIME_SERVICE.close()   # the functions' execution environments end with their stand-in
         if self.cloudformation is not None:
             self.cloudformation.close()
             self.cloudformation = None
@@ -311,13 +313,25 @@ class EmulatedLab:
             env["DSLAB_AWS_ENDPOINT"] = self.endpoint
         return env
 
+    @property
+    def functions_endpoint(self) -> str:
+        """Where the functions, each in an interpreter of its own, reach the stand-in: its server, or for an
+        in-process stand-in a loopback server over the same backends (functions.function_endpoint)."""
+        return self.endpoint or function_endpoint()
+
+    def _functions_env(self) -> dict[str, str]:
+        """What the stand-in adds to a workflow function's environment: the emulator's settings, the endpoint for
+        the product's clients (DSLAB_AWS_ENDPOINT) and for any other boto3 client (AWS_ENDPOINT_URL)."""
+        endpoint = self.functions_endpoint
+        return {**self._emulator_env(), **PROCESS_ENV, "DSLAB_AWS_ENDPOINT": endpoint, "AWS_ENDPOINT_URL": endpoint}
+
     # ---- deployment ------------------------------------------------------------------------------
     def _deploy(self) -> None:
         self.cloudformation = CloudFormationStandIn(
             self.client, account=ACCOUNT, region=self.region, hooks=patches.HOOKS,
             express_zones=set(express_zone_ids(self.region)),
-            function_env=lambda: {"DSLAB_TIME_SCALE": str(self.time_scale),
-                                  **({"AWS_ENDPOINT_URL": self.endpoint} if self.endpoint else {})},
+            function_env=lambda: {"DSLAB_TIME_SCALE": str(self.time_scale), **PROCESS_ENV,
+                                  "AWS_ENDPOINT_URL": self.functions_endpoint},
             on_fsx_created=self._on_fsx_created, on_association=self._on_association,
             iam_propagation_seconds=IAM_PROPAGATION_SECONDS, time_scale=lambda: self.time_scale)
         if not self.deploy_on_enter:

@@ -14,7 +14,6 @@ import math
 import os
 import shutil
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,10 +26,9 @@ from PIL import Image, ImageDraw, ImageFilter
 from ..core.errors import ConfigError
 from ..core.requests import is_express_bucket, stats_key
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
-from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment  # noqa: E402
-from dslab_train.layout import spread_count, spread_folder  # noqa: E402
-from dslab_train.records import encode_dlio_example, encode_example, tfrecord_frame  # noqa: E402
+from dslab_train.pipeline import JPEG_SUFFIXES, jpeg_comment_label, with_label_comment
+from dslab_train.layout import spread_count, spread_folder
+from dslab_train.records import encode_dlio_example, encode_example, tfrecord_frame
 
 # Caltech-256: 30,607 images in 257 classes (256 + clutter), mean file size about 39 KB
 # (../shared/calibration/bencher-measured.csv: 1.1 GB / 30,607 files).

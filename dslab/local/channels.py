@@ -7,7 +7,6 @@ import errno
 import json
 import os
 import random
-import sys
 import threading
 import time
 from collections import deque
@@ -15,8 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "training"))
-from dslab_train.records import recordio_frame  # noqa: E402
+from dslab_train.records import recordio_frame
 
 from .container import JobFailed
 from .job_storage import Storage, split_s3_uri

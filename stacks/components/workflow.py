@@ -30,6 +30,9 @@ from dslab.core.requests import (CHECKPOINT_CONFIG, CHECKPOINT_REQUEST_KEYS, DAT
 STATE_MACHINE_NAME = "DataSourceLab-Benchmark"
 MAX_LANES = 40  # the experiment's max_concurrency is validated to 1..40
 LAMBDA_PACKAGES = ("core", "workflow", "contracts")   # contracts: the calibration cells the estimate reads
+# The training script's modules the core imports too (standard library only), shipped at the asset's root as the
+# training archive ships them: DLIO's checkpoint layout, one implementation for the job and for Plan's sizing.
+LAMBDA_TRAINING_MODULES = ("dslab_train/__init__.py", "dslab_train/checkpoint_layout.py")
 
 # How Step Functions reports SageMaker API errors from the optimized integration: service errors
 # with a modelled exception come as "SageMaker.<Name>Exception", the rest (throttling, validation)
@@ -56,29 +59,31 @@ LAMBDA_THROTTLED = ["Lambda.TooManyRequestsException"]
 DATASYNC_TRANSIENT = ["DataSync.ThrottlingException", "DataSync.ServiceUnavailableException", "DataSync.InternalException"]
 
 
-def _lambda_sources(repo_root: Path) -> list[Path]:
+def _lambda_sources(repo_root: Path) -> list[tuple[Path, Path]]:
+    """(file in the repository, its path in the asset) for every file the functions import."""
     sources = [repo_root / "dslab" / "__init__.py"]
     for package in LAMBDA_PACKAGES:
         sources += sorted(p for p in (repo_root / "dslab" / package).rglob("*")
                           if p.is_file() and p.suffix != ".pyc" and "__pycache__" not in p.parts)
-    return sources
+    placed = [(path, path.relative_to(repo_root)) for path in sources]
+    return placed + [(repo_root / "training" / name, Path(name)) for name in LAMBDA_TRAINING_MODULES]
 
 
 def build_lambda_package(repo_root: Path, build_dir: Path) -> Path:
-    """Copy the parts of ``dslab`` the Lambda functions import (standard library + boto3 only) into
-    ``build_dir/lambda-<hash>/``. Named by content and moved into place whole, so syntheses running
-    at once (test workers, the local lab) never see each other's half-written copy."""
+    """Copy the parts of ``dslab`` (and of the training script's ``dslab_train``) the Lambda functions import
+    (standard library + boto3 only) into ``build_dir/lambda-<hash>/``. Named by content and moved into place
+    whole, so syntheses running at once (test workers, the local lab) never see each other's half-written copy."""
     sources = _lambda_sources(repo_root)
     digest = hashlib.sha256()
-    for path in sources:
-        digest.update(str(path.relative_to(repo_root)).encode() + b"\0" + path.read_bytes())
+    for path, placed in sources:
+        digest.update(str(placed).encode() + b"\0" + path.read_bytes())
     out_dir = build_dir / f"lambda-{digest.hexdigest()[:12]}"
     if out_dir.exists():
         return out_dir
     build_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=build_dir, prefix=".lambda-"))
-    for path in sources:
-        target = staging / path.relative_to(repo_root)
+    for path, placed in sources:
+        target = staging / placed
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
     try:

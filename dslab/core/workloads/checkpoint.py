@@ -22,16 +22,13 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from .sections import check_sections, read_number, read_section
 from ..errors import ConfigError
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "training"))
-from dslab_train.checkpoint_layout import (DATATYPE_BYTES, GIB, ModelShape, RankState,  # noqa: E402
+from dslab_train.checkpoint_layout import (DATATYPE_BYTES, GIB, ModelShape, RankState,
                                            num_parameters, rank_state, scaled_bytes)
 
 DLIO_RELEASE = "argonne-lcf/dlio_benchmark mlperf_storage_v2.0 at 392621b"

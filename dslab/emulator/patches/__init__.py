@@ -7,8 +7,9 @@
   handed to a job executor (the local container runner, or a scripted executor in tests); its real
   outcome — status, transitions, billable time, failure reason, metrics — is what DescribeTrainingJob
   then returns.
-- Lambda: moto runs functions in Docker, which these machines lack. The workflow's functions are the
-  ``dslab`` package itself, so they run in-process with the function's environment.
+- Lambda: moto runs functions in Docker, which these machines lack. Each Python function runs from its
+  deployed code (the asset cdk.out holds) in an interpreter of its own, with the standard library and the
+  runtime's boto3 only, kept warm between invocations (``emulator/functions.py``).
 - DataSync: a started task execution runs the project's stager (S3 objects copied into EFS's
   stand-in folder, with the task's options and the execution's include filters) and ends SUCCESS or
   ERROR; DescribeLocationEfs answers. EFS's DescribeFileSystems reports the folder's metered size.

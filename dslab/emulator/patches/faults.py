@@ -72,6 +72,11 @@ def error_body(protocol: str, code: str, message: str, method: str = "POST") -> 
     raise ValueError(f"no error format for protocol {protocol}")
 
 
+def error_answer(service_id: str, code: str, message: str, method: str = "POST") -> tuple[dict[str, str], bytes]:
+    """(headers, body) of the error the service sends, for a call made in a function's own interpreter."""
+    return error_body(_service_models()[service_id].resolved_protocol, code, message, method)
+
+
 def error_response(service_id: str, code: str, status: int, message: str, request):
     """The AWSResponse the service would send for this error."""
     from botocore.awsrequest import AWSResponse

@@ -1,60 +1,46 @@
-"""Lambda (in-process), DataSync (the emulator's stager), Service Quotas (SageMaker's training quotas) and
-FSx data repository associations in the stand-in."""
+"""Lambda (each function in an interpreter of its own, emulator/functions.py), DataSync (the emulator's stager),
+Service Quotas (SageMaker's training quotas) and FSx data repository associations in the stand-in."""
 
 from __future__ import annotations
 
-import importlib
-import io
-import sys
 import json
-import threading
 import time
 import traceback
-from contextlib import redirect_stdout
 from typing import Any
 
 from .hooks import HOOKS, ServiceRefusal
 
-_ENV_LOCK = threading.Lock()
-
 
 def patch_lambda() -> None:
+    """Every Python function runs from its deployed code in an execution environment of its own
+    (emulator/functions.py), with the stand-in's additions to its environment (HOOKS.function_env)."""
     from moto.awslambda.models import LambdaFunction
 
-    from ...workflow.runtime import function_environment
+    from ..functions import RUNTIME_SERVICE
 
     original = LambdaFunction._invoke_lambda
 
     def _invoke_lambda(self, event=None):
-        handler = getattr(self, "handler", "") or ""
-        if not handler.startswith("dslab."):
+        if not (getattr(self, "run_time", "") or "").startswith("python"):
             return original(self, event)
-        module_name, func_name = handler.rsplit(".", 1)
-        # What the Lambda runtime adds to every function's environment: its region and credentials.
-        region = getattr(self, "region", None) or "us-east-1"
-        environment = {"AWS_REGION": region, "AWS_DEFAULT_REGION": region, "AWS_ACCESS_KEY_ID": "testing",
-                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_SESSION_TOKEN": "testing",
-                       **dict(getattr(self, "environment_vars", {}) or {}), **HOOKS.function_env}
-        logs = io.StringIO()
-        # The function's own environment for this thread only (dslab.workflow.runtime): rewriting
-        # os.environ would race with other threads reading it. One invocation at a time still, as
-        # print() output is captured through the process-wide stdout.
-        with _ENV_LOCK, function_environment(environment):
-            try:
-                function = getattr(importlib.import_module(module_name), func_name)
-                payload = event if isinstance(event, dict) else json.loads(event or "{}")
-                # Only this thread's output is the function's log: a process-wide swap of stdout would
-                # also swallow what other threads print meanwhile (`dslab run --wait` following the run).
-                with redirect_stdout(_ThisThreadTo(logs, sys.stdout)):
-                    result = function(payload, None)
-                return json.dumps(result, default=str), False, logs.getvalue()
-            except Exception as err:
-                body = {"errorMessage": str(err), "errorType": type(err).__name__,
-                        "stackTrace": traceback.format_exc().splitlines()}
-                return json.dumps(body), True, logs.getvalue()
+        fault = function_fault if HOOKS.api_fault is not None else None
+        result = RUNTIME_SERVICE.invoke(self, event, HOOKS.function_env, fault=fault)
+        return result.payload, result.error, result.logs
 
     LambdaFunction._invoke_lambda = _invoke_lambda
 
+
+def function_fault(service_id: str, operation: str, request) -> tuple[int, dict[str, str], bytes] | None:
+    """HOOKS.api_fault for a call a function makes in its own interpreter: (status, headers, body) of the error the
+    service sends, in its protocol, or None."""
+    from .faults import error_answer
+
+    answer = HOOKS.api_fault(service_id, operation, request) if HOOKS.api_fault is not None else None
+    if answer is None:
+        return None
+    status, code, message = answer
+    headers, body = error_answer(service_id, code, message, request.method)
+    return status, headers, body
 
 
 def datasync_options(options: dict | None) -> dict:
@@ -65,29 +51,6 @@ def datasync_options(options: dict | None) -> dict:
         raise ValueError("PreserveDeletedFiles REMOVE cannot be used with TransferMode ALL: DataSync does not scan the "
                          "destination when it transfers all data, and does not know what to delete")
     return options
-
-class _ThisThreadTo:
-    """A stdout that is ``target`` for one thread and ``others`` for every other thread, in every respect.
-
-    Not an io.TextIOBase: its isatty() answers False for every thread, so a live view starting while a
-    function ran (rich decides a console's interactivity once, when it is made) drew its table only at
-    the end, and no refresh drew anything while a function ran."""
-
-    def __init__(self, target: io.StringIO, others):
-        self.thread, self.target, self.others = threading.get_ident(), target, others
-
-    def _stream(self):
-        return self.target if threading.get_ident() == self.thread else self.others
-
-    def write(self, text: str) -> int:
-        return self._stream().write(text)
-
-    def flush(self) -> None:
-        self._stream().flush()
-
-    def __getattr__(self, name):
-        return getattr(self._stream(), name)
-
 
 def patch_datasync() -> None:
     """A started task execution runs the project's stager: at once, or after HOOKS.datasync_seconds of

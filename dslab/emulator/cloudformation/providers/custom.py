@@ -1,4 +1,4 @@
-"""Custom resources: a Python handler run in-process from its deployed code asset, answering through a real
+"""Custom resources: a Python handler run from its deployed code asset in its own interpreter, answering through a real
 HTTP PUT to its ResponseURL; CDK's built-in Node.js handlers as Python equivalents."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ NODE_HANDLERS: dict[str, Callable[[dict[str, Any], Environment], dict[str, Any]]
 class CustomResource(Provider):
     """A custom resource: CloudFormation sends the event to the ServiceToken function and waits for the
     answer at the ResponseURL (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html).
-    A Python function runs in-process from its deployed code; a Node.js one of CDK's own as its Python
+    A Python function runs from its deployed code, in its own interpreter; a Node.js one of CDK's own as its Python
     equivalent (NODE_HANDLERS); any other fails, naming it."""
     replace_on = ("ServiceToken",)   # CloudFormation refuses to change it ("Modifying service token is not allowed")
 
@@ -98,11 +98,14 @@ class CustomResource(Provider):
         if self.kind in NODE_HANDLERS:
             return NODE_HANDLERS[self.kind](event, self.env)
         function = self.env.lambda_function(props.get("ServiceToken", ""))
-        self.env.run_python_handler(function, event)
-        answer = self.env.responses.take(token, timeout=5.0)
+        invocation = self.env.run_python_handler(function, event)
+        # A handler that failed without answering never will: CloudFormation waits out its hour for nothing.
+        answer = self.env.responses.take(token, timeout=0.5 if invocation.error else 5.0)
         if answer is None:
+            failed = f" (the function failed: {invocation.answer.get('errorType')}: " \
+                     f"{invocation.answer.get('errorMessage')})" if invocation.error else ""
             raise ResourceFailed(f"CloudFormation did not receive a response from your Custom Resource ({self.kind}). "
-                                 "Please check your logs for requestId")
+                                 f"Please check your logs for requestId{failed}")
         if answer.get("Status") != "SUCCESS":
             raise ResourceFailed(f"Received response status [FAILED] from custom resource. Message returned: {answer.get('Reason', '')}")
         return answer

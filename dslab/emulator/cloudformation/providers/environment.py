@@ -1,21 +1,13 @@
-"""What the providers reach: the stand-in's clients, IAM propagation, and running a handler in-process."""
+"""What the providers reach: the stand-in's clients, IAM propagation, and invoking a custom resource's handler."""
 
 from __future__ import annotations
 
-import importlib.util
-import io
 import json
-import os
-import sys
-import tempfile
-import threading
-import uuid
-import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..model import ResourceFailed, now
-from .runtime import LambdaContext, NameSource, ResponseListener
+from .runtime import NameSource, ResponseListener
 
 _AWS_POLICIES: dict[str, Any] | None = None
 
@@ -95,28 +87,11 @@ class Environment:
         except Exception:  # noqa: BLE001
             raise ResourceFailed(f"The custom resource's ServiceToken {arn} is not a function of this account") from None
 
-    def run_python_handler(self, function, event: dict[str, Any]) -> None:
-        runtime = getattr(function, "run_time", "") or ""
-        if not runtime.startswith("python"):
-            raise ResourceFailed(f"the stand-in runs Python custom-resource handlers only; {function.function_name} is {runtime}")
-        module_name, func_name = function.handler.rsplit(".", 1)
-        with tempfile.TemporaryDirectory(prefix="dslab-cr-") as folder:
-            with zipfile.ZipFile(io.BytesIO(function.code_bytes)) as archive:
-                archive.extractall(folder)
-            path = os.path.join(folder, *module_name.split(".")) + ".py"
-            spec = importlib.util.spec_from_file_location(f"dslab_cr_{uuid.uuid4().hex}", path)
-            module = importlib.util.module_from_spec(spec)
-            sys.path.insert(0, folder)
-            try:
-                spec.loader.exec_module(module)
-                variables = {**self.function_env(), **dict(getattr(function, "environment_vars", {}) or {})}
-                with _process_environment(variables):
-                    getattr(module, func_name)(event, LambdaContext(function.function_name, int(function.timeout or 3)))
-            finally:
-                sys.path.remove(folder)
-
-
-_ENV_LOCK = threading.Lock()
+    def run_python_handler(self, function, event: dict[str, Any]):
+        """Invoke a custom resource's Python function from its deployed code, in its own execution environment
+        (emulator/functions.py), with the stand-in's additions to its environment; its Invocation."""
+        from ...functions import RUNTIME_SERVICE
+        return RUNTIME_SERVICE.invoke(function, event, self.function_env())
 
 
 def _aws_policies() -> dict[str, Any]:
@@ -125,24 +100,3 @@ def _aws_policies() -> dict[str, Any]:
         from moto.iam.aws_managed_policies import aws_managed_policies_data
         _AWS_POLICIES = json.loads(aws_managed_policies_data)
     return _AWS_POLICIES
-
-
-class _process_environment:
-    """A custom-resource handler's boto3 reads os.environ: set its variables while it runs."""
-
-    def __init__(self, variables: dict[str, str]):
-        self.variables, self.saved = variables, {}
-
-    def __enter__(self):
-        _ENV_LOCK.acquire()
-        for key, value in self.variables.items():
-            self.saved[key] = os.environ.get(key)
-            os.environ[key] = str(value)
-
-    def __exit__(self, *exc):
-        for key, value in self.saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        _ENV_LOCK.release()

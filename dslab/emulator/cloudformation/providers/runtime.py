@@ -1,6 +1,6 @@
 """What the stand-in's CloudFormation runs resources with: the random parts of generated names, drawn per stand-in,
-the loopback listener custom-resource handlers answer to, and the context a Lambda handler is called with. The
-environment and every provider import it; it imports none of them."""
+and the loopback listener custom-resource handlers answer to. The environment and every provider import it; it
+imports none of them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import json
 import string
 import threading
 import time
-import uuid
 from typing import Any
 
 
@@ -95,13 +94,3 @@ class ResponseListener:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-class LambdaContext:
-    def __init__(self, name: str, timeout: int):
-        self.function_name, self.aws_request_id = name, str(uuid.uuid4())
-        self.log_stream_name = f"2026/11/30/[$LATEST]{uuid.uuid4().hex}"
-        self._deadline = time.monotonic() + timeout
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self._deadline - time.monotonic()) * 1000))
