@@ -18,13 +18,14 @@ if TYPE_CHECKING:  # annotations only: `dslab deploy-check` reads the settings w
 from dslab.core.requests import (CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER,  # noqa: F401
                                  FSX_STACK, WORKFLOW_STACK)
 
-from dslab.core.facts.storage import FSX_DEPLOYMENT_TYPES, FSX_PERSISTENT2_TIERS, fsx_problems
+from dslab.core.facts.storage import (EFS_GENERAL_PURPOSE, EFS_MAX_IO, FSX_DEPLOYMENT_TYPES, FSX_IDLE_HOURS_DEFAULT,
+                                     FSX_IDLE_HOURS_MAX, FSX_PERSISTENT2_TIERS, fsx_problems)
 from dslab.core.facts.storage import PERSISTENT_2
 from dslab.aws.zones import FIND_ZONE_IDS, ZoneIdError, check_zone_id, express_where, offers_express, region_zone_prefix
 
 REGION_RE = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 FSX_LINKS = ("dra", "import-path")
-EFS_PERFORMANCE = ("maxIO", "generalPurpose")
+EFS_PERFORMANCE = (EFS_MAX_IO, EFS_GENERAL_PURPOSE)
 EFS_THROUGHPUT = ("bursting", "provisioned", "elastic")
 # Each FSx rule's setting (provisioning.fsx_problems names them, with the AWS text each comes from).
 FSX_SETTING = {"deployment_type": "fsxDeploymentType", "capacity": "fsxCapacity", "throughput": "fsxThroughputPerTiB",
@@ -58,7 +59,7 @@ class LabConfig:
     disposable_bucket: bool
     adopt_bucket: bool = False
     fsx_deploy: str = "keep"           # "up": deploying the workflow deploys FSx too; "keep": FSx untouched
-    fsx_idle_hours: float = 8.0        # the idle guard deletes FSx after this long unused (0 = off)
+    fsx_idle_hours: float = FSX_IDLE_HOURS_DEFAULT   # the idle guard deletes FSx after this long unused (0 = off)
     express: bool = True               # an S3 Express One Zone directory bucket in the lab's zone (and its endpoint)
     express_note: str | None = None    # why express=auto left it out (the zone has no S3 Express One Zone)
     fsx_deployment_type: str = "SCRATCH_2"   # or PERSISTENT_2 (dslab size names which one feeds a cluster)
@@ -100,7 +101,7 @@ class LabConfig:
                                                if deployment_type == PERSISTENT_2 else "drop fsxThroughputPerTiB"),
                        "fsxLink": "-c fsxLink=dra"}.get(FSX_SETTING[setting], "")
             raise LabConfigError(f"context '{FSX_SETTING[setting]}': {why}" + (f" (e.g. {example})" if example else ""))
-        performance = _choice(get("efsPerformance") or "maxIO", "efsPerformance", EFS_PERFORMANCE)
+        performance = _choice(get("efsPerformance") or EFS_MAX_IO, "efsPerformance", EFS_PERFORMANCE)
         throughput = _choice(get("efsThroughput") or "bursting", "efsThroughput", EFS_THROUGHPUT)
         if throughput == "elastic" and performance == "maxIO":
             # "Max I/O mode is not supported for One Zone file systems or file systems that use Elastic throughput"
@@ -131,10 +132,10 @@ class LabConfig:
         fsx_deploy = _choice(get("fsx") or "keep", "fsx", FSX_DEPLOY)
         raw_idle = get("fsxIdleHours")
         try:
-            idle = float(8 if raw_idle in (None, "") else raw_idle)
+            idle = float(FSX_IDLE_HOURS_DEFAULT if raw_idle in (None, "") else raw_idle)
         except (TypeError, ValueError):
             idle = -1.0
-        if isinstance(raw_idle, bool) or not 0 <= idle <= 24 * 14:
+        if isinstance(raw_idle, bool) or not 0 <= idle <= FSX_IDLE_HOURS_MAX:
             raise LabConfigError(f"context 'fsxIdleHours'={raw_idle!r}: hours of FSx without a running workflow "
                                  "before the idle guard deletes it, 0 (off) to 336 (e.g. -c fsxIdleHours=8)")
         # The directory bucket costs storage while data sits in it; -c express=false leaves it (and its

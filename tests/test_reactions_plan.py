@@ -294,7 +294,7 @@ SCRATCH_1200_BURSTING = {
     "fsx": "Scratch 2, 1,200 GiB (234 MB/s)", "efs": "EFS Bursting (Max I/O)", "s3_prefixes": 1,
     "express_reads_per_second": 200000.0,
     "fsx_config": {"deployment_type": "SCRATCH_2", "capacity_gib": 1200, "mbps_per_tib": 200.0, "throughput_mbps": 234.4},
-    "efs_config": {"mode": "bursting", "provisioned_mibps": None, "region": "us-east-1"}}
+    "efs_config": {"mode": "bursting", "provisioned_mibps": None, "region": "us-east-1", "performance": "maxIO"}}
 
 
 def test_the_lab_is_priced_as_deployed_from_the_workflows_settings_when_fsx_is_down():
@@ -307,7 +307,7 @@ def test_the_lab_is_priced_as_deployed_from_the_workflows_settings_when_fsx_is_d
         "express_reads_per_second": 200000.0,
         "fsx_config": {"deployment_type": "PERSISTENT_2", "capacity_gib": 2400, "mbps_per_tib": 250.0,
                        "throughput_mbps": 585.9},
-        "efs_config": {"mode": "provisioned", "provisioned_mibps": 64.0, "region": "eu-west-1"}}
+        "efs_config": {"mode": "provisioned", "provisioned_mibps": 64.0, "region": "eu-west-1", "performance": "maxIO"}}
     assert planning.deployed_lab({}, {}, None).to_dict() == {
         "name": "the lab as deployed (the workflow's deploy settings)", **SCRATCH_1200_BURSTING}
 

@@ -409,7 +409,7 @@ def _policy_documents(template: dict) -> list[tuple[str, str, Any]]:
     for logical_id, resource in template["Resources"].items():
         rtype, props = resource["Type"], resource.get("Properties", {})
         if rtype in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy", "AWS::S3::BucketPolicy", "AWS::SQS::QueuePolicy",
-                     "AWS::SNS::TopicPolicy", "AWS::Logs::ResourcePolicy"):
+                     "AWS::SNS::TopicPolicy", "AWS::Logs::ResourcePolicy", "AWS::S3Express::BucketPolicy"):
             found.append((logical_id, "PolicyDocument", props["PolicyDocument"]))
         elif rtype in ("AWS::IAM::Role", "AWS::IAM::User", "AWS::IAM::Group"):
             if "AssumeRolePolicyDocument" in props:

@@ -243,6 +243,9 @@ def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: st
         fsx, efs, fsx_source, efs_source, notes, shown = _from_outputs_files(args)
     settings.update(fsx)
     settings.update(efs)
+    idle = _idle_hours_deployed(args, outputs)
+    if idle is not None:   # the idle guard as the workflow stack was deployed (its FsxIdleHours output)
+        settings["fsxIdleHours"] = idle
     if shown is None or (fsx_source == efs_source == CDK_JSON):
         name = "the lab as cdk.json would deploy it" + (f" ({shown} names neither FSx nor EFS)" if shown else "")
         source = "cdk.json"
@@ -263,6 +266,21 @@ def lab_provisioning(args=None, outputs: dict[str, str] | None = None, where: st
         lab = replace(lab.with_fsx_capacity(capacity),
                       name=f"{lab.name[:-1]}; {at})" if lab.name.endswith(")") else f"{lab.name} ({at})")
     return lab
+
+
+def _idle_hours_deployed(args, outputs: dict[str, str] | None) -> str | None:
+    """The deployed workflow stack's FsxIdleHours output: from ``outputs`` (CloudFormation's), else from the outputs
+    file lab_provisioning reads (--outputs, or the cdk-outputs.json `make deploy` wrote); None where neither says."""
+    from ..core.requests import WORKFLOW_STACK
+    if outputs is not None:
+        return outputs.get("FsxIdleHours") or None
+    given = getattr(args, "outputs", None)
+    path = Path(given) if given else None
+    if path is None and args is not None and hasattr(args, "outputs"):
+        path = Path.cwd() / OUTPUTS_FILE
+    if path is None or not path.is_file():
+        return None
+    return _in_stacks(_stacks_of(path), WORKFLOW_STACK, "FsxIdleHours").get("FsxIdleHours") or None
 
 
 def _from_outputs_files(args):

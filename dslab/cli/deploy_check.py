@@ -25,6 +25,7 @@ from ..core.deploy_guard import (EFS_THROUGHPUT_WAIT, EfsThroughput, LustreShape
                                  fsx_increase_refusal, fsx_shrink_refusal, last_throughput_change)
 from ..core.errors import ConfigError
 from ..core.requests import CORE_STACK, FSX_STACK
+from ..core.stack_check import refuse_unpriced
 from .common import REPO, UserError, add_command, explain_aws, lab_context
 
 # Stack statuses that hold no deployed resources: a failed creation (the CDK CLI deletes it and creates it again),
@@ -168,6 +169,9 @@ def check(target: str, fsx_choice: str, words: list[str] | None, region: str | N
         config = LabConfig.from_mapping(settings.get)
     except LabConfigError as err:   # what synthesis would refuse, said before anything runs
         raise UserError(str(err)) from None
+    # What the model cannot price (a setting its reading refuses, a price row the table lacks) is not deployed either:
+    # every answer would price another lab than the one standing. Named by its context key (exit 2).
+    refuse_unpriced(settings.get)
     now = now or dt.datetime.now(dt.timezone.utc)
     if cfn is None:
         import boto3

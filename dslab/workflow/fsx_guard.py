@@ -16,9 +16,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from ..core.facts.storage import FSX_IDLE_GUARD_EVERY_MINUTES
 from .fsx_data import as_utc
 
-GUARD_SCHEDULE_MINUTES = 30
+GUARD_SCHEDULE_MINUTES = FSX_IDLE_GUARD_EVERY_MINUTES   # the model's figure (what FSx left standing bills)
 
 
 def describe_stack(cfn, name_or_id: str) -> dict[str, Any] | None:

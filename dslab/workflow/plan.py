@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from ..core.facts.aws_errors import explain
@@ -292,9 +293,10 @@ def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
         except Exception:  # noqa: BLE001 - not described: the deploy settings stand
             pass
     try:
-        return lab_from_settings(settings.get, source)
+        lab = lab_from_settings(settings.get, source)
     except ConfigError:   # a type the lab does not build: priced as the default lab, and said so
-        return as_deployed(int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200))
+        lab = as_deployed(int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200))
+    return replace(lab, fsx_idle_hours=None)   # the workflow's settings do not carry the idle guard's hours
 
 
 PEER_PLAN_WAIT_SECONDS = 60   # at most, for a running execution that is still planning to store its plan.json

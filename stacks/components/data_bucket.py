@@ -5,7 +5,8 @@ from __future__ import annotations
 from aws_cdk import Duration, RemovalPolicy, Stack, aws_s3 as s3
 from constructs import Construct
 
-from dslab.core.facts.storage import CHECKPOINT_NONCURRENT_DAYS
+from dslab.core.facts.storage import (CHECKPOINT_EXPIRY_DAYS, CHECKPOINT_NONCURRENT_DAYS, DATA_BUCKET_VERSIONED,
+                                     DATA_MULTIPART_ABORT_DAYS, DATA_NONCURRENT_DAYS, OUTPUT_EXPIRY_DAYS)
 from dslab.core.requests import CHECKPOINTS_PREFIX, CODE_PREFIX, DATASETS_PREFIX, OUTPUT_PREFIX, RESULTS_PREFIX
 
 
@@ -69,14 +70,21 @@ class DataBucket(Construct):
             # week. The cost stays bounded: a re-uploaded dataset keeps its old copy for 7 days, then
             # S3 expires it; delete markers left alone are removed
             # (https://docs.aws.amazon.com/AmazonS3/latest/userguide/lifecycle-configuration-examples.html).
-            versioned=True,
+            versioned=DATA_BUCKET_VERSIONED,
+            # Every figure is the model's (facts/storage.py), which prices what these rules keep; the synthesized
+            # template is held to it for every context (dslab/core/stack_check.py).
             # Checkpoint trials' checkpoints are deleted by the job that reads them last (SageMaker's sync deletes in S3
-            # what the job deletes); a run stopped before that leaves them: gone after a week (their noncurrent
-            # versions a week later, by the rule below).
-            lifecycle_rules=[s3.LifecycleRule(prefix=f"{OUTPUT_PREFIX}/", expiration=Duration.days(180)),
-                             s3.LifecycleRule(prefix=f"{CHECKPOINTS_PREFIX}/", expiration=Duration.days(7)),
-                             s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(2),
-                                              noncurrent_version_expiration=Duration.days(7)),
+            # what the job deletes): each becomes a noncurrent version, expired a day later by the checkpoints/ rule
+            # (the bucket-wide week also matches it: "if two expiration policies overlap, the shorter expiration
+            # policy is honored", S3 User Guide, lifecycle-conflicts.html). A run stopped before the job that deletes
+            # them leaves them current: gone after a week, their noncurrent versions a day after that.
+            lifecycle_rules=[s3.LifecycleRule(prefix=f"{OUTPUT_PREFIX}/", expiration=Duration.days(OUTPUT_EXPIRY_DAYS)),
+                             s3.LifecycleRule(prefix=f"{CHECKPOINTS_PREFIX}/",
+                                              expiration=Duration.days(CHECKPOINT_EXPIRY_DAYS),
+                                              noncurrent_version_expiration=Duration.days(CHECKPOINT_NONCURRENT_DAYS)),
+                             s3.LifecycleRule(
+                                 abort_incomplete_multipart_upload_after=Duration.days(DATA_MULTIPART_ABORT_DAYS),
+                                 noncurrent_version_expiration=Duration.days(DATA_NONCURRENT_DAYS)),
                              s3.LifecycleRule(expired_object_delete_marker=True)],
             **common)
         # The L2 gives each bucket policy DeletionPolicy Delete whatever the bucket's: a kept bucket

@@ -8,7 +8,12 @@ from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam, aws_lambda as lambda_, aws_logs as logs, aws_s3express as s3express
 from constructs import Construct
 
+from dslab.core.facts.storage import EXPRESS_CHECKPOINT_EXPIRY_DAYS, EXPRESS_MULTIPART_ABORT_DAYS
+from dslab.core.requests import CHECKPOINTS_PREFIX
+
 EMPTY_HANDLER_DIR = Path(__file__).resolve().parent / "express_empty"
+# The service principal S3 Lifecycle acts as on a directory bucket (directory-buckets-objects-lifecycle.html).
+LIFECYCLE_PRINCIPAL = "lifecycle.s3.amazonaws.com"
 
 
 class ExpressBucket(Construct):
@@ -23,7 +28,14 @@ class ExpressBucket(Construct):
       its lifetime (the AWS managed aws/s3 key is not supported), and SageMaker writes SSE-S3 to
       Express outputs (OutputDataConfig.KmsKeyId, SageMaker API reference).
     - Incomplete multipart uploads are aborted after a day: parts bill as storage, and an in-progress
-      upload blocks deleting the bucket.
+      upload blocks deleting the bucket. Checkpoints a run left under ``checkpoints/`` (a run stopped before the
+      job that deletes them) expire after a week, as in the data bucket; directory buckets have no versioning, so
+      nothing noncurrent stays behind. S3 Lifecycle acts on a directory bucket only with a bucket policy that lets
+      its service principal open ReadWrite sessions: "You must grant the s3express:CreateSession permission with
+      ReadWrite session mode to the S3 Lifecycle service principal (lifecycle.s3.amazonaws.com). If you don't grant
+      this permission ... S3 Lifecycle cannot expire objects in your directory bucket"
+      (https://docs.aws.amazon.com/AmazonS3/latest/userguide/directory-buckets-objects-lifecycle.html), so the
+      bucket has that policy (``AWS::S3Express::BucketPolicy``), for this bucket and this account only.
     - Deleted with the stack (it only holds copies of datasets kept in the data bucket). A directory
       bucket "can only delete empty buckets. Deletion fails for buckets that have contents"
       (https://docs.aws.amazon.com/AmazonS3/latest/userguide/directory-bucket-delete.html), so a custom
@@ -45,15 +57,30 @@ class ExpressBucket(Construct):
                 server_side_encryption_configuration=[s3express.CfnDirectoryBucket.ServerSideEncryptionRuleProperty(
                     server_side_encryption_by_default=s3express.CfnDirectoryBucket.ServerSideEncryptionByDefaultProperty(
                         sse_algorithm="AES256"))]),
+            # The figures are the model's (facts/storage.py); dslab/core/stack_check.py reads them back.
             lifecycle_configuration=s3express.CfnDirectoryBucket.LifecycleConfigurationProperty(rules=[
                 s3express.CfnDirectoryBucket.RuleProperty(
                     id="AbortIncompleteMultipartUploads", status="Enabled",
                     abort_incomplete_multipart_upload=s3express.CfnDirectoryBucket.AbortIncompleteMultipartUploadProperty(
-                        days_after_initiation=1))]),
+                        days_after_initiation=EXPRESS_MULTIPART_ABORT_DAYS)),
+                s3express.CfnDirectoryBucket.RuleProperty(
+                    id="ExpireLeftCheckpoints", status="Enabled", prefix=f"{CHECKPOINTS_PREFIX}/",
+                    expiration_in_days=EXPRESS_CHECKPOINT_EXPIRY_DAYS)]),
         )
         self.bucket.apply_removal_policy(RemovalPolicy.DESTROY)
         self.bucket_name: str = self.bucket.ref
         self.bucket_arn: str = self.bucket.attr_arn
+        # Without it the rules above do nothing (see the class's note): the statement of AWS's own example, no more.
+        # (An aws:SourceAccount condition would be the usual guard for a service principal; whether S3 Lifecycle sends
+        # it is not documented, and a condition it fails would silently stop every expiry.)
+        self.lifecycle_policy = s3express.CfnBucketPolicy(
+            self, "LifecyclePolicy", bucket=self.bucket_name,
+            policy_document={"Version": "2012-10-17",
+                             "Statement": [{"Sid": "LifecycleSessions", "Effect": "Allow",
+                                            "Principal": {"Service": LIFECYCLE_PRINCIPAL},
+                                            "Action": "s3express:CreateSession", "Resource": self.bucket_arn,
+                                            "Condition": {"StringEquals": {"s3express:SessionMode": "ReadWrite"}}}]})
+        self.lifecycle_policy.apply_removal_policy(RemovalPolicy.DESTROY)
         self.empty_function = self._emptier()
 
     def _emptier(self) -> lambda_.Function:

@@ -29,7 +29,7 @@ from ..errors import ConfigError
 from ..facts.limits import MAX_RUNTIME_SECONDS, RUNTIME_FIELDS, RUNTIME_FIX, none_too_long
 from ..facts.prices import PriceTable
 from ..model.estimate import BreakEven, Estimate, fsx_express_break_even
-from ..model.provisioning import Provisioning, as_deployed
+from ..model.provisioning import AS_DEPLOYED, Provisioning, as_deployed
 from ..modes import EFS, EXPRESS, FASTFILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from ..shape import DatasetShape
 from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
@@ -439,8 +439,14 @@ def _break_even(result: Answer) -> BreakEven | None:
         return None
     p = result.premise
     kwargs = {k: v for k, v in p.estimate_kwargs().items() if k != "epochs"}
-    return fsx_express_break_even(result.question.shape, max_epochs=max(100, p.epochs),
-                                  provisioning=fsx.estimate.provisioning, prices=result.question.prices, **kwargs)
+    found = fsx_express_break_even(result.question.shape, max_epochs=max(100, p.epochs),
+                                   provisioning=fsx.estimate.provisioning, prices=result.question.prices, **kwargs)
+    # Torn down by hand at the run's end, as priced; what the lab's idle guard would add is said beside it.
+    lab = p.lab or AS_DEPLOYED
+    if found.assumptions:   # the first says FSx's hours: from its creation to the run's end, then torn down
+        standing = lab.fsx_left_standing(result.question.prices, (fsx.estimate.provisioning or lab).fsx)
+        found.assumptions[0] += f" (`dslab fsx down`; {standing})"
+    return found
 
 
 def _advice(result: Answer) -> list[str]:
@@ -474,8 +480,10 @@ def _advice(result: Answer) -> list[str]:
         advice.append("no input channel: SageMaker's lineage does not record the dataset; `dslab run` tags each job "
                       "with dslab:dataset-uri and the stats file's files, bytes and SHA-256 (do the same in your own jobs)")
     if pick.mode == FSX:
+        lab = result.premise.lab or AS_DEPLOYED   # the guard is the deployed lab's, FSx the one priced
+        standing = lab.fsx_left_standing(q.prices, (pick.estimate.provisioning or lab).fsx)
         advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{pick.option.setup.seconds / 60:.0f} "
-                      "min before the first job): tear it down after the runs (dslab fsx down)")
+                      f"min before the first job): tear it down after the runs (dslab fsx down); {standing}")
     if pick.commands:
         advice.append(f"{pick.source} as priced needs the lab provisioned for it first: {'; '.join(pick.commands)}")
     largest = pick.sized.max_instances_at_target_au

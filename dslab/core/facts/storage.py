@@ -67,6 +67,19 @@ EFS_ELASTIC_PER_CLIENT_MIBPS = 1500.0
 EFS_IA_MIN_FILE_BYTES = 128 * 1024
 EFS_PROVISIONED_MAX_MIBPS = 3414.0   # the lab's setting's limit (stacks/config.py: 1-3414 MiB/s)
 BURSTING, ELASTIC, PROVISIONED = "bursting", "elastic", "provisioned"
+# EFS's performance modes as CloudFormation's PerformanceMode names them; the lab's default is Max I/O (its subject),
+# and Elastic needs General Purpose: "Max I/O mode is not supported for One Zone file systems or file systems that use
+# Elastic throughput" (EFS User Guide, performance.html).
+EFS_MAX_IO, EFS_GENERAL_PURPOSE = "maxIO", "generalPurpose"
+EFS_PERFORMANCE_MODES = (EFS_MAX_IO, EFS_GENERAL_PURPOSE)
+
+
+# The FSx idle guard (stacks/components/workflow.py): a schedule every 30 minutes deletes the FSx stack once no
+# workflow execution has run for the lab's fsxIdleHours (8 by default; 0 turns it off), so a file system left standing
+# bills from the last run's end for those hours and up to one schedule more.
+FSX_IDLE_HOURS_DEFAULT = 8.0
+FSX_IDLE_HOURS_MAX = 24.0 * 14
+FSX_IDLE_GUARD_EVERY_MINUTES = 30
 
 
 # ---- what the FSx API refuses, checked before anything is synthesized or created ---------------------
@@ -172,8 +185,27 @@ def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> s
 # expiration date of an object to midnight UTC the next day" (lifecycle-expire-general-considerations.html), so a
 # version stays 1 to 2 days: 1.5 on average, priced. Directory buckets have no versioning ("S3 Versioning is not
 # supported" for directory buckets, s3-express-differences.html): nothing more there.
+DATA_BUCKET_VERSIONED = True
 CHECKPOINT_NONCURRENT_DAYS = 1
 CHECKPOINT_NONCURRENT_MEAN_DAYS = CHECKPOINT_NONCURRENT_DAYS + 0.5
+
+
+# The lab's buckets' lifecycle, which stacks/components/data_bucket.py and express_bucket.py build from these figures
+# and dslab/core/stack_check.py reads back from every synthesized template (tests/test_stack_assumptions.py):
+# - every noncurrent version of the data bucket (an overwritten result, a re-uploaded dataset's old copy) expires a
+#   week after it became noncurrent, a checkpoint's after CHECKPOINT_NONCURRENT_DAYS: "if two expiration policies
+#   overlap, the shorter expiration policy is honored" (S3 User Guide, lifecycle-conflicts.html);
+# - job output expires after half a year; checkpoints a run left (a run stopped before the job that deletes them)
+#   after a week, in both buckets: directory buckets "support lifecycle expiration" of objects and of incomplete
+#   multipart uploads, not versioning nor transitions (directory-buckets-objects-lifecycle.html);
+# - incomplete multipart uploads are aborted after 2 days (data bucket) and 1 day (directory bucket: its parts bill
+#   as storage and an upload in progress blocks deleting the bucket).
+DATA_NONCURRENT_DAYS = 7
+OUTPUT_EXPIRY_DAYS = 180
+CHECKPOINT_EXPIRY_DAYS = 7
+DATA_MULTIPART_ABORT_DAYS = 2
+EXPRESS_CHECKPOINT_EXPIRY_DAYS = CHECKPOINT_EXPIRY_DAYS
+EXPRESS_MULTIPART_ABORT_DAYS = 1
 
 
 # EFS's throughput per Regional file system, for all its clients together, by Region (GiB/s; reads, writes as

@@ -11,13 +11,15 @@ assumption and says so.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from ..errors import ConfigError
 from ..facts.prices import HOURS_PER_MONTH, PriceTable
 from ..facts.storage import (BURSTING, EFS_BURST_MIBPS, EFS_DEFAULT_REGION, EFS_ELASTIC_PER_CLIENT_MIBPS,
-                             EFS_PER_CLIENT_MIBPS, EFS_READ_METERING, ELASTIC, EXPRESS_READS_PER_BUCKET,
+                             EFS_GENERAL_PURPOSE, EFS_MAX_IO, EFS_PER_CLIENT_MIBPS, EFS_PERFORMANCE_MODES,
+                             EFS_PROVISIONED_MAX_MIBPS, EFS_READ_METERING, ELASTIC, EXPRESS_READS_PER_BUCKET,
+                             FSX_IDLE_GUARD_EVERY_MINUTES, FSX_IDLE_HOURS_DEFAULT, FSX_IDLE_HOURS_MAX,
                              FSX_SCRATCH2_MBPS_PER_TIB, PERSISTENT_2, PROVISIONED, S3_GETS_PER_PREFIX, SCRATCH_2,
                              efs_limits, fsx_problems)
 
@@ -77,6 +79,15 @@ class EfsConfig:
     mode: str = BURSTING
     provisioned_mibps: float | None = None
     region: str = EFS_DEFAULT_REGION   # the lab's Region: EFS's per-file-system limits are the Region's (efs_limits)
+    # The performance mode (efsPerformance); None: the stack's own for the mode (Max I/O, General Purpose for Elastic).
+    # The model's per-file latency is one assumed figure for both modes (estimate.Model.efs_read_latency, from
+    # General Purpose's ~1 ms up): the mode is named in every answer, so what was priced is said. Not compared: a
+    # throughput `dslab size` provisions is the lab's whatever its performance mode (a deploy keeps that mode).
+    performance: str | None = field(default=None, compare=False)
+
+    @property
+    def performance_mode(self) -> str:
+        return self.performance or (EFS_GENERAL_PURPOSE if self.mode == ELASTIC else EFS_MAX_IO)
 
     @property
     def limits(self) -> tuple[float, float]:
@@ -113,9 +124,11 @@ class EfsConfig:
         return "EFS Elastic" if self.mode == ELASTIC else "EFS Bursting"
 
     def label(self) -> str:
+        mode = "Max I/O" if self.performance_mode == EFS_MAX_IO else "General Purpose"
         if self.mode == PROVISIONED:
-            return f"EFS Provisioned {self.provisioned_mibps or 0:,.0f} MiB/s"
-        return "EFS Elastic (General Purpose)" if self.mode == ELASTIC else "EFS Bursting (Max I/O)"
+            said = "" if mode == "Max I/O" else f" ({mode})"
+            return f"EFS Provisioned {self.provisioned_mibps or 0:,.0f} MiB/s{said}"
+        return f"EFS {'Elastic' if self.mode == ELASTIC else 'Bursting'} ({mode})"
 
     def settings(self) -> dict[str, Any]:
         """The stack's context settings that build this throughput mode. Elastic needs General Purpose: "Max I/O
@@ -128,7 +141,8 @@ class EfsConfig:
         return {"efsThroughput": BURSTING}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mode": self.mode, "provisioned_mibps": self.provisioned_mibps, "region": self.region}
+        return {"mode": self.mode, "provisioned_mibps": self.provisioned_mibps, "region": self.region,
+                "performance": self.performance_mode}
 
 
 @dataclass(frozen=True)
@@ -146,6 +160,23 @@ class Provisioning:
     # The context settings a deploy must repeat to keep the lab as it stands where it was deployed with other
     # settings than cdk.json's (a deploy's CONTEXT holds for that deploy only): ((key, value), ...).
     keep_settings: tuple[tuple[str, Any], ...] = ()
+    # The idle guard's hours (fsxIdleHours; 0: off): how long FSx left standing after a run bills before the guard
+    # deletes it (up to one guard schedule more). None: not known where the lab was read (a run's Plan).
+    fsx_idle_hours: float | None = FSX_IDLE_HOURS_DEFAULT
+
+    def fsx_left_standing(self, prices: PriceTable, fsx: "FsxConfig | None" = None) -> str:
+        """What FSx (``fsx``, default the lab's) bills after the last run where nobody takes it down: this lab's idle
+        guard's hours, or until taken down where the guard is off."""
+        hourly = (fsx or self.fsx).hourly(prices)
+        if self.fsx_idle_hours is None:
+            return f"left standing, FSx bills ${hourly:,.2f} an hour until the lab's idle guard deletes it"
+        if self.fsx_idle_hours <= 0:
+            return f"the lab's idle guard is off (fsxIdleHours=0): left standing, FSx bills ${hourly:,.2f} an hour"
+        hours = self.fsx_idle_hours
+        most = hours + FSX_IDLE_GUARD_EVERY_MINUTES / 60
+        return (f"left standing, the lab's idle guard deletes it {hours:g} to {most:g} h after the last run "
+                f"(fsxIdleHours={hours:g}, checked every {FSX_IDLE_GUARD_EVERY_MINUTES} min): "
+                f"${hourly * hours:,.2f} to ${hourly * most:,.2f} more")
 
     def s3_gets_per_second(self) -> float:
         return float("inf") if self.s3_prefixes is None else self.s3_prefixes * S3_GETS_PER_PREFIX
@@ -165,7 +196,8 @@ class Provisioning:
                 "fsx_config": self.fsx.to_dict(), "efs_config": self.efs.to_dict(),
                 **({"fsx_source": self.fsx_source, "efs_source": self.efs_source} if self.fsx_source or self.efs_source
                    else {}),
-                **({"keep_settings": dict(self.keep_settings)} if self.keep_settings else {})}
+                **({"keep_settings": dict(self.keep_settings)} if self.keep_settings else {}),
+                **({"fsx_idle_hours": self.fsx_idle_hours} if self.fsx_idle_hours is not None else {})}
 
     def describe(self) -> str:
         """One line naming the lab an answer prices (its Region sets EFS's per-file-system limits)."""
@@ -180,8 +212,9 @@ class Provisioning:
         return cls(fsx=FsxConfig(str(fsx.get("deployment_type") or SCRATCH_2), int(fsx.get("capacity_gib") or 1200),
                                  float(fsx.get("mbps_per_tib") or FSX_SCRATCH2_MBPS_PER_TIB)),
                    efs=EfsConfig(str(efs.get("mode") or BURSTING), efs.get("provisioned_mibps"),
-                                 str(efs.get("region") or EFS_DEFAULT_REGION)),
-                   name=str(data.get("name") or default.name))
+                                 str(efs.get("region") or EFS_DEFAULT_REGION), efs.get("performance")),
+                   name=str(data.get("name") or default.name),
+                   fsx_idle_hours=data.get("fsx_idle_hours"))
 
 
 AS_DEPLOYED = Provisioning()
@@ -223,9 +256,25 @@ def lab_from_settings(get: Callable[[str], Any], source: str, name: str | None =
     mibps = number("efsProvisionedMibps", None)
     if mode == PROVISIONED and not mibps:
         raise ConfigError("efsProvisionedMibps", f"efsThroughput=provisioned needs a MiB/s value ({source})")
+    if mode == PROVISIONED and not 1 <= float(mibps or 0) <= EFS_PROVISIONED_MAX_MIBPS:
+        raise ConfigError("efsProvisionedMibps", f"{mibps:g} MiB/s: the lab provisions 1 to "
+                          f"{EFS_PROVISIONED_MAX_MIBPS:,.0f} ({source})")
+    raw_performance = get("efsPerformance")
+    performance = None if raw_performance in (None, "", "null", "None") else str(raw_performance)
+    if performance is not None and performance not in EFS_PERFORMANCE_MODES:
+        raise ConfigError("efsPerformance", f"{performance!r} is no EFS performance mode the model prices ({source})",
+                          list(EFS_PERFORMANCE_MODES))
+    if performance == EFS_MAX_IO and mode == ELASTIC:
+        raise ConfigError("efsPerformance", f"maxIO with efsThroughput=elastic: EFS has no such file system ({source})",
+                          [EFS_GENERAL_PURPOSE])
     region = str(get("region") or EFS_DEFAULT_REGION)
-    efs = EfsConfig(mode, mibps if mode == PROVISIONED else None, region)
-    return Provisioning(fsx=fsx, efs=efs, name=name or f"the lab as deployed ({source})", **known)
+    efs = EfsConfig(mode, mibps if mode == PROVISIONED else None, region, performance)
+    idle = number("fsxIdleHours", FSX_IDLE_HOURS_DEFAULT)
+    if not 0 <= float(idle or 0) <= FSX_IDLE_HOURS_MAX:
+        raise ConfigError("fsxIdleHours", f"{idle:g} hours: the idle guard takes 0 (off) to {FSX_IDLE_HOURS_MAX:g} "
+                          f"({source})")
+    return Provisioning(fsx=fsx, efs=efs, name=name or f"the lab as deployed ({source})",
+                        fsx_idle_hours=float(idle or 0), **known)
 
 
 def as_deployed(fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None) -> Provisioning:

@@ -23,7 +23,7 @@ from .file_systems import (DataRepositoryAssociation, DataSyncLocation, DataSync
 from .identity import LogGroup, LogsResourcePolicy, ManagedPolicy, Policy, Role, SsmParameter
 from .network import FlowLog, RouteTable, RouteTableAssociation, SecurityGroup, SecurityGroupRule, Subnet, Vpc, VpcEndpoint
 from .runtime import NameSource, ResponseListener
-from .s3 import Bucket, BucketPolicy, DirectoryBucket
+from .s3 import Bucket, BucketPolicy, DirectoryBucket, DirectoryBucketPolicy
 
 __all__ = ["Environment", "NameSource", "Provider", "Providers", "ResponseListener"]
 
@@ -37,6 +37,7 @@ class Providers:
         self.env = env
         simple: dict[str, type[Provider]] = {
             "AWS::S3::Bucket": Bucket, "AWS::S3::BucketPolicy": BucketPolicy, "AWS::S3Express::DirectoryBucket": DirectoryBucket,
+            "AWS::S3Express::BucketPolicy": DirectoryBucketPolicy,
             "AWS::SSM::Parameter": SsmParameter, "AWS::IAM::Role": Role, "AWS::IAM::Policy": Policy,
             "AWS::IAM::ManagedPolicy": ManagedPolicy, "AWS::Logs::LogGroup": LogGroup,
             "AWS::Logs::ResourcePolicy": LogsResourcePolicy, "AWS::EC2::VPC": Vpc, "AWS::EC2::Subnet": Subnet,
