@@ -375,6 +375,38 @@ def test_a_dataset_of_nothing_is_refused_by_every_command_that_sizes_one(capsys,
         assert result.one_line_error(flag), (command, result.err)
 
 
+def test_a_size_that_leaves_files_under_100_bytes_is_refused_with_the_per_file_figure(capsys, tmp_path):
+    """Issue 55: `--files 1000 --bytes 5000` (5 bytes a file) was priced without a word."""
+    for command in ("estimate", "recommend", "size"):
+        result = run(capsys, command, "--files", "1000", "--bytes", "5000")
+        # 5,000 bytes / 1,000 files = 5 bytes a file; 5 KB a file is the first unit at 100 bytes or more.
+        assert result.one_line_error("--bytes", "5 bytes a file", "--files", "5000KB"), (command, result.err)
+    # 100,000 bytes / 1,000 files = 100 bytes a file: the floor itself is a dataset.
+    assert run(capsys, "estimate", "--files", "1000", "--bytes", "100000", "--json").code == 0
+    experiment = tmp_path / "tiny.yaml"
+    experiment.write_text("datasets: [{name: d, format: jpg, files: 1000, bytes: 5000}]\n")
+    result = run(capsys, "plan", "--experiment", experiment, "--offline")
+    assert result.one_line_error("datasets[0].bytes", "5 bytes a file", "datasets[0].files"), result.err
+
+
+def test_a_missing_dataset_path_names_its_flag(capsys, tmp_path):
+    """The error read `PATH: ... does not exist`: `dslab dataset stats PATH`'s name, not the flag given."""
+    for command in ("estimate", "recommend", "size"):
+        result = run(capsys, command, "--dataset", tmp_path / "nowhere")
+        assert result.one_line_error("--dataset:", "does not exist"), (command, result.err)
+        assert "PATH" not in result.err
+
+
+def test_estimate_with_an_experiment_and_a_workload_is_refused_in_one_line(capsys):
+    """One of the two was silently dropped: a checkpointing workload's answer without the experiment, or the
+    experiment's jobs without the workload."""
+    experiment = REPO / "experiments" / "post-12-jobs.yaml"
+    for workload in ("llama3_8b.yaml", "unet3d_a100.yaml"):
+        path = REPO / "dslab" / "contracts" / "dlio" / workload
+        result = run(capsys, "estimate", "--experiment", experiment, "--workload", path)
+        assert result.one_line_error("--workload", "--experiment", "workload: PATH") and not result.out, result.err
+
+
 def test_an_empty_experiment_file_is_refused_and_says_how_to_ask_for_the_default(capsys, tmp_path):
     for text in ("", "# only a comment\n\n"):
         path = tmp_path / "empty.yaml"

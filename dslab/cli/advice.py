@@ -56,6 +56,11 @@ def _print_answer_json(question, result, args) -> None:
 def cmd_estimate(args) -> int:
     from .render import estimate_lines, print_lines
     prices = price_table(args.prices)
+    if args.experiment and (args.workload or args.scale is not None):
+        # One would be dropped: the experiment's jobs are priced, or the workload's question answered, not both.
+        flag = "--workload" if args.workload else "--scale"
+        raise ConfigError(flag, "estimate --experiment prices the experiment file's own jobs: name the workload in the "
+                          "file (workload: PATH), or drop --experiment to ask about the workload alone")
     if is_checkpoint_question(args):
         from . import checkpoints
         return checkpoints.cmd_estimate(args, prices)

@@ -151,7 +151,7 @@ def workload_of(args):
 
 def shape_of(args):
     """The dataset's shape and where it came from, in words."""
-    from ..core.shape import DatasetShape, parse_bytes
+    from ..core.shape import DatasetShape, check_file_bytes, parse_bytes
     workload = workload_of(args)
     if workload is not None:
         return workload.shape(), f"the workload file {workload.source}"
@@ -159,12 +159,16 @@ def shape_of(args):
         raise ConfigError("--dataset", "give either --dataset or --files with --bytes, not both")
     if args.dataset:
         from ..inputs.datasets import stats
-        info = stats(args.dataset)
+        try:
+            info = stats(args.dataset)
+        except ConfigError as err:   # stats names its argument PATH (`dslab dataset stats PATH`); here it is --dataset
+            raise ConfigError("--dataset" if err.field == "PATH" else err.field, err.problem, err.allowed) from None
         return DatasetShape(files=info["files"], bytes=info["bytes"], samples=args.samples), f"measured in {args.dataset}"
     if not (args.files and args.bytes):
         raise ConfigError("--files/--bytes", "give --dataset PATH|s3://..., or both --files N and --bytes B (e.g. 54GB)")
-    return (DatasetShape(files=args.files, bytes=parse_bytes(args.bytes, "--bytes"), samples=args.samples),
-            "given: --files/--bytes")
+    size = parse_bytes(args.bytes, "--bytes")
+    check_file_bytes(args.files, size, "--bytes", "--files")
+    return DatasetShape(files=args.files, bytes=size, samples=args.samples), "given: --files/--bytes"
 
 
 def check_instance(instance: str, prices) -> None:

@@ -45,6 +45,26 @@ def parse_bytes(text: Any, field: str, *, example: str = "2TB, 54GB, 1.5 GiB") -
     return size
 
 
+# A size given with a file count that leaves each file under this is taken for a unit forgotten or a count swapped
+# (--files 1000 --bytes 5000: 5 bytes a file), not for a dataset: a JPEG's header alone is larger.
+MIN_FILE_BYTES = 100
+
+
+def check_file_bytes(files: int, size: int, field: str, files_field: str) -> None:
+    """Refuse a size that, spread over ``files``, gives each file under MIN_FILE_BYTES, with the per-file figure and
+    the unit that would make it a dataset; ``field``/``files_field`` name the size and the count as the user gave
+    them (--bytes/--files, or an experiment's keys)."""
+    if files < 1 or size / files >= MIN_FILE_BYTES:
+        return
+    each = size / files
+    # The smallest decimal unit that brings each file to at least MIN_FILE_BYTES: the likely forgotten one.
+    unit = next((u for u in ("KB", "MB", "GB", "TB") if each * SIZE_UNITS[u] >= MIN_FILE_BYTES), None)
+    meant = f"did you mean {size}{unit}, or fewer files?" if unit else "did you mean fewer files?"
+    raise ConfigError(field, f"{size:,} bytes over {files:,} files ({files_field}) is {each:,.3g} bytes a file, under "
+                      f"{MIN_FILE_BYTES}: {meant}",
+                      f"a size with its unit that gives each file at least {MIN_FILE_BYTES} bytes, e.g. 54GB")
+
+
 def format_bytes(value: float) -> str:
     """Decimal units as the CLI prints sizes: 2.00 TB, 54.00 GB, 40.0 MB."""
     for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9)):

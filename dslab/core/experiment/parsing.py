@@ -17,7 +17,7 @@ from ..modes import (EFS, EXPRESS, FASTFILE, FILE_SYSTEM_MODES, FORMATS, MODES, 
 from ..facts.limits import MAX_INSTANCE_COUNT
 from ..facts.compute import accelerator_kind, instance_preset
 from ..model.volume import volume_for
-from ..shape import parse_bytes
+from ..shape import check_file_bytes, parse_bytes
 from ..facts.compute import COMPUTE_PRESETS
 from .model import (CheckpointTrial, Compute, DEFAULTS, DEFAULT_DATASETS, DEFAULT_DOCUMENT, DISTRIBUTIONS, Dataset,
                     Experiment, JOB_PREFIX_MAX, MAX_USER_HYPERPARAMETERS, MAX_USER_METRICS, ORDERS, REAL_MODELS,
@@ -243,6 +243,8 @@ def _parse_dataset(value: Any, path: str, catalog: dict[str, dict[str, Any]]) ->
     size = value.get("bytes")
     if size is not None:   # 2TB, 54GB, 1.5 GiB or a whole number of bytes, as --bytes takes them
         size = parse_bytes(size, f"{path}.bytes")
+        if files is not None:
+            check_file_bytes(files, size, f"{path}.bytes", f"{path}.files")
     generate = value.get("generate") or {}
     if isinstance(generate, dict) and "record_bytes" in generate:
         _check_keys(generate, DLIO_GENERATE_KEYS, f"{path}.generate")
