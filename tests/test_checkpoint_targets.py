@@ -369,8 +369,9 @@ def test_the_stand_in_syncs_checkpoints_as_sagemaker_documents(tmp_path):
 
 
 def test_a_job_that_ends_before_its_upload_leaves_the_checkpoint_out_of_s3_and_says_so(tmp_path):
-    """SageMaker's storage table: the checkpoint path "Writes to S3 when job is terminated: No". A script that writes a
-    checkpoint and ends at once: the stand-in's sync had not sent it, so S3 does not hold it, and the job says so."""
+    """SageMaker's storage table (SageMaker Developer Guide, model-train-storage-env-var-summary.html): the checkpoint
+    path "Writes to S3 when job is terminated: No". A script that writes a checkpoint and ends at once: the stand-in's
+    sync had not sent it, so S3 does not hold it, and the job says so."""
     s3_root = tmp_path / "s3"
     (s3_root / BUCKET).mkdir(parents=True)
     code = tmp_path / "code"

@@ -289,3 +289,17 @@ def test_the_stand_in_refuses_what_a_directory_bucket_cannot_have(cfn):  # noqa:
     idle = deploy(cfn, "Idle", bucket({"Status": "Enabled", "Prefix": "checkpoints/"}))
     assert idle["StackStatus"] == "ROLLBACK_COMPLETE"
     assert "[AbortIncompleteMultipartUpload or ExpirationInDays] not found" in reasons(cfn, "Idle")
+
+
+def test_the_docs_and_dslab_prices_say_the_figures_the_stack_is_built_from():
+    """docs/checkpoints.md and `dslab prices` say the lifecycle the pairs above hold the templates to."""
+    from dslab.cli.prices import VERSIONS_SAID
+    from dslab.core.facts.storage import (CHECKPOINT_EXPIRY_DAYS, CHECKPOINT_NONCURRENT_DAYS,
+                                          EXPRESS_CHECKPOINT_EXPIRY_DAYS)
+    # The page's words for the figures: 7 days is "a week", 1 day "a day", 1 + 0.5 (midnight rounding) "1.5 days".
+    assert (CHECKPOINT_EXPIRY_DAYS, EXPRESS_CHECKPOINT_EXPIRY_DAYS, CHECKPOINT_NONCURRENT_DAYS) == (7, 7, 1)
+    page = " ".join((REPO / "docs" / "checkpoints.md").read_text().split())
+    assert "expire after a week in the data bucket and in the directory bucket" in page
+    assert "stays a noncurrent version for a day more" in page and "(1.5 days on average" in page
+    assert "a version expires 1 day after the sync deletes it (1.5 days on average" in VERSIONS_SAID
+    assert "expire after 7 days in the data bucket and 7 in the directory bucket" in VERSIONS_SAID

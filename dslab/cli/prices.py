@@ -38,11 +38,16 @@ def cmd_prices(args) -> int:
 
 
 def _versions_said() -> str:
-    from ..core.facts.storage import CHECKPOINT_NONCURRENT_DAYS, CHECKPOINT_NONCURRENT_MEAN_DAYS
+    """The lifecycle the checkpoint prices rest on, from the figures the stacks are built from (facts/storage.py; the
+    synthesized templates are held to them by tests/test_stack_assumptions.py)."""
+    from ..core.facts.storage import (CHECKPOINT_EXPIRY_DAYS, CHECKPOINT_NONCURRENT_DAYS,
+                                      CHECKPOINT_NONCURRENT_MEAN_DAYS, EXPRESS_CHECKPOINT_EXPIRY_DAYS)
     return (f"s3_storage_gb_month also prices the data bucket's noncurrent versions of checkpoints: the bucket is "
-            f"versioned, and under checkpoints/ a version expires {CHECKPOINT_NONCURRENT_DAYS} day after the sync deletes "
-            f"it ({CHECKPOINT_NONCURRENT_MEAN_DAYS:g} days on average, rounded to midnight UTC); the directory bucket "
-            "keeps none")
+            f"versioned, and under checkpoints/ a version expires {CHECKPOINT_NONCURRENT_DAYS} day after the sync "
+            f"deletes it ({CHECKPOINT_NONCURRENT_MEAN_DAYS:g} days on average, rounded to midnight UTC); the directory "
+            f"bucket keeps none. Checkpoints a stopped run leaves expire after {CHECKPOINT_EXPIRY_DAYS} days in the "
+            f"data bucket and {EXPRESS_CHECKPOINT_EXPIRY_DAYS} in the directory bucket (not priced: a run that ends "
+            "deletes them)")
 
 
 VERSIONS_SAID = _versions_said()

@@ -123,8 +123,9 @@ class CheckpointSync:
 
     def stop(self) -> None:
         """The scripts have ended, and so has the sync. SageMaker's storage table gives the checkpoint path "Writes to
-        S3 during training: Yes" and "Writes to S3 when job is terminated: No" (SageMaker Developer Guide, storage
-        folders): what the uploader had not sent by then stays out of S3, and is said (figures.left_behind)."""
+        S3 during training: Yes" and "Writes to S3 when job is terminated: No" (SageMaker Developer Guide,
+        https://docs.aws.amazon.com/sagemaker/latest/dg/model-train-storage-env-var-summary.html): what the uploader
+        had not sent by then stays out of S3, and is said (figures.left_behind)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
