@@ -178,11 +178,25 @@ def test_export_defaults_to_the_recommended_source(outputs, capsys):
     (["--mode", "EFS"], ["--mode", "does not run EFS", "File, FastFile, FSx"]),
     (["--dataset", "mine"], ["--dataset", "caltech-jpg-1x"]),
     (["--repeat", "3"], ["--repeat", "0..0"]),
+    # issue 55: a source on the directory bucket that no trial reads ended in KeyError: 'Express File'
+    (["--mode", "Express File"], ["--mode", "does not run Express File", "no trial", "File, FastFile, FSx"]),
+    (["--mode", "Express FastFile"], ["--mode", "does not run Express FastFile", "File, FastFile, FSx"]),
 ])
 def test_bad_choices_exit_2_naming_the_flag(outputs, capsys, args, words):
     assert export("--outputs", str(outputs), *args) == 2
     err = capsys.readouterr().err
     assert all(w in err for w in words), err
+
+
+def test_a_mode_read_by_a_later_trial_is_exported_from_that_trial(outputs, capsys, tmp_path):
+    """The first trial reading the dataset reads only the directory bucket: `--mode File` looked for Express File in
+    its answer and ended in a KeyError."""
+    path = tmp_path / "mixed.yaml"
+    path.write_text("name: mixed\ndatasets: [caltech-tfr-1x]\ninstance_type: ml.p3.2xlarge\ntrials:\n"
+                    "  - {name: ex, storage: express, modes: [FastFile]}\n  - {name: base, modes: [File, Pipe]}\n")
+    assert main(["export", "--experiment", str(path), "--outputs", str(outputs), "--mode", "File"]) == 0
+    code = capsys.readouterr().out
+    assert "input_mode='File'" in code and "value='base'" in code
 
 
 def test_a_skipped_fsx_job_says_how_to_bring_fsx_back(tmp_path, capsys):

@@ -150,6 +150,11 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
         mode, storage = _recommended_source(answers, args.experiment, dataset, args.trial)
     if mode not in modes:
         raise ConfigError("--mode", f"the experiment does not run {mode} on {dataset.name}", modes)
+    if asked_storage and not record and not any(mode in t.modes and (t.storage or "standard") == asked_storage
+                                                for t in trials):
+        # "Express File" where no trial reads File from the directory bucket: the answer has no such source.
+        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial of it reads "
+                          f"{mode} from the S3 Express One Zone bucket", _sources_run(trials, dataset.name))
     if record is None:
         _check_as_deployed(answers, dataset, trials, mode, storage)
     trials = [next(t for t in prepared.trials if t.name == trial.name) for trial in trials]
@@ -158,9 +163,6 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
             if j.spec.dataset.name == dataset.name and j.spec.mode == mode
             and j.spec.repeat == repeat and j.spec.trial in trials
             and (storage is None or (j.spec.trial.storage or "standard") == storage)]
-    if not jobs and asked_storage and not record:
-        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial of it reads "
-                          f"{mode} from the S3 Express One Zone bucket", modes)
     if not jobs:  # only a results file of another experiment gets here
         raise ConfigError("--results", f"the experiment has no {mode} job of {dataset.name}, repeat {repeat}")
     # A results record names its job (a capacity retry adds "-a<N>"): that job's trial, not just the first.
@@ -171,14 +173,24 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
     return job
 
 
+def _sources_run(trials, dataset: str) -> list[str]:
+    """The sources the trials run on the dataset, as the tool prints them ("Express FastFile")."""
+    from ..core.modes import source_label
+    return list(dict.fromkeys(source_label(m, t.storage or "standard") for t in trials for m in t.modes
+                              if dataset in (d.name for d in t.datasets)))
+
+
 def _check_as_deployed(answers, dataset, trials, mode: str, storage: str | None) -> None:
     """A source priced as provisioned for the question, where the lab as it stands gives another answer, is not
     exported: the code would run what was not priced. Refused with what provisions it."""
     from ..core.answer.scenarios import for_dataset
-    found = for_dataset(answers, dataset.name, trials[0].name)
+    # The trial that runs this source (the first trial may read only the other bucket).
+    trial = next((t for t in trials if mode in t.modes and (storage is None or (t.storage or "standard") == storage)),
+                 trials[0])
+    found = for_dataset(answers, dataset.name, trial.name)
     if found is None or found.answer is None:
         return   # the size is not known here: nothing was priced, the plan's own checks stand
-    source = found.answer.source(mode, storage or trials[0].storage or "standard")
+    source = found.answer.source(mode, storage or trial.storage or "standard")
     if source.differs and source.commands:
         raise ConfigError("--mode", f"{source.source} on {dataset.name} is priced as provisioned for this question "
                           f"({source.provisioned_as}), and the lab as it stands differs ({source.differs}): provision it "
