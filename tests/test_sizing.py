@@ -435,6 +435,26 @@ def test_an_fsx_row_past_the_accounts_default_storage_quota_says_so_and_prints_t
     assert small["FSx"].quota is None and not any("service-quotas" in c for c in small["FSx"].commands)
 
 
+@pytest.mark.parametrize("mode, region, read_gib, write_gib", [
+    # Elastic reads rose "from 20 GiBps to 60 GiBps" in Mumbai, Seoul, Sydney and London on 2 May 2025 (EFS User Guide,
+    # document history); their writes were not raised: the performance page's floor, 1 GiB/s.
+    ("elastic", "ap-south-1", 60, 1), ("elastic", "ap-northeast-2", 60, 1), ("elastic", "ap-southeast-2", 60, 1),
+    ("elastic", "eu-west-2", 60, 1),
+    # The quotas table's seven: 60 read, 5 write.
+    ("elastic", "us-east-1", 60, 5), ("elastic", "eu-central-1", 60, 5),
+    # Every other Region: "20-60 GiBps" of reads and "1-5 GiBps" of writes (performance.html): the floors.
+    ("elastic", "sa-east-1", 20, 1), ("elastic", "ca-central-1", 20, 1),
+    # Provisioned and Bursting unchanged: 3 / 1 outside their higher Regions; Bursting's 5 / 3 in Sydney.
+    ("provisioned", "ap-south-1", 3, 1), ("provisioned", "us-east-1", 10, 3.33), ("bursting", "ap-southeast-2", 5, 3),
+    ("bursting", "eu-west-2", 3, 1)])
+def test_efs_per_file_system_limits_by_region(mode, region, read_gib, write_gib):
+    from dslab.core.facts.storage import efs_limits
+    from dslab.core.model.provisioning import EfsConfig
+    assert efs_limits(mode, region) == (read_gib * 1024.0, write_gib * 1024.0)   # MiB/s: GiB/s x 1,024
+    if mode == "elastic":   # Elastic's file system reads at its Region's limit (one client is held to 1,500 MiB/s)
+        assert EfsConfig(mode, region=region).read_mibps(0) == read_gib * 1024.0
+
+
 def test_efs_reads_are_metered_at_a_third_bursting_counts_standard_and_ia_reads_are_billed():
     """"Amazon EFS meters read operations up to one-third the rate of write operations"; Bursting's rate follows the
     ValueInStandard size; reads from Infrequent Access are billed per GB; Elastic's client reads up to 1,500 MiB/s."""

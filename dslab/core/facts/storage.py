@@ -209,27 +209,40 @@ EXPRESS_MULTIPART_ABORT_DAYS = 1
 
 
 # EFS's throughput per Regional file system, for all its clients together, by Region (GiB/s; reads, writes as
-# metered). "Amazon EFS quotas" (EFS User Guide, limits.html), its tables "Total default Elastic throughput per file
-# system for all connected clients in each AWS Region" and "... Provisioned throughput ...": Elastic 60 read / 5 write
-# in US East (Ohio, N. Virginia), US West (Oregon), Asia Pacific (Singapore, Tokyo), Europe (Frankfurt, Ireland), 10 /
-# 1 in every other Region; Provisioned 10 / 3.33 in US East (Ohio, N. Virginia), US West (Oregon), Europe (Ireland), 3
-# / 1 elsewhere. Bursting: the page's earlier table "Total bursting throughput for all connected clients" (the current
-# one lists Elastic and Provisioned only): 5 read / 3 metered in US East (Ohio, N. Virginia), US West (Oregon), Asia
-# Pacific (Sydney), Europe (Ireland), 3 / 1 elsewhere; the performance page's ranges agree ("3-5" and "1-3" GiBps).
-# Each is a default quota AWS Support can raise; the lab's Region (cdk.json's `region`) picks the row.
+# metered). Each is a default quota AWS Support can raise; the lab's Region (cdk.json's `region`) picks the figure.
+# - Elastic: "20-60 GiBps" of reads and "1-5 GiBps" of writes per file system (EFS User Guide, performance.html,
+#   Performance summary). Reads: 60 in US East (Ohio, N. Virginia), US West (Oregon), Asia Pacific (Singapore,
+#   Tokyo), Europe (Frankfurt, Ireland) (limits.html, "Total default Elastic throughput per file system for all
+#   connected clients in each AWS Region"), and since 2 May 2025 in four more: "The maximum read throughput for file
+#   systems using Elastic throughput in the following Regions has increased from 20 GiBps to 60 GiBps: Asia Pacific
+#   (Mumbai), Asia Pacific (Seoul), Asia Pacific (Sydney), and Europe (London)" (EFS User Guide, document history,
+#   2 May 2025); 20 (the range's floor, and those four's figure before) in every other Region. Writes: 5 in the
+#   first seven, 1 (the range's floor) elsewhere: the document history raised reads only.
+# - Provisioned: 10 read / 3.33 write in US East (Ohio, N. Virginia), US West (Oregon), Europe (Ireland), 3 / 1
+#   elsewhere (limits.html's table; the performance page's "3-10" and "1-3.33" GiBps).
+# - Bursting: the page's earlier table "Total bursting throughput for all connected clients" (the current one lists
+#   Elastic and Provisioned only): 5 read / 3 metered in US East (Ohio, N. Virginia), US West (Oregon), Asia Pacific
+#   (Sydney), Europe (Ireland), 3 / 1 elsewhere; the performance page's ranges agree ("3-5" and "1-3" GiBps).
 EFS_DEFAULT_REGION = "us-east-1"
-EFS_LIMITS_SOURCE = "EFS User Guide, limits.html (Amazon EFS quotas), by Region"
-EFS_REGION_LIMITS: dict[str, tuple[tuple[str, ...], float, float, float, float]] = {
-    # mode: (the Regions with the higher figures, their read GiB/s, write GiB/s, every other Region's read, write)
-    ELASTIC: (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-1", "ap-northeast-1", "eu-central-1", "eu-west-1"),
-              60.0, 5.0, 10.0, 1.0),
-    PROVISIONED: (("us-east-2", "us-east-1", "us-west-2", "eu-west-1"), 10.0, 3.33, 3.0, 1.0),
-    BURSTING: (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-2", "eu-west-1"), 5.0, 3.0, 3.0, 1.0),
+EFS_LIMITS_SOURCE = ("EFS User Guide, limits.html (Amazon EFS quotas) and performance.html, by Region; Elastic reads "
+                     "as raised on 2 May 2025 (document history)")
+EFS_ELASTIC_READ_60 = ("us-east-2", "us-east-1", "us-west-2", "ap-southeast-1", "ap-northeast-1", "eu-central-1",
+                       "eu-west-1", "ap-south-1", "ap-northeast-2", "ap-southeast-2", "eu-west-2")
+EFS_REGION_LIMITS: dict[str, dict[str, tuple[tuple[str, ...], float, float]]] = {
+    # mode: {"read" | "write": (the Regions with the higher figure, their GiB/s, every other Region's GiB/s)}
+    ELASTIC: {"read": (EFS_ELASTIC_READ_60, 60.0, 20.0),
+              "write": (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-1", "ap-northeast-1", "eu-central-1",
+                         "eu-west-1"), 5.0, 1.0)},
+    PROVISIONED: {"read": (("us-east-2", "us-east-1", "us-west-2", "eu-west-1"), 10.0, 3.0),
+                  "write": (("us-east-2", "us-east-1", "us-west-2", "eu-west-1"), 3.33, 1.0)},
+    BURSTING: {"read": (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-2", "eu-west-1"), 5.0, 3.0),
+               "write": (("us-east-2", "us-east-1", "us-west-2", "ap-southeast-2", "eu-west-1"), 3.0, 1.0)},
 }
 
 
 def efs_limits(mode: str, region: str) -> tuple[float, float]:
     """(read, write) MiB/s one Regional EFS file system serves all its clients in ``region`` (EFS_REGION_LIMITS)."""
-    higher, read, write, other_read, other_write = EFS_REGION_LIMITS[mode]
-    gib = (read, write) if region in higher else (other_read, other_write)
-    return gib[0] * 1024.0, gib[1] * 1024.0
+    def gib(kind: str) -> float:
+        higher, figure, other = EFS_REGION_LIMITS[mode][kind]
+        return figure if region in higher else other
+    return gib("read") * 1024.0, gib("write") * 1024.0
