@@ -237,6 +237,84 @@ def test_fsx_grown_again_within_6_hours_of_its_last_increase_is_refused_and_the_
     assert deploy(cfn, FSX_STACK, fsx_with_id(4800))["StackStatus"] == "UPDATE_COMPLETE"
 
 
+def p2_with_id(tier: int, capacity: int = 2400) -> str:
+    """The FSx stack with a Persistent 2 file system at ``tier`` MB/s/TiB, named as the lab names it."""
+    return template({"FileSystem": lustre(capacity, "PERSISTENT_2", PerUnitStorageThroughput=tier)},
+                    outputs={"FsxFileSystemId": {"Value": {"Ref": "FileSystem"}}})
+
+
+P2 = ["fsxDeploymentType=PERSISTENT_2", "fsxCapacity=2400"]
+
+
+def test_a_persistent_2_tier_changed_again_while_the_last_change_optimizes_is_refused_and_the_stand_in_agrees(cfn):  # noqa: F811
+    """`dslab size` prints Persistent 2's tier as fsxThroughputPerTiB; CloudFormation changes it in place
+    (UpdateFileSystem), and "When you modify a file system's throughput capacity, a FILE_SYSTEM_UPDATE administrative
+    action is generated" (monitoring-throughput-capacity-changes.html), UPDATED_OPTIMIZING until COMPLETED. "You can't
+    make further throughput capacity changes on a file system until 6 hours after the last request, or until the
+    throughput optimization process has completed, whichever time is longer" (managing-throughput-capacity.html): the
+    check refuses a second change first, naming the key and the time; the stand-in's FSx refuses it as FSx does, and
+    gives the new tier in PerUnitStorageThroughput only once the change is COMPLETED."""
+    from dslab.emulator.cloudformation.providers.file_systems import FSX_TIER_OPTIMIZING
+    cfn, client = cfn
+    fsx_client = client("fsx")
+    assert deploy(cfn, FSX_STACK, p2_with_id(125))["StackStatus"] == "CREATE_COMPLETE"
+    check("fsx-up", "up", [*P2, "fsxThroughputPerTiB=250"], cfn=cfn, fsx_client=fsx_client)   # the first change: allowed
+    assert deploy(cfn, FSX_STACK, p2_with_id(250))["StackStatus"] == "UPDATE_COMPLETE"
+    (file_system,) = fsx_client.describe_file_systems()["FileSystems"]
+    (action,) = file_system["AdministrativeActions"]
+    assert action["AdministrativeActionType"] == "FILE_SYSTEM_UPDATE" and action["Status"] == "UPDATED_OPTIMIZING"
+    assert action["TargetFileSystemValues"] == {"LustreConfiguration": {"PerUnitStorageThroughput": 250}}
+    assert file_system["LustreConfiguration"]["PerUnitStorageThroughput"] == 125   # shown once COMPLETED
+    until = (action["RequestTime"] + dt.timedelta(hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    said = refused([*P2, "fsxThroughputPerTiB=500"], target="fsx-up", cfn=cfn, fsx_client=fsx_client)
+    assert said.startswith("fsxThroughputPerTiB: FSx for Lustre ") and "is deployed at 250 MB/s/TiB" in said
+    assert f"not before {until}" in said and "(to 250 MB/s/TiB) is still UPDATED_OPTIMIZING" in said
+    assert "keep it with fsxThroughputPerTiB=250 in CONTEXT" in said
+    # Down is a change too ("You can increase or decrease"); the tier deployed is no change; FSX=keep deploys no FSx.
+    assert refused([*P2, "fsxThroughputPerTiB=125"], target="fsx-up", cfn=cfn, fsx_client=fsx_client)
+    check("fsx-up", "up", [*P2, "fsxThroughputPerTiB=250"], cfn=cfn, fsx_client=fsx_client)
+    check("deploy", "keep", [*P2, "fsxThroughputPerTiB=500"], cfn=cfn, fsx_client=fsx_client)
+    # The stand-in refuses the same update, CloudFormation rolls it back, the tier asked stays 250.
+    stack = deploy(cfn, FSX_STACK, p2_with_id(500))
+    assert stack["StackStatus"] == "UPDATE_ROLLBACK_COMPLETE"
+    assert "You can't make further throughput capacity changes" in reasons(cfn, FSX_STACK)
+    # Optimized (the stand-in's assumed hour) but within the 6 hours: still refused; past them, both let it go.
+    client.standin.env.clock = lambda: later(FSX_TIER_OPTIMIZING.total_seconds() / 3600 + 0.1)
+    (file_system,) = fsx_client.describe_file_systems()["FileSystems"]
+    assert file_system["AdministrativeActions"][0]["Status"] == "COMPLETED"
+    assert file_system["LustreConfiguration"]["PerUnitStorageThroughput"] == 250
+    said = refused([*P2, "fsxThroughputPerTiB=500"], target="fsx-up", cfn=cfn, fsx_client=fsx_client,
+                   now=later(FSX_TIER_OPTIMIZING.total_seconds() / 3600 + 0.1))
+    assert f"not before {until}" in said and "still" not in said
+    check("fsx-up", "up", [*P2, "fsxThroughputPerTiB=500"], cfn=cfn, fsx_client=fsx_client, now=later(6.1))
+    client.standin.env.clock = lambda: later(6.1)
+    assert deploy(cfn, FSX_STACK, p2_with_id(500))["StackStatus"] == "UPDATE_COMPLETE"
+
+
+def test_a_tier_change_is_judged_by_its_own_updates_only():
+    from dslab.core.deploy_guard import LustreShape, fsx_throughput_refusal
+    now = dt.datetime(2026, 12, 4, 12, tzinfo=dt.timezone.utc)
+    at_250, at_1000 = (LustreShape("PERSISTENT_2", 2400, "2.12", False, tier) for tier in (250, 1000))
+    tier = {"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "RequestTime": now - dt.timedelta(hours=7),
+            "Status": "COMPLETED", "TargetFileSystemValues": {"LustreConfiguration": {"PerUnitStorageThroughput": 250}}}
+    assert fsx_throughput_refusal("fs-1", at_250, at_1000, [tier], now, moves_zone=False) is None   # 7 h ago, done
+    optimizing = {**tier, "Status": "UPDATED_OPTIMIZING"}   # 7 h ago but still optimizing: "whichever is longer"
+    said = fsx_throughput_refusal("fs-1", at_250, at_1000, [optimizing], now, moves_zone=False)
+    assert said.startswith("FSx for Lustre fs-1 is deployed at 250 MB/s/TiB and this deploy asks 1000: that change "
+                           "(to 250 MB/s/TiB) is still UPDATED_OPTIMIZING.")
+    # A failed request changed nothing; a capacity increase an hour ago is storage's rule, not the tier's.
+    failed = {**tier, "RequestTime": now - dt.timedelta(hours=1), "Status": "FAILED"}
+    capacity = {"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "RequestTime": now - dt.timedelta(hours=1),
+                "Status": "COMPLETED", "TargetFileSystemValues": {"StorageCapacity": 2400}}
+    assert fsx_throughput_refusal("fs-1", at_250, at_1000, [failed, capacity, tier], now, moves_zone=False) is None
+    # A new zone or deployment type is a new file system; Scratch 2 has no tier to change.
+    recent = {**tier, "RequestTime": now - dt.timedelta(hours=1)}
+    assert fsx_throughput_refusal("fs-1", at_250, at_1000, [recent], now, moves_zone=True) is None
+    scratch = LustreShape("SCRATCH_2", 2400, "2.15", False)
+    assert fsx_throughput_refusal("fs-1", scratch, at_1000, [recent], now, moves_zone=False) is None
+    assert fsx_throughput_refusal("fs-1", at_250, at_250, [recent], now, moves_zone=False) is None
+
+
 def test_fsx_grown_while_its_storage_optimization_runs_is_refused_saying_how_far_it_is():
     from dslab.core.deploy_guard import LustreShape, fsx_increase_refusal
     now = dt.datetime(2026, 12, 4, 12, tzinfo=dt.timezone.utc)
@@ -278,8 +356,8 @@ def test_a_run_that_starts_while_fsx_rebalances_marks_its_fsx_results(tmp_path):
             return {"FileSystems": [{"FileSystemId": FileSystemIds[0], "AdministrativeActions": self.actions}]}
     ref = SimpleNamespace(file_system_id="fs-0123456789abcdef0")
     found = storage_optimization({"fsx": Fsx([running])}, ref)
-    assert found == {"file_system": "fs-0123456789abcdef0", "status": "IN_PROGRESS", "progress_percent": 35,
-                     "since": "2026-12-04T09:00:00+00:00"}
+    assert found == {"file_system": "fs-0123456789abcdef0", "action": "STORAGE_OPTIMIZATION", "status": "IN_PROGRESS",
+                     "progress_percent": 35, "since": "2026-12-04T09:00:00+00:00"}
     assert storage_optimization({"fsx": Fsx([{**running, "Status": "COMPLETED"}])}, ref) is None
     assert storage_optimization({"fsx": Fsx([running])}, None) is None   # FSx down
     from .conftest import REPO

@@ -80,7 +80,13 @@ def test_persistent_2_changes_tier_and_grows_in_place_and_never_shrinks(cfn):  #
     assert deploy(cfn, "P2", body(4800, 1000))["StackStatus"] == "UPDATE_COMPLETE"
     (grown,) = client("fsx").describe_file_systems()["FileSystems"]
     assert grown["FileSystemId"] == first["FileSystemId"]   # the same file system, not a new one
-    assert (grown["StorageCapacity"], grown["LustreConfiguration"]["PerUnitStorageThroughput"]) == (4800, 1000)
+    # The new tier is its own FILE_SYSTEM_UPDATE, optimizing at first: "The new throughput capacity is then available
+    # to the file system, and shows in the PerUnitStorageThroughput property" once COMPLETED
+    # (monitoring-throughput-capacity-changes.html); tests/test_deploy_check.py follows it to the end.
+    assert (grown["StorageCapacity"], grown["LustreConfiguration"]["PerUnitStorageThroughput"]) == (4800, 125)
+    tier = next(a for a in grown["AdministrativeActions"] if "LustreConfiguration" in a["TargetFileSystemValues"])
+    assert tier["Status"] == "UPDATED_OPTIMIZING"
+    assert tier["TargetFileSystemValues"]["LustreConfiguration"]["PerUnitStorageThroughput"] == 1000
     # "You can only increase the amount of storage capacity for a file system" (managing-storage-capacity.html): the
     # update fails with UpdateFileSystem's BadRequest, and CloudFormation rolls the stack back, the file system kept.
     stack = deploy(cfn, "P2", body(2400, 1000))

@@ -273,12 +273,32 @@ def test_a_storage_optimization_running_on_fsx_is_recorded_with_its_progress_and
         {"AdministrativeActionType": "STORAGE_OPTIMIZATION", "Status": "IN_PROGRESS", "ProgressPercent": 40,
          "RequestTime": since}]})
     assert planning.storage_optimization({"fsx": fsx}, FS) == {
-        "file_system": "fs-0aaa", "status": "IN_PROGRESS", "progress_percent": 40, "since": "2030-01-02T03:04:05+00:00"}
+        "file_system": "fs-0aaa", "action": "STORAGE_OPTIMIZATION", "status": "IN_PROGRESS", "progress_percent": 40,
+        "since": "2030-01-02T03:04:05+00:00"}
     assert fsx.asked == [{"FileSystemIds": ["fs-0aaa"]}]
     text = Fsx({"AdministrativeActions": [{"AdministrativeActionType": "STORAGE_OPTIMIZATION", "Status": "PENDING",
                                            "RequestTime": "yesterday"}]})
     assert planning.storage_optimization({"fsx": text}, FS) == {
-        "file_system": "fs-0aaa", "status": "PENDING", "progress_percent": None, "since": "yesterday"}
+        "file_system": "fs-0aaa", "action": "STORAGE_OPTIMIZATION", "status": "PENDING", "progress_percent": None,
+        "since": "yesterday"}
+
+
+@pytest.mark.parametrize("status", ["PENDING", "IN_PROGRESS", "UPDATED_OPTIMIZING"])
+def test_a_throughput_tier_change_not_yet_completed_is_recorded_with_the_tier_asked(status):
+    """A Persistent 2 tier change is a FILE_SYSTEM_UPDATE naming LustreConfiguration.PerUnitStorageThroughput; until it
+    is COMPLETED "Your read operations will see disk I/O performance between the previous level and the new level"
+    (monitoring-throughput-capacity-changes.html): the run's FSx results are marked with it."""
+    since = dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+    tier = {"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "Status": status, "RequestTime": since,
+            "TargetFileSystemValues": {"LustreConfiguration": {"PerUnitStorageThroughput": 500}}}
+    assert planning.storage_optimization({"fsx": Fsx({"AdministrativeActions": [tier]})}, FS) == {
+        "file_system": "fs-0aaa", "action": "FILE_SYSTEM_UPDATE", "status": status, "progress_percent": None,
+        "since": "2030-01-02T03:04:05+00:00", "target_mbps_per_tib": 500}
+    done = {**tier, "Status": "COMPLETED"}
+    assert planning.storage_optimization({"fsx": Fsx({"AdministrativeActions": [done]})}, FS) is None
+    # A capacity increase's own update is no tier change: only its STORAGE_OPTIMIZATION marks the run.
+    capacity = {**tier, "TargetFileSystemValues": {"StorageCapacity": 2400}}
+    assert planning.storage_optimization({"fsx": Fsx({"AdministrativeActions": [capacity]})}, FS) is None
 
 
 def test_no_storage_optimization_is_recorded_when_none_runs_fsx_is_down_or_not_described():
@@ -688,7 +708,8 @@ def test_a_plan_stores_every_request_and_plan_json_and_deals_the_jobs_into_the_l
     assert stored == {
         "express_prefixes": [], "express_bucket": STAGED, "execution": "ex-main", "experiment_hash": "032181ac368e7d9e",
         "fsx_available": True, "fsx_reason": "", "fsx_capacity_gib": 1200,
-        "fsx_storage_optimization": {"file_system": cloud.fsx_id, "status": "IN_PROGRESS", "progress_percent": 50,
+        "fsx_storage_optimization": {"file_system": cloud.fsx_id, "action": "STORAGE_OPTIMIZATION", "status": "IN_PROGRESS",
+                                     "progress_percent": 50,
                                      "since": None},
         "fsx_paths": ["/datasets/tiny"], "efs_prefixes": ["tiny"],
         "fsx_datasets": [{"path": "/datasets/tiny", "written_at": "2030-01-01T00:00:00Z"}],

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.deploy_guard import (EFS_THROUGHPUT_WAIT, EfsThroughput, LustreShape, efs_throughput_refusal,
-                                 fsx_increase_refusal, fsx_shrink_refusal, last_throughput_change)
+                                 fsx_increase_refusal, fsx_shrink_refusal, fsx_throughput_refusal,
+                                 last_throughput_change)
 from ..core.errors import ConfigError
 from ..core.requests import CORE_STACK, FSX_STACK
 from ..core.stack_check import refuse_unpriced
@@ -114,7 +115,8 @@ def read_deployed(cfn, now: dt.datetime, *, fsx: bool = True, efs: bool = True) 
 
 def fsx_actions(fsx_client, file_system: str) -> list[dict[str, Any]]:
     """The file system's administrative actions (DescribeFileSystems): its capacity increases and the storage
-    optimization after each, which decide when it may grow again. A file system gone since: none."""
+    optimization after each, which decide when it may grow again, and its throughput-tier changes, which decide when
+    its tier may change again. A file system gone since: none."""
     try:
         found = fsx_client.describe_file_systems(FileSystemIds=[file_system])["FileSystems"]
     except fsx_client.exceptions.FileSystemNotFound:
@@ -138,7 +140,7 @@ def refusals(target: str, fsx_choice: str, config, lab: DeployedLab, now: dt.dat
     stack_only = target in ("fsx-up", "dslab-fsx-up")
     if stack_only or fsx_choice == "up":   # FSX=keep and FSX=down deploy no FSx (it is no dependency then)
         wanted = LustreShape(config.fsx_deployment_type, config.fsx_capacity_gib, FSX_LINK_VERSIONS[config.fsx_link],
-                             config.fsx_link == "import-path")
+                             config.fsx_link == "import-path", config.fsx_mbps_per_tib)
         context = f' CONTEXT="{" ".join(words)}"' if words else ""
         take_down, bring_up = TARGETS[target]
         # A deploy that moves the lab's zone takes FSx down first (`dslab fsx follow-zone`): it comes back anew.
@@ -150,6 +152,10 @@ def refusals(target: str, fsx_choice: str, config, lab: DeployedLab, now: dt.dat
         why = why or fsx_increase_refusal(lab.fsx_id, lab.fsx, wanted, lab.fsx_actions or [], now, moves_zone=moves_zone)
         if why:
             found.append(("fsxCapacity", why))
+        # Persistent 2's tier: changed in place, but not again within 6 hours or while the last change optimizes.
+        why = fsx_throughput_refusal(lab.fsx_id, lab.fsx, wanted, lab.fsx_actions or [], now, moves_zone=moves_zone)
+        if why:
+            found.append(("fsxThroughputPerTiB", why))
     if not stack_only:
         wanted_efs = EfsThroughput(config.efs_performance, config.efs_throughput,
                                    float(config.efs_provisioned_mibps) if config.efs_provisioned_mibps else None)
@@ -211,9 +217,11 @@ def register(sub) -> None:
     p = add_command(sub, "deploy-check", cmd_deploy_check,
                     "Before a deploy (the Makefile runs it): refuse, naming the way through, what FSx or EFS would refuse "
                     "and CloudFormation roll back: FSx for Lustre shrunk in place (FSx=down, then up) or grown again "
-                    "within 6 hours of its last increase (or while its storage optimization runs), EFS's throughput "
-                    "mode changed or its provisioned throughput lowered within 24 hours of its last change (the time "
-                    "after which it may).", "dslab deploy-check deploy --fsx up -c fsxCapacity=2400")
+                    "within 6 hours of its last increase (or while its storage optimization runs), Persistent 2's "
+                    "throughput tier changed again within 6 hours of its last change (or while that change optimizes), "
+                    "EFS's throughput mode changed or its provisioned throughput lowered within 24 hours of its last "
+                    "change (the time after which it may); and a setting the model cannot price, named by its key.",
+                    "dslab deploy-check deploy --fsx up -c fsxCapacity=2400")
     p.add_argument("target", choices=sorted(TARGETS), help="what deploys: make deploy, deploy-again, fsx-up, dslab fsx up")
     p.add_argument("--fsx", choices=["up", "keep", "down"], help="deploy, deploy-again: the FSX= of the make command")
     p.add_argument("-c", "--context", action="append", metavar="KEY=VALUE",

@@ -35,11 +35,13 @@ def utc_text(when: dt.datetime) -> str:
 
 @dataclass(frozen=True)
 class LustreShape:
-    """What decides whether CloudFormation updates an FSx for Lustre file system in place, and its size."""
+    """What decides whether CloudFormation updates an FSx for Lustre file system in place, its size and (Persistent 2)
+    its throughput tier."""
     deployment_type: str
     capacity_gib: int
     lustre_version: str
     import_path: bool
+    per_tib: int | None = None   # PerUnitStorageThroughput (MB/s/TiB): Persistent 2's tier, None for Scratch 2
 
     @classmethod
     def from_properties(cls, props: dict[str, Any]) -> "LustreShape":
@@ -49,7 +51,9 @@ class LustreShape:
         lustre = props.get("LustreConfiguration") or {}
         kind = str(lustre.get("DeploymentType") or SCRATCH_1)
         version = str(props.get("FileSystemTypeVersion") or ("2.12" if kind == PERSISTENT_2 else "2.10"))
-        return cls(kind, int(props.get("StorageCapacity") or 0), version, bool(lustre.get("ImportPath")))
+        tier = lustre.get("PerUnitStorageThroughput")
+        return cls(kind, int(props.get("StorageCapacity") or 0), version, bool(lustre.get("ImportPath")),
+                   int(tier) if tier not in (None, "") else None)
 
     def replaced_by(self, wanted: "LustreShape") -> bool:
         """A different deployment type, Lustre version or import path makes a new file system (each is a
@@ -125,6 +129,70 @@ def fsx_increase_refusal(file_system: str, deployed: LustreShape | None, wanted:
     return (f"FSx for Lustre {file_system} stands at {deployed.capacity_gib:,} GiB and this deploy asks "
             f"{wanted.capacity_gib:,} GiB: {when}. {rule}. Deploy the larger capacity after that (`dslab fsx status` says "
             f"how it stands); until then keep its size with fsxCapacity={deployed.capacity_gib} in CONTEXT")
+
+
+# Persistent 2's throughput tier changes in place, up or down ("You can increase or decrease the amount of throughput
+# capacity for an SSD-based file system"), with the same wait as storage: "You can't make further throughput capacity
+# changes on a file system until 6 hours after the last request, or until the throughput optimization process has
+# completed, whichever time is longer" (FSx for Lustre User Guide, managing-throughput-capacity.html). "When you modify
+# a file system's throughput capacity, a FILE_SYSTEM_UPDATE administrative action is generated", its
+# TargetFileSystemValues' LustreConfiguration.PerUnitStorageThroughput the tier asked; its Status goes PENDING,
+# IN_PROGRESS, then UPDATED_OPTIMIZING ("The new disk I/O performance level is available for write operations. Your read
+# operations will see disk I/O performance between the previous level and the new level until your file system is no
+# longer in this state") and COMPLETED, when "The new throughput capacity is then available to the file system, and
+# shows in the PerUnitStorageThroughput property" (monitoring-throughput-capacity-changes.html).
+FSX_THROUGHPUT_WAIT = dt.timedelta(hours=6)
+THROUGHPUT_UPDATING = ("PENDING", "IN_PROGRESS", "UPDATED_OPTIMIZING")
+
+
+def _tier_asked(action: dict[str, Any]) -> Any:
+    lustre = (action.get("TargetFileSystemValues") or {}).get("LustreConfiguration") or {}
+    return lustre.get("PerUnitStorageThroughput")
+
+
+def last_tier_change(actions: Iterable[dict[str, Any]]) -> dt.datetime | None:
+    """When the file system's throughput tier was last asked to change (a FILE_SYSTEM_UPDATE naming a
+    PerUnitStorageThroughput that did not fail), or None."""
+    times = [_aware(a["RequestTime"]) for a in actions
+             if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE" and a.get("RequestTime")
+             and _tier_asked(a) is not None and a.get("Status") not in ("FAILED", "CANCELLED")]
+    return max(times) if times else None
+
+
+def tier_updating(actions: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The throughput-tier update not yet COMPLETED (its action: PENDING, IN_PROGRESS or UPDATED_OPTIMIZING), or None.
+    While it runs, reads see "disk I/O performance between the previous level and the new level"."""
+    return next((a for a in actions if a.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE"
+                 and _tier_asked(a) is not None and a.get("Status") in THROUGHPUT_UPDATING), None)
+
+
+def fsx_throughput_refusal(file_system: str, deployed: LustreShape | None, wanted: LustreShape,
+                           actions: Iterable[dict[str, Any]], now: dt.datetime, *, moves_zone: bool) -> str | None:
+    """Why FSx would refuse this deploy's new throughput tier now (None where it would not): within 6 hours of the last
+    tier change, or while that change is still updating or optimizing (managing-throughput-capacity.html);
+    UpdateFileSystem refuses it and CloudFormation rolls the stack back. A replacement or a new zone is a new file
+    system, which has no history; a tier the deploy keeps is no change."""
+    if (deployed is None or moves_zone or deployed.replaced_by(wanted) or wanted.per_tib is None
+            or wanted.per_tib == deployed.per_tib):
+        return None
+    actions = list(actions)
+    last, updating = last_tier_change(actions), tier_updating(actions)
+    too_soon = last is not None and now < last + FSX_THROUGHPUT_WAIT
+    if not too_soon and updating is None:
+        return None
+    said = []
+    if too_soon:
+        said.append(f"its throughput tier was last changed at {utc_text(last)}, so not before "
+                    f"{utc_text(last + FSX_THROUGHPUT_WAIT)}")
+    if updating is not None:
+        said.append(f"that change (to {_tier_asked(updating)} MB/s/TiB) is still {updating.get('Status')}")
+    return (f"FSx for Lustre {file_system} is deployed at {deployed.per_tib} MB/s/TiB and this deploy asks "
+            f"{wanted.per_tib}: "
+            f"{' and '.join(said)}. FSx allows a further throughput capacity change only \"6 hours after the last "
+            "request, or until the throughput optimization process has completed, whichever time is longer\" (FSx "
+            "for Lustre User Guide), so UpdateFileSystem would refuse it and CloudFormation roll the update back. Deploy "
+            f"the new tier after that (`dslab fsx status` says how it stands); until then keep it with "
+            f"fsxThroughputPerTiB={deployed.per_tib} in CONTEXT")
 
 
 @dataclass(frozen=True)

@@ -200,7 +200,8 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
         "fsx_reason": fsx_reason,
         "fsx_capacity_gib": int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200),
         "lab": lab.to_dict(),
-        # FSx rebalancing its storage after an increase while this run reads it: its FSx results are marked.
+        # FSx rebalancing its storage after an increase, or changing its throughput tier, while this run reads it: its
+        # FSx results are marked.
         "fsx_storage_optimization": storage_optimization(clients, fsx),
         "fsx_paths": fsx_paths,
         "efs_prefixes": efs_prefixes,   # the datasets this execution's EFS jobs read (another's Plan reads it)
@@ -252,22 +253,32 @@ def _plan(event: dict[str, Any]) -> dict[str, Any]:
 
 
 def storage_optimization(clients, fsx) -> dict[str, Any] | None:
-    """FSx's storage optimization where one still runs after a capacity increase ("you might see decreased file system
-    performance", managing-storage-capacity.html): its status and progress, which the run's FSx results are marked
-    with (the workflow does not wait hours for it). None where none runs, FSx is down or cannot be described."""
-    from ..core.deploy_guard import storage_optimizing
+    """FSx optimizing while this run reads it, which the run's FSx results are marked with (the workflow does not wait
+    hours for it): the storage optimization after a capacity increase ("you might see decreased file system
+    performance", managing-storage-capacity.html), or a throughput-tier change not yet COMPLETED ("Your read operations
+    will see disk I/O performance between the previous level and the new level until your file system is no longer in
+    this state", monitoring-throughput-capacity-changes.html). Its action type, status and progress (a tier change:
+    the tier asked). None where neither runs, FSx is down or cannot be described."""
+    from ..core.deploy_guard import storage_optimizing, tier_updating
     if fsx is None:
         return None
     try:
         (described,) = clients["fsx"].describe_file_systems(FileSystemIds=[fsx.file_system_id])["FileSystems"]
     except Exception:  # noqa: BLE001 - not described (deployed_lab says which lab it priced): nothing to mark
         return None
-    found = storage_optimizing(described.get("AdministrativeActions") or [])
+    actions = described.get("AdministrativeActions") or []
+    found = storage_optimizing(actions) or tier_updating(actions)
     if found is None:
         return None
     since = found.get("RequestTime")
-    return {"file_system": fsx.file_system_id, "status": found.get("Status"), "progress_percent": found.get("ProgressPercent"),
-            "since": since.isoformat() if hasattr(since, "isoformat") else since}
+    out = {"file_system": fsx.file_system_id, "action": found.get("AdministrativeActionType"),
+           "status": found.get("Status"), "progress_percent": found.get("ProgressPercent"),
+           "since": since.isoformat() if hasattr(since, "isoformat") else since}
+    lustre = (found.get("TargetFileSystemValues") or {}).get("LustreConfiguration") or {}
+    tier = lustre.get("PerUnitStorageThroughput")
+    if tier is not None:
+        out["target_mbps_per_tib"] = tier
+    return out
 
 
 def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import uuid
 
@@ -122,6 +123,49 @@ class EfsMountTarget(Provider):
         self.client("efs").delete_mount_target(MountTargetId=resource.physical_id)
 
 
+# How long the stand-in's FSx stays UPDATED_OPTIMIZING after a throughput-tier change: AWS gives no duration (its
+# status lists the phase: "Updated; Optimizing ... Your read operations will see disk I/O performance between the
+# previous level and the new level until your file system is no longer in this state",
+# monitoring-throughput-capacity-changes.html), so this is the stand-in's assumption, on the wall clock of the
+# 6-hour rule (Environment.clock): a test moves the recorded RequestTime back instead of waiting.
+FSX_TIER_OPTIMIZING = dt.timedelta(hours=1)
+
+
+def settled_actions(actions: list[dict], now: dt.datetime) -> list[dict]:
+    """The file system's administrative actions as DescribeFileSystems gives them ``now``: a throughput-tier change is
+    UPDATED_OPTIMIZING for FSX_TIER_OPTIMIZING after its request, then COMPLETED."""
+    out = []
+    for action in actions:
+        action = dict(action)
+        lustre = (action.get("TargetFileSystemValues") or {}).get("LustreConfiguration") or {}
+        asked = dt.datetime.fromtimestamp(float(action.get("RequestTime") or 0), dt.timezone.utc)
+        if (action.get("AdministrativeActionType") == "FILE_SYSTEM_UPDATE" and "PerUnitStorageThroughput" in lustre
+                and action.get("Status") == "UPDATED_OPTIMIZING" and now >= asked + FSX_TIER_OPTIMIZING):
+            action["Status"] = "COMPLETED"
+        out.append(action)
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _tiered_class():
+    """moto's FSx file system whose DescribeFileSystems answer settles a tier change by the clock: the new
+    PerUnitStorageThroughput shows once the change is COMPLETED ("The new throughput capacity is then available to the
+    file system, and shows in the PerUnitStorageThroughput property"), the tier before it until then."""
+    from moto.fsx.models import FileSystem
+    from ....core.deploy_guard import tier_updating
+
+    class TierChangingFileSystem(FileSystem):
+        def to_dict(self) -> dict:
+            out = super().to_dict()
+            if out.get("AdministrativeActions"):
+                out["AdministrativeActions"] = settled_actions(out["AdministrativeActions"], self.dslab_env.clock())
+                if tier_updating(out["AdministrativeActions"]) is not None and out.get("LustreConfiguration"):
+                    out["LustreConfiguration"] = {**out["LustreConfiguration"],
+                                                  "PerUnitStorageThroughput": self.dslab_tier_before}
+            return out
+    return TierChangingFileSystem
+
+
 class FsxFileSystem(Provider):
     replace_on = ("FileSystemType", "SubnetIds", "SecurityGroupIds", "FileSystemTypeVersion", "KmsKeyId", "StorageType")
 
@@ -223,9 +267,40 @@ class FsxFileSystem(Provider):
                  "ProgressPercent": 100}, *actions][:50]
             record.storage_capacity = capacity
         per_tib = (props.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
-        if per_tib is not None:
+        before = (old.properties.get("LustreConfiguration") or {}).get("PerUnitStorageThroughput")
+        if per_tib is not None and before is not None and int(per_tib) != int(before):
+            self._change_tier(old.physical_id, record, int(before), int(per_tib))
+        elif per_tib is not None:
             record.lustre_configuration = {**(record.lustre_configuration or {}), "PerUnitStorageThroughput": int(per_tib)}
         return old.physical_id, old.attributes
+
+    def _change_tier(self, file_system: str, record, before: int, tier: int) -> None:
+        """Persistent 2's throughput tier, changed as FSx changes it: refused within 6 hours of the last change or
+        while it still updates or optimizes (deploy_guard.fsx_throughput_refusal, which `dslab deploy-check` applies
+        first), else a FILE_SYSTEM_UPDATE of its own, UPDATED_OPTIMIZING for a while (settled_actions)."""
+        from ....core.deploy_guard import LustreShape, fsx_throughput_refusal
+        now = self.env.clock()
+        actions = settled_actions(list(getattr(record, "administrative_actions", None) or []), now)
+        deployed = LustreShape("PERSISTENT_2", record.storage_capacity, "2.15", False, before)
+        if fsx_throughput_refusal(file_system, deployed, LustreShape("PERSISTENT_2", record.storage_capacity, "2.15",
+                                                                     False, tier), actions, now, moves_zone=False):
+            raise ResourceFailed(
+                "Resource handler returned message: \"Invalid request provided: Unable to perform the throughput "
+                "capacity update. You can't make further throughput capacity changes on a file system until 6 hours "
+                "after the last request, or until the throughput optimization process has completed, whichever time "
+                "is longer. (Service: FSx, Status Code: 400, Error Code: BadRequest)\" "
+                "(HandlerErrorCode: InvalidRequest)")
+        if not hasattr(record, "dslab_env"):
+            record.__class__ = _tiered_class()
+        record.dslab_env, record.dslab_tier_before = self.env, before   # the stand-in's clock, read at each answer
+        # "When you modify a file system's throughput capacity, a FILE_SYSTEM_UPDATE administrative action is
+        # generated" (monitoring-throughput-capacity-changes.html); the stand-in's servers switch at once, so it
+        # starts in its optimizing phase.
+        record.administrative_actions = [
+            {"AdministrativeActionType": "FILE_SYSTEM_UPDATE", "RequestTime": now.timestamp(),
+             "Status": "UPDATED_OPTIMIZING",
+             "TargetFileSystemValues": {"LustreConfiguration": {"PerUnitStorageThroughput": tier}}}, *actions][:50]
+        record.lustre_configuration = {**(record.lustre_configuration or {}), "PerUnitStorageThroughput": tier}
 
     def delete(self, resource):
         self.client("fsx").delete_file_system(FileSystemId=resource.physical_id)
