@@ -750,10 +750,12 @@ def measured_beside_estimated(answers: Answers) -> list[str]:
 def read_as_note(found: dict[str, Any]) -> str:
     """What a results file of an older schema version was read as (core.results.read_results): said, never silent."""
     changed = found.get("records_changed") or []
-    return (f"Read from results schema version {found['from_version']} ({found['backend']} run) as version "
-            f"{found['to_version']}: {len(changed)} record{'s' if len(changed) != 1 else ''} read differently"
-            + (f" ({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''})" if changed else "")
-            + f". {found['how']}")
+    said = f"Read from results schema version {found['from_version']} ({found['backend']} run) as version " \
+           f"{found['to_version']}"
+    if not changed:
+        return f"{said}: every record reads as it was written (one instance each, no spot saving)."
+    return (f"{said}: {len(changed)} record{'s' if len(changed) != 1 else ''} read differently "
+            f"({', '.join(changed[:5])}{', ...' if len(changed) > 5 else ''}). {found['how']}")
 
 
 def partial_note(results: dict[str, Any]) -> str:

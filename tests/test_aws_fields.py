@@ -290,6 +290,16 @@ def test_an_aws_runs_old_record_is_read_at_every_instances_price_once():
     assert read_results(read) is read
 
 
+def test_the_report_of_an_old_file_says_what_it_read_differently(tmp_path):
+    from dslab.report import write_report
+    write_report({"experiment": {"name": "old"}, "backend": "aws", "records": [_old_aws_p4d()]}, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert ("> Read from results schema version 1 (aws run) as version 2: 1 record read differently (p4d-1). "
+            + VERSION_NOTES[1]) in text
+    assert "| d | FastFile | $156.6146 |" in text   # 39.153644 x 4, as the record was priced
+    assert json.loads((tmp_path / "results.json").read_text())["schema_version"] == 2
+
+
 def test_a_local_runs_old_record_is_divided_by_its_instances_and_keeps_its_cost():
     # The old runner wrote 4 s x 2 instances = 8 billable seconds and priced all 8 (m5.xlarge $0.23/h: $0.000511).
     old = {**_old_aws_p4d(), "instance_type": "ml.m5.xlarge", "instance_count": 2, "billable_seconds": 8.0,
