@@ -210,8 +210,9 @@ FIELDS: tuple[AwsField, ...] = (
              "AVAILABLE or UPDATING: jobs may read it; FAILED, DELETING, MISCONFIGURED: FSx jobs are skipped, saying "
              "so; anything else is waited for."),
     AwsField("fsx", "DescribeFileSystems", "FileSystem", "LustreConfiguration",
-             "The configuration for the Amazon FSx for Lustre file system.", (FSX_DATA, PLAN),
-             "Its deployment type, throughput and legacy S3 link."),
+             "The configuration for the Amazon FSx for Lustre file system.", (FSX_DATA, PLAN, DEPLOY_GUARD),
+             "Its deployment type, throughput and legacy S3 link; in an update's TargetFileSystemValues, the tier "
+             "asked."),
     AwsField("fsx", "DescribeFileSystems", "FileSystem", "StorageCapacity",
              "The storage capacity of the file system in gibibytes (GiB).", (PLAN, DEPLOY_GUARD),
              "The capacity the run's FSx is priced at (the lab a report prices); in an update's "
@@ -230,7 +231,9 @@ FIELDS: tuple[AwsField, ...] = (
              "The deployment type of the FSx for Lustre file system.", (PLAN,), "Prices the run's FSx."),
     AwsField("fsx", "DescribeFileSystems", "LustreFileSystemConfiguration", "PerUnitStorageThroughput",
              "Per unit storage throughput represents the megabytes per second of read or write throughput per 1 "
-             "tebibyte of storage provisioned.", (PLAN,), "Prices a Persistent 2 file system's throughput tier."),
+             "tebibyte of storage provisioned.", (PLAN, DEPLOY_GUARD),
+             "Prices a Persistent 2 file system's throughput tier; in an update's TargetFileSystemValues, a tier "
+             "change (Plan marks a run that starts before it completes; deploy-check holds a further one)."),
     AwsField("fsx", "DescribeFileSystems", "LustreFileSystemConfiguration", "DataRepositoryConfiguration",
              "The data repository configuration object for Lustre file systems returned in the response of the "
              "CreateFileSystem operation.", (FSX_DATA,), "The legacy S3 link (ImportPath), where no association is."),
@@ -241,8 +244,8 @@ FIELDS: tuple[AwsField, ...] = (
              "The import path to the Amazon S3 bucket (and optional prefix) that you're using as the data repository "
              "for your FSx for Lustre file system", (FSX_DATA,), "The S3 path the legacy link imports."),
     AwsField("fsx", "DescribeFileSystems", "AdministrativeAction", "AdministrativeActionType",
-             "Describes the type of administrative action", (DEPLOY_GUARD,),
-             "FILE_SYSTEM_UPDATE (a capacity increase) and STORAGE_OPTIMIZATION."),
+             "Describes the type of administrative action", (PLAN, DEPLOY_GUARD),
+             "FILE_SYSTEM_UPDATE (a capacity increase or a tier change) and STORAGE_OPTIMIZATION."),
     AwsField("fsx", "DescribeFileSystems", "AdministrativeAction", "RequestTime",
              "The time that the administrative action request was received.", (PLAN, DEPLOY_GUARD),
              "When capacity last grew: no further increase for 6 hours."),
@@ -254,7 +257,9 @@ FIELDS: tuple[AwsField, ...] = (
              "action.", (PLAN, DEPLOY_GUARD), "Said with the mark."),
     AwsField("fsx", "DescribeFileSystems", "AdministrativeAction", "TargetFileSystemValues",
              "The target value for the administration action, provided in the UpdateFileSystem operation.",
-             (DEPLOY_GUARD,), "Whether an update was a capacity increase (its StorageCapacity)."),
+             (PLAN, DEPLOY_GUARD),
+             "Whether an update was a capacity increase (its StorageCapacity) or a tier change (its "
+             "PerUnitStorageThroughput)."),
     AwsField("fsx", "DescribeDataRepositoryAssociations", "DescribeDataRepositoryAssociationsResponse",
              "Associations", "An array of one or more data repository association descriptions.", (FSX_DATA,),
              "The file system's links to S3."),
@@ -449,8 +454,7 @@ NOT_FROM_A_RESPONSE: dict[tuple[str, str], str] = {
     (PLAN, "Value"): "a Service Quotas quota's",
     (CHECK_FSX, "Message"): "an FSx error's Error.Message (the refusal's own words)",
     (DEPLOY_CHECK, "Type"): "a template resource's Type",
-    **{(DEPLOY_GUARD, key): _TEMPLATE for key in ("DeploymentType", "FileSystemTypeVersion", "ImportPath",
-                                                  "LustreConfiguration")},
+    **{(DEPLOY_GUARD, key): _TEMPLATE for key in ("DeploymentType", "FileSystemTypeVersion", "ImportPath")},
 }
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "aws-fields.md"
