@@ -277,7 +277,8 @@ def _old_aws_p4d() -> dict:
 
 
 def test_an_aws_runs_old_record_is_read_at_every_instances_price_once():
-    read = read_results({"backend": "aws", "experiment": {}, "records": [_old_aws_p4d()]})
+    old_summary = {"total": 1, "completed": 1, "cost_usd": 39.153644, "results_uri": "s3://b/results/x/results.json"}
+    read = read_results({"backend": "aws", "experiment": {}, "records": [_old_aws_p4d()], "summary": old_summary})
     record = read["records"][0]
     # AWS's own billable seconds, as they were; the instance cost at the record's own price x 4: 39.153644 x 4.
     assert record["billable_seconds"] == 3740.0 and record["schema_version"] == 2
@@ -286,6 +287,9 @@ def test_an_aws_runs_old_record_is_read_at_every_instances_price_once():
     # Phases: one instance's wall seconds; other 3,740 - 200 - 3,500 = 40.
     assert record["breakdown"] == {"downloading": 200.0, "training": 3500.0, "other": 40.0}
     assert read["read_as"]["records_changed"] == ["p4d-1"] and read["read_as"]["how"] == VERSION_NOTES[1]
+    # The file's summary spends what the records now say (156.614576), and keeps what it held beside.
+    assert read["summary"]["cost_usd"] == pytest.approx(156.614576, abs=1e-6)
+    assert read["summary"]["results_uri"] == "s3://b/results/x/results.json"
     # Read again, nothing more changes: never multiplied twice.
     assert read_results(read) is read
 

@@ -141,7 +141,10 @@ def read_results(results: dict[str, Any], where: str = "results.json") -> dict[s
                           "it ran (aws or local); the file must say which")
     upgraded = [_from_version_1(r, backend) for r in records]
     changed = [r["job_name"] for r, was in zip(upgraded, records) if _differs(r, was)]
-    return {**results, "schema_version": RECORD_VERSION, "records": upgraded,
+    # The file's summary counted the records as they were: its spend is the records' as now read.
+    found = results.get("summary")
+    summary = {"summary": {**found, **summarise(upgraded)}} if isinstance(found, dict) else {}
+    return {**results, "schema_version": RECORD_VERSION, "records": upgraded, **summary,
             "read_as": {"from_version": envelope, "to_version": RECORD_VERSION, "backend": backend,
                         "records_changed": changed, "how": VERSION_NOTES[envelope]}}
 
@@ -164,7 +167,7 @@ def _from_version_1(record: dict[str, Any], backend: str) -> dict[str, Any]:
         out["cost_usd"] = {**cost, "instance": round(cost["instance"] + more, 6),
                            "total": round(cost.get("total", cost["instance"]) + more, 6)}
     phases = record.get("phases") or {}
-    if phases and out.get("billable_seconds") is not None:
+    if out.get("billable_seconds") is not None:
         wall = wall_seconds(out)
         squeezed = phases.get("Downloading", 0.0) + phases.get("Training", 0.0) > out["billable_seconds"]
         if count > 1 or squeezed or wall != out["billable_seconds"]:
