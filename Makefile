@@ -143,11 +143,11 @@ bench-answer: setup
 bench-mutation: setup
 	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(MODULES)
 
-# The local lab's figures (per mode, and the wall-time split) on a warm cache: run twice.
+# The local lab's own speed (benchmarks/bench_lab.py): a first run from an empty cache, then RUNS cached runs of
+# EXPERIMENT (default experiments/smoke.yaml), each one's wall and CPU seconds and its split, with min/median/max.
 bench-lab:
 	$(LAB_SETUP)
-	.venv/bin/dslab local --out lab-out >/dev/null
-	.venv/bin/dslab local --out lab-out
+	$(PY) -m benchmarks.bench_lab $(if $(EXPERIMENT),--experiment $(EXPERIMENT)) $(if $(RUNS),--runs $(RUNS))
 
 # The local scaling curve: FastFile, FSx, EFS and Script on 1, 2 and 4 instances at once (scaling-out/report.md).
 bench-scaling:

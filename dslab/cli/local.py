@@ -30,7 +30,7 @@ def cmd_local(args) -> int:
                         cache=Path(args.cache) if args.cache else None, live_progress=None if not args.plain else False,
                         fresh=args.fresh, repeats=args.repeats,
                         workload=Path(args.workload) if args.workload else None, scale=args.scale,
-                        overrides=experiment_overrides(args))
+                        overrides=experiment_overrides(args), redeploy=args.redeploy)
     except Interrupted as stop:
         left = stop.total - stop.done
         print(f"\ninterrupted at {stop.done}/{stop.total} jobs: {stop.paths['report.html']} reports the {stop.done} that "
@@ -100,5 +100,7 @@ def register(sub) -> None:
     p.add_argument("--plain", action="store_true", help="a line per job change instead of the live table on a terminal")
     p.add_argument("--repeats", type=whole(1, MAX_REPEATS), help="run every job this many times, whatever the file says "
                    "(MLPerf Storage reports the mean of 5 runs; from 3 the report gives a 95%% interval)")
+    p.add_argument("--redeploy", action="store_true", help="deploy the stacks into the stand-in with the CDK CLI even "
+                   "where the last run's deployment of the same templates is saved (it is reused by default)")
     p.add_argument("--fresh", action="store_true", help="start over where --out holds an interrupted run (by default "
                    "it resumes: the completed jobs are kept and only the others run, under the same names)")

@@ -178,6 +178,15 @@ class FunctionRuntime:
             self._discard(env)
         return result
 
+    def prewarm(self, function, environment: dict[str, str]) -> None:
+        """Start an execution environment for ``function`` now, ready for its first invocation (as Lambda's
+        provisioned concurrency keeps environments initialized): its init phase runs while the caller goes on."""
+        variables = self._variables(function, environment)
+        key = (function.function_arn, hashlib.sha256(function.code_bytes).hexdigest(), tuple(sorted(variables.items())))
+        env = self._start(function, variables)
+        with self._lock:
+            self._idle.setdefault(key, []).append(env)
+
     @staticmethod
     def _variables(function, environment: dict[str, str]) -> dict[str, str]:
         region = getattr(function, "region", None) or "us-east-1"

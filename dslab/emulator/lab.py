@@ -25,7 +25,7 @@ from typing import Any, Callable
 from ..core.requests import CORE_STACK, FSX_ID_PARAMETER, FSX_MOUNT_PARAMETER, FSX_STACK, WORKFLOW_STACK
 from ..aws.zones import express_zone_ids
 from ..core.model.efs import metered_size
-from . import patches
+from . import patches, snapshot
 from .cloudformation import CloudFormationStandIn
 from .deploy import CliDeployer, InProcessDeployer
 from .functions import RUNTIME_SERVICE, function_endpoint
@@ -49,6 +49,11 @@ IAM_PROPAGATION_SECONDS = 10.0
 # datasync_remove), so the lab can be checked under both.
 REMOVE_WITHIN_FILTERS = "within-include-filters"
 REMOVE_WHOLE_LOCATION = "whole-location"
+
+
+# The functions every execution invokes (Plan first, Collect last): `dslab local` starts their environments at once.
+PREWARMED = ("dslab.workflow.handlers.plan", "dslab.workflow.handlers.collect")
+STATUS_POLL = 0.05   # seconds between two looks at whether an execution has ended (a request to the stand-in)
 
 
 class TemplateError(RuntimeError):
@@ -182,17 +187,21 @@ class EmulatedLab:
                  fsx_import_seconds: float = 0.0, fsx_delete_seconds: float = 0.0,
                  fsx_delete_failure: str | None = None, extra_env: dict[str, str] | None = None,
                  via_cli: bool = False, cli_workdir: Path | None = None, say: Callable[[str], None] | None = None,
-                 deploy: bool = True, fsx_import_failures: int = 0, datasync_remove: str = REMOVE_WITHIN_FILTERS):
+                 deploy: bool = True, fsx_import_failures: int = 0, datasync_remove: str = REMOVE_WITHIN_FILTERS,
+                 restore: Path | None = None, restore_key: str | None = None):
         """``fsx_import_seconds``: how long (stand-in seconds, scaled by ``time_scale``) FSx's S3
         metadata import runs after the file system exists; ``fsx_delete_seconds`` /
         ``fsx_delete_failure``: how DeleteStack of the FSx stack ends; ``datasync_remove``: which reading of
-        DataSync's REMOVE with include filters the stand-in emulates (REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION)."""
+        DataSync's REMOVE with include filters the stand-in emulates (REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION);
+        ``restore``: a deployment saved by ``save_deployment`` (under ``restore_key``) to start from instead of
+        deploying: snapshot.SnapshotUnusable if it cannot be used."""
         if datasync_remove not in (REMOVE_WITHIN_FILTERS, REMOVE_WHOLE_LOCATION):
             raise ValueError(f"datasync_remove: {REMOVE_WITHIN_FILTERS} or {REMOVE_WHOLE_LOCATION}, not {datasync_remove!r}")
         self.datasync_remove = datasync_remove
         if (via_cli or not deploy) and not server_port:
             raise ValueError("the CDK CLI needs the stand-in's server: give server_port")
         self.deploy_on_enter = deploy
+        self.restore_from, self.restore_key = (Path(restore) if restore else None), restore_key
         self.assembly_dir = Path(assembly_dir) if assembly_dir else None
         self.via_cli, self.cli_workdir, self.say = via_cli, cli_workdir, say or (lambda line: None)
         self.quotas = dict(DEFAULT_QUOTAS if quotas is None else quotas)
@@ -334,6 +343,9 @@ class EmulatedLab:
                                   "AWS_ENDPOINT_URL": self.functions_endpoint},
             on_fsx_created=self._on_fsx_created, on_association=self._on_association,
             iam_propagation_seconds=IAM_PROPAGATION_SECONDS, time_scale=lambda: self.time_scale)
+        if self.restore_from is not None:
+            self._restore()
+            return
         if not self.deploy_on_enter:
             return  # an empty account: the user's own `cdk bootstrap` / `make deploy` come next (refresh() after)
         stacks = [CORE_STACK] + ([FSX_STACK] if self.with_fsx else []) + [WORKFLOW_STACK]
@@ -348,6 +360,50 @@ class EmulatedLab:
                 raise ValueError("the in-process deployer needs a synthesized assembly")
             self.deployer = InProcessDeployer(self.cloudformation, self.assembly_dir)
             self.deployer.deploy(*stacks)
+        self._read_outputs()
+        self.efs_root.mkdir(parents=True, exist_ok=True)
+
+    def prewarm_functions(self, handlers: tuple[str, ...] = PREWARMED) -> int:
+        """Start an execution environment for each deployed function whose handler is in ``handlers`` (the ones every
+        execution invokes), as provisioned concurrency would: their interpreters start while the lab goes on."""
+        from moto.awslambda.models import lambda_backends
+        functions = [f for f in lambda_backends[ACCOUNT][self.region].list_functions() if f.handler in handlers]
+        for function in functions:
+            RUNTIME_SERVICE.prewarm(function, patches.HOOKS.function_env)
+        return len(functions)
+
+    # ---- a deployment saved and restored (snapshot.py) ------------------------------------------------------
+    def save_deployment(self, path: Path, key: str) -> None:
+        """Save the stand-in as the deploy left it: before any data, job or result (the caller's moment)."""
+        engine, env = self.cloudformation.engine, self.cloudformation.env
+        with engine.lock, self._fsx_lock:
+            now = time.monotonic()
+            state = {"stacks": engine.stacks, "change_sets": engine.change_sets,
+                     "fsx_versions": env.fsx_versions, "efs_throughput_changes": env.efs_throughput_changes,
+                     "name_draws": env.names.draws(),
+                     # monotonic clocks kept as ages: a restored FSx is as far into its import as it was
+                     "fsx_age": now - self._fsx_created if self._fsx_created else None,
+                     "fsx_association": self._fsx_association,
+                     "fsx_tasks": [{**t, "_started": now - t["_started"]} for t in self._fsx_tasks]}
+            snapshot.save(path, key, state)
+
+    def _restore(self) -> None:
+        state = snapshot.load(self.restore_from, self.restore_key or "")
+        engine, env = self.cloudformation.engine, self.cloudformation.env
+        now = time.monotonic()
+        with engine.lock:
+            engine.stacks, engine.change_sets = state["stacks"], state["change_sets"]
+        env.fsx_versions.update(state["fsx_versions"])
+        env.efs_throughput_changes.update(state["efs_throughput_changes"])
+        env.names.continue_from(state["name_draws"])
+        self._fsx_created = now - state["fsx_age"] if state["fsx_age"] is not None else 0.0
+        self._fsx_association = state["fsx_association"]
+        self._fsx_tasks = [{**t, "_started": now - t["_started"]} for t in state["fsx_tasks"]]
+        if self.via_cli:   # later deploys (FSx up) take the user's path, as before
+            self.deployer = CliDeployer(self.endpoint, self.cli_workdir or Path(tempfile.mkdtemp(prefix="dslab-cdk-")),
+                                        region=self.region)
+        else:
+            self.deployer = InProcessDeployer(self.cloudformation, self.assembly_dir)
         self._read_outputs()
         self.efs_root.mkdir(parents=True, exist_ok=True)
 
@@ -594,15 +650,19 @@ class EmulatedLab:
              on_poll: Callable[[], None] | None = None) -> Execution:
         sfn = self.client("stepfunctions")
         deadline = time.monotonic() + timeout
+        # ``poll`` is how often ``on_poll`` looks (the caller's progress: a request per job); whether the execution
+        # has ended is asked every STATUS_POLL seconds, so the lab does not sit up to a whole poll past its end.
+        next_look = time.monotonic()
         while True:
             described = sfn.describe_execution(executionArn=execution_arn)
             if described["status"] != "RUNNING":
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"execution {execution_arn} still running after {timeout:.0f} s")
-            if on_poll:
+            if on_poll and time.monotonic() >= next_look:
                 on_poll()
-            time.sleep(poll)
+                next_look = time.monotonic() + poll
+            time.sleep(min(poll, STATUS_POLL))
         # A failed Map ends the execution while its other iterations are still being aborted, each adding
         # history events (as on AWS): the snapshot waits until the count has settled and the interpreter's
         # iteration threads have ended (a loaded machine can pause one longer than a few polls), or for 3 s

@@ -40,6 +40,7 @@ from ..core.progress import ENDED, RunProgress
 from ..core.requests import KEEP_JOBS, RESULTS_PREFIX, check_every_host_gets_data, check_job_count
 from ..core.results import read_results, summarise
 from ..emulator.lab import EmulatedLab
+from ..emulator.snapshot import SUFFIX as SNAPSHOT_SUFFIX, SnapshotUnusable, snapshot_key
 from ..inputs.experiment_file import load_experiment
 from ..progress_view import ProgressView
 from ..report import INTERRUPTED, write_report
@@ -258,13 +259,42 @@ class LocalRun:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+REGION = "us-east-1"   # the stand-in's region (EmulatedLab's default)
+
+
+def deployed_path(cache: Path, assembly: Path, with_fsx: bool) -> Path:
+    """Where the deployment of ``assembly``'s templates is saved (snapshot.py), named by its key."""
+    return cache / "deployed" / f"{snapshot_key(assembly, with_fsx=with_fsx, region=REGION)}{SNAPSHOT_SUFFIX}"
+
+
+def deployed_before(assembly: Path, workdir: Path, cache: Path, with_fsx: bool, lab_settings: dict,
+                    say: Callable[[str], None]) -> EmulatedLab | None:
+    """The stand-in as the last run's `cdk deploy` of these templates left it, entered; or None: nothing saved for
+    them, or what was saved cannot be used (said in one line, and removed)."""
+    path = deployed_path(cache, assembly, with_fsx)
+    if not path.exists():
+        return None
+    lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, restore=path,
+                      restore_key=snapshot_key(assembly, with_fsx=with_fsx, region=REGION), **lab_settings)
+    try:
+        lab.__enter__()
+    except SnapshotUnusable as why:
+        say(f"stacks: the saved deployment {path.name} cannot be used ({why}): deploying afresh")
+        path.unlink(missing_ok=True)
+        return None
+    say("stacks: as the last `cdk deploy` of these templates left them (--redeploy deploys again)")
+    return lab
+
+
 class LocalLab:
     """The embedded lab: a context manager that owns the stand-in, the mounts and the job processes."""
 
     def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
                  time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None,
-                 live_progress: bool | None = False, assembly: Path | None = None, resume: Resume | None = None):
+                 live_progress: bool | None = False, assembly: Path | None = None, resume: Resume | None = None,
+                 redeploy: bool = False):
         self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
+        self.redeploy = redeploy   # the user's path (`cdk deploy`) even where the last run's deployment still matches
         # An interrupted run resumed (prepare_out), and the experiment as loaded, which a rerun must match
         # (its document gains the code's S3 URIs at upload).
         self.resume, self.experiment_hash = resume, experiment.content_hash
@@ -307,12 +337,20 @@ class LocalLab:
             self.lab = EmulatedLab(self.assembly, **common)
             self.lab.__enter__()
         else:
-            # The user's deploy path: the pinned CDK CLI bootstraps the stand-in's account and deploys the
-            # stacks into its CloudFormation (synthesizing first unless the sources are unchanged).
             workdir, assembly, synthesized = cached_assembly(self.cache, self.say)
-            self.lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, **common)
-            self.lab.__enter__()
-            synthesized()
+            if assembly is not None and not self.redeploy:
+                self.lab = deployed_before(assembly, workdir, self.cache, self.with_fsx, common, self.say)
+            if self.lab is None:
+                # The user's deploy path: the pinned CDK CLI bootstraps the stand-in's account and deploys the
+                # stacks into its CloudFormation (synthesizing first unless the sources are unchanged).
+                self.lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, **common)
+                self.lab.__enter__()
+                synthesized()
+                assembly = workdir / "cdk.out"
+                # Saved before any data, job or result: the next run with these templates starts from here.
+                self.lab.save_deployment(deployed_path(self.cache, assembly, self.with_fsx),
+                                         snapshot_key(assembly, with_fsx=self.with_fsx, region=REGION))
+        self.lab.prewarm_functions()   # Plan's and Collect's interpreters start while the data uploads
         self.mounts = S3Mounts(self.lab.endpoint, self.work / "mounts")
         if self.with_fsx and fuse_available():
             # FSx linked to the bucket: one mount for the lab's life, lazily filled cache.
@@ -555,10 +593,11 @@ LOCAL_WORKLOAD_DEFAULTS = {"max_concurrency": 1}
 def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None, say: Callable[[str], None] = print,
               fsx: bool = True, live_progress: bool | None = False, assembly: Path | None = None,
               fresh: bool = False, repeats: int | None = None, workload: Path | None = None,
-              scale: float | None = None, overrides: dict | None = None) -> LocalRun:
+              scale: float | None = None, overrides: dict | None = None, redeploy: bool = False) -> LocalRun:
     """The lab, offline. ``repeats`` replaces the experiment's; ``fresh`` starts over where --out holds an
     interrupted run (which is otherwise resumed: see prepare_out). ``workload`` (a DLIO file, at ``scale``) is
-    added to the experiment, or without one is the experiment (experiment_file.load_experiment)."""
+    added to the experiment, or without one is the experiment (experiment_file.load_experiment). ``redeploy``: run
+    `cdk deploy` even where the last run's deployment of the same templates is saved."""
     path = experiment_path or (None if workload else DEFAULT_EXPERIMENT)
     experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale, overrides=overrides,
                                  workload_defaults=LOCAL_WORKLOAD_DEFAULTS)
@@ -588,7 +627,7 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
     try:
         with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged,
-                      live_progress=live_progress, assembly=assembly, resume=resume) as lab:
+                      live_progress=live_progress, assembly=assembly, resume=resume, redeploy=redeploy) as lab:
             lab.upload()
             run = lab.run()
     except BaseException:   # Ctrl-C, SIGTERM or a failure: nothing the earlier run had is lost

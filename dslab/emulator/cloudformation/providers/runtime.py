@@ -33,6 +33,16 @@ class NameSource:
         self._draws: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
 
+    def draws(self) -> dict[str, int]:
+        """How many draws each key has had (a saved deployment keeps them: snapshot.py)."""
+        with self._lock:
+            return dict(self._draws)
+
+    def continue_from(self, draws: dict[str, int]) -> None:
+        """Go on from a saved deployment's draws: the next resource of a key gets the name it would have had."""
+        with self._lock:
+            self._draws.update(draws)
+
     def token(self, key: str, n: int = 12) -> str:
         with self._lock:
             self._draws[key] += 1
