@@ -52,6 +52,10 @@ class WorkflowStack(Stack):
             "DSLAB_FSX_DEPLOYMENT_TYPE": config.fsx_deployment_type,
             "DSLAB_FSX_MBPS_PER_TIB": str(config.fsx_mbps_per_tib or 200),
             "DSLAB_EFS_THROUGHPUT_MODE": config.efs_throughput,
+            # What the model prices beside the file systems' sizes: EFS's performance mode (its per-file latency, its
+            # limits) and the hours the idle guard leaves FSx up after the last run (what FSx bills when left).
+            "DSLAB_EFS_PERFORMANCE_MODE": config.efs_performance,
+            "DSLAB_FSX_IDLE_HOURS": f"{config.fsx_idle_hours:g}",
         }
         express_arn = None
         if config.express:  # off with -c express=false, or where the zone has no S3 Express One Zone

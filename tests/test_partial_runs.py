@@ -59,18 +59,21 @@ def test_report_of_a_stopped_execution_reports_the_jobs_that_ended_marked_partia
 
 
 def test_report_of_an_execution_that_failed_before_its_results_were_stored_reports_the_jobs_that_ended(
-        emulated, tmp_path, capsys, monkeypatch):
-    """A FAILED execution (here Collect itself failing: ResultsNotStored, no results.json) is reported like a stopped
-    one: every job that ended, marked partial with how the execution ended."""
-    import dslab.workflow.handlers as handlers
+        emulated, tmp_path, capsys):
+    """A FAILED execution (here Collect itself failing: S3 refuses its results.json, ResultsNotStored) is reported like
+    a stopped one: every job that ended, marked partial with how the execution ended."""
+    from dslab.emulator.patches import HOOKS
 
-    def collect_fails(event, context):
-        raise RuntimeError("S3 refused the results")
+    def refuse_results(service, operation, request):   # the deployed Collect's PutObject, in its own interpreter
+        if (service, operation) == ("s3", "PutObject") and request.url.split("?")[0].endswith("/results.json"):
+            return 403, "AccessDenied", "S3 refused the results"
+        return None
 
-    monkeypatch.setattr(handlers, "collect", collect_fails)
     with emulated(ScriptedJobs()) as lab:
         put_datasets(lab, ["tiny-jpg"])
+        HOOKS.api_fault = refuse_results
         execution = lab.run({**TINY, "modes": ["File", "FastFile"]})
+        HOOKS.api_fault = None
         assert execution.status == "FAILED" and execution.error == "ResultsNotStored", execution.cause
         name = execution.arn.rsplit(":", 1)[-1]
         assert "Contents" not in lab.client("s3").list_objects_v2(Bucket=lab.bucket, Prefix=f"results/{name}/results.json")

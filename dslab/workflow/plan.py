@@ -283,11 +283,13 @@ def storage_optimization(clients, fsx) -> dict[str, Any] | None:
 
 def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
     """The lab this run ran on, which its report prices: FSx as DescribeFileSystems gives it while it is up (a later
-    `make fsx-up CONTEXT=...` may have changed it), else as the workflow's stack was deployed; EFS's throughput mode
-    from the same settings."""
+    `make fsx-up CONTEXT=...` may have changed it), else as the workflow's stack was deployed; EFS's throughput and
+    performance modes and the idle guard's hours from the same settings."""
     from ..core.model.provisioning import as_deployed, lab_from_settings
     settings = {"fsxDeploymentType": env_vars.get("DSLAB_FSX_DEPLOYMENT_TYPE"), "fsxCapacity": env_vars.get("DSLAB_FSX_CAPACITY_GIB"),
-                "efsThroughput": env_vars.get("DSLAB_EFS_THROUGHPUT_MODE")}
+                "efsThroughput": env_vars.get("DSLAB_EFS_THROUGHPUT_MODE"),
+                "efsPerformance": env_vars.get("DSLAB_EFS_PERFORMANCE_MODE"),
+                "fsxIdleHours": env_vars.get("DSLAB_FSX_IDLE_HOURS")}
     settings["region"] = env_vars.get("AWS_REGION")   # EFS's per-file-system limits are the Region's
     if settings["fsxDeploymentType"] == "PERSISTENT_2":
         settings["fsxThroughputPerTiB"] = env_vars.get("DSLAB_FSX_MBPS_PER_TIB")
@@ -307,7 +309,9 @@ def deployed_lab(clients, env_vars: dict[str, str], fsx) -> Any:
         lab = lab_from_settings(settings.get, source)
     except ConfigError:   # a type the lab does not build: priced as the default lab, and said so
         lab = as_deployed(int(env_vars.get("DSLAB_FSX_CAPACITY_GIB") or 1200))
-    return replace(lab, fsx_idle_hours=None)   # the workflow's settings do not carry the idle guard's hours
+    if env_vars.get("DSLAB_FSX_IDLE_HOURS") in (None, ""):   # a stack deployed before it said: unknown
+        return replace(lab, fsx_idle_hours=None)
+    return lab
 
 
 PEER_PLAN_WAIT_SECONDS = 60   # at most, for a running execution that is still planning to store its plan.json
