@@ -163,6 +163,7 @@ docs: setup
 	$(PY) scripts/model_constants.py
 	$(PY) scripts/record_reference.py
 	$(PY) scripts/answer_reference.py
+	$(PY) -m dslab.core.facts.aws_fields --write
 	$(PY) scripts/estimate_tables.py
 	$(PY) scripts/report_picture.py
 	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict

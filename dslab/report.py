@@ -535,14 +535,11 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                     lines.append(f"- Precision: {pick.label} and {runner.label} are durable within 10% of each other: "
                                  "this run does not separate them (`repeats: 3`, or a larger scale of the workload's "
                                  "bytes).")
+        # Never MLPerf Storage's sequence: its last condition ("The 5 runs must be done on the same machine(s)") is
+        # one no SageMaker job can promise, so mlperf_sequence always names it.
         apart = [t.mlperf_sequence() for t in group]
-        if not any(apart):
-            lines.append(f"- MLPerf Storage's sequence: each target written, the cache cleared, read back in a job of its "
-                         f"own on a new instance, the mean of {min(t.runs for t in group)} runs (duration the slowest "
-                         "rank's, throughput the whole checkpoint over it).")
-        else:
-            lines.append("- Not MLPerf Storage's sequence: " + "; ".join(dict.fromkeys(w for a in apart for w in a))
-                         + ": compare these targets with each other, not with MLPerf's published results.")
+        lines.append("- Not MLPerf Storage's sequence: " + "; ".join(dict.fromkeys(w for a in apart for w in a))
+                     + ": compare these targets with each other, not with MLPerf's published results.")
         trial = trials.get(trial_name)
         if trial is not None:
             try:   # the same answer `dslab recommend --experiment` gives the trial
@@ -586,13 +583,23 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
 
 
 def storage_optimization_note(found: dict[str, Any]) -> str:
-    """The mark on a run's FSx results when FSx rebalanced its storage after an increase while the run read it."""
+    """The mark on a run's FSx results when FSx was optimizing while the run read it: rebalancing its storage after a
+    capacity increase, or moving to a new throughput tier (a FILE_SYSTEM_UPDATE of PerUnitStorageThroughput)."""
     progress = found.get("progress_percent")
     how = f"{progress}% done" if progress is not None else str(found.get("status") or "running")
-    return (f"FSx {found.get('file_system', '')} was rebalancing its storage after a capacity increase when this run "
+    fsx = f"FSx {found.get('file_system', '')}".rstrip()
+    if found.get("action") == "FILE_SYSTEM_UPDATE":
+        tier = found.get("target_mbps_per_tib")
+        towards = f" to {tier} MB/s/TiB" if tier is not None else ""
+        return (f"{fsx} was changing its throughput tier{towards} when this run started ({how}): \"Your read operations "
+                "will see disk I/O performance between the previous level and the new level until your file system is "
+                "no longer in this state\" (FSx for Lustre User Guide, monitoring-throughput-capacity-changes.html), so "
+                "its FSx figures are neither tier's: run the FSx jobs again once `dslab fsx status` shows the change "
+                "COMPLETED")
+    return (f"{fsx} was rebalancing its storage after a capacity increase when this run "
             f"started ({how}): \"you might see decreased file system performance\" until it completes (FSx for Lustre "
             "User Guide), so its FSx figures may be below what it gives afterwards: run the FSx jobs again once "
-            "`dslab fsx status` shows it done").replace("FSx  was", "FSx was")
+            "`dslab fsx status` shows it done")
 
 
 def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answers) -> str:
@@ -649,7 +656,8 @@ def markdown(results: dict[str, Any], rows: list[dict[str, Any]], answers: Answe
               "billable x instances x the hourly price. Spread of the runs: one run has none measured (n/a: "
               "`repeats: 3` or `--repeats 3` measures it); two "
               "show their min–max; from three, also the mean's 95% confidence interval (Student's t). Billable time "
-              "counts whole seconds. MLPerf Storage reports the mean of 5 runs."]
+              "counts whole seconds. MLPerf Storage reports the mean of 5 runs on the same machine(s), which "
+              "SageMaker jobs cannot promise: these are not MLPerf Storage results."]
     saved = [r for r in rows if r.get("spot_saving")]
     if saved:   # DescribeTrainingJob: "(1 - BillableTimeInSeconds / TrainingTimeInSeconds) * 100"
         lines += ["", "Managed spot training saved " + "; ".join(

@@ -368,3 +368,20 @@ def test_a_run_that_starts_while_fsx_rebalances_marks_its_fsx_results(tmp_path):
     assert "(35% done)" in report and report.index("rebalancing") < report.index("### ")
     plain = write_report(_synthetic_results(experiment, backend="aws"), tmp_path / "plain")["report.md"].read_text()
     assert "rebalancing" not in plain
+
+
+def test_a_run_during_a_throughput_tier_change_is_marked_with_the_tier_and_the_user_guides_words():
+    """A Persistent 2 tier change is a FILE_SYSTEM_UPDATE of its own: reads run "between the previous level and the new
+    level" until it completes, so the run's FSx figures are neither tier's, and the report says which change it was."""
+    from dslab.report import storage_optimization_note
+    note = storage_optimization_note({"file_system": "fs-0abc", "action": "FILE_SYSTEM_UPDATE",
+                                      "status": "UPDATED_OPTIMIZING", "progress_percent": None,
+                                      "target_mbps_per_tib": 500})
+    assert note.startswith("FSx fs-0abc was changing its throughput tier to 500 MB/s/TiB when this run started "
+                           "(UPDATED_OPTIMIZING): \"Your read operations will see disk I/O performance between the "
+                           "previous level and the new level until your file system is no longer in this state\"")
+    assert note.endswith("once `dslab fsx status` shows the change COMPLETED") and "rebalancing" not in note
+    capacity = storage_optimization_note({"action": "STORAGE_OPTIMIZATION", "status": "IN_PROGRESS",
+                                          "progress_percent": 35})
+    assert capacity.startswith("FSx was rebalancing its storage after a capacity increase when this run started "
+                               "(35% done)")

@@ -31,7 +31,7 @@ the local volume; the upload runs behind it).
 
 Durable (SageMaker's S3 sync only, where the job names its ``checkpoint_s3_uri``): SageMaker's storage table gives the
 checkpoint path "Writes to S3 during training: Yes" and "Writes to S3 when job is terminated: No" (SageMaker Developer
-Guide, model-access-training-data.html, storage folders), so a writer that ends as its last save returns may leave that
+Guide, model-train-storage-env-var-summary.html), so a writer that ends as its last save returns may leave that
 checkpoint out of S3, and the restore fails. While training goes on (the interval) the host lists the S3 URI every
 ``poll`` seconds; a checkpoint is durable once every file this host wrote for it is listed at its size and no
 ``.sagemaker-uploading`` marker of SageMaker's is beside it, and its durable time runs from the save's start to that
