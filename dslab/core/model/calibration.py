@@ -145,8 +145,8 @@ class Assumption:
 
 
 # Constants whose larger value makes a job shorter; every other one lengthens it.
-FASTER_WHEN_LARGER = {"ebs_download_mbps", "nvme_download_mbps", "fastfile_list_rate", "s3_stream_mbps", "pipe_mbps",
-                      "s3_connection_mbps", "network_payload", "sync_connections"}
+FASTER_WHEN_LARGER = {"ebs_download_mbps", "nvme_download_mbps", "nvme_checkpoint_mbps", "fastfile_list_rate",
+                      "s3_stream_mbps", "pipe_mbps", "s3_connection_mbps", "network_payload", "sync_connections"}
 
 
 @lru_cache(maxsize=None)
@@ -204,6 +204,9 @@ def assumptions() -> dict[str, Assumption]:
                    "the post's 1 GB/s to Mountpoint on EC2's fastest single reader (sequential_read)", "MB/s"),
         Assumption("nvme_download_mbps", "File mode onto NVMe", 250.0, 2000.0,
                    "assumption: the post's EBS ceiling (\"NVMe-backed ones go higher\") to NVMe's local read", "MB/s"),
+        Assumption("nvme_checkpoint_mbps", "a checkpoint's write and read on NVMe", 250.0, 2000.0,
+                   "assumption: the range of File's download onto NVMe; AWS publishes instance storage's IOPS, not MB/s",
+                   "MB/s"),
         Assumption("s3_connection_mbps", "S3 per connection", 85.0, 90.0,
                    "AWS S3 performance guidelines: \"85-90 MB/s\" per concurrent request", "MB/s"),
         Assumption("sync_connections", "the checkpoint sync's parts at once", 4.0, 20.0,

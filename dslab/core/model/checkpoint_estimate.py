@@ -30,7 +30,7 @@ from .estimate import MODEL, NETWORK_PAYLOAD, Model
 
 # The estimate's own figures (estimate.Model: each with its range and source in calibration.assumptions()); a Question
 # carries the model it is answered with (the shipped one, or a user's calibration), these are the shipped values.
-NVME_DOWNLOAD_MBPS = MODEL.nvme_download_mbps
+NVME_CHECKPOINT_MBPS = MODEL.nvme_checkpoint_mbps
 S3_CONNECTION_MBPS = MODEL.s3_connection_mbps
 from ..facts.instances import INSTANCES
 from ..modes import (CKPT_EFS, CKPT_EXPRESS, CKPT_FSX, CHECKPOINT_TARGETS, SYNC_TARGETS,
@@ -110,12 +110,12 @@ NONCURRENT_SAID = (f"S3 sync: the data bucket is versioned; each checkpoint the 
 # VolumeSizeInGB); gp2: "Volumes that are 170 GiB and smaller deliver a maximum throughput of 128 MiB/s. Volumes larger
 # than 170 GiB but smaller than 334 GiB can burst to a maximum throughput of 250 MiB/s. Volumes that are 334 GiB and
 # larger deliver 250 MiB/s" (EBS User Guide, general-purpose.html). NVMe instance storage: AWS publishes IOPS, not
-# MB/s; the lab's one figure for it (estimate.NVME_DOWNLOAD_MBPS) is an assumption, said so.
+# MB/s; the lab's figure for a checkpoint's write and read (estimate.Model.nvme_checkpoint_mbps) is an assumption, said so.
 GP2_SMALL_MIBPS, GP2_LARGE_MIBPS = 128.0, 250.0
 GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
 def nvme_assumption(model: Model = MODEL) -> str:
-    return (f"NVMe instance storage writes and reads at {model.nvme_download_mbps:,.0f} MB/s per instance "
-            "(the estimate's File-mode figure, an assumption: AWS publishes its IOPS, not MB/s)")
+    return (f"NVMe instance storage writes and reads at {model.nvme_checkpoint_mbps:,.0f} MB/s per instance "
+            "(an assumption: AWS publishes its IOPS, not MB/s)")
 
 
 NVME_ASSUMPTION = nvme_assumption()
@@ -282,7 +282,7 @@ class Question:
 def volume_mbps(instance_type: str, volume_gb: int, nvme: bool, model: Model = MODEL) -> tuple[float, str | None]:
     """The instance volume's write (and read) throughput, MB/s, and the assumption it rests on (None: documented)."""
     if nvme:
-        return model.nvme_download_mbps, nvme_assumption(model)
+        return model.nvme_checkpoint_mbps, nvme_assumption(model)
     mibps = GP2_SMALL_MIBPS if volume_gb <= GP2_SMALL_MAX_GB else GP2_LARGE_MIBPS
     note = (f"a gp2 volume of {volume_gb:,} GB between 170 and 334 GiB bursts to 250 MiB/s (its burst credits "
             "assumed)" if GP2_SMALL_MAX_GB < volume_gb < GP2_BURST_MAX_GB else None)

@@ -66,6 +66,10 @@ class Model:
     fastfile_get_latency: float = 0.0447  # seconds per small-file GET through FastFile, per reader (FastFile on JPEGs: A, C)
     # Public figures and assumptions: each has its plausible range and source in calibration.assumptions().
     nvme_download_mbps: float = 1000.0   # File mode onto NVMe instance storage (post: "NVMe-backed ones go higher"; assumption)
+    # A checkpoint's write to and read from NVMe instance storage (the sync's stall, its read back): a quantity of its
+    # own, not File's S3-to-NVMe download, so a checkpoint trial calibrates it without moving File's answers
+    # (assumption, the same figure: AWS publishes instance storage's IOPS, not MB/s).
+    nvme_checkpoint_mbps: float = 1000.0
     fastfile_list_rate: float = 5500.0   # objects/s listed before the script starts (the post)
     s3_stream_mbps: float = 1000.0       # large sequential reads through FastFile by several workers (the post: "exceed 1 GB/s")
     pipe_mbps: float = 300.0             # Pipe stream throughput (assumption: ~2x File's; AWS gives only "up to 9x" File mode)
