@@ -217,21 +217,35 @@ def _transitions_wall(tmp_path, clock):
 
 
 def _status_message(tmp_path, clock):
-    # The product never reads a status message ("we recommend not including them in code that programmatically
-    # initiates actions"); the stand-in writes the reference's own words for Starting and Training.
+    # The product never acts on a status message ("we recommend not including them in code that programmatically
+    # initiates actions"): results.py alone reads it, to record it beside its transition, where a calibration finds
+    # the image pull (core/measured.py). The stand-in writes the reference's own words for Starting and Training.
     readers = [p for p in (REPO / "dslab").rglob("*.py") if p.relative_to(REPO / "dslab").parts[0] not in
                ("emulator", "local")]
-    assert not [p for p in readers if "StatusMessage" in _keys_read(str(p.relative_to(REPO)))]
+    assert [p for p in readers if "StatusMessage" in _keys_read(str(p.relative_to(REPO)))] == [REPO / "dslab/core/results.py"]
     listed = _said(_model("sagemaker").shape_for("SecondaryStatusTransition").members["StatusMessage"].documentation)
     runner = (REPO / "dslab" / "local" / "runner.py").read_text()
     for status, message in (("Starting", "Preparing the instances for training"),
                             ("Training", "Training image download completed. Training in progress.")):
         assert f'enter("{status}", "{message}")' in runner and message in listed
+    # Training's first 50 s pull the image, then 100 s train: the record keeps both, in order, with their words; the
+    # breakdown is the transitions' as SageMaker names them (Training 50 + 100 = 150).
+    d = _describe(1, 210, 210, {"Training": 50.0, "Uploading": 10.0})
+    d["SecondaryStatusTransitions"][1]["StatusMessage"] = "Downloading the training image"
+    extra = {"Status": "Training", "StatusMessage": "Training image download completed. Training in progress.",
+             "StartTime": d["SecondaryStatusTransitions"][1]["EndTime"],
+             "EndTime": d["SecondaryStatusTransitions"][1]["EndTime"] + dt.timedelta(seconds=100)}
+    d["SecondaryStatusTransitions"].insert(2, extra)
+    record = record_from_describe(d, prices=PRICES)
+    assert [(t["status"], t["seconds"], t.get("message")) for t in record["transitions"][:3]] == [
+        ("Starting", 60.0, None), ("Training", 50.0, "Downloading the training image"),
+        ("Training", 100.0, "Training image download completed. Training in progress.")]
+    assert record["phases"]["Training"] == 150.0 and "message" in listed.lower()
 
 
-def _no_warm_pool(tmp_path, clock):
-    # No request keeps a warm pool (ResourceConfig's KeepAlivePeriodInSeconds), so nothing is billed for one, and the
-    # product reads neither WarmPoolStatus nor its retained billable time.
+def _warm_pool(tmp_path, clock):
+    # No request keeps a warm pool (ResourceConfig's KeepAlivePeriodInSeconds), so nothing is billed for one and the
+    # retained billable time is never read; a pool's status and the job that reused it are recorded (results.py).
     from dslab.core.experiment import parse_experiment
     from dslab.core.requests import plan
     from .helpers import lab_environment
@@ -241,13 +255,17 @@ def _no_warm_pool(tmp_path, clock):
     assert requests and not any("KeepAlivePeriodInSeconds" in r["ResourceConfig"] for r in requests)
     product = [p for p in (REPO / "dslab").rglob("*.py") if p.relative_to(REPO / "dslab").parts[0] not in
                ("emulator", "local")]
-    assert not [p for p in product if {"WarmPoolStatus", "ResourceRetainedBillableTimeInSeconds"}
-                & _keys_read(str(p.relative_to(REPO)))]
+    assert not [p for p in product if "ResourceRetainedBillableTimeInSeconds" in _keys_read(str(p.relative_to(REPO)))]
+    assert [p for p in product if "WarmPoolStatus" in _keys_read(str(p.relative_to(REPO)))] == [REPO / "dslab/core/results.py"]
+    d = {**_describe(1, 145, 145, {"Training": 140.0}),
+         "WarmPoolStatus": {"Status": "Reused", "ReusedByJob": "j-2", "ResourceRetainedBillableTimeInSeconds": 300}}
+    assert record_from_describe(d, prices=PRICES)["warm_pool"] == {"status": "Reused", "reused_by_job": "j-2"}
+    assert "warm_pool" not in record_from_describe(_describe(1, 145, 145, {"Training": 140.0}), prices=PRICES)
 
 
 RULES = {"billable-per-instance": _billable_per_instance, "training-time": _training_time,
          "billed-interval": _billed_interval, "transitions-wall": _transitions_wall,
-         "status-message": _status_message, "no-warm-pool": _no_warm_pool}
+         "status-message": _status_message, "warm-pool": _warm_pool}
 
 
 def test_every_rule_the_table_names_is_checked_here():

@@ -78,6 +78,33 @@ def phase_seconds(describe: dict[str, Any]) -> dict[str, float]:
     return {k: round(v, 3) for k, v in phases.items()}
 
 
+def transitions(describe: dict[str, Any]) -> list[dict[str, Any]]:
+    """SecondaryStatusTransitions in order, each as its status, its seconds and its StatusMessage where it has one:
+    what a calibration reads an attempt (a spot job's Interrupted ends one) and the image pull (Training, "Downloading
+    the training image") from (core/measured.py). Recorded, never acted on: the reference says messages change."""
+    fallback_end = parse_time(describe.get("TrainingEndTime")) or parse_time(describe.get("LastModifiedTime"))
+    out = []
+    for transition in describe.get("SecondaryStatusTransitions") or []:
+        start = parse_time(transition.get("StartTime"))
+        end = parse_time(transition.get("EndTime")) or fallback_end
+        if start is None or end is None:
+            continue
+        seconds = round(max(0.0, (end - start).total_seconds()), 3)
+        message = transition.get("StatusMessage")
+        out.append({"status": transition["Status"], "seconds": seconds, **({"message": message} if message else {})})
+    return out
+
+
+def warm_pool(describe: dict[str, Any]) -> dict[str, Any]:
+    """The job's WarmPoolStatus as the record keeps it: its status and the job that reused its pool (that job started
+    warm: no instances launched, no image pulled), or nothing where the job kept no pool."""
+    found = describe.get("WarmPoolStatus") or {}
+    if not found.get("Status"):
+        return {}
+    return {"warm_pool": {"status": found["Status"],
+                          **({"reused_by_job": found["ReusedByJob"]} if found.get("ReusedByJob") else {})}}
+
+
 def breakdown(phases: dict[str, float], wall_seconds: float | None) -> dict[str, float]:
     """The post's Downloading / Training / Other split of one instance's wall clock.
 
@@ -334,6 +361,9 @@ def record_from_describe(describe: dict[str, Any], *, prices: PriceTable, tags: 
         **({"distribution": distribution} if distribution else {}),
         # When the job started (a calibration names each measured cell's date: core/measured.py).
         **({"training_start": started.isoformat()} if started else {}),
+        # Extra fields a calibration reads: the transitions in order (attempts, the image pull) and the warm pool.
+        **({"transitions": transitions(describe)} if describe.get("SecondaryStatusTransitions") else {}),
+        **warm_pool(describe),
         **checkpoint_fields(checkpoint_target, checkpoint_restore, describe),
     }
 

@@ -105,17 +105,26 @@ FIELDS: tuple[AwsField, ...] = (
              rule="transitions-wall"),
     AwsField(SM, DTJ, "SecondaryStatusTransition", "StatusMessage",
              "Status messages are subject to change. Therefore, we recommend not including them in code that "
-             "programmatically initiates actions.", (),
-             "Not read, as the reference asks. (Its example, Training with \"Downloading the training image\", says "
-             "the image pull is the first part of Training.) The stand-in writes the reference's own messages.",
-             rule="status-message"),
-    AwsField(SM, DTJ, DTJR, "WarmPoolStatus", "The status of the warm pool associated with the training job.", (),
-             "Not read: the lab's requests set no KeepAlivePeriodInSeconds, so no warm pool is kept and nothing is "
-             "billed for one.", rule="no-warm-pool"),
+             "programmatically initiates actions.", (RESULTS,),
+             "Recorded beside its transition (the record's transitions) and never acted on, as the reference asks. A "
+             "calibration reads the image pull from it: the reference's own example, Training with \"Downloading the "
+             "training image\", is the first part of Training, and is start-up, not training (core/measured.py). The "
+             "stand-in writes the reference's own messages.", rule="status-message"),
+    AwsField(SM, DTJ, DTJR, "WarmPoolStatus", "The status of the warm pool associated with the training job.",
+             (RESULTS,),
+             "The record's warm_pool. The lab's requests set no KeepAlivePeriodInSeconds, so its own jobs keep no pool "
+             "and nothing is billed for one.", rule="warm-pool"),
+    AwsField(SM, DTJ, "WarmPoolStatus", "Status", "The status of the warm pool.", (RESULTS,),
+             "warm_pool.status: Reused means another job started on this job's instances.", rule="warm-pool"),
+    AwsField(SM, DTJ, "WarmPoolStatus", "ReusedByJob",
+             "The name of the matching training job that reused the warm pool.", (RESULTS,),
+             "warm_pool.reused_by_job: that job started warm (no instances launched, no image pulled), so a "
+             "calibration does not fit its start-up (core/measured.py).", rule="warm-pool"),
     AwsField(SM, DTJ, "WarmPoolStatus", "ResourceRetainedBillableTimeInSeconds",
              "Multiply ResourceRetainedBillableTimeInSeconds by the number of instances (InstanceCount) in your "
              "training cluster to get the total compute time SageMaker bills you if you run warm pool training.", (),
-             "Not read (no warm pool); were one kept, its retained time is one instance's too.", rule="no-warm-pool"),
+             "Not read (the lab keeps no pool); were one kept, its retained time is one instance's too.",
+             rule="warm-pool"),
     AwsField(SM, DTJ, DTJR, "TrainingJobName", "Name of the model training job.", (RESULTS, COLLECT, JOBS),
              "The record's job_name."),
     AwsField(SM, DTJ, DTJR, "TrainingJobStatus", "The status of the training job.", (RESULTS, COLLECT, RUNS, JOBS),
