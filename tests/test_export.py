@@ -180,7 +180,8 @@ def test_export_defaults_to_the_recommended_source(outputs, capsys):
     (["--repeat", "3"], ["--repeat", "0..0"]),
     # issue 55: a source on the directory bucket that no trial reads ended in KeyError: 'Express File'
     (["--mode", "Express File"], ["--mode", "does not run Express File", "no trial", "File, FastFile, FSx"]),
-    (["--mode", "Express FastFile"], ["--mode", "does not run Express FastFile", "File, FastFile, FSx"]),
+    (["--mode", "Express FastFile"], ["--mode", "does not run Express FastFile", "directory bucket",
+                                      "File, FastFile, FSx"]),
 ])
 def test_bad_choices_exit_2_naming_the_flag(outputs, capsys, args, words):
     assert export("--outputs", str(outputs), *args) == 2

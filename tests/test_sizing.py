@@ -299,7 +299,11 @@ def test_the_directory_bucket_is_sized_against_the_clusters_demand_and_says_whic
     monkeypatch.chdir(tmp_path)
     text = dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--explain")
     assert text.returncode == 0, text.stderr
-    assert f"  Express FastFile  {command}" in text.stdout.splitlines()
+    # Under its source, wrapped to 160 columns at spaces (the URL whole): the same words.
+    lines = text.stdout.splitlines()
+    at_label = lines.index("  Express FastFile")
+    said = " ".join(line.strip() for line in lines[at_label + 1:at_label + 4])
+    assert command in said and max(map(len, lines)) <= 160, said
     row = next(s for s in json.loads(dslab_in_process(capsys, "size", *P4D_C, "--count", "64", "--json").stdout)["sources"]
                if s["source"] == "Express FastFile")
     assert row["commands"] == [command] and row["quota"]["request_per_second"] == 457_000
@@ -359,10 +363,13 @@ def test_several_deploys_are_also_printed_as_one_that_sets_them_all(capsys, tmp_
     at = lines.index("  FSx + EFS together (one deploy sets them all: run it instead of the separate deploys, which "
                      "undo each other):")
     assert lines[at + 1].split()[:3] == ["make", "deploy", "FSX=up"] and combined["command"] in lines[at + 1]
-    assert ("  a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these words "
+    # Wrapped to 160 columns (issue 55): the same words, its lines joined.
+    said = lines.index(next(line for line in lines if line.startswith("  a deploy's CONTEXT holds")))
+    assert ("a deploy's CONTEXT holds for that deploy only: a later `make deploy` or `make fsx-up` without these words "
             "builds cdk.json's settings again (put them in cdk.json's context to keep them); where that would shrink FSx "
             "in place or change EFS's throughput within 24 hours of its last change, which AWS refuses, it stops before "
-            "anything changes and says the way (FSX=down, then up; the time after which EFS may)") in lines
+            "anything changes and says the way (FSX=down, then up; the time after which EFS may)") in \
+        " ".join(line.strip() for line in lines[said:said + 3])
     # One row deploying (2 TB in 500 shards on one ml.p3.2xlarge: FSx grows to hold it, EFS Bursting feeds it): its
     # command alone, and the line on CONTEXT.
     one = ["--files", "500", "--bytes", "2000GB", "--instance", "ml.p3.2xlarge"]

@@ -92,6 +92,7 @@ def instance_type_problem(value: str) -> str | None:
     known = training_instance_types()
     if value in known:
         return None
-    close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.75)
-    hint = f"; did you mean {' or '.join(close)}?" if close else "; `aws sagemaker` names them ml.<family>.<size>, e.g. ml.g5.xlarge"
-    return f"{value!r} is not a SageMaker training instance type (botocore {botocore.__version__}'s model){hint}"
+    close = difflib.get_close_matches(str(value), known, n=2, cutoff=0.75)
+    hint = f": did you mean {' or '.join(close)}?" if close else ": ml.<family>.<size>, e.g. ml.g5.xlarge"
+    # One line that fits 160 columns with the field before it (botocore names the types SageMaker accepts).
+    return f"{value!r} is not a SageMaker training instance type (botocore {botocore.__version__}){hint}"

@@ -50,6 +50,24 @@ def _aws_error(err: Exception) -> str | None:
     return None
 
 
+ERROR_WIDTH = 160   # an error is one line a terminal shows whole
+
+
+def one_line(err: Exception) -> str:
+    """The error as the one line the user reads: a ConfigError's list of what is allowed shortened to what fits
+    ("and 37 more"), or left out where not even three items fit; the field and the problem are never cut."""
+    text = f"dslab: error: {err}"
+    if len(text) <= ERROR_WIDTH or not isinstance(err, ConfigError) or not isinstance(err.allowed, list):
+        return text
+    items = [str(item) for item in err.allowed]
+    bare = f"dslab: error: {ConfigError(err.field, err.problem, None, err.source)}"
+    for shown in range(len(items) - 1, 2, -1):   # fewer than three is no list to choose from
+        line = f"{bare} (allowed: {', '.join(items[:shown])} and {len(items) - shown} more)"
+        if len(line) <= ERROR_WIDTH:
+            return line
+    return bare
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -62,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at interpreter exit
         return 0
     except (ConfigError, RequestInvalid, UserError) as err:
-        print(f"dslab: error: {err}", file=sys.stderr)
+        print(one_line(err), file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as err:  # AWS errors: one line and the fix, not a traceback
         message = _aws_error(err)

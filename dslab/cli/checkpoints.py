@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..core.answer.decision import duration
 from .common import print_ignored, print_json
 from .question import checkpoint_question_of, workload_json
-from .render import DIFFERS, fit, print_lines, table, wrap
+from .render import DIFFERS, WIDTH, fit, print_lines, table, wrap
 
 
 def _seconds(value: float) -> str:
@@ -38,23 +38,34 @@ def headline(answer) -> str:
             f"{_seconds(p.stall_seconds)} stall a save, {_seconds(p.restore_seconds)} to restore")
     if answer.runner_up is not None:
         r = answer.runner_up.estimate
-        text += f"; runner-up {r.label}, ${r.usd_per_day:,.2f} (+${r.usd_per_day - p.usd_per_day:,.2f})"
+        runner = f"; runner-up {r.label}, ${r.usd_per_day:,.2f} (+${r.usd_per_day - p.usd_per_day:,.2f})"
+        # What the pick is provisioned as (its row says it) gives way to width before the runner-up does.
+        shorter = text.replace(f" ({_short(p)})", "", 1)
+        text = text + runner if len(text + runner) <= WIDTH else shorter + runner
     return fit(text)
 
 
-def premise_lines(answer) -> list[str]:
-    p, c = answer.premise, answer.premise.checkpoint
+def premise_line(p, lead: str = "premise: ") -> str:
+    """A checkpoint question in one line: the cluster, the workload's ranks and checkpoint, how often and how many
+    are kept. The whole premise is under --explain."""
+    c = p.checkpoint
     plan = c.plan
     from ..core.workloads.checkpoint import GIB
     every = f"{c.every_seconds / 60:g} min" if c.every_seconds >= 60 else f"{c.every_seconds:g} s"
-    first = (f"premise: {p.instance_count:,} x {p.instance_type} ({p.accelerators} x {p.accelerator or 'no accelerator'}); "
-             f"{plan.workload.name}: {plan.processes:,} ranks, {plan.files:,} files, {plan.bytes / GIB:,.1f} GiB a "
-             f"checkpoint; a save every {every}, the last {c.keep} kept"
-             + (f", each within {c.save_under:g} s" if c.save_under else ""))
+    cluster = f"{p.instance_count:,} x {p.instance_type}"
+    rest = (f"{plan.workload.name}: {plan.processes:,} ranks, {plan.files:,} files, {plan.bytes / GIB:,.1f} GiB a "
+            f"checkpoint; a save every {every}, the last {c.keep} kept"
+            + (f", each within {c.save_under:g} s" if c.save_under else ""))
+    full = f"{lead}{cluster} ({p.accelerators} x {p.accelerator or 'no accelerator'}); {rest}"
+    # The accelerators (the instance names them) give way to width first.
+    return full if len(full) <= WIDTH else fit(f"{lead}{cluster}; {rest}")
+
+
+def premise_lines(answer) -> list[str]:
     from .render import priced_line
     second = priced_line("priced: each target as provisioned for this question (FSx, EFS: the cheapest day)",
-                         answer.question.question.lab, p.defaults)
-    return [fit(first), fit(second)]
+                         answer.question.question.lab, answer.premise.defaults)
+    return [premise_line(answer.premise), fit(second)]
 
 
 def table_lines(answer, *, commands: bool = False) -> list[str]:
@@ -88,9 +99,9 @@ def explain_lines(answer) -> list[str]:
     out += wrap(answer.why)
     for name, why in answer.passed_over.items():
         out += wrap(f"passed over: {name}: {why}")
-    out.append("durable: until a restore can count on a save (SageMaker's sync: written to the volume, then uploaded, "
-               "which SageMaker does not finish once a job ends; FSx, EFS: written and fsynced); stall: what training "
-               "waits for it")
+    out += wrap("durable: until a restore can count on a save (SageMaker's sync: written to the volume, then uploaded, "
+                "which SageMaker does not finish once a job ends; FSx, EFS: written and fsynced); stall: what training "
+                "waits for it", indent="")
     out.append("each target, as provisioned and as the lab stands:")
     for t in answer.targets:
         e = t.estimate
@@ -109,7 +120,7 @@ def explain_lines(answer) -> list[str]:
                 "a stall; a day: idle, storage of the checkpoints kept (FSx: its capacity; EFS Provisioned: its "
                 "throughput) and requests at the interval")
     out.append("the whole premise, as every answer of this question states it:")
-    out.append(answer.premise.describe())
+    out += wrap(answer.premise.describe(), indent="")
     for line in answer.premise.checkpoint.plan.describe():
         out += wrap(line)
     return out

@@ -153,8 +153,8 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
     if asked_storage and not record and not any(mode in t.modes and (t.storage or "standard") == asked_storage
                                                 for t in trials):
         # "Express File" where no trial reads File from the directory bucket: the answer has no such source.
-        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial of it reads "
-                          f"{mode} from the S3 Express One Zone bucket", _sources_run(trials, dataset.name))
+        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial reads the "
+                          "directory bucket", _sources_run(trials, dataset.name))
     if record is None:
         _check_as_deployed(answers, dataset, trials, mode, storage)
     trials = [next(t for t in prepared.trials if t.name == trial.name) for trial in trials]
@@ -205,9 +205,12 @@ def _recommended_source(answers, experiment_path: str, dataset, trial_name: str 
     if found is None or found.answer is None:
         raise ConfigError("--mode", f"no answer for {dataset.name}: {found.missing if found else 'no trial reads it'}; "
                           "give --mode")
+    from .render import premise_line, wrap
     pick = found.decision.pick
-    print(f"recommended for {found.scenario.label}: {pick.source} (as `dslab recommend --experiment {experiment_path} "
-          f"--dataset {dataset.name}`); --mode chooses another; {found.premise.describe()}", file=sys.stderr)
+    for line in wrap(f"recommended for {found.scenario.label}: {pick.source} (as `dslab recommend --experiment "
+                     f"{experiment_path} --dataset {dataset.name}`); --mode chooses another", indent=""):
+        print(line, file=sys.stderr)
+    print(premise_line(found.premise), file=sys.stderr)
     return pick.mode, pick.storage
 
 

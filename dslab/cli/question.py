@@ -177,6 +177,9 @@ def check_instance(instance: str, prices) -> None:
     problem = instance_type_problem(instance)
     if problem:
         raise ConfigError("--instance", problem)
+    if prices.instance_hourly(instance) is None:   # said in one line that fits (PriceTable's own sentence is longer)
+        raise ConfigError("--instance", f"no price for {instance} (table of {prices.date}): add it to a --prices "
+                          "file's instance_hourly, or pick a type `dslab prices` lists")
     prices.require_instance(instance, "--instance")
 
 

@@ -48,28 +48,81 @@ def cost_range(pair: tuple[float, float] | None) -> str:
 # ---- the data answer -------------------------------------------------------------------------------------------
 
 def headline(answer) -> str:
-    """The first line: the pick, its cost to a result with its range, its time to a result, what it is priced on; the
-    runner-up."""
+    """The first line: the pick, its cost to a result with its range, its time to a result (with the set-up's share
+    where it is most of it), what it is priced on; the runner-up, and why it is not the pick where it is cheaper."""
     pick, runner = answer.pick, answer.runner_up
-    text = (f"answer: {pick.source}, {usd(pick.cost_usd)} per run ({cost_range(pick.cost_range)}), "
-            f"{duration(pick.seconds_to_result)} to a result, as {pick.provisioned_as or 'the lab stands'}")
-    if runner is not None:
-        text += (f"; runner-up {runner.source}, {usd(runner.cost_usd)} "
-                 f"({usd_difference(runner.cost_usd - pick.cost_usd)}), {duration(runner.seconds_to_result)}")
+    cost = f"answer: {pick.source}, {usd(pick.cost_usd)} per run ({cost_range(pick.cost_range)})"
+    first = f"{cost}, {duration(pick.seconds_to_result)} to a result{setup_share(pick)}"
+    where = f", as {pick.provisioned_as or 'the lab stands'}"
+    if runner is None:
+        return fit(first + where) if len(first + where) <= WIDTH else fit(first)
+    difference = usd_difference(runner.cost_usd - pick.cost_usd)
+    name = f"; runner-up {runner.source}, {usd(runner.cost_usd)}"
+    time = f", {duration(runner.seconds_to_result)}"
+    full, brief, least = _why_not_runner(answer)
+    # What gives way to width, in turn: what the pick is provisioned as (its row says it), the runner-up's time, the
+    # weighed figures (the table's column shows them); never why a cheaper runner-up is not the pick.
+    for text in (first + where + name + f" ({difference}{full})" + time, first + name + f" ({difference}{full})" + time,
+                 first + name + f" ({difference}{full})", first + name + f" ({difference}{brief})",
+                 first + name + f" ({difference}{least})"):
+        if len(text) <= WIDTH:
+            return text
     return fit(text)
+
+
+# The set-up in a few words, by source: what its time to a result waits for before (or beside) the job.
+SETUP_WORDS = {"FSx": "FSx's import", "EFS": "the copy into EFS"}
+
+
+def setup_share(s) -> str:
+    """", 8.3 h of it FSx's import" where the set-up is at least half the time to a result; else nothing."""
+    setup = s.option.setup.seconds
+    if setup <= 0 or setup < s.seconds_to_result / 2:
+        return ""
+    what = ("the copy out of EFS" if s.option.data_in_efs and s.mode != "EFS" else
+            "the staging copy" if s.storage == "express" else SETUP_WORDS.get(s.mode, "the set-up"))
+    return f", {duration(setup)} of it {what}"
+
+
+def _why_not_runner(answer) -> tuple[str, str, str]:
+    """Where the runner-up is cheaper than the pick, why it is not the pick, in a few words and in fewer: its weighed
+    cost (the table's order) above the pick's, and what raised it. Nothing where the pick is the cheaper."""
+    from ..core.answer.decision import weighed
+    pick, runner = answer.pick, answer.runner_up
+    if runner.cost_usd >= pick.cost_usd:
+        return "", "", ""
+    o = runner.option
+    reasons = (["its range's top"] if o.pick_usd > o.cost_usd else []) + ([f"{o.margin:.0%} to save"] if o.margin else [])
+    why = ", ".join(reasons)
+    return (f"; weighed {usd(weighed(o))} > {usd(weighed(pick.option))}: {why}", f"; weighed higher: {why}",
+            "; weighed higher")
+
+
+def legend(answer, weighed_shown: bool) -> str:
+    """One line under the table: what its cost and time columns are, and why its rows are in their order."""
+    from ..core.answer.decision import INFRA_MARGIN
+    keep = 1 - INFRA_MARGIN
+    order = "rows by weighed" if weighed_shown else "rows by weighed cost (recommend)"
+    return fit(f"cost, time: to a result (job + set-up); {order}: the cost at its range's top with no measured cell, "
+               f"/ {keep:g} if it needs its own")
 
 
 def _compute_short(premise) -> str:
     """The compute in a few words (the whole sentence is under --explain)."""
     said = premise.compute
-    if "MLPerf Storage emulates" in said:
-        return f"MLPerf Storage {(premise.accelerator or 'preset').split()[0]}"
+    if "MLPerf Storage emulates" in said:   # "ResNet-50 on V100 as MLPerf Storage emulates it: ...": the preset's
+        on = said.split(" as MLPerf Storage emulates")[0].rsplit(" on ", 1)
+        return f"MLPerf Storage {on[1] if len(on) == 2 else (premise.accelerator or 'preset').split()[0]}"
     if "published" in said:
         return "a published training rate"
     if "as DLIO emulates it" in said:
         return "the workload file's compute"
     if said.startswith("the model consumes"):
         return "given"
+    if said.endswith("(the experiment's compute)"):
+        return "the experiment's compute"
+    if "trained for real" in said:
+        return said.split(";")[0]
     return said.split(":")[0][:40]
 
 
@@ -83,21 +136,28 @@ DEFAULT_WORDS = {"instance": "type", "instance_count": "count", "epochs": "epoch
                  "keep": "kept", "save_under": "save target"}
 
 
-def premise_lines(answer) -> list[str]:
-    """The premise in two lines: the question (cluster, compute, epochs, dataset and where it came from), then what it
-    is priced on (the rule, the lab as it stands, the defaults taken). The whole premise is under --explain."""
-    p = answer.premise
+def premise_line(p, lead: str = "premise: ") -> str:
+    """The question in one line: the cluster, its compute, the epochs, the dataset and (where it fits) where its size
+    came from. The whole premise is under --explain."""
     samples, _ = p.shape.sample_count()
     from ..core.shape import format_bytes
     epochs = f"{p.epochs:,} epoch{'s' if p.epochs != 1 else ''}"
-    first = (f"premise: {p.instance_count:,} x {p.instance_type} ({p.accelerators} x {p.accelerator or 'no accelerator'}) "
+    each = f"{p.accelerators} x {p.accelerator}" if p.accelerator else "no accelerator"
+    first = (f"{lead}{p.instance_count:,} x {p.instance_type} ({each}) "
              f"at {p.rate:,.0f} samples/s each ({_compute_short(p)}), {epochs}; {p.shape.files:,} files, "
              f"{format_bytes(p.shape.bytes)}, {samples:,} samples")
     for origin in (f" ({p.shape_origin})", f" ({p.shape_origin.split(',')[0].split(';')[0]})", ""):
         if len(first) + len(origin) <= WIDTH:
             first += origin
             break
-    lines = [fit(first), priced_line(f"priced: {answer.rule}", answer.lab, p.defaults)]
+    return fit(first)
+
+
+def premise_lines(answer) -> list[str]:
+    """The premise in two lines: the question (cluster, compute, epochs, dataset and where it came from), then what it
+    is priced on (the rule, the lab as it stands, the defaults taken). The whole premise is under --explain."""
+    p = answer.premise
+    lines = [premise_line(p), priced_line(f"priced: {answer.rule}", answer.lab, p.defaults)]
     if p.calibration.source:   # a user's file: its own line, so that its path is never cut
         lines.append(fit(f"constants: {p.calibration.describe()}"))
     return lines
@@ -111,6 +171,17 @@ def priced_line(rule: str, lab, defaults) -> str:
     details = f" (FSx {lab.fsx.short()}, {lab.efs.short()})"
     for said in (details, ""):
         line = f"{rule}; {DIFFERS}: where {_lab_name(lab)}{said} differs{tail}"
+        if len(line) <= WIDTH:
+            return line
+    return fit(line)
+
+
+def lab_line(rule: str, lab, defaults) -> str:
+    """The experiment commands' rule in one line: each job on the lab as it stands, which lab, the defaults taken."""
+    taken = [words for part, words in DEFAULT_WORDS.items() if part in defaults]
+    tail = f"; defaults: {', '.join(taken)}" if taken else ""
+    for said in (f" (FSx {lab.fsx.short()}, {lab.efs.short()})", ""):
+        line = f"{rule}: {_lab_name(lab)}{said}{tail}"
         if len(line) <= WIDTH:
             return line
     return fit(line)
@@ -133,13 +204,15 @@ def blocked_lines(answer, columns: int) -> list[str]:
 
 
 def recommend_lines(answer, explain: bool = False) -> list[str]:
-    """`dslab recommend`: the answer, the ranking by the decision's own order, the premise."""
+    """`dslab recommend`: the answer, the ranking by the decision's own order (its weighed column), the premise."""
     from ..core.answer.decision import weighed
     rows = [[str(s.rank), s.source, usd(s.cost_usd), cost_range(s.cost_range), usd(weighed(s.option)),
-             duration(s.seconds_to_result), s.option.bound or "-", _provisioned(s)] for s in answer.serving]
+             duration(s.seconds_to_result), duration(s.job_seconds), s.option.bound or "-", _provisioned(s)]
+            for s in answer.serving]
     lines = [headline(answer)]
-    lines += table(["#", "source", "to a result", "range", "weighed", "to result", "bound", "provisioned as"], rows,
-                   right=(0, 2, 3, 4, 5))
+    lines += table(["#", "source", "cost", "range", "weighed", "time", "job time", "bound", "provisioned as"], rows,
+                   right=(0, 2, 3, 4, 5, 6))
+    lines.append(legend(answer, weighed_shown=True))
     lines += blocked_lines(answer, 8)
     lines += premise_lines(answer)
     lines.append(footer(answer))
@@ -158,10 +231,11 @@ def estimate_lines(answer, shown: Callable[[Any], bool] = lambda s: True, explai
         hosts = max(1, e.instance_count)
         rows.append([str(s.rank), s.source, f"{e.downloading / hosts:,.0f}", f"{e.training / hosts:,.0f}",
                      f"{e.other / hosts:,.0f}", usd(o.job_usd), usd(o.setup.usd), usd(o.cost_usd), cost_range(s.cost_range),
-                     duration(s.seconds_to_result), o.bound or "-", _provisioned(s)])
+                     duration(s.seconds_to_result), duration(s.job_seconds), o.bound or "-", _provisioned(s)])
     lines = [headline(answer)]
-    lines += table(["#", "source", "download", "training", "other", "job", "set-up", "to a result", "range",
-                    "to result", "bound", "provisioned as"], rows, right=(0, 2, 3, 4, 5, 6, 7, 8, 9))
+    lines += table(["#", "source", "download", "training", "other", "job", "set-up", "cost", "range", "time",
+                    "job time", "bound", "provisioned as"], rows, right=(0, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+    lines.append(legend(answer, weighed_shown=False))
     lines += [line for line, s in zip(blocked_lines(answer, 14), [s for s in answer.sources if s.blocker]) if shown(s)]
     lines += premise_lines(answer)
     lines.append(footer(answer))
@@ -187,15 +261,16 @@ def size_lines(answer, *, as_deployed: bool = False, explain: bool = False) -> l
             if o.blocker:
                 continue
             rows.append([str(s.rank), s.source, f"{d['au_percent']:.1f}%", _largest(d["max_instances_at_target_au"], 1),
-                         usd(o.cost_usd), "-", duration(o.job_seconds), duration(o.seconds), d["premise"]])
+                         usd(o.cost_usd), "-", duration(o.seconds), duration(o.job_seconds), d["premise"]])
             continue
         rows.append([str(s.rank), s.source, f"{s.sized.au_percent:.1f}%", _largest(s.sized.max_instances_at_target_au, 1),
-                     usd(s.cost_usd), cost_range(s.cost_range), duration(s.job_seconds), duration(s.seconds_to_result),
+                     usd(s.cost_usd), cost_range(s.cost_range), duration(s.seconds_to_result), duration(s.job_seconds),
                      _provisioned(s)])
     lines = [headline(answer)]
     heading = "as the lab stands" if as_deployed else "provisioned as"
-    lines += table(["#", "source", "AU", f"largest at AU>={target}", "to a result", "range", "job time", "to result",
+    lines += table(["#", "source", "AU", f"largest at AU>={target}", "cost", "range", "time", "job time",
                     heading], rows, right=(0, 2, 3, 4, 5, 6, 7))
+    lines.append(legend(answer, weighed_shown=False))
     if as_deployed:
         lines += [fit(f"{'--':>3s}  {s.source:17s} cannot run as the lab stands: {s.deployed.blocker}")
                   for s in answer.sources if s.deployed.blocker]
@@ -265,8 +340,36 @@ def explain_lines(answer, provisioning: bool = False) -> list[str]:
     for line in [answer.premise.compute, *answer.assumptions, *notes, *answer.sizing.notes]:
         out += wrap(line)
     out.append("the whole premise, as every answer of this question states it:")
-    out.append(answer.premise.describe())
+    out += wrap(answer.premise.describe(), indent="")
     return out
+
+
+# How the commands an answer gives begin where they are for a shell (the rest are steps in words).
+SHELL_COMMANDS = ("make ", "dslab ", ".venv/bin/dslab ", "aws ", "node_modules/", "cdk ", "npx ")
+
+
+def command_lines(label: str, command: str, note: str = "") -> list[str]:
+    """A command to copy, under its label: on the label's line where it fits, else on its own line below; a command
+    longer than a line is split at a space with a backslash-newline, which the shell removes (inside double quotes
+    too), with the next part at the line's start so that nothing is added to a quoted CONTEXT."""
+    line = f"  {label:17s} {command}{note}"
+    if len(line) <= WIDTH:
+        return [line]
+    # The label, then the command (its own lines), then the note: a command on its line is whole to copy.
+    out = [f"  {label}"] if label.strip() else []
+    after = [fit(f"    {note.strip()}")] if note.strip() else []
+    if not command.startswith(SHELL_COMMANDS):   # words to follow (a support case and its URL): wrapped, never split
+        return out + textwrap.wrap(command, width=WIDTH, initial_indent="    ", subsequent_indent="    ",
+                                   break_long_words=False, break_on_hyphens=False) + after
+    indent, rest = "    ", command
+    while len(indent) + len(rest) > WIDTH:
+        cut = rest.rfind(" ", 0, WIDTH - len(indent) - 2)
+        if cut <= 0:
+            break
+        out.append(f"{indent}{rest[:cut + 1]}\\")
+        indent, rest = "", rest[cut + 1:]
+    out.append(indent + rest)
+    return out + after
 
 
 def provision_lines(answer) -> list[str]:
@@ -290,7 +393,7 @@ def provision_lines(answer) -> list[str]:
         for command in s.commands:
             standing = (f"  # ${s.sized.standing_usd_per_hour:,.2f}/hour while it stands"
                         if s.sized.standing_usd_per_hour and command.startswith("make deploy") else "")
-            out.append(f"  {s.source:17s} {command}{standing}")
+            out += command_lines(s.source, command, standing)
             said = True
     if not said:
         out.append("  nothing: every source feeds them as the lab stands")
@@ -298,11 +401,11 @@ def provision_lines(answer) -> list[str]:
     if combined:
         standing = (f"  # ${combined['standing_usd_per_hour']:,.2f}/hour while it stands"
                     if combined["standing_usd_per_hour"] else "")
-        out.append(f"  {' + '.join(combined['sources'])} together (one deploy sets them all: run it instead of the "
-                   "separate deploys, which undo each other):")
-        out.append(f"  {'':17s} {combined['command']}{standing}")
+        out += wrap(f"{' + '.join(combined['sources'])} together (one deploy sets them all: run it instead of the "
+                    "separate deploys, which undo each other):")
+        out += command_lines("", combined["command"], standing)
     if any(s.sized.deploy_settings for s in answer.sources):
-        out.append(f"  {CONTEXT_HOLDS}")
+        out += wrap(CONTEXT_HOLDS)
     return out
 
 

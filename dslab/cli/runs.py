@@ -57,12 +57,19 @@ def cmd_plan(args) -> int:
     print(f"experiment {experiment.name} ({experiment.content_hash}): {len(jobs)} jobs")
     print_premises(experiment, lab)
     print_ignored(workloads)   # the DLIO fields the lab does not use, one line each
+    from .render import fit, print_lines, table
+    rows, buckets = [], {}
     for job in jobs:
         if job.request is None:
-            print(f"  {job.name:60s} SKIPPED: {job.skip_reason}")
+            rows.append([job.name, "SKIPPED", "", job.skip_reason])
             continue
         what = job.spec.mode if job.spec.target is None else checkpoint_target_label(job.spec.target, job.spec.restore)
-        print(f"  {job.name:60s} {what:8s} {job.request['ResourceConfig']['InstanceType']:16s} {_reads_from(job.request)}")
+        rows.append([job.name, what, job.request["ResourceConfig"]["InstanceType"],
+                     _reads_from(job.request, buckets, env)])
+    # Two spaces in, as the jobs were listed; each bucket named once below, so that a line holds its job.
+    print_lines(["  " + line for line in table(["job", "source", "instance", "reads from"], rows)])
+    for name, uri in buckets.items():
+        print(fit(f"{name}: {uri}"))
     print("(--json prints the complete CreateTrainingJob requests)")
     return 0
 
@@ -72,16 +79,32 @@ def checkpoint_target_label(target: str, restore: bool) -> str:
     return label(target, restore)
 
 
-def _reads_from(request: dict) -> str:
+def _reads_from(request: dict, buckets: dict[str, str] | None = None, env=None) -> str:
     """Where a job's data comes from: its channel's S3 URI or file-system path; a Script job has no channel and
-    reads the dataset_uri it is given."""
+    reads the dataset_uri it is given. With ``buckets``, the lab's two buckets are named by role ("data bucket/...")
+    and each added there once (name -> s3:// URI), for a line that says them."""
     channels = request.get("InputDataConfig")
     if request.get("CheckpointConfig"):
-        return f"{request['CheckpointConfig']['S3Uri']} (SageMaker's checkpoint sync of {request['CheckpointConfig']['LocalPath']})"
-    if not channels:
-        return f"{request['HyperParameters']['dataset_uri'].strip(chr(34))} (read by the script, no channel)"
-    source = channels[0]["DataSource"]
-    return source.get("S3DataSource", {}).get("S3Uri") or source["FileSystemDataSource"]["DirectoryPath"]
+        said = f"{_bucket_said(request['CheckpointConfig']['S3Uri'], buckets, env)} (sync)"
+    elif not channels:
+        said = f"{_bucket_said(request['HyperParameters']['dataset_uri'].strip(chr(34)), buckets, env)} (the script reads it)"
+    else:
+        source = channels[0]["DataSource"]
+        said = (_bucket_said(source["S3DataSource"]["S3Uri"], buckets, env) if "S3DataSource" in source
+                else source["FileSystemDataSource"]["DirectoryPath"])
+    return said
+
+
+def _bucket_said(uri: str, buckets: dict[str, str] | None, env) -> str:
+    """``uri`` with the lab's data bucket or directory bucket named by its role (recorded in ``buckets``)."""
+    if buckets is None or env is None:
+        return uri
+    for name, bucket in (("data bucket", getattr(env, "bucket", None)),
+                         ("directory bucket", getattr(env, "express_bucket", None))):
+        if bucket and uri.startswith(f"s3://{bucket}/"):
+            buckets[name] = f"s3://{bucket}/"
+            return f"{name}/{uri[len(bucket) + 6:]}"
+    return uri
 
 
 def _workloads(experiment) -> list:
@@ -91,18 +114,28 @@ def _workloads(experiment) -> list:
 
 
 def print_premises(experiment, lab, stats=None) -> None:
-    """Each scenario's premise, as `recommend --experiment` states it: what the plan's jobs are estimated on."""
-    from ..core.answer.scenarios import checkpoint_premise_of_trial, known_shape, premise_of_trial, scenarios
+    """What the plan's jobs are estimated on, one line each: the rule and the lab (once), then each checkpoint trial's
+    and each scenario's question, as `recommend --experiment` states it (the whole premise: its --explain)."""
+    from ..core.answer.scenarios import (EXPERIMENT_RULE, checkpoint_premise_of_trial, known_shape, premise_of_trial,
+                                         scenarios)
+    from . import checkpoints
+    from .render import fit, lab_line, premise_line
+    lines, defaults = [], set()
     for trial in experiment.trials:
         if trial.checkpoint is not None:
-            targets = ", ".join(trial.checkpoint.targets)
-            print(f"{trial.name} (checkpoints to {targets}): {checkpoint_premise_of_trial(trial, lab, experiment.calibration).describe()}")
+            premise = checkpoint_premise_of_trial(trial, lab, experiment.calibration)
+            lines.append(checkpoints.premise_line(premise, f"{trial.name} (checkpoints): "))
     for scenario in scenarios(experiment):
         known = known_shape(scenario.dataset, stats)
         if known is None:
-            print(f"{scenario.label}: its size is read from its stats file at Plan (not known here)")
+            lines.append(fit(f"{scenario.label}: its size is read from its stats file at Plan (not known here)"))
             continue
-        print(f"{scenario.label}: {premise_of_trial(scenario.trials[0], known, lab, experiment.calibration).describe()}")
+        premise = premise_of_trial(scenario.trials[0], known, lab, experiment.calibration)
+        defaults |= premise.defaults
+        lines.append(premise_line(premise, f"{scenario.label}: "))
+    print(lab_line(f"priced: {EXPERIMENT_RULE}", lab, defaults))
+    for line in lines:
+        print(line)
 
 
 def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:

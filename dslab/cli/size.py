@@ -9,6 +9,9 @@ from .question import add_question_flags, is_checkpoint_question, question_of, w
 
 def _check_instance(args) -> None:
     from ..core.facts.instances import INSTANCES
+    from .question import check_instance
+    if args.instance is not None:   # the refusal estimate and recommend give first (a type SageMaker lacks, no price)
+        check_instance(args.instance, price_table(args.prices))
     if args.instance is not None and args.instance not in INSTANCES:
         import difflib
         close = difflib.get_close_matches(args.instance, INSTANCES, n=2)

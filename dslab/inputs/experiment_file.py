@@ -219,9 +219,8 @@ def load_experiment(path: Path | None, prices=None, priced: bool = True, repeats
             raise ConfigError(field, problem, source=str(path))
         if priced and table.instance_hourly(trial.instance_type) is None:
             # Its records would cost the jobs $0 (the workflow prices them with the lab's table).
-            raise ConfigError(field, f"no price for {trial.instance_type} in the price table of {table.date}: pick a "
-                              "priced type, or add it under instance_hourly in dslab/core/facts/prices.py (the workflow "
-                              "prices results with it) or, for recommend and report, in a --prices YAML file",
+            raise ConfigError(field, f"no price for {trial.instance_type} ({table.date}): pick a type `dslab prices` "
+                              "lists, or add it to dslab/core/facts/prices.py",
                               source=str(path))
     return experiment
 

@@ -27,6 +27,11 @@ from ..facts.prices import PriceTable
 from .answer import Answer, Question, SourceAnswer, answer
 
 
+# The rule the experiment's commands state (plan, run, export, estimate --experiment): each job is the one answer's,
+# on the lab as it stands, which is how it will run.
+EXPERIMENT_RULE = "each job as it runs on the lab as it stands"
+
+
 @dataclass(frozen=True)
 class Scenario:
     dataset: Dataset
@@ -420,6 +425,6 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
     return out
 
 
-__all__ = ["ScenarioAnswer", "MeasuredAnswer", "Scenario", "estimated", "job_checks", "checked_jobs", "max_runtimes", "JobCheck", "measured", "scenarios", "shape_of", "for_dataset",
+__all__ = ["EXPERIMENT_RULE", "ScenarioAnswer", "MeasuredAnswer", "Scenario", "estimated", "job_checks", "checked_jobs", "max_runtimes", "JobCheck", "measured", "scenarios", "shape_of", "for_dataset",
            "KnownShape", "known_shape", "generated_shape", "UNKNOWN_SHAPE_FIX",
            "compute_rate_of"]

@@ -59,8 +59,7 @@ PRESET_OF_ACCELERATOR = {spec["accelerator"]: name for name, spec in COMPUTE_PRE
 
 
 # How to find a rate where no preset fits (every refusal that asks for one says it).
-HOW_TO_MEASURE = ("measure it: the samples/s a real job of your model logs on that instance, divided by its "
-                  "accelerators, or a local run with `compute: resnet50` (the lab trains ResNet-50 for real)")
+HOW_TO_MEASURE = "samples/s per accelerator a real job logs"
 
 
 def preset_rate(preset: str) -> float:
@@ -111,15 +110,14 @@ def instance_preset(instance_type: str, field: str, *, experiment: bool = False)
     preset = PRESET_OF_ACCELERATOR.get(next(iter((row.accelerator or "").split()), "")) if row else None
     if preset is not None:
         return preset
-    has = ("has no accelerator for a compute preset to emulate" if row and not row.accelerators else
-           f"has {row.accelerator}, which no compute preset knows" if row else
-           "is not in the instance table (dslab/core/instances.py), so its accelerator is unknown")
+    # Said in one line of at most 160 columns: the presets are the allowed list (dropped where it does not fit).
+    what = ("no accelerator" if row and not row.accelerators else
+            f"no preset for its {row.accelerator}" if row else "not in the instance table (accelerator unknown)")
     if experiment:
-        raise ConfigError(field, f"is not given, and {instance_type} {has}: give the samples/s one accelerator "
-                          f"consumes as compute: {{batch_size, seconds_per_batch}}; {HOW_TO_MEASURE}",
-                          ["compute: {batch_size: 64, seconds_per_batch: 0.2}", *(f"compute: {n}" for n in COMPUTE_PRESETS)])
-    raise ConfigError(field, f"{instance_type} {has}: give the samples/s one accelerator consumes (--compute-rate); "
-                      f"{HOW_TO_MEASURE}", [f"--compute-preset {name}" for name in COMPUTE_PRESETS])
+        raise ConfigError(field, f"not given, and {instance_type}: {what}; give compute: {{batch_size, "
+                          "seconds_per_batch}", [f"compute: {n}" for n in COMPUTE_PRESETS])
+    raise ConfigError(field, f"{instance_type}: {what}; give --compute-rate ({HOW_TO_MEASURE}) or --compute-preset",
+                      list(COMPUTE_PRESETS))
 
 
 def preset_of(instance_type: str) -> str | None:
