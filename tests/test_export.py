@@ -298,7 +298,7 @@ def test_export_from_results_picks_per_dataset_and_trial_as_the_report_does(outp
 def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, monkeypatch):
     """An experiment whose only trial writes checkpoints crashed export (StopIteration: no dataset). Its writer job
     exports: CheckpointConfig for a sync target, the read-write channel for FSx and EFS; the answer's pick by default,
-    refused where it is priced on a file system the lab as it stands is not, with the deploy that provisions it."""
+    as it runs on the lab as it stands, saying so where the answer provisions another file system, with its deploy."""
     import yaml
     monkeypatch.chdir(tmp_path)
     doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
@@ -311,10 +311,14 @@ def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, 
     code = (tmp_path / "s3.py").read_text()
     assert "checkpoint_config=shapes.CheckpointConfig(" in code and "input_data_config" not in code
     capsys.readouterr()
-    # The answer picks FSx Persistent 2 for llama3 8B on p5; the lab as it stands has Scratch 2: refused, with its deploy.
-    assert run() == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "priced as provisioned for this question" in err and 'make deploy FSX=up CONTEXT="fsxDeploymentType=PERSISTENT_2' in err
+    # The answer picks FSx Persistent 2 for llama3 8B on p5; the lab as it stands has Scratch 2: what `dslab plan` runs
+    # is exported (issue 55: it was refused), its code saying how it runs and what the answer provisions, with the deploy.
+    assert run("--out", str(tmp_path / "picked.py")) == 0
+    code = (tmp_path / "picked.py").read_text()
+    assert "file_system_data_source=shapes.FileSystemDataSource(" in code and "# runs on the lab as it stands: " in code
+    err = next(line for line in code.splitlines() if line.startswith("# the answer provisions FSx as "))
+    assert 'make deploy FSX=up CONTEXT="fsxDeploymentType=PERSISTENT_2' in err
+    assert f"note: {err[2:]}" in capsys.readouterr().err
     assert run("--mode", "express") == 2 and "writes no checkpoints to 'express'" in capsys.readouterr().err
     # Deployed as the answer provisions it: FSx is the lab as it stands, and its job exports with its channel.
     from .test_one_model import _outputs_file

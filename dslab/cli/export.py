@@ -21,8 +21,8 @@ from .common import (
 
 def cmd_export(args) -> int:
     """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code. It exports what
-    `dslab plan` would run, and only that: a job plan refuses is refused here, with the same line; a source the lab
-    as it stands cannot run as the answer priced it is refused with what provisions it."""
+    `dslab plan` would run, and only that: a job plan refuses is refused here, with the same line; a job the answer
+    prices on a provisioning the lab lacks is exported as it runs on the lab, its code saying so in two comments."""
     from ..aws.export import generate
     from ..inputs.experiment_file import load_experiment
     from .question import experiment_overrides
@@ -44,10 +44,15 @@ def cmd_export(args) -> int:
     prepared = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
     checkpoint_trial = _checkpoint_trial(experiment, args)
     if checkpoint_trial is not None:
-        job = _checkpoint_job(prepared, checkpoint_trial, env, args, lab)
+        job, notes = _checkpoint_job(prepared, checkpoint_trial, env, args, lab)
     else:
-        job = _data_job(experiment, prepared, env, args, lab, runtimes)
+        job, notes = _data_job(experiment, prepared, env, args, lab, runtimes)
     code = generate(job.request, env.region)
+    if notes:   # after the header's three comment lines: how the job runs, and what the answer would provision
+        header, rest = code.split("\n", 3)[:3], code.split("\n", 3)[3]
+        code = "\n".join([*header, *(f"# {note}" for note in notes), rest])
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     script = job.spec.trial.script
     if script is not None and not args.upload:
         print(f"note: the job runs your code from {script.code_uri}; it is there once `dslab run` ran this trial, "
@@ -109,18 +114,17 @@ def _checkpoint_job(experiment, trial, env, args, lab):
         print(f"recommended for {trial.name}: {usable[0].label} (as `dslab recommend --experiment {args.experiment}`); "
               "--mode chooses another", file=sys.stderr)
     found = answer.target(target)
-    if found.estimate.settings:   # priced on a file system the lab has not got
-        raise ConfigError("--mode", f"{found.label} is priced as provisioned for this question ({found.estimate.provision}), "
-                          f"which the lab as it stands is not ({found.deployed.provision}): deploy it first "
-                          f"(`{found.estimate.command()}`) and export again, or export another target",
-                          [t for t in targets if t != target])
+    notes = []
+    if found.estimate.settings:   # the answer provisions a file system the lab has not got: the job runs on the lab's
+        notes = [f"runs on the lab as it stands: {found.deployed.provision}; ${found.deployed.usd_per_day:,.2f} a day",
+                 f"the answer provisions {found.label} as {found.estimate.provision}: {found.estimate.command()}"]
     repeat = args.repeat or 0
     jobs = [j for j in plan(experiment, env, "export") if j.spec.trial.name == trial.name and j.spec.target == target
             and not j.spec.restore and j.spec.repeat == repeat]
     if not jobs or jobs[0].request is None:
         raise ConfigError("--mode", f"the {target} job of {trial.name} is skipped: {jobs[0].skip_reason if jobs else 'none'}",
                           list(targets))
-    return jobs[0]
+    return jobs[0], notes
 
 
 def _data_job(experiment, prepared, env, args, lab, runtimes):
@@ -155,8 +159,7 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
         # "Express File" where no trial reads File from the directory bucket: the answer has no such source.
         raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial reads the "
                           "directory bucket", _sources_run(trials, dataset.name))
-    if record is None:
-        _check_as_deployed(answers, dataset, trials, mode, storage)
+    notes = _as_deployed(answers, dataset, trials, mode, storage) if record is None else []
     trials = [next(t for t in prepared.trials if t.name == trial.name) for trial in trials]
     repeat = record["repeat"] if record else (args.repeat or 0)
     jobs = [j for j in plan(prepared, env, execution, runtimes=runtimes)
@@ -170,7 +173,7 @@ def _data_job(experiment, prepared, env, args, lab, runtimes):
     if job.request is None:
         raise ConfigError("--mode", f"the {mode} job of {dataset.name} is skipped: {job.skip_reason}",
                           [m for m in modes if m != mode] or None)
-    return job
+    return job, notes
 
 
 def _sources_run(trials, dataset: str) -> list[str]:
@@ -180,21 +183,26 @@ def _sources_run(trials, dataset: str) -> list[str]:
                               if dataset in (d.name for d in t.datasets)))
 
 
-def _check_as_deployed(answers, dataset, trials, mode: str, storage: str | None) -> None:
-    """A source priced as provisioned for the question, where the lab as it stands gives another answer, is not
-    exported: the code would run what was not priced. Refused with what provisions it."""
+def _as_deployed(answers, dataset, trials, mode: str, storage: str | None) -> list[str]:
+    """What `dslab plan` runs, export exports: the job as it runs on the lab as it stands (its MaxRuntimeInSeconds from
+    that). Where the answer's figures assume a provisioning the lab lacks, two comment lines say how it runs and
+    priced at what, and what the answer provisions, with the command (issue 55: export refused what plan ran)."""
+    from ..core.answer.decision import duration, usd
     from ..core.answer.scenarios import for_dataset
     # The trial that runs this source (the first trial may read only the other bucket).
     trial = next((t for t in trials if mode in t.modes and (storage is None or (t.storage or "standard") == storage)),
                  trials[0])
     found = for_dataset(answers, dataset.name, trial.name)
     if found is None or found.answer is None:
-        return   # the size is not known here: nothing was priced, the plan's own checks stand
+        return []   # the size is not known here: nothing was priced, the plan's own checks stand
     source = found.answer.source(mode, storage or trial.storage or "standard")
-    if source.differs and source.commands:
-        raise ConfigError("--mode", f"{source.source} on {dataset.name} is priced as provisioned for this question "
-                          f"({source.provisioned_as}), and the lab as it stands differs ({source.differs}): provision it "
-                          f"first ({'; '.join(source.commands)}) and export again, or export another source")
+    if not (source.differs and source.commands):
+        return []
+    d = source.deployed
+    return [f"runs on the lab as it stands ({source.sized.deployed.get('premise') or 'as deployed'}): {usd(d.cost_usd)} "
+            f"per run, {duration(d.seconds)} to a result",
+            f"the answer prices {source.source} as {source.provisioned_as} ({usd(source.cost_usd)}): "
+            f"{'; '.join(source.commands)}"]
 
 
 def _recommended_source(answers, experiment_path: str, dataset, trial_name: str | None) -> tuple[str, str]:
