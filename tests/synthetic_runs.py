@@ -30,8 +30,9 @@ def data_bound(rate: float = 100_000.0) -> dict[str, Any]:
     return {"batch_size": 1000, "seconds_per_batch": 1000 / rate}
 
 
-# Four scenarios (datasets x premises) that between them rest phases on NVMe's rate (File onto NVMe, large shards on
-# an instance whose network outruns it) and on S3's first byte (the script's own GETs of small files).
+# Six scenarios (datasets x premises) that between them rest phases on NVMe's rate (File onto NVMe, large shards on
+# an instance whose network outruns it) and on S3's first byte (the script's own GETs of small files): three datasets
+# for each, so that each scenario left out leaves two (a constant moves on two scenarios, never on repeats).
 CALIBRATION_EXPERIMENT: dict[str, Any] = {
     "name": "synthetic-calibration",
     "repeats": 2,
@@ -42,12 +43,16 @@ CALIBRATION_EXPERIMENT: dict[str, Any] = {
     "compute": data_bound(),
     "trials": [{"name": "big"},
                {"name": "other", "datasets": [{"name": "shards-b", "format": "tfrecord"},
-                                              {"name": "jpegs-b", "format": "jpg"}]}],
+                                              {"name": "jpegs-b", "format": "jpg"}]},
+               {"name": "third", "datasets": [{"name": "shards-c", "format": "tfrecord"},
+                                              {"name": "jpegs-c", "format": "jpg"}]}],
 }
 CALIBRATION_STATS = {"shards-a": {"files": 200, "bytes": 200 * 500_000_000},
                      "jpegs-a": {"files": 400_000, "bytes": 400_000 * 110_000},
                      "shards-b": {"files": 120, "bytes": 120 * 400_000_000},
-                     "jpegs-b": {"files": 250_000, "bytes": 250_000 * 90_000}}
+                     "jpegs-b": {"files": 250_000, "bytes": 250_000 * 90_000},
+                     "shards-c": {"files": 300, "bytes": 300 * 250_000_000},
+                     "jpegs-c": {"files": 600_000, "bytes": 600_000 * 60_000}}
 
 
 def _describe(name: str, instance_type: str, count: int, per_instance: dict[str, float], billable: float,
@@ -120,21 +125,26 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
 
 # ---- checkpoint trials ---------------------------------------------------------------------------------------------
 
-# The same account as TRUTH (NVMe at 2,000 MB/s), where SageMaker's checkpoint sync moves 16 parts at once.
-CHECKPOINT_TRUTH = replace(TRUTH, sync_connections=16.0)
+# The same account as TRUTH (NVMe at 2,000 MB/s, for File's download and a checkpoint's write alike), where
+# SageMaker's checkpoint sync moves 16 parts at once.
+CHECKPOINT_TRUTH = replace(TRUTH, sync_connections=16.0, nvme_checkpoint_mbps=2000.0)
 
 
-def checkpoint_experiment(folder, scale: float = 0.2, instance: str = "ml.p4d.24xlarge", repeats: int = 2):
-    """A checkpoint trial of llama3 8B on the sync targets, read by the experiment file reader (which reads the
-    workload file): the experiment as run."""
+def checkpoint_experiment(folder, scale: float = 0.2, instances: tuple[str, ...] = ("ml.p4d.24xlarge", "ml.p5.48xlarge"),
+                          repeats: int = 2):
+    """A checkpoint trial of llama3 8B on the sync targets per instance type (trials ckpt, ckpt-2, ...: two scenarios,
+    as a constant needs to move), read by the experiment file reader (which reads the workload file): the experiment
+    as run."""
     from pathlib import Path
 
     from dslab.inputs.experiment_file import load_experiment
     workload = Path(__file__).resolve().parents[1] / "dslab" / "contracts" / "dlio" / "llama3_8b.yaml"
     path = Path(folder) / "checkpoints.yaml"
-    path.write_text(f"name: synthetic-checkpoints\nrepeats: {repeats}\ntrials:\n  - name: ckpt\n"
-                    f"    instance_type: {instance}\n    workload: {{file: {workload}, scale: {scale}}}\n"
-                    "    checkpoint: {targets: [s3, express], writes: 2, reads: 2, seconds_between: 0, restore: true}\n")
+    trials = "".join(f"  - name: ckpt{'' if i == 0 else f'-{i + 1}'}\n    instance_type: {instance}\n"
+                     f"    workload: {{file: {workload}, scale: {scale}}}\n"
+                     "    checkpoint: {targets: [s3, express], writes: 2, reads: 2, seconds_between: 0, restore: true}\n"
+                     for i, instance in enumerate(instances))
+    path.write_text(f"name: synthetic-checkpoints\nrepeats: {repeats}\ntrials:\n{trials}")
     return load_experiment(path)
 
 
