@@ -604,3 +604,29 @@ def test_errors_plan_premises_and_explain_lines_fit_160_columns(capsys, tmp_path
                   "ml.p5.48xlarge", "--instance-count", "8", "--explain"]):
         lines = run(capsys, *argv).out.splitlines()
         assert max(map(len, lines)) <= 160 and not any(line.endswith("…") for line in lines), argv[0]
+
+
+def test_estimate_experiment_marks_what_plan_refuses_and_names_only_what_each_job_measures(capsys, tmp_path):
+    """It priced FSx for 2 TB on the lab's 1,200 GiB Scratch 2, a job `plan` refuses, and said an EFS job measures
+    "FSx's mount"; now each job is plan's, on the lab as it stands, the rule said (issue 55)."""
+    path = tmp_path / "big.yaml"
+    path.write_text("name: big\ndatasets: [{name: big-jpg, format: jpg, files: 16666667, bytes: 2TB}]\n"
+                    "modes: [File, FastFile, FSx, EFS, Pipe]\ninstance_type: ml.p4d.24xlarge\ninstance_count: 8\n"
+                    "epochs: 10\n")
+    planned = run(capsys, "plan", "--experiment", path, "--offline")
+    assert planned.one_line_error("FSx as the lab stands cannot run it")
+    result = run(capsys, "estimate", "--experiment", path, "--outputs", REPO / "dslab/local/stand-in-outputs.json")
+    lines = result.out.splitlines()
+    assert result.code == 1 and max(map(len, lines)) <= 160, result.out
+    fsx = next(line for line in lines if line.split()[2:3] == ["FSx"])
+    assert "refused" in fsx and "$" not in fsx, fsx
+    said = " ".join(line.strip() for line in lines if not line.split()[0] == "base")
+    assert "refused: base big-jpg FSx: trial base's FSx job on big-jpg: FSx as the lab stands cannot run it" in said
+    assert "4 of 5 jobs (1 refused)" in said and "priced: each job as it runs on the lab as it stands: " in said
+    as_json = json.loads(run(capsys, "estimate", "--experiment", path, "--json").out)
+    assert as_json["refused"] == 1 and [j["source"] for j in as_json["jobs"] if "refused" in j] == ["FSx"]
+    # Measures: a job names only constants of its own source (or none of any source's, as S3's first byte).
+    for line in run(capsys, "estimate", "--experiment", REPO / "experiments/all-modes-20-jobs.yaml").out.splitlines():
+        words = line.split()
+        if words[:1] == ["base"] and words[2] in ("EFS", "Pipe"):
+            assert "FSx's" not in line and "FastFile's" not in line, line

@@ -162,17 +162,28 @@ def _estimate_experiment(args, prices) -> int:
     if not planned:
         raise ConfigError("--experiment", f"{args.experiment} runs no data job (checkpoint trials: `dslab estimate "
                           "--workload`)")
-    # Each job's figures are the one answer's (the job on the lab as it stands, as `plan` and `run` size it).
-    from ..core.answer.scenarios import job_checks
-    answered = {check.key: check.source.deployed_estimate
-                for check in job_checks(experiment, prices, stats=stats, lab=lab)}
+    # Each job's figures are the one answer's (the job on the lab as it stands, as `plan` and `run` size it); a job
+    # plan refuses is marked refused, with plan's reason, and priced nowhere.
+    from ..core.answer.scenarios import EXPERIMENT_RULE, job_checks
+    from .render import fit, lab_line, wrap
+    checks = {check.key: check for check in job_checks(experiment, prices, stats=stats, lab=lab)}
     words = measured.ranged_constants()
-    rows, total, low, high, out = [], 0.0, 0.0, 0.0, []
+    rows, total, low, high, out, refused = [], 0.0, 0.0, 0.0, [], []
     for job, repeats in planned:
-        estimate = answered[(job.trial, job.dataset, job.mode, job.storage)]
+        check = checks.get((job.trial, job.dataset, job.mode, job.storage))
+        problem = check.problem if check is not None else None
+        if check is None or problem:
+            why = problem[1] if problem else "its dataset's size is not known here"
+            refused.append(f"{job.trial or ''} {job.dataset} {job.source}: {why}".strip())
+            rows.append([job.trial or "", job.dataset, job.source, f"{job.premise.instance_count} x "
+                         f"{job.premise.instance_type}", str(repeats), "refused", "-", "-", "plan refuses it (below)"])
+            out.append({"trial": job.trial, "dataset": job.dataset, "source": job.source, "repeats": repeats,
+                        "refused": why})
+            continue
+        estimate = check.source.deployed_estimate
         rests = measured.rests_on(job, prices, experiment.calibration.model)
         measures = sorted({words[n].what if n in words else n for p, n in rests.items()
-                           if n and job.measured[p] >= measured.MIN_PHASE_SECONDS})
+                           if n and job.measured[p] >= measured.MIN_PHASE_SECONDS and _its_own(words, n, job.source)})
         usd = estimate.cost_usd["total"]
         total, low, high = total + usd * repeats, low + estimate.range.usd_low * repeats, high + estimate.range.usd_high * repeats
         rows.append([job.trial or "", job.dataset, job.source, f"{job.premise.instance_count} x {job.premise.instance_type}",
@@ -182,17 +193,34 @@ def _estimate_experiment(args, prices) -> int:
                     "instance_type": job.premise.instance_type, "instance_count": job.premise.instance_count,
                     "estimate": estimate.to_dict(), "measures": measures})
     if args.json:
-        print_json({"experiment": experiment.name, "jobs": out, "total_usd": round(total, 2),
-                    "total_range_usd": [round(low, 2), round(high, 2)], "calibration": experiment.calibration.to_dict()})
+        print_json({"experiment": experiment.name, "rule": EXPERIMENT_RULE, "lab": lab.to_dict(), "jobs": out,
+                    "total_usd": round(total, 2), "total_range_usd": [round(low, 2), round(high, 2)],
+                    "refused": len(refused), "calibration": experiment.calibration.to_dict()})
         return 0
     lines = table(["trial", "dataset", "source", "instances", "runs", "billable", "$ each", "$ all", "measures"], rows,
                   right=(4, 5, 6, 7))
+    for line in refused:   # plan's own words
+        lines += wrap(f"refused: {line}", indent="")
     jobs = sum(r for _, r in planned)
-    lines += [f"{jobs} jobs: ${total:,.2f} ({'$'}{low:,.2f}-${high:,.2f}), the jobs alone (a file system's hours and "
-              "Express's copy are set-up: `dslab recommend --experiment` prices them)",
-              f"constants: {experiment.calibration.describe()}"]
+    priced = f"{jobs} jobs" if not refused else f"{jobs - len(refused)} of {jobs} jobs ({len(refused)} refused)"
+    lines += [fit(f"{priced}: ${total:,.2f} (${low:,.2f}-${high:,.2f}), the jobs alone (set-up, a file system's "
+                  "hours and Express's copy: `dslab recommend --experiment`)"),
+              lab_line(f"priced: {EXPERIMENT_RULE}", lab, set()),
+              fit(f"constants: {experiment.calibration.describe()}")]
     print_lines(lines)
-    return 0
+    return 1 if refused else 0
+
+
+# The sources a constant's words name as its own ("FSx's mount", "FastFile listing"): a job measures only its own.
+_OWNERS = ("Express", "FastFile", "File", "Pipe", "FSx", "EFS", "Script")
+
+
+def _its_own(words, name: str, source: str) -> bool:
+    """Whether the constant ``name`` is one ``source``'s job measures: a constant named for another source is not,
+    though the model may use it for this one (an EFS job's mount is not FSx's)."""
+    what = words[name].what if name in words else name
+    owner = next((o for o in _OWNERS if what.startswith((f"{o}'s ", f"{o} "))), None)
+    return owner is None or owner in source.split()
 
 
 def _recommend_experiment(args) -> int:
