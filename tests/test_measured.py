@@ -179,6 +179,24 @@ def test_results_calibrate_cannot_use_get_one_line_and_nothing_is_written(tmp_pa
     assert out.read_text() == '{"kept": true}' and not (tmp_path / "calibration.json.partial").exists()
 
 
+def test_runs_that_calibrate_nothing_exit_2_saying_what_they_would_need_and_leave_the_older_file(tmp_path, capsys):
+    """One scenario (shards-a, twice): every constant rests on one scenario, so nothing moves; no file is written over
+    the older one, and the one line says what the runs would need."""
+    one = {**CALIBRATION_EXPERIMENT, "trials": [{"name": "big"}], "modes": ["File"],
+           "datasets": [{"name": "shards-a", "format": "tfrecord"}]}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(_round_trip(synthetic_results(experiment=one))))
+    out = tmp_path / "calibration.json"
+    out.write_text('{"older": true}')
+    capsys.readouterr()
+    assert main(["calibrate", "--results", str(path), "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "--results: nothing calibrated: each constant needs jobs of 2 scenarios or more" in captured.err
+    assert "experiments/calibrate.yaml" in captured.err
+    assert out.read_text() == '{"older": true}' and not (tmp_path / "calibration.json.partial").exists()
+
+
 def test_a_calibration_file_that_is_not_one_is_refused_in_one_line():
     with pytest.raises(ConfigError, match="is not a calibration file"):
         in_use_from_document({"model": {}}, "x.json")
@@ -421,6 +439,13 @@ def test_a_record_without_its_trial_takes_the_one_trial_of_its_dataset_or_is_ref
         measured.measured_jobs(both)
 
 
+def _nvme(document: dict) -> dict:
+    """The calibration file's record of File's download onto NVMe (constants[11]: the Model's 12th field)."""
+    (found,) = [c for c in document["constants"] if c["name"] == "nvme_download_mbps"]
+    assert document["constants"].index(found) == 11 and found["status"] == "calibrated"
+    return found
+
+
 @pytest.mark.parametrize("change, field", [
     (lambda d: d["constants"][0].update(status="calibrated", per_job={"a": "fast"}), "constants[0].per_job"),
     (lambda d: d["constants"][0].update(status="calibrated", per_job={"a": 0}), "constants[0].per_job"),
@@ -430,6 +455,12 @@ def test_a_record_without_its_trial_takes_the_one_trial_of_its_dataset_or_is_ref
     (lambda d: d["out_of_sample"].update(your_runs={"calibrated_without_it": [1]}), "out_of_sample.your_runs.calibrated_without_it"),
     (lambda d: d["model"].update(nvme_download_mbps=float("inf")), "model.nvme_download_mbps"),
     (lambda d: d.pop("constants"), "constants"),
+    # A calibrated value hand-edited into the constant's own record: refused, never passed over (issue 56).
+    (lambda d: _nvme(d).update(calibrated=-1500.0), "constants[11].calibrated"),
+    (lambda d: _nvme(d).update(calibrated=1500.0), "constants[11].calibrated"),
+    (lambda d: (_nvme(d).update(calibrated=9000.0), d["model"].update(nvme_download_mbps=9000.0)),
+     "constants[11].range"),
+    (lambda d: _nvme(d).update(range=[-1, 3000]), "constants[11].range"),
 ])
 def test_a_calibration_file_changed_by_hand_is_one_line_naming_the_field(capsys, tmp_path, calibration_file,
                                                                             change, field):

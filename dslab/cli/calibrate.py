@@ -29,9 +29,16 @@ def calibration_lines(document: dict) -> list[str]:
         change = f"{c['change']:+.1%}" if c["status"] == "calibrated" and c["change"] is not None else "kept"
         rows.append([c["what"][:44], _number(c["shipped"], c), _number(c["calibrated"], c), change, str(len(c["jobs"]))])
     lines = table(["constant", "shipped", "calibrated", "change", "jobs"], rows, right=(1, 2, 3, 4))
+    for c in document["constants"]:
+        if c["status"] == "calibrated" and c.get("range"):
+            low, high = c["range"]
+            lines.append(f"{c['what']}: {_number(c['calibrated'], c)}, supported from {_number(low, c)} to "
+                         f"{_number(high, c)} (±{c.get('uncertainty', 0.0):.0%})")
     kept = [c for c in document["constants"] if c["status"] == "kept"]
     for c in kept:
         lines.append(f"kept {c['what']}: {c['why']}")
+    for aside in document.get("set_aside") or []:
+        lines.append(f"set aside {aside['job']}: {aside['why']}")
     unmeasured = sum(c["status"] == "not measured" for c in document["constants"])
     lines.append(f"{unmeasured} constants no measured phase rests on: kept as shipped")
     found = document["out_of_sample"]["your_runs"]
@@ -55,15 +62,25 @@ def cmd_calibrate(args) -> int:
     if not out.parent.exists():
         raise ConfigError("--out", f"{out.parent} does not exist: create it, or write the file elsewhere")
     jobs: list = []
+    set_aside: list = []
     prices = PriceTable()
     for path in args.results:
         results = load_results(Path(path))
-        jobs += measured.measured_jobs(results, where=f"--results {path}")
+        read = measured.read_runs(results, where=f"--results {path}")
+        jobs += read.jobs
+        set_aside += read.set_aside
         jobs += measured.checkpoint_jobs(results, prices, where=f"--results {path}")   # the same file calibrates both
     if not jobs:
         raise ConfigError("--results", "no completed job in " + ", ".join(args.results)
                           + ": nothing measured to calibrate on")
-    found = measured.calibrate(jobs, prices)
+    found = measured.calibrate(jobs, prices, set_aside=set_aside)
+    if not found.changed():
+        # Nothing moved: no file (an older calibration stays as it was), and what the runs would need.
+        held = [c for c in found.constants if c.status == "kept"]
+        said = f"; {held[0].name}: {held[0].why}" if held else ""
+        raise ConfigError("--results", f"nothing calibrated: each constant needs jobs of {measured.MIN_SCENARIOS} "
+                          "scenarios or more (other datasets or instance types, not repeats) that agree within their "
+                          f"noise (experiments/calibrate.yaml measures each assumption so){said}")
     # Each kind of job left out among its own kind: a data answer's range widens by the data jobs' error only.
     data = [j for j in jobs if isinstance(j, measured.MeasuredJob)]
     checkpoints = [j for j in jobs if not isinstance(j, measured.MeasuredJob)]

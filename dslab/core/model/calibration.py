@@ -528,12 +528,12 @@ def leave_one_scenario_out(cells: tuple[Cell, ...] | None = None, base: Model = 
 @dataclass(frozen=True)
 class InUse:
     """The calibration an answer rests on: the shipped one (Bencher's cells, the public figures), or a file `dslab
-    calibrate` wrote from a user's own AWS runs. A user's file sets the model's constants, narrows the range of each
-    constant it calibrated to what the runs resting on it asked for, and widens every estimate's range to the error
-    it measured on those runs, each predicted without it."""
+    calibrate` wrote from a user's own AWS runs. A user's file sets the model's constants, sets the range of each
+    constant it calibrated to every value the runs resting on it support (within their noise), and widens every
+    estimate's range to the error it measured on those runs, each predicted without it."""
     model: Model = MODEL
     source: str | None = None                              # the file; None: shipped
-    calibrated: tuple[tuple[str, float, float], ...] = ()  # (constant, lowest, highest asked by a job resting on it)
+    calibrated: tuple[tuple[str, float, float], ...] = ()  # (constant, low, high): every value its jobs support
     error: tuple[float, float] | None = None               # (under, over) on the user's runs, each left out
     document: Any = field(default=None, compare=False, hash=False)   # the file as written (an experiment keeps it)
 
@@ -604,15 +604,32 @@ def in_use_from_document(document: Any, source: str, where: str = "--calibration
     for i, c in enumerate(constants):
         if not isinstance(c, dict):
             raise ConfigError(f"{where}: constants[{i}]", "not a constant's record: write the file again")
-        if c.get("status") != "calibrated" or c.get("name") not in values:
+        name = c.get("name")
+        # A value changed by hand is refused, never passed over: every record's is a positive number, and a
+        # calibrated one is the model's and lies in its own range.
+        if "calibrated" in c and not positive(c["calibrated"]):
+            raise ConfigError(f"{where}: constants[{i}].calibrated", f"{c['calibrated']!r} for {name}: a constant's "
+                              "value is a positive number; set it back, or write the file again with `dslab calibrate`")
+        if c.get("status") != "calibrated" or name not in values:
             continue
+        if c.get("calibrated") != values[name]:
+            raise ConfigError(f"{where}: constants[{i}].calibrated", f"{c.get('calibrated')!r} for {name}, where "
+                              f"model.{name} is {values[name]!r}: they are one value; set both, or write the file again")
         per_job = c.get("per_job") or {}
         if not isinstance(per_job, dict) or not all(positive(v) for v in per_job.values()):
             raise ConfigError(f"{where}: constants[{i}].per_job", "each job's value is a positive number: write the "
                                                                   "file again")
-        # The range spans what the jobs asked for alone and the value fitted on them together.
-        asked = [float(v) for v in per_job.values()] + [float(values[c["name"]])]
-        calibrated.append((c["name"], min(asked), max(asked)))
+        found = c.get("range")
+        if found is not None:
+            if not (isinstance(found, list) and len(found) == 2 and all(positive(v) for v in found)
+                    and found[0] <= values[name] <= found[1]):
+                raise ConfigError(f"{where}: constants[{i}].range", f"{found!r} for {name}: two positive numbers, low "
+                                  f"to high, around its value {values[name]!r}; set it back, or write the file again")
+            calibrated.append((name, float(found[0]), float(found[1])))
+            continue
+        # A file without a range (written before ranges were): what the jobs asked for alone and the value fitted.
+        asked = [float(v) for v in per_job.values()] + [float(values[name])]
+        calibrated.append((name, min(asked), max(asked)))
     found = ((document.get("out_of_sample") or {}).get("your_runs") or {})
     found = found.get("calibrated_without_it") if isinstance(found, dict) else None
     error = None
