@@ -880,13 +880,14 @@ def _judge(story: ConstantFit, rested: list[tuple[Any, str]], model: Model, pric
         story.status, story.why = "kept", (f"the jobs bound it but pin no value (each one's loss is flat beyond its "
                                            f"bound): they allow {allowed}, the shipped value among them: kept")
         return False
-    # The range: every value a job supports; a side that reaches the search's end says nothing there, so it keeps the
-    # shipped range's end (never narrows around a search bound).
-    shipped_range = ranges.get(name)
+    # The range: every value a job supports. A side where a job's support runs to the search's end (its loss flat
+    # there) pins nothing: the range keeps the plausible range's end there where it lies beyond the value, else runs
+    # to the search's end, never a narrow band at a search bound.
+    plausible = ranges.get(name)
     range_low = min(lows) if all(s[0] is not None for s in supports.values()) else \
-        min(shipped_range.low if shipped_range else fitted, fitted)
+        (plausible.low if plausible is not None and plausible.low < fitted else low)
     range_high = max(highs) if all(s[1] is not None for s in supports.values()) else \
-        max(shipped_range.high if shipped_range else fitted, fitted)
+        (plausible.high if plausible is not None and plausible.high > fitted else high)
     range_low, range_high = min(range_low, fitted), max(range_high, fitted)
     story.range = (range_low, range_high)
     story.uncertainty = max(math.log(range_high / fitted), math.log(fitted / range_low))
