@@ -130,8 +130,8 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
 CHECKPOINT_TRUTH = replace(TRUTH, sync_connections=16.0, nvme_checkpoint_mbps=2000.0)
 
 
-def checkpoint_experiment(folder, scale: float = 0.2, instances: tuple[str, ...] = ("ml.p4d.24xlarge", "ml.p5.48xlarge"),
-                          repeats: int = 2):
+def checkpoint_experiment(folder, scale: float = 0.2,
+                          instances: tuple[str, ...] = ("ml.p4d.24xlarge", "ml.p5.48xlarge"), repeats: int = 2):
     """A checkpoint trial of llama3 8B on the sync targets per instance type (trials ckpt, ckpt-2, ...: two scenarios,
     as a constant needs to move), read by the experiment file reader (which reads the workload file): the experiment
     as run."""
@@ -142,7 +142,8 @@ def checkpoint_experiment(folder, scale: float = 0.2, instances: tuple[str, ...]
     path = Path(folder) / "checkpoints.yaml"
     trials = "".join(f"  - name: ckpt{'' if i == 0 else f'-{i + 1}'}\n    instance_type: {instance}\n"
                      f"    workload: {{file: {workload}, scale: {scale}}}\n"
-                     "    checkpoint: {targets: [s3, express], writes: 2, reads: 2, seconds_between: 0, restore: true}\n"
+                     "    checkpoint: {targets: [s3, express], writes: 2, reads: 2, seconds_between: 0, "
+                     "restore: true}\n"
                      for i, instance in enumerate(instances))
     path.write_text(f"name: synthetic-checkpoints\nrepeats: {repeats}\ntrials:\n{trials}")
     return load_experiment(path)

@@ -181,7 +181,8 @@ def test_a_flat_minimum_is_taken_whole_and_a_flat_loss_asks_nothing():
     def loss(v: float) -> float:   # zero from 100 to 300, rising either side
         return math.log(100 / v) ** 2 if v < 100 else math.log(v / 300) ** 2 if v > 300 else 0.0
     found = measured._valley(loss, 10, 3000, band=0.05 ** 2, prefer=214.5)
-    assert found.best == 214.5 and found.low == pytest.approx(100, rel=1e-3) and found.high == pytest.approx(300, rel=1e-3)
+    assert found.best == 214.5
+    assert found.low == pytest.approx(100, rel=1e-3) and found.high == pytest.approx(300, rel=1e-3)
     # Within 5% a phase: 100 / e^0.05 = 95.1 to 300 x e^0.05 = 315.4.
     assert found.support[0] == pytest.approx(100 / math.exp(0.05), rel=1e-3)
     assert found.support[1] == pytest.approx(300 * math.exp(0.05), rel=1e-3)

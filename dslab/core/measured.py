@@ -13,13 +13,18 @@ EFS its plan recorded), so that:
   not fit (``dslab calibrate`` writes the result; ``--calibration`` answers with it).
 
 How the fit works, and why: every estimated phase is the model's arithmetic on its constants, so a constant a phase
-rests on can be read back from the phase's measurement. For each measured (job, phase) the constant it rests on most
-(the largest elasticity: the share the phase moves per share the constant moves, 0.3 or more) is the one that
-measurement can calibrate; those constants are then fitted together (coordinate descent on the squared log error of
-every phase they move, Bencher's cells included so the constants fitted on them stay anchored there). A constant is
-kept at its shipped value, saying why, where fewer than two jobs rest on it, where the jobs that do ask for values
-more than 25% apart (inconsistent), or where the fit runs to the end of its search range. No I/O: the caller reads
-the files.
+rests on can be read back from the phase's measurement. Each job is first read as DescribeTrainingJob describes it
+(``read_job``: the image pull inside Training is start-up; a spot saving is recorded, not fitted; an interrupted job's
+attempts each give their own download; a warm start's start-up is not fitted). For each measured (job, phase) the
+constant it rests on most (the largest elasticity: the share the phase moves per share the constant moves, 0.3 or
+more) is the one that measurement can calibrate; those constants are then fitted together (coordinate descent on the
+squared log error of every phase they move, Bencher's cells included so the constants fitted on them stay anchored
+there), each search bracketed on a log grid first, since a phase such as other = max(floor, start-up - download) is
+flat on one side. Each job's support is what keeps its own loss within the runs' noise (``run_noise``); a constant is
+kept at its shipped value, saying why, where its jobs come from fewer than two scenarios (datasets or instances, not
+repeats), where their supports do not meet (inconsistent), where they only bound it and the shipped value is among
+what they allow, or where the fit runs to the end of its search range; a calibrated one carries its range (every
+value its jobs support) and uncertainty. No I/O: the caller reads the files.
 """
 
 from __future__ import annotations
@@ -271,7 +276,8 @@ def read_job(job: MeasuredJob, record: Mapping[str, Any], warm_by_pool: bool) ->
                                     measured={"downloading": download}, phases=("downloading",),
                                     read_as="; ".join(notes + [f"attempt {i} of {len(attempts)}: its download only"])))
         why = (f"interrupted {len(attempts) - 1} time(s): {len(attempts)} attempts, each downloading again; "
-               + (f"each finished download read as a run of its own ({len(runs)}), " if runs else "no download to read, ")
+               + (f"each finished download read as a run of its own ({len(runs)}), " if runs
+                  else "no download to read, ")
                + "training and start-up set aside (cut short, or resumed from a checkpoint)")
         return runs, why
     pull = _seconds(transitions, "Training", pull=True)
@@ -594,7 +600,8 @@ class ConstantFit:
                 "shipped": self.shipped, "calibrated": self.value,
                 "change": round(self.value / self.shipped - 1, 4) if self.shipped else None, "status": self.status,
                 "why": self.why, "jobs": self.jobs, "per_job": {k: round(v, 6) for k, v in self.per_job.items()},
-                "supports": {k: [None if v is None else round(v, 6) for v in pair] for k, pair in self.supports.items()},
+                "supports": {k: [None if v is None else round(v, 6) for v in pair]
+                             for k, pair in self.supports.items()},
                 **({"range": [round(self.range[0], 6), round(self.range[1], 6)]} if self.range else {}),
                 **({"uncertainty": round(self.uncertainty, 4)} if self.uncertainty is not None else {}),
                 **({"noise": round(self.noise, 4)} if self.noise is not None else {})}
@@ -851,8 +858,8 @@ def _judge(story: ConstantFit, rested: list[tuple[Any, str]], model: Model, pric
             asked[job] = found.best
     story.per_job, story.supports = asked, supports
     if not supports:
-        story.status, story.why = "kept", ("no job's phase moves with it beyond the runs' noise "
-                                           f"(±{noise:.0%}) over its search ({low:.4g} to {high:.4g}): kept as shipped")
+        story.status, story.why = "kept", ("no job's phase moves with it beyond the runs' noise (±"
+                                           f"{noise:.0%}) over its search ({low:.4g} to {high:.4g}): kept as shipped")
         return False
     if len(settings) < MIN_SCENARIOS:
         only = next(iter(settings.values()))
@@ -954,7 +961,7 @@ def _cell(job: Any, prices: PriceTable, model: Model) -> dict[str, Any]:
            "measured": {k: round(v, 1) for k, v in job.measured.items()},
            "estimated_shipped": round(job.predict(prices, MODEL)[compared], 1),
            "estimated_calibrated": round(job.predict(prices, model)[compared], 1), "compared": compared,
-           **({"fitted": list(job.phases)} if tuple(job.phases) != tuple(PHASES) and job.headline == "billable" else {}),
+           **({"fitted": list(job.phases)} if job.headline == "billable" and tuple(job.phases) != PHASES else {}),
            **({"spot_saving": round(job.spot_saving, 4)} if job.spot_saving else {}),
            **({"read_as": job.read_as} if job.read_as else {})}
     if isinstance(job, MeasuredJob):

@@ -205,7 +205,8 @@ def assumptions() -> dict[str, Assumption]:
         Assumption("nvme_download_mbps", "File mode onto NVMe", 250.0, 2000.0,
                    "assumption: the post's EBS ceiling (\"NVMe-backed ones go higher\") to NVMe's local read", "MB/s"),
         Assumption("nvme_checkpoint_mbps", "a checkpoint's write and read on NVMe", 250.0, 2000.0,
-                   "assumption: the range of File's download onto NVMe; AWS publishes instance storage's IOPS, not MB/s",
+                   "assumption: the range of File's download onto NVMe; AWS publishes instance storage's IOPS, not "
+                   "MB/s",
                    "MB/s"),
         Assumption("s3_connection_mbps", "S3 per connection", 85.0, 90.0,
                    "AWS S3 performance guidelines: \"85-90 MB/s\" per concurrent request", "MB/s"),
@@ -614,7 +615,8 @@ def in_use_from_document(document: Any, source: str, where: str = "--calibration
             continue
         if c.get("calibrated") != values[name]:
             raise ConfigError(f"{where}: constants[{i}].calibrated", f"{c.get('calibrated')!r} for {name}, where "
-                              f"model.{name} is {values[name]!r}: they are one value; set both, or write the file again")
+                              f"model.{name} is {values[name]!r}: they are one value; set both, or write the file "
+                              "again")
         per_job = c.get("per_job") or {}
         if not isinstance(per_job, dict) or not all(positive(v) for v in per_job.values()):
             raise ConfigError(f"{where}: constants[{i}].per_job", "each job's value is a positive number: write the "

@@ -110,7 +110,7 @@ NONCURRENT_SAID = (f"S3 sync: the data bucket is versioned; each checkpoint the 
 # VolumeSizeInGB); gp2: "Volumes that are 170 GiB and smaller deliver a maximum throughput of 128 MiB/s. Volumes larger
 # than 170 GiB but smaller than 334 GiB can burst to a maximum throughput of 250 MiB/s. Volumes that are 334 GiB and
 # larger deliver 250 MiB/s" (EBS User Guide, general-purpose.html). NVMe instance storage: AWS publishes IOPS, not
-# MB/s; the lab's figure for a checkpoint's write and read (estimate.Model.nvme_checkpoint_mbps) is an assumption, said so.
+# MB/s; the lab's figure for a checkpoint's write and read (Model.nvme_checkpoint_mbps) is an assumption, said so.
 GP2_SMALL_MIBPS, GP2_LARGE_MIBPS = 128.0, 250.0
 GP2_SMALL_MAX_GB, GP2_BURST_MAX_GB = 170, 334
 def nvme_assumption(model: Model = MODEL) -> str:
