@@ -8,6 +8,7 @@ the field and the fix; nothing is started or written.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from ..aws.validation import RequestInvalid
@@ -54,18 +55,30 @@ ERROR_WIDTH = 160   # an error is one line a terminal shows whole
 
 
 def one_line(err: Exception) -> str:
-    """The error as the one line the user reads: a ConfigError's list of what is allowed shortened to what fits
-    ("and 37 more"), or left out where not even three items fit; the field and the problem are never cut."""
+    """The error as the one line the user reads, at most ERROR_WIDTH where it can be: a ConfigError's file is named by
+    its path from here (or its name alone), then its list of what is allowed is shortened to what fits ("and 37
+    more"), never below three items, and dropped only where the problem names the flag that takes them (its -h lists
+    them); the field and the problem are never cut."""
     text = f"dslab: error: {err}"
-    if len(text) <= ERROR_WIDTH or not isinstance(err, ConfigError) or not isinstance(err.allowed, list):
+    if len(text) <= ERROR_WIDTH or not isinstance(err, ConfigError):
+        return text
+    source = err.source
+    if source and os.path.isabs(source):
+        relative = os.path.relpath(source)
+        source = relative if not relative.startswith("..") else os.path.basename(source)
+    err = ConfigError(err.field, err.problem, err.allowed, source)
+    text = f"dslab: error: {err}"
+    if len(text) <= ERROR_WIDTH or not isinstance(err.allowed, list) or len(err.allowed) <= 3:
         return text
     items = [str(item) for item in err.allowed]
     bare = f"dslab: error: {ConfigError(err.field, err.problem, None, err.source)}"
-    for shown in range(len(items) - 1, 2, -1):   # fewer than three is no list to choose from
+    for shown in range(len(items) - 1, 3, -1):
         line = f"{bare} (allowed: {', '.join(items[:shown])} and {len(items) - shown} more)"
         if len(line) <= ERROR_WIDTH:
             return line
-    return bare
+    if " --" in err.problem:   # the problem names the flag that takes them: its -h lists them all
+        return bare
+    return f"{bare} (allowed: {', '.join(items[:3])} and {len(items) - 3} more)"
 
 
 def main(argv: list[str] | None = None) -> int:
