@@ -287,8 +287,8 @@ def test_the_chart_draws_each_datasets_own_sources_without_gaps_and_keeps_long_n
 
     from dslab.report import breakdown_chart
     long = "a-dataset-name-that-is-much-longer-than-a-tick"
-    rows = [{"dataset": d, "mode": m, "billable_mean": 100.0, "wall_mean": 100.0, "downloading": 10.0, "training": 80.0, "other": 10.0,
-             "billable": None} for d, modes in ((long, ("File", "FastFile", "Express FastFile")), ("short", ("File",)))
+    rows = [{"dataset": d, "mode": m, "billable_mean": 100.0, "wall_mean": 100.0, "downloading": 10.0,
+             "training": 80.0, "other": 10.0, "billable": None, "wall": None} for d, modes in ((long, ("File", "FastFile", "Express FastFile")), ("short", ("File",)))
             for m in modes]
     drawn = breakdown_chart(rows, tmp_path / "chart.png", "test")
     assert drawn["panels"] == [long, "short"]
