@@ -127,7 +127,7 @@ def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_
     for instance, has in (("ml.m5.xlarge", "no accelerator"), ("ml.g4dn.xlarge", "T4"), ("ml.trn1.32xlarge", "Trainium")):
         with pytest.raises(ConfigError, match=rf"compute: not given, and {instance}: .*{has}") as refused:
             parse_experiment({**base, "instance_type": instance})
-        assert "compute: v100" in str(refused.value) and "seconds_per_batch" in str(refused.value)
+        assert "a preset (allowed: v100, a100" in str(refused.value) and "seconds_per_batch" in str(refused.value)
         from dslab.cli import one_line
         assert len(one_line(refused.value)) <= 160, one_line(refused.value)   # one line a terminal shows whole
     # A10G, L4 and L40S have presets from published training throughput (premise.py), said as not MLPerf's own.
