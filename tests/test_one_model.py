@@ -125,7 +125,7 @@ def test_an_experiment_without_compute_emulates_its_instances_accelerator_or_is_
     p4d = parse_experiment({**base, "instance_type": "ml.p4d.24xlarge"}).trials[0]
     assert p4d.compute.preset == "a100" and compute_rate_of(p4d) == pytest.approx(A100)
     for instance, has in (("ml.m5.xlarge", "no accelerator"), ("ml.g4dn.xlarge", "T4"), ("ml.trn1.32xlarge", "Trainium")):
-        with pytest.raises(ConfigError, match=rf"compute: not given, and {instance}: .*{has}") as refused:
+        with pytest.raises(ConfigError, match=rf"compute: {instance}: .*{has}") as refused:
             parse_experiment({**base, "instance_type": instance})
         assert "a preset (allowed: v100, a100" in str(refused.value) and "seconds_per_batch" in str(refused.value)
         from dslab.cli import one_line

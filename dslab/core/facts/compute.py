@@ -114,8 +114,8 @@ def instance_preset(instance_type: str, field: str, *, experiment: bool = False)
     what = ("no accelerator" if row and not row.accelerators else
             f"no preset for its {row.accelerator}" if row else "not in the instance table (accelerator unknown)")
     if experiment:
-        raise ConfigError(field, f"not given, and {instance_type}: {what}; give {{batch_size, seconds_per_batch}} "
-                          "or a preset", list(COMPUTE_PRESETS))
+        raise ConfigError(field, f"{instance_type}: {what}; give {{batch_size, seconds_per_batch}} or a preset",
+                          list(COMPUTE_PRESETS))
     raise ConfigError(field, f"{instance_type}: {what}; give --compute-rate ({HOW_TO_MEASURE}) or --compute-preset",
                       list(COMPUTE_PRESETS))
 
