@@ -37,11 +37,11 @@ def run_once(experiment: Path, out: Path, cache: Path) -> dict[str, float | str]
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         sys.exit(f"dslab local failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    split = SPLIT.search(done.stdout)
+    split = next(SPLIT.finditer(done.stdout), None)
     if split is None:
         sys.exit(f"no wall-time line in dslab local's output:\n{done.stdout[-2000:]}")
     figures: dict[str, float | str] = {k: float(v) for k, v in split.groupdict().items()}
-    reporting = re.search(r"reporting (?P<r>[\d.]+) s", done.stdout)
+    reporting = next(re.finditer(r"reporting (?P<r>[\d.]+) s", done.stdout), None)
     figures["reporting"] = float(reporting["r"]) if reporting else 0.0
     figures["wall"] = wall
     figures["cpu"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

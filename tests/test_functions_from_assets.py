@@ -161,7 +161,8 @@ def test_an_injected_aws_error_reaches_a_call_the_function_makes():
               "    try:\n        s3.get_object(Bucket='b', Key='k')\n"
               "    except s3.exceptions.ClientError as err:\n        return err.response['Error']\n")
     seen = []
-    HOOKS.api_fault = lambda service, operation, request: seen.append((service, operation, request.method)) or \
+    HOOKS.api_fault = lambda service, operation, request: seen.append((service, operation, request.method,
+                                                                      request.function)) or \
         (403, "AccessDenied", "not for you")
     service = FunctionRuntime()
     try:
@@ -170,7 +171,7 @@ def test_an_injected_aws_error_reaches_a_call_the_function_makes():
         HOOKS.api_fault = None
         service.close()
     assert {k: answer.answer[k] for k in ("Code", "Message")} == {"Code": "AccessDenied", "Message": "not for you"}
-    assert seen == [("s3", "GetObject", "GET")]
+    assert seen == [("s3", "GetObject", "GET", "index.handler")]   # the call, and the function that made it
 
 
 def test_the_runtimes_sdk_is_the_pinned_one():

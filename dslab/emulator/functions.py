@@ -249,7 +249,7 @@ class FunctionRuntime:
                                   True, "")
             message = json.loads(line)
             if message["type"] == "fault?":
-                env.process.stdin.write(json.dumps({"answer": _fault_answer(fault, message)}) + "\n")
+                env.process.stdin.write(json.dumps({"answer": _fault_answer(fault, message, function.handler)}) + "\n")
                 env.process.stdin.flush()
                 continue
             env.invocations += 1
@@ -275,19 +275,21 @@ class FunctionRuntime:
 
 @dataclass
 class _Request:
-    """The request a function's client was about to send, as the fault hook sees it."""
+    """The request a function's client was about to send, as the fault hook sees it, with the handler of the function
+    that sends it (a test's way to fault one function's calls: its frames are in another interpreter)."""
     method: str
     url: str
     headers: dict[str, str]
     body: bytes
+    function: str = ""
 
 
-def _fault_answer(fault, message: dict[str, Any]) -> dict[str, Any] | None:
+def _fault_answer(fault, message: dict[str, Any], handler: str) -> dict[str, Any] | None:
     """The stand-in's answer to a function's call, if it injects an error there: ``fault`` gives (status, headers,
     body) in the service's protocol (patches.services.function_fault), or None to let the call through."""
     if fault is None:
         return None
-    request = _Request(message["method"], message["url"], message["headers"], base64.b64decode(message["body"]))
+    request = _Request(message["method"], message["url"], message["headers"], base64.b64decode(message["body"]), handler)
     answer = fault(message["service"], message["operation"], request)
     if answer is None:
         return None
