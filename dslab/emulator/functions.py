@@ -24,6 +24,7 @@ import io
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -123,28 +124,78 @@ class Invocation:
         return json.loads(self.payload)
 
 
-@dataclass
-class _Environment:
-    process: subprocess.Popen
-    answers: io.TextIOBase
-    started: float = field(default_factory=time.monotonic)
-    invocations: int = 0
+class _Template:
+    """The runtime's template process (lambda_bootstrap.py): the SDK imported once; each execution environment is
+    forked from it. One per process and runtime folder; it ends when this process closes its socket."""
+
+    def __init__(self, runtime: Path):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.process = subprocess.Popen(
+                # -I: no PYTHON* variables, no user site, not this script's folder; -S: no site-packages.
+                [sys.executable, "-I", "-S", str(BOOTSTRAP), str(runtime), str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None,
+                env={"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "en_US.UTF-8"}, pass_fds=(theirs.fileno(),))
+        finally:
+            theirs.close()
+        self.socket, self.replies = ours, ours.makefile("r")
+        self.lock = threading.Lock()
+
+    def _ask(self, request: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        with self.lock:
+            socket.send_fds(self.socket, [json.dumps(request).encode()], fds or [])
+            line = self.replies.readline()
+        if not line:
+            raise RuntimeError("the stand-in's Lambda runtime template ended")
+        return json.loads(line)
+
+    def spawn(self, task_root: Path, variables: dict[str, str]) -> tuple[int, io.TextIOBase, io.TextIOBase]:
+        """A new execution environment: its pid, the pipe its invocations go to, the pipe its answers come from."""
+        stdin_read, stdin_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        try:
+            pid = self._ask({"type": "spawn", "task_root": str(task_root), "env": variables},
+                            [stdin_read, answers_write])["pid"]
+        finally:
+            os.close(stdin_read)
+            os.close(answers_write)
+        return pid, os.fdopen(stdin_write, "w"), os.fdopen(answers_read, "r")
+
+    def wait(self, pid: int, grace: float) -> int:
+        """The environment's exit status, once it has ended (killed after ``grace`` seconds)."""
+        return int(self._ask({"type": "wait", "pid": pid, "grace": grace})["status"])
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
+
+@dataclass
+class _Environment:
+    pid: int
+    stdin: io.TextIOBase
+    answers: io.TextIOBase
+    template: _Template
+    ended: bool = False           # its answers pipe closed: the environment is gone
+    started: float = field(default_factory=time.monotonic)
+    invocations: int = 0
+
+    def alive(self) -> bool:
+        return not self.ended
+
+    def exit_status(self) -> int:
+        self.ended = True
+        return self.template.wait(self.pid, grace=5.0)
+
     def close(self) -> None:
-        if self.process.stdin and not self.process.stdin.closed:
-            try:
-                self.process.stdin.close()
-            except OSError:
-                pass
+        """Its stdin closed, it ends by itself (killed if it has not within 5 s), as Lambda ends an environment."""
         try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            self.stdin.close()
+        except OSError:
+            pass
+        if self.template.alive():
+            self.template.wait(self.pid, grace=0.0 if self.ended else 5.0)
         self.answers.close()
+        self.ended = True
 
 
 class FunctionRuntime:
@@ -154,6 +205,7 @@ class FunctionRuntime:
         self._idle: dict[tuple, list[_Environment]] = {}
         self._all: list[_Environment] = []
         self._lock = threading.Lock()
+        self._templates: _Template | None = None
         self.cold_starts = 0
 
     def invoke(self, function, event: Any, environment: dict[str, str], *, fault=None) -> Invocation:
@@ -213,21 +265,20 @@ class FunctionRuntime:
 
     def _start(self, function, variables: dict[str, str]) -> _Environment:
         task_root = code_dir(function.code_bytes)
-        read, write = os.pipe()
         variables = {**variables, "LAMBDA_TASK_ROOT": str(task_root), "LAMBDA_RUNTIME_DIR": str(runtime_dir())}
-        try:
-            # -I: no PYTHON* variables, no user site, not this script's folder; -S: no site-packages.
-            process = subprocess.Popen(
-                [sys.executable, "-I", "-S", str(BOOTSTRAP), str(task_root), str(runtime_dir()), str(write)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=None, text=True, env=variables,
-                cwd=task_root, pass_fds=(write,))
-        finally:
-            os.close(write)
-        env = _Environment(process, os.fdopen(read, "r"))
+        template = self._template()
+        pid, stdin, answers = template.spawn(task_root, variables)
+        env = _Environment(pid, stdin, answers, template)
         with self._lock:
             self._all.append(env)
             self.cold_starts += 1
         return env
+
+    def _template(self) -> _Template:
+        with self._lock:
+            if self._templates is None or not self._templates.alive():
+                self._templates = _Template(runtime_dir())
+            return self._templates
 
     @staticmethod
     def _call(env: _Environment, function, event: Any, fault) -> Invocation:
@@ -236,21 +287,21 @@ class FunctionRuntime:
         request = {"type": "invoke", "event": event if event is not None else {}, "request_id": str(uuid.uuid4()),
                    "deadline": time.time() + float(function.timeout or 3), "faults": fault is not None}
         try:
-            env.process.stdin.write(json.dumps(request) + "\n")
-            env.process.stdin.flush()
+            env.stdin.write(json.dumps(request) + "\n")
+            env.stdin.flush()
         except OSError:
             pass   # the environment is gone: its answer below says so
         while True:
             line = env.answers.readline()
             if not line:
-                code = env.process.wait()
+                code = env.exit_status()
                 return Invocation(json.dumps({"errorType": "Runtime.ExitError",
                                               "errorMessage": f"Runtime exited with error: exit status {code}"}),
                                   True, "")
             message = json.loads(line)
             if message["type"] == "fault?":
-                env.process.stdin.write(json.dumps({"answer": _fault_answer(fault, message, function.handler)}) + "\n")
-                env.process.stdin.flush()
+                env.stdin.write(json.dumps({"answer": _fault_answer(fault, message, function.handler)}) + "\n")
+                env.stdin.flush()
                 continue
             env.invocations += 1
             return Invocation(message["payload"], bool(message["error"]), message.get("logs", ""))

@@ -1,16 +1,20 @@
-"""The stand-in's Lambda Python runtime: one execution environment, run as its own interpreter.
+"""The stand-in's Lambda Python runtime: execution environments, each an interpreter of its own.
 
-Started by ``functions.FunctionRuntime`` as ``python -I -S lambda_bootstrap.py TASK_ROOT RUNTIME_DIR FD``: isolated
-(no PYTHON* variables, no user or site packages, not even this script's folder), so the import path holds the
-standard library, the function's code (TASK_ROOT, its deployed asset unzipped) and RUNTIME_DIR (the runtime's own
-boto3 and botocore), and nothing else, as on Lambda ("/var/task", then the runtime's packages). It imports the
-handler once (the init phase), then serves invocations until its stdin closes, keeping module-level state between
-them as a warm Lambda execution environment does.
+``python -I -S lambda_bootstrap.py RUNTIME_DIR CONTROL_FD`` is the runtime's template process (functions.py starts one
+per process): isolated (no PYTHON* variables, no user or site packages, not even this script's folder), it imports the
+runtime's SDK from RUNTIME_DIR (boto3 and botocore, and their service models parsed once), then forks an execution
+environment whenever the parent asks, handing it the function's code folder (TASK_ROOT, its deployed asset unzipped),
+its environment variables and its two pipes. The environment's import path is TASK_ROOT, RUNTIME_DIR and the standard
+library, nothing else, as on Lambda ("/var/task", then the runtime's packages); it imports the handler's module there,
+under the function's own environment (the init phase), then serves invocations until its stdin closes, keeping
+module-level state between them as a warm Lambda execution environment does. Forking from a template that has
+imported the SDK is the stand-in's way to a cold start in milliseconds; what the function's own code does at init
+still happens in the environment, under its variables.
 
-Standard library only until the handler's module imports what the function needs. The parent and this process
-speak JSON lines: invocations arrive on stdin, answers leave on file descriptor FD (stdout and stderr are the
-function's log, captured per invocation). While an invocation runs, the process may ask the parent whether the
-stand-in answers an AWS call with an injected error (the stand-in's fault hook, for calls made here).
+Standard library only until the SDK is imported. The parent and an environment speak JSON lines: invocations arrive
+on stdin, answers leave on the answers pipe (stdout and stderr are the function's log, captured per invocation).
+While an invocation runs, the environment may ask the parent whether the stand-in answers an AWS call with an
+injected error (the stand-in's fault hook, for calls made here).
 """
 
 import base64
@@ -18,16 +22,18 @@ import importlib
 import io
 import json
 import os
+import signal
+import socket
 import sys
 import threading
 import time
 import traceback
 
-TASK_ROOT, RUNTIME_DIR = sys.argv[1], sys.argv[2]
-sys.path[:0] = [TASK_ROOT, RUNTIME_DIR]
-_ANSWERS = os.fdopen(int(sys.argv[3]), "w", buffering=1)
+_ANSWERS = None
 _FAULTS = {"ask": False}
 _ASKING = threading.Lock()   # a function's threads (the staging copies) ask one at a time
+# The SDK's service models the workflow's functions read, parsed once in the template (what a client loads first).
+_PRELOADED = ("s3", "ssm", "fsx", "sagemaker", "service-quotas", "cloudformation", "stepfunctions", "sts")
 
 
 def _send(message):
@@ -146,5 +152,97 @@ def main():
         logs = ""
 
 
+def _preload_sdk() -> None:
+    """Import the SDK and parse its service models into boto3's default session, whose clients the functions make.
+    Nothing here reads the environment: credentials, region and endpoint are resolved when a function makes a client."""
+    import boto3
+    import botocore.session  # noqa: F401
+    boto3.setup_default_session()
+    botocore_session = boto3.DEFAULT_SESSION._session
+    loader = botocore_session.get_component("data_loader")
+    for data in ("endpoints", "partitions", "_retry", "sdk-default-configuration"):
+        try:
+            loader.load_data(data)
+        except Exception:  # noqa: BLE001 - an SDK without that file: it is loaded on first use instead
+            pass
+    for service in _PRELOADED:
+        botocore_session.get_service_model(service)
+        for kind in ("endpoint-rule-set-1", "paginators-1"):
+            try:
+                loader.load_service_model(service, kind)
+            except Exception:  # noqa: BLE001 - not every service ships every file
+                pass
+
+
+def _environment(task_root: str, variables: dict, stdin_fd: int, answers_fd: int) -> None:
+    """In a forked child: become the function's execution environment, then serve it (never returns)."""
+    global _ANSWERS
+    code = 0
+    try:
+        os.dup2(stdin_fd, 0)
+        os.close(stdin_fd)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8")
+        _ANSWERS = os.fdopen(answers_fd, "w", buffering=1)
+        os.environ.clear()
+        os.environ.update(variables)
+        os.chdir(task_root)
+        sys.path.insert(0, task_root)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        main()
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:  # noqa: BLE001 - the runtime itself failed: said on stderr, exit 1
+        traceback.print_exc()
+        code = 1
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _template(control_fd: int) -> None:
+    """Fork an execution environment per request on the control socket; report how environments end."""
+    control = socket.socket(fileno=control_fd)
+    _preload_sdk()
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 20, 2)
+        except OSError:
+            return
+        if not message:
+            return   # the parent is gone
+        request = json.loads(message.decode())
+        if request["type"] == "spawn":
+            stdin_fd, answers_fd = fds
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _environment(request["task_root"], request["env"], stdin_fd, answers_fd)
+            os.close(stdin_fd)
+            os.close(answers_fd)
+            control.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        elif request["type"] == "wait":
+            # The environment has ended, or is to end within ``grace`` seconds (its stdin closed), else is killed.
+            pid, deadline = request["pid"], time.monotonic() + float(request.get("grace", 5.0))
+            status = None
+            while status is None:
+                try:
+                    done, raw = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    status = -1
+                    break
+                if done:
+                    status = os.waitstatus_to_exitcode(raw)
+                elif time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    deadline = float("inf")
+                else:
+                    time.sleep(0.005)
+            control.sendall(json.dumps({"status": status}).encode() + b"\n")
+
+
 if __name__ == "__main__":
-    main()
+    sys.path[:0] = [sys.argv[1]]   # the runtime's SDK
+    _template(int(sys.argv[2]))
