@@ -258,3 +258,28 @@ def test_the_functions_run_the_bytes_cdk_wrote(emulated, bound_lab):
     expected = base64.b64encode(hashlib.sha256(workflow_asset).digest()).decode()
     handlers = [h for h in deployed if h.startswith("dslab.workflow.handlers.")]
     assert len(handlers) >= 5 and {deployed[h] for h in handlers} == {expected}
+
+
+def test_an_error_raised_from_none_is_not_told_as_the_aws_error_it_replaced():
+    """`dslab local` whose workflow ended without results says why (Step Functions' error and cause), not the
+    S3 NoSuchKey of the results it then could not read (`raise ... from None` is not followed); a wrapped AWS error
+    (boto3's S3UploadFailedError) still is."""
+    from botocore.exceptions import ClientError
+
+    from dslab.cli.common import find_client_error
+    from dslab.local.lab import WorkflowFailed
+    missing = ClientError({"Error": {"Code": "NoSuchKey", "Message": "The specified key does not exist."}}, "GetObject")
+    try:
+        try:
+            raise missing
+        except ClientError:
+            raise WorkflowFailed("the workflow ended FAILED without results: PlanFailed: ...") from None
+    except WorkflowFailed as failed:
+        assert find_client_error(failed) is None
+    try:
+        try:
+            raise missing
+        except ClientError as err:
+            raise RuntimeError("upload failed") from err
+    except RuntimeError as wrapped:
+        assert find_client_error(wrapped) is missing

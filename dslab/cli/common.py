@@ -31,7 +31,8 @@ def find_client_error(err: BaseException | None):
     for _ in range(5):
         if err is None or isinstance(err, ClientError):
             return err
-        err = err.__cause__ or err.__context__
+        # `raise X from None` says the error it replaced is not the story: its context is not followed
+        err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
     return None
 
 

@@ -18,7 +18,7 @@ def cmd_local(args) -> int:
         raise ConfigError("dslab local", f"the offline lab needs {', '.join(missing)}, which `pip install .` leaves out: "
                           "install the lab's extras (pip install '.[lab]', and the CDK CLI: npm ci), or run `make lab` "
                           "in a clone of the repository, which sets them all up")
-    from ..local.lab import Interrupted, Terminated, run_local
+    from ..local.lab import Interrupted, Terminated, WorkflowFailed, run_local
     from .question import experiment_overrides
 
     def terminate(signum, frame):
@@ -40,6 +40,9 @@ def cmd_local(args) -> int:
     except Terminated:
         print("dslab: terminated", file=sys.stderr)
         return 143
+    except WorkflowFailed as failed:   # nothing ran to a result: Step Functions' error and cause say why
+        print(f"dslab: error: {failed}", file=sys.stderr)
+        return 1
     finally:
         signal.signal(signal.SIGTERM, previous)
     print()

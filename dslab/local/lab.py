@@ -129,6 +129,11 @@ IN_PROGRESS = "in progress"   # results.json's partial state while jobs run (and
 OUTPUTS = ("results.json", "results.csv", "report.md", "report.html", "breakdown.png", "scaling.png")
 
 
+class WorkflowFailed(RuntimeError):
+    """The execution ended without results (Plan refused the experiment, or Collect could not store them): the message
+    is Step Functions' error and cause, which name why (a module the deployed code lacks, say)."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised in the main thread by `dslab local`'s handler: the run stops as on Ctrl-C."""
 
@@ -461,7 +466,8 @@ class LocalLab:
         try:
             results = self.lab.results(execution)
         except Exception:
-            raise RuntimeError(f"the workflow ended {execution.status} without results: {execution.error}: {execution.cause}") from None
+            raise WorkflowFailed(f"the workflow ended {execution.status} without results: {execution.error}: "
+                                 f"{execution.cause}") from None
         if kept:   # Plan skipped them as kept: their records are the earlier attempt's
             results["records"] = [kept.get(r["job_name"], r) for r in results["records"]]
             results["summary"] = summarise(results["records"])
@@ -640,4 +646,4 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
 
 
 __all__ = ["run_local", "LocalLab", "LocalRun", "cached_assembly", "prepare_dataset", "prepare_out", "resume_of", "DEFAULT_EXPERIMENT",
-           "Interrupted", "Terminated", "Resume"]
+           "Interrupted", "Terminated", "Resume", "WorkflowFailed"]
