@@ -283,3 +283,17 @@ def test_an_error_raised_from_none_is_not_told_as_the_aws_error_it_replaced():
             raise RuntimeError("upload failed") from err
     except RuntimeError as wrapped:
         assert find_client_error(wrapped) is missing
+
+
+def test_the_functions_code_goes_with_their_stand_in():
+    """Each stand-in unzips its functions' code once per content, and removes it when it closes: repeated labs leave
+    no code behind."""
+    service = FunctionRuntime()
+    try:
+        first = service.invoke(function(PROBE), {}, {}).answer
+        again = service.invoke(function(PROBE, OTHER="1"), {}, {}).answer   # another environment, the same code
+        task_root = Path(first["path"][0])
+        assert again["path"][0] == first["path"][0] and task_root.is_dir()
+    finally:
+        service.close()
+    assert not task_root.exists() and not task_root.parent.exists()

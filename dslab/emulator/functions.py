@@ -92,13 +92,12 @@ def runtime_dir() -> Path:
     return target
 
 
-def code_dir(code: bytes) -> Path:
-    """The function's deployment package unzipped (Lambda's /var/task), once per content."""
-    target = CACHE / f"code-{hashlib.sha256(code).hexdigest()[:16]}"
+def code_dir(code: bytes, root: Path) -> Path:
+    """The function's deployment package unzipped (Lambda's /var/task) under ``root``, once per content."""
+    target = root / f"code-{hashlib.sha256(code).hexdigest()[:16]}"
     if target.is_dir():
         return target
-    CACHE.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=CACHE, prefix=".code-"))
+    staging = Path(tempfile.mkdtemp(dir=root, prefix=".code-"))
     with zipfile.ZipFile(io.BytesIO(code)) as archive:
         archive.extractall(staging)
     _move_into_place(staging, target)
@@ -206,6 +205,7 @@ class FunctionRuntime:
         self._all: list[_Environment] = []
         self._lock = threading.Lock()
         self._templates: _Template | None = None
+        self._code_root: Path | None = None   # the functions' code, unzipped: removed with the stand-in
         self.cold_starts = 0
 
     def invoke(self, function, event: Any, environment: dict[str, str], *, fault=None) -> Invocation:
@@ -264,7 +264,12 @@ class FunctionRuntime:
         return self._start(function, variables)
 
     def _start(self, function, variables: dict[str, str]) -> _Environment:
-        task_root = code_dir(function.code_bytes)
+        with self._lock:
+            if self._code_root is None:
+                CACHE.mkdir(parents=True, exist_ok=True)
+                self._code_root = Path(tempfile.mkdtemp(dir=CACHE, prefix="code-"))
+            root = self._code_root
+        task_root = code_dir(function.code_bytes, root)
         variables = {**variables, "LAMBDA_TASK_ROOT": str(task_root), "LAMBDA_RUNTIME_DIR": str(runtime_dir())}
         template = self._template()
         pid, stdin, answers = template.spawn(task_root, variables)
@@ -316,8 +321,11 @@ class FunctionRuntime:
         """End every execution environment (the stand-in, and its functions, are gone)."""
         with self._lock:
             environments, self._all, self._idle = list(self._all), [], {}
+            root, self._code_root = self._code_root, None
         for env in environments:
             env.close()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
 
     def environments(self) -> int:
         with self._lock:
