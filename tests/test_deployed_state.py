@@ -155,3 +155,27 @@ def test_the_local_lab_discards_an_unusable_deployment_in_one_line_and_deploys_a
         assert restored.deployer is not None and restored.state_machine_arn
     finally:
         restored.__exit__(None, None, None)
+
+
+def test_a_deployment_that_cannot_be_saved_costs_the_next_run_a_deploy_not_this_run(bound_lab, tmp_path):
+    import pickle
+
+    from dslab.local.lab import deployed_path, save_deployed
+    said: list[str] = []
+    saved: list[tuple] = []
+
+    class Lab:
+        def __init__(self, error=None):
+            self.error = error
+
+        def save_deployment(self, path, key):
+            if self.error:
+                raise self.error
+            saved.append((path, key))
+
+    save_deployed(Lab(pickle.PicklingError("a lock moto added")), tmp_path, bound_lab.outdir, True, said.append)
+    assert said == ["stacks: the deployment could not be saved (PicklingError: a lock moto added): the next run "
+                    "deploys again"]
+    save_deployed(Lab(), tmp_path, bound_lab.outdir, True, said.append)
+    assert saved == [(deployed_path(tmp_path, bound_lab.outdir, True),
+                      snapshot_key(bound_lab.outdir, with_fsx=True, region="us-east-1"))] and len(said) == 1

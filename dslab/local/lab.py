@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import tempfile
 import time
@@ -291,6 +292,16 @@ def deployed_before(assembly: Path, workdir: Path, cache: Path, with_fsx: bool, 
     return lab
 
 
+def save_deployed(lab: EmulatedLab, cache: Path, assembly: Path, with_fsx: bool, say: Callable[[str], None]) -> None:
+    """Save the stand-in as `cdk deploy` of ``assembly`` left it, for the next run of these templates. A save that
+    fails costs the next run a deploy, never this run: said in one line."""
+    try:
+        lab.save_deployment(deployed_path(cache, assembly, with_fsx),
+                            snapshot_key(assembly, with_fsx=with_fsx, region=REGION))
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:
+        say(f"stacks: the deployment could not be saved ({type(err).__name__}: {err}): the next run deploys again")
+
+
 class LocalLab:
     """The embedded lab: a context manager that owns the stand-in, the mounts and the job processes."""
 
@@ -353,8 +364,7 @@ class LocalLab:
                 synthesized()
                 assembly = workdir / "cdk.out"
                 # Saved before any data, job or result: the next run with these templates starts from here.
-                self.lab.save_deployment(deployed_path(self.cache, assembly, self.with_fsx),
-                                         snapshot_key(assembly, with_fsx=self.with_fsx, region=REGION))
+                save_deployed(self.lab, self.cache, assembly, self.with_fsx, self.say)
         self.lab.prewarm_functions()   # Plan's and Collect's interpreters start while the data uploads
         self.mounts = S3Mounts(self.lab.endpoint, self.work / "mounts")
         if self.with_fsx and fuse_available():
