@@ -31,8 +31,8 @@ CHECKPOINT_TRIAL = "llama3-8b-checkpoints"
 def zipped(files: dict[str, str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
+        for name, text in files.items():   # fixed times: the same files are the same bytes, as CDK's assets are
+            archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), text)
     return buffer.getvalue()
 
 
