@@ -432,9 +432,14 @@ def test_a_job_past_sagemakers_28_day_limit_is_flagged_and_refused_when_nothing_
     answer = json.loads(some.out)
     flagged = {s["source"]: "28-day" in (s["blocker"] or "") for s in answer["sources"]}
     assert some.code == 0 and any(flagged.values()) and not all(flagged.values()), flagged
-    for s in answer["sources"]:   # refused exactly when its job outlasts 28 days (one instance's clock)
+    for s in answer["sources"]:   # refused exactly when its range's top outlasts 28 days (one instance's clock)
         e = s["estimate"]
-        assert flagged[s["source"]] == ((e["downloading"] + e["training"] + e["other"]) > MAX_RUNTIME_SECONDS), s["source"]
+        point = e["downloading"] + e["training"] + e["other"]
+        top = max(point, e["range"]["billable_seconds"][1] if e.get("range") else e["billable_seconds"])
+        assert flagged[s["source"]] == (top > MAX_RUNTIME_SECONDS), s["source"]
+    # Pipe's estimate (25.6 days) is under the limit, its range's top (38.5 days) is not: refused, never capped below it
+    assert flagged["Pipe"] and "25.6 days (up to 38.5)" in next(s["blocker"] for s in answer["sources"]
+                                                                   if s["source"] == "Pipe")
     assert answer["pick"] not in answer["blocked"]
     text = run(capsys, "estimate", *shape, "--epochs", "400")
     assert "28-day" in text.out and "MaxRuntimeInSeconds" in text.out and max(map(len, text.out.splitlines())) <= 160

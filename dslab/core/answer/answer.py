@@ -33,7 +33,7 @@ from ..model.provisioning import AS_DEPLOYED, Provisioning, as_deployed
 from ..modes import EFS, EXPRESS, FASTFILE, FSX, MODES, S3_READ_MODES, SCRIPT, STANDARD, source_label
 from ..shape import DatasetShape
 from .decision import (ADVICE_MIN_SAVING, Decision, Option, decide, option_from_estimate, portability_blocker,
-                       random_access_blocker, duration, usd)
+                       random_access_blocker, top_job_seconds, duration, usd)
 from .premise import Premise
 from .sizing import MAX_CLUSTER, SourceSize, Sizing, size
 
@@ -74,7 +74,7 @@ class Question:
     # The inputs named, and what brings a job under SageMaker's 28 days, where every source's job outlasts it.
     runtime_field: str = RUNTIME_FIELDS
     runtime_fix: str = RUNTIME_FIX
-    runtime_what: str = "{source}'s job"   # how a refusal names a job ("trial long's {source} job on big-jpg")
+    runtime_what: str = "{source}"   # how a refusal names a job ("trial long's {source} job on big-jpg")
     count_field: str = "--instance-count"   # what sets the instance count (an experiment's trial names its own)
     dataset_name: str | None = None         # an experiment's dataset, as its refusals name it
     dataset: str | None = None      # where the dataset was measured (a folder or prefix): the upload commands name it
@@ -178,10 +178,7 @@ class SourceAnswer:
     @property
     def top_job_seconds(self) -> float:
         """The top of the job's range on the lab as it stands, on one instance's clock."""
-        estimate = self.deployed_estimate
-        hosts = max(1, estimate.instance_count)
-        top = estimate.range.billable_high if estimate.range is not None else estimate.billable_seconds
-        return max(top / hosts, self.deployed.job_seconds)
+        return max(top_job_seconds(self.deployed_estimate), self.deployed.job_seconds)
 
     def to_dict(self) -> dict[str, Any]:
         o, d, s = self.option, self.deployed, self.sized
@@ -412,8 +409,9 @@ def _answer(question: Question) -> Answer:
             deployed = replace(deployed, blocker=deployed.blocker or ruled_out)
         answers.append(SourceAnswer(row, option, deployed))
     # SageMaker stops a job at 28 days: refused where every source's job would outlast it (naming the inputs).
-    none_too_long({a.source: a.job_seconds for a in answers if not a.estimate.blocker},
-                  question.runtime_field, question.runtime_fix, question.runtime_what)
+    none_too_long({a.source: max(top_job_seconds(a.estimate), a.job_seconds) for a in answers if not a.estimate.blocker},
+                  question.runtime_field, question.runtime_fix, question.runtime_what,
+                  points={a.source: a.job_seconds for a in answers})
     decision = decide(a.option for a in answers)
     order = {o.source: i for i, o in enumerate(decision.ranking, 1)}
     for a in answers:

@@ -390,6 +390,15 @@ def setup_phrase(option: Option) -> str:
 
 # ---- options from estimates and from measured results ----------------------------------------------
 
+def top_job_seconds(estimate: Estimate, instance_count: int | None = None) -> float:
+    """The top of a job's range on one instance's clock (an estimate's seconds are instance-seconds): what
+    MaxRuntimeInSeconds must cover, and what SageMaker's 28 days are checked against."""
+    hosts = max(1, instance_count or estimate.instance_count)
+    point = (estimate.downloading + estimate.training + estimate.other) / hosts
+    top = estimate.range.billable_high if estimate.range is not None else estimate.billable_seconds
+    return max(top / hosts, point)
+
+
 def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceTable, *, instance_count: int | None = None,
                          fsx_capacity_gib: int = 1200, data_in_efs: bool = False) -> Option:
     # The job's wall time on one instance's clock (an estimate's seconds are instance-seconds).
@@ -401,8 +410,9 @@ def option_from_estimate(estimate: Estimate, shape: DatasetShape, prices: PriceT
     setup = setup_cost(estimate.mode, estimate.storage, shape, prices, job_seconds=job_seconds,
                        fsx_capacity_gib=fsx_capacity_gib, data_in_efs=data_in_efs, express_staging=staging, fsx=fsx)
     # A source that cannot hold the data as premised (estimate.py) is refused, never priced; then one SageMaker
-    # would stop (limits.py).
-    blocker = estimate.blocker or runtime_problem(job_seconds, "its job")
+    # may stop: the top of its range past 28 days (limits.py), as MaxRuntimeInSeconds could not cover it.
+    blocker = estimate.blocker or runtime_problem(top_job_seconds(estimate, instance_count), "it",
+                                                  point_seconds=job_seconds)
     measured = estimate.mode in MEASURED_SOURCES and estimate.storage != EXPRESS
     interval = (estimate.range.usd_low, estimate.range.usd_high) if estimate.range is not None else None
     return Option(mode=estimate.mode, storage=estimate.storage or STANDARD, job_usd=estimate.cost_usd["total"],

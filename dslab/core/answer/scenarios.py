@@ -10,7 +10,7 @@ anything else (instance type, epochs, model, script) are scenarios of their own.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, Iterable, Mapping
 
 from ..errors import ConfigError
@@ -20,7 +20,7 @@ from ..facts.compute import COMPUTE_PRESETS, accelerator_kind, accelerators_of, 
 from ..shape import DatasetShape
 from .premise import Premise
 from ..model.calibration import SHIPPED, InUse
-from ..facts.limits import EXPERIMENT_RUNTIME_FIX, runtime_problem
+from ..facts.limits import EXPERIMENT_RUNTIME_FIX, MAX_RUNTIME_SECONDS, runtime_problem
 from ..experiment import Dataset, Experiment, Trial
 from ..modes import EXPRESS, FILE, MODES, STANDARD
 from ..facts.prices import PriceTable
@@ -290,6 +290,8 @@ class JobCheck:
     field: str               # the experiment key that sets the job's length (a refusal past 28 days names it)
     max_run_field: str
     modes_field: str
+    # The tops of the answer's other sources that can serve (one instance's clock), by label: a faster source to name
+    others_top: Mapping[str, float] = dataclass_field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -298,6 +300,16 @@ class JobCheck:
     @property
     def what(self) -> str:
         return f"trial {self.trial.name}'s {self.source.source} job on {self.dataset}"
+
+    @property
+    def runtime_fix(self) -> str:
+        """What brings a job past 28 days under: fewer epochs, and the quickest of the scenario's other sources that
+        fits, by name (the top of its range)."""
+        fits = [(top, label) for label, top in self.others_top.items() if top <= MAX_RUNTIME_SECONDS]
+        if not fits:
+            return EXPERIMENT_RUNTIME_FIX
+        top, label = min(fits)
+        return f"fewer epochs: or {label} (up to {top / 86400:,.1f} days)"
 
     @property
     def max_run_given(self) -> bool:
@@ -316,13 +328,16 @@ class JobCheck:
             # File's share does not fit each instance's storage: the volume to raise, or (NVMe, fixed) the instances.
             key = "instance_count" if instance_storage_gb(self.trial.instance_type) else "volume_size_gb"
             return (self.modes_field.replace("modes", key), f"{self.what}: {deployed.blocker}")
+        # Past 28 days at the top of its range (never capped below it): fewer epochs, or a source that fits.
+        too_long = (None if self.source.deployed_estimate.blocker else
+                    runtime_problem(self.source.top_job_seconds, self.what, self.runtime_fix,
+                                    point_seconds=deployed.job_seconds))
+        if too_long:
+            return (self.field, too_long)
         if deployed.blocker:
             fix = "; ".join(self.source.commands) or "provision it as `dslab size` says"
             return (self.modes_field, f"{self.what}: {self.source.source} as the lab stands cannot run it "
                                       f"({deployed.blocker}): provision it first ({fix}), or drop {self.source.mode}")
-        too_long = runtime_problem(self.source.deployed.job_seconds, self.what, EXPERIMENT_RUNTIME_FIX)
-        if too_long:
-            return (self.field, too_long)
         if self.max_run_given and self.trial.max_run_seconds < self.source.top_job_seconds:
             return (self.max_run_field,
                     f"{self.trial.max_run_seconds:,} s is shorter than {self.what} may take on AWS (up to "
@@ -345,9 +360,11 @@ def job_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str
             for mode in trial.modes:
                 source = found.answer.source(mode, trial.storage or STANDARD)
                 index = experiment.trials.index(trial)
+                others = {s.source: s.top_job_seconds for s in found.answer.sources
+                          if s is not source and not s.deployed_estimate.blocker}
                 checks.append(JobCheck(trial, found.scenario.dataset.name, source, runtime_field(experiment, trial),
                                        _max_run_field(experiment, trial),
-                                       f"trials[{index}].modes" if len(experiment.trials) > 1 else "modes"))
+                                       f"trials[{index}].modes" if len(experiment.trials) > 1 else "modes", others))
     return checks
 
 

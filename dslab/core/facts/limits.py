@@ -126,32 +126,40 @@ MAX_RUNTIME_SECONDS = 28 * 24 * 3600
 
 
 # The inputs that make a job longer, named when every source's job is too long, and what brings it under.
-RUNTIME_FIELDS = "--files/--bytes/--samples/--epochs/--instance-count"
-RUNTIME_FIX = "fewer epochs or samples, more instances (--instance-count / --count), a faster compute rate or source"
+RUNTIME_FIELDS = "--epochs/--samples/--instance-count"
+RUNTIME_FIX = "fewer epochs/samples or more instances"
 # The same in an experiment file's words (`dslab plan`/`run`, `recommend --experiment`, `export`).
-EXPERIMENT_RUNTIME_FIX = ("fewer epochs: (or a smaller dataset), a larger instance_count:, a faster compute: or another "
-                          "of its modes:")
+EXPERIMENT_RUNTIME_FIX = "fewer epochs:, a larger instance_count:, a faster compute: or another of its modes:"
 
 
 def none_too_long(seconds: dict[str, float], field: str = RUNTIME_FIELDS, fix: str = RUNTIME_FIX,
-                  what: str = "{source}'s job") -> dict[str, str]:
-    """Each source whose job (``seconds`` on one instance's clock) outlasts SageMaker's limit, with why;
-    refused, naming ``field`` and the quickest one's length, when every one does. ``what`` names a job."""
+                  what: str = "{source}", points: dict[str, float] | None = None) -> dict[str, str]:
+    """Each source whose job (the top of its range, ``seconds`` on one instance's clock; ``points``: its estimate)
+    may outlast SageMaker's limit, with why; refused, naming ``field`` and the quickest one's length, when every one
+    does. ``what`` names a job."""
     from ..errors import ConfigError
-    problems = {source: runtime_problem(length, what.format(source=source), fix) for source, length in seconds.items()}
+    problems = {source: runtime_problem(length, what.format(source=source), fix, (points or {}).get(source))
+                for source, length in seconds.items()}
     problems = {source: problem for source, problem in problems.items() if problem}
     if seconds and len(problems) == len(seconds):
         raise ConfigError(field, problems[min(seconds, key=seconds.get)])
     return problems
 
 
-def runtime_problem(seconds: float, what: str = "the job", fix: str = RUNTIME_FIX) -> str | None:
-    """Why a job of ``seconds`` (wall time, each instance's clock) cannot run on SageMaker, or None."""
+def runtime_problem(seconds: float, what: str = "the job", fix: str = RUNTIME_FIX,
+                    point_seconds: float | None = None) -> str | None:
+    """Why a job whose range tops at ``seconds`` (wall time, each instance's clock) cannot run on SageMaker, or None.
+    ``point_seconds``: its estimate, said beside the top where the top alone passes the limit."""
     if seconds <= MAX_RUNTIME_SECONDS:
         return None
-    length = f"~{seconds / 86400:,.0f} days" if seconds < float("inf") else "without end"
-    return (f"{what} would run {length}, past SageMaker's 28-day limit on a training job "
-            f"(StoppingCondition.MaxRuntimeInSeconds): {fix} bring it under")
+    length = f"{_days(seconds)} days" if seconds < float("inf") else "without end"
+    if point_seconds is not None and seconds < float("inf") and _days(point_seconds) != _days(seconds):
+        length = f"{_days(point_seconds)} days (up to {_days(seconds)})"
+    return f"{what} runs {length}, past the 28-day MaxRuntimeInSeconds: {fix}"
+
+
+def _days(seconds: float) -> str:
+    return f"{seconds / 86400:,.1f}" if seconds < 100 * 86400 else f"{seconds / 86400:,.0f}"
 
 
 # ---- The lab's own bounds on what a job asks for (experiment files and the CLI alike) --------------
