@@ -498,7 +498,7 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
     30 minutes, estimated), then each target's measured save, stall, restore and GB/s."""
     from .core.answer.checkpoints import trial_checkpoint_answer
     from .core.answer.decision import usd
-    from .core.model.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, measured_pick, measured_targets,
+    from .core.model.checkpoint_estimate import (DEFAULT_EVERY_SECONDS, measured_pick, measured_targets,
                                                  option_name)
     from .core.workloads.checkpoint import GIB
     targets = measured_targets(results["records"])
@@ -555,7 +555,7 @@ def checkpoint_lines(results: dict[str, Any], answers: Answers) -> list[str]:
                                f"${answer.runner_up.estimate.usd_per_day:,.2f} a day" if answer.runner_up else "")
                 lines.append(f"- {'**Estimated on AWS**' if local else 'Estimated'} (not measured: {plan.files:,} files, "
                              f"{plan.bytes / GIB:,.1f} GiB a checkpoint at full size on {trial.instance_count} x "
-                             f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {DEFAULT_KEEP} kept; "
+                             f"{trial.instance_type}, every {DEFAULT_EVERY_SECONDS / 60:g} min, the last {answer.question.question.keep} kept; "
                              f"priced on {lab_said}): "
                              f"{option_name(p)}, ${p.usd_per_day:,.2f} a day, {p.stall_seconds:,.1f} s stall a save, "
                              f"{duration(p.restore_seconds)} to restore{runner_text}. Why: {answer.why}.")

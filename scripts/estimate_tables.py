@@ -323,7 +323,7 @@ def _seconds(value: float) -> str:
 
 
 def checkpoint_targets() -> list[str]:
-    """llama3_8b on 1 and llama3_70b on 8 x ml.p5.48xlarge, a save every 30 minutes, the last 2 kept: every target as
+    """llama3_8b on 1 and llama3_70b on 8 x ml.p5.48xlarge, a save every 30 minutes, the last 10 kept (what the files write): every target as
     provisioned for the question (FSx and EFS for the cheapest day), as `recommend` ranks them, and the lab as cdk.json
     deploys it where that differs."""
     rows: list[str] = []

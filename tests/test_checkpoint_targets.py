@@ -183,7 +183,7 @@ def test_recommend_answers_where_this_models_checkpoints_go_on_this_cluster(caps
     assert lines[0].startswith("answer: checkpoints every 30 min go to FSx") and "a day" in lines[0]
     assert "stall a save" in lines[0] and "to restore" in lines[0] and "; runner-up " in lines[0]
     premise = next(i for i, line in enumerate(lines) if line.startswith("premise: "))
-    assert lines[premise].startswith("premise: 1 x ml.p5.48xlarge (8 x H100 80GB)") and "the last 2 kept" in lines[premise]
+    assert lines[premise].startswith("premise: 1 x ml.p5.48xlarge (8 x H100 80GB)") and "the last 10 kept" in lines[premise]
     assert "defaults: kept" in lines[premise + 1] and "interval" not in lines[premise + 1]
     assert sum(line.split()[1:2] in (["S3"], ["Express"], ["FSx"], ["EFS"]) for line in lines[1:premise]) == 4
     explained = run(capsys, "recommend", "--workload", DLIO / "llama3_8b.yaml", "--instance", "ml.p5.48xlarge",

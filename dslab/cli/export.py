@@ -44,7 +44,7 @@ def cmd_export(args) -> int:
     prepared = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
     checkpoint_trial = _checkpoint_trial(experiment, args)
     if checkpoint_trial is not None:
-        job, notes = _checkpoint_job(prepared, checkpoint_trial, env, args, lab)
+        job, notes = _checkpoint_job(prepared, checkpoint_trial, env, args, lab, runtimes)
     else:
         job, notes = _data_job(experiment, prepared, env, args, lab, runtimes)
     code = generate(job.request, env.region)
@@ -89,7 +89,7 @@ def _checkpoint_trial(experiment, args):
     return None
 
 
-def _checkpoint_job(experiment, trial, env, args, lab):
+def _checkpoint_job(experiment, trial, env, args, lab, runtimes):
     """A checkpoint trial's writer job for --mode's target (s3, express, fsx, efs, or as printed: "S3 sync"), or the
     target the answer picks (`dslab recommend --experiment`): CheckpointConfig for the sync targets, a read-write
     channel for FSx and EFS."""
@@ -119,7 +119,8 @@ def _checkpoint_job(experiment, trial, env, args, lab):
         notes = [f"runs on the lab as it stands: {found.deployed.provision}; ${found.deployed.usd_per_day:,.2f} a day",
                  f"the answer provisions {found.label} as {found.estimate.provision}: {found.estimate.command()}"]
     repeat = args.repeat or 0
-    jobs = [j for j in plan(experiment, env, "export") if j.spec.trial.name == trial.name and j.spec.target == target
+    jobs = [j for j in plan(experiment, env, "export", runtimes=runtimes)
+            if j.spec.trial.name == trial.name and j.spec.target == target
             and not j.spec.restore and j.spec.repeat == repeat]
     if not jobs or jobs[0].request is None:
         raise ConfigError("--mode", f"the {target} job of {trial.name} is skipped: {jobs[0].skip_reason if jobs else 'none'}",

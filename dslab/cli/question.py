@@ -116,8 +116,9 @@ def add_checkpoint_flags(p) -> None:
     from ..core.model.checkpoint_estimate import DEFAULT_KEEP, MAX_KEEP
     p.add_argument("--checkpoint-every", type=duration("m"), help="with a checkpointing --workload: the time between "
                    "saves: 30m, 2h, 90s, or minutes (default 30m)")
-    p.add_argument("--keep", type=whole(1, MAX_KEEP), help=f"with a checkpointing --workload: checkpoints kept (default "
-                   f"{DEFAULT_KEEP}: the last whole one and the one being written)")
+    p.add_argument("--keep", type=whole(1, MAX_KEEP), help="with a checkpointing --workload: checkpoints kept (default: "
+                   f"the workload's num_checkpoints_write, as an experiment of it keeps them; {DEFAULT_KEEP} where it "
+                   "writes none)")
     p.add_argument("--save-under", type=duration("s"), help="with a checkpointing --workload: the longest a save may "
                    "take, e.g. 60s: FSx and EFS are provisioned to meet it (default: for the cheapest day that keeps up)")
 
@@ -272,7 +273,7 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
     rank a GPU: a parallelism that does not divide them is refused naming --instance-count), a save every
     --checkpoint-every, --keep kept (FSx and EFS provisioned to save within --save-under where given), priced on
     ``lab``; each default named."""
-    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP
+    from ..core.model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, default_keep
     from ..core.answer.premise import CheckpointPremise
     from ..core.shape import DatasetShape
     from ..core.facts.compute import accelerators_of
@@ -291,7 +292,7 @@ def checkpoint_premise_of(args, lab=None, prices=None) -> Premise:
         every, _ = DEFAULT_EVERY_SECONDS, defaults.add("every")
     keep = args.keep
     if keep is None:
-        keep, _ = DEFAULT_KEEP, defaults.add("keep")
+        keep, _ = default_keep(plan.workload), defaults.add("keep")
     save_under = getattr(args, "save_under", None)   # none: FSx and EFS for the cheapest day that keeps up
     lab = lab if lab is not None else lab_provisioning(args)
     return Premise(instance_type=instance, instance_count=count, accelerators=gpus, epochs=1, rate=0.0,

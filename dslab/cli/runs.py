@@ -138,40 +138,16 @@ def print_premises(experiment, lab, stats=None) -> None:
         print(line)
 
 
-def check_fsx_holds_checkpoints(experiment, index: int, trial, lab) -> None:
-    """A checkpoint trial's FSx target writes every checkpoint it plans into the lab's FSx (DLIO keeps each in its own
-    folder): more than FSx as the lab stands holds is refused, naming the deploy that holds them."""
-    from ..core.workloads.checkpoint import GIB
-    from ..core.modes import CKPT_FSX
-    from ..core.model.provisioning import deploy_command
-    from ..core.facts.storage import fsx_capacity_for
-    from ..core.answer.sizing import deploy_settings
-    if CKPT_FSX not in trial.checkpoint.targets:
-        return
-    plan = trial.checkpoint.plan(trial)
-    gib = plan.bytes * trial.checkpoint.workload.writes * 1.05 / GIB
-    if gib <= lab.fsx.capacity_gib:
-        return
-    settings = deploy_settings(lab, {"fsxCapacity": fsx_capacity_for(gib)})
-    field = f"trials[{index}].checkpoint.targets" if len(experiment.trials) > 1 else "checkpoint.targets"
-    raise ConfigError(field, f"FSx as the lab stands ({lab.fsx.label()}, {lab.name}) cannot hold {trial.name}'s "
-                      f"{trial.checkpoint.workload.writes} checkpoint(s) of {plan.bytes / GIB:,.1f} GiB ({gib:,.0f} GiB): "
-                      f"deploy it larger (`{deploy_command(settings, fsx='up')}`, or what `dslab size --workload` "
-                      "provisions), write fewer (checkpoint.writes), a smaller scale, or drop fsx")
-
-
 def check_jobs(experiment, stats=None, lab=None) -> dict[tuple[str, str, str, str], int]:
     """Refuse what the answer says cannot run as planned (core/answer/scenarios.py checked_jobs): a source the lab as
     it stands cannot run (FSx too small to hold the data), a job past SageMaker's 28 days, a max_run_seconds shorter
-    than the top of the job's estimate; and a checkpoint trial whose checkpoints the lab's FSx cannot hold. Returns
-    each data job's MaxRuntimeInSeconds, sized from the estimate where the experiment does not set it. Where a
+    than the top of the job's estimate; a checkpoint job whose target cannot hold its checkpoints, or that would run
+    past 28 days. Returns each job's MaxRuntimeInSeconds, data and checkpoint jobs alike (requests.runtime_key),
+    sized from the estimate where the experiment does not set it. Where a
     dataset's size is not known here, the workflow's Plan checks it from its stats file."""
-    from ..core.answer.scenarios import checked_jobs, max_runtimes
+    from ..core.answer.jobs import checked_jobs, max_runtimes
     from ..core.facts.prices import PriceTable
     lab = lab if lab is not None else lab_provisioning()
-    for index, trial in enumerate(experiment.trials):
-        if trial.checkpoint is not None:
-            check_fsx_holds_checkpoints(experiment, index, trial, lab)
     return max_runtimes(checked_jobs(experiment, PriceTable(), stats=stats, lab=lab))
 
 

@@ -505,7 +505,7 @@ def build_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, ex
     read it ({"files", "bytes", "sha256"}), recorded in a Script job's tags. ``max_runtime``: its
     MaxRuntimeInSeconds as the answer sizes it (answer/scenarios.py JobCheck), else the trial's max_run_seconds."""
     if spec.target is not None:
-        return build_checkpoint_request(experiment, spec, env, execution_id)
+        return build_checkpoint_request(experiment, spec, env, execution_id, max_runtime)
     name = job_name(experiment, spec, execution_id)
     channel = build_channel(spec, env)
     image = spec.trial.image_uri or env.image_for(spec.trial.instance_type)
@@ -600,7 +600,8 @@ def _job_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, *, 
     return request
 
 
-def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str) -> dict[str, Any]:
+def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvironment, execution_id: str,
+                             max_runtime: int | None = None) -> dict[str, Any]:
     """A checkpoint trial's job: the lab's script with the checkpoint plan, and where it writes. The sync targets get a
     CheckpointConfig and no channel ("SageMaker provides the functionality to copy the checkpoints from the local path
     to Amazon S3 and automatically syncs the checkpoints in that directory with S3", model-checkpoints.html); FSx and
@@ -629,7 +630,7 @@ def build_checkpoint_request(experiment: Experiment, spec: JobSpec, env: LabEnvi
             if channel is None else None)
     return _job_request(experiment, spec, env, name=name, algorithm=algorithm, hyperparameters=encoded,
                         channel=channel, volume_gb=checkpoint_volume(spec).request_gb, execution_id=execution_id,
-                        own_tags=own_tags, checkpoint_config=sync)
+                        own_tags=own_tags, checkpoint_config=sync, max_runtime=max_runtime)
 
 
 @dataclass
@@ -697,13 +698,21 @@ def check_job_count(experiment: Experiment, field: str = "repeats") -> list[JobS
     return specs
 
 
+def runtime_key(spec: JobSpec) -> tuple[str, str, str, str]:
+    """A job's key in ``plan``'s ``runtimes``: (trial, dataset, mode, storage) for a data job (answer/scenarios.py
+    JobCheck.key), with the target and "write" or "restore" for a checkpoint job (answer/checkpoint_jobs.py)."""
+    if spec.target is not None:
+        return (spec.trial.name, spec.dataset.name, spec.mode, f"{spec.target}:{'restore' if spec.restore else 'write'}")
+    return (spec.trial.name, spec.dataset.name, spec.mode, spec.storage)
+
+
 def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_available: bool | None = None,
          dataset_stats: dict[str, dict[str, Any]] | None = None, keep: frozenset[str] = frozenset(),
          runtimes: dict[tuple[str, str, str, str], int] | None = None) -> list[PlannedJob]:
     """Expand the experiment into requests. FSx jobs become skipped (with the reason) when FSx is absent.
     ``dataset_stats``: per dataset name, its stats file as Plan read it (Script jobs' lineage tags).
-    ``runtimes``: each data job's MaxRuntimeInSeconds by (trial, dataset, mode, storage), as the answer sizes it
-    (answer/scenarios.py max_runtimes); a job without one asks for its trial's max_run_seconds.
+    ``runtimes``: each job's MaxRuntimeInSeconds by ``runtime_key``, as the answer sizes it (answer/scenarios.py
+    max_runtimes: data and checkpoint jobs); a job without one asks for its trial's max_run_seconds.
     ``keep``: names of jobs an earlier attempt of this execution finished: skipped as kept."""
     if fsx_available is None:
         fsx_available = env.fsx is not None and bool(env.fsx.mount_name)
@@ -728,7 +737,7 @@ def plan(experiment: Experiment, env: LabEnvironment, execution_id: str, fsx_ava
             jobs.append(PlannedJob(spec, name, None, "the lab has no S3 Express One Zone bucket: it was deployed with "
                                    "-c express=false; deploy with -c express=true to run the Express jobs"))
             continue
-        runtime = (runtimes or {}).get((spec.trial.name, spec.dataset.name, spec.mode, spec.storage))
+        runtime = (runtimes or {}).get(runtime_key(spec))
         jobs.append(PlannedJob(spec, name, build_request(experiment, spec, env, execution_id,
                                                          (dataset_stats or {}).get(spec.dataset.name), runtime)))
     unknown = sorted(keep - names)

@@ -17,7 +17,7 @@ from ..core.modes import EXPRESS
 from ..core.quotas import SERVICE_CODE as QUOTA_SERVICE
 from ..core.quotas import Quota, QuotaDecision, check_training_quotas
 from ..core.requests import DATASETS_PREFIX, FS_DATASETS_PATH, KEEP_JOBS, RESULTS_PREFIX, stats_key
-from ..core.answer.scenarios import checked_jobs, max_runtimes
+from ..core.answer.jobs import checked_jobs, max_runtimes
 from ..core.facts.prices import PriceTable
 from ..core.requests import plan as plan_jobs
 from .common import (

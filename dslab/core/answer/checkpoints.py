@@ -177,17 +177,19 @@ def checkpoint_answer(question: CheckpointQuestion) -> CheckpointAnswer:
 
 
 def trial_checkpoint_answer(trial: Any, lab: Any, prices: Any, calibration: Any = None) -> CheckpointAnswer:
-    """A checkpoint trial's answer (`recommend --experiment`, the report): where its checkpoints at the workload's full
-    size go on its cluster, every 30 minutes, the last 2 kept."""
+    """A checkpoint trial's answer (`recommend --experiment`, the report, plan's refusal of a target): where its
+    checkpoints at the workload's full size go on its cluster, every 30 minutes, every checkpoint the trial writes kept
+    (as its jobs keep them, and as `dslab recommend --workload` keeps them by default: default_keep)."""
     from dataclasses import replace
 
-    from ..model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, DEFAULT_KEEP
+    from ..model.checkpoint_estimate import DEFAULT_EVERY_SECONDS, default_keep
     from .premise import CheckpointPremise
     from .scenarios import checkpoint_premise_of_trial
     full = replace(trial, checkpoint=replace(trial.checkpoint, workload=replace(trial.checkpoint.workload, scale=1.0)))
     premise = checkpoint_premise_of_trial(full, lab, calibration)
-    premise = replace(premise, checkpoint=CheckpointPremise(premise.checkpoint.plan, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP))
-    question = Question(premise.checkpoint.plan, trial.instance_type, DEFAULT_EVERY_SECONDS, DEFAULT_KEEP, prices,
+    keep = default_keep(trial.checkpoint.workload)
+    premise = replace(premise, checkpoint=CheckpointPremise(premise.checkpoint.plan, DEFAULT_EVERY_SECONDS, keep))
+    question = Question(premise.checkpoint.plan, trial.instance_type, DEFAULT_EVERY_SECONDS, keep, prices,
                         premise.lab, trial.volume_size_gb, premise.calibration.model)
     return checkpoint_answer(CheckpointQuestion(premise, question))
 

@@ -368,23 +368,6 @@ def job_checks(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str
     return checks
 
 
-def checked_jobs(experiment: Experiment, prices: PriceTable, *, stats: Mapping[str, Any] | None = None,
-                 lab: Any = None) -> list[JobCheck]:
-    """``job_checks``, refusing the first job that cannot run as planned (a ConfigError naming its key and the fix):
-    what `dslab plan`, `run`, `export` and the workflow's Plan all refuse, before a request is built."""
-    checks = job_checks(experiment, prices, stats=stats, lab=lab)
-    for check in checks:
-        problem = check.problem
-        if problem:
-            raise ConfigError(*problem)
-    return checks
-
-
-def max_runtimes(checks: Iterable[JobCheck]) -> dict[tuple[str, str, str, str], int]:
-    """Each checked job's MaxRuntimeInSeconds, by (trial, dataset, mode, storage): what ``requests.plan`` asks for."""
-    return {check.key: check.max_runtime_seconds for check in checks}
-
-
 def for_dataset(answers: Iterable[ScenarioAnswer], dataset: str, trial: str | None = None) -> ScenarioAnswer | None:
     return next((a for a in answers if a.scenario.dataset.name == dataset
                  and (trial is None or trial in a.scenario.trial_names)), None)
@@ -442,6 +425,6 @@ def measured(rows: list[dict[str, Any]], prices: PriceTable, *, shapes: Mapping[
     return out
 
 
-__all__ = ["EXPERIMENT_RULE", "ScenarioAnswer", "MeasuredAnswer", "Scenario", "estimated", "job_checks", "checked_jobs", "max_runtimes", "JobCheck", "measured", "scenarios", "shape_of", "for_dataset",
+__all__ = ["EXPERIMENT_RULE", "ScenarioAnswer", "MeasuredAnswer", "Scenario", "estimated", "job_checks", "JobCheck", "measured", "scenarios", "shape_of", "for_dataset",
            "KnownShape", "known_shape", "generated_shape", "UNKNOWN_SHAPE_FIX",
            "compute_rate_of"]

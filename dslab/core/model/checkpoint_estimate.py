@@ -122,10 +122,17 @@ NVME_ASSUMPTION = nvme_assumption()
 
 # What a checkpoint occupies beyond its bytes on a file system or volume: the 5% every volume gets.
 HEADROOM = VOLUME_HEADROOM
-DEFAULT_KEEP = 2                      # --keep's default: the last checkpoint and one to fall back on
+DEFAULT_KEEP = 2                      # --keep's default for a workload that writes none (default_keep): the last and one before
 DEFAULT_EVERY_SECONDS = 30 * 60.0     # --checkpoint-every's default: every 30 minutes
 DEFAULT_SAVE_UNDER_SECONDS = 60.0     # size's --save-under default: a save within a minute
 MAX_KEEP = 100                        # --keep's bound, against a typo
+
+
+def default_keep(workload: Any) -> int:
+    """The checkpoints an answer keeps when not told (--keep): what the workload writes (num_checkpoints_write), as an
+    experiment of it keeps each one it writes (DLIO saves each in its own folder); DEFAULT_KEEP where it writes none."""
+    writes = int(getattr(workload, "writes", 0) or 0)
+    return min(MAX_KEEP, writes) if writes > 0 else DEFAULT_KEEP
 
 
 def parse_duration(text: Any, field: str, *, unit: str = "m") -> float:
@@ -607,5 +614,5 @@ def measured_pick(targets: list[MeasuredTarget]) -> tuple[MeasuredTarget | None,
 
 
 __all__ = ["MeasuredTarget", "measured_targets", "measured_pick", "CheckpointLoad", "Question", "TargetEstimate",
-           "estimate_target", "estimate_targets", "candidates", "parse_duration", "DEFAULT_KEEP", "DEFAULT_EVERY_SECONDS",
+           "estimate_target", "estimate_targets", "candidates", "parse_duration", "DEFAULT_KEEP", "default_keep", "DEFAULT_EVERY_SECONDS",
            "DEFAULT_SAVE_UNDER_SECONDS", "MAX_KEEP", "option_name"]
