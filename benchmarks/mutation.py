@@ -1,17 +1,22 @@
-"""Mutation testing of the code that holds the reactions to AWS's errors (`make bench-mutation`; not part of
-`make test`): mutmut (pinned below) copies the sources into mutants/, mutates the modules named here one change at a
-time (a comparison flipped, a constant changed, a string replaced, a call's argument dropped...) and traces which tests
-of the selection (pyproject.toml [tool.mutmut]: the fault matrix's injections, tests/test_fault_matrix.py, and the
-reaction tests) reach each function; benchmarks/mutation_runner.py then runs, per mutant, the tests that reach the
-mutated function. A mutant no test fails on "survived": a reaction, or a word of it, that no test protects.
+"""Mutation testing (`make bench-mutation`; not part of `make test`) of two groups of modules, each with its own test
+selection: ``reactions``, the code that holds the reactions to AWS's errors (pyproject.toml [tool.mutmut]
+pytest_add_cli_args_test_selection: the fault matrix's injections, tests/test_fault_matrix.py, and the reaction
+tests), and ``answer``, the code that gives the answer: the model, the sizing, the decision, the calibration, the
+prices and limits, the requests and the export ([tool.mutmut] answer_test_selection: the answer's unit tests and
+tests/test_answer_by_hand.py, _anchors.py, _properties.py). mutmut (pinned below) copies the sources into mutants/,
+mutates the modules named one change at a time (a comparison flipped, a constant changed, a string replaced, a call's
+argument dropped...) and traces which tests of the group's selection reach each function;
+benchmarks/mutation_runner.py then runs, per mutant, the tests that reach the mutated function. A mutant no test
+fails on "survived": a reaction, a rule or a figure, or a word of it, that no test protects.
 
-    python -m benchmarks.mutation                      # every module below
-    python -m benchmarks.mutation dslab/workflow/teardown.py
+    python -m benchmarks.mutation                      # every module of both groups, one group after the other
+    python -m benchmarks.mutation --group answer       # every module of one group
+    python -m benchmarks.mutation dslab/workflow/teardown.py dslab/core/facts/limits.py   # each in its group
     python -m benchmarks.mutation --again MODULE...    # the last run's survivors only, after tests were added
     python -m benchmarks.mutation --report             # the table from the last run, without running
 
-It prints killed / survived / timed out per module and the time it took, and writes benchmarks/mutation-survivors.txt
-(each survivor's diff) for docs/setup.md's review of them.
+It prints killed / survived / timed out per module and the time it took, and writes each survivor's diff for
+docs/setup.md's review of them: benchmarks/mutation-survivors.txt (reactions), mutation-survivors-answer.txt (answer).
 """
 
 from __future__ import annotations
@@ -40,6 +45,35 @@ MODULES = (
     "training/dslab_train/s3source.py", "training/dslab_train/checkpoint.py", "dslab/local/checkpoint_sync.py", "dslab/local/runner.py",
     "dslab/local/storage.py", "dslab/local/job_storage.py", "dslab/local/lab.py",
 )
+# The code that gives the answer (issue 58): the answer and its views, the model, the measured runs' calibration, the
+# prices and limits it reads, the requests it sizes and the export that writes them.
+ANSWER_MODULES = (
+    "dslab/core/facts/limits.py", "dslab/core/facts/aws_errors.py", "dslab/core/facts/storage.py",
+    "dslab/core/facts/prices.py", "dslab/core/model/spread.py", "dslab/core/model/efs.py",
+    "dslab/core/model/volume.py", "dslab/core/model/provisioning.py", "dslab/core/model/estimate.py",
+    "dslab/core/model/checkpoint_estimate.py", "dslab/core/model/calibration.py", "dslab/core/answer/premise.py",
+    "dslab/core/answer/decision.py", "dslab/core/answer/sizing.py", "dslab/core/answer/checkpoints.py",
+    "dslab/core/answer/scenarios.py", "dslab/core/answer/answer.py", "dslab/core/measured.py",
+    "dslab/core/requests.py", "dslab/cli/export.py",
+)
+# Each group: its modules, the [tool.mutmut] key of its test selection, the file of its survivors' diffs.
+GROUPS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "reactions": (MODULES, "pytest_add_cli_args_test_selection", "mutation-survivors.txt"),
+    "answer": (ANSWER_MODULES, "answer_test_selection", "mutation-survivors-answer.txt"),
+}
+
+
+def group_of(module: str) -> str:
+    return next(name for name, (modules, _, _) in GROUPS.items() if module in modules)
+
+
+def selection(group: str, settings: dict | None = None) -> list[str]:
+    """The group's test selection, as pyproject.toml [tool.mutmut] gives it."""
+    import tomllib
+    settings = settings or tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
+    return list(settings[GROUPS[group][1]])
+
+
 # Modules mostly about something else (the CLI's argument registration and rendering, the dataset tooling's packing):
 # only their AWS paths are mutated, the functions that hold a call site of the fault matrix (dslab/aws/faults.py, so a
 # new call brings its function in), plus the reactions that sit around those calls (named here, with why).
@@ -131,15 +165,28 @@ def survivors(modules: tuple[str, ...]) -> str:
     return "\n".join(out)
 
 
-def trace() -> None:
-    """mutmut's first half (mutmut/__main__.py's _run, 3.8.1): the mutants generated into mutants/ and the test
-    selection traced, to learn which tests reach which function (mutants/mutmut-stats.json). Run in its own process
-    from the repository's root (mutmut reads its settings there)."""
+def trace(group: str = "reactions") -> None:
+    """mutmut's first half (mutmut/__main__.py's _run, 3.8.1): the mutants generated into mutants/ and the group's
+    test selection traced, to learn which tests reach which function (mutants/mutmut-stats.json). Run in its own
+    process from the repository's root (mutmut reads its settings there). mutmut knows one test selection
+    (pytest_add_cli_args_test_selection) and mutates every module of only_mutate: here both are the group's, and the
+    copy of pyproject.toml in mutants/, which benchmarks/mutation_runner.py reads, is given the group's selection."""
+    import fnmatch
+    import re
+
     from mutmut import __main__ as mutmut
+    from mutmut.configuration import config
+    settings = config()
+    settings.pytest_add_cli_args_test_selection = selection(group)
+    modules = GROUPS[group][0]
+    settings.only_mutate = [g for g in settings.only_mutate if any(fnmatch.fnmatch(m, g) for m in modules)]
     mutmut.set_mutant_under_test("mutant_generation")
     MUTANTS.mkdir(exist_ok=True)
     mutmut.copy_src_dir()
     mutmut.copy_also_copy_files()
+    copied = MUTANTS / "pyproject.toml"
+    chosen = "pytest_add_cli_args_test_selection = " + json.dumps(settings.pytest_add_cli_args_test_selection)
+    copied.write_text(re.sub(r"(?m)^pytest_add_cli_args_test_selection = .*$", lambda _: chosen, copied.read_text()))
     mutmut.setup_source_paths()
     mutmut.store_lines_covered_by_tests()
     mutmut.create_mutants(os.cpu_count() or 2)
@@ -147,15 +194,16 @@ def trace() -> None:
                                  apply_config_invalidation=True)
 
 
-def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict] | None = None) -> float:
+def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict] | None = None,
+                group: str = "reactions") -> float:
     """Trace, then run the mutants named (benchmarks/mutation_runner.py) and store their results in mutmut's .meta
     files, where `mutmut results` and this bench's table read them. kept: a module's results from before, put back
     for every mutant not run again (tracing a changed test selection makes mutmut forget every result)."""
     started = time.monotonic()
-    traced = subprocess.run([sys.executable, "-m", "benchmarks.mutation", "--trace"], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    if traced.returncode:
-        raise SystemExit(f"benchmarks.mutation: mutmut's tracing failed:\n{traced.stderr[-3000:]}")
+    traced = subprocess.run([sys.executable, "-m", "benchmarks.mutation", "--trace", "--group", group], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if traced.returncode:   # pytest's report of the test that failed unmutated is on stdout
+        raise SystemExit(f"benchmarks.mutation: mutmut's tracing failed:\n{traced.stdout[-3000:]}")
     if not names:   # a full run: every mutant of the modules, now generated
         for module in modules:
             names += list(_measured(module, json.loads((MUTANTS / (module + ".meta")).read_text())["exit_code_by_key"]))
@@ -173,11 +221,11 @@ def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict
         before = (kept or {}).get(module, {}).get("exit_code_by_key", {})
         codes = {k: results[k] if k in results else before.get(k, v) for k, v in now["exit_code_by_key"].items()}
         meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
-    (REPO / "benchmarks" / "mutation-survivors.txt").write_text(survivors(modules))
+    (REPO / "benchmarks" / GROUPS[group][2]).write_text(survivors(modules))
     return time.monotonic() - started
 
 
-def again(modules: tuple[str, ...]) -> None:
+def again(modules: tuple[str, ...], group: str = "reactions") -> None:
     """The last run's survivors (and mutants no test reached) run again against the tests as they are now; every other
     result stands: a mutant the tests killed stays killed when tests are added. mutmut itself would forget them: a
     changed test selection (pyproject.toml) resets every result it holds, so they are kept here and put back."""
@@ -195,7 +243,7 @@ def again(modules: tuple[str, ...]) -> None:
     if not names:
         print("mutation run again: no survivor to run")
         return
-    seconds = run_mutants(modules, names, kept)
+    seconds = run_mutants(modules, names, kept, group)
     print(f"mutation run again: {seconds:.0f} s for {len(names)} survivor(s) of {len(modules)} module(s)")
 
 
@@ -203,21 +251,32 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="modules to mutate (default: every module of the list)")
     parser.add_argument("--report", action="store_true", help="print the last run's table only")
+    parser.add_argument("--group", choices=sorted(GROUPS),
+                        help="every module of one group (default: the modules named, or both groups)")
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)   # run_mutants' first step
     parser.add_argument("--again", action="store_true",
                         help="run the last run's survivors again (after tests were added), keeping every other result")
     args = parser.parse_args(argv)
     if args.trace:
-        trace()
+        trace(args.group or "reactions")
         return 0
-    modules = tuple(args.modules) or MODULES
-    unknown = [m for m in modules if m not in MODULES]
+    known = [m for modules, _, _ in GROUPS.values() for m in modules]
+    unknown = [m for m in args.modules if m not in known]
     if unknown:
         print(f"benchmarks.mutation: not in the list (pyproject.toml [tool.mutmut] only_mutate): {unknown}",
               file=sys.stderr)
         return 2
+    named = tuple(args.modules) or (GROUPS[args.group][0] if args.group else tuple(known))
+    for group in GROUPS:   # each group with its own test selection: one after the other
+        modules = tuple(m for m in named if group_of(m) == group)
+        if modules:
+            run_group(group, modules, args)
+    return 0
+
+
+def run_group(group: str, modules: tuple[str, ...], args: argparse.Namespace) -> None:
     if args.again:
-        again(modules)
+        again(modules, group)
     elif not args.report:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", MUTMUT], check=True)
         MUTANTS.mkdir(exist_ok=True)
@@ -232,10 +291,9 @@ def main(argv: list[str] | None = None) -> int:
         (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
         # One tracing pass for every module named (mutmut's first pass over the whole test selection), then each
         # mutant run by benchmarks/mutation_runner.py.
-        seconds = run_mutants(modules, [])
-        print(f"mutation run: {seconds:.0f} s for {len(modules)} module(s)")
+        seconds = run_mutants(modules, [], group=group)
+        print(f"mutation run ({group}): {seconds:.0f} s for {len(modules)} module(s)")
     print(table(modules))
-    return 0
 
 
 if __name__ == "__main__":
