@@ -222,7 +222,9 @@ def cheapest_fsx(shape: DatasetShape, job_on: Callable[[FsxConfig], Estimate], l
         smallest = fsx_capacity_for(max(dataset_gib * VOLUME_HEADROOM, floor))
 
         def at(steps: int, config=config, smallest=smallest) -> FsxConfig:
-            capacity = smallest if steps == 0 else fsx_capacity_for(smallest + steps * FSX_CAPACITY_INCREMENT_GIB)
+            # Each step the next allowed capacity: 1,200 GiB is followed by 2,400, then every 2,400 more.
+            capacity = smallest if steps == 0 else \
+                fsx_capacity_for((smallest // FSX_CAPACITY_INCREMENT_GIB + steps) * FSX_CAPACITY_INCREMENT_GIB)
             return FsxConfig(config.deployment_type, capacity, config.mbps_per_tib)
 
         def au(steps: int) -> float:

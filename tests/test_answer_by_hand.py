@@ -1,0 +1,381 @@
+"""Each rule of the answer on an input where it binds, the expected figure worked out by hand in the test (issue 58):
+the runtime margin, the 28-day cap and refusal, a trial's own runtime, the AU target, each request price, the
+consistency rule, the elasticity threshold, the widening by your runs' error and keeping up with a checkpoint
+interval. No expected value comes from the function checked, nor from another view of the same answer: the comments
+show the arithmetic, from the rule's own constants (a price, a margin, a limit) as the code's documents give them."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from dslab.core.answer.answer import max_runtime_for
+from dslab.core.answer.recommend import recommend
+from dslab.core.answer.jobs import checked_jobs, max_runtimes
+from dslab.core.answer.sizing import cheapest_fsx
+from dslab.core.errors import ConfigError
+from dslab.core.experiment import parse_experiment
+from dslab.core.facts.compute import compute_rate
+from dslab.core.facts.limits import runtime_problem
+from dslab.core.facts.prices import PriceTable, express_staging_cost, job_cost
+from dslab.core.measured import _rests_on, calibrate, elasticities
+from dslab.core.model import checkpoint_estimate as ce
+from dslab.core.model.calibration import Error, InUse, calibration, estimate_range
+from dslab.core.model.estimate import MODEL, estimate_mode
+from dslab.core.model.provisioning import AS_DEPLOYED, as_deployed
+from dslab.core.requests import plan
+from dslab.core.shape import DatasetShape
+from dslab.core.workloads.checkpoint import parse_checkpoint_workload
+
+from .helpers import lab_environment
+
+DAY = 86_400
+V100 = compute_rate("v100")[0]
+DLIO = Path(__file__).resolve().parent.parent / "dslab" / "contracts" / "dlio"
+
+
+# ---- MaxRuntimeInSeconds: the margin, the floor, whole minutes, the 28-day cap --------------------------------------
+
+@pytest.mark.parametrize("top, expected", [
+    # A 31-hour job at its range's top: 31 h x 1.5 = 46.5 h = 167,400 s (2,790 minutes exactly). Without the margin it
+    # would be stopped at 111,600 s, the very second its range allows.
+    (31 * 3600, 167_400),
+    # 4,001 s x 1.5 = 6,001.5 s = 100.025 minutes -> 101 whole minutes = 6,060 s.
+    (4_001, 6_060),
+    # 2,000 s x 1.5 = 3,000 s: under the floor of an hour -> 3,600 s.
+    (2_000, 3_600),
+    # 2,400 s x 1.5 = 3,600 s: the floor exactly.
+    (2_400, 3_600),
+    # 2,401 s x 1.5 = 3,601.5 s -> 61 minutes = 3,660 s: just above the floor.
+    (2_401, 3_660),
+    # 28 days / 1.5 = 1,612,800 s: x 1.5 is 2,419,200 s, 28 days exactly.
+    (1_612_800, 2_419_200),
+    # 20 days x 1.5 = 30 days: capped at 28 days = 28 x 86,400 = 2,419,200 s (CreateTrainingJob refuses more).
+    (20 * DAY, 2_419_200),
+    # A range whose top is past 28 days asks for the cap too (the job itself is refused by runtime_problem).
+    (40 * DAY, 2_419_200),
+])
+def test_max_runtime_is_the_tops_margin_in_whole_minutes_between_an_hour_and_28_days(top, expected):
+    assert max_runtime_for(top) == expected
+
+
+def test_a_job_longer_than_28_days_is_refused_and_one_of_28_days_is_not():
+    # 28 days = 2,419,200 s: the longest MaxRuntimeInSeconds SageMaker takes.
+    assert runtime_problem(2_419_200) is None
+    why = runtime_problem(2_419_201, "trial t's FastFile job")
+    assert why is not None and "28-day" in why and "trial t's FastFile job" in why
+    # 40 days = 3,456,000 s: said in days.
+    assert re.search(r"\b40(\.0)? days", runtime_problem(40 * DAY))
+
+
+def _experiment(**given):
+    return parse_experiment({"name": "hand", "instance_type": "ml.p3.2xlarge", "compute": "v100",
+                             "datasets": ["caltech-jpg-50x"], "modes": ["FastFile"], **given})
+
+
+def test_the_28_day_cap_binds_on_a_job_whose_top_times_the_margin_passes_28_days():
+    # FastFile on 1.53 M JPEGs (50 x Caltech-256) at 200 epochs: the range's top lies between 28 days / 1.5 = 18.7
+    # days and 28 days, so top x 1.5 passes 28 days and the request asks for 28 days = 2,419,200 s exactly.
+    checks = checked_jobs(_experiment(epochs=200), PriceTable())
+    (check,) = checks
+    assert 28 * DAY / 1.5 < check.source.top_job_seconds <= 28 * DAY
+    assert max_runtimes(checks) == {("base", "caltech-jpg-50x", "FastFile", "standard"): 2_419_200}
+
+
+def test_a_job_whose_range_passes_28_days_is_refused_naming_the_epochs():
+    # At 400 epochs the same job runs ~40 days (20 epochs' ~2 days x 20): no MaxRuntimeInSeconds can hold it.
+    with pytest.raises(ConfigError) as refused:
+        checked_jobs(_experiment(epochs=400), PriceTable())
+    assert "epochs" in str(refused.value) and "28-day" in str(refused.value)
+
+
+def test_a_trials_own_max_run_seconds_is_what_its_requests_ask_for():
+    # max_run_seconds: 86,400 given: each request asks for 86,400 s, not the estimate's hour (its jobs take minutes:
+    # 1.1 GB of JPEGs, one epoch).
+    experiment = parse_experiment({"name": "own", "instance_type": "ml.p3.2xlarge", "compute": "v100",
+                                   "datasets": ["caltech-jpg-1x"], "modes": ["FastFile", "File"],
+                                   "max_run_seconds": 86_400})
+    runtimes = max_runtimes(checked_jobs(experiment, PriceTable()))
+    assert set(runtimes.values()) == {86_400}
+    jobs = plan(experiment, lab_environment(), "exec-own", runtimes=runtimes)
+    assert [j.request["StoppingCondition"]["MaxRuntimeInSeconds"] for j in jobs] == [86_400, 86_400]
+    # Without it, each job asks for the floor of an hour: its range tops under 40 minutes (3,600 / 1.5 = 2,400 s).
+    unsaid = parse_experiment({"name": "own", "instance_type": "ml.p3.2xlarge", "compute": "v100",
+                               "datasets": ["caltech-jpg-1x"], "modes": ["FastFile", "File"]})
+    assert set(max_runtimes(checked_jobs(unsaid, PriceTable())).values()) == {3_600}
+
+
+def test_a_trials_max_run_seconds_below_its_estimates_top_is_refused_naming_the_key():
+    # 60 s for a job whose range tops at minutes: SageMaker would stop it before it ends.
+    with pytest.raises(ConfigError) as refused:
+        checked_jobs(parse_experiment({"name": "own", "instance_type": "ml.p3.2xlarge", "compute": "v100",
+                                       "datasets": ["caltech-jpg-1x"], "modes": ["FastFile"],
+                                       "max_run_seconds": 60}), PriceTable())
+    assert "max_run_seconds" in str(refused.value) and "shorter than" in str(refused.value)
+
+
+# ---- the prices of requests -----------------------------------------------------------------------------------------
+
+C_FILES, C_BYTES = 1_530_350, 54_000_000_000     # the post's scenario C: 50 x Caltech-256 as JPEGs
+D_FILES = 500                                     # scenario D: the same 54 GB as ~110 MB TFRecord shards
+
+
+def _cost(**kwargs):
+    base = dict(instance_type="ml.p3.2xlarge", instance_count=1, volume_size_gb=0, billable_seconds=0.0,
+                wall_seconds=0.0)
+    return job_cost(PriceTable(), **{**base, **kwargs})
+
+
+def test_s3_get_requests_are_priced_per_file_or_8_mib_range_at_40_cents_a_million():
+    # FastFile GETs every file every epoch: 1,530,350 x 10 = 15,303,500 GETs x $0.40 / 1e6 = $6.1214.
+    assert _cost(mode="FastFile", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(6.1214)
+    # File downloads once whatever the epochs: 1,530,350 x $0.40 / 1e6 = $0.61214.
+    assert _cost(mode="File", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(0.61214)
+    # FSx lazy-loads each file once: the same $0.61214.
+    assert _cost(mode="FSx", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(0.61214)
+    # Shards are read in 8 MiB ranges: 54e9 // 8,388,608 = 6,437 GETs an epoch (more than the 500 files);
+    # Pipe, 2 epochs: 12,874 x $0.40 / 1e6 = $0.0051496.
+    assert _cost(mode="Pipe", files=D_FILES, total_bytes=C_BYTES, epochs=2).requests == pytest.approx(0.0051496)
+    # EFS reads no S3 object.
+    assert _cost(mode="EFS", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == 0.0
+
+
+def test_a_scripts_listing_is_priced_at_5_dollars_a_million_per_instance():
+    # 30,607 JPEGs (Caltech-256): ceil(30,607 / 1,000) = 31 pages, listed by each of 4 instances = 124 LISTs x $5 / 1e6
+    # = $0.00062; its GETs: 30,607 x 3 epochs = 91,821 x $0.40 / 1e6 = $0.0367284. Together $0.0373484.
+    found = _cost(mode="Script", files=30_607, total_bytes=1_100_000_000, epochs=3, instance_count=4)
+    assert found.requests == pytest.approx(0.0373484)
+
+
+def test_the_directory_buckets_requests_and_bytes_are_priced_at_its_own_rates():
+    # Express FastFile, 3 epochs of 30,607 files / 1.1 GB: 91,821 GETs x $0.00003 / 1,000 = $0.00275463, and
+    # 1.1 GB x 3 x $0.0006 retrieved = $0.00198: $0.00473463.
+    found = _cost(mode="FastFile", storage="express", files=30_607, total_bytes=1_100_000_000, epochs=3)
+    assert found.requests == pytest.approx(0.00473463)
+    # Express Script on 2 instances: 31 pages x 2 = 62 LISTs at the PUT/LIST price $0.00113 / 1,000 = $0.00007006 more.
+    script = _cost(mode="Script", storage="express", files=30_607, total_bytes=1_100_000_000, epochs=3,
+                   instance_count=2)
+    assert script.requests == pytest.approx(0.00473463 + 0.00007006)
+    # Staging once: 30,607 COPYs x $0.00113 / 1,000 = $0.03458591, 1.1 GB uploaded x $0.0032 = $0.00352, 30,607 GETs
+    # on the source x $0.40 / 1e6 = $0.0122428: $0.05034871.
+    assert express_staging_cost(PriceTable(), 30_607, 1_100_000_000) == pytest.approx(0.05034871)
+
+
+def test_instance_volume_and_file_system_time_are_priced_by_the_hour():
+    # 2 x ml.p3.2xlarge for 3,600 billable s: 2 x $3.825 = $7.65; their 100 GB volumes for an hour:
+    # 100 x 2 x $0.14 / 730 h = $0.0383562; a 1,200 GiB Scratch 2 FSx for the hour: 1,200 x $0.14 / 730 = $0.2301370.
+    found = _cost(mode="FSx", instance_count=2, volume_size_gb=100, billable_seconds=3600, wall_seconds=3600)
+    assert found.instance == pytest.approx(7.65)
+    assert found.storage == pytest.approx(100 * 2 * 0.14 / 730 + 1200 * 0.14 / 730)
+    # ml.p4d.24xlarge has NVMe instance storage: SageMaker gives it no EBS volume, none is priced. One hour: $37.688.
+    nvme = _cost(mode="File", instance_type="ml.p4d.24xlarge", volume_size_gb=500, billable_seconds=3600,
+                 wall_seconds=3600)
+    assert nvme.instance == pytest.approx(37.688) and nvme.storage == 0.0
+
+
+def test_the_answers_fastfile_cost_carries_its_gets_at_the_tables_price():
+    # Scenario C, 10 epochs: the answer's FastFile request cost is the 15,303,500 GETs x $0.40 / 1e6 = $6.1214 above,
+    # and a table with GETs at $0 prices the same run exactly $6.1214 less (the issue's $100.12 and $94.00).
+    shape = DatasetShape(files=C_FILES, bytes=C_BYTES)
+    at_40 = recommend(shape, rate=V100, prices=PriceTable(), epochs=10).source("FastFile")
+    free = recommend(shape, rate=V100, prices=PriceTable.with_overrides({"s3_get_per_million": 0.0}),
+                     epochs=10).source("FastFile")
+    assert at_40.estimate.cost_usd["requests"] == pytest.approx(6.1214)
+    assert at_40.cost_usd - free.cost_usd == pytest.approx(6.1214, abs=1e-4)
+
+
+# ---- sizing: the AU target -------------------------------------------------------------------------------------------
+
+def _fed_by(demand_mbps: float):
+    """A stand-in for the cluster's FSx job: AU is the share of the demand the file system's throughput meets."""
+    return lambda config: SimpleNamespace(au_percent=min(100.0, 100.0 * config.throughput_mbps / demand_mbps))
+
+
+@pytest.mark.parametrize("target, capacity, hourly", [
+    # 100,000 MB/s of demand at 70% AU needs 70,000 MB/s. Per dollar the fastest tier is Persistent 2 at 1,000 MB/s
+    # per TiB ($0.600 / 1,000 = $0.0006 per MB/s-month; Scratch 2 $0.14 / 200 = $0.0007, P2-500 $0.00068): it needs
+    # 70,000 x 1,024 / 1,000 = 71,680 GiB -> the next 2,400 GiB step, 72,000 GiB, at 72,000 x $0.600 / 730 h = $59.18/h.
+    (70.0, 72_000, 72_000 * 0.600 / 730),
+    # At 90%: 90,000 MB/s -> 92,160 GiB -> 93,600 GiB (39 x 2,400), $76.93/h.
+    (90.0, 93_600, 93_600 * 0.600 / 730),
+])
+def test_fsx_is_sized_for_the_workloads_au_target_not_for_90_percent_whatever_it_is(target, capacity, hourly):
+    found = cheapest_fsx(DatasetShape(files=1000, bytes=10**9), _fed_by(100_000), as_deployed(), PriceTable(), target)
+    assert (found.deployment_type, found.mbps_per_tib, found.capacity_gib) == ("PERSISTENT_2", 1000.0, capacity)
+    assert found.hourly(PriceTable()) == pytest.approx(hourly)
+
+
+def test_fsx_sizing_considers_every_capacity_step_2400_gib_included():
+    # 500 MB/s at 90% AU needs 450 MB/s. Scratch 2 at 2,400 GiB gives 2,400 / 1,024 x 200 = 468.75 MB/s for
+    # 2,400 x $0.14 / 730 = $0.4603/h; the next cheapest that feeds it is Persistent 2 500 at 1,200 GiB (585.9 MB/s,
+    # 1,200 x $0.34 / 730 = $0.5589/h). (The search went 1,200 -> 4,800 GiB and never tried 2,400.)
+    found = cheapest_fsx(DatasetShape(files=1000, bytes=10**9), _fed_by(500), as_deployed(), PriceTable(), 90.0)
+    assert (found.deployment_type, found.capacity_gib) == ("SCRATCH_2", 2_400)
+    assert found.hourly(PriceTable()) == pytest.approx(2_400 * 0.14 / 730)
+
+
+def test_a_cluster_nothing_feeds_gets_the_smallest_file_system_that_feeds_it_best():
+    # Every configuration's AU is capped at 50% (the instances' own limit): the cheapest first capacity that reaches
+    # that best is 1,200 GiB of the cheapest tier per hour, Scratch 2 at 1,200 x $0.14 / 730 = $0.2301/h.
+    capped = lambda config: SimpleNamespace(au_percent=50.0)   # noqa: E731
+    found = cheapest_fsx(DatasetShape(files=1000, bytes=10**9), capped, as_deployed(), PriceTable(), 90.0)
+    assert (found.deployment_type, found.capacity_gib) == ("SCRATCH_2", 1_200)
+
+
+# ---- calibration: the elasticity threshold, the consistency rule, the widening ------------------------------------
+
+@dataclass
+class FakeJob:
+    """A measured job whose one phase is ``seconds`` x (the constant / its shipped value) ** ``power``: its elasticity
+    to the constant is ``power`` exactly (log(1.25 ** p) / log(1.25) = p), and it asks for the value ``asks``."""
+    job: str
+    scenario: str
+    constant: str
+    asks: float
+    power: float = -1.0
+    seconds: float = 600.0
+    phases: tuple[str, ...] = ("downloading",)
+    source: str = "File"
+    whole: bool = True
+    headline: str = "downloading"
+    measured: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        shipped = getattr(MODEL, self.constant)
+        self.measured = {"downloading": self.seconds * (self.asks / shipped) ** self.power}
+
+    @property
+    def setting(self):
+        return (self.scenario, "ml.p3.2xlarge", 1)
+
+    def predict(self, prices, model):
+        return {"downloading": self.seconds * (getattr(model, self.constant) / getattr(MODEL, self.constant)) ** self.power}
+
+
+def test_elasticity_is_the_phases_share_per_share_of_the_constant():
+    # A phase proportional to c ** -0.5: +25% on c moves it by 1.25 ** -0.5 - 1 = -10.6%, an elasticity of -0.5.
+    shares = elasticities(FakeJob("j", "a", "nvme_download_mbps", 1000.0, power=-0.5), PriceTable(),
+                          names=["nvme_download_mbps"])
+    assert shares == {"downloading": {"nvme_download_mbps": pytest.approx(-0.5)}}
+
+
+@pytest.mark.parametrize("share, rests", [(0.29, None), (-0.29, None), (0.30, "c"), (-0.31, "c"), (0.05, None)])
+def test_a_phase_rests_on_a_constant_that_moves_it_at_least_0_3_per_share(share, rests):
+    assert _rests_on({"downloading": {"c": share}}) == {"downloading": rests}
+
+
+def test_a_phase_moved_0_25_per_share_calibrates_nothing_and_one_moved_0_35_does():
+    # Two scenarios ask for NVMe at 1,200 MB/s; at an elasticity of -0.25 (under 0.3) no phase rests on it: kept.
+    weak = [FakeJob(f"j{i}", f"s{i}", "nvme_download_mbps", 1200.0, power=-0.25) for i in range(2)]
+    story = {c.name: c for c in calibrate(weak, PriceTable(), with_bencher=False).constants}["nvme_download_mbps"]
+    assert story.status == "not measured" and story.value == 1000.0
+    strong = [FakeJob(f"j{i}", f"s{i}", "nvme_download_mbps", 1200.0, power=-0.35) for i in range(2)]
+    story = {c.name: c for c in calibrate(strong, PriceTable(), with_bencher=False).constants}["nvme_download_mbps"]
+    assert story.status == "calibrated" and story.value == pytest.approx(1200.0, rel=2e-3)
+
+
+def _nvme(jobs):
+    return {c.name: c for c in calibrate(jobs, PriceTable(), with_bencher=False).constants}["nvme_download_mbps"]
+
+
+def test_two_scenarios_that_ask_values_1_56_times_apart_are_inconsistent_and_keep_the_shipped_value():
+    # Each job supports the values within the runs' noise of what it asks: Bencher's widest half-range, n = 0.0600
+    # (log), so [v e^-n, v e^n]. 1,200 and 1,872 MB/s are log(1.56) = 0.445 apart, more than 2n = 0.120: no value
+    # satisfies both, and NVMe's rate stays at its shipped 1,000 MB/s.
+    story = _nvme([FakeJob("a", "s1", "nvme_download_mbps", 1200.0), FakeJob("b", "s2", "nvme_download_mbps", 1872.0)])
+    assert story.status == "kept" and story.value == 1000.0 and "inconsistent" in story.why
+
+
+def test_two_scenarios_that_agree_within_the_noise_move_the_constant_to_their_middle_and_its_range_holds_both():
+    # 1,200 and 1,260 MB/s are log(1.05) = 0.0488 apart, under 2n = 0.120: calibrated. The fit minimises
+    # log(c / 1200)^2 + log(c / 1260)^2: the geometric mean sqrt(1200 x 1260) = 1,229.6 MB/s. The range is every
+    # value a job supports: 1,200 e^-0.0600 = 1,130.1 to 1,260 e^0.0600 = 1,337.9.
+    story = _nvme([FakeJob("a", "s1", "nvme_download_mbps", 1200.0), FakeJob("b", "s2", "nvme_download_mbps", 1260.0)])
+    noise = 0.060010436597669164
+    assert story.status == "calibrated"
+    assert story.value == pytest.approx(math.sqrt(1200 * 1260), rel=1e-3)
+    assert story.range == pytest.approx((1200 * math.exp(-noise), 1260 * math.exp(noise)), rel=1e-3)
+    assert story.per_job == pytest.approx({"a": 1200.0, "b": 1260.0}, rel=1e-3)
+
+
+def test_one_scenario_alone_moves_nothing():
+    # Two repeats of one scenario (the same setting): a constant moves on two scenarios or more.
+    story = _nvme([FakeJob("a", "s1", "nvme_download_mbps", 1200.0), FakeJob("b", "s1", "nvme_download_mbps", 1210.0)])
+    assert story.status == "kept" and "one scenario" in story.why
+
+
+def test_the_error_widens_a_range_in_quadrature_with_the_repeats_spread():
+    # Under-predicting by up to 20% means a run may measure 1 / 0.8 - 1 = 25% above; over-predicting by up to 10% means
+    # 1 - 1 / 1.1 = 9.09% below. With repeats of +-5%: low = 100 x (1 - sqrt(0.0909^2 + 0.05^2)) = 89.6248,
+    # high = 200 x (1 + sqrt(0.25^2 + 0.05^2)) = 250.9902.
+    low, high = Error(-0.2, 0.1, 0.05, ("x",)).widen(100.0, 200.0)
+    assert low == pytest.approx(100 * (1 - math.hypot(1 - 1 / 1.1, 0.05)))
+    assert high == pytest.approx(200 * (1 + math.hypot(0.25, 0.05)))
+    assert (round(low, 4), round(high, 4)) == (89.6248, 250.9902)
+
+
+def test_your_runs_error_widens_every_range_where_it_is_wider_than_the_shipped_one():
+    # A file whose runs were under-predicted by up to 31%: a run may measure 1 / 0.69 - 1 = 44.9% above the estimate.
+    # The error in use takes the wider side of each: under min(-0.31, shipped), over max(0, shipped).
+    shipped = Error(-0.05, 0.08, 0.03, ("a", "b"))
+    widened = InUse(error=(-0.31, 0.0)).widen(shipped)
+    assert (widened.under, widened.over, widened.spread) == (-0.31, 0.08, 0.03)
+    assert InUse().widen(shipped) is shipped
+    # On an answer: FastFile on scenario C, whose range top is the slow corner x (1 + hypot(above, spread)); with the
+    # runs' error the top is the same corner x (1 + hypot(0.449, spread)).
+    shape = DatasetShape(files=C_FILES, bytes=C_BYTES)
+    kwargs = dict(instance_type="ml.p3.2xlarge", instance_count=1, epochs=1, rate=V100, prices=PriceTable(),
+                  provisioning=AS_DEPLOYED)
+    point = estimate_mode("FastFile", shape, **kwargs)
+    before = estimate_range(point, shape, **kwargs)
+    after = estimate_range(point, shape, calibration=InUse(error=(-0.31, 0.0)), **kwargs)
+    error = calibration().error("FastFile")
+    above = 1 / (1 + error.under) - 1
+    assert above < 1 / 0.69 - 1   # the shipped error is narrower: the runs' binds
+    ratio = (1 + math.hypot(1 / 0.69 - 1, error.spread)) / (1 + math.hypot(above, error.spread))
+    assert after.billable_high == pytest.approx(before.billable_high * ratio, rel=1e-9)
+    assert after.billable_low == pytest.approx(before.billable_low, rel=1e-9)
+
+
+# ---- checkpoints: keeping up with the interval ----------------------------------------------------------------------
+
+def _llama8b_every(seconds: float) -> ce.Question:
+    workload = parse_checkpoint_workload(yaml.safe_load((DLIO / "llama3_8b.yaml").read_text()), "llama3_8b.yaml")
+    return ce.Question(workload.plan(hosts=1), "ml.p5.48xlarge", seconds, 2, PriceTable(), AS_DEPLOYED, None)
+
+
+def test_a_checkpoint_target_is_provisioned_to_keep_up_before_it_is_cheap():
+    from dslab.core.answer.checkpoints import provisioned
+    q = _llama8b_every(120)
+    total = q.plan.bytes   # llama3 8B's checkpoint on one p5: 112,425,623,552 bytes
+    assert total == 112_425_623_552
+    # EFS Provisioned 500 MiB/s writes 500 x 1.048576 = 524.288 MB/s: a save takes 112,425.6 / 524.288 = 214.4 s, more
+    # than the 120 s between saves, though its day is the cheapest. Elastic writes 5 GiB/s per file system, and one
+    # instance at EFS's 1,500 MiB/s per client = 1,572.864 MB/s: 112,425.6 / 1,572.864 = 71.48 s, which keeps up.
+    efs = provisioned(q, "efs", None)
+    assert efs.provision.startswith("EFS Elastic") and not efs.warnings
+    assert efs.save_seconds == pytest.approx(112_425.623552 / 1_572.864)
+    slow = next(c for c in ce.candidates(q, "efs", "x") if c.provision.startswith("EFS Provisioned 500 MiB/s"))
+    assert slow.save_seconds == pytest.approx(112_425.623552 / 524.288) and slow.warnings
+    assert slow.usd_per_day < efs.usd_per_day
+    # FSx Persistent 2 at 1,000 MB/s/TiB, 9,600 GiB: 9,600 / 1,024 x 1,000 = 9,375 MB/s, a save in 11.99 s.
+    fsx = provisioned(q, "fsx", None)
+    assert not fsx.warnings and fsx.save_seconds == pytest.approx(112_425.623552 / 9_375)
+
+
+def test_the_checkpoint_answers_runner_up_is_the_target_that_keeps_up():
+    from dslab.core.answer.checkpoints import CheckpointQuestion, checkpoint_answer
+    from dslab.core.answer.premise import CheckpointPremise, Premise
+    q = _llama8b_every(120)
+    premise = Premise(q.instance_type, q.plan.hosts, q.plan.gpus_per_host, 1, 0.0, "checkpoints",
+                      DatasetShape(q.plan.files, q.plan.bytes), "test", lab=q.lab,
+                      checkpoint=CheckpointPremise(q.plan, 120, 2, None))
+    found = checkpoint_answer(CheckpointQuestion(premise, q)).to_dict()
+    # FSx saves in 12 s, EFS Elastic in 71 s; S3's sync through the NVMe takes 241 s, past the 120 s interval.
+    assert (found["pick"], found["runner_up"]) == ("fsx", "efs")
