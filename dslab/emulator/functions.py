@@ -169,6 +169,13 @@ class _Template:
 
 
 @dataclass
+class _Starting:
+    """A prewarmed environment being started (``env`` None until ``ready``, and after if it could not start)."""
+    ready: threading.Event = field(default_factory=threading.Event)
+    env: "_Environment | None" = None
+
+
+@dataclass
 class _Environment:
     pid: int
     stdin: io.TextIOBase
@@ -206,6 +213,8 @@ class FunctionRuntime:
         self._lock = threading.Lock()
         self._templates: _Template | None = None
         self._code_root: Path | None = None   # the functions' code, unzipped: removed with the stand-in
+        self._starting: dict[tuple, list[_Starting]] = {}   # prewarmed environments still starting, by key
+        self._starters: list[threading.Thread] = []
         self.cold_starts = 0
 
     def invoke(self, function, event: Any, environment: dict[str, str], *, fault=None) -> Invocation:
@@ -232,12 +241,37 @@ class FunctionRuntime:
 
     def prewarm(self, function, environment: dict[str, str]) -> None:
         """Start an execution environment for ``function`` now, ready for its first invocation (as Lambda's
-        provisioned concurrency keeps environments initialized): its init phase runs while the caller goes on."""
+        provisioned concurrency keeps environments initialized): its init phase runs while the caller goes on. The
+        caller does not wait for it (the runtime template's first start is ~0.5 s of the lab's set-up otherwise); an
+        invocation that comes first waits for it rather than starting another."""
         variables = self._variables(function, environment)
         key = (function.function_arn, hashlib.sha256(function.code_bytes).hexdigest(), tuple(sorted(variables.items())))
-        env = self._start(function, variables)
+        starting = _Starting()
+
+        def start() -> None:
+            try:
+                env = self._start(function, variables)
+            except Exception:  # noqa: BLE001 - the invocation that needs it starts one and meets the error itself
+                env = None
+            with self._lock:
+                starting.env = env
+                waiting = self._starting.get(key, [])
+                if starting in waiting:   # nobody took it yet: idle, as a finished prewarm is
+                    waiting.remove(starting)
+                    if env is not None:
+                        self._idle.setdefault(key, []).append(env)
+            starting.ready.set()
+
+        thread = threading.Thread(target=start, name=f"prewarm-{function.function_name}", daemon=True)
         with self._lock:
-            self._idle.setdefault(key, []).append(env)
+            self._starting.setdefault(key, []).append(starting)
+            self._starters.append(thread)
+        thread.start()
+
+    def start_runtime(self) -> None:
+        """Start the runtime's template process now (it imports the SDK, ~0.3 s, while the caller goes on): the first
+        environment, prewarmed or invoked, is then forked at once."""
+        self._template()
 
     @staticmethod
     def _variables(function, environment: dict[str, str]) -> dict[str, str]:
@@ -261,6 +295,12 @@ class FunctionRuntime:
                 env = idle.pop()
                 if env.alive():
                     return env
+            waiting = self._starting.get(key) or []
+            starting = waiting.pop(0) if waiting else None
+        if starting is not None:   # a prewarmed environment still starting: this invocation's
+            starting.ready.wait()
+            if starting.env is not None and starting.env.alive():
+                return starting.env
         return self._start(function, variables)
 
     def _start(self, function, variables: dict[str, str]) -> _Environment:
@@ -320,7 +360,11 @@ class FunctionRuntime:
     def close(self) -> None:
         """End every execution environment (the stand-in, and its functions, are gone)."""
         with self._lock:
-            environments, self._all, self._idle = list(self._all), [], {}
+            starters, self._starters = list(self._starters), []
+        for thread in starters:   # prewarms still starting end first: none starts after the close
+            thread.join(timeout=60)
+        with self._lock:
+            environments, self._all, self._idle, self._starting = list(self._all), [], {}, {}
             root, self._code_root = self._code_root, None
         for env in environments:
             env.close()

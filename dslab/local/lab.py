@@ -41,6 +41,7 @@ from ..core.facts.prices import PriceTable
 from ..core.progress import ENDED, RunProgress
 from ..core.requests import KEEP_JOBS, RESULTS_PREFIX, check_every_host_gets_data, check_job_count
 from ..core.results import read_results, summarise
+from ..emulator.functions import RUNTIME_SERVICE
 from ..emulator.lab import EmulatedLab
 from ..emulator.snapshot import SUFFIX as SNAPSHOT_SUFFIX, SnapshotUnusable, snapshot_key
 from ..inputs.experiment_file import load_experiment
@@ -375,6 +376,8 @@ class LocalLab:
     def _enter(self) -> "LocalLab":
         t0 = time.monotonic()
         self._heap = _Heap.setting_up()
+        # The functions' runtime (its SDK imported) starts beside the set-up: Plan's environment is forked from it.
+        RUNTIME_SERVICE.start_runtime()
         self.cache.mkdir(parents=True, exist_ok=True)
         stale = unmount_all(self.cache)
         if stale:
