@@ -25,10 +25,11 @@ class CloudFormationStandIn:
         self.responses = ResponseListener()
         self.env = Environment(client=client, account=account, region=region, express_zones=express_zones,
                                responses=self.responses, function_env=function_env or (lambda: {}), **environment)
-        ec2 = client("ec2")
+        # The zones are asked for only where a template looks them up: the EC2 client (its service model is
+        # megabytes of JSON) is made then.
         self.engine = Engine(
             Providers(self.env), account=account, region=region, hooks=hooks,
-            zones=lambda: [z["ZoneName"] for z in ec2.describe_availability_zones()["AvailabilityZones"]],
+            zones=lambda: [z["ZoneName"] for z in client("ec2").describe_availability_zones()["AvailabilityZones"]],
             ssm_get=self._ssm_get)
         api.install()
         api.ACTIVE[region] = self.engine

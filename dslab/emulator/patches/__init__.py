@@ -203,6 +203,9 @@ def install() -> None:
     with _LOCK:
         if _INSTALLED:
             return
+        # First: the patches below import most of moto, whose EC2 asks boto3 for its regions as it is imported (a new
+        # session, the EC2 service model parsed: ~0.3 s), as the stand-in's EC2 client asks for the same model again.
+        _patch_shared_loader()
         sagemaker.patch_state_task_factory()
         sagemaker.patch_sagemaker()
         services.patch_lambda()
@@ -225,7 +228,6 @@ def install() -> None:
         stepfunctions.patch_execution_history_pages()
         stepfunctions.patch_sdk_error_names()
         _patch_mock_start()
-        _patch_shared_loader()
         _patch_sfn_clients()
         _patch_action_lookup()
         _patch_server_host_lookup()
