@@ -400,8 +400,14 @@ class EmulatedLab:
                      # monotonic clocks kept as ages: a restored FSx is as far into its import as it was
                      "fsx_age": now - self._fsx_created if self._fsx_created else None,
                      "fsx_association": self._fsx_association,
-                     "fsx_tasks": [{**t, "_started": now - t["_started"]} for t in self._fsx_tasks]}
+                     "fsx_tasks": [{**t, "_started": now - t["_started"]} for t in self._fsx_tasks],
+                     "parsed_definitions": patches.stepfunctions.saved_programs(self._state_machine_definitions())}
             snapshot.save(path, key, state)
+
+    def _state_machine_definitions(self) -> list[str]:
+        from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+        backend = stepfunctions_parser_backends[ACCOUNT][self.region]
+        return [machine.definition for machine in backend.state_machines]
 
     def _restore(self) -> None:
         state = snapshot.load(self.restore_from, self.restore_key or "")
@@ -415,6 +421,7 @@ class EmulatedLab:
         self._fsx_created = now - state["fsx_age"] if state["fsx_age"] is not None else 0.0
         self._fsx_association = state["fsx_association"]
         self._fsx_tasks = [{**t, "_started": now - t["_started"]} for t in state["fsx_tasks"]]
+        patches.stepfunctions.restore_programs(state.get("parsed_definitions") or {})
         if self.via_cli:   # later deploys (FSx up) take the user's path, as before
             self.deployer = CliDeployer(self.endpoint, self.cli_workdir or Path(tempfile.mkdtemp(prefix="dslab-cdk-")),
                                         region=self.region)

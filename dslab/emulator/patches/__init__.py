@@ -70,6 +70,7 @@ def reset_hooks() -> None:
     HOOKS.quotas = {}
     HOOKS.max_state_bytes = 0
     HOOKS.history_events = {}
+    HOOKS.job_ended = {}
     HOOKS.function_env = {}
     HOOKS.s3_fault = HOOKS.s3_observer = None
     HOOKS.datasync_seconds = 0.0

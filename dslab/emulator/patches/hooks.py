@@ -56,6 +56,8 @@ class Hooks:
     # error code, message) to answer that request with, in the service's own protocol (patches/faults.py), or None: any
     # AWS error of any call, injected where the stand-in answers, so that botocore parses and retries it as on AWS
     api_fault: Callable[[str, str, object], tuple[int, str, str] | None] | None = None
+    # training job name -> set when its executor has given the job its final fields (the .sync task's wake-up)
+    job_ended: dict[str, threading.Event] = field(default_factory=dict)
 
 
 HOOKS = Hooks()

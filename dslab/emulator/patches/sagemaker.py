@@ -21,6 +21,11 @@ def _snake(name: str) -> str:
     return "".join(out)
 
 
+# How long one look of a createTrainingJob.sync task waits for its job to end before it answers "still running" (moto's
+# loop then sleeps before the next look: patches/stepfunctions.py patch_time): a job that ends is seen at once.
+SYNC_WAKE_SECONDS = 0.25
+
+
 # A job's executor thread changes its fields while the workflow's .sync poll describes it. moto builds
 # DescribeTrainingJob's answer by walking the job's ``__dict__``: a field set for the first time during that
 # walk broke it ("dictionary changed size during iteration", a States.Runtime that failed a lane on a loaded
@@ -43,6 +48,7 @@ def _sagemaker_model():
     return botocore.session.get_session().get_service_model("sagemaker")
 
 
+@functools.lru_cache(maxsize=1)
 def _sagemaker_task_class():
     from botocore.exceptions import ClientError
     from moto.stepfunctions.parser.api import HistoryEventType, TaskFailedEventDetails
@@ -109,12 +115,18 @@ def _sagemaker_task_class():
         def _build_sync_resolver(self, env, resource_runtime_part, normalised_parameters, state_credentials):
             name = normalised_parameters["TrainingJobName"]
             client = self._client(resource_runtime_part, state_credentials)
+            ended = HOOKS.job_ended.get(name)
             env.stack.pop()
 
             def resolve():
                 describe = client.describe_training_job(TrainingJobName=name)
                 describe.pop("ResponseMetadata", None)
                 status = describe["TrainingJobStatus"]
+                if status in ("InProgress", "Stopping") and ended is not None and ended.wait(SYNC_WAKE_SECONDS):
+                    # The job has just ended: described now, not a poll later (the lab's own delay, ~0.1 s a job).
+                    describe = client.describe_training_job(TrainingJobName=name)
+                    describe.pop("ResponseMetadata", None)
+                    status = describe["TrainingJobStatus"]
                 if status in ("InProgress", "Stopping"):
                     return None
                 plain = json.loads(json.dumps(describe, default=lambda v: v.isoformat() if hasattr(v, "isoformat") else str(v)))
@@ -129,6 +141,10 @@ def _sagemaker_task_class():
 
             return resolve
 
+    # A parsed definition's programs hold their task's class: named where pickle finds it (a saved deployment keeps
+    # the parsed definition, patches/stepfunctions.py saved_programs).
+    StateTaskServiceSageMaker.__module__, StateTaskServiceSageMaker.__qualname__ = __name__, "StateTaskServiceSageMaker"
+    globals()["StateTaskServiceSageMaker"] = StateTaskServiceSageMaker
     return StateTaskServiceSageMaker
 
 
@@ -217,6 +233,8 @@ def patch_sagemaker() -> None:
         job.secondary_status_transitions = []
         job.final_metric_data_list = []
 
+        ended = HOOKS.job_ended[name] = threading.Event()
+
         def run():
             try:
                 final = executor(request, lambda fields: _apply(job, fields))
@@ -225,6 +243,8 @@ def patch_sagemaker() -> None:
                 HOOKS.errors.append(traceback.format_exc())
                 _apply(job, {"TrainingJobStatus": "Failed", "SecondaryStatus": "Failed",
                              "FailureReason": f"InternalServerError: local job executor failed: {err}"})
+            finally:
+                ended.set()
 
         thread = threading.Thread(target=run, name=f"job-{name}", daemon=True)
         HOOKS.threads.append(thread)

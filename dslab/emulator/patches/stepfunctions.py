@@ -190,6 +190,63 @@ def patch_aws_sdk_streams() -> None:
     StateTaskServiceAwsSdk._eval_service_task = _eval_service_task
 
 
+class _ParsedDefinitions:
+    """The unevaluated programs of the last few definitions parsed (or restored with a saved deployment)."""
+
+    def __init__(self, size: int = 8):
+        self.size, self.lock = size, threading.Lock()
+        self.programs: dict[str, Any] = {}
+
+    def get(self, definition: str) -> Any:
+        with self.lock:
+            program = self.programs.pop(definition, None)
+            if program is not None:
+                self.programs[definition] = program   # the most recent last
+            return program
+
+    def put(self, definition: str, program: Any) -> None:
+        with self.lock:
+            self.programs.pop(definition, None)
+            self.programs[definition] = program
+            while len(self.programs) > self.size:
+                del self.programs[next(iter(self.programs))]
+
+
+_PARSED = _ParsedDefinitions()
+
+
+def saved_programs(definitions: list[str]) -> dict[str, bytes]:
+    """The parsed programs of ``definitions`` (those this process has), each pickled on its own, for a saved
+    deployment (snapshot.py): a restored stand-in's first execution then does not parse its definition again (ANTLR
+    in pure Python: ~0.3 s of CPU for the lab's, on the execution's critical path). A program that does not pickle
+    is left out (that execution parses, as before)."""
+    import pickle
+    out = {}
+    for definition in definitions:
+        program = _PARSED.get(definition)
+        if program is None:
+            continue
+        try:
+            out[definition] = pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # noqa: BLE001 - any pickling failure: parsed again when executed
+            continue
+    return out
+
+
+def restore_programs(saved: dict[str, bytes]) -> int:
+    """Put back what ``saved_programs`` saved (a program that does not load is parsed again when executed)."""
+    import pickle
+    restored = 0
+    for definition, data in (saved or {}).items():
+        try:
+            program = pickle.loads(data)
+        except Exception:  # noqa: BLE001 - another version's classes, say: parsed when executed
+            continue
+        _PARSED.put(definition, program)
+        restored += 1
+    return restored
+
+
 def patch_definition_parsing() -> None:
     """moto parses a state machine's definition (ANTLR in pure Python, 0.2-0.5 s for the lab's) to validate it
     when the machine is created, throws the result away, and parses it again for every execution. Here a
@@ -198,29 +255,20 @@ def patch_definition_parsing() -> None:
     of its own (a program carries its evaluation's state; a deep copy of an unevaluated one is what a parse
     would build, in ~1/20 of the time). The lab's definition is the same text in every lab of a process
     (generated names are drawn per stand-in: cloudformation/providers/base.py, NameSource)."""
-    import collections
     import copy
 
     from moto.stepfunctions.parser import models
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
     from moto.stepfunctions.parser.backend import execution_worker
 
-    pristine: collections.OrderedDict[str, Any] = collections.OrderedDict()
-    lock = threading.Lock()
     original_validate = models.StepFunctionsParserBackend._validate_definition
 
     def parsed(definition: str):
         """The unevaluated program of ``definition``, parsed the first time (raising as moto's parser does)."""
-        with lock:
-            program = pristine.get(definition)
-            if program is not None:
-                pristine.move_to_end(definition)
-                return program
-        program = AmazonStateLanguageParser.parse(definition)[0]
-        with lock:
-            pristine[definition] = program
-            while len(pristine) > 8:
-                pristine.popitem(last=False)
+        program = _PARSED.get(definition)
+        if program is None:
+            program = AmazonStateLanguageParser.parse(definition)[0]
+            _PARSED.put(definition, program)
         return program
 
     def _validate_definition(definition: str):
