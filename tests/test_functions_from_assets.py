@@ -133,6 +133,30 @@ def test_overlapping_invocations_get_environments_of_their_own_then_reuse_them(r
     assert runtime.invoke(slow, {}, {}).answer in pids and runtime.cold_starts == 2
 
 
+def test_a_prewarm_is_not_waited_for_and_the_first_invocation_takes_its_environment(runtime):
+    """prewarm returns at once (the environment starts in a thread of its own); an invocation that comes before it is
+    ready waits for it rather than starting another."""
+    probe = function(PROBE)
+    started = time.perf_counter()
+    runtime.prewarm(probe, {})
+    assert time.perf_counter() - started < 0.1
+    first = runtime.invoke(probe, {"n": 1}, {}).answer
+    assert runtime.cold_starts == 1 and runtime.environments() == 1 and first["calls"] == 1
+    assert runtime.invoke(probe, {"n": 2}, {}).answer["pid"] == first["pid"]
+
+
+def test_a_prewarmed_environment_nobody_took_is_idle_and_close_waits_for_one_still_starting(runtime):
+    probe = function(PROBE)
+    runtime.prewarm(probe, {})
+    runtime.close()   # while it may still be starting: none is left after the close
+    assert runtime.environments() == 0
+    runtime.prewarm(probe, {})
+    runtime._starters[-1].join(30)
+    assert runtime.environments() == 1
+    runtime.invoke(probe, {}, {})
+    assert runtime.cold_starts == 2 and runtime.environments() == 1
+
+
 def test_a_changed_environment_or_code_is_a_new_environment(runtime):
     probe = function(PROBE)
     runtime.invoke(probe, {}, {"DSLAB_TIME_SCALE": "1"})
