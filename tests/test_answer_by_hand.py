@@ -95,6 +95,16 @@ def test_a_job_whose_range_passes_28_days_is_refused_naming_the_epochs():
     assert "epochs" in str(refused.value) and "28-day" in str(refused.value)
 
 
+def test_a_job_whose_point_fits_28_days_but_whose_range_tops_past_them_is_refused():
+    # 400 epochs run ~40.6 days: ~0.1015 day an epoch. At 234 epochs the point is 234 x 0.1015 = 23.7 days, under 28,
+    # and the range's top (x ~1.18) 28.1 days, past them: SageMaker could stop it before it ends, so it is refused
+    # rather than asked for 28 days.
+    with pytest.raises(ConfigError) as refused:
+        checked_jobs(_experiment(epochs=234), PriceTable())
+    said = str(refused.value)
+    assert "epochs" in said and "28-day" in said and "23.7 days" in said
+
+
 def test_a_trials_own_max_run_seconds_is_what_its_requests_ask_for():
     # max_run_seconds: 86,400 given: each request asks for 86,400 s, not the estimate's hour (its jobs take minutes:
     # 1.1 GB of JPEGs, one epoch).
