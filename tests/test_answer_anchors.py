@@ -150,3 +150,139 @@ def test_the_posts_hour_of_p3_and_its_volume():
     prices = PriceTable()
     assert prices.instance_hourly("ml.p3.2xlarge") == 3.825
     assert round(100 * prices["ml_storage_gb_month"] / 730, 2) == 0.02
+
+
+# ---- AWS's errors, as the services' error references name them (dslab/core/facts/aws_errors.py) --------------------
+
+class FakeClientError(Exception):
+    """botocore's ClientError as aws_errors reads it: ``response`` and ``operation_name``."""
+
+    def __init__(self, code=None, message="", status=None, attempts=0, operation="GetObject"):
+        super().__init__(code)
+        error = {} if code is None else {"Code": code, "Message": message}
+        self.response = {"Error": error, "ResponseMetadata": {**({"HTTPStatusCode": status} if status else {}),
+                                                             "RetryAttempts": attempts}}
+        self.operation_name = operation
+
+
+@pytest.mark.parametrize("code, status, kind", [
+    # The Common Errors page of each API reference: "InternalFailure ... HTTP Status Code: 500", "ServiceUnavailable
+    # ... 503"; S3's error best practices: "If Amazon S3 returns an InternalError response, retry the request".
+    ("InternalFailure", 500, "unavailable"), ("InternalError", 500, "unavailable"), ("InternalFailure", None, "unavailable"),
+    ("InternalError", None, "unavailable"), ("ServiceUnavailable", 503, "unavailable"), ("RequestTimeout", None, "unavailable"),
+    # Any HTTP 5xx is AWS's side; 499 is not.
+    ("SomethingNew", 502, "unavailable"), ("SomethingNew", 500, "unavailable"), ("SomethingNew", 499, "other"),
+    # Throttling: S3's "SlowDown" (503), EC2's "RequestLimitExceeded", the common "ThrottlingException" (400).
+    ("SlowDown", 503, "throttled"), ("RequestLimitExceeded", 503, "throttled"), ("ThrottlingException", 400, "throttled"),
+    ("Throttling", None, "throttled"),
+    # Expired credentials or a clock off by more than 15 minutes.
+    ("ExpiredToken", 400, "expired"), ("ExpiredTokenException", 400, "expired"), ("RequestExpired", 400, "expired"),
+    # Refusals of access.
+    ("AccessDenied", 403, "denied"), ("AccessDeniedException", 400, "denied"), ("UnauthorizedOperation", 403, "denied"),
+    # The not-found codes of the operations called.
+    ("NoSuchKey", 404, "missing"), ("ResourceNotFound", 400, "missing"), ("ParameterNotFound", 400, "missing"),
+    ("ValidationException", 400, "other"), ("SomethingNew", None, "other"),
+])
+def test_each_error_code_is_classed_as_its_reference_says(code, status, kind):
+    from dslab.core.facts import aws_errors
+    assert aws_errors.kind(code, status) == kind
+    assert aws_errors.is_transient_code(code, status) == (kind in ("throttled", "unavailable"))
+
+
+def test_an_internal_failure_or_error_is_tried_again_and_a_refusal_is_not():
+    from dslab.core.facts.aws_errors import is_transient
+    assert is_transient(FakeClientError("InternalFailure", status=500))
+    assert is_transient(FakeClientError("InternalError", status=500))
+    assert is_transient(FakeClientError("SlowDown", status=503))
+    assert not is_transient(FakeClientError("AccessDenied", status=403))
+    assert not is_transient(ValueError("not an AWS error"))
+    # A ClientError inside another exception (boto3's S3UploadFailedError wraps one) is read through its cause.
+    try:
+        try:
+            raise FakeClientError("InternalError", status=500)
+        except FakeClientError as inner:
+            raise RuntimeError("upload failed") from inner
+    except RuntimeError as outer:
+        assert is_transient(outer)
+
+
+def test_an_aws_error_is_read_with_its_code_message_status_operation_and_attempts():
+    from dslab.core.facts.aws_errors import AwsError, aws_error
+    found = aws_error(FakeClientError("SlowDown", "Please reduce\n  your request rate.", 503, 4, "PutObject"))
+    assert found == AwsError("SlowDown", "Please reduce your request rate.", 503, "PutObject", 5)
+    # No code: the HTTP status stands for it; neither: "Unknown". A message is cut at 300 characters.
+    assert aws_error(FakeClientError(None, status=503)).code == "503"
+    assert aws_error(FakeClientError(None)).code == "Unknown"
+    assert len(aws_error(FakeClientError("X", "y" * 400)).message) == 300
+    no_name = FakeClientError("X")
+    no_name.operation_name = None
+    assert aws_error(no_name).operation == "?" and aws_error(no_name).attempts == 1
+    assert aws_error(ValueError("x")) is None
+    # Causes are followed five deep, no further.
+    err: BaseException = FakeClientError("X")
+    for depth in range(6):
+        wrapper = RuntimeError(depth)
+        wrapper.__cause__ = err
+        err = wrapper
+        assert (aws_error(err) is not None) == (depth < 4), depth
+    # A context (raised while handling it) counts as a cause.
+    ctx = RuntimeError("during")
+    ctx.__context__ = FakeClientError("Y")
+    assert aws_error(ctx).code == "Y"
+
+
+def test_a_missing_training_job_is_recognised_in_sagemakers_words():
+    from dslab.core.facts.aws_errors import training_job_missing
+    # DescribeTrainingJob of a job that does not exist: "ValidationException: Requested resource not found."
+    assert training_job_missing(FakeClientError("ValidationException", "Requested resource not found."))
+    assert training_job_missing(FakeClientError("ValidationException", "Could not find training job 'x'"))
+    assert training_job_missing(FakeClientError("ResourceNotFound", ""))
+    assert training_job_missing(FakeClientError("ResourceNotFoundException", ""))
+    assert not training_job_missing(FakeClientError("ValidationException", "1 validation error detected"))
+    assert not training_job_missing(FakeClientError("AccessDenied", "not found"))
+    assert not training_job_missing(ValueError("not found"))
+
+
+def test_the_iam_action_is_named_as_iam_names_it():
+    from dslab.core.facts.aws_errors import iam_action
+    # S3 User Guide: ListObjectsV2 needs s3:ListBucket; HeadObject s3:GetObject.
+    assert iam_action("s3", "ListObjectsV2") == "s3:ListBucket"
+    assert iam_action("s3", "HeadObject") == "s3:GetObject"
+    assert iam_action("s3", "GetObject") == "s3:GetObject"
+    assert iam_action("stepfunctions", "StartExecution") == "states:StartExecution"
+    assert iam_action("efs", "DescribeFileSystems") == "elasticfilesystem:DescribeFileSystems"
+    assert iam_action(None, "ListObjectsV2") == "ListObjectsV2"
+    assert iam_action("unknown", "Do") == "Do"
+
+
+def test_each_class_of_error_says_what_to_do_for_the_user_and_for_a_role():
+    from dslab.core.facts.aws_errors import explain, fix
+    assert fix("SlowDown", 503) == ("AWS is throttling this account's requests (other tools calling the same API share "
+                                    "the rate): try again in a minute")
+    assert fix("SlowDown", 503, who="the Plan function").endswith(
+        "share the rate): it passes: what stopped here can start again later")
+    assert fix("InternalFailure") == "a temporary failure on AWS's side: try again in a few minutes"
+    assert fix("InternalError", who="r") == ("a temporary failure on AWS's side: it passes: what stopped here can start "
+                                             "again later")
+    assert fix("ExpiredToken").startswith("your credentials have expired, or this machine's clock is more than 15 "
+                                          "minutes off: refresh them (`aws sso login`")
+    assert fix("ExpiredToken", who="the Collect function").startswith(
+        "the Collect function's temporary credentials had expired")
+    assert fix("AccessDenied", operation="ListObjectsV2", service="s3") == (
+        "your credentials may not call s3:ListBucket: use the profile of the account the lab is deployed in "
+        "(AWS_PROFILE) or ask for that permission")
+    assert fix("AccessDenied", operation="ListObjectsV2", service="s3", who="the Plan function's role") == (
+        "the Plan function's role may not call s3:ListBucket: deploy the lab again so the role has it "
+        "(`make deploy FSX=keep`); a bucket policy or an organization's SCP can also refuse it")
+    assert fix("NoSuchKey").startswith("the object is not there")
+    assert fix("SomethingNew") == "AWS answered SomethingNew: fix what its message names, and report it if it stays"
+    said = explain(FakeClientError("NoSuchKey", "The specified key does not exist.", 404, 2, "GetObject"),
+                   service="s3", what="reading the stats")
+    assert said == ("reading the stats: AWS GetObject failed after 3 attempts (NoSuchKey: The specified key does not "
+                    "exist.); the object is not there (deleted or never written): write it again (for a dataset, "
+                    "`dslab dataset upload`) or name the right key")
+    assert explain(FakeClientError("NoSuchKey", "", 404)) == (
+        "AWS GetObject failed (NoSuchKey); the object is not there (deleted or never written): write it again (for a "
+        "dataset, `dslab dataset upload`) or name the right key")
+    assert explain(ValueError("boom"), what="uploading") == "uploading: ValueError: boom"
+    assert explain(ValueError("boom")) == "ValueError: boom"

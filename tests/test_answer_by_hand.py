@@ -389,3 +389,52 @@ def test_the_checkpoint_answers_runner_up_is_the_target_that_keeps_up():
     found = checkpoint_answer(CheckpointQuestion(premise, q)).to_dict()
     # FSx saves in 12 s, EFS Elastic in 71 s; S3's sync through the NVMe takes 241 s, past the 120 s interval.
     assert (found["pick"], found["runner_up"]) == ("fsx", "efs")
+
+
+# ---- limits: the words of a refusal, and the bounds on a cluster --------------------------------------------------
+
+def test_a_refusal_says_the_jobs_length_in_days_beside_its_point_where_they_differ():
+    # 3,000,000 s / 86,400 = 34.72 days -> "34.7"; its point 2,000,000 s = 23.15 days -> "23.1".
+    assert runtime_problem(3_000_000, "trial t's File job", "fewer epochs") == \
+        "trial t's File job runs 34.7 days, past the 28-day MaxRuntimeInSeconds: fewer epochs"
+    assert runtime_problem(3_000_000, "j", "f", 2_000_000) == \
+        "j runs 23.1 days (up to 34.7), past the 28-day MaxRuntimeInSeconds: f"
+    # A point that rounds to the same 34.7 days is not said twice.
+    assert runtime_problem(3_000_000, "j", "f", 2_999_000) == "j runs 34.7 days, past the 28-day MaxRuntimeInSeconds: f"
+    # From 100 days on, whole days with thousands: 10,000,000 s = 115.7 -> "116"; 100,000,000 s = 1,157.4 -> "1,157".
+    assert runtime_problem(10_000_000, "j", "f") == "j runs 116 days, past the 28-day MaxRuntimeInSeconds: f"
+    assert "runs 1,157 days," in runtime_problem(100_000_000, "j", "f")
+    # A point of 1,000 s: 0.0 days (up to 1,157).
+    assert "runs 0.0 days (up to 1,157)," in runtime_problem(100_000_000, "j", "f", 1_000)
+    assert "runs 8,640,000" not in runtime_problem(100 * DAY, "j", "f") and "runs 100 days," in \
+        runtime_problem(100 * DAY, "j", "f")
+    # A job that never ends (no throughput at all).
+    assert runtime_problem(math.inf, "j", "f", 5.0) == "j runs without end, past the 28-day MaxRuntimeInSeconds: f"
+    # The defaults name the job and the flags' fix.
+    assert runtime_problem(3_000_000).startswith("the job runs 34.7 days") and "fewer epochs" in runtime_problem(3e6)
+
+
+def test_only_the_sources_too_long_are_named_and_every_one_too_long_is_refused_naming_the_quickest():
+    from dslab.core.facts.limits import none_too_long
+    # File's top at 30 days is past 28; FSx's at 10 is not: only File is named, with its point (20 days).
+    found = none_too_long({"File": 30 * DAY, "FSx": 10 * DAY}, "--epochs", "fewer", "{source}'s job",
+                          points={"File": 20 * DAY})
+    assert found == {"File": "File's job runs 20.0 days (up to 30.0), past the 28-day MaxRuntimeInSeconds: fewer"}
+    assert none_too_long({}) == {}
+    # Every one past 28 days: refused on the field, with the quickest one's (EFS, 29 days) words.
+    with pytest.raises(ConfigError) as refused:
+        none_too_long({"File": 40 * DAY, "EFS": 29 * DAY}, "--epochs", "fewer", "{source}'s job")
+    assert refused.value.field == "--epochs"
+    assert "EFS's job runs 29.0 days" in str(refused.value) and "File" not in str(refused.value)
+
+
+@pytest.mark.parametrize("count, ok", [(1, True), (4096, True), (0, False), (4097, False), (True, False), ("2", False),
+                                       (2.0, False), (-1, False)])
+def test_an_instance_count_is_a_whole_number_from_1_to_4096(count, ok):
+    from dslab.core.facts.limits import check_instance_count
+    if ok:
+        assert check_instance_count(count, "instance_count") == count
+    else:
+        with pytest.raises(ConfigError) as refused:
+            check_instance_count(count, "trials[0].instance_count")
+        assert refused.value.field == "trials[0].instance_count" and "1..4,096" in str(refused.value)
