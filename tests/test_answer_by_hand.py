@@ -438,3 +438,85 @@ def test_an_instance_count_is_a_whole_number_from_1_to_4096(count, ok):
         with pytest.raises(ConfigError) as refused:
             check_instance_count(count, "trials[0].instance_count")
         assert refused.value.field == "trials[0].instance_count" and "1..4,096" in str(refused.value)
+
+
+# ---- the spread of repeated runs (Student's t), EFS's metering, the instance's volume --------------------------------
+
+def test_t95_is_the_tables_value_and_between_rows_linear_in_one_over_df():
+    from dslab.core.model.spread import t95
+    assert (t95(1), t95(2), t95(4), t95(30), t95(100)) == (12.706, 4.303, 2.776, 2.042, 1.984)
+    # 35 between 30 (2.042) and 40 (2.021): share (1/30 - 1/35) / (1/30 - 1/40) = 0.004762 / 0.008333 = 0.5714,
+    # 2.042 + 0.5714 x (2.021 - 2.042) = 2.0300.
+    assert t95(35) == pytest.approx(2.042 + (1 / 30 - 1 / 35) / (1 / 30 - 1 / 40) * (2.021 - 2.042))
+    assert t95(35) == pytest.approx(2.0300, abs=5e-5)
+    # Past 100 towards the normal's 1.960 at infinity: 200: share (1/100 - 1/200) / (1/100 - 0) = 0.5 -> 1.972.
+    assert t95(200) == pytest.approx(1.972)
+    with pytest.raises(ValueError):
+        t95(0)
+
+
+def test_the_spread_of_runs_one_two_and_three():
+    from dslab.core.model.spread import spread
+    assert spread([]) is None
+    one = spread([100.0])
+    assert (one.runs, one.mean, one.interval, one.describe()) == (1, 100.0, None, "n/a (one run)")
+    two = spread([98, 102])
+    assert (two.mean, two.half_width, two.interval) == (100.0, None, (98.0, 102.0))
+    assert two.describe() == "min–max 98.0–102.0"
+    # 98, 100, 102: s = 2, the mean's 95% half-width t95(2) x 2 / sqrt(3) = 4.303 x 1.1547 = 4.9687.
+    three = spread([98, 100, 102])
+    assert three.half_width == pytest.approx(4.303 * 2 / math.sqrt(3))
+    assert three.interval == pytest.approx((100 - 4.96868, 100 + 4.96868), abs=1e-5)
+    assert three.describe(2, " s") == "min–max 98.00–102.00 s; 95% CI 100.00 ± 4.97 s"
+
+
+def test_efs_meters_metadata_and_whole_4_kib_blocks():
+    from dslab.core.model import efs
+    # A 1-byte file: 2 KiB of metadata + one 4 KiB block = 6,144 bytes; an empty one the same; 4,097 bytes: two blocks.
+    assert (efs.metered_file_bytes(1), efs.metered_file_bytes(0), efs.metered_file_bytes(4097)) == (6144, 6144, 10240)
+    assert efs.metered_directory_bytes() == 6144 and efs.metered_directory_bytes(8193) == 2048 + 3 * 4096
+    assert efs.metered_size([1, 4097], directories=2) == 6144 + 10240 + 2 * 6144
+    # 1,000 files of 1 MB on average: 1e9 + 1,000 x (2,048 + 2,048) = 1,004,096,000 bytes, IA-eligible (>= 128 KiB).
+    assert efs.dataset_estimate(1000, 10**9) == {"metered_bytes": 1_004_096_000, "standard_bytes": 0.0,
+                                                 "ia_bytes": 1_004_096_000}
+    # 100 KB files (< 128 KiB) always stay in Standard; so does any dataset without the lifecycle.
+    assert efs.dataset_estimate(1000, 10**8)["ia_bytes"] == 0.0
+    assert efs.dataset_estimate(1000, 10**9, lifecycle=False)["standard_bytes"] == 1_004_096_000
+    assert efs.dataset_estimate(0, 0) == {"metered_bytes": 0.0, "standard_bytes": 0.0, "ia_bytes": 0.0}
+    # DescribeFileSystems' SizeInBytes: 10 GB, 4 GB of it in IA, 1 GB in Archive (counted as Standard):
+    # Standard 6 + 1 = 7 GB x $0.30 = $2.10, IA 4 GB x $0.016 = $0.064 a month.
+    found = efs.monthly_usd({"Value": 10e9, "ValueInIA": 4e9, "ValueInStandard": 6e9, "ValueInArchive": 1e9},
+                            PriceTable())
+    assert found == pytest.approx({"bytes": 10e9, "standard_bytes": 7e9, "ia_bytes": 4e9, "standard_usd": 2.10,
+                                   "ia_usd": 0.064, "usd_per_month": 2.164})
+    # Without ValueInStandard: the total less IA.
+    assert efs.monthly_usd({"Value": 10e9, "ValueInIA": 4e9}, PriceTable())["standard_bytes"] == 6e9
+    assert efs.monthly_usd({}, PriceTable())["usd_per_month"] == 0.0
+
+
+def test_the_volume_a_job_gets_and_whether_files_share_fits():
+    from dslab.core.model.volume import file_share_bytes, volume_for, volume_needed_gb
+    # 54 GB on 4 instances, sharded: 13.5 GB each; fully replicated: all 54.
+    assert (file_share_bytes(54 * 10**9, 4, True), file_share_bytes(54 * 10**9, 4, False)) == (13.5e9, 54e9)
+    assert file_share_bytes(10, 0, True) == 10.0
+    # 54 GB x 1.05 headroom = 56.7 -> 57 GB; a tiny share still needs 1 GB.
+    assert (volume_needed_gb(54e9), volume_needed_gb(1.0)) == (57, 1)
+    # EBS, nothing asked: the default 100 GB, raised to 57? no: 100 holds 57. For 200 GB: 210 GB.
+    sized = volume_for("ml.p3.2xlarge", None, 200e9)
+    assert (sized.gb, sized.request_gb, sized.priced_gb, sized.fits) == (210, 210, 210, True)
+    assert sized.describe() == "a 210 GB EBS volume (sized for File's share)"
+    assert volume_for("ml.p3.2xlarge", None).describe() == "a 100 GB EBS volume (the default)"
+    # Asked for 50 GB with a 57 GB share: it does not fit, and the refusal names the key and the size.
+    small = volume_for("ml.p3.2xlarge", 50, 54e9)
+    assert (small.gb, small.asked, small.fits) == (50, True, False)
+    assert small.problem("trials[0].volume_size_gb") == (
+        "File mode copies 57 GB onto each instance, more than the 50 GB volume asked for: raise "
+        "trials[0].volume_size_gb to at least 57 (or leave it out: it is then sized for the data)")
+    assert volume_for("ml.p3.2xlarge", 60, 54e9).problem() is None
+    assert volume_for("ml.p3.2xlarge", 60).describe() == "a 60 GB EBS volume (asked for)"
+    # ml.p4d.24xlarge: 8 x 1,000 GB NVMe, fixed; the request asks what was asked, or the default 100, and none is priced.
+    nvme = volume_for("ml.p4d.24xlarge", None, 9000e9)
+    assert (nvme.gb, nvme.nvme, nvme.request_gb, nvme.priced_gb, nvme.fits) == (8000, True, 100, 0, False)
+    assert volume_for("ml.p4d.24xlarge", 300).request_gb == 300
+    assert nvme.problem().startswith("File mode copies 9,450 GB onto each instance, more than its 8,000 GB of NVMe")
+    assert nvme.describe() == "8,000 GB of NVMe instance storage (fixed)"
