@@ -286,3 +286,78 @@ def test_each_class_of_error_says_what_to_do_for_the_user_and_for_a_role():
         "dataset, `dslab dataset upload`) or name the right key")
     assert explain(ValueError("boom"), what="uploading") == "uploading: ValueError: boom"
     assert explain(ValueError("boom")) == "ValueError: boom"
+
+
+# ---- FSx's API refusals, quotas and capacities; EFS's limits by Region, as the guides give them --------------------
+
+def test_fsx_capacities_are_1200_2400_or_a_multiple_of_2400_gib():
+    from dslab.core.facts.storage import fsx_capacity_for, fsx_capacity_problem
+    # CreateFileSystem StorageCapacity: "the valid values are 1200 GiB, 2400 GiB, and increments of 2400 GiB".
+    assert [fsx_capacity_for(g) for g in (1, 1200, 1201, 2400, 2401, 4800, 4801)] == [1200, 1200, 2400, 2400, 4800,
+                                                                                      4800, 7200]
+    assert fsx_capacity_problem(1200) is None and fsx_capacity_problem(7200, "PERSISTENT_2") is None
+    assert fsx_capacity_problem(3600) == "3600 GiB is not a valid SCRATCH_2 capacity: 1200, 2400 or a multiple of 2400 GiB"
+    assert fsx_capacity_problem(0) is not None and fsx_capacity_problem(-2400) is not None
+
+
+@pytest.mark.parametrize("args, kwargs, found", [
+    (("SCRATCH_2", 1200), {}, []),
+    (("PERSISTENT_2", 2400, 250), {}, []),
+    (("SCRATCH_1", 1200), {}, [("deployment_type", "'SCRATCH_1' is not a deployment type the lab builds: SCRATCH_2 or "
+                                                   "PERSISTENT_2")]),
+    # PerUnitStorageThroughput: "For PERSISTENT_2 SSD storage: 125, 250, 500, 1000 MB/s/TiB".
+    (("PERSISTENT_2", 2400), {}, [("throughput", "PERSISTENT_2 needs a throughput per TiB of 125, 250, 500, 1000 "
+                                                 "MB/s/TiB")]),
+    (("PERSISTENT_2", 2400, 200), {}, [("throughput", "PERSISTENT_2 needs a throughput per TiB of 125, 250, 500, 1000 "
+                                                      "MB/s/TiB, not 200")]),
+    # "This option is only valid for PERSISTENT_1 and PERSISTENT_2 deployment types" (200 is Scratch 2's own).
+    (("SCRATCH_2", 1200, 200), {}, []),
+    (("SCRATCH_2", 1200, 500), {}, [("throughput", "SCRATCH_2 has no throughput setting (it gives 200 MB/s per TiB): "
+                                                   "drop it, or choose PERSISTENT_2")]),
+    # Persistent 2 links to S3 only through a data repository association; never on Lustre 2.10.
+    (("PERSISTENT_2", 2400, 125), {"link": "import-path"},
+     [("link", "PERSISTENT_2 links to S3 only through a data repository association: the legacy import path is for "
+               "Scratch 1, Scratch 2 and Persistent 1")]),
+    (("PERSISTENT_2", 2400, 125), {"link": None, "lustre_version": "2.10"},
+     [("version", "PERSISTENT_2 does not run Lustre 2.10: use 2.12 or 2.15")]),
+    # "Data repository associations are supported on all FSx for Lustre 2.12 and 2.15 file systems".
+    (("SCRATCH_2", 1200), {"lustre_version": "2.10"}, [("version", "a data repository association needs Lustre 2.12 "
+                                                                   "or 2.15, not 2.10")]),
+    (("SCRATCH_2", 1200), {"link": "import-path"}, []),
+    (("SCRATCH_2", 1200), {"link": None, "lustre_version": "2.10"}, []),
+    (("SCRATCH_2", 1000), {}, [("capacity", "1000 GiB is not a valid SCRATCH_2 capacity: 1200, 2400 or a multiple of "
+                                            "2400 GiB")]),
+])
+def test_what_create_file_system_refuses(args, kwargs, found):
+    from dslab.core.facts.storage import fsx_problems
+    assert fsx_problems(*args, **kwargs) == found
+
+
+def test_an_fsx_past_the_default_quota_of_100800_gib_says_which_quota_to_raise():
+    from dslab.core.facts.storage import fsx_quota
+    # FSx for Lustre User Guide, limits.html: "Lustre Scratch storage capacity 100800", "Lustre Persistent 2 ... 100800".
+    assert fsx_quota(FsxConfig(capacity_gib=100_800)) is None
+    found = fsx_quota(FsxConfig(capacity_gib=103_200))
+    assert (found["code"], found["quota"], found["limit_gib"], found["needed_gib"]) == (
+        "L-AD2FC696", "Lustre Scratch storage capacity", 100_800.0, 103_200)
+    assert found["command"] == ("aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
+                                "L-AD2FC696 --desired-value 103200")
+    assert found["summary"].startswith('103,200 GiB is above the account\'s default quota "Lustre Scratch storage '
+                                       'capacity" (100,800 GiB, L-AD2FC696)')
+    persistent = fsx_quota(FsxConfig.persistent2(1000, 103_200))
+    assert persistent["code"] == "L-8F1B9C74"
+    # A quota already raised in the account holds it.
+    assert fsx_quota(FsxConfig(capacity_gib=103_200), applied_gib=200_000) is None
+    assert fsx_quota(FsxConfig(capacity_gib=103_200), applied_gib=0)["limit_gib"] == 0.0
+
+
+@pytest.mark.parametrize("mode, region, read_gib, write_gib", [
+    ("elastic", "us-east-1", 60, 5), ("elastic", "eu-west-2", 60, 1), ("elastic", "sa-east-1", 20, 1),
+    ("provisioned", "us-west-2", 10, 3.33), ("provisioned", "eu-central-1", 3, 1),
+    ("bursting", "ap-southeast-2", 5, 3), ("bursting", "ap-northeast-1", 3, 1),
+])
+def test_efs_limits_per_file_system_by_region(mode, region, read_gib, write_gib):
+    # EFS User Guide limits.html, and its document history of 2 May 2025 (Elastic reads 20 -> 60 GiB/s in London,
+    # Mumbai, Seoul, Sydney; writes unchanged).
+    from dslab.core.facts.storage import efs_limits
+    assert efs_limits(mode, region) == pytest.approx((read_gib * 1024, write_gib * 1024))
