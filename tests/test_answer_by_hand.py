@@ -520,3 +520,96 @@ def test_the_volume_a_job_gets_and_whether_files_share_fits():
     assert volume_for("ml.p4d.24xlarge", 300).request_gb == 300
     assert nvme.problem().startswith("File mode copies 9,450 GB onto each instance, more than its 8,000 GB of NVMe")
     assert nvme.describe() == "8,000 GB of NVMe instance storage (fixed)"
+
+
+# ---- the price table: overrides, rows, dates -------------------------------------------------------------------------
+
+def test_a_prices_file_overrides_a_price_and_dates_the_table_as_overridden():
+    table = PriceTable.with_overrides({"s3_get_per_million": 0.5, "instance_hourly": {"ml.p5.48xlarge": 98.32}},
+                                      source="mine.yaml")
+    assert table["s3_get_per_million"] == 0.5 and table.instance_hourly("ml.p5.48xlarge") == 98.32
+    assert table.date == "2026-11-01 with overrides" and table.overrides == {
+        "s3_get_per_million": "mine.yaml", "instance_hourly.ml.p5.48xlarge": "mine.yaml"}
+    # The file's instance row replaces the dated row's own date and source.
+    assert table.row_date("ml.p5.48xlarge") == table.date and "ml.p5.48xlarge" not in table.data["dated_rows"]
+    rows = {row.name: row for row in table.rows()}
+    assert rows["s3_get_per_million"].overridden_by == "mine.yaml" and rows["s3_get_per_million"].date == "not dated"
+    assert rows["s3_list_per_million"].date == "2026-11-01" and rows["s3_list_per_million"].overridden_by is None
+    assert rows["instance_hourly.ml.p5.48xlarge"].source == "mine.yaml"
+    dated = PriceTable.with_overrides({"date": "2026-12-01", "region": "eu-west-1", "efs_ia_gb_month": 0.02})
+    assert (dated.date, dated.data["region"]) == ("2026-12-01", "eu-west-1")
+    assert {row.name: row for row in dated.rows()}["efs_ia_gb_month"].date == "2026-12-01"
+    assert PriceTable.with_overrides(None) == PriceTable() and PriceTable.with_overrides({}) == PriceTable()
+
+
+@pytest.mark.parametrize("overrides, field", [
+    ("not a mapping", "prices file"), ({"s3_gets": 1}, "prices file: s3_gets"),
+    ({"instance_hourly": 3}, "prices file: instance_hourly"),
+    ({"instance_hourly": {"ml.x": -1}}, "prices file: instance_hourly.ml.x"),
+    ({"instance_hourly": {"ml.x": True}}, "prices file: instance_hourly.ml.x"),
+    ({"s3_get_per_million": "cheap"}, "prices file: s3_get_per_million"),
+    ({"s3_get_per_million": -0.1}, "prices file: s3_get_per_million"),
+    ({"s3_get_per_million": False}, "prices file: s3_get_per_million"),
+    ({"dated_rows": {}}, "prices file: dated_rows"),
+])
+def test_a_prices_file_that_is_not_one_is_refused_naming_the_price(overrides, field):
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides(overrides)
+    assert refused.value.field == field
+
+
+def test_the_table_says_each_rows_unit_date_and_source():
+    from dslab.core.facts.prices import price_unit
+    assert [price_unit(n) for n in ("instance_hourly", "fsx_scratch2_gb_month", "s3_get_per_million",
+                                    "express_get_per_thousand", "datasync_per_gb", "efs_provisioned_mibps_month")] == [
+        "$/hour", "$/GB-month", "$/million requests", "$/1,000 requests", "$/GB", "$/(MiB/s)-month"]
+    table = PriceTable()
+    rows = {row.name: row for row in table.rows()}
+    p3 = rows["instance_hourly.ml.p3.2xlarge"]
+    assert (p3.value, p3.unit, p3.date, p3.other_source) == (3.825, "$/hour", "2026-11-01", False)
+    assert p3.source.endswith("(the post quotes it)")
+    p5 = rows["instance_hourly.ml.p5.48xlarge"]
+    assert (p5.date, p5.other_source) == ("2026-11-30", True) and table.row_date("ml.p5.48xlarge") == "2026-11-30"
+    assert table.row_source("ml.p5.48xlarge").startswith("public code quoting") and table.row_date("ml.p3.2xlarge") == \
+        "2026-11-01" and table.row_source("ml.p3.2xlarge") == table.source
+    assert rows["efs_ia_gb_month"].other_source and not rows["s3_get_per_million"].other_source
+    assert p3.to_dict() == {"name": "instance_hourly.ml.p3.2xlarge", "value": 3.825, "unit": "$/hour",
+                            "date": "2026-11-01", "source": p3.source, "other_source": False, "overridden_by": None}
+    # The instance rows first, by family then price: ml.c5.xlarge ($0.204) leads; the other prices follow in order.
+    assert table.rows()[0].name == "instance_hourly.ml.c5.xlarge"
+    assert [r.name for r in table.rows() if not r.name.startswith("instance_hourly")][:2] == ["ml_storage_gb_month",
+                                                                                             "s3_storage_gb_month"]
+    # The label: the table's date and source, then the dated rows grouped by their own date and source.
+    label = table.label()
+    assert label.startswith("prices of 2026-11-01 (us-east-1, on-demand): AWS public pricing pages")
+    assert "; ml.p4de.24xlarge, ml.trn1.2xlarge: prices of 2026-11-30, no listing found" in label
+    # An unpriced instance is refused, never costed at $0.
+    with pytest.raises(ConfigError) as refused:
+        table.require_instance("ml.z9.huge", "trials[0].instance_type")
+    assert refused.value.field == "trials[0].instance_type" and "ml.z9.huge" in str(refused.value)
+    assert table.require_instance("ml.p3.2xlarge") == 3.825 and table.instance_hourly("ml.z9.huge") is None
+
+
+def test_a_job_costs_what_its_parts_add_to():
+    from dslab.core.facts.prices import JobCost
+    cost = JobCost(1.0000004, 2.0, 3.0)
+    assert cost.total == pytest.approx(6.0000004)
+    assert cost.to_dict() == {"instance": 1.0, "storage": 2.0, "requests": 3.0, "total": 6.0}
+    # No billed time costs nothing even on an unpriced instance; billed time on one is refused.
+    assert _cost(mode="File", instance_type="ml.z9.huge").total == 0.0
+    with pytest.raises(ConfigError):
+        _cost(mode="File", instance_type="ml.z9.huge", billable_seconds=1.0)
+    # EFS with Elastic throughput: reads billed per GB read, 54 GB x 3 epochs x $0.03 = $4.86, and reads from IA
+    # at $0.01 per GB: 10 GB -> $0.10.
+    from dslab.core.model.provisioning import EfsConfig
+    efs = _cost(mode="EFS", files=C_FILES, total_bytes=C_BYTES, epochs=3, wall_seconds=3600.0,
+                efs=EfsConfig("elastic"), efs_ia_gb_read=10.0)
+    assert efs.storage == pytest.approx(54 * 3 * 0.03 + 10 * 0.01)
+    # Express storage while the job ran: 1.1 GB x $0.11 a GB-month for one hour of 730.
+    express = _cost(mode="File", storage="express", files=10, total_bytes=1_100_000_000, wall_seconds=3600.0)
+    assert express.storage == pytest.approx(1.1 * 0.11 / 730)
+    # An FSx job on a given file system: its own hourly price, P2-1000 at 2,400 GiB x $0.60 / 730 for the hour.
+    from dslab.core.model.provisioning import FsxConfig
+    fsx = _cost(mode="FSx", wall_seconds=3600.0, fsx=FsxConfig.persistent2(1000, 2400))
+    assert fsx.storage == pytest.approx(2400 * 0.60 / 730)
+    assert _cost(mode="FSx", wall_seconds=3600.0, fsx_capacity_gib=2400).storage == pytest.approx(2400 * 0.14 / 730)
