@@ -613,3 +613,62 @@ def test_a_job_costs_what_its_parts_add_to():
     fsx = _cost(mode="FSx", wall_seconds=3600.0, fsx=FsxConfig.persistent2(1000, 2400))
     assert fsx.storage == pytest.approx(2400 * 0.60 / 730)
     assert _cost(mode="FSx", wall_seconds=3600.0, fsx_capacity_gib=2400).storage == pytest.approx(2400 * 0.14 / 730)
+
+
+# ---- the premise every answer states ---------------------------------------------------------------------------------
+
+def test_the_premise_says_the_cluster_the_epochs_the_compute_the_dataset_and_what_was_taken_by_default():
+    from dslab.core.answer.premise import Premise
+    shipped = "the shipped calibration (Bencher's 12 cells and public figures)"
+    premise = Premise("ml.p3.2xlarge", 2, 1, 3, 100.0, "the V100 preset", DatasetShape(files=1000, bytes=10**9), "given",
+                      defaults=frozenset({"epochs", "instance"}), notes=("a note",))
+    assert premise.describe() == (
+        "premise: 2 x ml.p3.2xlarge, each 1 x V100 16GB; 3 epochs; compute: the V100 preset; dataset: 1,000 files, "
+        "1.00 GB, 1,000 samples (given; samples one per file); priced on the lab as cdk.json would deploy it; defaults "
+        f"taken: instance type, epochs; a note; {shipped}")
+    one = Premise("ml.p3.2xlarge", 1, 1, 1, 100.0, "x", DatasetShape(files=1000, bytes=10**9), "given", readers=4,
+                  lab=AS_DEPLOYED, volume_size_gb=50)
+    assert "; 1 epoch; " in one.describe() and "priced on the lab as deployed: FSx Scratch 2" in one.describe()
+    assert "defaults taken" not in one.describe()
+    kwargs = one.estimate_kwargs()
+    assert {k: v for k, v in kwargs.items() if k != "model"} == {
+        "instance_type": "ml.p3.2xlarge", "instance_count": 1, "epochs": 1, "rate": 100.0, "accelerators": 1,
+        "volume_size_gb": 50, "readers": 4}
+    assert kwargs["model"] is MODEL and "readers" not in premise.estimate_kwargs()
+    found = premise.to_dict()
+    assert {k: found[k] for k in ("instance_type", "instance_count", "accelerators_per_instance", "accelerator",
+                                  "epochs", "samples_per_second_per_accelerator", "files", "bytes", "samples",
+                                  "samples_from", "dataset_from", "au_target_percent", "defaults", "notes")} == {
+        "instance_type": "ml.p3.2xlarge", "instance_count": 2, "accelerators_per_instance": 1,
+        "accelerator": "V100 16GB", "epochs": 3, "samples_per_second_per_accelerator": 100.0, "files": 1000,
+        "bytes": 10**9, "samples": 1000, "samples_from": "one per file", "dataset_from": "given",
+        "au_target_percent": 90.0, "defaults": ["epochs", "instance"], "notes": ["a note"]}
+    assert found["line"] == premise.describe() and "lab" not in found and "lab" in one.to_dict()
+    assert premise.with_shape(DatasetShape(files=10, bytes=10**6), "stats").shape_origin == "stats"
+    assert Premise("ml.m5.large", 1, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g").accelerator is None
+    with pytest.raises(ConfigError):
+        Premise("ml.p3.2xlarge", 0, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g")
+
+
+def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and_what_is_kept():
+    from dslab.core.answer.premise import CheckpointPremise, Premise
+    workload = parse_checkpoint_workload(yaml.safe_load((DLIO / "llama3_8b.yaml").read_text()), "llama3_8b.yaml")
+    plan_1 = workload.plan(hosts=1)
+    # 112,425,623,552 bytes = 104.70 GiB = 112.43 GB; every 120 s = 2 min.
+    saved = CheckpointPremise(plan_1, 120, 2, 30.0)
+    assert saved.describe() == (
+        "checkpoints of llama_8b (llama3_8b.yaml): 8 processes (TP 1 x PP 1 x DP 8, default mode), 16 files, 104.70 GiB "
+        "(112.43 GB) each; saved every 2 min, the last 2 kept; a save within 30 s")
+    assert saved.to_dict()["save_under_seconds"] == 30.0 and "save_under_seconds" not in \
+        CheckpointPremise(plan_1, 120, 2).to_dict()
+    # At half scale on 2 hosts: 52.35 GiB, said beside DLIO's whole 104.7 GiB; 45 s said in seconds.
+    assert CheckpointPremise(workload.with_scale(0.5).plan(hosts=2), 45, 3).describe() == (
+        "checkpoints of llama_8b (llama3_8b.yaml): 16 processes (TP 1 x PP 1 x DP 16, default mode), 32 files, "
+        "52.35 GiB (56.21 GB) each (at --scale 0.5 of DLIO's 104.7 GiB); saved every 45 s, the last 3 kept")
+    premise = Premise("ml.p5.48xlarge", 1, 8, 1, 0.0, "checkpoints", DatasetShape(plan_1.files, plan_1.bytes), "test",
+                      lab=AS_DEPLOYED, checkpoint=saved, defaults=frozenset({"every", "keep"}))
+    assert premise.describe() == (
+        "premise: 1 x ml.p5.48xlarge, each 8 x H100 80GB (one rank a GPU); " + saved.describe() + "; priced on the "
+        "lab as deployed: FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Bursting (Max I/O), in us-east-1; defaults taken: "
+        "checkpoint interval, checkpoints kept; the shipped calibration (Bencher's 12 cells and public figures)")
+    assert premise.to_dict()["checkpoint"]["every_seconds"] == 120
