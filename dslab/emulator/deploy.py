@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import time
 import zipfile
@@ -154,6 +155,7 @@ class CliDeployer:
         self.endpoint, self.workdir, self.region = endpoint, Path(workdir), region
         self.say = say or (lambda line: None)
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self._running: set[subprocess.Popen] = set()   # the CLI's processes now running (stop() ends them)
         project = json.loads((REPO / "cdk.json").read_text())
         project["app"] = f"{REPO / '.venv' / 'bin' / 'python'} {REPO / 'app.py'}"
         project.pop("watch", None)
@@ -172,8 +174,21 @@ class CliDeployer:
         # No notices: fetching them is a request to the internet (cli.cdk.dev-tools.aws.dev) on every call. No
         # terminal either: on a TTY stdin the CLI's keypress reader puts the user's terminal in raw mode (Ctrl-C
         # then no longer interrupts `dslab local`).
-        result = subprocess.run([str(CDK), *args, "--no-notices"], cwd=cwd or self.workdir, env=self.environment(),
-                                capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        # A process group of its own, ended whole: the CLI runs the app (`python app.py`) as its child, which holds
+        # the output pipes too.
+        command = [str(CDK), *args, "--no-notices"]
+        with subprocess.Popen(command, cwd=cwd or self.workdir, env=self.environment(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                              start_new_session=True) as process:
+            self._running.add(process)
+            try:
+                stdout, stderr = process.communicate()
+            except BaseException:   # as subprocess.run: Ctrl-C or SIGTERM here ends the CLI too
+                _kill_group(process)
+                raise
+            finally:
+                self._running.discard(process)
+        result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
         if check and result.returncode != 0:
             raise DeployError(f"cdk {' '.join(args)} failed:\n{_tail(result.stdout + result.stderr)}")
         return result
@@ -185,6 +200,19 @@ class CliDeployer:
         outside = self.workdir / "bootstrap"
         outside.mkdir(exist_ok=True)
         self.run("bootstrap", f"aws://{account}/{self.region}", cwd=outside)
+
+    def stop(self) -> None:
+        """End the CLI's processes still running (a command beside the one that failed or was interrupted)."""
+        for process in list(self._running):
+            _kill_group(process)
+
+    def synthesize(self) -> Path:
+        """`cdk synth` in the project folder, as `cdk deploy` synthesizes: bound to the stand-in's account after the
+        CLI's context lookups (the region's zones seeded first, as the CLI's own lookup writes them). The assembly is
+        the folder's cdk.out, which `cdk deploy --app` then deploys."""
+        self.seed_zone_lookup()
+        self.run("synth", "--all", "--quiet")
+        return self.workdir / "cdk.out"
 
     def seed_zone_lookup(self, account: str = "123456789012") -> None:
         """Write the one lookup the app needs (the region's zones) into the CLI's cdk.context.json, as the
@@ -220,6 +248,13 @@ class CliDeployer:
 
     def destroy(self, *stacks: str, exclusively: bool = False) -> None:
         self.run("destroy", *stacks, "--force", *(["--exclusively"] if exclusively else []))
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def stand_in_environment(endpoint: str, region: str = "us-east-1", *, cdk_home: Path) -> dict[str, str]:
