@@ -270,20 +270,21 @@ class LocalRun:
 REGION = "us-east-1"   # the stand-in's region (EmulatedLab's default)
 
 
-def deployed_path(cache: Path, assembly: Path, with_fsx: bool) -> Path:
-    """Where the deployment of ``assembly``'s templates is saved (snapshot.py), named by its key."""
-    return cache / "deployed" / f"{snapshot_key(assembly, with_fsx=with_fsx, region=REGION)}{SNAPSHOT_SUFFIX}"
+def deployed_path(cache: Path, assembly: Path, with_fsx: bool, key: str | None = None) -> Path:
+    """Where the deployment of ``assembly``'s templates is saved (snapshot.py), named by its key (``key``: the key,
+    already made: it hashes the templates and the emulator's code)."""
+    return cache / "deployed" / f"{key or snapshot_key(assembly, with_fsx=with_fsx, region=REGION)}{SNAPSHOT_SUFFIX}"
 
 
 def deployed_before(assembly: Path, workdir: Path, cache: Path, with_fsx: bool, lab_settings: dict,
                     say: Callable[[str], None]) -> EmulatedLab | None:
     """The stand-in as the last run's `cdk deploy` of these templates left it, entered; or None: nothing saved for
     them, or what was saved cannot be used (said in one line, and removed)."""
-    path = deployed_path(cache, assembly, with_fsx)
+    key = snapshot_key(assembly, with_fsx=with_fsx, region=REGION)
+    path = deployed_path(cache, assembly, with_fsx, key)
     if not path.exists():
         return None
-    lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, restore=path,
-                      restore_key=snapshot_key(assembly, with_fsx=with_fsx, region=REGION), **lab_settings)
+    lab = EmulatedLab(assembly, via_cli=True, cli_workdir=workdir, restore=path, restore_key=key, **lab_settings)
     try:
         lab.__enter__()
     except SnapshotUnusable as why:
@@ -298,8 +299,8 @@ def save_deployed(lab: EmulatedLab, cache: Path, assembly: Path, with_fsx: bool,
     """Save the stand-in as `cdk deploy` of ``assembly`` left it, for the next run of these templates. A save that
     fails costs the next run a deploy, never this run: said in one line."""
     try:
-        lab.save_deployment(deployed_path(cache, assembly, with_fsx),
-                            snapshot_key(assembly, with_fsx=with_fsx, region=REGION))
+        key = snapshot_key(assembly, with_fsx=with_fsx, region=REGION)
+        lab.save_deployment(deployed_path(cache, assembly, with_fsx, key), key)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:
         say(f"stacks: the deployment could not be saved ({type(err).__name__}: {err}): the next run deploys again")
 
