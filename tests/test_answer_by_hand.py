@@ -672,3 +672,18 @@ def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and
         "lab as deployed: FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Bursting (Max I/O), in us-east-1; defaults taken: "
         "checkpoint interval, checkpoints kept; the shipped calibration (Bencher's 12 cells and public figures)")
     assert premise.to_dict()["checkpoint"]["every_seconds"] == 120
+
+
+def test_request_counts_per_mode():
+    from dslab.core.facts.prices import s3_get_requests, s3_list_requests
+    # 30,607 JPEGs over 3 epochs: File and FSx read each once, FastFile, Pipe and Script every epoch, EFS never.
+    assert {m: s3_get_requests(m, 30_607, 1_100_000_000, 3) for m in ("File", "FSx", "FastFile", "Pipe", "Script",
+                                                                      "EFS", "Other")} == {
+        "File": 30_607, "FSx": 30_607, "FastFile": 91_821, "Pipe": 91_821, "Script": 91_821, "EFS": 0, "Other": 0}
+    # 10 shards of 110 MB = 1.1e9 bytes // 8 MiB = 131 ranged GETs an epoch; no bytes given: one per file.
+    assert s3_get_requests("FastFile", 10, 1_100_000_000, 2) == 262
+    assert s3_get_requests("FastFile", 10, None, 2) == 20
+    assert s3_get_requests("File", 0, 10**9, 1) == 0 and s3_get_requests("File", None, 10**9, 1) == 0
+    # LIST pages of 1,000 keys, by a Script job's every instance: 1,001 keys are 2 pages; other modes list nothing.
+    assert (s3_list_requests("Script", 1_001, 3), s3_list_requests("Script", 1_000, 0)) == (6, 1)
+    assert s3_list_requests("FastFile", 1_001, 3) == 0 and s3_list_requests("Script", 0, 3) == 0
