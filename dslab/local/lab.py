@@ -25,6 +25,7 @@ import os
 import pickle
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -126,6 +127,38 @@ def prepare_dataset(dataset, cache: Path, say: Callable[[str], None]) -> Path:
             dataset_tools.replicate(source, copies, copies_dir)
         source = copies_dir
     return source
+
+
+class DatasetsBeside:
+    """The experiment's datasets prepared (prepare_dataset) in a thread of their own, beside the lab's set-up: a first
+    run generates them (seconds of CPU) while the CDK CLI synthesizes and deploys. ``folder`` waits for a dataset's
+    and raises what preparing it raised (no room on the disk, say: said when the upload needs it, after the set-up)."""
+
+    def __init__(self, datasets, cache: Path, say: Callable[[str], None]):
+        self._folders: dict[str, Path] = {}
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+
+        def prepare() -> None:
+            try:
+                for dataset in datasets:
+                    self._folders[dataset.name] = prepare_dataset(dataset, cache, say)
+            except BaseException as err:  # noqa: BLE001 - raised where the folder is asked for
+                self._error = err
+            finally:
+                self._done.set()
+
+        # A daemon: a run stopped during its set-up does not wait for it (a dataset left half-made has no
+        # dataset.json, and the next run makes it again).
+        threading.Thread(target=prepare, name="datasets", daemon=True).start()
+
+    def folder(self, dataset) -> Path:
+        self._done.wait()
+        if dataset.name in self._folders:
+            return self._folders[dataset.name]
+        if self._error is not None:
+            raise self._error
+        raise KeyError(dataset.name)
 
 
 IN_PROGRESS = "in progress"   # results.json's partial state while jobs run (and after a kill no handler saw)
@@ -343,9 +376,10 @@ class LocalLab:
     def __init__(self, experiment: Experiment, out: Path, cache: Path, *, say: Callable[[str], None] = print,
                  time_scale: float = 0.01, fsx: bool = True, user_code_packages: list | None = None,
                  live_progress: bool | None = False, assembly: Path | None = None, resume: Resume | None = None,
-                 redeploy: bool = False):
+                 redeploy: bool = False, datasets: DatasetsBeside | None = None):
         self.experiment, self.out, self.cache, self.say = experiment, out, cache, say
         self.redeploy = redeploy   # the user's path (`cdk deploy`) even where the last run's deployment still matches
+        self.datasets = datasets   # being prepared beside the set-up (None: prepared when uploaded)
         # An interrupted run resumed (prepare_out), and the experiment as loaded, which a rerun must match
         # (its document gains the code's S3 URIs at upload).
         self.resume, self.experiment_hash = resume, experiment.content_hash
@@ -445,7 +479,7 @@ class LocalLab:
             for code in self.user_code:
                 self.say(f"code: {code.folder} uploaded for trial {code.trial} (sha256 {code.sha256[:12]})")
         for dataset in self.experiment.datasets:
-            local = prepare_dataset(dataset, self.cache, self.say)
+            local = self.datasets.folder(dataset) if self.datasets else prepare_dataset(dataset, self.cache, self.say)
             self.local_datasets[dataset.name] = local
             result = dataset_tools.upload(local, f"s3://{self.lab.bucket}/datasets/{dataset.prefix}/", s3_client=s3)
             self.say(f"data: {dataset.name}: {result['files']} files uploaded to the stand-in's S3")
@@ -676,17 +710,22 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     cache = cache or REPO / ".lab-cache"
     packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
-    # The datasets are built (cached) and counted before the stand-in starts, so that a trial with more
-    # instances than a dataset has objects is refused before anything runs (Plan refuses it too).
-    prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
-    check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
-                                            for name, folder in prepared.items()})
+    datasets: DatasetsBeside | None = None
+    if any(trial.instance_count > 1 for trial in experiment.trials):
+        # The datasets are built (cached) and counted before the stand-in starts, so that a trial with more
+        # instances than a dataset has objects is refused before anything runs (Plan refuses it too).
+        prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
+        check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
+                                                for name, folder in prepared.items()})
+    else:   # one instance per job: no object count can refuse a trial, so the datasets are built beside the set-up
+        datasets = DatasetsBeside(experiment.datasets, cache, say)
     check_checkpoints_fit(experiment, cache, "--scale" if workload is not None else None)
     preparing = time.monotonic() - started
     aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
     try:
         with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged,
-                      live_progress=live_progress, assembly=assembly, resume=resume, redeploy=redeploy) as lab:
+                      live_progress=live_progress, assembly=assembly, resume=resume, redeploy=redeploy,
+                      datasets=datasets) as lab:
             lab.upload()
             run = lab.run()
     except BaseException:   # Ctrl-C, SIGTERM or a failure: nothing the earlier run had is lost
