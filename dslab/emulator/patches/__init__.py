@@ -112,6 +112,25 @@ def _patch_shared_loader() -> None:
     botocore.session.create_loader = create_loader   # sessions only: moto's server keeps its own models (below)
 
 
+def _patch_service_listing() -> None:
+    """Which services botocore's data folders hold: moto makes loaders of its own (one per service it answers, beside
+    the shared one) and each lists every service folder of the installed botocore the first time it loads a model
+    (~400 folders, ~20,000 stat calls a local run). The folders are the installed package's: listed once per
+    search path and kind of file."""
+    import botocore.loaders
+
+    listed: dict[tuple, list[str]] = {}
+    original = botocore.loaders.Loader.list_available_services
+
+    def list_available_services(self, type_name):
+        key = (tuple(str(path) for path in self.search_paths), type(self.file_loader), type_name)
+        if key not in listed:
+            listed[key] = original(self, type_name)
+        return list(listed[key])
+
+    botocore.loaders.Loader.list_available_services = list_available_services
+
+
 # The clients moto's Step Functions engine calls services with, per (region, service, stub or server port).
 SFN_CLIENTS: dict[tuple, object] = {}
 
@@ -207,6 +226,7 @@ def install() -> None:
         # First: the patches below import most of moto, whose EC2 asks boto3 for its regions as it is imported (a new
         # session, the EC2 service model parsed: ~0.3 s), as the stand-in's EC2 client asks for the same model again.
         _patch_shared_loader()
+        _patch_service_listing()
         sagemaker.patch_state_task_factory()
         sagemaker.patch_sagemaker()
         services.patch_lambda()
