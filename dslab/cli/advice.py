@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from .common import add_command, explain_aws, lab_provisioning, price_table, print_ignored, print_json
-from .question import add_question_flags, is_checkpoint_question, workload_json
+from .question import add_question_flags, checkpoint_question_of, is_checkpoint_question, workload_json
 
 
 def _sources(args) -> tuple[tuple[str, str], ...]:
@@ -63,7 +63,8 @@ def cmd_estimate(args) -> int:
                           "file (workload: PATH), or drop --experiment to ask about the workload alone")
     if is_checkpoint_question(args):
         from . import checkpoints
-        return checkpoints.cmd_estimate(args, prices)
+        return checkpoints.show(checkpoint_question_of(args, prices), json=args.json, explain=args.explain,
+                                commands=False)
     if args.experiment:
         return _estimate_experiment(args, prices)
     if getattr(args, "results", None):
@@ -87,7 +88,8 @@ def cmd_recommend(args) -> int:
     prices = price_table(args.prices)
     if is_checkpoint_question(args):
         from . import checkpoints
-        return checkpoints.cmd_recommend(args, prices)
+        return checkpoints.show(checkpoint_question_of(args, prices), json=args.json, explain=args.explain,
+                                commands=False)
     question, result = _answer(args, prices)
     if args.json:
         _print_answer_json(question, result, args)

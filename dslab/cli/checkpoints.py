@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..core.answer.decision import duration
 from .common import print_ignored, print_json
-from .question import checkpoint_question_of, workload_json
+from .question import workload_json
 from .render import DIFFERS, WIDTH, fit, print_lines, table, wrap
 
 
@@ -134,32 +134,17 @@ def answer_lines(answer, *, commands: bool = False, explain: bool = False) -> li
     return lines
 
 
-def _answer(args, prices):
+def show(question, *, json: bool, explain: bool, commands: bool) -> int:
+    """A checkpoint question (cli/question.py checkpoint_question_of: the flags read once) answered and printed: the
+    answer's --json, or its view (``commands``: with the deploy command of each target, as `dslab size` prints)."""
     from ..core.answer.checkpoints import checkpoint_answer
-    question = checkpoint_question_of(args, prices)
-    return question, checkpoint_answer(question)
-
-
-def _show(args, prices, *, commands: bool) -> int:
-    question, answer = _answer(args, prices)
-    if args.json:
+    answer = checkpoint_answer(question)
+    if json:
         print_json({**answer.to_dict(), "workload": workload_json(question.workload)})
         return 0 if answer.pick else 1
-    print_lines(answer_lines(answer, commands=commands, explain=args.explain))
-    print_ignored([question.workload], brief=not args.explain)
+    print_lines(answer_lines(answer, commands=commands, explain=explain))
+    print_ignored([question.workload], brief=not explain)
     return 0 if answer.pick else 1
-
-
-def cmd_estimate(args, prices) -> int:
-    return _show(args, prices, commands=False)
-
-
-def cmd_recommend(args, prices) -> int:
-    return _show(args, prices, commands=False)
-
-
-def cmd_size(args, prices) -> int:
-    return _show(args, prices, commands=True)
 
 
 def trial_answer(trial, lab, prices, calibration=None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..core.errors import ConfigError
 from .common import add_command, print_ignored, print_json, price_table
-from .question import add_question_flags, is_checkpoint_question, question_of, workload_json
+from .question import add_question_flags, checkpoint_question_of, is_checkpoint_question, question_of, workload_json
 
 
 def _check_instance(args) -> None:
@@ -26,7 +26,8 @@ def cmd_size(args) -> int:
         from . import checkpoints
         if args.as_deployed:
             raise ConfigError("--as-deployed", "`dslab estimate --workload` gives every checkpoint target as the lab stands")
-        return checkpoints.cmd_size(args, price_table(args.prices))
+        return checkpoints.show(checkpoint_question_of(args, price_table(args.prices)), json=args.json,
+                                explain=args.explain, commands=True)
     _check_instance(args)
     question = question_of(args)
     result = answer(question)
