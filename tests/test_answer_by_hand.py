@@ -687,3 +687,13 @@ def test_request_counts_per_mode():
     # LIST pages of 1,000 keys, by a Script job's every instance: 1,001 keys are 2 pages; other modes list nothing.
     assert (s3_list_requests("Script", 1_001, 3), s3_list_requests("Script", 1_000, 0)) == (6, 1)
     assert s3_list_requests("FastFile", 1_001, 3) == 0 and s3_list_requests("Script", 0, 3) == 0
+
+
+def test_none_too_long_by_default_names_each_source_and_the_flags():
+    from dslab.core.facts.limits import none_too_long
+    # Defaults: the job named by its source alone, the flags' fix, refused on the flags that lengthen a job.
+    assert none_too_long({"File": 30 * DAY, "FSx": DAY}) == {
+        "File": "File runs 30.0 days, past the 28-day MaxRuntimeInSeconds: fewer epochs/samples or more instances"}
+    with pytest.raises(ConfigError) as refused:
+        none_too_long({"File": 30 * DAY})
+    assert refused.value.field == "--epochs/--samples/--instance-count"
