@@ -168,7 +168,7 @@ class _Template:
         return self.process.poll() is None
 
 
-@dataclass
+@dataclass(eq=False)
 class _Starting:
     """A prewarmed environment being started (``env`` None until ``ready``, and after if it could not start)."""
     ready: threading.Event = field(default_factory=threading.Event)
