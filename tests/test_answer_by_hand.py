@@ -408,6 +408,10 @@ def test_a_refusal_says_the_jobs_length_in_days_beside_its_point_where_they_diff
     assert "runs 0.0 days (up to 1,157)," in runtime_problem(100_000_000, "j", "f", 1_000)
     assert "runs 8,640,000" not in runtime_problem(100 * DAY, "j", "f") and "runs 100 days," in \
         runtime_problem(100 * DAY, "j", "f")
+    # Days to one decimal, rounded: 2,596,329 s / 86,400 = 30.0501 days -> "30.1"; from 100 days whole days,
+    # 13,003,209 s / 86,400 = 150.5001 -> "151".
+    assert "runs 30.1 days," in runtime_problem(2_596_329, "j", "f")
+    assert "runs 151 days," in runtime_problem(13_003_209, "j", "f")
     # A job that never ends (no throughput at all).
     assert runtime_problem(math.inf, "j", "f", 5.0) == "j runs without end, past the 28-day MaxRuntimeInSeconds: f"
     # The defaults name the job and the flags' fix.
@@ -421,11 +425,12 @@ def test_only_the_sources_too_long_are_named_and_every_one_too_long_is_refused_n
                           points={"File": 20 * DAY})
     assert found == {"File": "File's job runs 20.0 days (up to 30.0), past the 28-day MaxRuntimeInSeconds: fewer"}
     assert none_too_long({}) == {}
-    # Every one past 28 days: refused on the field, with the quickest one's (EFS, 29 days) words.
+    # Every one past 28 days: refused on the field, with the quickest one's (File, 29 days) words: the quickest by
+    # length, not the first by name.
     with pytest.raises(ConfigError) as refused:
-        none_too_long({"File": 40 * DAY, "EFS": 29 * DAY}, "--epochs", "fewer", "{source}'s job")
+        none_too_long({"EFS": 40 * DAY, "File": 29 * DAY}, "--epochs", "fewer", "{source}'s job")
     assert refused.value.field == "--epochs"
-    assert "EFS's job runs 29.0 days" in str(refused.value) and "File" not in str(refused.value)
+    assert "File's job runs 29.0 days" in str(refused.value) and "EFS" not in str(refused.value)
 
 
 @pytest.mark.parametrize("count, ok", [(1, True), (4096, True), (0, False), (4097, False), (True, False), ("2", False),
