@@ -443,6 +443,7 @@ def test_an_instance_count_is_a_whole_number_from_1_to_4096(count, ok):
         with pytest.raises(ConfigError) as refused:
             check_instance_count(count, "trials[0].instance_count")
         assert refused.value.field == "trials[0].instance_count" and "1..4,096" in str(refused.value)
+        assert refused.value.problem == f"{count!r} instances"
 
 
 # ---- the spread of repeated runs (Student's t), EFS's metering, the instance's volume --------------------------------
@@ -456,7 +457,7 @@ def test_t95_is_the_tables_value_and_between_rows_linear_in_one_over_df():
     assert t95(35) == pytest.approx(2.0300, abs=5e-5)
     # Past 100 towards the normal's 1.960 at infinity: 200: share (1/100 - 1/200) / (1/100 - 0) = 0.5 -> 1.972.
     assert t95(200) == pytest.approx(1.972)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^a t interval needs at least two runs$"):
         t95(0)
 
 
