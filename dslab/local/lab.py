@@ -691,6 +691,8 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     interrupted run (which is otherwise resumed: see prepare_out). ``workload`` (a DLIO file, at ``scale``) is
     added to the experiment, or without one is the experiment (experiment_file.load_experiment). ``redeploy``: run
     `cdk deploy` even where the last run's deployment of the same templates is saved."""
+    from ..emulator import patches
+    patches.share_sdk_loader()   # the experiment's checks read SageMaker's model: parsed once, with the stand-in's
     path = experiment_path or (None if workload else DEFAULT_EXPERIMENT)
     experiment = load_experiment(path, repeats=repeats, workload=workload, scale=scale, overrides=overrides,
                                  workload_defaults=LOCAL_WORKLOAD_DEFAULTS)

@@ -84,6 +84,19 @@ def reset_hooks() -> None:
     workflow_common.CLIENT_CACHE.clear()
 
 
+_LOADER_SHARED = False
+
+
+def share_sdk_loader() -> None:
+    """The shared botocore loader (below), now: a caller that reads service models before the stand-in starts (the
+    experiment's checks read SageMaker's) then parses them once with the stand-in. Once per process."""
+    global _LOADER_SHARED
+    with _LOCK:
+        if not _LOADER_SHARED:
+            _patch_shared_loader()
+            _LOADER_SHARED = True
+
+
 def _patch_shared_loader() -> None:
     """One botocore data loader for the process. moto's mock makes boto3's default session anew each time it
     starts (``patch("boto3.DEFAULT_SESSION", None)``), and each new session's loader parses the service models
@@ -219,13 +232,15 @@ def _patch_server_host_lookup() -> None:
 
 def install() -> None:
     """Every patch, once per process (each does nothing until an emulator sets HOOKS)."""
-    global _INSTALLED
+    global _INSTALLED, _LOADER_SHARED
     with _LOCK:
         if _INSTALLED:
             return
         # First: the patches below import most of moto, whose EC2 asks boto3 for its regions as it is imported (a new
         # session, the EC2 service model parsed: ~0.3 s), as the stand-in's EC2 client asks for the same model again.
-        _patch_shared_loader()
+        if not _LOADER_SHARED:
+            _patch_shared_loader()
+            _LOADER_SHARED = True
         _patch_service_listing()
         sagemaker.patch_state_task_factory()
         sagemaker.patch_sagemaker()
