@@ -152,6 +152,9 @@ class DatasetsBeside:
         # dataset.json, and the next run makes it again).
         threading.Thread(target=prepare, name="datasets", daemon=True).start()
 
+    def wait(self) -> None:
+        self._done.wait()
+
     def folder(self, dataset) -> Path:
         self._done.wait()
         if dataset.name in self._folders:
@@ -712,25 +715,27 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
     cache = cache or REPO / ".lab-cache"
     packaged = user_code.package(experiment, path.resolve().parent, cache / "build" / "user-code")
     started = time.monotonic()
-    datasets: DatasetsBeside | None = None
-    if any(trial.instance_count > 1 for trial in experiment.trials):
+    beside = not any(trial.instance_count > 1 for trial in experiment.trials)
+    if not beside:
         # The datasets are built (cached) and counted before the stand-in starts, so that a trial with more
         # instances than a dataset has objects is refused before anything runs (Plan refuses it too).
         prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
         check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
                                                 for name, folder in prepared.items()})
-    else:   # one instance per job: no object count can refuse a trial, so the datasets are built beside the set-up
-        datasets = DatasetsBeside(experiment.datasets, cache, say)
     check_checkpoints_fit(experiment, cache, "--scale" if workload is not None else None)
     preparing = time.monotonic() - started
     aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
+    # One instance per job: no object count can refuse a trial, so the datasets are built beside the set-up.
+    datasets = DatasetsBeside(experiment.datasets, cache, say) if beside else None
     try:
         with LocalLab(experiment, out, cache, say=say, fsx=fsx, user_code_packages=packaged,
                       live_progress=live_progress, assembly=assembly, resume=resume, redeploy=redeploy,
                       datasets=datasets) as lab:
             lab.upload()
             run = lab.run()
-    except BaseException:   # Ctrl-C, SIGTERM or a failure: nothing the earlier run had is lost
+    except BaseException as stop:   # Ctrl-C, SIGTERM or a failure: nothing the earlier run had is lost
+        if datasets is not None and not isinstance(stop, KeyboardInterrupt):
+            datasets.wait()   # a failure returns to a caller that may run again: nothing still writes the cache
         finish_out(out, aside, False, say)
         raise
     finish_out(out, aside, True, say)
