@@ -196,6 +196,11 @@ def test_an_internal_failure_or_error_is_tried_again_and_a_refusal_is_not():
     assert is_transient(FakeClientError("SlowDown", status=503))
     assert not is_transient(FakeClientError("AccessDenied", status=403))
     assert not is_transient(ValueError("not an AWS error"))
+    # Read by its code whatever the status, and by its status (any 5xx) whatever the code.
+    assert is_transient(FakeClientError("ThrottlingException", status=400))
+    assert is_transient(FakeClientError("InternalFailure"))
+    assert is_transient(FakeClientError("SomethingNew", status=502))
+    assert not is_transient(FakeClientError("SomethingNew", status=400))
     # A ClientError inside another exception (boto3's S3UploadFailedError wraps one) is read through its cause.
     try:
         try:
@@ -217,6 +222,8 @@ def test_an_aws_error_is_read_with_its_code_message_status_operation_and_attempt
     no_name = FakeClientError("X")
     no_name.operation_name = None
     assert aws_error(no_name).operation == "?" and aws_error(no_name).attempts == 1
+    del no_name.operation_name   # an error without the attribute at all
+    assert aws_error(no_name).operation == "?"
     assert aws_error(ValueError("x")) is None
     # Causes are followed five deep, no further.
     err: BaseException = FakeClientError("X")
@@ -276,6 +283,9 @@ def test_each_class_of_error_says_what_to_do_for_the_user_and_for_a_role():
         "(`make deploy FSX=keep`); a bucket policy or an organization's SCP can also refuse it")
     assert fix("NoSuchKey").startswith("the object is not there")
     assert fix("SomethingNew") == "AWS answered SomethingNew: fix what its message names, and report it if it stays"
+    assert fix("SomethingNew", 503) == "a temporary failure on AWS's side: try again in a few minutes"
+    # No operation named: the IAM action is "?".
+    assert fix("AccessDenied", service="s3").startswith("your credentials may not call s3:?: ")
     said = explain(FakeClientError("NoSuchKey", "The specified key does not exist.", 404, 2, "GetObject"),
                    service="s3", what="reading the stats")
     assert said == ("reading the stats: AWS GetObject failed after 3 attempts (NoSuchKey: The specified key does not "
@@ -285,6 +295,14 @@ def test_each_class_of_error_says_what_to_do_for_the_user_and_for_a_role():
         "AWS GetObject failed (NoSuchKey); the object is not there (deleted or never written): write it again (for a "
         "dataset, `dslab dataset upload`) or name the right key")
     assert explain(ValueError("boom"), what="uploading") == "uploading: ValueError: boom"
+    # Two attempts are said; the status, the operation, the service and the role reach the fix.
+    assert explain(FakeClientError("AccessDenied", "no", 403, 1, "ListObjectsV2"), service="s3",
+                   who="the Plan function's role") == (
+        "AWS ListObjectsV2 failed after 2 attempts (AccessDenied: no); the Plan function's role may not call "
+        "s3:ListBucket: deploy the lab again so the role has it (`make deploy FSX=keep`); a bucket policy or an "
+        "organization's SCP can also refuse it")
+    assert explain(FakeClientError("SomethingNew", "", 503)) == (
+        "AWS GetObject failed (SomethingNew); a temporary failure on AWS's side: try again in a few minutes")
     assert explain(ValueError("boom")) == "ValueError: boom"
 
 

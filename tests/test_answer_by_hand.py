@@ -481,7 +481,9 @@ def test_efs_meters_metadata_and_whole_4_kib_blocks():
     # A 1-byte file: 2 KiB of metadata + one 4 KiB block = 6,144 bytes; an empty one the same; 4,097 bytes: two blocks.
     assert (efs.metered_file_bytes(1), efs.metered_file_bytes(0), efs.metered_file_bytes(4097)) == (6144, 6144, 10240)
     assert efs.metered_directory_bytes() == 6144 and efs.metered_directory_bytes(8193) == 2048 + 3 * 4096
+    assert efs.metered_directory_bytes(0) == 6144 and efs.metered_directory_bytes(4097) == 2048 + 2 * 4096
     assert efs.metered_size([1, 4097], directories=2) == 6144 + 10240 + 2 * 6144
+    assert efs.metered_size([1]) == 6144   # no directory unless told
     # 1,000 files of 1 MB on average: 1e9 + 1,000 x (2,048 + 2,048) = 1,004,096,000 bytes, IA-eligible (>= 128 KiB).
     assert efs.dataset_estimate(1000, 10**9) == {"metered_bytes": 1_004_096_000, "standard_bytes": 0.0,
                                                  "ia_bytes": 1_004_096_000}
@@ -489,12 +491,21 @@ def test_efs_meters_metadata_and_whole_4_kib_blocks():
     assert efs.dataset_estimate(1000, 10**8)["ia_bytes"] == 0.0
     assert efs.dataset_estimate(1000, 10**9, lifecycle=False)["standard_bytes"] == 1_004_096_000
     assert efs.dataset_estimate(0, 0) == {"metered_bytes": 0.0, "standard_bytes": 0.0, "ia_bytes": 0.0}
+    assert efs.dataset_estimate(0, 5)["metered_bytes"] == 0.0
+    # One file of 200,000 bytes: 200,000 + 2,048 + 2,048 = 204,096, eligible; 10 files of exactly 128 KiB are too.
+    assert efs.dataset_estimate(1, 200_000)["ia_bytes"] == 204_096
+    assert efs.dataset_estimate(10, 10 * 131_072)["ia_bytes"] == 10 * 131_072 + 10 * 4096
     # DescribeFileSystems' SizeInBytes: 10 GB, 4 GB of it in IA, 1 GB in Archive (counted as Standard):
     # Standard 6 + 1 = 7 GB x $0.30 = $2.10, IA 4 GB x $0.016 = $0.064 a month.
     found = efs.monthly_usd({"Value": 10e9, "ValueInIA": 4e9, "ValueInStandard": 6e9, "ValueInArchive": 1e9},
                             PriceTable())
     assert found == pytest.approx({"bytes": 10e9, "standard_bytes": 7e9, "ia_bytes": 4e9, "standard_usd": 2.10,
                                    "ia_usd": 0.064, "usd_per_month": 2.164})
+    # ValueInStandard read as given (5 GB, not the total less IA), Archive's 1 GB added: 6 GB x $0.30 = $1.80 exactly.
+    given = efs.monthly_usd({"Value": 10e9, "ValueInIA": 4e9, "ValueInStandard": 5e9, "ValueInArchive": 1e9},
+                            PriceTable())
+    assert given["standard_bytes"] == 6e9 and given["standard_usd"] == pytest.approx(1.80, rel=1e-12)
+    assert given["ia_usd"] == pytest.approx(0.064, rel=1e-12)
     # Without ValueInStandard: the total less IA.
     assert efs.monthly_usd({"Value": 10e9, "ValueInIA": 4e9}, PriceTable())["standard_bytes"] == 6e9
     assert efs.monthly_usd({}, PriceTable())["usd_per_month"] == 0.0
@@ -507,9 +518,14 @@ def test_the_volume_a_job_gets_and_whether_files_share_fits():
     assert file_share_bytes(10, 0, True) == 10.0
     # 54 GB x 1.05 headroom = 56.7 -> 57 GB; a tiny share still needs 1 GB.
     assert (volume_needed_gb(54e9), volume_needed_gb(1.0)) == (57, 1)
+    # At the gigabyte's edge: 952,380,952 x 1.05 = 999,999,999.6 bytes -> 1 GB; 952,380,953 x 1.05 = 1,000,000,000.65
+    # -> 2 GB (decimal gigabytes, as VolumeSizeInGB counts them).
+    assert (volume_needed_gb(952_380_952), volume_needed_gb(952_380_953)) == (1, 2)
     # EBS, nothing asked: the default 100 GB, raised to 57? no: 100 holds 57. For 200 GB: 210 GB.
     sized = volume_for("ml.p3.2xlarge", None, 200e9)
-    assert (sized.gb, sized.request_gb, sized.priced_gb, sized.fits) == (210, 210, 210, True)
+    assert (sized.gb, sized.request_gb, sized.priced_gb, sized.fits, sized.needed_gb) == (210, 210, 210, True, 210)
+    assert sized.nvme is False and volume_for("ml.p3.2xlarge", 60).nvme is False
+    assert volume_for("ml.p3.2xlarge", None).needed_gb == 0 and volume_for("ml.p3.2xlarge", 60).needed_gb == 0
     assert sized.describe() == "a 210 GB EBS volume (sized for File's share)"
     assert volume_for("ml.p3.2xlarge", None).describe() == "a 100 GB EBS volume (the default)"
     # Asked for 50 GB with a 57 GB share: it does not fit, and the refusal names the key and the size.
@@ -519,12 +535,16 @@ def test_the_volume_a_job_gets_and_whether_files_share_fits():
         "File mode copies 57 GB onto each instance, more than the 50 GB volume asked for: raise "
         "trials[0].volume_size_gb to at least 57 (or leave it out: it is then sized for the data)")
     assert volume_for("ml.p3.2xlarge", 60, 54e9).problem() is None
+    assert "raise volume_size_gb to at least 57 (" in small.problem()
     assert volume_for("ml.p3.2xlarge", 60).describe() == "a 60 GB EBS volume (asked for)"
     # ml.p4d.24xlarge: 8 x 1,000 GB NVMe, fixed; the request asks what was asked, or the default 100, and none is priced.
     nvme = volume_for("ml.p4d.24xlarge", None, 9000e9)
     assert (nvme.gb, nvme.nvme, nvme.request_gb, nvme.priced_gb, nvme.fits) == (8000, True, 100, 0, False)
     assert volume_for("ml.p4d.24xlarge", 300).request_gb == 300
-    assert nvme.problem().startswith("File mode copies 9,450 GB onto each instance, more than its 8,000 GB of NVMe")
+    assert nvme.problem() == (
+        "File mode copies 9,450 GB onto each instance, more than its 8,000 GB of NVMe instance storage (fixed: SageMaker "
+        "provisions no EBS volume on NVMe types); more instances (ShardedByS3Key shares the objects among them), or "
+        "FastFile/FSx")
     assert nvme.describe() == "8,000 GB of NVMe instance storage (fixed)"
 
 
