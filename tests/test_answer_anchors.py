@@ -342,6 +342,7 @@ def test_fsx_capacities_are_1200_2400_or_a_multiple_of_2400_gib():
     (("SCRATCH_2", 1200), {"lustre_version": "2.10"}, [("version", "a data repository association needs Lustre 2.12 "
                                                                    "or 2.15, not 2.10")]),
     (("SCRATCH_2", 1200), {"link": "import-path"}, []),
+    (("SCRATCH_2", 1200), {"link": "dra", "lustre_version": "2.12"}, []),
     (("SCRATCH_2", 1200), {"link": None, "lustre_version": "2.10"}, []),
     (("SCRATCH_2", 1000), {}, [("capacity", "1000 GiB is not a valid SCRATCH_2 capacity: 1200, 2400 or a multiple of "
                                             "2400 GiB")]),
@@ -360,6 +361,8 @@ def test_an_fsx_past_the_default_quota_of_100800_gib_says_which_quota_to_raise()
         "L-AD2FC696", "Lustre Scratch storage capacity", 100_800.0, 103_200)
     assert found["command"] == ("aws service-quotas request-service-quota-increase --service-code fsx --quota-code "
                                 "L-AD2FC696 --desired-value 103200")
+    assert (found["default_gib"], found["source"]) == (100_800, "FSx for Lustre User Guide, limits.html (defaults); "
+                                                                 "Service Quotas codes as public listings give them")
     assert found["summary"].startswith('103,200 GiB is above the account\'s default quota "Lustre Scratch storage '
                                        'capacity" (100,800 GiB, L-AD2FC696)')
     persistent = fsx_quota(FsxConfig.persistent2(1000, 103_200))

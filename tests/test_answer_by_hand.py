@@ -698,6 +698,20 @@ def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and
         "lab as deployed: FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Bursting (Max I/O), in us-east-1; defaults taken: "
         "checkpoint interval, checkpoints kept; the shipped calibration (Bencher's 12 cells and public figures)")
     assert premise.to_dict()["checkpoint"]["every_seconds"] == 120
+    assert CheckpointPremise(plan_1, 120, 2).to_dict() == {
+        "workload": "llama_8b", "file": "llama3_8b.yaml", "sha256": None, "processes": 8, "hosts": 1,
+        "gpus_per_host": 8, "mode": "default", "data_parallelism": 8, "files": 16, "bytes": 112_425_623_552,
+        "full_bytes": 112_425_623_552, "scale": 1.0, "every_seconds": 120, "keep": 2}
+    # A minute exactly is said in minutes; a workload file's digest by its first 12 characters.
+    from dataclasses import replace as _replace
+    hashed = _replace(workload, sha256="0123456789abcdef").plan(hosts=1)
+    said = CheckpointPremise(hashed, 60, 1).describe()
+    assert "(llama3_8b.yaml, sha256 0123456789ab):" in said and "saved every 1 min, the last 1 kept" in said
+    # llama3 70B on one host: 8 processes, fewer than MLPerf's 64: subset mode, and the premise says why.
+    big = parse_checkpoint_workload(yaml.safe_load((DLIO / "llama3_70b.yaml").read_text()), "llama3_70b.yaml")
+    assert CheckpointPremise(big.plan(hosts=1), 600, 2).describe().endswith(
+        "; 8 processes are fewer than MLPerf's 64 for llama_70b: subset mode with Table 2's data parallelism 8, as "
+        "mlpstorage runs it")
 
 
 def test_request_counts_per_mode():
