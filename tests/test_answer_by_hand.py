@@ -670,10 +670,21 @@ def test_the_premise_says_the_cluster_the_epochs_the_compute_the_dataset_and_wha
         "bytes": 10**9, "samples": 1000, "samples_from": "one per file", "dataset_from": "given",
         "au_target_percent": 90.0, "defaults": ["epochs", "instance"], "notes": ["a note"]}
     assert found["line"] == premise.describe() and "lab" not in found and "lab" in one.to_dict()
-    assert premise.with_shape(DatasetShape(files=10, bytes=10**6), "stats").shape_origin == "stats"
-    assert Premise("ml.m5.large", 1, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g").accelerator is None
-    with pytest.raises(ConfigError):
+    moved = premise.with_shape(DatasetShape(files=10, bytes=10**6), "stats")
+    assert (moved.shape_origin, moved.shape) == ("stats", DatasetShape(files=10, bytes=10**6))
+    # Every field the JSON premise carries, the rate to 3 decimals.
+    exact = Premise("ml.p3.2xlarge", 1, 1, 1, 100.12345, "x", DatasetShape(files=1000, bytes=10**9), "given",
+                    readers=4, volume_size_gb=50).to_dict()
+    assert {k: exact[k] for k in ("samples_per_second_per_accelerator", "volume_size_gb", "readers", "calibration")} == {
+        "samples_per_second_per_accelerator": 100.123, "volume_size_gb": 50, "readers": 4,
+        "calibration": {"source": "shipped", "calibrated": [], "line": shipped}}
+    # An instance without an accelerator says so; two notes are each said after "; ".
+    bare = Premise("ml.m5.large", 1, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g", notes=("n1", "n2"))
+    assert bare.accelerator is None and "each 1 x no accelerator; " in bare.describe()
+    assert bare.describe().endswith(f"; n1; n2; {shipped}")
+    with pytest.raises(ConfigError) as refused:
         Premise("ml.p3.2xlarge", 0, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g")
+    assert refused.value.field == "--instance-count"
 
 
 def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and_what_is_kept():
@@ -698,6 +709,12 @@ def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and
         "lab as deployed: FSx Scratch 2, 1,200 GiB (234 MB/s); EFS Bursting (Max I/O), in us-east-1; defaults taken: "
         "checkpoint interval, checkpoints kept; the shipped calibration (Bencher's 12 cells and public figures)")
     assert premise.to_dict()["checkpoint"]["every_seconds"] == 120
+    # Without a lab: the lab as cdk.json would deploy it; without an accelerator: said; each note after "; ".
+    plain = Premise("ml.m5.large", 1, 1, 1, 0.0, "checkpoints", DatasetShape(plan_1.files, plan_1.bytes), "test",
+                    checkpoint=saved, notes=("n1", "n2"))
+    assert plain.describe() == (
+        "premise: 1 x ml.m5.large, each 1 x no accelerator (one rank a GPU); " + saved.describe() + "; priced on the "
+        "lab as cdk.json would deploy it; n1; n2; the shipped calibration (Bencher's 12 cells and public figures)")
     assert CheckpointPremise(plan_1, 120, 2).to_dict() == {
         "workload": "llama_8b", "file": "llama3_8b.yaml", "sha256": None, "processes": 8, "hosts": 1,
         "gpus_per_host": 8, "mode": "default", "data_parallelism": 8, "files": 16, "bytes": 112_425_623_552,
