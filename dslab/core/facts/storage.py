@@ -173,8 +173,8 @@ def fsx_capacity_for(gib_needed: float) -> int:
 def fsx_capacity_problem(capacity: int, deployment_type: str = "SCRATCH_2") -> str | None:
     """Why a storage capacity (GiB) is not allowed for the deployment type, or None (provisioning.fsx_problems)."""
     from .storage import fsx_problems
-    found = [why for setting, why in fsx_problems(deployment_type, capacity, 125 if deployment_type == "PERSISTENT_2"
-                                                  else None) if setting == "capacity"]
+    # Only the capacity's problem is read: the throughput setting (which Persistent 2 also needs) is not asked about.
+    found = [why for setting, why in fsx_problems(deployment_type, capacity) if setting == "capacity"]
     return found[0] if found else None
 
 
