@@ -30,3 +30,4 @@ def test_what_preparing_raised_is_raised_where_the_folder_is_asked_for(tmp_path)
     assert (beside.folder(tiny) / "dataset.json").is_file()
     with pytest.raises(ConfigError, match="the local lab builds its datasets itself"):
         beside.folder(broken)
+

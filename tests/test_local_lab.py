@@ -384,3 +384,33 @@ modes: [File, FastFile]
     assert "**Partial: interrupted at 0/2 jobs." in (tmp_path / "out" / "report.md").read_text()
     assert "interrupted at 0/2 jobs" in text
     assert_clean(cache)
+
+
+def test_a_run_whose_cache_and_its_folder_do_not_exist_yet_starts(tmp_path, monkeypatch):
+    """The datasets are made beside the set-up, after the checks: the cache folder is made before the checkpoint check
+    asks its disk for room (it was made by the datasets' preparation before)."""
+    asked = []
+    monkeypatch.setattr(local_lab, "check_checkpoints_fit", lambda experiment, cache, flag=None: asked.append(cache.is_dir()))
+    monkeypatch.setattr(local_lab, "LocalLab", _StopBeforeTheStandIn)
+    experiment = tmp_path / "tiny.yaml"
+    experiment.write_text("name: tiny\ninstance_type: ml.m5.xlarge\nvolume_size_gb: 5\nmodes: [File]\n"
+                          "compute: {batch_size: 2, seconds_per_batch: 0.01}\n"
+                          "datasets: [{name: tiny, format: jpg, generate: {images: 4, classes: 2, seed: 1}}]\n")
+    with pytest.raises(_StoppedBeforeTheStandIn):
+        local_lab.run_local(experiment, tmp_path / "out", cache=tmp_path / "new" / "cache")
+    assert asked == [True]
+
+
+class _StoppedBeforeTheStandIn(Exception):
+    pass
+
+
+class _StopBeforeTheStandIn:
+    def __init__(self, *args, datasets=None, **kwargs):
+        self.datasets = datasets
+
+    def __enter__(self):
+        raise _StoppedBeforeTheStandIn()
+
+    def __exit__(self, *exc):
+        return False

@@ -722,6 +722,7 @@ def run_local(experiment_path: Path | None, out: Path, cache: Path | None = None
         prepared = {dataset.name: prepare_dataset(dataset, cache, say) for dataset in experiment.datasets}
         check_every_host_gets_data(experiment, {name: dataset_tools.stats(str(folder))["files"]
                                                 for name, folder in prepared.items()})
+    cache.mkdir(parents=True, exist_ok=True)   # the disk it is on is asked how much room it has
     check_checkpoints_fit(experiment, cache, "--scale" if workload is not None else None)
     preparing = time.monotonic() - started
     aside = prepare_out(out, resume, experiment, fresh, say)   # every check passed: only now is anything moved
