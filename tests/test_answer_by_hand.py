@@ -754,3 +754,66 @@ def test_none_too_long_by_default_names_each_source_and_the_flags():
     with pytest.raises(ConfigError) as refused:
         none_too_long({"File": 30 * DAY})
     assert refused.value.field == "--epochs/--samples/--instance-count"
+
+
+def test_the_price_tables_words_and_a_table_without_dated_rows():
+    from dslab.core.facts.prices import DEFAULT_TABLE
+    table = PriceTable()
+    # Scratch 2 by the hour: 2,400 GiB x $0.14 / 730 = $0.46027/h.
+    assert table.fsx_hourly(2400) == pytest.approx(2400 * 0.14 / 730, rel=1e-12)
+    # The label's groups, each after "; ": the ten public-code rows, then the two assumed ones.
+    assert ("confirmed on aws.amazon.com/sagemaker/pricing; ml.p4de.24xlarge, ml.trn1.2xlarge: prices of 2026-11-30, "
+            "no listing found") in table.label()
+    # A table file without dated_rows: every instance row is the table's own.
+    plain = PriceTable({k: v for k, v in DEFAULT_TABLE.items() if k != "dated_rows"})
+    assert plain.label() == f"prices of 2026-11-01 (us-east-1, on-demand): {DEFAULT_TABLE['source']}"
+    assert plain.row_date("ml.p5.48xlarge") == "2026-11-01" and plain.row_source("ml.p5.48xlarge") == plain.source
+    assert not any(row.other_source for row in plain.rows() if row.name.startswith("instance_hourly"))
+    # Any instance but ml.p3.2xlarge is sourced to the pricing page alone.
+    rows = {row.name: row for row in table.rows()}
+    assert rows["instance_hourly.ml.p4d.24xlarge"].source == "aws.amazon.com/sagemaker/pricing: training, on-demand"
+    # A price the table has no source for says so, as a row from elsewhere.
+    extra = PriceTable({**DEFAULT_TABLE, "new_thing_per_gb": 1.0})
+    found = {row.name: row for row in extra.rows()}["new_thing_per_gb"]
+    assert (found.source, found.other_source, found.unit) == ("no source recorded", True, "$/GB")
+    # A file's instance row carries no date of its own when the file gives none.
+    given = PriceTable.with_overrides({"instance_hourly": {"ml.p5.48xlarge": 98.32}}, source="f.yaml")
+    assert {row.name: row for row in given.rows()}["instance_hourly.ml.p5.48xlarge"].date == "not dated"
+
+
+def test_the_footer_names_each_prices_file_and_counts_the_rows_from_elsewhere():
+    from dslab.core.facts.prices import DEFAULT_TABLE
+    # 18 rows come from other sources than AWS's pages: the 10 dated instance rows and 8 secondary prices (EFS IA
+    # storage and reads, Elastic reads and writes, the four Persistent 2 tiers).
+    assert PriceTable().footer() == ("prices of 2026-11-01, us-east-1, on-demand: 18 rows from other sources: "
+                                     "`dslab prices`")
+    # Two files gave a price each, one of them a secondary price: 17 from elsewhere; the command names the first file.
+    two = PriceTable(dict(DEFAULT_TABLE), {"s3_get_per_million": "a.yaml", "efs_ia_gb_month": "b.yaml"})
+    assert two.footer() == ("prices of 2026-11-01, us-east-1, on-demand: 2 from a.yaml, b.yaml; 17 rows from other "
+                            "sources: `dslab prices --prices a.yaml`")
+
+
+def test_the_price_tables_refusals_in_their_words():
+    from dslab.core.facts.prices import DEFAULT_TABLE
+    with pytest.raises(ConfigError) as refused:
+        PriceTable().require_instance("ml.z9.huge")
+    assert refused.value.problem == (
+        "no price for ml.z9.huge in the price table of 2026-11-01: add it under instance_hourly in a --prices YAML file "
+        "(instance_hourly: {ml.z9.huge: <dollars per hour>}), or pick a priced type such as ml.c5.18xlarge, "
+        "ml.c5.2xlarge, ml.c5.4xlarge, ml.c5.9xlarge")
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides(["a"], source="p.yaml")
+    assert (refused.value.field, refused.value.problem) == ("p.yaml", "must be a mapping of price names to numbers")
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides({"s3_gets": 1})
+    assert (refused.value.problem, refused.value.allowed) == ("is not a price this table knows", sorted(DEFAULT_TABLE))
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides({"instance_hourly": 3})
+    assert refused.value.problem == "must map instance types to dollars per hour"
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides({"instance_hourly": {"ml.x": -1}})
+    assert refused.value.problem == "-1 is not a price"
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides({"dated_rows": {}})
+    assert refused.value.problem == "is the table's own record of where its rows come from"
+    assert refused.value.allowed == "give prices under instance_hourly, with date and source for the file"
