@@ -817,3 +817,11 @@ def test_the_price_tables_refusals_in_their_words():
         PriceTable.with_overrides({"dated_rows": {}})
     assert refused.value.problem == "is the table's own record of where its rows come from"
     assert refused.value.allowed == "give prices under instance_hourly, with date and source for the file"
+
+
+def test_a_free_or_cheap_instance_and_an_undated_row_may_be_given():
+    # $0 and $0.50 an hour are prices (a reserved or credited instance); ml.p3.2xlarge has no dated row to replace.
+    table = PriceTable.with_overrides({"instance_hourly": {"ml.p3.2xlarge": 0, "ml.g5.xlarge": 0.5},
+                                       "s3_get_per_million": 0})
+    assert (table.instance_hourly("ml.p3.2xlarge"), table.instance_hourly("ml.g5.xlarge")) == (0.0, 0.5)
+    assert table["s3_get_per_million"] == 0.0
