@@ -825,3 +825,38 @@ def test_a_free_or_cheap_instance_and_an_undated_row_may_be_given():
                                        "s3_get_per_million": 0})
     assert (table.instance_hourly("ml.p3.2xlarge"), table.instance_hourly("ml.g5.xlarge")) == (0.0, 0.5)
     assert table["s3_get_per_million"] == 0.0
+
+
+def test_a_jobs_cost_at_its_edges():
+    from dslab.core.facts.prices import JobCost
+    from dslab.core.model.provisioning import EfsConfig
+    exact = dict(rel=1e-12, abs=0)
+    # Rounded to the micro-dollar: 1.2500004 -> 1.25, and the total 7.0000012 -> 7.000001.
+    assert JobCost(1.2500004, 2.5000004, 3.2500004).to_dict() == {"instance": 1.25, "storage": 2.5, "requests": 3.25,
+                                                                 "total": 7.000001}
+    # One epoch unless told: 100 GETs x $0.40 / 1e6 = $0.00004.
+    assert job_cost(PriceTable(), mode="FastFile", instance_type="ml.p3.2xlarge", instance_count=1, volume_size_gb=0,
+                    billable_seconds=0.0, wall_seconds=0.0, files=100, total_bytes=100).requests == pytest.approx(4e-5)
+    # No wall time, no volume cost; no IA read unless told.
+    assert _cost(mode="File", volume_size_gb=100, wall_seconds=None).storage == 0.0
+    assert _cost(mode="EFS", volume_size_gb=100, wall_seconds=3600.0).storage == pytest.approx(100 * 0.14 / 730, **exact)
+    # EFS Provisioned 100 MiB/s for the hour beside the 100 GB volume: 100 x $6.00 / 730 + 100 x $0.14 / 730.
+    provisioned = _cost(mode="EFS", volume_size_gb=100, wall_seconds=3600.0, efs=EfsConfig("provisioned", 100))
+    assert provisioned.storage == pytest.approx((100 * 6.00 + 100 * 0.14) / 730, **exact)
+    # Elastic: 54 GB read x 2 epochs x $0.03 = $3.24 beside the volume; nothing read without bytes.
+    elastic = _cost(mode="EFS", volume_size_gb=100, wall_seconds=3600.0, efs=EfsConfig("elastic"), files=C_FILES,
+                    total_bytes=C_BYTES, epochs=2)
+    assert elastic.storage == pytest.approx(100 * 0.14 / 730 + 54 * 2 * 0.03, **exact)
+    unsized = _cost(mode="EFS", volume_size_gb=100, wall_seconds=3600.0, efs=EfsConfig("elastic"), files=10)
+    assert unsized.storage == pytest.approx(100 * 0.14 / 730, **exact)
+    # The directory bucket: File retrieves the bytes once, Pipe every epoch; a mode that reads none retrieves nothing.
+    # 1.1 GB in 10 shards: 1.1e9 // 8 MiB = 131 GETs an epoch x $0.00003 / 1,000.
+    express = dict(storage="express", files=10, total_bytes=1_100_000_000, epochs=3)
+    assert _cost(mode="File", **express).requests == pytest.approx(131 * 3e-8 + 1.1 * 0.0006, **exact)
+    assert _cost(mode="Pipe", **express).requests == pytest.approx(393 * 3e-8 + 1.1 * 3 * 0.0006, **exact)
+    assert _cost(mode="FSx", **express).requests == pytest.approx(131 * 3e-8, **exact)
+    # A prices file may rename the table's source; a price that is not a number is refused in words.
+    assert PriceTable.with_overrides({"source": "my own table"}).source == "my own table"
+    with pytest.raises(ConfigError) as refused:
+        PriceTable.with_overrides({"s3_get_per_million": "cheap"})
+    assert refused.value.problem == "'cheap' is not a price"
