@@ -144,7 +144,7 @@ def _cost(**kwargs):
 
 def test_s3_get_requests_are_priced_per_file_or_8_mib_range_at_40_cents_a_million():
     # FastFile GETs every file every epoch: 1,530,350 x 10 = 15,303,500 GETs x $0.40 / 1e6 = $6.1214.
-    assert _cost(mode="FastFile", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(6.1214)
+    assert _cost(mode="FastFile", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(6.1214, rel=1e-12)
     # File downloads once whatever the epochs: 1,530,350 x $0.40 / 1e6 = $0.61214.
     assert _cost(mode="File", files=C_FILES, total_bytes=C_BYTES, epochs=10).requests == pytest.approx(0.61214)
     # FSx lazy-loads each file once: the same $0.61214.
@@ -160,21 +160,21 @@ def test_a_scripts_listing_is_priced_at_5_dollars_a_million_per_instance():
     # 30,607 JPEGs (Caltech-256): ceil(30,607 / 1,000) = 31 pages, listed by each of 4 instances = 124 LISTs x $5 / 1e6
     # = $0.00062; its GETs: 30,607 x 3 epochs = 91,821 x $0.40 / 1e6 = $0.0367284. Together $0.0373484.
     found = _cost(mode="Script", files=30_607, total_bytes=1_100_000_000, epochs=3, instance_count=4)
-    assert found.requests == pytest.approx(0.0373484)
+    assert found.requests == pytest.approx(0.0373484, rel=1e-12)
 
 
 def test_the_directory_buckets_requests_and_bytes_are_priced_at_its_own_rates():
     # Express FastFile, 3 epochs of 30,607 files / 1.1 GB: 91,821 GETs x $0.00003 / 1,000 = $0.00275463, and
     # 1.1 GB x 3 x $0.0006 retrieved = $0.00198: $0.00473463.
     found = _cost(mode="FastFile", storage="express", files=30_607, total_bytes=1_100_000_000, epochs=3)
-    assert found.requests == pytest.approx(0.00473463)
+    assert found.requests == pytest.approx(0.00473463, rel=1e-12)
     # Express Script on 2 instances: 31 pages x 2 = 62 LISTs at the PUT/LIST price $0.00113 / 1,000 = $0.00007006 more.
     script = _cost(mode="Script", storage="express", files=30_607, total_bytes=1_100_000_000, epochs=3,
                    instance_count=2)
-    assert script.requests == pytest.approx(0.00473463 + 0.00007006)
+    assert script.requests == pytest.approx(0.00473463 + 0.00007006, rel=1e-12)
     # Staging once: 30,607 COPYs x $0.00113 / 1,000 = $0.03458591, 1.1 GB uploaded x $0.0032 = $0.00352, 30,607 GETs
     # on the source x $0.40 / 1e6 = $0.0122428: $0.05034871.
-    assert express_staging_cost(PriceTable(), 30_607, 1_100_000_000) == pytest.approx(0.05034871)
+    assert express_staging_cost(PriceTable(), 30_607, 1_100_000_000) == pytest.approx(0.05034871, rel=1e-12)
 
 
 def test_instance_volume_and_file_system_time_are_priced_by_the_hour():
@@ -633,7 +633,7 @@ def test_a_job_costs_what_its_parts_add_to():
     assert efs.storage == pytest.approx(54 * 3 * 0.03 + 10 * 0.01)
     # Express storage while the job ran: 1.1 GB x $0.11 a GB-month for one hour of 730.
     express = _cost(mode="File", storage="express", files=10, total_bytes=1_100_000_000, wall_seconds=3600.0)
-    assert express.storage == pytest.approx(1.1 * 0.11 / 730)
+    assert express.storage == pytest.approx(1.1 * 0.11 / 730, rel=1e-12)
     # An FSx job on a given file system: its own hourly price, P2-1000 at 2,400 GiB x $0.60 / 730 for the hour.
     from dslab.core.model.provisioning import FsxConfig
     fsx = _cost(mode="FSx", wall_seconds=3600.0, fsx=FsxConfig.persistent2(1000, 2400))
@@ -855,6 +855,9 @@ def test_a_jobs_cost_at_its_edges():
     assert _cost(mode="File", **express).requests == pytest.approx(131 * 3e-8 + 1.1 * 0.0006, **exact)
     assert _cost(mode="Pipe", **express).requests == pytest.approx(393 * 3e-8 + 1.1 * 3 * 0.0006, **exact)
     assert _cost(mode="FSx", **express).requests == pytest.approx(131 * 3e-8, **exact)
+    # Without bytes: 10 GETs of 10 files, nothing retrieved, nothing stored.
+    bare = _cost(mode="FastFile", storage="express", files=10, epochs=1, wall_seconds=3600.0)
+    assert (bare.requests, bare.storage) == (pytest.approx(10 * 3e-8, **exact), 0.0)
     # A prices file may rename the table's source; a price that is not a number is refused in words.
     assert PriceTable.with_overrides({"source": "my own table"}).source == "my own table"
     with pytest.raises(ConfigError) as refused:
