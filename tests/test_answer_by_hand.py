@@ -221,6 +221,20 @@ def test_fsx_is_sized_for_the_workloads_au_target_not_for_90_percent_whatever_it
     assert found.hourly(PriceTable()) == pytest.approx(hourly)
 
 
+@pytest.mark.parametrize("target, capacity", [(70.0, 19_200), (90.0, 24_000)])
+def test_dslab_size_provisions_fsx_for_the_au_target_it_is_given(target, capacity):
+    # 32 x ml.p4d.24xlarge, 8 accelerators each at 200 samples/s of 100 KB (10 TB in 100 MB files, 1e8 samples):
+    # 32 x 8 x 200 x 0.1 MB = 5,120 MB/s. At 70% AU FSx must serve 3,584 MB/s: Scratch 2 at 200 MB/s per TiB needs
+    # 3,584 / 200 x 1,024 = 18,350 GiB -> 19,200 GiB (8 x 2,400), $3.68/h; at 90%, 4,608 MB/s -> 23,593 GiB -> 24,000 GiB,
+    # $4.60/h. (The 10 TB must fit: 12,000 GiB at least, so the cheapest tier per GiB, Scratch 2, is the cheapest.)
+    from dslab.core.answer.sizing import size
+    found = size(DatasetShape(files=100_000, bytes=10**13, samples=100_000_000), instance_type="ml.p4d.24xlarge",
+                 count=32, rate=200.0, prices=PriceTable(), au_target=target, sources=(("FSx", "standard"),)).sources[0]
+    assert found.short == f"FSx Scratch 2 {capacity:,} GiB"
+    assert found.standing_usd_per_hour == pytest.approx(capacity * 0.14 / 730)
+    assert found.au_percent >= target
+
+
 def test_fsx_sizing_considers_every_capacity_step_2400_gib_included():
     # 500 MB/s at 90% AU needs 450 MB/s. Scratch 2 at 2,400 GiB gives 2,400 / 1,024 x 200 = 468.75 MB/s for
     # 2,400 x $0.14 / 730 = $0.4603/h; the next cheapest that feeds it is Persistent 2 500 at 1,200 GiB (585.9 MB/s,
