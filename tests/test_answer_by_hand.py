@@ -647,7 +647,7 @@ def test_a_job_costs_what_its_parts_add_to():
     assert efs.storage == pytest.approx(54 * 3 * 0.03 + 10 * 0.01)
     # Express storage while the job ran: 1.1 GB x $0.11 a GB-month for one hour of 730.
     express = _cost(mode="File", storage="express", files=10, total_bytes=1_100_000_000, wall_seconds=3600.0)
-    assert express.storage == pytest.approx(1.1 * 0.11 / 730, rel=1e-12)
+    assert express.storage == pytest.approx(1.1 * 0.11 / 730, rel=1e-12, abs=0)
     # An FSx job on a given file system: its own hourly price, P2-1000 at 2,400 GiB x $0.60 / 730 for the hour.
     from dslab.core.model.provisioning import FsxConfig
     fsx = _cost(mode="FSx", wall_seconds=3600.0, fsx=FsxConfig.persistent2(1000, 2400))
@@ -758,6 +758,7 @@ def test_request_counts_per_mode():
     # LIST pages of 1,000 keys, by a Script job's every instance: 1,001 keys are 2 pages; other modes list nothing.
     assert (s3_list_requests("Script", 1_001, 3), s3_list_requests("Script", 1_000, 0)) == (6, 1)
     assert s3_list_requests("FastFile", 1_001, 3) == 0 and s3_list_requests("Script", 0, 3) == 0
+    assert s3_list_requests("Script", 1_001) == 2   # one instance unless told
 
 
 def test_none_too_long_by_default_names_each_source_and_the_flags():
@@ -811,6 +812,7 @@ def test_the_price_tables_refusals_in_their_words():
     from dslab.core.facts.prices import DEFAULT_TABLE
     with pytest.raises(ConfigError) as refused:
         PriceTable().require_instance("ml.z9.huge")
+    assert refused.value.field == "instance_type"
     assert refused.value.problem == (
         "no price for ml.z9.huge in the price table of 2026-11-01: add it under instance_hourly in a --prices YAML file "
         "(instance_hourly: {ml.z9.huge: <dollars per hour>}), or pick a priced type such as ml.c5.18xlarge, "
