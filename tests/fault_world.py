@@ -615,17 +615,22 @@ LOCAL_CHECKPOINTS = "checkpoints/local/"
 LOCAL_CODE = "local-code/sourcedir.tar.gz"
 # A training script that keeps the checkpoint sync busy: a new checkpoint (uploaded), the one copied in removed
 # (deleted in S3), a model file (model.tar.gz).
-# (--pause: how long it leaves the sync between its steps; 0 where the sync is not the call site under test.)
+# (--pause: how long it leaves the sync between its steps; 0 where the sync is not the call site under test.
+# --settle: how long it lives on after removing step-1.pt. The sync never looks once the script has ended ("Writes to
+# S3 when job is terminated: No"), so where the deletion is the call site under test the script leaves a loaded
+# machine's sync a whole second of 10 ms looks to see it.)
 LOCAL_SCRIPT = """set -e
 pause=0.1
-while [ $# -gt 0 ]; do if [ "$1" = --pause ]; then pause="$2"; fi; shift; done
+settle=""
+while [ $# -gt 0 ]; do if [ "$1" = --pause ]; then pause="$2"; fi; if [ "$1" = --settle ]; then settle="$2"; fi; shift; done
+[ -n "$settle" ] || settle="$pause"
 ck="$SAGEMAKER_BASE_DIR/checkpoints"
 mkdir -p "$ck"
 echo two > "$ck/step-2.pt"
 echo model > "$SM_MODEL_DIR/model.txt"
 sleep "$pause"
 rm -f "$ck/step-1.pt"
-sleep "$pause"
+sleep "$settle"
 """
 
 
@@ -673,7 +678,10 @@ def _local_runner_job(w: World, monkeypatch, site: faults.Site | None = None) ->
     name = f"local-{uuid.uuid4().hex[:8]}"
     request = _local_request(name, BUCKET, LOCAL_CHECKPOINTS,
                              sagemaker_submit_directory=json.dumps(f"s3://{BUCKET}/{LOCAL_CODE}"),
-                             pause=json.dumps(0 if site is not None and site.function == "LabStorage.put_object" else 0.1))
+                             pause=json.dumps(0 if site is not None and site.function == "LabStorage.put_object" else 0.1),
+                             settle=json.dumps(1.0 if site is not None and site.function == "LabStorage.delete_object"
+                                               else 0 if site is not None and site.function == "LabStorage.put_object"
+                                               else 0.1))
     request["InputDataConfig"] = [{"ChannelName": "train", "DataSource": {"S3DataSource": {
         "S3DataType": "S3Prefix", "S3Uri": f"s3://{BUCKET}/datasets/tiny/", "S3DataDistributionType": "FullyReplicated"}}}]
     errors = len(HOOKS.errors)
