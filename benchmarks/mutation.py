@@ -53,7 +53,8 @@ ANSWER_MODULES = (
     "dslab/core/model/volume.py", "dslab/core/model/provisioning.py", "dslab/core/model/estimate.py",
     "dslab/core/model/checkpoint_estimate.py", "dslab/core/model/calibration.py", "dslab/core/answer/premise.py",
     "dslab/core/answer/decision.py", "dslab/core/answer/sizing.py", "dslab/core/answer/checkpoints.py",
-    "dslab/core/answer/scenarios.py", "dslab/core/answer/answer.py", "dslab/core/measured.py",
+    "dslab/core/answer/scenarios.py", "dslab/core/answer/answer.py", "dslab/core/answer/jobs.py",
+    "dslab/core/measured.py",
     "dslab/core/requests.py", "dslab/cli/export.py",
 )
 # Each group: its modules, the [tool.mutmut] key of its test selection, the file of its survivors' diffs.
@@ -221,7 +222,9 @@ def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict
         before = (kept or {}).get(module, {}).get("exit_code_by_key", {})
         codes = {k: results[k] if k in results else before.get(k, v) for k, v in now["exit_code_by_key"].items()}
         meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
-    (REPO / "benchmarks" / GROUPS[group][2]).write_text(survivors(modules))
+    # Every module of the group that has a run (this one's and the earlier runs'): a run of some modules keeps the
+    # other modules' survivors in the file.
+    (REPO / "benchmarks" / GROUPS[group][2]).write_text(survivors(GROUPS[group][0]))
     return time.monotonic() - started
 
 
