@@ -478,7 +478,7 @@ PY_SITES: tuple[Site, ...] = (
            injected=op == "PutObject", not_injected="a code package over 8 MB is needed for a multipart upload")
       for op in TRANSFER["upload_file"]),
     # dslab recommend --experiment --outputs
-    _cli("dslab recommend --experiment", "dslab/cli/advice.py", "measured_stats", "s3", "GetObject",
+    _cli("dslab recommend --experiment", "dslab/cli/asked.py", "measured_stats", "s3", "GetObject",
          Reaction(GOES_ON, "one line says the stats file was not read and why; the experiment's own figures stand"),
          by_kind={"missing": Reaction(ANSWER, "not uploaded yet: the experiment's own figures stand")},
          denied_is_missing=True),

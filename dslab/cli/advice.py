@@ -3,99 +3,61 @@ on one premise (question.py) that every answer prints first."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from .common import add_command, explain_aws, lab_provisioning, price_table, print_ignored, print_json
-from .question import add_question_flags, checkpoint_question_of, is_checkpoint_question, workload_json
+from .asked import Asked, ask
+from .common import add_command, lab_provisioning, print_ignored, print_json
+from .question import add_question_flags, workload_json
 
 
-def _sources(args) -> tuple[tuple[str, str], ...]:
-    """The sources `estimate` shows: every one (the S3 modes on both buckets), or those --mode and --storage name."""
-    from ..core.modes import EXPRESS, MODES, S3_READ_MODES, STANDARD, parse_source
-    from ..core.answer.recommend import ALL_SOURCES
-    storage = args.storage
-    if args.mode:
-        # A mode ("fastfile") or a source as the tool prints it ("Express FastFile"); "did you mean" otherwise.
-        mode, label_storage = parse_source(args.mode)
-        if label_storage and storage not in (None, label_storage):
-            raise ConfigError("--storage", f"--mode {args.mode!r} reads S3 Express One Zone: drop --storage {storage}")
-        storage = label_storage or storage
-        if storage == EXPRESS and mode not in S3_READ_MODES:
-            raise ConfigError("--storage", f"{mode} reads its own file system, not S3 Express One Zone",
-                              list(S3_READ_MODES))
-        return ((mode, storage or STANDARD),)
-    if storage is None:
-        return ALL_SOURCES
-    if storage == EXPRESS:
-        return tuple((m, EXPRESS) for m in MODES if m in S3_READ_MODES)
-    return tuple((m, STANDARD) for m in MODES)
-
-
-def _shown(args):
-    """Which rows `estimate` shows (--mode, --storage): every source is still answered, so the first line and each
-    figure are the same whatever is shown."""
-    wanted = set(_sources(args))
-    return lambda s: (s.mode, s.storage) in wanted
-
-
-def _answer(args, prices):
-    """The question the flags ask, answered: read once here, then only the answer is passed on."""
-    from ..core.answer.answer import answer
-    from .question import question_of
-    question = question_of(args, prices)
-    return question, answer(question)
-
-
-def _print_answer_json(question, result, args) -> None:
-    print_json({**result.to_dict(), **({"workload": workload_json(question.workload)} if question.workload else {})})
+def _print_answer_json(asked, result) -> None:
+    workload = asked.question.workload
+    print_json({**result.to_dict(), **({"workload": workload_json(workload)} if workload else {})})
 
 
 def cmd_estimate(args) -> int:
-    from .render import estimate_lines, print_lines
-    prices = price_table(args.prices)
-    if args.experiment and (args.workload or args.scale is not None):
-        # One would be dropped: the experiment's jobs are priced, or the workload's question answered, not both.
-        flag = "--workload" if args.workload else "--scale"
-        raise ConfigError(flag, "estimate --experiment prices the experiment file's own jobs: name the workload in the "
-                          "file (workload: PATH), or drop --experiment to ask about the workload alone")
-    if is_checkpoint_question(args):
-        from . import checkpoints
-        return checkpoints.show(checkpoint_question_of(args, prices), json=args.json, explain=args.explain,
-                                commands=False)
-    if args.experiment:
-        return _estimate_experiment(args, prices)
-    if getattr(args, "results", None):
-        raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
-    shown = _shown(args)
-    question, result = _answer(args, prices)
-    if args.json:
-        _print_answer_json(question, result, args)
-        return 0
-    print_lines(estimate_lines(result, shown, explain=args.explain))
-    print_ignored([question.workload], brief=not args.explain)
-    return 0
+    return show_estimate(ask(args))
 
 
 def cmd_recommend(args) -> int:
-    from .render import print_lines, recommend_lines
-    if args.experiment:
-        return _recommend_experiment(args)
-    if getattr(args, "results", None):
-        raise ConfigError("--results", "goes with --experiment (the datasets whose sizes it measures)")
-    prices = price_table(args.prices)
-    if is_checkpoint_question(args):
+    return show_recommend(ask(args))
+
+
+def show_estimate(asked: Asked) -> int:
+    """`estimate`'s view of what it was asked: the checkpoint answer, the experiment's jobs priced, or every source's
+    row of the one answer (those --mode and --storage name shown; every source still answered, so the first line and
+    each figure are the same whatever is shown)."""
+    from ..core.answer.answer import answer
+    from .render import estimate_lines, print_lines
+    if asked.checkpoint is not None:
         from . import checkpoints
-        return checkpoints.show(checkpoint_question_of(args, prices), json=args.json, explain=args.explain,
-                                commands=False)
-    question, result = _answer(args, prices)
-    if args.json:
-        _print_answer_json(question, result, args)
+        return checkpoints.show(asked.checkpoint, json=asked.json, explain=asked.explain, commands=False)
+    if asked.experiment is not None:
+        return _estimate_experiment(asked)
+    result = answer(asked.question)
+    if asked.json:
+        _print_answer_json(asked, result)
         return 0
-    print_lines(recommend_lines(result, explain=args.explain))
-    print_ignored([question.workload], brief=not args.explain)
+    print_lines(estimate_lines(result, lambda s: (s.mode, s.storage) in asked.shown, explain=asked.explain))
+    print_ignored([asked.question.workload], brief=not asked.explain)
+    return 0
+
+
+def show_recommend(asked: Asked) -> int:
+    from ..core.answer.answer import answer
+    from .render import print_lines, recommend_lines
+    if asked.experiment is not None:
+        return _recommend_experiment(asked)
+    if asked.checkpoint is not None:
+        from . import checkpoints
+        return checkpoints.show(asked.checkpoint, json=asked.json, explain=asked.explain, commands=False)
+    result = answer(asked.question)
+    if asked.json:
+        _print_answer_json(asked, result)
+        return 0
+    print_lines(recommend_lines(result, explain=asked.explain))
+    print_ignored([asked.question.workload], brief=not asked.explain)
     return 0
 
 
@@ -109,60 +71,16 @@ def experiment_answers(experiment, prices=None, *, stats: dict[str, Any] | None 
     return scenarios.estimated(experiment, prices or PriceTable(), stats=stats, stats_source=stats_source, lab=lab)
 
 
-def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
-    """The datasets' files and bytes as measured, where the user points at them: a run's results.json
-    (--results: what the run read), or the stats files an upload wrote beside each dataset in the lab's bucket
-    (--outputs: the bucket from cdk deploy's outputs file; needs credentials)."""
-    if getattr(args, "results", None):
-        from ..report import load_results
-        results = load_results(Path(args.results))
-        return results.get("dataset_stats") or {}, f"the run's results in {args.results}"
-    if getattr(args, "outputs", None):
-        import json as _json
-        from ..core.requests import DATASETS_PREFIX, stats_key
-        from ..inputs.experiment_file import read_json_file
-        outputs = read_json_file(Path(args.outputs), "--outputs")
-        bucket = next((stack.get("BucketName") for stack in outputs.values() if isinstance(stack, dict)
-                       and stack.get("BucketName")), None)
-        if not bucket:
-            raise ConfigError("--outputs", f"{args.outputs} names no BucketName: give the file `make deploy` wrote "
-                              "(cdk-outputs.json)")
-        import boto3
-        from botocore.exceptions import BotoCoreError, ClientError
-        s3, found = boto3.client("s3"), {}
-        from ..workflow.common import is_missing
-        for dataset in experiment.datasets:
-            try:
-                body = s3.get_object(Bucket=bucket, Key=stats_key(f"{DATASETS_PREFIX}/{dataset.prefix}"))["Body"].read()
-                found[dataset.name] = _json.loads(body)
-            except ClientError as err:
-                if not is_missing(err):   # not read (throttled, refused): said; the experiment's own figures stand
-                    print(f"dslab: dataset '{dataset.name}': its stats file was not read ({explain_aws(err)}); the "
-                          "experiment's own figures stand", file=sys.stderr)
-                continue   # not uploaded yet: the experiment's own figures stand
-            except (BotoCoreError, ValueError):
-                continue
-        return found, f"the stats file its upload wrote in s3://{bucket}"
-    return None, "a run's results"
-
-
-def _estimate_experiment(args, prices) -> int:
+def _estimate_experiment(asked: Asked) -> int:
     """Every data job of an experiment priced before it runs, and what each job's phases will measure (the constants
     they rest on): how a calibration run (experiments/calibrate.yaml) is checked before it is paid for."""
     from ..core import measured
-    from ..inputs.experiment_file import load_experiment
-    from .question import experiment_overrides
     from .render import print_lines, table
-    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "accelerators", "volume_size_gb",
-                 "fsx_capacity", "mode", "storage", "checkpoint_every", "keep", "dataset"):
-        if getattr(args, flag, None):
-            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
-    experiment = load_experiment(Path(args.experiment), prices=prices, overrides=experiment_overrides(args))
-    stats, _ = measured_stats(args, experiment)
-    lab = lab_provisioning(args)
+    e = asked.experiment
+    experiment, prices, stats, lab = e.experiment, e.prices, e.stats, e.lab
     planned = measured.planned_jobs(experiment, prices, stats=stats, lab=lab)
     if not planned:
-        raise ConfigError("--experiment", f"{args.experiment} runs no data job (checkpoint trials: `dslab estimate "
+        raise ConfigError("--experiment", f"{e.path} runs no data job (checkpoint trials: `dslab estimate "
                           "--workload`)")
     # Each job's figures are the one answer's (the job on the lab as it stands, as `plan` and `run` size it); a job
     # plan refuses is marked refused, with plan's reason, and priced nowhere.
@@ -194,7 +112,7 @@ def _estimate_experiment(args, prices) -> int:
         out.append({"trial": job.trial, "dataset": job.dataset, "source": job.source, "repeats": repeats,
                     "instance_type": job.premise.instance_type, "instance_count": job.premise.instance_count,
                     "estimate": estimate.to_dict(), "measures": measures})
-    if args.json:
+    if asked.json:
         print_json({"experiment": experiment.name, "rule": EXPERIMENT_RULE, "lab": lab.to_dict(), "jobs": out,
                     "total_usd": round(total, 2), "total_range_usd": [round(low, 2), round(high, 2)],
                     "refused": len(refused), "calibration": experiment.calibration.to_dict()})
@@ -225,28 +143,19 @@ def _its_own(words, name: str, source: str) -> bool:
     return owner is None or owner in source.split()
 
 
-def _recommend_experiment(args) -> int:
-    from ..inputs.experiment_file import load_experiment
-    from .question import experiment_overrides
+def _recommend_experiment(asked: Asked) -> int:
     from .render import print_lines, recommend_lines
-    for flag in ("files", "bytes", "samples", "compute_rate", "compute_preset", "random_access", "data_in_efs",
-                 "portable_script", "accelerators", "volume_size_gb", "fsx_capacity", "checkpoint_every", "keep"):
-        if getattr(args, flag, None):
-            raise ConfigError(f"--{flag.replace('_', '-')}", "comes from the experiment file with --experiment; drop it")
-    prices = price_table(args.prices)
-    experiment = load_experiment(Path(args.experiment), prices=prices, workload=Path(args.workload) if args.workload else None,
-                                 scale=args.scale, overrides=experiment_overrides(args))
-    stats, stats_source = measured_stats(args, experiment)
-    lab = lab_provisioning(args)
+    e = asked.experiment
+    experiment, prices, stats, stats_source, lab = e.experiment, e.prices, e.stats, e.stats_source, e.lab
     found = experiment_answers(experiment, prices, stats=stats, stats_source=stats_source, lab=lab)
     names = sorted({a.scenario.dataset.name for a in found})
-    if args.dataset and args.dataset not in names:
-        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of {args.experiment}", names)
-    found = [a for a in found if not args.dataset or a.scenario.dataset.name == args.dataset]
+    if e.dataset and e.dataset not in names:
+        raise ConfigError("--dataset", f"{e.dataset!r} is not a dataset of {e.path}", names)
+    found = [a for a in found if not e.dataset or a.scenario.dataset.name == e.dataset]
     unanswered = [a for a in found if a.answer is None]
     from .checkpoints import trial_answer
-    checkpoint_trials = [t for t in experiment.trials if t.checkpoint is not None] if not args.dataset else []
-    if args.json:
+    checkpoint_trials = [t for t in experiment.trials if t.checkpoint is not None] if not e.dataset else []
+    if asked.json:
         checkpoints = [{"trial": t.name, "answer": trial_answer(t, lab, prices, experiment.calibration).to_dict()} for t in checkpoint_trials]
         print_json({"experiment": experiment.name, "answers": [a.to_dict() for a in found], "lab": lab.to_dict(),
                     **({"checkpoints": checkpoints} if checkpoints else {})})
@@ -256,11 +165,11 @@ def _recommend_experiment(args) -> int:
         if a.answer is None:
             print(f"no answer: {a.missing}")
             continue
-        print_lines(recommend_lines(a.answer, explain=args.explain))
+        print_lines(recommend_lines(a.answer, explain=asked.explain))
         print()
     from .checkpoints import print_trial_answer
     for trial in checkpoint_trials:   # a checkpoint trial's question: where its checkpoints go
-        print_trial_answer(trial, lab, prices, explain=args.explain, calibration=experiment.calibration)
+        print_trial_answer(trial, lab, prices, explain=asked.explain, calibration=experiment.calibration)
         print()
     # No answer is not a success: a script that reads the exit status must not take "nothing" for a pick.
     return 1 if unanswered else 0

@@ -2,40 +2,30 @@
 
 from __future__ import annotations
 
-from ..core.errors import ConfigError
-from .common import add_command, print_ignored, print_json, price_table
-from .question import add_question_flags, checkpoint_question_of, is_checkpoint_question, question_of, workload_json
-
-
-def _check_instance(args) -> None:
-    from ..core.facts.instances import INSTANCES
-    from .question import check_instance
-    if args.instance is not None:   # the refusal estimate and recommend give first (a type SageMaker lacks, no price)
-        check_instance(args.instance, price_table(args.prices))
-    if args.instance is not None and args.instance not in INSTANCES:
-        import difflib
-        close = difflib.get_close_matches(args.instance, INSTANCES, n=2)
-        raise ConfigError("--instance", f"{args.instance!r} is not in the instance table (dslab/core/facts/instances.py)"
-                          + (f"; did you mean {' or '.join(close)}?" if close else ""), sorted(INSTANCES))
+from .asked import Asked, ask
+from .common import add_command, print_ignored, print_json
+from .question import add_question_flags, workload_json
 
 
 def cmd_size(args) -> int:
+    return show_size(ask(args))
+
+
+def show_size(asked: Asked) -> int:
+    """`size`'s view of what it was asked: the checkpoint answer with each target's deploy command, or the one
+    answer's provisioning per source (--as-deployed: every source on the lab as it stands)."""
     from ..core.answer.answer import answer
     from .render import print_lines, size_lines
-    if is_checkpoint_question(args):
+    if asked.checkpoint is not None:
         from . import checkpoints
-        if args.as_deployed:
-            raise ConfigError("--as-deployed", "`dslab estimate --workload` gives every checkpoint target as the lab stands")
-        return checkpoints.show(checkpoint_question_of(args, price_table(args.prices)), json=args.json,
-                                explain=args.explain, commands=True)
-    _check_instance(args)
-    question = question_of(args)
-    result = answer(question)
-    if args.json:
-        print_json({**result.to_dict(), **({"workload": workload_json(question.workload)} if question.workload else {})})
+        return checkpoints.show(asked.checkpoint, json=asked.json, explain=asked.explain, commands=True)
+    result = answer(asked.question)
+    workload = asked.question.workload
+    if asked.json:
+        print_json({**result.to_dict(), **({"workload": workload_json(workload)} if workload else {})})
         return 0
-    print_lines(size_lines(result, as_deployed=args.as_deployed, explain=args.explain))
-    print_ignored([question.workload], brief=not args.explain)
+    print_lines(size_lines(result, as_deployed=asked.as_deployed, explain=asked.explain))
+    print_ignored([workload], brief=not asked.explain)
     return 0
 
 
