@@ -257,3 +257,119 @@ def test_the_decisions_record_names_each_sources_part():
                    "cost_to_result_interval_usd": [0.912, 1.012],
                    "note": "runner-up (the pick if the pick were not there); " + d.passed_over["FSx"]}
     assert record["ranking"][0]["note"] == "pick"
+
+
+def test_the_ranking_lists_the_pick_the_runner_up_then_the_rest_by_weighed_cost():
+    # Costs: Pipe $0.90 (no cell, top $1.20: weighed $1.20 / 0.9 = $1.3333), FSx $0.95 (/0.9 = $1.0556), EFS $0.97
+    # (/0.9 = $1.0778), File $1.00, FastFile $1.02. Cheapest first: Pipe, FSx, EFS, File, FastFile. Lowest weighed:
+    # File ($1.00), then FastFile ($1.02): the pick and the runner-up. The rest by weighed: FSx, EFS, Pipe.
+    options = [_option("Pipe", job_usd=0.90, measured=False, interval=(0.8, 1.2)), _option("FSx", job_usd=0.95),
+               _option("EFS", job_usd=0.97), _option("File", job_usd=1.00), _option("FastFile", job_usd=1.02)]
+    d = decide(options)
+    assert [o.source for o in d.ranking] == ["File", "FastFile", "FSx", "EFS", "Pipe"]
+    assert list(d.passed_over) == ["Pipe", "FSx", "EFS"]
+    record = d.to_dict()
+    assert set(record) == {"pick", "mode", "storage", "why", "runner_up", "ranking", "passed_over", "blocked", "advice",
+                           "noise", "within_error"}
+    assert (record["why"], record["passed_over"], record["blocked"], record["advice"]) == (d.why, d.passed_over, {}, [])
+    assert record["runner_up"] == "FastFile" and record["noise"] is None and record["within_error"] == []
+    assert [r["note"] for r in record["ranking"]][:2] == ["pick", "runner-up (the pick if the pick were not there)"]
+    assert record["ranking"][4]["note"] == d.passed_over["Pipe"]   # passed over, not the runner-up
+    alone = decide([_option("File")]).to_dict()
+    assert alone["runner_up"] is None
+
+
+def test_a_decision_carries_its_noise_and_the_sources_within_error():
+    # Estimates: FSx $1.00 in $0.90-$1.10, EFS in $1.10-$1.50 (touching at $1.10) and Pipe $0.50-$0.90 (touching at
+    # $0.90): both within the model's error.
+    pick = _option("File", job_usd=1.0, measured=False, interval=(0.9, 1.1))
+    touching = [_option("EFS", job_usd=1.3, measured=False, interval=(1.1, 1.5)),
+                _option("Pipe", job_usd=2.0, measured=False, interval=(0.5, 0.9))]
+    d = decide([pick, *touching])
+    assert d.pick.source == "File" and d.within_error == ["EFS", "Pipe"]
+    assert d.noise.startswith("within the model's error: File $0.90-$1.10 per run overlaps EFS $1.10-$1.50, Pipe "
+                              "$0.50-$0.90: a measured run")
+    assert d.to_dict()["within_error"] == ["EFS", "Pipe"] and d.to_dict()["noise"] == d.noise
+    four = [_option(m, job_usd=1.0, measured=False, interval=(0.95, 1.05)) for m in ("EFS", "Pipe", "Script", "FastFile")]
+    assert ", FastFile $0.95-$1.05: a measured run" in estimates_noise(pick, four)   # four named, none "more"
+    # Runs: the measured spread speaks for the decision.
+    runs = decide([_option("File", job_usd=1.0, runs=2, interval=(0.95, 1.05)),
+                   _option("FastFile", job_usd=1.2, runs=2, interval=(1.1, 1.3))])
+    assert runs.noise.startswith("the runs separate File and FastFile")
+
+
+def test_runs_that_only_touch_are_within_noise():
+    two = _option("File", job_usd=1.0, runs=2, interval=(0.95, 1.05))
+    # FastFile asks nothing: its low end $1.05 is File's high end: they overlap.
+    assert noise(two, _option("FastFile", job_usd=1.1, runs=2, interval=(1.05, 1.2))).startswith("within noise")
+    assert noise(two, _option("FastFile", job_usd=0.9, runs=2, interval=(0.8, 0.95))).startswith("within noise")
+    assert noise(two, _option("FSx", runs=0)) is None and noise(_option("File", runs=0), two) is None
+    assert noise(_option("File", runs=1, interval=(1.0, 1.0)), _option("FSx", runs=3, interval=(1.0, 1.2))) == (
+        "one run each, so how far File and FSx spread from run to run is not measured (n/a): run `repeats: 3` (or "
+        "--repeats 3) to know whether the pick holds")
+
+
+def test_edges_of_dollars_lengths_and_set_up():
+    assert usd(0.0001) == "$0.00010" and usd(0.00009999) == "<$0.0001"
+    # 7,380.5 s / 3,600 = 2.05014 h: shown 2.1 h (2.0 h at any other hour's length).
+    assert duration(7380.5) == "2.1 h"
+    assert setup_phrase(_option(setup=(0.0, 0.5))) == "$0.00 of it set-up: a copy"   # half a second is still set-up
+    assert required_saving(_option(job_usd=0.0), _option(job_usd=1.0)) == 0.0
+
+
+class _Range:
+    def __init__(self, billable_high: float, usd_low: float, usd_high: float):
+        self.billable_high, self.usd_low, self.usd_high = billable_high, usd_low, usd_high
+
+
+def _estimate(mode="File", *, storage="standard", hosts=2, high=1600.0, blocker=None, **kwargs):
+    from dslab.core.model.estimate import Estimate
+    # 100 s downloading + 500 s training + 20 s other = 620 instance-seconds: 310 s on each of 2 instances' clocks.
+    return Estimate(mode=mode, downloading=100.0, training=500.0, other=20.0, billable_seconds=1240.0,
+                    cost_usd={"total": 2.0}, storage=storage, instance_count=hosts, blocker=blocker,
+                    range=_Range(high, 1.8, 2.6) if high is not None else None, bound="download", **kwargs)
+
+
+def test_the_top_of_a_jobs_range_on_one_instances_clock():
+    from dslab.core.answer.decision import top_job_seconds
+    assert top_job_seconds(_estimate()) == 800.0              # 1,600 instance-seconds at the top / 2 instances
+    assert top_job_seconds(_estimate(), 4) == 400.0           # the count asked for: 1,600 / 4
+    assert top_job_seconds(_estimate(high=None)) == 620.0     # no range: billable 1,240 / 2
+    assert top_job_seconds(_estimate(high=100.0)) == 310.0    # never under its point: 620 / 2
+    assert top_job_seconds(_estimate(hosts=0, high=None)) == 1240.0   # at least one instance
+
+
+def test_an_option_from_an_estimate():
+    from dslab.core.answer.decision import option_from_estimate
+    option = option_from_estimate(_estimate(), SHAPE, PRICES)
+    assert (option.mode, option.storage, option.job_usd, option.job_seconds) == ("File", "standard", 2.0, 310.0)
+    assert (option.measured, option.bound, option.blocker, option.data_in_efs) == (True, "download", None, False)
+    assert option.job_usd_interval == (1.8, 2.6) and option.setup == Setup(0.0, 0.0, "none")
+    assert option_from_estimate(_estimate(), SHAPE, PRICES, instance_count=4).job_seconds == 155.0
+    assert option_from_estimate(_estimate(high=None), SHAPE, PRICES).job_usd_interval is None
+    # Express: the estimate's copy (600 s, $2.00) and 10 GB kept meanwhile ($0.001667); never a measured cell.
+    express = option_from_estimate(_estimate("FastFile", storage="express", staging_seconds=600.0, staging_cost_usd=2.0),
+                                   SHAPE, PRICES)
+    assert (express.setup.seconds, express.setup.usd, express.measured) == (600.0, pytest.approx(2.0 + 0.01 / 6), False)
+    unknown_copy = option_from_estimate(_estimate("FastFile", storage="express"), SHAPE, PRICES)
+    assert (unknown_copy.setup.seconds, unknown_copy.setup.usd) == (0.0, 0.0)   # an estimate without its copy: none
+    assert option_from_estimate(_estimate("Pipe"), SHAPE, PRICES).measured is False
+    # FSx: its import at the capacity given (2,400 GiB: $0.012), or at the estimate's own file system's price.
+    assert option_from_estimate(_estimate("FSx"), SHAPE, PRICES, fsx_capacity_gib=2400).setup.usd == pytest.approx(0.012)
+
+    class Provisioned:
+        def hourly(self, prices):
+            return 3.6
+
+    class Lab:
+        fsx = Provisioned()
+    assert option_from_estimate(_estimate("FSx", provisioning=Lab()), SHAPE, PRICES).setup.usd == pytest.approx(0.018)
+    in_efs = option_from_estimate(_estimate("File"), SHAPE, PRICES, data_in_efs=True)
+    assert in_efs.data_in_efs and in_efs.setup.usd == pytest.approx(0.10)   # the DataSync copy out of EFS
+    # Refused: the estimate's own blocker, else a top past 28 days (30 days on each of 2 instances' clocks).
+    assert option_from_estimate(_estimate(blocker="the volume is too small"), SHAPE, PRICES).blocker == \
+        "the volume is too small"
+    long = option_from_estimate(_estimate(high=2 * 30 * 86400.0), SHAPE, PRICES)
+    assert long.blocker == ("it runs 0.0 days (up to 30.0), past the 28-day MaxRuntimeInSeconds: fewer epochs/samples "
+                            "or more instances")
+    assert option_from_estimate(_estimate(high=2 * 30 * 86400.0), SHAPE, PRICES, instance_count=4).blocker is None
