@@ -137,11 +137,13 @@ bench-recovery: setup
 bench-answer: setup
 	HYPOTHESIS_PROFILE=bench $(PY) -m pytest -q -p no:cacheprovider tests/test_one_answer.py
 
-# Mutation testing of the code that holds the reactions to AWS's errors (benchmarks/mutation.py; mutmut, installed
-# on first use): killed / survived / timed out per module, the survivors' diffs in benchmarks/mutation-survivors.txt.
-# MODULES=... for some of them. Not part of make test (tens of minutes).
+# Mutation testing (benchmarks/mutation.py; mutmut, installed on first use) of two groups, each with its own tests:
+# the code that holds the reactions to AWS's errors (GROUP=reactions) and the code that gives the answer
+# (GROUP=answer): killed / survived / timed out per module, the survivors' diffs in benchmarks/mutation-survivors.txt
+# and mutation-survivors-answer.txt. MODULES=... for some modules, AGAIN=1 for the last run's survivors only.
+# Not part of make test (tens of minutes a group).
 bench-mutation: setup
-	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(MODULES)
+	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(if $(GROUP),--group $(GROUP)) $(MODULES)
 
 # The local lab's own speed (benchmarks/bench_lab.py): a first run from an empty cache, then RUNS cached runs of
 # EXPERIMENT (default experiments/smoke.yaml), each one's wall and CPU seconds and its split, with min/median/max.
