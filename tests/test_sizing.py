@@ -79,7 +79,6 @@ def test_every_source_sized_for_scenario_c_on_p4d(count):
     assert by["File"].au_percent == 100.0
     for s in result.sources:
         assert s.usd_per_hour > 0 and s.usd_per_run > 0 and s.provision
-    assert json.loads(json.dumps(result.to_dict()))["instance_count"] == count
 
 
 def test_provisioning_grows_with_the_cluster_and_au_never_rises_with_it():

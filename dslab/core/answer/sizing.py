@@ -110,23 +110,6 @@ class SourceSize:
         """MLPerf Storage's figure: the simulated accelerators the source feeds (instances x accelerators)."""
         return self.max_instances_at_target_au * self.accelerators_per_instance
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "au_percent": round(self.au_percent, 1), "as_deployed": self.deployed,
-                "max_accelerators_at_target_au": self.max_accelerators_at_target_au,
-                "commands": self.commands, "standing_usd_per_hour": round(self.standing_usd_per_hour, 2),
-                "max_instances_at_target_au": self.max_instances_at_target_au,
-                "per_host_limit": self.per_host_limit, "shared_limit": self.shared_limit,
-                "provision": self.provision, "usd_per_hour": None if self.blocker else round(self.usd_per_hour, 2),
-                "usd_per_run": None if self.blocker else round(self.usd_per_run, 2),
-                "hours_per_run": None if self.blocker else round(self.hours_per_run, 3),
-                **({"blocker": self.blocker} if self.blocker else {}),
-                **({"usd_per_run_range": [round(v, 2) for v in self.usd_per_run_range],
-                    "hours_per_run_range": [round(v, 3) for v in self.hours_per_run_range],
-                    "range_evidence": self.range_evidence} if self.usd_per_run_range and not self.blocker else {}),
-                "assumptions": self.assumptions, "deploy_settings": self.deploy_settings,
-                **({"unchanged": self.unchanged} if self.unchanged else {}),
-                **({"quota": self.quota} if self.quota else {})}
-
 
 @dataclass
 class Sizing:
@@ -157,18 +140,6 @@ class Sizing:
         fsx = "up" if any(r.deploy_fsx == "up" for r in rows) else "keep"
         return {"sources": [r.source for r in rows], "settings": settings, "command": deploy_command(settings, fsx=fsx),
                 "standing_usd_per_hour": round(sum(r.standing_usd_per_hour for r in rows), 2), "note": CONTEXT_HOLDS}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"instance": self.instance.to_dict(), "instance_count": self.count,
-                "priced_as": ("provisioned for the cluster" if self.provisioned else
-                            (self.lab.name if self.lab is not None else "the lab as deployed").split(" (")[0]),
-                **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
-                **({"deploy_all": self.combined_deploy()} if self.provisioned and self.combined_deploy() else {}),
-                "accelerators_per_instance": self.accelerators, "accelerators": self.accelerators * self.count,
-                "samples_per_second_per_accelerator": round(self.rate_per_accelerator, 1),
-                "demand_mb_per_second_per_instance": round(self.demand_mbps_per_host, 1),
-                "demand_objects_per_second_per_instance": round(self.demand_objects_per_host, 1),
-                "au_target_percent": self.au_target, "sources": [s.to_dict() for s in self.sources], "notes": self.notes}
 
 
 def deploy_settings(lab: Provisioning | None, own: dict[str, Any]) -> dict[str, Any]:
