@@ -7,8 +7,8 @@ again, about a second before the first test runs. Here pytest collects the test 
 test file unmutated (the imports and the stand-in's first use, warm, also prove the unmutated code passes), then forks
 a child per mutant that runs, with that mutant switched on (MUTANT_UNDER_TEST, read by mutmut's trampolines at each
 call), the tests mutmut traced to its function, fastest first, and stops at the first failure. Two children at once
-(two cores); a child that runs past its time (mutmut's rule: 15 times its tests' traced duration, plus a margin for
-the fixtures) is stopped and counted as timed out, which kills the mutant as mutmut counts it.
+(two cores); a child that runs past its time (six times its tests' traced duration, where mutmut allows 15, plus a
+margin for the fixtures) is stopped and counted as timed out, which kills the mutant as mutmut counts it.
 
     python -m benchmarks.mutation_runner NAMES_FILE RESULTS_FILE     # cwd: mutants/
 
@@ -29,7 +29,12 @@ from pathlib import Path
 
 KILLED, SURVIVED, NO_TESTS, TIMED_OUT = 1, 0, 33, 36
 CHILDREN = 2
-TIMEOUT_MULTIPLIER, TIMEOUT_MARGIN = 15.0, 20.0   # seconds: the fixtures a child sets up (the emulated world: ~1 s)
+# A child's time: its tests' traced seconds times this, plus a margin for the fixtures it sets up (the emulated world:
+# ~1 s). mutmut's own multiplier is 15; a mutant that loops (a bisection whose bounds never meet) then held a core for
+# 15 x the ~15 s an answer function's tests take, four minutes. Six times what the unmutated tests took, on the same
+# loaded cores, is a loop in practice; DSLAB_MUTATION_TIMEOUT sets another multiplier.
+TIMEOUT_MULTIPLIER = float(os.environ.get("DSLAB_MUTATION_TIMEOUT", "6"))
+TIMEOUT_MARGIN = 20.0
 
 
 def function_of(mutant: str) -> str:
