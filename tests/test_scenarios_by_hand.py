@@ -1,0 +1,74 @@
+"""An experiment's datasets and trials as the answer sees them (dslab/core/answer/scenarios.py), on small experiment
+files whose figures are worked out by hand (issue 58): which trials share one answer, a dataset's shape from its
+stats, its declaration or its generate: recipe, and the compute in the premise's words."""
+
+from __future__ import annotations
+
+from dslab.core.answer.scenarios import (
+    GENERATE_MEAN_KB, compute_rate_of, compute_said, generated_shape, known_shape, samples_of, scenarios, shape_of,
+)
+from dslab.core.experiment import parse_experiment
+
+
+def _experiment(**doc):
+    base = {"name": "x", "datasets": [{"name": "d", "format": "jpg", "files": 1000, "bytes": 10_000_000}]}
+    base.update(doc)
+    return parse_experiment(base)
+
+
+def test_trials_that_differ_only_in_their_sources_share_one_answer():
+    experiment = _experiment(datasets=[{"name": "d", "format": "jpg", "files": 1000, "bytes": 10_000_000},
+                                       {"name": "e", "format": "jpg", "files": 10, "bytes": 100_000}], trials=[
+        {"name": "a", "modes": ["File", "FSx"]},
+        {"name": "b", "modes": ["FastFile"], "storage": "express"},
+        {"name": "c", "modes": ["Pipe"], "instance_count": 2}])
+    found = {s.label: s for s in scenarios(experiment)}
+    # d: trials a and b share a cluster (one answer); c runs 2 instances (another). e alike. Where a dataset has two
+    # answers, each is labelled by its trials.
+    assert set(found) == {"d · a+b", "d · c", "e · a+b", "e · c"}
+    assert found["d · a+b"].trial_names == ("a", "b")
+    # In the lab's order: the general purpose bucket's sources first, each in MODES order, then Express's.
+    assert found["d · a+b"].sources == (("File", "standard"), ("FSx", "standard"), ("FastFile", "express"))
+    one = {s.label: s for s in scenarios(_experiment(trials=[{"name": "a", "modes": ["File"]}]))}
+    assert set(one) == {"d"}   # one answer: the dataset's name alone
+
+
+def test_a_datasets_shape_from_its_stats_then_its_declaration_then_its_recipe():
+    experiment = _experiment(datasets=[
+        {"name": "declared", "format": "jpg", "files": 1000, "bytes": 10_000_000},
+        {"name": "made", "format": "jpg", "generate": {"images": 200, "copies": 3, "mean_kb": 10}},
+        {"name": "shards", "format": "tfrecord", "generate": {"images": 1000, "mean_kb": 100, "shard_size_mb": 20}},
+        {"name": "plain", "format": "jpg", "generate": {"images": 100}},
+        {"name": "dlio", "format": "npz", "generate": {"files": 4, "samples_per_file": 8, "record_bytes": 1000,
+                                                        "record_bytes_stdev": 0}}])
+    d = {ds.name: ds for ds in experiment.datasets}
+    stats = {"declared": {"files": 990, "bytes": 9_900_000}}
+    found = known_shape(d["declared"], stats, "the stats file")
+    assert (found.shape.files, found.shape.bytes, found.source) == (990, 9_900_000, "the stats file")
+    assert known_shape(d["declared"], {"declared": {"files": 990}}).source == "the experiment's files and bytes"
+    assert shape_of(d["declared"]).files == 1000
+    # 200 images x 3 copies = 600 JPEGs of ~10 KiB: 600 x 10 x 1,024 = 6,144,000 bytes.
+    made = known_shape(d["made"])
+    assert (made.shape.files, made.shape.bytes, made.shape.samples) == (600, 6_144_000, 600)
+    assert made.source == "its generate: recipe, predicted at ~10 KiB per image"
+    assert made.describe() == "600 files, 6.1 MB, 600 samples (from its generate: recipe, predicted at ~10 KiB per image)"
+    # 1,000 images of 100 KiB = 102,400,000 bytes in 20 MB shards: ceil(102.4 / 20) = 6 files.
+    shards = generated_shape(d["shards"])
+    assert (shards.files, shards.bytes, shards.samples) == (6, 102_400_000, 1000)
+    # Caltech-256's mean JPEG where the recipe gives none: 100 x 39 KiB.
+    assert GENERATE_MEAN_KB == 39.0 and generated_shape(d["plain"]).bytes == 100 * 39 * 1024
+    assert samples_of(d["dlio"]) == 32 and samples_of(d["plain"]) == 100 and samples_of(d["declared"]) is None
+    from dataclasses import replace
+    assert known_shape(replace(d["declared"], files=None, bytes=None)) is None   # nothing says its size
+
+
+def test_the_compute_in_the_premises_words():
+    given = _experiment(trials=[{"name": "a", "modes": ["File"]}],
+                        compute={"batch_size": 32, "seconds_per_batch": 0.25}).trials[0]
+    # 32 samples every 0.25 s = 128 samples/s per accelerator.
+    assert compute_rate_of(given) == 128.0
+    assert compute_said(given) == ("batch 32 every 0.25 s = 128.0 samples/s per accelerator (the experiment's compute)")
+    preset = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"preset": "v100"}).trials[0]
+    assert "V100" in compute_said(preset) or "v100" in compute_said(preset)
+    real = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"model": "resnet50"}).trials[0]
+    assert compute_said(real).startswith("resnet50 trained for real; estimated at the V100 preset's ")
