@@ -1,6 +1,7 @@
-"""The command line read once, at the edge (issue 55, section 7): `estimate`, `recommend` and `size` turn their flags
-and the files they name into an ``Asked`` in one call (cli/asked.py ``ask``); the views take that, and nothing below
-``dslab/cli/`` receives argparse's namespace. A namespace that records who reads it holds each command to that."""
+"""The command line read once, at the edge (issue 55, section 7): `estimate`, `recommend`, `size` and `export` turn their
+flags and the files they name into what was asked in one call (cli/asked.py ``ask``, ``ask_export``); the views take
+that, and nothing below ``dslab/cli/`` receives argparse's namespace. A namespace that records who reads it holds each
+command to that."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ class Recording(argparse.Namespace):
         if not name.startswith("_") and name in object.__getattribute__(self, "__dict__"):
             frame = sys._getframe(1)
             inside, caller = False, frame
+            readers = (asked_module.ask.__code__, asked_module.ask_export.__code__)
             while caller is not None:
-                if caller.f_code is asked_module.ask.__code__:
+                if caller.f_code in readers:
                     inside = True
                     break
                 caller = caller.f_back
@@ -53,28 +55,29 @@ def _cases() -> list[list[str]]:
         ["estimate", *checkpoint], ["recommend", *checkpoint, "--json"], ["size", *checkpoint],
         ["estimate", *experiment], ["recommend", *experiment, "--dataset", "caltech-jpg-1x"],
         ["recommend", "--workload", _workload("unet3d"), "--scale", "0.5", "--instance", "ml.g5.2xlarge"],
+        ["export", *experiment, "--offline"], ["export", *experiment, "--offline", "--mode", "FastFile", "--repeat", "0"],
     ]
 
 
 def _run(argv: list[str]) -> tuple[int, list[tuple[str, str, str, bool]], int]:
     calls = []
-    real_ask = asked_module.ask
-
-    def counted(args):
-        calls.append(args)
-        return real_ask(args)
-
     args = build_parser().parse_args(argv, namespace=Recording())
     vars(args).pop("_reads", None)   # what argparse itself read while parsing
     handler = vars(args)["handler"]   # main's dispatch (not a flag), taken as main takes it, unrecorded
     module = sys.modules[handler.__module__]
-    original = module.ask
-    module.ask = counted
+    name = "ask_export" if hasattr(module, "ask_export") else "ask"
+    original = getattr(module, name)
+
+    def counted(args):
+        calls.append(args)
+        return original(args)
+
+    setattr(module, name, counted)
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = handler(args)
     finally:
-        module.ask = original
+        setattr(module, name, original)
     return code, vars(args).get("_reads", []), len(calls)
 
 
@@ -102,11 +105,11 @@ def test_a_recording_namespace_sees_a_read_outside_ask():
 
 
 def test_the_views_take_what_was_asked_never_the_namespace():
-    """No view of estimate, recommend and size has a parameter a namespace could arrive by."""
+    """No view of estimate, recommend, size and export has a parameter a namespace could arrive by."""
     import inspect
 
-    from dslab.cli import advice, checkpoints, size
-    for module in (advice, size, checkpoints):
+    from dslab.cli import advice, checkpoints, export, size
+    for module in (advice, size, checkpoints, export):
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ != module.__name__ or name.startswith("cmd_") or name == "register":
                 continue

@@ -178,4 +178,46 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
     return None, "a run's results"
 
 
-__all__ = ["Asked", "ExperimentAsked", "ask", "measured_stats", "ESTIMATE", "RECOMMEND", "SIZE"]
+@dataclass(frozen=True)
+class ExportAsked:
+    """What `dslab export` was asked: the experiment (the flags' overrides applied) with every job plan would refuse
+    refused, the lab the answer prices and its outputs, and which job to export."""
+    experiment_path: str
+    experiment: Any              # core/experiment.py Experiment
+    lab: Any                     # the lab as it stands (the stand-in's outputs with --offline)
+    runtimes: dict               # each job's MaxRuntimeInSeconds, as `dslab plan` asks (answer/jobs.py max_runtimes)
+    env: Any                     # core/requests.py LabEnvironment, from the lab's outputs
+    s3: Any = None               # an S3 client where --upload puts the code package
+    trial: str | None = None
+    dataset: str | None = None
+    mode: str | None = None
+    repeat: int | None = None
+    results: str | None = None
+    out: str | None = None
+
+
+def ask_export(args) -> ExportAsked:
+    """`dslab export`'s command line, read: the experiment, --repeat within it, a job plan refuses refused (before
+    the outputs are read, which may need credentials), then the lab's outputs."""
+    from ..inputs.experiment_file import load_experiment
+    from .common import OFFLINE_OUTPUTS, environment_from_outputs, lab_outputs, outputs_from_file, region_of
+    from .runs import check_jobs
+    experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
+    if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
+        raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
+    # The lab the answer and the checks price: the stand-in's outputs with --offline, else as `dslab plan` reads it.
+    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
+           if args.offline else lab_provisioning(args))
+    runtimes = check_jobs(experiment, lab=lab)   # what `dslab plan` refuses, refused before anything is written
+    env = environment_from_outputs(lab_outputs(args), region_of(args))
+    s3 = None
+    if args.upload:
+        import boto3
+        s3 = boto3.client("s3", region_name=region_of(args))
+    return ExportAsked(experiment_path=args.experiment, experiment=experiment, lab=lab, runtimes=runtimes, env=env, s3=s3,
+                       trial=args.trial, dataset=args.dataset, mode=args.mode, repeat=args.repeat, results=args.results,
+                       out=args.out)
+
+
+__all__ = ["Asked", "ExperimentAsked", "ExportAsked", "ask", "ask_export", "measured_stats", "ESTIMATE", "RECOMMEND",
+           "SIZE"]

@@ -9,44 +9,30 @@ from typing import Any
 from ..core.errors import ConfigError
 from ..core.modes import lab_mode
 from .advice import experiment_answers
-from .common import (
-    BUILD_DIR,
-    add_command,
-    environment_from_outputs,
-    lab_outputs,
-    region_of,
-    whole,
-)
+from .asked import ExportAsked, ask_export
+from .common import BUILD_DIR, add_command, whole
 
 
 def cmd_export(args) -> int:
+    return show_export(ask_export(args))
+
+
+def show_export(asked: ExportAsked) -> int:
     """One job of the experiment, as the lab would request it, printed as SageMaker Python SDK code. It exports what
-    `dslab plan` would run, and only that: a job plan refuses is refused here, with the same line; a job the answer
-    prices on a provisioning the lab lacks is exported as it runs on the lab, its code saying so in two comments."""
+    `dslab plan` would run, and only that: a job plan refuses is refused (cli/asked.py ask_export), with the same
+    line; a job the answer prices on a provisioning the lab lacks is exported as it runs on the lab, its code saying
+    so in two comments."""
     from ..aws.export import generate
-    from ..inputs.experiment_file import load_experiment
-    from .question import experiment_overrides
-    from .runs import check_jobs
-    experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
-    if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
-        raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
-    lab = _lab(args)
-    runtimes = check_jobs(experiment, lab=lab)   # what `dslab plan` refuses, refused here before anything is written
-    outputs = lab_outputs(args)
-    env = environment_from_outputs(outputs, region_of(args))
     # Your own code is packaged as `dslab plan` and `dslab run` package it (byte-reproducibly): the
     # request names its content-addressed URI; --upload puts it there (the same object `dslab run` uploads).
     from ..inputs import user_code
-    s3 = None
-    if args.upload:
-        import boto3
-        s3 = boto3.client("s3", region_name=region_of(args))
-    prepared = user_code.prepare(experiment, Path(args.experiment), env.bucket, BUILD_DIR, s3_client=s3)
-    checkpoint_trial = _checkpoint_trial(experiment, args)
+    experiment, env = asked.experiment, asked.env
+    prepared = user_code.prepare(experiment, Path(asked.experiment_path), env.bucket, BUILD_DIR, s3_client=asked.s3)
+    checkpoint_trial = _checkpoint_trial(experiment, asked)
     if checkpoint_trial is not None:
-        job, notes = _checkpoint_job(prepared, checkpoint_trial, env, args, lab, runtimes)
+        job, notes = _checkpoint_job(prepared, checkpoint_trial, asked)
     else:
-        job, notes = _data_job(experiment, prepared, env, args, lab, runtimes)
+        job, notes = _data_job(experiment, prepared, asked)
     code = generate(job.request, env.region)
     if notes:   # after the header's three comment lines: how the job runs, and what the answer would provision
         header, rest = code.split("\n", 3)[:3], code.split("\n", 3)[3]
@@ -54,42 +40,34 @@ def cmd_export(args) -> int:
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
     script = job.spec.trial.script
-    if script is not None and not args.upload:
+    if script is not None and asked.s3 is None:
         print(f"note: the job runs your code from {script.code_uri}; it is there once `dslab run` ran this trial, "
               "or put it there now with --upload", file=sys.stderr)
     what = (f"{job.spec.target} checkpoints of {job.spec.trial.name}" if job.spec.target else
             f"{job.spec.mode} on {job.spec.dataset.name}")
     runtime = job.request["StoppingCondition"]["MaxRuntimeInSeconds"]
-    if args.out:
-        Path(args.out).write_text(code)
-        print(f"wrote {args.out}: job {job.name} ({what}, MaxRuntimeInSeconds {runtime:,}); run it with: "
-              f"python {args.out} [--wait]", file=sys.stderr)
+    if asked.out:
+        Path(asked.out).write_text(code)
+        print(f"wrote {asked.out}: job {job.name} ({what}, MaxRuntimeInSeconds {runtime:,}); run it with: "
+              f"python {asked.out} [--wait]", file=sys.stderr)
     else:
         sys.stdout.write(code)
     return 0
 
 
-def _lab(args):
-    """The lab the answer and the checks price: the stand-in's outputs with --offline, else as `dslab plan` reads it."""
-    from .common import OFFLINE_OUTPUTS, lab_provisioning, outputs_from_file
-    if args.offline:
-        return lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
-    return lab_provisioning(args)
-
-
-def _checkpoint_trial(experiment, args):
+def _checkpoint_trial(experiment, asked: ExportAsked):
     """The checkpoint trial to export: --trial naming one, or the experiment's first where it reads no dataset."""
-    named = [t for t in experiment.trials if t.name == args.trial] if args.trial else []
+    named = [t for t in experiment.trials if t.name == asked.trial] if asked.trial else []
     if named and named[0].checkpoint is not None:
-        if args.dataset:
-            raise ConfigError("--dataset", f"trial {args.trial} writes checkpoints: it reads no dataset; drop --dataset")
+        if asked.dataset:
+            raise ConfigError("--dataset", f"trial {asked.trial} writes checkpoints: it reads no dataset; drop --dataset")
         return named[0]
-    if not args.trial and not experiment.datasets:
+    if not asked.trial and not experiment.datasets:
         return next(t for t in experiment.trials if t.checkpoint is not None)
     return None
 
 
-def _checkpoint_job(experiment, trial, env, args, lab, runtimes):
+def _checkpoint_job(experiment, trial, asked: ExportAsked):
     """A checkpoint trial's writer job for --mode's target (s3, express, fsx, efs, or as printed: "S3 sync"), or the
     target the answer picks (`dslab recommend --experiment`): CheckpointConfig for the sync targets, a read-write
     channel for FSx and EFS."""
@@ -97,29 +75,29 @@ def _checkpoint_job(experiment, trial, env, args, lab, runtimes):
     from ..core.facts.prices import PriceTable
     from ..core.modes import CHECKPOINT_TARGET_LABELS
     from ..core.requests import plan
-    if args.results:
+    if asked.results:
         raise ConfigError("--results", f"trial {trial.name} writes checkpoints: --results exports a data job; drop it")
     targets = trial.checkpoint.targets
-    answer = trial_checkpoint_answer(trial, lab, PriceTable(), experiment.calibration)
-    if args.mode:
+    answer = trial_checkpoint_answer(trial, asked.lab, PriceTable(), experiment.calibration)
+    if asked.mode:
         by_name = {**{k: k for k in CHECKPOINT_TARGET_LABELS}, **{v.lower(): k for k, v in CHECKPOINT_TARGET_LABELS.items()}}
-        target = by_name.get(args.mode.strip().lower())
+        target = by_name.get(asked.mode.strip().lower())
         if target not in targets:
-            raise ConfigError("--mode", f"trial {trial.name} writes no checkpoints to {args.mode!r}", list(targets))
+            raise ConfigError("--mode", f"trial {trial.name} writes no checkpoints to {asked.mode!r}", list(targets))
     else:
         usable = [t for t in answer.targets if t.usable and t.target in targets]
         if not usable:
             raise ConfigError("--mode", f"no target of trial {trial.name} keeps up: {answer.why}; give --mode", list(targets))
         target = usable[0].target
-        print(f"recommended for {trial.name}: {usable[0].label} (as `dslab recommend --experiment {args.experiment}`); "
+        print(f"recommended for {trial.name}: {usable[0].label} (as `dslab recommend --experiment {asked.experiment_path}`); "
               "--mode chooses another", file=sys.stderr)
     found = answer.target(target)
     notes = []
     if found.estimate.settings:   # the answer provisions a file system the lab has not got: the job runs on the lab's
         notes = [f"runs on the lab as it stands: {found.deployed.provision}; ${found.deployed.usd_per_day:,.2f} a day",
                  f"the answer provisions {found.label} as {found.estimate.provision}: {found.estimate.command()}"]
-    repeat = args.repeat or 0
-    jobs = [j for j in plan(experiment, env, "export", runtimes=runtimes)
+    repeat = asked.repeat or 0
+    jobs = [j for j in plan(experiment, asked.env, "export", runtimes=asked.runtimes)
             if j.spec.trial.name == trial.name and j.spec.target == target
             and not j.spec.restore and j.spec.repeat == repeat]
     if not jobs or jobs[0].request is None:
@@ -128,42 +106,42 @@ def _checkpoint_job(experiment, trial, env, args, lab, runtimes):
     return jobs[0], notes
 
 
-def _data_job(experiment, prepared, env, args, lab, runtimes):
+def _data_job(experiment, prepared, asked: ExportAsked):
     """A data job: --results' measured pick, --mode's source, or the answer's pick, on the lab as it stands."""
     from ..core.modes import MODES, lab_mode, parse_source
     from ..core.requests import plan
     datasets = {d.name: d for d in experiment.datasets}
-    dataset = datasets.get(args.dataset or next(iter(datasets)))
+    dataset = datasets.get(asked.dataset or next(iter(datasets)))
     if dataset is None:
-        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of the experiment", sorted(datasets))
+        raise ConfigError("--dataset", f"{asked.dataset!r} is not a dataset of the experiment", sorted(datasets))
     readers = [t for t in experiment.trials if dataset.name in (d.name for d in t.datasets)]
-    trials = [t for t in readers if not args.trial or t.name == args.trial]
+    trials = [t for t in readers if not asked.trial or t.name == asked.trial]
     if not trials:
-        raise ConfigError("--trial", f"no trial {args.trial!r} reads {dataset.name}", [t.name for t in readers])
+        raise ConfigError("--trial", f"no trial {asked.trial!r} reads {dataset.name}", [t.name for t in readers])
     modes = [m for m in MODES if any(m in t.modes for t in trials)]
     # A mode, or a source as the tool prints it ("Express FastFile": the trial on the directory bucket).
-    mode, asked_storage = parse_source(args.mode) if args.mode else (None, None)
+    mode, asked_storage = parse_source(asked.mode) if asked.mode else (None, None)
     execution, record, storage = "export", None, asked_storage
-    answers = experiment_answers(experiment, lab=lab)   # the answer `dslab recommend --experiment` gives, computed once
-    if args.results:
-        if args.repeat is not None:
+    answers = experiment_answers(experiment, lab=asked.lab)   # what `dslab recommend --experiment` gives, computed once
+    if asked.results:
+        if asked.repeat is not None:
             raise ConfigError("--repeat", "--results picks the job (the cheapest completed one); "
                               "drop --repeat, or drop --results to choose the job yourself")
-        record, execution = _cheapest_completed(Path(args.results), experiment, dataset.name, mode, args.trial)
+        record, execution = _cheapest_completed(Path(asked.results), experiment, dataset.name, mode, asked.trial)
         mode, storage = lab_mode(record), record.get("storage") or None
     elif mode is None:
-        mode, storage = _recommended_source(answers, args.experiment, dataset, args.trial)
+        mode, storage = _recommended_source(answers, asked.experiment_path, dataset, asked.trial)
     if mode not in modes:
         raise ConfigError("--mode", f"the experiment does not run {mode} on {dataset.name}", modes)
     if asked_storage and not record and not any(mode in t.modes and (t.storage or "standard") == asked_storage
                                                 for t in trials):
         # "Express File" where no trial reads File from the directory bucket: the answer has no such source.
-        raise ConfigError("--mode", f"the experiment does not run {args.mode} on {dataset.name}: no trial reads the "
+        raise ConfigError("--mode", f"the experiment does not run {asked.mode} on {dataset.name}: no trial reads the "
                           "directory bucket", _sources_run(trials, dataset.name))
     notes = _as_deployed(answers, dataset, trials, mode, storage) if record is None else []
     trials = [next(t for t in prepared.trials if t.name == trial.name) for trial in trials]
-    repeat = record["repeat"] if record else (args.repeat or 0)
-    jobs = [j for j in plan(prepared, env, execution, runtimes=runtimes)
+    repeat = record["repeat"] if record else (asked.repeat or 0)
+    jobs = [j for j in plan(prepared, asked.env, execution, runtimes=asked.runtimes)
             if j.spec.dataset.name == dataset.name and j.spec.mode == mode
             and j.spec.repeat == repeat and j.spec.trial in trials
             and (storage is None or (j.spec.trial.storage or "standard") == storage)]
