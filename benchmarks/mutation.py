@@ -232,6 +232,9 @@ def again(modules: tuple[str, ...], group: str = "reactions") -> None:
     """The last run's survivors (and mutants no test reached) run again against the tests as they are now; every other
     result stands: a mutant the tests killed stays killed when tests are added. mutmut itself would forget them: a
     changed test selection (pyproject.toml) resets every result it holds, so they are kept here and put back."""
+    dropped = refresh_copies()
+    if dropped:
+        print(f"mutation run again: changed since their last run, their results dropped: {', '.join(dropped)}")
     kept: dict[str, dict] = {}
     names: list[str] = []
     for module in modules:
@@ -277,6 +280,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def refresh_copies() -> list[str]:
+    """mutmut copies the sources into mutants/ only where no copy is there yet (mutmut/utils/file_utils.py
+    copy_src_dir), so a file changed since an earlier run would be tested as it was. Every copy older than its source is
+    replaced; a mutated module older than its source is dropped with its results (it is generated again, and must
+    be run again). An unmutated copy keeps its source's mtime (mutmut copies with copy2); a mutated one is newer."""
+    import shutil
+    import tomllib
+    settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
+    dropped = []
+    for root in settings["source_paths"]:
+        for source in (REPO / root).rglob("*"):
+            if not source.is_file() or "__pycache__" in source.parts:
+                continue
+            relative = source.relative_to(REPO)
+            target = MUTANTS / relative
+            if not target.exists() or source.stat().st_mtime <= target.stat().st_mtime:
+                continue
+            meta = MUTANTS / (str(relative) + ".meta")
+            if meta.exists():   # a module mutated from an older source: its mutants and results are stale
+                meta.unlink()
+                dropped.append(str(relative))
+            shutil.copy2(source, target)
+    return dropped
+
+
 def run_group(group: str, modules: tuple[str, ...], args: argparse.Namespace) -> None:
     if args.again:
         again(modules, group)
@@ -291,6 +319,9 @@ def run_group(group: str, modules: tuple[str, ...], args: argparse.Namespace) ->
         for module in modules:
             for stale in (MUTANTS / module, MUTANTS / (module + ".meta")):
                 stale.unlink(missing_ok=True)
+        dropped = refresh_copies()
+        if dropped:
+            print(f"mutation run: changed since their last run, their results dropped: {', '.join(dropped)}")
         (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
         # One tracing pass for every module named (mutmut's first pass over the whole test selection), then each
         # mutant run by benchmarks/mutation_runner.py.
