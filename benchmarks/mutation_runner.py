@@ -35,6 +35,7 @@ CHILDREN = 2
 # loaded cores, is a loop in practice; DSLAB_MUTATION_TIMEOUT sets another multiplier.
 TIMEOUT_MULTIPLIER = float(os.environ.get("DSLAB_MUTATION_TIMEOUT", "6"))
 TIMEOUT_MARGIN = 20.0
+CHILD_MEMORY = 3 * 2 ** 30   # bytes of address space a mutant's child may add
 
 
 def function_of(mutant: str) -> str:
@@ -93,6 +94,11 @@ class Runner:
     @staticmethod
     def _child(session, name: str, items: list) -> int:
         os.environ["MUTANT_UNDER_TEST"] = name
+        # A mutant that grows without end (a loop appending to a list) meets a MemoryError, a failed test, before the
+        # kernel's OOM killer picks a process of the machine: CHILD_MEMORY above what the fork shares.
+        import resource
+        size = int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        resource.setrlimit(resource.RLIMIT_AS, (size + CHILD_MEMORY, size + CHILD_MEMORY))
         # The mutant's tmp_path folders in a folder of its own, which the parent deletes when the child ends: pytest
         # keeps a session's folders, and thousands of mutants' checkpoint files filled a 250 GB disk.
         base = own_temp(os.getpid())
@@ -169,7 +175,8 @@ class Runner:
             name, _ = running.pop(pid)
             clear_temp(pid)
             code = os.waitstatus_to_exitcode(status)
-            self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) else code)
+            # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant.
+            self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) or code < 0 else code)
             done += 1
             if done % 100 == 0:
                 self.say(f"  {done} mutants run, {time.monotonic() - started:.0f} s", file=sys.__stderr__,

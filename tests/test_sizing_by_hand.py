@@ -15,6 +15,8 @@ def falls_past(n: int, high: float = 100.0, low: float = 50.0):
 
     def au_at(count: int) -> float:
         calls.append(count)
+        # A bisection takes 14 looks at most here: one that loops is stopped, not left to fill the memory.
+        assert len(calls) <= 64, f"{len(calls)} looks: the search does not end"
         return high if count <= n else low
     au_at.calls = calls
     return au_at
@@ -39,7 +41,11 @@ def test_the_target_is_met_at_exactly_the_target():
 def test_nothing_fed_at_one_instance_is_none_unless_the_cluster_asked_is_fed():
     # File on NVMe with a dataset sized for the cluster: one instance cannot hold its share (AU 0), 16 can, and up
     # to 64 still do: the search starts at the 16 asked, never below a cluster the AU column says is fed.
+    looks = []
+
     def au_at(n: int) -> float:
+        looks.append(n)
+        assert len(looks) <= 256, "the search does not end"
         return 0.0 if n < 16 else (100.0 if n <= 64 else 40.0)
     assert _largest(au_at, 90.0, count=16) == 64
     assert _largest(au_at, 90.0, count=1) == 0
