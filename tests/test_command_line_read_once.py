@@ -28,7 +28,7 @@ class Recording(argparse.Namespace):
         if not name.startswith("_") and name in object.__getattribute__(self, "__dict__"):
             frame = sys._getframe(1)
             inside, caller = False, frame
-            readers = (asked_module.ask.__code__, asked_module.ask_export.__code__)
+            readers = (asked_module.ask.__code__, asked_module.ask_export.__code__, asked_module.ask_plan.__code__)
             while caller is not None:
                 if caller.f_code in readers:
                     inside = True
@@ -56,6 +56,7 @@ def _cases() -> list[list[str]]:
         ["estimate", *experiment], ["recommend", *experiment, "--dataset", "caltech-jpg-1x"],
         ["recommend", "--workload", _workload("unet3d"), "--scale", "0.5", "--instance", "ml.g5.2xlarge"],
         ["export", *experiment, "--offline"], ["export", *experiment, "--offline", "--mode", "FastFile", "--repeat", "0"],
+        ["plan", *experiment, "--offline"], ["plan", *experiment, "--offline", "--json", "--epochs", "2"],
     ]
 
 
@@ -65,7 +66,7 @@ def _run(argv: list[str]) -> tuple[int, list[tuple[str, str, str, bool]], int]:
     vars(args).pop("_reads", None)   # what argparse itself read while parsing
     handler = vars(args)["handler"]   # main's dispatch (not a flag), taken as main takes it, unrecorded
     module = sys.modules[handler.__module__]
-    name = "ask_export" if hasattr(module, "ask_export") else "ask"
+    name = {"export": "ask_export", "plan": "ask_plan"}.get(argv[0], "ask")
     original = getattr(module, name)
 
     def counted(args):
@@ -105,10 +106,12 @@ def test_a_recording_namespace_sees_a_read_outside_ask():
 
 
 def test_the_views_take_what_was_asked_never_the_namespace():
-    """No view of estimate, recommend, size and export has a parameter a namespace could arrive by."""
+    """No view of estimate, recommend, size, export and plan has a parameter a namespace could arrive by."""
     import inspect
 
     from dslab.cli import advice, checkpoints, export, size
+    from dslab.cli import runs
+    assert list(inspect.signature(runs.show_plan).parameters) == ["asked"]
     for module in (advice, size, checkpoints, export):
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ != module.__name__ or name.startswith("cmd_") or name == "register":

@@ -201,7 +201,6 @@ def ask_export(args) -> ExportAsked:
     the outputs are read, which may need credentials), then the lab's outputs."""
     from ..inputs.experiment_file import load_experiment
     from .common import OFFLINE_OUTPUTS, environment_from_outputs, lab_outputs, outputs_from_file, region_of
-    from .runs import check_jobs
     experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
     if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
         raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
@@ -219,5 +218,57 @@ def ask_export(args) -> ExportAsked:
                        out=args.out)
 
 
-__all__ = ["Asked", "ExperimentAsked", "ExportAsked", "ask", "ask_export", "measured_stats", "ESTIMATE", "RECOMMEND",
-           "SIZE"]
+def check_jobs(experiment, stats=None, lab=None) -> dict[tuple[str, str, str, str], int]:
+    """Refuse what the answer says cannot run as planned (core/answer/scenarios.py checked_jobs): a source the lab as
+    it stands cannot run (FSx too small to hold the data), a job past SageMaker's 28 days, a max_run_seconds shorter
+    than the top of the job's estimate; a checkpoint job whose target cannot hold its checkpoints, or that would run
+    past 28 days. Returns each job's MaxRuntimeInSeconds, data and checkpoint jobs alike (requests.runtime_key),
+    sized from the estimate where the experiment does not set it. Where a
+    dataset's size is not known here, the workflow's Plan checks it from its stats file."""
+    from ..core.answer.jobs import checked_jobs, max_runtimes
+    from ..core.facts.prices import PriceTable
+    lab = lab if lab is not None else lab_provisioning()
+    return max_runtimes(checked_jobs(experiment, PriceTable(), stats=stats, lab=lab))
+
+
+def experiment_of(args, **kwargs):
+    """The experiment --experiment names, with --workload (and --scale) added, or --workload's own experiment; and
+    the file its relative paths are read from (plan, run, local)."""
+    from ..inputs.experiment_file import load_experiment
+    if not args.experiment and not args.workload:
+        raise ConfigError("--experiment", "give an experiment file, or --workload with a DLIO workload file")
+    path = Path(args.experiment) if args.experiment else None
+    workload = Path(args.workload) if args.workload else None
+    return (load_experiment(path, workload=workload, scale=args.scale, overrides=experiment_overrides(args), **kwargs),
+            path or workload)
+
+
+@dataclass(frozen=True)
+class PlanAsked:
+    """What `dslab plan` was asked: the experiment and the file its paths are read from, with every job that cannot run
+    as planned refused; the lab the checks price, the lab's outputs, and how to show the plan."""
+    experiment: Any
+    where: Path
+    lab: Any
+    runtimes: dict
+    env: Any
+    execution: str
+    json: bool = False
+
+
+def ask_plan(args) -> PlanAsked:
+    """`dslab plan`'s command line, read: a job that cannot run as planned is refused before the outputs are read."""
+    from .common import OFFLINE_OUTPUTS, environment_from_outputs, lab_outputs, outputs_from_file, region_of
+    experiment, where = experiment_of(args)
+    # The lab the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its one line), else
+    # the outputs file or cdk.json (lab_provisioning).
+    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
+           if args.offline else lab_provisioning(args))
+    runtimes = check_jobs(experiment, lab=lab)   # what cannot run as planned, refused before a request is built
+    env = environment_from_outputs(lab_outputs(args), region_of(args))
+    return PlanAsked(experiment=experiment, where=where, lab=lab, runtimes=runtimes, env=env, execution=args.execution,
+                     json=bool(args.json))
+
+
+__all__ = ["Asked", "ExperimentAsked", "ExportAsked", "PlanAsked", "ask", "ask_export", "ask_plan", "experiment_of",
+           "check_jobs", "measured_stats", "ESTIMATE", "RECOMMEND", "SIZE"]

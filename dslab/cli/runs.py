@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.experiment.parsing import MAX_REPEATS
+from .asked import ask_plan, check_jobs, experiment_of
 from .common import print_ignored
 from .question import add_calibration_flag, add_instance_flags, add_workload_flags, workload_json
 from .common import (
@@ -18,11 +19,7 @@ from .common import (
     add_command,
     aws_failure,
     explain_aws,
-    environment_from_outputs,
-    OFFLINE_OUTPUTS,
-    lab_outputs,
     lab_provisioning,
-    outputs_from_file,
     outputs_from_cloudformation,
     price_table,
     print_json,
@@ -34,21 +31,19 @@ from .common import (
 
 
 def cmd_plan(args) -> int:
+    return show_plan(ask_plan(args))
+
+
+def show_plan(asked) -> int:
+    """The experiment's jobs as `dslab run` would request them, on the lab as it stands (cli/asked.py ask_plan)."""
     from ..core.requests import plan
     from ..inputs import user_code
-    experiment, where = _experiment(args)
-    # The lab the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its one line), else
-    # the outputs file or cdk.json (lab_provisioning).
-    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
-           if args.offline else lab_provisioning(args))
-    runtimes = check_jobs(experiment, lab=lab)   # what cannot run as planned, refused before a request is built
-    outputs = lab_outputs(args)
-    env = environment_from_outputs(outputs, region_of(args))
+    env, lab = asked.env, asked.lab
     # The user's code is checked and packaged (not uploaded): the requests name where `dslab run` puts it.
-    experiment = user_code.prepare(experiment, where, env.bucket, BUILD_DIR)
-    jobs = plan(experiment, env, args.execution, runtimes=runtimes)
+    experiment = user_code.prepare(asked.experiment, asked.where, env.bucket, BUILD_DIR)
+    jobs = plan(experiment, env, asked.execution, runtimes=asked.runtimes)
     workloads = _workloads(experiment)
-    if args.json:
+    if asked.json:
         print_json({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
                      "jobs": [{"name": j.name, "mode": j.spec.mode, "dataset": j.spec.dataset.name,
                                "repeat": j.spec.repeat, "request": j.request, "skip_reason": j.skip_reason} for j in jobs],
@@ -138,30 +133,8 @@ def print_premises(experiment, lab, stats=None) -> None:
         print(line)
 
 
-def check_jobs(experiment, stats=None, lab=None) -> dict[tuple[str, str, str, str], int]:
-    """Refuse what the answer says cannot run as planned (core/answer/scenarios.py checked_jobs): a source the lab as
-    it stands cannot run (FSx too small to hold the data), a job past SageMaker's 28 days, a max_run_seconds shorter
-    than the top of the job's estimate; a checkpoint job whose target cannot hold its checkpoints, or that would run
-    past 28 days. Returns each job's MaxRuntimeInSeconds, data and checkpoint jobs alike (requests.runtime_key),
-    sized from the estimate where the experiment does not set it. Where a
-    dataset's size is not known here, the workflow's Plan checks it from its stats file."""
-    from ..core.answer.jobs import checked_jobs, max_runtimes
-    from ..core.facts.prices import PriceTable
-    lab = lab if lab is not None else lab_provisioning()
-    return max_runtimes(checked_jobs(experiment, PriceTable(), stats=stats, lab=lab))
-
-
 def _experiment(args, **kwargs):
-    """The experiment --experiment names, with --workload (and --scale) added, or --workload's own experiment; and
-    the file its relative paths are read from."""
-    from ..inputs.experiment_file import load_experiment
-    if not args.experiment and not args.workload:
-        raise ConfigError("--experiment", "give an experiment file, or --workload with a DLIO workload file")
-    path = Path(args.experiment) if args.experiment else None
-    workload = Path(args.workload) if args.workload else None
-    from .question import experiment_overrides
-    return (load_experiment(path, workload=workload, scale=args.scale, overrides=experiment_overrides(args), **kwargs),
-            path or workload)
+    return experiment_of(args, **kwargs)
 
 
 def cmd_run(args) -> int:
