@@ -36,6 +36,7 @@ CHILDREN = 2
 TIMEOUT_MULTIPLIER = float(os.environ.get("DSLAB_MUTATION_TIMEOUT", "6"))
 TIMEOUT_MARGIN = 20.0
 CHILD_MEMORY = 3 * 2 ** 30   # bytes of address space a mutant's child may add
+PER_TEST_MARGIN = 10.0       # seconds each test may take beyond TIMEOUT_MULTIPLIER x its traced seconds
 
 
 def function_of(mutant: str) -> str:
@@ -91,8 +92,7 @@ class Runner:
             planned.append((name, [by_id[t] for t in tests], sum(self.duration.get(t, 0.0) for t in tests)))
         return planned
 
-    @staticmethod
-    def _child(session, name: str, items: list) -> int:
+    def _child(self, session, name: str, items: list) -> int:
         os.environ["MUTANT_UNDER_TEST"] = name
         # A mutant that grows without end (a loop appending to a list) meets a MemoryError, a failed test, before the
         # kernel's OOM killer picks a process of the machine: CHILD_MEMORY above what the fork shares.
@@ -116,8 +116,14 @@ class Runner:
             # mutants (runner.py: 355,000 lines): pytest then spends up to 40 s per failure formatting it. Only the
             # failure counts here.
             item.repr_failure = item._repr_failure_py = _unformatted
+        # Each test gets its own time (TIMEOUT_MULTIPLIER x its traced seconds, plus PER_TEST_MARGIN): a mutant that
+        # loops in the first, fastest test is stopped in seconds, not at the deadline of every test it would have run.
+        signal.signal(signal.SIGALRM, lambda *_: os._exit(TIMED_OUT))
         for i, item in enumerate(items):
+            budget = TIMEOUT_MULTIPLIER * self.duration.get(item.nodeid, 0.0) + PER_TEST_MARGIN
+            signal.setitimer(signal.ITIMER_REAL, budget)
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
+            signal.setitimer(signal.ITIMER_REAL, 0)
             if session.testsfailed > before:
                 return KILLED
         return SURVIVED
@@ -175,7 +181,8 @@ class Runner:
             name, _ = running.pop(pid)
             clear_temp(pid)
             code = os.waitstatus_to_exitcode(status)
-            # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant.
+            # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant. TIMED_OUT: a
+            # test ran past its own time (the child's alarm).
             self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) or code < 0 else code)
             done += 1
             if done % 100 == 0:
@@ -193,8 +200,16 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, os.getcwd())
     import pytest
     journal = results_file.with_suffix(".jsonl")
-    journal.unlink(missing_ok=True)
-    runner = Runner(names, stats, journal=journal)
+    done: dict[str, int] = {}
+    if os.environ.get("DSLAB_MUTATION_RESUME") and journal.exists():
+        # A run stopped early and started again on the same sources: what its journal holds stands.
+        for line in journal.read_text().splitlines():
+            name, code = json.loads(line)
+            done[name] = code
+    else:
+        journal.unlink(missing_ok=True)
+    runner = Runner([n for n in names if n not in done], stats, journal=journal)
+    runner.results.update({n: c for n, c in done.items() if n in set(names)})
     args = ["--rootdir=.", "-p", "no:randomly", *settings["pytest_add_cli_args"],
             *settings["pytest_add_cli_args_test_selection"]]
     pytest.main(args, plugins=[runner])
