@@ -92,3 +92,74 @@ def test_one_deploy_keeps_what_the_lab_was_deployed_with_except_what_it_sets():
     assert deploy_settings(lab, {"efsPerformance": "generalPurpose", "efsThroughput": "elastic"})["efsPerformance"] == \
         "generalPurpose"
     assert deploy_settings(None, {"fsxCapacity": 2400}) == {"fsxCapacity": 2400}
+
+
+def test_the_search_starts_at_the_cluster_asked_only_where_it_is_fed():
+    # One instance cannot hold its share; from 2 up the cluster is fed, to 64: a count of 2 starts the search.
+    def au_at(n: int) -> float:
+        return 0.0 if n < 2 else (100.0 if n <= 64 else 40.0)
+    assert _largest(au_at, 90.0, count=2) == 64
+    assert _largest(au_at, 90.0) == 0                      # asked for one instance: not fed
+    assert _largest(au_at, 90.0, count=64, most=64) == 64  # the cluster asked is the largest searched
+    # Exactly the target at the cluster asked is fed.
+    assert _largest(lambda n: 0.0 if n < 8 else 90.0, 90.0, count=8) == 4096
+
+
+class _Job:
+    def __init__(self, au_percent: float):
+        self.au_percent = au_percent
+
+
+def _demand(mbps: float):
+    """The cluster's FSx job on a file system: AU is the share of ``mbps`` its throughput delivers (capacity in TiB x
+    its MB/s per TiB), at most 100%."""
+    calls = []
+
+    def job_on(config):
+        calls.append(config)
+        assert len(calls) < 2000, "the search does not end"
+        return _Job(min(100.0, 100.0 * config.capacity_gib / 1024 * config.mbps_per_tib / mbps))
+    return job_on
+
+
+def test_the_cheapest_fsx_that_feeds_the_cluster_by_hand():
+    from dslab.core.answer.sizing import cheapest_fsx
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    from dslab.core.shape import DatasetShape
+    small = DatasetShape(files=1000, bytes=10 * 2 ** 30)   # 10 GiB: any file system holds it
+    # 2,000 MB/s at 90% AU = 1,800 MB/s. The smallest capacity of each kind that delivers it, and its price an hour
+    # (GB-month prices / 730 hours):
+    #   Scratch 2 (200 MB/s/TiB): 9 TiB = 9,216 GiB -> 9,600 GiB; $0.140 x 9,600 / 730 = $1.841
+    #   P2-125: 14.4 TiB -> 16,800 GiB, $3.337;  P2-250: 7.2 TiB -> 9,600 GiB (7,200 gives 1,758), $2.762
+    #   P2-500: 3.6 TiB -> 4,800 GiB, $2.236;   P2-1000: 1.8 TiB -> 2,400 GiB, $1.973
+    best = cheapest_fsx(small, _demand(2000.0), AS_DEPLOYED, PriceTable(), au_target=90.0)
+    assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 9600)
+    # At a 70% target, 1,400 MB/s: Scratch 2 needs 7 TiB -> 7,200 GiB ($1.381); P2-1000 1.4 TiB -> 2,400 GiB ($1.973).
+    assert cheapest_fsx(small, _demand(2000.0), AS_DEPLOYED, PriceTable(), au_target=70.0).capacity_gib == 7200
+    # 9,000 MB/s at 90% = 8,100 MB/s: Scratch 2 40.5 TiB -> 43,200 GiB ($8.285); P2-250 32.4 TiB -> 33,600 GiB
+    # ($9.666); P2-500 16.2 TiB = 16,589 GiB -> 16,800 GiB ($0.340 x 16,800 / 730 = $7.825); P2-1000 8.1 TiB -> 9,600
+    # GiB ($7.890): the cheapest is Persistent 2 at 500 MB/s/TiB.
+    fast = cheapest_fsx(small, _demand(9000.0), AS_DEPLOYED, PriceTable(), au_target=90.0)
+    assert (fast.deployment_type, fast.mbps_per_tib, fast.capacity_gib) == ("PERSISTENT_2", 500.0, 16800)
+    # A demand any file system meets at its smallest: Scratch 2 at the lab's 1,200 GiB ($0.230 an hour).
+    assert cheapest_fsx(small, _demand(10.0), AS_DEPLOYED, PriceTable()).capacity_gib == 1200
+    # A dataset of 5,000 GiB needs 5,250 GiB with its headroom: 7,200 GiB at least, whatever the demand.
+    big = DatasetShape(files=1000, bytes=5000 * 2 ** 30)
+    assert cheapest_fsx(big, _demand(10.0), AS_DEPLOYED, PriceTable()).capacity_gib == 7200
+
+
+def test_where_nothing_feeds_the_cluster_the_smallest_fsx_that_does_as_well_as_the_largest():
+    from dslab.core.answer.sizing import cheapest_fsx
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    from dslab.core.shape import DatasetShape
+
+    def capped(config):
+        # The instances' own network caps the job at 60% AU from 2 TiB of P2-1000 up, whatever FSx delivers beyond.
+        return _Job(min(60.0, 100.0 * config.capacity_gib / 1024 * config.mbps_per_tib / 4000.0))
+    best = cheapest_fsx(DatasetShape(files=10, bytes=2 ** 30), capped, AS_DEPLOYED, PriceTable(), au_target=90.0)
+    # 60% is 2,400 MB/s, reached by each kind (within 0.05 points) at: Scratch 2 12 TiB = 12,288 GiB -> 14,400 GiB
+    # (12,000 GiB gives 2,344 MB/s, 58.6%), $0.140 x 14,400 / 730 = $2.762; P2-125 21,600 GiB ($4.290); P2-250 12,000
+    # GiB ($3.452); P2-500 7,200 GiB ($3.353); P2-1000 4,800 GiB ($3.945). All as good: the cheapest.
+    assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 14400)
