@@ -14,6 +14,7 @@ fails on "survived": a reaction, a rule or a figure, or a word of it, that no te
     python -m benchmarks.mutation dslab/workflow/teardown.py dslab/core/facts/limits.py   # each in its group
     python -m benchmarks.mutation --again MODULE...    # the last run's survivors only, after tests were added
     python -m benchmarks.mutation --report             # the table from the last run, without running
+    DSLAB_MUTATION_RESUME=1 python -m benchmarks.mutation MODULE...   # a stopped run again: its journal's results stand
 
 It prints killed / survived / timed out per module and the time it took, and writes each survivor's diff for
 docs/setup.md's review of them: benchmarks/mutation-survivors.txt (reactions), mutation-survivors-answer.txt (answer).
