@@ -51,6 +51,9 @@ def test_the_first_line_adds_up_the_picks_day(capsys):
 def test_a_save_under_nothing_meets_refuses_fsx_and_efs_and_warns_the_syncs(capsys):
     answer = _answer(capsys, "--instance", "ml.p5.48xlarge", "--save-under", "1s", expect=1)
     targets = _targets(answer)
+    question = answer["question"]
+    assert (question["targets"], question["save_under_seconds"]) == (["s3", "express", "fsx", "efs"], 1.0)
+    assert set(question) == {"premise", "targets", "save_under_seconds", "prices"} and question["prices"]
     assert answer["pick"] is None and answer["runner_up"] is None
     assert answer["why"] == ("no target keeps up at this interval: a longer --checkpoint-every, fewer kept, or a larger "
                              "--save-under")

@@ -103,6 +103,8 @@ def test_each_target_gets_a_writer_and_a_restore_job_named_by_its_trials_place(t
     assert checks[0].what == "trial ckpt's S3 sync writer" and checks[1].what == "trial ckpt's S3 sync restore job"
     for check in checks:
         assert check.seconds == pytest.approx(sum(check.parts.values()))
+    # A sync job starts as a File job does (214.5 s, the shipped model's); a file system's as its channel's (FSx 219.2 s).
+    assert [c.parts["start-up"] for c in checks] == [214.5, 214.5, 219.2, 219.2]
     # Behind a data trial, it is the second trial: its keys say so, and it is still checked.
     behind = checkpoint_job_checks(_experiment(tmp_path, data_trial_first=True), PriceTable(), AS_DEPLOYED)
     assert len(behind) == 4 and {c.field_prefix for c in behind} == {"trials[1]."}
