@@ -121,3 +121,16 @@ def test_a_trials_answer_is_its_workloads_at_full_size_every_30_minutes_keeping_
               if t["target"] in mine}
     assert mine == theirs
     assert _targets(smaller)["s3"]["save_seconds"] != mine["s3"][2]   # the volume is the trial's own
+
+
+def test_efs_already_deployed_as_its_answer_needs_no_deploy(capsys, tmp_path):
+    # The lab's EFS deployed Elastic on General Purpose (its stack's outputs say so): the cheapest day for 1/100,000 of
+    # 8B is EFS as it stands. No deploy; the premise names the lab as deployed, as FSx's names cdk.json's.
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps({"DataSourceLab-Core": {"EfsThroughputMode": "elastic",
+                                                          "EfsPerformanceMode": "generalPurpose"}}))
+    answer = _answer(capsys, "--instance", "ml.p5.48xlarge", "--scale", "0.00001", "--outputs", str(outputs))
+    efs, fsx = _targets(answer)["efs"], _targets(answer)["fsx"]
+    assert "command" not in efs and "deploy_settings" not in efs, efs.get("command")
+    assert efs["premise"] == efs["as_deployed"]["premise"] == "as deployed"
+    assert fsx["premise"] == "as cdk.json would deploy it"
