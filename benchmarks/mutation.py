@@ -223,6 +223,7 @@ def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict
         before = (kept or {}).get(module, {}).get("exit_code_by_key", {})
         codes = {k: results[k] if k in results else before.get(k, v) for k, v in now["exit_code_by_key"].items()}
         meta.write_text(json.dumps({**now, "exit_code_by_key": codes}))
+        source_stamp(module).write_text(_digest(REPO / module) + "\n")
     # Every module of the group that has a run (this one's and the earlier runs'): a run of some modules keeps the
     # other modules' survivors in the file.
     (REPO / "benchmarks" / GROUPS[group][2]).write_text(survivors(GROUPS[group][0]))
@@ -281,11 +282,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _digest(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def source_stamp(module: str) -> Path:
+    """Beside a module's results: the SHA-256 of the source its mutants were made from."""
+    return MUTANTS / (module + ".source-sha256")
+
+
 def refresh_copies() -> list[str]:
     """mutmut copies the sources into mutants/ only where no copy is there yet (mutmut/utils/file_utils.py
-    copy_src_dir), so a file changed since an earlier run would be tested as it was. Every copy older than its source is
-    replaced; a mutated module older than its source is dropped with its results (it is generated again, and must
-    be run again). An unmutated copy keeps its source's mtime (mutmut copies with copy2); a mutated one is newer."""
+    copy_src_dir), so a file changed since an earlier run would be tested as it was. Every unmutated copy that differs
+    from its source is replaced; a mutated module whose source changed since its mutants were made (its stamp, else
+    its mtime) is dropped with its results: it is generated again, and must be run again."""
     import shutil
     import tomllib
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
@@ -296,12 +307,20 @@ def refresh_copies() -> list[str]:
                 continue
             relative = source.relative_to(REPO)
             target = MUTANTS / relative
-            if not target.exists() or source.stat().st_mtime <= target.stat().st_mtime:
+            if not target.exists():
                 continue
             meta = MUTANTS / (str(relative) + ".meta")
-            if meta.exists():   # a module mutated from an older source: its mutants and results are stale
+            if meta.exists():   # mutated: compare with the source it was made from
+                stamp = source_stamp(str(relative))
+                changed = (stamp.read_text().strip() != _digest(source) if stamp.exists()
+                           else source.stat().st_mtime > target.stat().st_mtime)
+                if not changed:
+                    continue
                 meta.unlink()
+                stamp.unlink(missing_ok=True)
                 dropped.append(str(relative))
+            elif target.read_bytes() == source.read_bytes():
+                continue
             shutil.copy2(source, target)
     return dropped
 
