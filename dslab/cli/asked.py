@@ -178,6 +178,22 @@ def measured_stats(args, experiment) -> tuple[dict[str, Any] | None, str]:
     return None, "a run's results"
 
 
+def _lab_as_it_stands(args):
+    """The lab the answer and the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its
+    one line), else the outputs file or cdk.json (lab_provisioning)."""
+    from .common import OFFLINE_OUTPUTS, outputs_from_file
+    if args.offline:
+        return lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
+    return lab_provisioning(args)
+
+
+def _environment(args):
+    """The lab's bucket, role, network and images its requests name, from its stack outputs (--offline: the
+    stand-in's)."""
+    from .common import environment_from_outputs, lab_outputs, region_of
+    return environment_from_outputs(lab_outputs(args), region_of(args))
+
+
 @dataclass(frozen=True)
 class ExportAsked:
     """What `dslab export` was asked: the experiment (the flags' overrides applied) with every job plan would refuse
@@ -200,15 +216,13 @@ def ask_export(args) -> ExportAsked:
     """`dslab export`'s command line, read: the experiment, --repeat within it, a job plan refuses refused (before
     the outputs are read, which may need credentials), then the lab's outputs."""
     from ..inputs.experiment_file import load_experiment
-    from .common import OFFLINE_OUTPUTS, environment_from_outputs, lab_outputs, outputs_from_file, region_of
+    from .common import region_of
     experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
     if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
         raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
-    # The lab the answer and the checks price: the stand-in's outputs with --offline, else as `dslab plan` reads it.
-    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
-           if args.offline else lab_provisioning(args))
+    lab = _lab_as_it_stands(args)
     runtimes = check_jobs(experiment, lab=lab)   # what `dslab plan` refuses, refused before anything is written
-    env = environment_from_outputs(lab_outputs(args), region_of(args))
+    env = _environment(args)
     s3 = None
     if args.upload:
         import boto3
@@ -258,14 +272,10 @@ class PlanAsked:
 
 def ask_plan(args) -> PlanAsked:
     """`dslab plan`'s command line, read: a job that cannot run as planned is refused before the outputs are read."""
-    from .common import OFFLINE_OUTPUTS, environment_from_outputs, lab_outputs, outputs_from_file, region_of
     experiment, where = experiment_of(args)
-    # The lab the checks price: the stand-in's outputs with --offline (read quietly: a refusal is its one line), else
-    # the outputs file or cdk.json (lab_provisioning).
-    lab = (lab_provisioning(args, outputs=outputs_from_file(OFFLINE_OUTPUTS), where="the stand-in's stack outputs")
-           if args.offline else lab_provisioning(args))
+    lab = _lab_as_it_stands(args)
     runtimes = check_jobs(experiment, lab=lab)   # what cannot run as planned, refused before a request is built
-    env = environment_from_outputs(lab_outputs(args), region_of(args))
+    env = _environment(args)
     return PlanAsked(experiment=experiment, where=where, lab=lab, runtimes=runtimes, env=env, execution=args.execution,
                      json=bool(args.json))
 
