@@ -124,14 +124,18 @@ def test_the_views_take_what_was_asked_never_the_namespace():
     (["recommend", "--experiment", str(REPO / "experiments" / "post-12-jobs.yaml"), "--files", "3"], "--files"),
     (["size", "--files", "1000", "--bytes", "5000"], "--bytes"),
     (["estimate", "--files", "1000", "--bytes", "5GB", "--mode", "EFS", "--storage", "express"], "--storage"),
-], ids=["experiment-with-workload", "experiment-with-files", "five-bytes-a-file", "efs-on-express"])
+    (["export", "--experiment", str(REPO / "experiments" / "post-12-jobs.yaml"), "--offline", "--dataset", "nope",
+      "--upload"], "--dataset"),
+    (["export", "--experiment", str(REPO / "experiments" / "post-12-jobs.yaml"), "--offline", "--trial", "nope"], "--trial"),
+], ids=["experiment-with-workload", "experiment-with-files", "five-bytes-a-file", "efs-on-express", "export-unknown-dataset",
+        "export-unknown-trial"])
 def test_bad_input_is_refused_inside_ask_before_any_view(argv, field, monkeypatch):
     from dslab.core.errors import ConfigError
     views = []
     args = build_parser().parse_args(argv, namespace=Recording())
     vars(args).pop("_reads", None)
     module = sys.modules[vars(args)["handler"].__module__]
-    for name in ("show_estimate", "show_recommend", "show_size"):
+    for name in ("show_estimate", "show_recommend", "show_size", "show_export"):
         if hasattr(module, name):
             monkeypatch.setattr(module, name, lambda asked, name=name: views.append(name))
     with pytest.raises(ConfigError) as raised:

@@ -220,6 +220,13 @@ def ask_export(args) -> ExportAsked:
     experiment = load_experiment(Path(args.experiment), overrides=experiment_overrides(args))
     if args.repeat is not None and not 0 <= args.repeat < experiment.repeats:
         raise ConfigError("--repeat", f"{args.repeat} is not a repeat of the experiment", f"0..{experiment.repeats - 1}")
+    # Names the file must hold, checked before --upload sends the code package (the view picks the job from them).
+    datasets = sorted(d.name for d in experiment.datasets)
+    if args.dataset and args.dataset not in datasets:
+        raise ConfigError("--dataset", f"{args.dataset!r} is not a dataset of the experiment", datasets or None)
+    trials = [t.name for t in experiment.trials]
+    if args.trial and args.trial not in trials:
+        raise ConfigError("--trial", f"{args.trial!r} is not a trial of the experiment", trials)
     lab = _lab_as_it_stands(args)
     runtimes = check_jobs(experiment, lab=lab)   # what `dslab plan` refuses, refused before anything is written
     env = _environment(args)

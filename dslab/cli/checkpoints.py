@@ -135,7 +135,7 @@ def answer_lines(answer, *, commands: bool = False, explain: bool = False) -> li
 
 
 def show(question, *, json: bool, explain: bool, commands: bool) -> int:
-    """A checkpoint question (cli/question.py checkpoint_question_of: the flags read once) answered and printed: the
+    """A checkpoint question (cli/asked.py ask: the flags read once) answered and printed: the
     answer's --json, or its view (``commands``: with the deploy command of each target, as `dslab size` prints)."""
     from ..core.answer.checkpoints import checkpoint_answer
     answer = checkpoint_answer(question)

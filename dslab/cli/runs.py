@@ -133,14 +133,10 @@ def print_premises(experiment, lab, stats=None) -> None:
         print(line)
 
 
-def _experiment(args, **kwargs):
-    return experiment_of(args, **kwargs)
-
-
 def cmd_run(args) -> int:
     from ..inputs import user_code
     from ..core.requests import check_every_host_gets_data, check_job_count
-    experiment, where = _experiment(args, repeats=args.repeats)
+    experiment, where = experiment_of(args, repeats=args.repeats)
     check_job_count(experiment, "--repeats" if args.repeats else "repeats")   # before anything is uploaded or started
     check_every_host_gets_data(experiment)  # by the experiment's own file counts; Plan checks the stats files again
     user_code.package(experiment, where.resolve().parent, BUILD_DIR)  # refuse bad code before any AWS call or file read
