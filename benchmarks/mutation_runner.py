@@ -6,7 +6,9 @@ mutant, it starts pytest afresh: collecting the test files again and setting up 
 again, about a second before the first test runs. Here pytest collects the test selection once, runs one test of each
 test file unmutated (the imports and the stand-in's first use, warm, also prove the unmutated code passes), then forks
 a child per mutant that runs, with that mutant switched on (MUTANT_UNDER_TEST, read by mutmut's trampolines at each
-call), the tests mutmut traced to its function, fastest first, and stops at the first failure. Two children at once
+call), the tests mutmut traced to its function, fastest first, and stops at the first failure; a test that killed an
+earlier mutant of the same function runs first (most mutants of a function fall to the same few tests, and the fastest
+are often not among them). Two children at once
 (two cores); a child that runs past its time (six times its tests' traced duration, where mutmut allows 15, plus a
 margin for the fixtures) is stopped and counted as timed out, which kills the mutant as mutmut counts it.
 
@@ -53,6 +55,11 @@ def own_temp(pid: int) -> Path:
     return Path(tempfile.gettempdir()) / "dslab-mutants" / str(pid)
 
 
+def killer_file(pid: int) -> Path:
+    """Where a mutant's child names the test that killed it, for the parent to try that test first next time."""
+    return Path(tempfile.gettempdir()) / "dslab-mutants" / f"{pid}.killer"
+
+
 def clear_temp(pid: int) -> None:
     """A mutant's child ended: the processes still running in its folders are stopped (a training script whose
     mutated runner never stopped it, in a session of its own), then its folders are deleted."""
@@ -77,6 +84,7 @@ class Runner:
         self.results: dict[str, int] = {}
         self.warm_failed: str | None = None
         self.journal = journal   # each result appended as it comes: a run stopped early keeps what it measured
+        self.killers: dict[str, list[str]] = {}   # per function: the tests that killed its mutants, latest first
 
     def _record(self, name: str, code: int) -> None:
         self.results[name] = code
@@ -125,8 +133,25 @@ class Runner:
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
             signal.setitimer(signal.ITIMER_REAL, 0)
             if session.testsfailed > before:
+                killer_file(os.getpid()).write_text(item.nodeid)
                 return KILLED
         return SURVIVED
+
+    def _killers_first(self, name: str, items: list) -> list:
+        """The tests that killed this function's earlier mutants first (latest first), then the rest, fastest first."""
+        seen = self.killers.get(function_of(name), [])
+        first = [item for nodeid in seen for item in items if item.nodeid == nodeid]
+        return first + [item for item in items if item not in first]
+
+    def _learn(self, name: str, pid: int) -> None:
+        path = killer_file(pid)
+        if path.exists():
+            nodeid = path.read_text()
+            path.unlink()
+            seen = self.killers.setdefault(function_of(name), [])
+            if nodeid in seen:
+                seen.remove(nodeid)
+            seen.insert(0, nodeid)
 
     def _warm(self, session) -> bool:
         """One test of each file, unmutated, in this process: what every child would otherwise import and set up
@@ -156,6 +181,7 @@ class Runner:
                     continue
                 sys.stdout.flush()
                 sys.stderr.flush()
+                items = self._killers_first(name, items)
                 pid = os.fork()
                 if pid == 0:
                     code = 99
@@ -179,6 +205,7 @@ class Runner:
                 time.sleep(0.005)
                 continue
             name, _ = running.pop(pid)
+            self._learn(name, pid)
             clear_temp(pid)
             code = os.waitstatus_to_exitcode(status)
             # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant. TIMED_OUT: a

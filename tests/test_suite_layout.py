@@ -99,6 +99,29 @@ def test_the_mutation_runner_runs_the_tests_traced_to_a_mutants_function_fastest
                                    ("m.x_h__mutmut_1", [], 0)]
 
 
+
+def test_a_test_that_killed_a_functions_mutant_runs_first_for_its_next_mutants(tmp_path, monkeypatch):
+    """The child names the test that killed its mutant; the parent then runs that test first for the same function's
+    later mutants (latest killer first), the rest still fastest first, and other functions keep their order."""
+    from types import SimpleNamespace
+
+    from benchmarks import mutation_runner
+    monkeypatch.setattr(mutation_runner.tempfile, "gettempdir", lambda: str(tmp_path))
+    (tmp_path / "dslab-mutants").mkdir()
+    runner = mutation_runner.Runner([], {"tests_by_mangled_function_name": {}, "duration_by_test": {}})
+    fast, mid, slow = (SimpleNamespace(nodeid=n) for n in ("t::fast", "t::mid", "t::slow"))
+    assert runner._killers_first("m.x_f__mutmut_1", [fast, mid, slow]) == [fast, mid, slow]
+    mutation_runner.killer_file(7).write_text("t::slow")
+    runner._learn("m.x_f__mutmut_1", 7)
+    assert not mutation_runner.killer_file(7).exists()
+    assert runner._killers_first("m.x_f__mutmut_2", [fast, mid, slow]) == [slow, fast, mid]
+    mutation_runner.killer_file(8).write_text("t::mid")
+    runner._learn("m.x_f__mutmut_2", 8)
+    runner._learn("m.x_f__mutmut_3", 9)   # survived: it named no test, and nothing changes
+    assert runner._killers_first("m.x_f__mutmut_4", [fast, mid, slow]) == [mid, slow, fast]
+    assert runner._killers_first("m.x_g__mutmut_1", [fast, mid, slow]) == [fast, mid, slow]
+    assert runner._killers_first("m.x_f__mutmut_5", [fast]) == [fast]   # a killer not traced here is not added
+
 def test_a_mutants_child_leaves_no_process_or_folder_behind(tmp_path, monkeypatch):
     """A training script a mutated runner never stopped (in a session of its own) is stopped when the mutant's child
     ends, and the child's pytest folders are deleted (thousands of mutants' checkpoint files once filled the disk)."""
