@@ -140,10 +140,11 @@ bench-answer: setup
 # Mutation testing (benchmarks/mutation.py; mutmut, installed on first use) of two groups, each with its own tests:
 # the code that holds the reactions to AWS's errors (GROUP=reactions) and the code that gives the answer
 # (GROUP=answer): killed / survived / timed out per module, the survivors' diffs in benchmarks/mutation-survivors.txt
-# and mutation-survivors-answer.txt. MODULES=... for some modules, AGAIN=1 for the last run's survivors only.
+# and mutation-survivors-answer.txt. MODULES=... for some modules, AGAIN=1 for the last run's survivors only,
+# SAMPLE=N for N mutants of each module drawn at random (a first measure of a large module; the table says so).
 # Not part of make test (tens of minutes a group).
 bench-mutation: setup
-	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(if $(GROUP),--group $(GROUP)) $(MODULES)
+	$(PY) -m benchmarks.mutation $(if $(AGAIN),--again) $(if $(SAMPLE),--sample $(SAMPLE)) $(if $(GROUP),--group $(GROUP)) $(MODULES)
 
 # The local lab's own speed (benchmarks/bench_lab.py): a first run from an empty cache, then RUNS cached runs of
 # EXPERIMENT (default experiments/smoke.yaml), each one's wall and CPU seconds and its split, with min/median/max.

@@ -122,6 +122,10 @@ def tally(module: str) -> dict[str, int]:
         return {}
     codes = _measured(module, json.loads(meta.read_text())["exit_code_by_key"])
     out = {"mutants": len(codes), "killed": 0, "survived": 0, "no tests": 0, "timed out": 0, "other": 0}
+    if sample_marker(module).exists():   # a sample: its mutants not drawn were never run, and are not counted
+        out["of"] = len(codes)
+        codes = {k: v for k, v in codes.items() if v is not None}
+        out["mutants"] = len(codes)
     for code in codes.values():
         key = ("killed" if code in KILLED else "survived" if code in SURVIVED else "no tests" if code in NO_TESTS
                else "timed out" if code in TIMEOUT else "other")
@@ -140,6 +144,8 @@ def table(modules: tuple[str, ...]) -> str:
             lines.append(f"{label:60s} {'not run':>7s}")
             continue
         share = 100.0 * (found["killed"] + found["timed out"]) / found["mutants"] if found["mutants"] else 0.0
+        if "of" in found:
+            label = f"{label} (a sample of {found['of']:,})"
         lines.append(f"{label:60s} {found['mutants']:7d} {found['killed']:7d} {found['survived']:8d} "
                      f"{found['no tests']:8d} {found['timed out']:9d} {share:7.1f}%")
         for key in total:
@@ -196,8 +202,23 @@ def trace(group: str = "reactions") -> None:
                                  apply_config_invalidation=True)
 
 
+def sample_marker(module: str) -> Path:
+    """Beside a module's results, where its last run was a sample: how many of its mutants were drawn."""
+    return MUTANTS / (module + ".sample")
+
+
+def draw(module: str, names: list[str], size: int) -> list[str]:
+    """A module's sample: ``size`` of its mutants drawn at random, the same draw for the same module and mutants
+    (seeded by the module's path), in mutmut's order."""
+    import random
+    if size >= len(names):
+        return list(names)
+    chosen = set(random.Random(module).sample(sorted(names), size))
+    return [n for n in names if n in chosen]
+
+
 def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict] | None = None,
-                group: str = "reactions") -> float:
+                group: str = "reactions", sample: int | None = None) -> float:
     """Trace, then run the mutants named (benchmarks/mutation_runner.py) and store their results in mutmut's .meta
     files, where `mutmut results` and this bench's table read them. kept: a module's results from before, put back
     for every mutant not run again (tracing a changed test selection makes mutmut forget every result)."""
@@ -206,9 +227,14 @@ def run_mutants(modules: tuple[str, ...], names: list[str], kept: dict[str, dict
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if traced.returncode:   # pytest's report of the test that failed unmutated is on stdout
         raise SystemExit(f"benchmarks.mutation: mutmut's tracing failed:\n{traced.stdout[-3000:]}")
-    if not names:   # a full run: every mutant of the modules, now generated
+    if not names:   # a full run: every mutant of the modules, now generated (or a sample of each module's)
         for module in modules:
-            names += list(_measured(module, json.loads((MUTANTS / (module + ".meta")).read_text())["exit_code_by_key"]))
+            every = list(_measured(module, json.loads((MUTANTS / (module + ".meta")).read_text())["exit_code_by_key"]))
+            names += draw(module, every, sample) if sample else every
+            if sample:
+                sample_marker(module).write_text(f"{sample}\n")
+            else:
+                sample_marker(module).unlink(missing_ok=True)
     names_file, results_file = MUTANTS / "bench-mutants.txt", MUTANTS / "bench-results.json"
     names_file.write_text("\n".join(names) + "\n")
     results_file.unlink(missing_ok=True)
@@ -246,7 +272,8 @@ def again(modules: tuple[str, ...], group: str = "reactions") -> None:
         document = json.loads(meta.read_text())
         kept[module] = document
         measured = _measured(module, document["exit_code_by_key"])
-        names += [k for k, v in measured.items() if v in SURVIVED or v in NO_TESTS or v is None]
+        sampled = sample_marker(module).exists()   # a sample's mutants not drawn stay unrun
+        names += [k for k, v in measured.items() if v in SURVIVED or v in NO_TESTS or (v is None and not sampled)]
     (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)   # the tests added are traced too
     if not names:
         print("mutation run again: no survivor to run")
@@ -262,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", choices=sorted(GROUPS),
                         help="every module of one group (default: the modules named, or both groups)")
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)   # run_mutants' first step
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="run N mutants of each module, drawn at random (the same draw each time): a first measure "
+                             "of a module too large to run whole; the table says it is a sample")
     parser.add_argument("--again", action="store_true",
                         help="run the last run's survivors again (after tests were added), keeping every other result")
     args = parser.parse_args(argv)
@@ -345,7 +375,7 @@ def run_group(group: str, modules: tuple[str, ...], args: argparse.Namespace) ->
         (MUTANTS / "mutmut-stats.json").unlink(missing_ok=True)
         # One tracing pass for every module named (mutmut's first pass over the whole test selection), then each
         # mutant run by benchmarks/mutation_runner.py.
-        seconds = run_mutants(modules, [], group=group)
+        seconds = run_mutants(modules, [], group=group, sample=args.sample)
         print(f"mutation run ({group}): {seconds:.0f} s for {len(modules)} module(s)")
     print(table(modules))
 

@@ -141,3 +141,25 @@ def test_a_mutants_child_leaves_no_process_or_folder_behind(tmp_path, monkeypatc
     finally:
         other.kill()
         left.kill()
+
+
+def test_a_mutation_sample_is_the_same_draw_each_time_and_its_table_counts_only_what_ran(tmp_path, monkeypatch):
+    """`make bench-mutation SAMPLE=N` runs N mutants of each module drawn at random, the same N for the same module
+    each time, in mutmut's order; the table counts the mutants that ran and says of how many they are a sample."""
+    import json
+
+    from benchmarks import mutation
+    names = [f"dslab.m.x_f__mutmut_{i}" for i in range(1, 41)]
+    drawn = mutation.draw("dslab/m.py", names, 10)
+    assert len(drawn) == 10 and drawn == mutation.draw("dslab/m.py", names, 10)
+    assert drawn == [n for n in names if n in drawn]
+    assert drawn != mutation.draw("dslab/other.py", names, 10)
+    assert mutation.draw("dslab/m.py", names, 50) == names
+    monkeypatch.setattr(mutation, "MUTANTS", tmp_path)
+    (tmp_path / "dslab").mkdir()
+    codes = {n: None for n in names} | {drawn[0]: 0} | {n: 1 for n in drawn[1:]}
+    (tmp_path / "dslab" / "m.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
+    mutation.sample_marker("dslab/m.py").write_text("10\n")
+    assert mutation.tally("dslab/m.py") == {"mutants": 10, "of": 40, "killed": 9, "survived": 1, "no tests": 0,
+                                            "timed out": 0, "other": 0}
+    assert "dslab/m.py (a sample of 40)" in mutation.table(("dslab/m.py",))
