@@ -32,6 +32,7 @@ Times are seconds; money is US dollars.
 SECTIONS = (("answer", "The data answer"), ("question", "`question`"), ("source", "`sources[]`: each source"),
             ("as_deployed", "`sources[].as_deployed`: the lab as it stands"),
             ("estimate", "`sources[].estimate`: the estimate behind the figures"),
+            ("provisioning", "`lab` and `sources[].estimate.provisioning`: a lab"),
             ("checkpoint_answer", "The checkpoint answer (a checkpointing `--workload`)"),
             ("target", "`targets[]`: each checkpoint target"),
             ("target_as_deployed", "`targets[].as_deployed`: the target as the lab stands"))

@@ -309,6 +309,35 @@ def test_an_error_raised_from_none_is_not_told_as_the_aws_error_it_replaced():
         assert find_client_error(wrapped) is missing
 
 
+
+def test_an_upload_that_failed_is_told_as_its_aws_error_even_where_its_context_was_replaced(capsys):
+    """boto3's S3UploadFailedError quotes the ClientError it caught. Re-raised while another error is handled, it takes
+    that one as its context: the AWS error is then read back from its words (code, operation, retries, message), and
+    `dslab` prints one line with the fix, exit 2, not a traceback (a CI run once met this)."""
+    from boto3.exceptions import S3UploadFailedError
+
+    from dslab.cli import _aws_error
+    from dslab.cli.common import find_client_error
+    words = ("Failed to upload code.tar.gz to bucket/code/abc.tar.gz: An error occurred (EncryptionTypeMismatch) when "
+             "calling the PutObject operation: The encryption type does not match the bucket's")
+    try:
+        try:
+            raise KeyError("another error being handled")
+        except KeyError:
+            raise S3UploadFailedError(words)
+    except S3UploadFailedError as err:
+        failed = err
+    found = find_client_error(failed)
+    assert found.operation_name == "PutObject"
+    assert found.response["Error"] == {"Code": "EncryptionTypeMismatch",
+                                       "Message": "The encryption type does not match the bucket's"}
+    assert "EncryptionTypeMismatch" in _aws_error(failed)
+    retried = S3UploadFailedError("Failed to upload x to b/k: An error occurred (SlowDown) when calling the PutObject "
+                                  "operation (reached max retries: 4): Please reduce your request rate.")
+    assert find_client_error(retried).response["ResponseMetadata"]["RetryAttempts"] == 4
+    assert find_client_error(S3UploadFailedError("Failed to upload x to b/k: the disk is full")) is None
+    assert find_client_error(RuntimeError("An error occurred (X) when calling the Y operation: z")) is None
+
 def test_the_functions_code_goes_with_their_stand_in():
     """Each stand-in unzips its functions' code once per content, and removes it when it closes: repeated labs leave
     no code behind."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -25,15 +26,32 @@ class NotDeployed(ConfigError):
     """The lab's stacks are not in this account and region."""
 
 
+# botocore's words for a ClientError, which boto3's S3UploadFailedError quotes: "An error occurred (Code) when calling
+# the Operation operation (reached max retries: 4): message".
+_CLIENT_ERROR_WORDS = re.compile(r"An error occurred \((?P<code>[^)]+)\) when calling the (?P<operation>\w+) operation"
+                                 r"(?: \(reached max retries: (?P<retries>\d+)\))?: (?P<message>.*)", re.S)
+
+
 def find_client_error(err: BaseException | None):
-    """The botocore ClientError in ``err`` or its causes, or None."""
+    """The botocore ClientError in ``err`` or its causes, or None. boto3's S3UploadFailedError raises from the
+    ClientError it caught; where that context is missing (an error re-raised while another is handled takes that one
+    as its context), the ClientError is read back from its words."""
     from botocore.exceptions import ClientError
+    first = err
     for _ in range(5):
-        if err is None or isinstance(err, ClientError):
+        if isinstance(err, ClientError):
             return err
+        if err is None:
+            break
         # `raise X from None` says the error it replaced is not the story: its context is not followed
         err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
-    return None
+    from boto3.exceptions import S3UploadFailedError
+    words = _CLIENT_ERROR_WORDS.search(str(first)) if isinstance(first, S3UploadFailedError) else None
+    if words is None:
+        return None
+    response = {"Error": {"Code": words["code"], "Message": words["message"]},
+                "ResponseMetadata": {"RetryAttempts": int(words["retries"] or 0)}}
+    return ClientError(response, words["operation"])
 
 
 def explain_aws(err: BaseException, what: str | None = None) -> str:
