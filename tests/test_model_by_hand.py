@@ -58,3 +58,271 @@ def test_an_estimates_wall_clock_is_one_instances_share_of_its_phases():
     assert abs(_estimate(instance_count=4).wall_seconds - 41.635) < 1e-9
     assert abs(_estimate(instance_count=0).wall_seconds - 166.54) < 1e-9
     assert _estimate(mode="Pipe", storage="express").source == "Express Pipe"
+
+
+# ---- estimate_mode, each source on one I/O-bound input, worked by hand ---------------------------------------------
+# The input: 10,000 files, 1 GB (100 KB each: small files, one sample each), on one ml.p3.2xlarge (8 vCPUs: 8 readers;
+# 2.5 Gbit/s x 125 x 0.8 of payload = 250 MB/s of network; one V100; an EBS volume), at 10,000 samples/s: 1.0 s of
+# compute an epoch, so every epoch waits on its source; two epochs. The constants are estimate.Model's (its fitted
+# and public figures); the lab is as deployed: FSx Scratch 2 at 1,200 GiB, EFS Bursting.
+SHAPE = dict(files=10_000, bytes=10**9)
+
+
+def _io_bound(mode: str, **changes) -> Estimate:
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    kwargs = {"rate": 10_000.0, "epochs": 2, "prices": PriceTable(), **changes}
+    return estimate_mode(mode, DatasetShape(**SHAPE), **kwargs)
+
+
+def _close(actual, expected, tolerance=1e-9):
+    if isinstance(expected, (list, tuple)):
+        assert len(actual) == len(expected), (actual, expected)
+        for a, e in zip(actual, expected):
+            _close(a, e, tolerance)
+        return
+    assert abs(actual - expected) <= tolerance * max(1.0, abs(expected)), (actual, expected)
+
+
+def test_file_copies_every_object_first_and_its_start_up_hides_behind_the_download():
+    # Downloading: 15.1 s to start the copy, then 1,000 MB at min(157.8 EBS, 250 network) = 157.8 MB/s = 6.33714 s,
+    # plus 10,000 x 7.27 ms = 72.7 s: 15.1 + 79.03714 = 94.13714 s (the bucket's 10,000 GETs at 5,500/s, 1.8 s, do
+    # not bind). Each epoch reads the copy at 250 MB/s from EBS: 4.0 s, against 1.0 s of compute: AU 25%, I/O-bound.
+    # Training 15.4 + 2 x 4.0 = 23.4 s. Start-up 214.5 s, less the 94.13714 s the download hides: 120.36286 s,
+    # above the 54.1 s floor. Billable: 94.13714 + 23.4 + 120.36286 = 237.9 s (start-up + training).
+    e = _io_bound("File")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [94.137135614702, 23.4, 120.362864385298, 237.9])
+    _close(e.epoch_seconds, [4.0, 4.0])
+    _close([e.au_percent, *e.au_percent_per_epoch], [25.0, 25.0, 25.0])
+    assert (e.bound, e.volume_gb, e.blocker, e.fsx_provisioning_seconds) == ("I/O", 100, None, None)
+    assert e.assumptions == ["File: downloads 1.00 GB in 10,000 objects onto each instance's storage, a 100 GB EBS "
+                             "volume (the default), at 158 MB/s plus 7.3 ms per object"]
+
+
+def test_fastfile_lists_first_then_pays_a_get_per_file_over_its_readers():
+    # Downloading: the 15.4 s mount, then 10,000 objects listed at 5,500/s: 1.81818 s; 17.21818 s. Each epoch: 10,000
+    # GETs x 44.7 ms over 8 readers = 55.875 s, plus 1,000 MB at min(1,000 streamed, 250 network) = 4.0 s: 59.875 s.
+    # Training 15.4 + 119.75 = 135.15 s. Other: 214.4 - 17.21818 = 197.18182 s. Billable 349.55 s. AU 1/59.875.
+    e = _io_bound("FastFile")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [17.218181818, 135.15, 197.181818182, 349.55])
+    _close(e.epoch_seconds, [59.875, 59.875])
+    _close(e.au_percent, 100 / 59.875)
+    assert e.assumptions == ["FastFile: lists 5,500 objects/s; each file read is a GET of ~45 ms spread over 8 "
+                             "readers; streams up to 1000 MB/s"]
+
+
+def test_pipe_streams_each_epoch_with_s3s_first_byte_prefetched_eight_deep():
+    # Set-up 12.1 s. Each epoch: 10,000 objects x 27.83 ms first byte / 8 prefetched = 34.7875 s, plus 1,000 MB at
+    # min(300 Pipe, 250 network) = 4.0 s: 38.7875 s. Training 15.4 + 77.575 = 92.975 s. Other 214.4 - 12.1 = 202.3 s.
+    # Billable 12.1 + 92.975 + 202.3 = 307.375 s.
+    e = _io_bound("Pipe")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [12.1, 92.975, 202.3, 307.375])
+    _close(e.epoch_seconds, [38.7875, 38.7875])
+    assert e.assumptions == ["Pipe: streams each epoch from S3 at ~300 MB/s with ~28 ms per object (S3's first "
+                             "byte, Mountpoint on EC2), prefetched 8 deep (no measured cell)"]
+
+
+def test_the_script_lists_the_prefix_in_its_first_epoch_and_gets_64_small_objects_at_a_time():
+    # Nothing before the script. It lists 10 pages of 1,000 keys at 121.6 ms: 1.216 s, in the first epoch. Each epoch:
+    # 10,000 x 27.83 ms / 64 in flight = 4.3484375 s, plus 1,000 MB at min(64 x 87.5 = 5,600, 250 network) = 4.0 s:
+    # 8.3484375 s; the first 9.5644375 s. Training 15.4 + 17.912875 = 33.312875 s. Other: the whole 214.4 s start-up.
+    # Billable 247.712875 s. AU: the mean of 100/9.5644375 and 100/8.3484375 = (10.45538 + 11.97829) / 2 = 11.21684%.
+    e = _io_bound("Script")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [0.0, 33.312875, 214.4, 247.712875])
+    _close(e.epoch_seconds, [9.5644375, 8.3484375])
+    _close(e.au_percent, (100 / 9.5644375 + 100 / 8.3484375) / 2)
+    assert e.assumptions == [
+        "Script: the script lists the prefix (10 pages of 1,000 keys, ~122 ms each, Mountpoint on EC2), then GETs each "
+        "object (~28 ms first byte, Mountpoint on EC2) 64 at a time, 250 MB/s at most (87.5 MB/s per connection, AWS's "
+        "S3 performance guidelines); no channel: SageMaker's lineage does not record the dataset (the lab tags the job "
+        "with its URI and stats)"]
+
+
+def test_fsx_lazy_loads_its_first_epoch_from_s3_then_reads_its_cache():
+    # Scratch 2 at 1,200 GiB: 200 MB/s per TiB x 1,200 / 1,024 = 234.375 MB/s (under 250 of network). First epoch:
+    # 10,000 x 10 ms first reads / 8 readers = 12.5 s, plus 1,000 MB at 234.375 = 4.26667 s: 16.76667 s. Then 10,000 x
+    # 0.5 ms / 8 = 0.625 s plus 4.26667 s: 4.89167 s. Training 15.4 + 21.65833 = 37.05833 s. Mount 12.1 s; other
+    # 219.2 - 12.1 = 207.1 s; billable 256.25833 s. Its import: 10,000 objects at 2,000,000 an hour = 18 s.
+    e = _io_bound("FSx")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [12.1, 37.058333333, 207.1, 256.258333333])
+    _close(e.epoch_seconds, [16.766666667, 4.891666667])
+    _close(e.fsx_provisioning_seconds, 18.0)
+    assert e.assumptions == ["FSx: Scratch 2, 1,200 GiB (234 MB/s), 234 MB/s per instance; the first epoch "
+                             "lazy-loads from S3; creating the file system indexes 10,000 objects in ~0 min (not "
+                             "billed to the job, but FSx bills while it exists)"]
+
+
+def test_efs_bursting_reads_at_its_baseline_up_to_the_instances_network():
+    # Bursting under 1 TiB: 100 MiB/s, reads metered at a third: 300 MiB/s = 314.57 MB/s, under the 500 MiB/s per
+    # client; the network's 250 MB/s binds. Each epoch 10,000 x 3 ms / 8 = 3.75 s plus 4.0 s: 7.75 s. Training
+    # 15.4 + 15.5 = 30.9 s; other 207.1 s; billable 12.1 + 30.9 + 207.1 = 250.1 s.
+    e = _io_bound("EFS")
+    _close([e.downloading, e.training, e.other, e.billable_seconds], [12.1, 30.9, 207.1, 250.1])
+    _close(e.epoch_seconds, [7.75, 7.75])
+    assert e.assumptions == ["EFS: EFS Bursting (Max I/O) in us-east-1, 250 MB/s per instance (reads metered at a "
+                             "third of the rate) while burst credits last, ~3 ms per file; the data must be copied into "
+                             "EFS first (DataSync, not billed to the job)"]
+
+
+def test_efs_provisioned_is_held_to_its_per_client_limit_and_says_no_burst_credits():
+    # Provisioned 1,000 MiB/s, reads metered at a third: 3,000 MiB/s; on ml.p4d.24xlarge (100 Gbit/s x 125 x 0.8 =
+    # 10,000 MB/s), one client reads at most 500 MiB/s = 524.288 MB/s: that binds. 96 readers: 10,000 x 3 ms / 96 =
+    # 0.3125 s, plus 1,000 MB / 524.288 = 1.9073486 s: 2.2198486 s an epoch. Compute: 8 A100s at 10,000 samples/s
+    # each: 10,000 / 80,000 = 0.125 s.
+    e = _io_bound("EFS", instance_type="ml.p4d.24xlarge", efs_provisioned_mibps=1000.0)
+    _close(e.epoch_seconds, [2.2198486328125, 2.2198486328125])
+    _close(e.au_percent, 100 * 0.125 / 2.2198486328125)
+    assert e.assumptions[-1] == ("EFS: EFS Provisioned 1,000 MiB/s in us-east-1, 524 MB/s per instance (reads metered "
+                                 "at a third of the rate), ~3 ms per file; the data must be copied into EFS first "
+                                 "(DataSync, not billed to the job)")
+
+
+def test_efs_a_resident_dataset_reads_its_first_epoch_from_infrequent_access():
+    # 1 GB in files of 100 KB: under EFS IA's 128 KiB, nothing moves to IA: the same as not resident, less the copy.
+    small = _io_bound("EFS", efs_resident=True)
+    _close(small.epoch_seconds, [7.75, 7.75])
+    assert small.assumptions == ["EFS: EFS Bursting (Max I/O) in us-east-1, 250 MB/s per instance (reads metered at "
+                                 "a third of the rate) while burst credits last, ~3 ms per file"]
+    # 2 TiB in 200,000 files of ~11 MB, resident: all in IA. On ml.p4d.24xlarge (10,000 MB/s of network, 500 MiB/s
+    # per client), Bursting counts only what Standard holds: nothing in the first epoch, so its floor, 100 MiB/s x 3 =
+    # 314.5728 MB/s; once read back, 2,048 GiB earn 100 x 2,048 / 1,024 = 200 MiB/s x 3 = 600 MiB/s, held to the
+    # client's 524.288 MB/s. Each epoch reads 2,199,023.255552 MB, plus 200,000 x 3 ms / 96 readers = 6.25 s.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    tib2 = 2 * 2**40
+    large = estimate_mode("EFS", DatasetShape(files=200_000, bytes=tib2), instance_type="ml.p4d.24xlarge",
+                          rate=10_000.0, epochs=2, prices=PriceTable(), efs_resident=True)
+    _close(large.epoch_seconds, [6.25 + tib2 / 1e6 / 314.5728, 6.25 + tib2 / 1e6 / 524.288])
+    ia = PriceTable()["efs_ia_read_per_gb"]
+    assert large.assumptions[-1] == (f"EFS: the dataset lives in EFS; unread for 7 days, its files of 128 KiB and more "
+                                     f"sit in Infrequent Access: the first epoch reads 2,199.02 GB from IA (${ia:.2f} "
+                                     "per GB) at 315 MB/s per instance (Bursting counts only Standard), which brings "
+                                     "them back to Standard")
+    # The IA read is priced: 2,199.023255552 GB x $0.01 = $21.990233 of storage (none where not resident).
+    assert large.cost_usd["storage"] == 21.990233
+
+
+def test_express_shortens_each_get_by_its_first_byte_over_s3_standards_and_stages_once():
+    # Express over Standard: 6.278 ms / 27.83 ms = 0.225584. FastFile's GET: 44.7 ms x 0.225584 = 10.0836 ms;
+    # 10,000 x that / 8 = 12.60449 s + 4.0 s = 16.60449 s an epoch. Staging: 10,000 copies x 30 ms / 64 at a time =
+    # 4.6875 s, plus 1,000 MB at 1,000 MB/s = 1.0 s: 5.6875 s.
+    e = _io_bound("FastFile", storage="express")
+    ratio = 0.006278 / 0.02783
+    _close(e.epoch_seconds, [10_000 * 0.0447 * ratio / 8 + 4.0] * 2)
+    _close(e.staging_seconds, 5.6875)
+    assert e.source == "Express FastFile" and e.storage == "express"
+    # Pipe on Express takes Express's own first byte: 10,000 x 6.278 ms / 8 = 7.8475 s + 4.0 s.
+    _close(_io_bound("Pipe", storage="express").epoch_seconds, [11.8475, 11.8475])
+    # File on Express: 7.27 ms per object x 0.225584 = 1.64000 ms: 10,000 of them 16.40003 s + 6.33714 s + 15.1 s.
+    _close(_io_bound("File", storage="express").downloading, 15.1 + 1000 / 157.8 + 10_000 * 0.00727 * ratio)
+
+
+def test_a_cluster_shares_the_sources_and_a_sharded_channel():
+    # Four ml.p3.2xlarge: each reads 250 MB and 2,500 files an epoch; compute 10,000 / 4 / 10,000 = 0.25 s.
+    # File, sharded (the default for several instances): each copies its 250 MB at 157.8 MB/s (1.58428 s) plus 2,500 x
+    # 7.27 ms (18.175 s): 15.1 + 19.75928 = 34.85928 s; its epoch reads 250 MB from EBS at 250 MB/s: 1.0 s. The
+    # phases are every instance's: downloading 4 x 34.85928 = 139.43711 s.
+    f = _io_bound("File", instance_count=4)
+    _close(f.downloading, 4 * (15.1 + 250 / 157.8 + 2_500 * 0.00727))
+    _close(f.epoch_seconds, [1.0, 1.0])
+    _close(f.au_percent, 25.0)
+    # Fully replicated: each copies the whole 1,000 MB and 10,000 objects (79.03714 s), reads its 250 MB share.
+    r = _io_bound("File", instance_count=4, sharded=False)
+    _close(r.downloading, 4 * 94.137135614702)
+    assert r.assumptions[1] == "File: FullyReplicated: every instance gets the whole channel"
+    assert f.assumptions[1] == "File: ShardedByS3Key: each instance gets its 1/N of the objects"
+    assert f.assumptions[0] == ("4 instance(s) x 1 accelerator(s), each at the compute's rate; every instance reads its "
+                                "1/N share of each epoch; shared sources divide their throughput among the instances")
+    # FSx's 234.375 MB/s shared by four: 58.59375 MB/s each; 250 MB first read 4.26667 s + 2,500 x 10 ms / 8 = 3.125 s.
+    x = _io_bound("FSx", instance_count=4)
+    _close(x.epoch_seconds, [3.125 + 250 / 58.59375, 2_500 * 0.0005 / 8 + 250 / 58.59375])
+    # Billable: every instance's wall, 4 x (12.1 + training + 207.1).
+    _close(x.billable_seconds, 4 * (12.1 + 15.4 + sum(x.epoch_seconds) + 207.1))
+    _close(x.wall_seconds, 12.1 + 15.4 + sum(x.epoch_seconds) + 207.1)
+
+
+def test_an_unknown_mode_or_instance_type_is_said_and_a_tie_between_compute_and_io_is_compute_bound():
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    with pytest.raises(ConfigError) as refused:
+        _io_bound("Tape")
+    assert refused.value.field == "--mode" and "unknown mode 'Tape'" in str(refused.value)
+    # An instance type the table lacks: 8 vCPUs, 10 Gbit/s (x 125 x 0.8 = 1,000 MB/s), one accelerator, EBS. File's
+    # epoch then reads 1,000 MB from EBS at 250 MB/s: 4.0 s against 10,000 / 10,000 = 1.0 s of compute (one
+    # accelerator, not two).
+    from dslab.core.facts.prices import PriceTable
+    priced = PriceTable()
+    priced.data["instance_hourly"]["ml.x9.huge"] = 1.0
+    e = _io_bound("File", instance_type="ml.x9.huge", prices=priced)
+    assert e.assumptions[0] == "ml.x9.huge is not in the instance table: assumed 8 vCPUs, 10 Gbit/s, EBS volume"
+    _close([e.au_percent, *e.epoch_seconds], [25.0, 4.0, 4.0])
+    # At 2,500 samples/s the compute takes 4.0 s, as long as File's read of the copy: compute-bound, AU 100%.
+    tie = _io_bound("File", rate=2_500.0)
+    assert (tie.bound, tie.au_percent) == ("compute", 100.0)
+
+
+def test_express_says_its_first_byte_staging_and_the_copys_storage():
+    # 6.278 ms against 27.83 ms; staging 10,000 objects in 5.6875 s (~0 min), 64 at a time, 30 ms each, for
+    # express_staging_cost's dollars; the copy's storage: 1 GB x the GB-month price.
+    from dslab.core.facts.prices import PriceTable, express_staging_cost
+    e = _io_bound("FastFile", storage="express")
+    prices = PriceTable()
+    cost = express_staging_cost(prices, 10_000, 10**9)
+    assert e.assumptions[-1] == (f"S3 Express One Zone: ~6.3 ms first-byte latency instead of ~28 ms (Mountpoint on "
+                                 f"EC2; AWS: single-digit ms; no measured cell); staging copies 10,000 objects once in "
+                                 f"~0 min (64 copies at a time, ~30 ms each: assumption) for ${cost:.2f}; storage "
+                                 f"${prices['express_gb_month']:.2f} per month while the copy is kept")
+    _close(e.staging_cost_usd, cost)
+
+
+def test_every_mode_and_with_express_the_s3_modes_again_on_the_directory_bucket():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_all
+    from dslab.core.shape import DatasetShape
+    shape = DatasetShape(**SHAPE)
+    plain = estimate_all(shape, rate=10_000.0, prices=PriceTable())
+    assert [(e.mode, e.storage) for e in plain] == [(m, "standard") for m in
+                                                   ("File", "FastFile", "Pipe", "FSx", "EFS", "Script")]
+    both = estimate_all(shape, express=True, rate=10_000.0, prices=PriceTable())
+    assert [(e.mode, e.storage) for e in both] == [(e.mode, "standard") for e in plain] + \
+        [(m, "express") for m in ("File", "FastFile", "Pipe", "Script")]
+
+
+def test_the_break_even_says_which_is_cheaper_first_and_where_that_changes():
+    from dslab.core.model.estimate import BreakEven
+    crossing = BreakEven([1, 2, 3], [1.004, 2.00049, 3.0], [1.5, 2.0, 2.5], 3, "FSx", ["a"])
+    assert crossing.to_dict() == {"epochs": [1, 2, 3], "fsx_usd": [1.004, 2.0005, 3.0], "express_usd": [1.5, 2.0, 2.5],
+                                  "crossover_epochs": 3, "cheaper_at_start": "FSx", "assumptions": ["a"]}
+    assert crossing.sentence() == ("break-even at 3 epochs: below it FSx is cheaper, from it Express FastFile "
+                                   "($3.00 FSx vs $2.50 Express at 3 epochs)")
+    other = BreakEven([1, 2], [2.0, 2.0], [1.0, 3.0], 2, "Express FastFile", [])
+    assert other.sentence() == ("break-even at 2 epochs: below it Express FastFile is cheaper, from it FSx "
+                                "($2.00 FSx vs $3.00 Express at 2 epochs)")
+    never = BreakEven([1, 2], [1.0, 2.0], [3.0, 4.0], None, "FSx", [])
+    assert never.sentence() == ("FSx is cheaper at every epoch count from 1 to 2 ($1.00 FSx vs $3.00 Express at 1 "
+                                "epoch, $2.00 vs $4.00 at 2)")
+
+
+def test_the_break_even_adds_fsxs_import_hours_and_expresss_staging_and_its_storage_meanwhile():
+    # Per epoch count: FSx's job plus its hourly price over the import's seconds; Express FastFile's job plus the
+    # staging copy plus the copy's storage while staging (GB-month price x GB x hours / 730).
+    from dslab.core.facts.prices import HOURS_PER_MONTH, PriceTable
+    from dslab.core.model.estimate import estimate_mode, fsx_express_break_even
+    from dslab.core.model.provisioning import as_deployed
+    from dslab.core.shape import DatasetShape
+    shape, prices = DatasetShape(files=2_000_000, bytes=100 * 10**9), PriceTable()
+    even = fsx_express_break_even(shape, max_epochs=2, prices=prices, rate=10_000.0)
+    hourly = as_deployed(1200).fsx.hourly(prices)
+    for n in (1, 2):
+        fsx = estimate_mode("FSx", shape, epochs=n, prices=prices, rate=10_000.0)
+        express = estimate_mode("FastFile", shape, epochs=n, prices=prices, rate=10_000.0, storage="express")
+        # 2,000,000 objects import in one hour.
+        _close(even.fsx_usd[n - 1], fsx.cost_usd["total"] + hourly * 1.0)
+        during = prices["express_gb_month"] * 100 * express.staging_seconds / 3600 / HOURS_PER_MONTH
+        _close(even.express_usd[n - 1], express.cost_usd["total"] + express.staging_cost_usd + during)
+    assert even.epochs == [1, 2]
+    assert even.assumptions[0] == (f"FSx: Scratch 2, 1,200 GiB (234 MB/s) at ${hourly:.3f}/h from creation (S3 import "
+                                   "of 2,000,000 objects included) to the end of the run, then torn down")
