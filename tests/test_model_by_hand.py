@@ -326,3 +326,122 @@ def test_the_break_even_adds_fsxs_import_hours_and_expresss_staging_and_its_stor
     assert even.epochs == [1, 2]
     assert even.assumptions[0] == (f"FSx: Scratch 2, 1,200 GiB (234 MB/s) at ${hourly:.3f}/h from creation (S3 import "
                                    "of 2,000,000 objects included) to the end of the run, then torn down")
+
+
+# ---- provisioning: the lab's settings read, refused, written and read back -----------------------------------------
+
+def _lab(**settings):
+    from dslab.core.model.provisioning import lab_from_settings
+    return lab_from_settings(settings.get, "cdk.json")
+
+
+def _refused(**settings):
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    with pytest.raises(ConfigError) as refused:
+        _lab(**settings)
+    return refused.value
+
+
+def test_the_lab_read_from_its_settings_names_each_part_as_the_stack_builds_it():
+    lab = _lab()   # nothing set: the stacks' defaults
+    assert (lab.fsx.deployment_type, lab.fsx.capacity_gib, lab.efs.mode, lab.efs.region, lab.efs.performance,
+            lab.fsx_idle_hours, lab.name) == ("SCRATCH_2", 1200, "bursting", "us-east-1", None, 8.0,
+                                              "the lab as deployed (cdk.json)")
+    # "None", "null" and "" read as not set, as cdk.json's own null does.
+    assert _lab(fsxCapacity="None", efsPerformance="None", region="").fsx.capacity_gib == 1200
+    assert _lab(efsPerformance="null").efs.performance is None
+    # Persistent 2 at 250 MB/s/TiB over 2,400 GiB; EFS Provisioned 700 MiB/s in General Purpose, eu-west-1; the guard off.
+    lab = _lab(fsxDeploymentType="persistent_2", fsxThroughputPerTiB="250", fsxCapacity="2400", efsThroughput="PROVISIONED",
+               efsProvisionedMibps="700", efsPerformance="generalPurpose", region="eu-west-1", fsxIdleHours="0")
+    assert (lab.fsx.deployment_type, lab.fsx.mbps_per_tib, lab.fsx.capacity_gib) == ("PERSISTENT_2", 250.0, 2400)
+    assert (lab.efs.mode, lab.efs.provisioned_mibps, lab.efs.performance, lab.efs.region, lab.fsx_idle_hours) == \
+        ("provisioned", 700.0, "generalPurpose", "eu-west-1", 0.0)
+    # A provisioned rate set with another mode is not the mode's: Bursting has none.
+    assert _lab(efsThroughput="bursting", efsProvisionedMibps="700").efs.provisioned_mibps is None
+    assert _lab(efsThroughput="elastic").efs.performance_mode == "generalPurpose"
+
+
+def test_a_setting_the_stack_would_refuse_is_refused_naming_its_key():
+    e = _refused(fsxCapacity="lots")
+    assert (e.field, e.problem) == ("fsxCapacity", "'lots' is not a number (cdk.json)")
+    assert _refused(fsxDeploymentType="SCRATCH_1").field == "fsxDeploymentType"
+    assert _refused(fsxCapacity="1000").field == "fsxCapacity"
+    assert _refused(fsxDeploymentType="PERSISTENT_2", fsxCapacity="2400", fsxThroughputPerTiB="300").field == \
+        "fsxThroughputPerTiB"
+    e = _refused(efsThroughput="turbo")
+    assert (e.field, e.problem, e.allowed) == ("efsThroughput", "'turbo' (cdk.json)", ["bursting", "provisioned",
+                                                                                         "elastic"])
+    e = _refused(efsThroughput="provisioned")
+    assert (e.field, e.problem) == ("efsProvisionedMibps", "efsThroughput=provisioned needs a MiB/s value (cdk.json)")
+    e = _refused(efsThroughput="provisioned", efsProvisionedMibps="5000")
+    assert (e.field, e.problem) == ("efsProvisionedMibps", "5000 MiB/s: the lab provisions 1 to 3,414 (cdk.json)")
+    assert _refused(efsThroughput="provisioned", efsProvisionedMibps="0.5").field == "efsProvisionedMibps"
+    _lab(efsThroughput="provisioned", efsProvisionedMibps="3414")   # the limit itself is allowed
+    e = _refused(efsPerformance="turbo")
+    assert (e.field, e.problem, e.allowed) == ("efsPerformance", "'turbo' is no EFS performance mode the model prices "
+                                               "(cdk.json)", ["maxIO", "generalPurpose"])
+    e = _refused(efsThroughput="elastic", efsPerformance="maxIO")
+    assert (e.field, e.problem, e.allowed) == ("efsPerformance", "maxIO with efsThroughput=elastic: EFS has no such "
+                                               "file system (cdk.json)", ["generalPurpose"])
+    e = _refused(fsxIdleHours="400")
+    assert (e.field, e.problem) == ("fsxIdleHours", "400 hours: the idle guard takes 0 (off) to 336 (cdk.json)")
+    assert _refused(fsxIdleHours="-1").field == "fsxIdleHours"
+    assert _lab(fsxIdleHours="336").fsx_idle_hours == 336.0
+
+
+def test_a_lab_written_to_a_record_reads_back_as_the_same_lab():
+    from dslab.core.model.provisioning import AS_DEPLOYED, EfsConfig, FsxConfig, Provisioning
+    lab = Provisioning(fsx=FsxConfig.persistent2(500, 4800), efs=EfsConfig("provisioned", 640.0, "eu-west-1",
+                                                                          "generalPurpose"),
+                       name="what size provisions", fsx_idle_hours=2.0)
+    record = lab.to_dict()
+    assert record == {
+        "name": "what size provisions", "fsx": "Persistent 2 500 MB/s/TiB, 4,800 GiB (2,344 MB/s)",
+        "efs": "EFS Provisioned 640 MiB/s (General Purpose)", "s3_prefixes": 1, "express_reads_per_second": 200_000.0,
+        # 500 x 4,800 / 1,024 = 2,343.75 MB/s -> 2,343.8 at one decimal
+        "fsx_config": {"deployment_type": "PERSISTENT_2", "capacity_gib": 4800, "mbps_per_tib": 500.0,
+                       "throughput_mbps": 2343.8},
+        "efs_config": {"mode": "provisioned", "provisioned_mibps": 640.0, "region": "eu-west-1",
+                       "performance": "generalPurpose"},
+        "fsx_idle_hours": 2.0}
+    back = Provisioning.from_dict(record, AS_DEPLOYED)
+    assert (back.fsx, back.efs, back.name, back.fsx_idle_hours) == (lab.fsx, lab.efs, lab.name, 2.0)
+    assert back.efs.performance == "generalPurpose"
+    # What an older record lacks is the default's; no FSx record at all is the default lab itself.
+    sparse = Provisioning.from_dict({"fsx_config": {}, "efs_config": {}}, AS_DEPLOYED)
+    assert (sparse.fsx, sparse.efs.mode, sparse.efs.region, sparse.name) == (FsxConfig(), "bursting", "us-east-1",
+                                                                             "the lab as deployed")
+    assert Provisioning.from_dict({"name": "x"}, AS_DEPLOYED) is AS_DEPLOYED
+    assert Provisioning.from_dict(None, AS_DEPLOYED) is AS_DEPLOYED
+    # Where the parts were read, and the settings a deploy must repeat, are written where known.
+    known = Provisioning(fsx_source="cdk.json", keep_settings=(("fsxCapacity", 2400),), fsx_idle_hours=None).to_dict()
+    assert (known["fsx_source"], known["efs_source"], known["keep_settings"]) == ("cdk.json", None,
+                                                                                  {"fsxCapacity": 2400})
+    assert "fsx_idle_hours" not in known
+
+
+def test_each_efs_mode_in_a_few_words_and_as_the_settings_that_build_it():
+    from dslab.core.model.provisioning import EfsConfig, FsxConfig, deploy_command
+    elastic, bursting, provisioned = EfsConfig("elastic"), EfsConfig(), EfsConfig("provisioned", 511.2)
+    assert (elastic.short(), bursting.short(), provisioned.short()) == ("EFS Elastic", "EFS Bursting",
+                                                                        "EFS Prov. 511 MiB/s")
+    assert (elastic.label(), bursting.label(), provisioned.label()) == (
+        "EFS Elastic (General Purpose)", "EFS Bursting (Max I/O)", "EFS Provisioned 511 MiB/s")
+    # Provisioned's MiB/s rounds up: 511.2 -> 512; none given reads as 1.
+    assert elastic.settings() == {"efsPerformance": "generalPurpose", "efsThroughput": "elastic"}
+    assert bursting.settings() == {"efsThroughput": "bursting"}
+    assert provisioned.settings() == {"efsThroughput": "provisioned", "efsProvisionedMibps": 512}
+    assert EfsConfig("provisioned").settings()["efsProvisionedMibps"] == 1
+    # FSx holds a dataset with 5% headroom: 1,200 GiB hold 1,142.857 GiB, not 1,143.
+    fsx = FsxConfig()
+    assert fsx.holds(1142.857 * 2**30) and not fsx.holds(1143 * 2**30)
+    assert deploy_command({}) == "make deploy FSX=keep"
+    assert deploy_command({"fsxCapacity": 2400, "efsThroughput": "elastic"}, fsx="up") == \
+        'make deploy FSX=up CONTEXT="fsxCapacity=2400 efsThroughput=elastic"'
+    assert fsx.short() == "Scratch 2 1,200 GiB" and FsxConfig.persistent2(1000, 7200).short() == "P2-1000 7,200 GiB"
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    bigger = AS_DEPLOYED.with_fsx_capacity(2400)
+    assert (bigger.fsx.capacity_gib, bigger.fsx.deployment_type, bigger.efs, bigger.name) == \
+        (2400, "SCRATCH_2", AS_DEPLOYED.efs, AS_DEPLOYED.name)
