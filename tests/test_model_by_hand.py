@@ -445,3 +445,95 @@ def test_each_efs_mode_in_a_few_words_and_as_the_settings_that_build_it():
     bigger = AS_DEPLOYED.with_fsx_capacity(2400)
     assert (bigger.fsx.capacity_gib, bigger.fsx.deployment_type, bigger.efs, bigger.name) == \
         (2400, "SCRATCH_2", AS_DEPLOYED.efs, AS_DEPLOYED.name)
+
+
+# ---- a calibration file, as `dslab calibrate` writes it and answers read it ----------------------------------------
+
+def _calibration_document(**changes):
+    document = {"written_by": "dslab calibrate", "calibration_version": 1,
+                "model": {"startup_file": 200.0, "nvme_download_mbps": 1500.0},
+                "constants": [
+                    # calibrated, with the range the runs support
+                    {"name": "startup_file", "status": "calibrated", "calibrated": 200.0, "range": [190.0, 210.0],
+                     "per_job": {"job-a": 195.0}},
+                    # calibrated by a file written before ranges were: what the jobs asked for and the value
+                    {"name": "nvme_download_mbps", "status": "calibrated", "calibrated": 1500.0,
+                     "per_job": {"job-b": 1400.0, "job-c": 1700.0}},
+                    # kept: neither a range nor a value of the model
+                    {"name": "pipe_mbps", "status": "kept"}],
+                "out_of_sample": {"your_runs": {"calibrated_without_it": {"under": -0.12, "over": 0.3}}}}
+    document.update(changes)
+    return document
+
+
+def _refused_calibration(document):
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    from dslab.core.model.calibration import in_use_from_document
+    with pytest.raises(ConfigError) as refused:
+        in_use_from_document(document, "mine.json")
+    return refused.value
+
+
+def test_a_calibration_file_sets_the_models_constants_their_ranges_and_the_error_on_your_runs():
+    from dslab.core.model.calibration import in_use_from_document
+    from dslab.core.model.estimate import MODEL
+    used = in_use_from_document(_calibration_document(), "mine.json")
+    assert (used.model.startup_file, used.model.nvme_download_mbps, used.model.pipe_mbps) == (200.0, 1500.0,
+                                                                                           MODEL.pipe_mbps)
+    # startup_file: its range as written; nvme_download_mbps: from 1,400 (job-b) to 1,700 (job-c), the value within.
+    assert used.calibrated == (("startup_file", 190.0, 210.0), ("nvme_download_mbps", 1400.0, 1700.0))
+    assert (used.error, used.source) == ((-0.12, 0.3), "mine.json")
+    assert in_use_from_document(_calibration_document(out_of_sample={}), "mine.json").error is None
+
+
+def test_a_calibration_file_changed_by_hand_is_refused_naming_the_field():
+    import copy
+    assert _refused_calibration({"model": {}}).field == "--calibration"
+    e = _refused_calibration(_calibration_document(calibration_version=0))
+    assert e.field == "--calibration: calibration_version" and "this dslab reads 1" in e.problem
+    e = _refused_calibration(_calibration_document(model=None))
+    assert (e.field, e.problem) == ("--calibration: model", "missing: write the file again with `dslab calibrate`")
+    e = _refused_calibration(_calibration_document(model={"warp_factor": 9.0}))
+    assert (e.field, e.problem) == ("--calibration: model.warp_factor", "not a constant of this dslab's model")
+    assert "startup_file" in e.allowed
+    e = _refused_calibration(_calibration_document(model={"startup_file": -1.0}))
+    assert (e.field, e.problem) == ("--calibration: model.startup_file", "-1.0: every constant is a positive number")
+    assert _refused_calibration(_calibration_document(model={"startup_file": True})).field == \
+        "--calibration: model.startup_file"
+    e = _refused_calibration(_calibration_document(constants=None))
+    assert (e.field, e.problem) == ("--calibration: constants", "missing: write the file again with `dslab calibrate`")
+    e = _refused_calibration(_calibration_document(constants=["startup_file"]))
+    assert (e.field, e.problem) == ("--calibration: constants[0]", "not a constant's record: write the file again")
+
+    def changed(i, **record):
+        document = _calibration_document()
+        constants = copy.deepcopy(document["constants"])
+        constants[i].update(record)
+        document["constants"] = constants
+        return _refused_calibration(document)
+    e = changed(2, calibrated="fast")
+    assert (e.field, e.problem) == ("--calibration: constants[2].calibrated", "'fast' for pipe_mbps: a constant's value "
+                                    "is a positive number; set it back, or write the file again with `dslab calibrate`")
+    e = changed(0, calibrated=201.0)
+    assert (e.field, e.problem) == ("--calibration: constants[0].calibrated", "201.0 for startup_file, where "
+                                    "model.startup_file is 200.0: they are one value; set both, or write the file again")
+    e = changed(1, per_job={"job-b": 0})
+    assert (e.field, e.problem) == ("--calibration: constants[1].per_job", "each job's value is a positive number: "
+                                    "write the file again")
+    for bad in ([190.0], [190.0, 210.0, 220.0], [205.0, 210.0], [190.0, 199.0], [-1.0, 210.0], "190-210"):
+        e = changed(0, range=bad)
+        assert (e.field, e.problem) == ("--calibration: constants[0].range", f"{bad!r} for startup_file: two positive "
+                                        "numbers, low to high, around its value 200.0; set it back, or write the file "
+                                        "again")
+    for under, over in ((0.1, 0.3), (-1.0, 0.3), (-0.1, -0.01), (None, 0.3), (-0.1, None)):
+        e = _refused_calibration(_calibration_document(out_of_sample={"your_runs": {"calibrated_without_it": {
+            "under": under, "over": over}}}))
+        assert (e.field, e.problem) == ("--calibration: out_of_sample.your_runs.calibrated_without_it", "under (-1 to 0) "
+                                        "and over (0 or more) are the error on your runs: write the file again")
+    # The range's ends may be the value itself.
+    from dslab.core.model.calibration import in_use_from_document
+    document = _calibration_document()
+    document["constants"][0]["range"] = [200.0, 200.0]
+    assert in_use_from_document(document, "x").calibrated[0] == ("startup_file", 200.0, 200.0)
