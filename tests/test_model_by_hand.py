@@ -537,3 +537,101 @@ def test_a_calibration_file_changed_by_hand_is_refused_naming_the_field():
     document = _calibration_document()
     document["constants"][0]["range"] = [200.0, 200.0]
     assert in_use_from_document(document, "x").calibrated[0] == ("startup_file", 200.0, 200.0)
+
+
+# ---- the checkpoint sync, worked by hand ---------------------------------------------------------------------------
+# One ml.p3.2xlarge (no NVMe: its default 100 GB gp2 volume writes 128 MiB/s = 134.217728 MB/s; 2.5 Gbit/s x 1,000 / 8
+# x 0.8 = 250 MB/s of network; $3.825 an hour) saving a checkpoint of two files, 2 GB and 1 GB, every 10 minutes (144
+# saves a day), keeping 2. Parts of 8 MiB: ceil(2e9 / 8,388,608) = 239 and ceil(1e9 / 8,388,608) = 120: 359.
+
+def _sync_question(every_seconds: float = 600.0, **changes):
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    rank = SimpleNamespace(files=[("model.pt", 2 * 10**9), ("optimizer.pt", 10**9)])
+    plan = SimpleNamespace(hosts=1, scale=1.0, host_ranks=lambda host: [rank])
+    return ce.Question(**{"plan": plan, "instance_type": "ml.p3.2xlarge", "every_seconds": every_seconds, "keep": 2,
+                          "prices": PriceTable(), "lab": AS_DEPLOYED, **changes})
+
+
+def test_the_s3_syncs_save_restore_and_day_worked_by_hand():
+    from dslab.core.model import checkpoint_estimate as ce
+    q = _sync_question()
+    load = q.load
+    assert (load.total_bytes, load.host_bytes, load.parts, load.host_parts, load.files) == (3 * 10**9, 3 * 10**9, 359,
+                                                                                            359, 2)
+    e = ce.estimate_target(q, "s3")
+    gp2 = 128 * 1.048576
+    # The stall: 3,000 MB onto the volume at 134.217728 MB/s = 22.351741 s. The upload behind it: 3,000 MB at
+    # min(250 network, 10 x 87.5) = 250 MB/s: 12.0 s (359 PUTs at 3,500 a second: 0.10 s, not the bound).
+    _close([e.stall_seconds, e.upload_seconds, e.save_seconds], [3000 / gp2, 12.0, 3000 / gp2 + 12.0])
+    # The restore: both kept checkpoints, 6,000 MB, at min(250, 134.217728) = 44.703484 s, then the script reads its
+    # 3,000 MB back: 22.351741 s. 718 GETs.
+    _close([e.copy_in_seconds, e.restore_seconds], [6000 / gp2, 9000 / gp2])
+    assert (e.puts_per_save, e.gets_per_restore) == (359, 718)
+    # A day: 144 saves. Storage: 6 GB kept plus what the sync deleted, a noncurrent version 1.5 days on average: 3 GB x
+    # 144 x 1.5 = 648 GB; (6 + 648) x $0.023 a GB-month x 24 / 730 hours = $0.494532 a day.
+    _close(e.storage_usd_per_day, 654 * 0.023 * 24 / 730)
+    # Requests: 359 PUTs x $5 a million = $0.001795 a save, x 144 = $0.25848 a day.
+    _close(e.requests_usd_per_day, 0.25848)
+    # The stall's idle instance: 22.351741 s x $3.825 / 3,600 = $0.023749 a save; the restore: 67.055225 s of it plus
+    # 718 GETs x $0.4 a million.
+    _close(e.idle_usd_per_save, 3000 / gp2 * 3.825 / 3600)
+    _close(e.restore_usd, 9000 / gp2 * 3.825 / 3600 + 718 * 0.4 / 1e6)
+    _close(e.usd_per_day, e.idle_usd_per_save * 144 + 654 * 0.023 * 24 / 730 + 0.25848)
+    assert e.bound == "the instance's volume (134 MB/s); the upload behind it: 250 MB/s per instance"
+    assert e.warnings == [] and e.blocker is None and e.premise == "as deployed"
+    assert e.provision == "the lab's data bucket, through each instance's a 100 GB EBS volume (the default)"
+    assert e.assumptions == [ce.sync_assumption(), ce.NONCURRENT_SAID]
+    record = e.to_dict()
+    assert (record["save_seconds"], record["stall_seconds"], record["restore_seconds"], record["upload_seconds"],
+            record["copy_in_seconds"]) == (34.35, 22.35, 67.06, 12.0, 44.7)
+    assert (record["storage_usd_per_day"], record["requests_usd_per_day"], record["idle_usd_per_save"],
+            record["restore_usd"], record["saves_per_day"]) == (0.49, 0.2585, 0.0237, 0.0715, 144.0)
+
+
+def test_a_sync_whose_upload_outlasts_the_interval_falls_behind_and_a_volume_too_small_blocks_it():
+    from dslab.core.model import checkpoint_estimate as ce
+    # Every 10 s: the 12 s upload falls behind.
+    e = ce.estimate_target(_sync_question(every_seconds=10.0), "s3")
+    assert e.warnings == ["its upload takes 12 s, longer than the 10 s between saves: the uploads fall behind"]
+    assert not e.keeps_up
+    # Keeping 40: 120 GB at a restore, more than a 100 GB volume asked for.
+    blocked = ce.estimate_target(_sync_question(keep=40, volume_size_gb=100), "s3")
+    assert blocked.blocker.startswith("each instance holds ")
+    assert blocked.blocker.endswith("fewer kept (--keep), a smaller --scale, a larger --volume-size-gb")
+
+
+def test_the_express_sync_pays_its_uploads_and_retrievals_by_the_gb_and_keeps_no_noncurrent_version():
+    from dslab.core.model import checkpoint_estimate as ce
+    q = _sync_question()
+    prices = q.prices
+    e = ce.estimate_target(q, "express")
+    # Storage: the 6 GB kept only, at Express's GB-month price, a day's share.
+    _close(e.storage_usd_per_day, 6 * prices["express_gb_month"] * 24 / 730)
+    # A save: 359 PUTs at Express's price a thousand plus 3 GB uploaded at its price per GB.
+    per_save = 359 * prices["express_put_per_thousand"] / 1000 + 3 * prices["express_upload_per_gb"]
+    _close(e.requests_usd_per_day, per_save * 144)
+    # The restore's requests: 718 GETs, and 6 GB retrieved.
+    restore_requests = 718 * prices["express_get_per_thousand"] / 1000 + 6 * prices["express_retrieval_per_gb"]
+    _close(e.restore_usd, 9000 / (128 * 1.048576) * 3.825 / 3600 + restore_requests)
+    assert ce.NONCURRENT_SAID not in e.assumptions
+    assert e.provision.startswith("the lab's S3 Express One Zone directory bucket, through")
+
+
+def test_a_checkpoint_duration_reads_its_unit_and_refuses_what_is_not_one():
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    from dslab.core.model.checkpoint_estimate import default_keep, parse_duration
+    assert [parse_duration(t, "--every") for t in ("30m", "2h", "90s", "1.5h", "5 min", "45sec", "20", "3M")] == \
+        [1800.0, 7200.0, 90.0, 5400.0, 300.0, 45.0, 1200.0, 180.0]
+    assert parse_duration("20", "--save-under", unit="s") == 20.0
+    for bad in ("soon", "0s", "8d", "m", "-5m", "nan"):
+        with pytest.raises(ConfigError) as refused:
+            parse_duration(bad, "--every")
+        assert refused.value.field == "--every" and refused.value.problem == f"{bad!r} is not a duration"
+    assert parse_duration("168h", "--every") == 7 * 86_400   # seven days, the longest
+    # What the workload writes is kept, up to 100; 2 where it writes none (or says nothing).
+    assert [default_keep(SimpleNamespace(writes=w)) for w in (1, 5, 250, 0, None)] == [1, 5, 100, 2, 2]
+    assert default_keep(object()) == 2
