@@ -635,3 +635,71 @@ def test_a_checkpoint_duration_reads_its_unit_and_refuses_what_is_not_one():
     # What the workload writes is kept, up to 100; 2 where it writes none (or says nothing).
     assert [default_keep(SimpleNamespace(writes=w)) for w in (1, 5, 250, 0, None)] == [1, 5, 100, 2, 2]
     assert default_keep(object()) == 2
+
+
+def test_fsx_as_a_checkpoint_target_writes_at_the_lower_of_its_network_and_disk_and_bills_its_whole_day():
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import FsxConfig
+    q = _sync_question()
+    e = ce.estimate_target(q, "fsx")
+    # Scratch 2 at 1,200 GiB = 1.171875 TiB: writes min(200 network, 100 disk) x 1.171875 = 117.1875 MB/s, reads
+    # min(200, 200) x 1.171875 = 234.375 MB/s. A save: 3,000 MB at 117.1875 = 25.6 s (the instance's 250 MB/s would
+    # take 12 s); a restore 3,000 / 234.375 = 12.8 s. Its day: 1,200 GiB x $0.14 / 730 x 24 = $5.523288.
+    _close([e.save_seconds, e.stall_seconds, e.restore_seconds], [25.6, 25.6, 12.8])
+    _close(e.standing_usd_per_day, 1200 * 0.14 / 730 * 24)
+    _close([e.idle_usd_per_save, e.restore_usd], [25.6 * 3.825 / 3600, 12.8 * 3.825 / 3600])
+    assert (e.storage_usd_per_day, e.requests_usd_per_day, e.quota, e.premise) == (0.0, 0.0, None, "as deployed")
+    assert e.provision == "Scratch 2, 1,200 GiB (writes 117 MB/s, reads 234 MB/s uncached)"
+    assert e.bound == "FSx's write throughput (117 MB/s: the lower of its network and disk per TiB)"
+    assert e.assumptions == ["FSx bills its capacity whether used or not: its whole day is priced"]
+    # Every 20 s, the 25.6 s save falls behind.
+    assert ce.estimate_target(_sync_question(every_seconds=20.0), "fsx").warnings == \
+        ["a save takes 26 s, longer than the 20 s between saves"]
+    # 500 kept: 3 GB x 500 x 1.05 headroom = 1,466.9 GiB, more than 1,200.
+    blocked = ce.estimate_target(_sync_question(keep=500), "fsx")
+    assert "need 1,467 GiB, more than FSx's 1,200 GiB (as deployed): deploy it larger" in blocked.blocker
+    # Persistent 2 at 1,000 MB/s/TiB over 120,000 GiB writes 1,000 x 117.1875 TiB = 117,188 MB/s: the instance's
+    # 250 MB/s network bounds it; the size needs the account's FSx quota raised past its 100,800 GiB default.
+    big = ce._fsx(q, FsxConfig.persistent2(1000, 120_000), "provisioned for the question", {"fsxCapacity": 120_000})
+    assert big.bound == "the instances' network (250 MB/s)"
+    _close(big.save_seconds, 12.0)
+    assert big.quota["needed_gib"] == 120_000 and big.settings == {"fsxCapacity": 120_000}
+
+
+def test_efs_as_a_checkpoint_target_in_each_throughput_mode():
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import EfsConfig
+    mib = 1.048576
+    # Bursting, saved once a day: 6 GB kept = 5.59 GiB stored, whose baseline (50 MiB/s per TiB: 0.27 MiB/s) earns
+    # 23,574 MiB a day against 2,861 MiB written: it writes at its burst rate, 100 MiB/s = 104.8576 MB/s: 3,000 MB in
+    # 28.610229 s (the client's min(524.288, 250 network) = 250 would take 12 s). Reads metered at a third: 300 MiB/s,
+    # 9.54 s, under the client's 12 s. Storage: 6 GB x $0.30 a GB-month, a day's share.
+    daily = _sync_question(every_seconds=86_400.0)
+    e = ce.estimate_target(daily, "efs")
+    _close([e.save_seconds, e.restore_seconds], [3000 / (100 * mib), 12.0])
+    assert e.bound == "EFS: Bursting's burst rate (100 MiB/s, while credits last)"
+    _close(e.storage_usd_per_day, 6 * 0.3 * 24 / 730)
+    assert (e.standing_usd_per_day, e.requests_usd_per_day) == (0.0, 0.0)
+    assert e.assumptions[1] == ("checkpoints are rewritten every interval, so they stay in EFS Standard (never "
+                                "Infrequent Access)")
+    # Every 10 minutes: 411,987 MiB written a day, past what the baseline earns: it writes at its baseline,
+    # 50 x 5.587935 / 1,024 = 0.272848 MiB/s; a save takes 3,000 / (0.272848 x 1.048576) = 10,486 s: it falls behind.
+    slow = ce.estimate_target(_sync_question(), "efs")
+    baseline = 50 * (6e9 / 2**30) / 1024
+    _close(slow.save_seconds, 3000 / (baseline * mib))
+    assert slow.bound == ("EFS: Bursting's baseline (0.3 MiB/s for 6 GiB stored): a day's writes spend more burst "
+                          "credits than the baseline earns")
+    assert slow.warnings == ["a save takes 10,486 s, longer than the 600 s between saves"]
+    # Elastic: 5 GiB/s of writes, the client's 250 MB/s binds (12 s each way). Each save writes 3 GB at $0.06, 144 a
+    # day: $25.92; a restore reads 3 GB at $0.03.
+    elastic = ce._efs(_sync_question(), EfsConfig("elastic"), "provisioned for the question")
+    _close([elastic.save_seconds, elastic.restore_seconds], [12.0, 12.0])
+    assert elastic.bound == "EFS's per-client limit (1,500 MiB/s per instance)"
+    _close(elastic.requests_usd_per_day, 3 * 0.06 * 144)
+    _close(elastic.restore_usd, 12.0 * 3.825 / 3600 + 3 * 0.03)
+    # Provisioned 200 MiB/s: writes at 209.7152 MB/s, 14.305115 s; reads 600 MiB/s (12 s by the client); it stands
+    # at 200 x $6 a MiB/s-month, a day's share: $39.452055.
+    provisioned = ce._efs(_sync_question(), EfsConfig("provisioned", 200.0), "provisioned for the question")
+    _close([provisioned.save_seconds, provisioned.restore_seconds], [3000 / (200 * mib), 12.0])
+    _close(provisioned.standing_usd_per_day, 200 * 6.0 * 24 / 730)
+    assert provisioned.bound == "EFS: its Provisioned 200 MiB/s (writes metered at the full rate)"
