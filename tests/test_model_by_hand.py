@@ -703,3 +703,50 @@ def test_efs_as_a_checkpoint_target_in_each_throughput_mode():
     _close([provisioned.save_seconds, provisioned.restore_seconds], [3000 / (200 * mib), 12.0])
     _close(provisioned.standing_usd_per_day, 200 * 6.0 * 24 / 730)
     assert provisioned.bound == "EFS: its Provisioned 200 MiB/s (writes metered at the full rate)"
+
+
+# ---- the fit on Bencher's cells, by hand (dslab/contracts/bencher-cells.csv) ---------------------------------------
+
+def _fit_without(*scenarios: str):
+    from dslab.core.model.calibration import fit, measured_cells
+    return fit([c for c in measured_cells() if c.scenario not in scenarios])
+
+
+def test_the_fit_on_every_cell_names_the_cells_each_constant_rests_on():
+    fitted = _fit_without()
+    # FSx's mount: the four FSx cells' Downloading, (10.4 + 13.7 + 12.1 + 12.1) / 4 = 12.075 s.
+    mount = fitted["mount_fixed"]
+    assert mount.cells == ("A FSx", "B FSx", "C FSx", "D FSx") and mount.cross_validated
+    _close(mount.value, 12.075)
+    # File's start-up rests on one cell, B (22.1 + 192.4 = 214.5 s), with its repeats' range, +-12.0 s.
+    start = fitted["startup_file"]
+    assert (start.cells, start.why) == (("B File",), "rests on one cell (B File): its repeats' range")
+    _close([start.value, start.low, start.high], [214.5, 202.5, 226.5])
+    # File's per-object copy rests on two cells (A and C): cross-validated, so no range and no words of one cell.
+    per_object = fitted["file_per_object"]
+    assert (per_object.cells, per_object.low, per_object.high, per_object.why) == (("A File", "C File"), None, None, "")
+    # A ranged constant reads in its unit: under 1 in ms, a rate in MB/s, else seconds.
+    assert start.as_assumption().unit == "s" and fitted["ebs_download_mbps"].as_assumption().unit == "MB/s"
+    assert per_object.as_assumption() is None and mount.as_assumption() is None
+
+
+def test_a_fold_without_b_takes_files_start_up_from_fastfiles_and_fsxs():
+    # Without B no File cell has a short download. FastFile's start-up: A's 18.8 + 212.3 = 231.1 and D's 17.1 + 192.8
+    # = 209.9, mean 220.5; FSx's: A's 10.4 + 215.8 = 226.2 and D's 12.1 + 210.0 = 222.1, mean 224.15. File's is their
+    # mean, 222.325 s, ranged over every short-download cell with few files: 209.9 (D FastFile) to 231.1 (A FastFile)
+    # -- C's FSx cell downloads quickly too, but reads 1.53 M files, and D's File cell has few files but a long
+    # download: neither is in.
+    start = _fit_without("B")["startup_file"]
+    _close([start.value, start.low, start.high], [222.325, 209.9, 231.1])
+    assert start.cells == () and start.why.startswith("no File cell left: FastFile's and FSx's start-ups")
+
+
+def test_a_fold_without_d_takes_ebs_from_the_prior_and_files_copy_start_from_b():
+    # Without D no File cell reads large shards: EBS's rate is the prior (SageMaker's 50 GB in about 5 minutes), and
+    # the copy's start rests on B alone: its Downloading less 1,100 MB at that rate, with B's repeats' range.
+    from dslab.core.model.calibration import EBS_PRIOR_MBPS
+    fitted = _fit_without("D")
+    ebs, fixed = fitted["ebs_download_mbps"], fitted["file_download_fixed"]
+    assert (ebs.value, ebs.low, ebs.high, ebs.cells) == (*EBS_PRIOR_MBPS, ())
+    _close(fixed.value, 22.1 - 1100 / EBS_PRIOR_MBPS[0])
+    assert (fixed.cells, fixed.why) == (("B File",), "rests on one cell (B File): its repeats' range")
