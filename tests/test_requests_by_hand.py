@@ -194,3 +194,116 @@ def test_a_sized_runtime_replaces_the_trials_own():
         "MaxRuntimeInSeconds": 600}
     assert build_request(experiment, job.spec, lab_environment(), "exec-1", max_runtime=7200)["StoppingCondition"] == {
         "MaxRuntimeInSeconds": 7200}
+
+
+def test_the_lab_environment_written_to_a_record_reads_back_whole():
+    """The environment a run's plan records (its Plan state's input) reads back as the same lab, every field named
+    as the workflow's functions read it."""
+    from dslab.core.requests import FileSystemRef, LabEnvironment
+    env = LabEnvironment(bucket=BUCKET, region="eu-west-1", role_arn="arn:aws:iam::123456789012:role/R",
+                         subnet_ids=("subnet-1", "subnet-2"), security_group_ids=("sg-1",), image_uri=GPU_IMAGE,
+                         code_uri="s3://b/code/v1/sourcedir.tar.gz", code_version="v1",
+                         fsx=FileSystemRef(FSX_ID, "abcdefgh"), efs=FileSystemRef(EFS_ID),
+                         express_bucket=EXPRESS_BUCKET, extra_tags={"team": "ml"}, image_uri_cpu=CPU_IMAGE,
+                         image_uris={"p3": GPU_IMAGE, "inf1": ""})
+    record = env.to_dict()
+    assert record == {
+        "bucket": BUCKET, "region": "eu-west-1", "role_arn": "arn:aws:iam::123456789012:role/R",
+        "subnet_ids": ["subnet-1", "subnet-2"], "security_group_ids": ["sg-1"], "image_uri": GPU_IMAGE,
+        "image_uri_cpu": CPU_IMAGE, "code_uri": "s3://b/code/v1/sourcedir.tar.gz", "code_version": "v1",
+        "fsx": {"file_system_id": FSX_ID, "mount_name": "abcdefgh"}, "efs": {"file_system_id": EFS_ID},
+        "express_bucket": EXPRESS_BUCKET, "extra_tags": {"team": "ml"}, "image_uris": {"p3": GPU_IMAGE, "inf1": ""}}
+    assert LabEnvironment.from_dict(record) == env
+    # Without FSx, EFS or Express: null, and read back as none. A comma-separated list reads as one.
+    bare = LabEnvironment.from_dict({**record, "fsx": None, "efs": {"file_system_id": ""}, "express_bucket": "",
+                                     "subnet_ids": "subnet-1, subnet-2,", "code_version": "", "image_uris": ""})
+    assert (bare.fsx, bare.efs, bare.express_bucket, bare.subnet_ids, bare.code_version, bare.image_uris) == \
+        (None, None, None, ("subnet-1", "subnet-2"), "unknown", {})
+    assert bare.to_dict()["fsx"] is None and bare.to_dict()["efs"] is None
+    # The Lambda's environment gives image_uris as JSON text.
+    assert LabEnvironment.from_dict({**record, "image_uris": '{"g5": "x"}'}).image_uris == {"g5": "x"}
+    for bad, problem in (('{"g5": 1}', "expected a JSON object {instance family: image URI}"),
+                         ("not json", "'not json' is not JSON: expected {family: image URI}")):
+        with pytest.raises(ConfigError) as refused:
+            LabEnvironment.from_dict({**record, "image_uris": bad})
+        assert (refused.value.field, refused.value.problem) == ("environment.image_uris", problem)
+    with pytest.raises(ConfigError) as refused:
+        LabEnvironment.from_dict({**record, "role_arn": ""})
+    assert refused.value.field == "environment.role_arn"
+    with pytest.raises(ConfigError) as refused:
+        LabEnvironment.from_dict({**record, "express_bucket": "plain-bucket"})
+    assert (refused.value.field, refused.value.problem) == ("environment.express_bucket",
+                                                            "'plain-bucket' is not a directory bucket name")
+
+
+def test_an_instance_family_without_an_image_is_refused_and_a_cpu_family_takes_the_cpu_image():
+    env = lab_environment()
+    from dataclasses import replace
+    mapped = replace(env, image_uris={"inf1": "", "g5": "g5-image"})
+    with pytest.raises(ConfigError) as refused:
+        mapped.image_for("ml.inf1.xlarge")
+    assert refused.value.field == "instance_type"
+    assert refused.value.problem == ("ml.inf1.xlarge: no training image of the lab runs on its accelerator (see "
+                                     "dslab/aws/images.py); choose another instance type, or set image_uri in the "
+                                     "experiment to an image that supports it")
+    assert mapped.image_for("ml.g5.xlarge") == "g5-image"
+    # p, g, trn and inf families are accelerated: the GPU image; others the CPU image where the lab has one.
+    assert [env.image_for(t) for t in ("ml.p3.2xlarge", "ml.g4dn.xlarge", "ml.trn1.2xlarge", "ml.inf2.xlarge",
+                                       "ml.c5.xlarge", "local")] == [GPU_IMAGE] * 4 + [CPU_IMAGE, CPU_IMAGE]
+    assert replace(env, image_uri_cpu=None).image_for("ml.c5.xlarge") == GPU_IMAGE
+
+
+def test_a_source_the_lab_lacks_is_refused_naming_what_to_deploy():
+    from dataclasses import replace
+
+    from dslab.core.requests import efs_directory_path, fsx_directory_path
+    # The file systems hold the datasets under /datasets (the S3 link's and the staging's path), FSx's under its mount.
+    assert fsx_directory_path(lab_environment(), "/sets/tiny/") == "/abcdefgh/datasets/sets/tiny"
+    assert efs_directory_path("/sets/tiny/") == "/datasets/sets/tiny"
+    with pytest.raises(ConfigError) as refused:
+        fsx_directory_path(lab_environment(fsx=False), "tiny")
+    assert (refused.value.field, refused.value.problem) == ("environment.fsx", "FSx is not deployed: no file system "
+                                                            "ID and mount name")
+    no_efs = replace(lab_environment(), efs=None)
+    with pytest.raises(ConfigError) as refused:
+        plan(tiny_experiment(modes=["EFS"]), no_efs, "exec-1")
+    assert (refused.value.field, refused.value.problem) == ("environment.efs", "the lab has no EFS file system")
+
+
+def test_a_users_code_version_is_its_uploads_hash():
+    from dslab.core.requests import user_code_version
+    digest = "0123456789abcdef0123"
+    assert user_code_version(f"s3://b/user-code/{digest}/sourcedir.tar.gz") == f"user-{digest}"
+    assert user_code_version("s3://b/user-code/not-a-hash/sourcedir.tar.gz") == "user"
+    assert user_code_version("sourcedir.tar.gz") == "user"
+
+
+def test_a_script_jobs_tags_say_what_it_read():
+    """A Script job has no channel, so SageMaker's lineage records no dataset: its tags carry the URI and the stats
+    file's counts and digest, each under the lab's key."""
+    from dslab.core.requests import lineage_tags
+    job = next(j for j in plan(tiny_experiment(modes=["Script"]), lab_environment(), "exec-1")
+               if j.request is not None)
+    tags = lineage_tags(job.spec, lab_environment(), {"files": 12, "bytes": 3456, "sha256": "ab" * 32})
+    assert tags == [{"Key": "dslab:dataset-uri", "Value": f"s3://{BUCKET}/datasets/{job.spec.dataset.name}/"},
+                    {"Key": "dslab:dataset-files", "Value": "12"}, {"Key": "dslab:dataset-bytes", "Value": "3456"},
+                    {"Key": "dslab:dataset-stats-sha256", "Value": "ab" * 32}]
+    assert lineage_tags(job.spec, lab_environment(), None) == tags[:1]
+    assert lineage_tags(job.spec, lab_environment(), {"files": 1, "bytes": 2}) == tags[:1] + [
+        {"Key": "dslab:dataset-files", "Value": "1"}, {"Key": "dslab:dataset-bytes", "Value": "2"}]
+
+
+def test_more_instances_than_objects_are_refused_saying_how_many_would_get_none():
+    from dslab.core.requests import check_every_host_gets_data
+    experiment = tiny_experiment(instance_count=4, modes=["File"],
+                                 datasets=[{"name": "tiny-jpg", "format": "jpg", "files": 3}])
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(experiment)
+    assert refused.value.field == "trial 'base': instance_count"
+    assert refused.value.problem == ("4 instances but dataset 'tiny-jpg' has 3 objects (File: ShardedByS3Key gives "
+                                     "each instance whole objects), so 1 instance would get none and fail the job")
+    # Counted as found (the stats file): 1 object, 3 instances without.
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(experiment, {"tiny-jpg": 1})
+    assert "has 1 object (File" in refused.value.problem and "so 3 instances would get none" in refused.value.problem
+    check_every_host_gets_data(experiment, {"tiny-jpg": 4})   # one each: allowed
