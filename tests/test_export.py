@@ -328,3 +328,68 @@ def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, 
     code = (tmp_path / "fsx.py").read_text()
     assert "file_system_data_source=shapes.FileSystemDataSource(" in code and "file_system_type='FSxLustre'" in code
     assert "checkpoint_config" not in code
+
+
+def test_export_refusals_name_the_flag_the_problem_and_what_is_allowed(outputs, capsys, tmp_path):
+    """Each refusal of export, word for word: the flag, the problem, the choices (issue 58: their words were
+    untested)."""
+    def refused(*args, experiment=str(REPO / "experiments/post-12-jobs.yaml")):
+        assert main(["export", "--experiment", experiment, "--outputs", str(outputs), *args]) == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+    assert refused("--dataset", "mine") == ("dslab: error: --dataset: 'mine' is not a dataset of the experiment "
+                                            "(allowed: caltech-jpg-1x, caltech-jpg-50x, caltech-tfr-1x, caltech-tfr-50x)")
+    two = tmp_path / "two.yaml"
+    two.write_text("name: two\ndatasets: [caltech-jpg-1x, caltech-tfr-1x]\nmodes: [File, FastFile]\n"
+                   "instance_type: ml.p3.2xlarge\ntrials:\n  - name: small\n  - name: large\n"
+                   "    datasets: [caltech-tfr-1x]\n")
+    assert refused("--trial", "large", "--dataset", "caltech-jpg-1x", experiment=str(two)) == (
+        "dslab: error: --trial: no trial 'large' reads caltech-jpg-1x (allowed: small)")
+    from dslab.inputs.experiment_file import load_experiment
+    experiment = load_experiment(REPO / "experiments/post-12-jobs.yaml")
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"experiment": experiment.document, "experiment_hash": experiment.content_hash,
+                                   "execution": "run-1", "backend": "aws", "records": []}))
+    assert refused("--results", str(results), "--repeat", "0") == (
+        "dslab: error: --repeat: --results picks the job (the cheapest completed one); drop --repeat, or drop "
+        "--results to choose the job yourself")
+    assert refused("--results", str(results)) == f"dslab: error: --results: {results} has no completed job on " \
+                                                 "caltech-jpg-1x"
+
+
+def test_exported_notes_follow_the_codes_three_header_lines(capsys, tmp_path, monkeypatch):
+    """Where the answer provisions what the lab lacks, its two notes are comments placed after the header's three
+    lines, and the rest of the code follows whole."""
+    import yaml
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    path = tmp_path / "ckpt.yaml"
+    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["s3", "fsx"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    assert main(["export", "--experiment", str(path), "--offline", "--mode", "fsx"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    plain = main(["export", "--experiment", str(path), "--offline", "--mode", "s3"])
+    header = capsys.readouterr().out.splitlines()[:3]
+    assert plain == 0 and all(line.startswith("#") for line in header)
+    assert all(line.startswith("# ") for line in lines[:3]) and lines[1:3] == header[1:3]   # line 0 names the job
+    assert lines[3].startswith("# runs on the lab as it stands: ") and lines[4].startswith("# the answer provisions ")
+    assert not lines[5].startswith("# runs on")
+
+
+def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monkeypatch):
+    import yaml
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    path = tmp_path / "ckpt.yaml"
+    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["s3"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    run = lambda *argv: main(["export", "--experiment", str(path), "--offline", *argv])  # noqa: E731
+    assert run("--trial", "save", "--results", "r.json") == 2
+    assert capsys.readouterr().err.strip().endswith("--results: trial save writes checkpoints: --results exports a "
+                                                    "data job; drop it")
+    assert run("--trial", "save", "--mode", "s3") == 0
+    captured = capsys.readouterr()
+    assert "checkpoint_config=shapes.CheckpointConfig(" in captured.out
+    assert run("--trial", "save") == 0
+    assert "recommended for save: S3 sync (as `dslab recommend --experiment " in capsys.readouterr().err
