@@ -1,0 +1,77 @@
+"""One source's record in the answer's JSON (`sources[]`, dslab/core/answer/answer.py SourceAnswer.to_dict), built by
+hand from its parts: each figure at the digits the schema's page gives (dollars at 4 decimals, seconds and AU at 1,
+the standing price at 2), null where the source cannot run, the lab as it stands beside it, and where it differs
+(issue 58: the digits and the nulls were untested)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from dslab.core.answer.answer import SourceAnswer
+
+
+def _estimate(seconds: float = 3_600.04):
+    # One instance, no range: its top is its billable seconds, the phases summing to the same.
+    return SimpleNamespace(downloading=100.0, training=seconds - 154.1, other=54.1, billable_seconds=seconds,
+                           instance_count=1, range=None, to_dict=lambda: {"estimate": "its own"})
+
+
+def _option(blocker=None, **changes):
+    figures = dict(source="FastFile", mode="FastFile", storage="standard", blocker=blocker, bound="I/O",
+                   cost_usd=12.345678, cost_interval=(11.11111, 13.33333), job_usd=12.000049, job_seconds=3_600.04,
+                   seconds=3_700.06, measured=True, setup=SimpleNamespace(usd=0.345629, seconds=100.02, what="mount"))
+    return SimpleNamespace(**{**figures, **changes})
+
+
+def _sized(**changes):
+    figures = dict(short="S3 (1 prefix)", provision="the dataset under one prefix", commands=["make upload"],
+                   au_percent=87.66, max_instances_at_target_au=4, max_accelerators_at_target_au=32,
+                   standing_usd_per_hour=1.23456, deploy_settings={"k": 1}, unchanged=None, quota=None,
+                   assumptions=["a note"], per_host_limit="its network", shared_limit="S3's GETs",
+                   deployed={"premise": "as deployed", "au_percent": 80.0, "max_instances_at_target_au": 2},
+                   estimate=_estimate(), deployed_estimate=_estimate())
+    return SimpleNamespace(**{**figures, **changes})
+
+
+def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_beside_it():
+    # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.000049 -> 12.0, 0.345629 -> 0.3456, the range 11.1111 to
+    # 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.02 -> 100.0; AU 87.66 -> 87.7; the standing
+    # price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against $12.35): it does not differ.
+    # MaxRuntimeInSeconds: the top, 3,600.04 s x 1.5 = 5,400.06 s, up to whole minutes: 91 x 60 = 5,460 s.
+    deployed = _option(cost_usd=12.3, seconds=3_700.0, job_usd=12.0, job_seconds=3_600.04)
+    record = SourceAnswer(sized=_sized(), option=_option(), deployed=deployed, rank=1).to_dict()
+    assert record == {
+        "rank": 1, "source": "FastFile", "mode": "FastFile", "storage": "standard", "provisioned_as": "S3 (1 prefix)",
+        "provision": "the dataset under one prefix", "commands": ["make upload"], "blocker": None, "bound": "I/O",
+        "cost_to_result_usd": 12.3457, "cost_to_result_range_usd": [11.1111, 13.3333], "job_usd": 12.0,
+        "setup_usd": 0.3456, "setup": "mount", "job_seconds": 3600.0, "setup_seconds": 100.0,
+        "time_to_result_seconds": 3700.1, "au_percent": 87.7, "max_instances_at_target_au": 4,
+        "max_accelerators_at_target_au": 32, "measured_cell": True, "standing_usd_per_hour": 1.23,
+        "deploy_settings": {"k": 1}, "notes": ["a note"], "per_host_limit": "its network",
+        "shared_limit": "S3's GETs",
+        "as_deployed": {"premise": "as deployed", "blocker": None, "au_percent": 80.0, "max_instances_at_target_au": 2,
+                        "cost_to_result_usd": 12.3, "job_usd": 12.0, "time_to_result_seconds": 3700.0,
+                        "job_seconds": 3600.0, "top_job_seconds": 3600.0, "max_runtime_seconds": 5460,
+                        "differs": None},
+        "estimate": {"estimate": "its own"}}
+
+
+def test_a_source_that_cannot_run_has_no_figures_and_one_the_lab_cannot_run_says_so():
+    # Blocked as provisioned: every priced figure is null, the set-up's seconds stay (what it would take).
+    blocked = SourceAnswer(sized=_sized(), option=_option(blocker="FSx cannot hold it: 2 TiB"),
+                           deployed=_option(blocker="FSx cannot hold it: 2 TiB")).to_dict()
+    assert [blocked[k] for k in ("cost_to_result_usd", "cost_to_result_range_usd", "job_usd", "setup_usd",
+                                 "job_seconds", "time_to_result_seconds")] == [None] * 6
+    assert (blocked["setup_seconds"], blocked["rank"]) == (100.0, 0)
+    assert [blocked["as_deployed"][k] for k in ("cost_to_result_usd", "job_usd", "time_to_result_seconds", "job_seconds",
+                                                "top_job_seconds", "max_runtime_seconds", "differs")] == [None] * 7
+    # Runs as provisioned, not on the lab as it stands: said in the clause before its colon.
+    lab_cannot = SourceAnswer(sized=_sized(unchanged="the lab's EFS", quota={"code": "L-1"}), option=_option(),
+                              deployed=_option(blocker="EFS cannot feed it: 10 MB/s; raise it")).to_dict()
+    assert lab_cannot["as_deployed"]["differs"] == "as deployed: cannot run (EFS cannot feed it)"
+    assert (lab_cannot["unchanged"], lab_cannot["quota"]) == ("the lab's EFS", {"code": "L-1"})
+    # No range: null. A lab as it stands 2% dearer differs, in dollars and time.
+    ranged = SourceAnswer(sized=_sized(), option=_option(cost_interval=None),
+                          deployed=_option(cost_usd=12.6, seconds=3_700.06)).to_dict()
+    assert ranged["cost_to_result_range_usd"] is None
+    assert ranged["as_deployed"]["differs"].startswith("as deployed: $12.60, ")
