@@ -37,8 +37,9 @@ def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_besid
     # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.000049 -> 12.0, 0.345629 -> 0.3456, the range 11.1111 to
     # 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.02 -> 100.0; AU 87.66 -> 87.7; the standing
     # price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against $12.35): it does not differ.
-    # MaxRuntimeInSeconds: the top, 3,600.04 s x 1.5 = 5,400.06 s, up to whole minutes: 91 x 60 = 5,460 s.
-    deployed = _option(cost_usd=12.3, seconds=3_700.0, job_usd=12.0, job_seconds=3_600.04)
+    # The lab's job: 3,600.44 s (its estimate's top is 3,600.04 s: the job's own is higher). MaxRuntimeInSeconds: the
+    # top, 3,600.44 s x 1.5 = 5,400.66 s, up to whole minutes: 91 x 60 = 5,460 s.
+    deployed = _option(cost_usd=12.3, seconds=3_700.26, job_usd=12.0, job_seconds=3_600.44)
     record = SourceAnswer(sized=_sized(), option=_option(), deployed=deployed, rank=1).to_dict()
     assert record == {
         "rank": 1, "source": "FastFile", "mode": "FastFile", "storage": "standard", "provisioned_as": "S3 (1 prefix)",
@@ -50,8 +51,8 @@ def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_besid
         "deploy_settings": {"k": 1}, "notes": ["a note"], "per_host_limit": "its network",
         "shared_limit": "S3's GETs",
         "as_deployed": {"premise": "as deployed", "blocker": None, "au_percent": 80.0, "max_instances_at_target_au": 2,
-                        "cost_to_result_usd": 12.3, "job_usd": 12.0, "time_to_result_seconds": 3700.0,
-                        "job_seconds": 3600.0, "top_job_seconds": 3600.0, "max_runtime_seconds": 5460,
+                        "cost_to_result_usd": 12.3, "job_usd": 12.0, "time_to_result_seconds": 3700.3,
+                        "job_seconds": 3600.4, "top_job_seconds": 3600.4, "max_runtime_seconds": 5460,
                         "differs": None},
         "estimate": {"estimate": "its own"}}
 
