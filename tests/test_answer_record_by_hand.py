@@ -76,3 +76,40 @@ def test_a_source_that_cannot_run_has_no_figures_and_one_the_lab_cannot_run_says
                           deployed=_option(cost_usd=12.6, seconds=3_700.06)).to_dict()
     assert ranged["cost_to_result_range_usd"] is None
     assert ranged["as_deployed"]["differs"].startswith("as deployed: $12.60, ")
+
+
+def _answer(capsys, *argv: str) -> dict:
+    import json
+
+    from dslab.cli import main
+    assert main(["recommend", *argv, "--json"]) in (0, 1)
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_portable_script_rules_out_the_channels_and_the_copies_and_keeps_efs_where_the_data_lives(capsys):
+    # One script for SageMaker, EC2 and EKS: no channel (File, FastFile, Pipe), no staging copy into the directory
+    # bucket; EFS only where the data already lives there (a copy into EFS moves it).
+    channel = ("is a SageMaker channel: the same script on EC2 or EKS has no /opt/ml/input/data (read S3 in the "
+               "script, or mount FSx/EFS)")
+    lives = _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--portable-script", "--data-in-efs")
+    assert lives["blocked"] == {**{s: f"{s.split()[-1]} {channel}" for s in
+                                   ("File", "FastFile", "Pipe", "Express File", "Express FastFile", "Express Pipe")},
+                                "Express Script": "a staging copy into the directory bucket moves the data"}
+    assert "EFS" not in lives["blocked"]
+    copied = _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--portable-script")
+    assert copied["blocked"]["EFS"] == "a copy into EFS moves the data"
+    # Data that lives in EFS in files of 110 MB sits in Infrequent Access: its EFS estimate reads it from there.
+    large = _answer(capsys, "--files", "10", "--bytes", "1.1GB", "--data-in-efs")
+    efs = next(s for s in large["sources"] if s["source"] == "EFS")
+    assert any(a.startswith("EFS: the dataset lives in EFS; unread for 7 days") for a in efs["estimate"]["assumptions"])
+    assert large["question"]["data_in_efs"] is True
+
+
+def test_more_instances_than_objects_are_refused_with_how_many_go_without(capsys):
+    from dslab.cli import main
+    assert main(["recommend", "--files", "3", "--bytes", "1GB", "--instance", "ml.p3.2xlarge", "--count", "5"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dslab: error: --instance-count: 5 instances but the dataset has 3 objects, so 2 instances would get none and "
+        "fail the job (allowed: at most 3 instances, or more objects)")
+    assert main(["recommend", "--files", "1", "--bytes", "1GB", "--instance", "ml.p3.2xlarge", "--count", "2"]) == 2
+    assert "but the dataset has 1 object, so 1 instance would get none" in capsys.readouterr().err
