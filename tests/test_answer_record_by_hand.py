@@ -113,3 +113,17 @@ def test_more_instances_than_objects_are_refused_with_how_many_go_without(capsys
         "fail the job (allowed: at most 3 instances, or more objects)")
     assert main(["recommend", "--files", "1", "--bytes", "1GB", "--instance", "ml.p3.2xlarge", "--count", "2"]) == 2
     assert "but the dataset has 1 object, so 1 instance would get none" in capsys.readouterr().err
+
+
+def test_the_answer_provisions_fsx_for_the_workloads_own_au_target(capsys):
+    # cosmoflow on A100s targets 70% AU (MLPerf Storage's rule for it). On 32 x ml.p4d.24xlarge the answer provisions
+    # FSx Persistent 2 at 1,000 MB/s per TiB, 112,800 GiB: 112,800 x $0.600 / 730 h = $92.71 an hour. Sized for 90%
+    # it would be 139,200 GiB at $114.41 an hour (issue 58's independent check gives both figures).
+    from pathlib import Path
+    workload = Path(__file__).resolve().parents[1] / "dslab" / "contracts" / "dlio" / "cosmoflow_a100.yaml"
+    found = _answer(capsys, "--workload", str(workload), "--instance", "ml.p4d.24xlarge", "--count", "32")
+    assert found["demand"]["au_target_percent"] == 70.0
+    fsx = next(s for s in found["sources"] if s["source"] == "FSx")
+    assert (fsx["provisioned_as"], fsx["standing_usd_per_hour"]) == ("FSx P2-1000 112,800 GiB", round(112_800 * 0.6 / 730,
+                                                                                                       2))
+    assert fsx["au_percent"] >= 70.0
