@@ -72,3 +72,50 @@ def test_the_compute_in_the_premises_words():
     assert "V100" in compute_said(preset) or "v100" in compute_said(preset)
     real = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"model": "resnet50"}).trials[0]
     assert compute_said(real).startswith("resnet50 trained for real; estimated at the V100 preset's ")
+
+
+def test_a_tfrecord_recipe_without_a_shard_size_packs_110_mb_shards():
+    # 10,000 images of 39 KiB (Caltech-256's mean) = 399,360,000 bytes in 110 MB shards: ceil(399.36 / 110) = 4.
+    experiment = _experiment(datasets=[{"name": "t", "format": "tfrecord", "generate": {"images": 10_000}}])
+    found = generated_shape(experiment.datasets[0])
+    assert (found.files, found.bytes, found.samples) == (4, 399_360_000, 10_000)
+
+
+def test_a_trials_premise_names_the_defaults_it_took():
+    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.shape import DatasetShape
+    known = KnownShape(DatasetShape(files=1000, bytes=10_000_000), "the experiment's files and bytes")
+    # Nothing given: the instance, its count and the epochs are the defaults taken.
+    bare = _experiment(trials=[{"name": "a", "modes": ["File"]}]).trials[0]
+    premise = premise_of_trial(bare, known)
+    assert premise.defaults == frozenset({"instance", "instance_count", "epochs"})
+    assert (premise.au_target, premise.readers, premise.notes) == (90.0, None, ())
+    # The instance type and the epochs given: only the count is a default; the volume asked for is the premise's.
+    given = _experiment(instance_type="ml.p3.8xlarge", epochs=3, volume_size_gb=500,
+                        trials=[{"name": "a", "modes": ["File"]}]).trials[0]
+    premise = premise_of_trial(given, known)
+    assert premise.defaults == frozenset({"instance_count"})
+    assert (premise.instance_type, premise.epochs, premise.volume_size_gb, premise.accelerators) == (
+        "ml.p3.8xlarge", 3, 500, 4)
+
+
+def test_a_workload_trials_premise_takes_its_readers_au_target_and_epochs_and_says_its_size_against_mlperfs():
+    from pathlib import Path
+
+    import yaml
+
+    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.shape import DatasetShape
+    dlio = Path(__file__).resolve().parents[1] / "dslab" / "contracts" / "dlio" / "unet3d_h100.yaml"
+    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 1000, "bytes": 10**10}],
+                        instance_type="ml.p5.48xlarge", trials=[{"name": "a", "modes": ["File"], "workload": {
+                            "file": "unet3d_h100.yaml", "dlio": yaml.safe_load(dlio.read_text())}}]).trials[0]
+    premise = premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"))
+    # 4 read threads per accelerator x 8 H100s = 32 readers; unet3d's AU target, 90%; its file's 5 epochs are not a
+    # default (only the count is). Its timing is the file's own (nothing to say), and its 168 files are said against
+    # MLPerf Storage's 75,000 for one host.
+    assert (premise.readers, premise.au_target, premise.epochs, premise.accelerators) == (32, 90.0, 5, 8)
+    assert premise.defaults == frozenset({"instance_count"})
+    assert len(premise.notes) == 1 and premise.notes[0].startswith(
+        "these figures use unet3d_h100.yaml's 168 files, 3 steps an epoch: MLPerf Storage runs unet3d with 75,000 "
+        "files on 1 host(s)")
