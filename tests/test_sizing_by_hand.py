@@ -163,3 +163,30 @@ def test_where_nothing_feeds_the_cluster_the_smallest_fsx_that_does_as_well_as_t
     # (12,000 GiB gives 2,344 MB/s, 58.6%), $0.140 x 14,400 / 730 = $2.762; P2-125 21,600 GiB ($4.290); P2-250 12,000
     # GiB ($3.452); P2-500 7,200 GiB ($3.353); P2-1000 4,800 GiB ($3.945). All as good: the cheapest.
     assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 14400)
+
+
+def test_an_au_target_outside_0_to_100_is_refused_and_one_deploy_brings_up_fsx_where_a_row_needs_it():
+    import pytest as _pytest
+
+    from dslab.core.answer.sizing import size
+    from dslab.core.errors import ConfigError
+    from dslab.core.facts.prices import PriceTable as _Prices
+    from dslab.core.shape import DatasetShape as _Shape
+    shape = _Shape(files=1_530_350, bytes=54 * 10**9)
+    for bad in (0.0, 100.5):
+        with _pytest.raises(ConfigError) as refused:
+            size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices(), au_target=bad)
+        assert refused.value.field == "metric.au"
+        assert refused.value.problem == f"{bad:g}%: an AU target is above 0 and at most 100%"
+    # 16 x ml.p4d.24xlarge on 1.53 M files: FSx and EFS both need a deploy, FSx's brings it up: one deploy for both,
+    # FSX=up; S3 Standard spreads the dataset over several prefixes (an upload command with --prefixes), one prefix
+    # needs none.
+    sizing = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices())
+    combined = sizing.combined_deploy()
+    assert combined["sources"] == ["FSx", "EFS"] and combined["command"].startswith("make deploy FSX=up CONTEXT=")
+    rows = {row.source: row for row in sizing.sources}
+    assert [c for c in rows["FastFile"].commands if "--prefixes" in c]
+    assert rows["Pipe"].commands == []
+    efs_only = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices(),
+                    sources=(("EFS", "standard"),)).combined_deploy()
+    assert efs_only is None   # one row's own command deploys it: nothing to combine
