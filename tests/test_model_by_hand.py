@@ -750,3 +750,92 @@ def test_a_fold_without_d_takes_ebs_from_the_prior_and_files_copy_start_from_b()
     assert (ebs.value, ebs.low, ebs.high, ebs.cells) == (*EBS_PRIOR_MBPS, ())
     _close(fixed.value, 22.1 - 1100 / EBS_PRIOR_MBPS[0])
     assert (fixed.cells, fixed.why) == (("B File",), "rests on one cell (B File): its repeats' range")
+
+
+# ---- a range's arithmetic and its words (calibration.py) -----------------------------------------------------------
+
+def test_a_range_widens_the_fast_and_slow_ends_by_the_error_and_the_spread_in_quadrature():
+    from dslab.core.model.calibration import Error
+    # Under -20% (the model predicts 20% low: a run may measure 1 / 0.8 - 1 = 25% above), over +25% (it may measure
+    # 1 - 1 / 1.25 = 20% below), repeats +-5%: low = 100 x (1 - hypot(0.20, 0.05)) = 100 x (1 - 0.206155) = 79.3845;
+    # high = 200 x (1 + hypot(0.25, 0.05)) = 200 x 1.254951 = 250.9902.
+    low, high = Error(-0.2, 0.25, 0.05, ("A", "B")).widen(100.0, 200.0)
+    _close([low, high], [100 * (1 - (0.2**2 + 0.05**2) ** 0.5), 200 * (1 + (0.25**2 + 0.05**2) ** 0.5)])
+    assert Error(-0.2, 0.25, 0.05, ("A", "B")).describe() == (
+        "out-of-sample error -20.0% to +25.0% (each of 2 scenarios predicted from the others), repeats ±5.0%")
+    # No error, no spread: the ends themselves.
+    assert Error(0.0, 0.0, 0.0, ()).widen(100.0, 200.0) == (100.0, 200.0)
+
+
+def test_a_range_says_its_basis_and_what_moves_it_and_records_its_figures():
+    from dslab.core.model.calibration import Assumption, Error, Range
+    error = Error(-0.12345, 0.23456, 0.03456, ("A", "B", "C"))
+    pipe = Assumption("pipe_mbps", "Pipe throughput", 150.0, 1350.0, "an assumption", "MB/s")
+    r = Range(100.04, 300.06, 1.234567, 3.456789, False, error, [(pipe, 300.0, 0.256)])
+    assert r.to_dict() == {"billable_seconds": [100.0, 300.1], "job_usd": [1.2346, 3.4568], "basis": "assumptions",
+                           "out_of_sample_error": [-0.1235, 0.2346], "repeats_spread": 0.0346,
+                           "evidence": [r.basis(), "Pipe throughput 300 MB/s (150-1,350 MB/s: an assumption): +26% at "
+                                                   "its slow end"]}
+    assert r.basis() == ("no measured cell: the measured sources' out-of-sample error -12.3% to +23.5% (each of 3 "
+                         "scenarios predicted from the others), repeats ±3.5%, and what it assumes")
+    assert r.summary() == ("no measured cell: the model's -12.3% to +23.5%, repeats ±3.5%; at its slow end: Pipe "
+                           "throughput +26%")
+    measured = Range(1.0, 2.0, 0.1, 0.2, True, error, [])
+    assert measured.to_dict()["basis"] == "measured cells"
+    assert measured.summary() == "measured cells: out-of-sample -12.3% to +23.5%, repeats ±3.5%"
+    assert measured.basis().startswith("measured cells (Bencher, ml.p3.2xlarge, one epoch): out-of-sample error")
+
+
+def test_an_assumption_reads_its_value_and_range_in_its_unit():
+    from dslab.core.model.calibration import Assumption
+    latency = Assumption("fsx_read_latency", "FSx cached read", 0.0001, 0.001, "AWS", "ms", 1000)
+    # 0.5 ms: under 1 in the unit, two significant digits; 0.1 and 1.0 ms likewise: "0.1" and "1.0".
+    assert latency.describe(0.0005) == "FSx cached read 0.5 ms (0.1-1.0 ms: AWS)"
+    share = Assumption("network_payload", "network share carrying data", 0.7, 0.9, "an assumption")
+    assert share.describe(0.8) == "network share carrying data 0.8 (0.7-0.9: an assumption)"
+    rate = Assumption("fastfile_list_rate", "FastFile listing", 5500.0, 12345.0, "the post", "objects/s")
+    assert rate.describe(5500.0) == "FastFile listing 5,500 objects/s (5,500-12,345 objects/s: the post)"
+    assert Assumption("x", "a time", 1.0, 99.0, "s").describe(12.34) == "a time 12.3 (1.0-99.0: s)"
+
+
+def test_a_calibrations_own_ranges_and_error_replace_the_shipped_where_it_calibrated():
+    from dslab.core.model.calibration import SHIPPED, Assumption, Error, InUse
+    shipped = {"pipe_mbps": Assumption("pipe_mbps", "Pipe throughput", 150.0, 1350.0, "an assumption", "MB/s"),
+               "efs_read_latency": Assumption("efs_read_latency", "EFS", 0.001, 0.01, "AWS", "ms", 1000)}
+    mine = InUse(source="mine.json", calibrated=(("pipe_mbps", 280.0, 320.0), ("not_ranged", 1.0, 2.0)),
+                 error=(-0.3, 0.1))
+    ranges = mine.ranges(shipped)
+    assert (ranges["pipe_mbps"].low, ranges["pipe_mbps"].high, ranges["pipe_mbps"].source) == (280.0, 320.0,
+                                                                                             "your runs (mine.json)")
+    assert ranges["efs_read_latency"] == shipped["efs_read_latency"] and "not_ranged" not in ranges
+    # The error on your runs widens the model's where it is wider, each side on its own; the spread stays.
+    widened = mine.widen(Error(-0.1, 0.2, 0.05, ("A",)))
+    assert (widened.under, widened.over, widened.spread, widened.scenarios) == (-0.3, 0.2, 0.05, ("A",))
+    assert SHIPPED.widen(Error(-0.1, 0.2, 0.05, ("A",))) == Error(-0.1, 0.2, 0.05, ("A",))
+    assert mine.describe() == "calibration mine.json, fitted on your AWS runs: 2 constants (pipe_mbps, not_ranged)"
+    assert InUse(source="one.json", calibrated=(("pipe_mbps", 1.0, 2.0),)).describe() == (
+        "calibration one.json, fitted on your AWS runs: 1 constant (pipe_mbps)")
+    assert InUse(source="none.json").describe() == "calibration none.json, fitted on your AWS runs: 0 constants"
+    assert mine.to_dict() == {"source": "mine.json", "calibrated": ["pipe_mbps", "not_ranged"], "line": mine.describe()}
+    assert SHIPPED.to_dict() == {"source": "shipped", "calibrated": [],
+                                 "line": "the shipped calibration (Bencher's 12 cells and public figures)"}
+
+
+def test_a_corner_puts_each_ranged_constant_at_the_end_that_lengthens_or_shortens_the_job():
+    from dslab.core.model.calibration import Assumption, _corner, _usd
+    from dslab.core.model.estimate import MODEL
+    ranges = {"pipe_mbps": Assumption("pipe_mbps", "Pipe", 150.0, 1350.0, ""),          # larger: faster
+              "efs_read_latency": Assumption("efs_read_latency", "EFS", 0.001, 0.01, ""),   # larger: slower
+              "s3_standard_first_byte": Assumption("s3_standard_first_byte", "S3", 0.02, 0.04, "")}
+    slow, fast = _corner(MODEL, ranges, True, "standard"), _corner(MODEL, ranges, False, "standard")
+    assert (slow.pipe_mbps, slow.efs_read_latency, slow.s3_standard_first_byte) == (150.0, 0.01, 0.04)
+    assert (fast.pipe_mbps, fast.efs_read_latency, fast.s3_standard_first_byte) == (1350.0, 0.001, 0.02)
+    # On Express, S3 Standard's first byte sets how much the directory bucket saves (Express / Standard): larger is
+    # faster there.
+    assert _corner(MODEL, ranges, True, "express").s3_standard_first_byte == 0.02
+    assert slow.startup_file == MODEL.startup_file   # a constant without a range keeps its value
+    # Dollars at other billable seconds: the time-billed part scales, the requests stay: $10 of which $2 requests
+    # over 100 s -> at 150 s, 2 + 8 x 1.5 = $14.
+    estimate = SimpleNamespace(cost_usd={"requests": 2.0, "total": 10.0}, billable_seconds=100.0)
+    assert _usd(estimate, 150.0) == 14.0
+    assert _usd(SimpleNamespace(cost_usd={"total": 10.0}, billable_seconds=0.0), 150.0) == 10.0
