@@ -839,3 +839,67 @@ def test_a_corner_puts_each_ranged_constant_at_the_end_that_lengthens_or_shorten
     estimate = SimpleNamespace(cost_usd={"requests": 2.0, "total": 10.0}, billable_seconds=100.0)
     assert _usd(estimate, 150.0) == 14.0
     assert _usd(SimpleNamespace(cost_usd={"total": 10.0}, billable_seconds=0.0), 150.0) == 10.0
+
+
+def test_fsx_that_cannot_hold_the_dataset_is_a_blocker_naming_the_capacity_it_needs():
+    # 2 TiB = 2,048 GiB, with 5% headroom 2,150.4 GiB: more than 1,200; Scratch 2's next step is 2,400 GiB.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    e = estimate_mode("FSx", DatasetShape(files=1000, bytes=2 * 2**40), rate=10_000.0, prices=PriceTable())
+    assert e.blocker == ("FSx for Lustre (Scratch 2, 1,200 GiB (234 MB/s)) cannot hold 2,048 GiB: it needs 2,400 GiB "
+                         "or more")
+
+
+def test_a_clusters_gets_are_held_to_the_buckets_rate_per_prefix():
+    # 8 x ml.p4d.24xlarge read 1,000,000 files of 100 KB with FastFile: each instance's share, 125,000 GETs x 44.7 ms
+    # over 96 readers = 58.203 s plus 12,500 MB at min(1,000, 10,000) = 12.5 s: 70.703 s; but the cluster's 1,000,000
+    # GETs share one prefix's 5,500 a second: 181.818 s an epoch.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    e = estimate_mode("FastFile", DatasetShape(files=1_000_000, bytes=10**11), instance_type="ml.p4d.24xlarge",
+                      instance_count=8, rate=100_000.0, prices=PriceTable())
+    _close(e.epoch_seconds, [1_000_000 / 5500])
+
+
+def test_the_script_streams_large_objects_over_eight_ranged_connections():
+    # 100 objects of 100 MB (10 GB): large, so 8 connections (4 shards, 2 ranged GETs each), min(8 x 87.5, 250) = 250
+    # MB/s on ml.p3.2xlarge. An epoch: 100 x 27.83 ms / 8 = 0.347875 s plus 10,000 MB / 250 = 40 s. Its GETs: 10 GB
+    # in 8 MiB ranges, 1,192.09, at 5,500 a second: 0.22 s, not the bound. The listing: one page, 0.1216 s.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    e = estimate_mode("Script", DatasetShape(files=100, bytes=10**10), rate=1_000_000.0, epochs=2, prices=PriceTable())
+    _close(e.epoch_seconds, [0.1216 + 40.347875, 40.347875])
+    assert "then GETs each object (~28 ms first byte, Mountpoint on EC2) 8 at a time, 250 MB/s at most" in \
+        e.assumptions[-1]
+
+
+def test_an_estimate_refuses_no_epochs_no_readers_and_express_for_a_file_system():
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    for changes, field in (({"epochs": 0}, "--epochs"), ({"readers": 0}, "readers"), ({"readers": 2.5}, "readers")):
+        with pytest.raises(ConfigError) as refused:
+            _io_bound("File", **changes)
+        assert refused.value.field == field
+    with pytest.raises(ConfigError) as refused:
+        _io_bound("FSx", storage="express")
+    assert refused.value.field == "--mode" and refused.value.problem.startswith("FSx does not read from S3")
+    # Readers given: 2 instead of 8 vCPUs: FastFile's GETs over 2 readers, 10,000 x 44.7 ms / 2 = 223.5 s + 4.0 s.
+    _close(_io_bound("FastFile", readers=2).epoch_seconds, [227.5, 227.5])
+
+
+def test_the_models_error_measure_and_the_cells_file(tmp_path):
+    import pytest
+
+    from dslab.core.model.estimate import calibration_cells, mape
+    # |110 - 100| / 100 and |90 - 100| / 100: 10% on average; |150 - 100| / 100 alone: 50%.
+    assert mape([(110.0, 100.0), (90.0, 100.0)]) == pytest.approx(10.0)
+    assert mape([(150.0, 100.0)]) == pytest.approx(50.0)
+    assert len(calibration_cells()) == 9   # A, B and D: File, FastFile and FSx each
+    empty = tmp_path / "cells.csv"
+    empty.write_text("# only notes\n")
+    with pytest.raises(ValueError, match="no calibration cells"):
+        calibration_cells(empty)
