@@ -903,3 +903,71 @@ def test_the_models_error_measure_and_the_cells_file(tmp_path):
     empty.write_text("# only notes\n")
     with pytest.raises(ValueError, match="no calibration cells"):
         calibration_cells(empty)
+
+
+def test_fsx_and_efs_options_for_a_checkpoint_run_up_to_what_the_cluster_can_use():
+    from dslab.core.model import checkpoint_estimate as ce
+    q = _sync_question()
+    # 2 kept x 3 GB x 1.05 = 5.9 GiB: every type starts at its smallest, 1,200 GiB. The cluster's network, 250 MB/s,
+    # is all a save can use: Scratch 2 writes 100 MB/s per TiB: 117 MB/s at 1,200 GiB, 234 at 2,400, 469 at 4,800
+    # (past 250: the last); P2-125 125 per TiB: 146 then 293; P2-250 and up pass 250 at 1,200 GiB.
+    found = [(f.deployment_type, f.mbps_per_tib, f.capacity_gib) for f in ce.fsx_options(q)]
+    assert found == [("SCRATCH_2", 200.0, 1200), ("SCRATCH_2", 200.0, 2400), ("SCRATCH_2", 200.0, 4800),
+                     ("PERSISTENT_2", 125.0, 1200), ("PERSISTENT_2", 125.0, 2400), ("PERSISTENT_2", 250.0, 1200),
+                     ("PERSISTENT_2", 500.0, 1200), ("PERSISTENT_2", 1000.0, 1200)]
+    # No FSx past the largest the lab builds.
+    assert [f.capacity_gib for f in ce.fsx_options(q, max_gib=2400)][:2] == [1200, 2400]
+    assert all(f.capacity_gib <= 1200 for f in ce.fsx_options(q, max_gib=1200))
+    efs = ce.efs_options(q)
+    assert [(e.mode, e.provisioned_mibps) for e in efs[:3]] == [("bursting", None), ("elastic", None),
+                                                               ("provisioned", 1.0)]
+    assert [e.provisioned_mibps for e in efs[2:]] == [1.0, 10.0, 25.0, 50.0, 75.0, 100.0, 150.0, 200.0, 300.0, 400.0,
+                                                      500.0, 750.0, 1000.0, 1024.0, 1500.0, 2000.0, 2500.0, 3000.0,
+                                                      3414.0]
+    assert {e.region for e in efs} == {"us-east-1"}
+    # Each candidate carries the deploy that builds it, and is named with its premise unless it is the lab's own.
+    fsx = ce.candidates(q, "fsx", "provisioned for the question")
+    assert len(fsx) == 8 and fsx[1].settings == {"fsxDeploymentType": "SCRATCH_2", "fsxCapacity": 2400}
+    assert ce.option_name(fsx[0]) == ("FSx (Scratch 2, 1,200 GiB (writes 117 MB/s, reads 234 MB/s uncached), "
+                                      "provisioned for the question)")
+    elastic = ce.candidates(q, "efs", "as deployed")[1]
+    assert elastic.settings == {"efsPerformance": "generalPurpose", "efsThroughput": "elastic"}
+    assert ce.option_name(elastic) == "EFS (EFS Elastic (General Purpose))"
+
+
+def test_the_instances_volume_writes_at_gp2s_rate_for_its_size_or_nvmes():
+    from dslab.core.model import checkpoint_estimate as ce
+    mib = 1.048576
+    # gp2: 170 GB and under 128 MiB/s; above 170 and under 334 it bursts to 250 MiB/s (said); 334 and up 250 MiB/s.
+    assert ce.volume_mbps("ml.p3.2xlarge", 170, False) == (128 * mib, None)
+    rate, note = ce.volume_mbps("ml.p3.2xlarge", 200, False)
+    assert rate == 250 * mib and note == ("a gp2 volume of 200 GB between 170 and 334 GiB bursts to 250 MiB/s (its "
+                                          "burst credits assumed)")
+    assert ce.volume_mbps("ml.p3.2xlarge", 334, False) == (250 * mib, None)
+    assert ce.volume_mbps("ml.p5.48xlarge", 30_400, True) == (1000.0, ce.nvme_assumption())
+    assert ce.nvme_assumption() == ("NVMe instance storage writes and reads at 1,000 MB/s per instance (an assumption: "
+                                    "AWS publishes its IOPS, not MB/s)")
+    assert ce.sync_assumption() == ("SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; "
+                                    "assumed 8 MiB parts, 10 at once per instance (the AWS CLI's defaults) at 87.5 MB/s "
+                                    "each, up to the instance's network")
+
+
+def test_a_two_host_checkpoint_copies_every_hosts_files_onto_each_instance_at_a_restore():
+    from dslab.core.model import checkpoint_estimate as ce
+    # Two hosts, each one rank saving 1 GB: 2 GB a checkpoint, the largest host 1 GB; 120 parts each, 240 in all.
+    ranks = {0: [SimpleNamespace(files=[("r0.pt", 10**9)])], 1: [SimpleNamespace(files=[("r1.pt", 10**9)])]}
+    plan = SimpleNamespace(hosts=2, scale=1.0, host_ranks=lambda host: ranks[host])
+    q = _sync_question(plan=plan)
+    load = q.load
+    assert (load.total_bytes, load.host_bytes, load.parts, load.host_parts, load.files) == (2 * 10**9, 10**9, 240,
+                                                                                            120, 2)
+    e = ce.estimate_target(q, "s3")
+    # Each instance uploads its own 1 GB at 250 MB/s: 4 s; a restore copies both kept checkpoints of both hosts, 4 GB,
+    # onto each instance at min(250, 134.217728) MB/s, then reads its own 1 GB back; 240 x 2 kept x 2 hosts = 960 GETs.
+    gp2 = 128 * 1.048576
+    _close([e.upload_seconds, e.copy_in_seconds, e.restore_seconds], [4.0, 4000 / gp2, 5000 / gp2])
+    assert (e.puts_per_save, e.gets_per_restore) == (240, 960)
+    # The idle instances: both wait during a stall.
+    _close(e.idle_usd_per_save, 1000 / gp2 * 2 * 3.825 / 3600)
+    blocked = ce.estimate_target(_sync_question(plan=plan, keep=30, volume_size_gb=100), "s3")
+    assert ", every host's: SageMaker copies the whole S3 URI onto each instance)" in blocked.blocker
