@@ -969,5 +969,5 @@ def test_a_two_host_checkpoint_copies_every_hosts_files_onto_each_instance_at_a_
     assert (e.puts_per_save, e.gets_per_restore) == (240, 960)
     # The idle instances: both wait during a stall.
     _close(e.idle_usd_per_save, 1000 / gp2 * 2 * 3.825 / 3600)
-    blocked = ce.estimate_target(_sync_question(plan=plan, keep=30, volume_size_gb=100), "s3")
+    blocked = ce.estimate_target(_sync_question(plan=plan, keep=60, volume_size_gb=100), "s3")   # 2 GB x 60: 120 GB
     assert ", every host's: SageMaker copies the whole S3 URI onto each instance)" in blocked.blocker
