@@ -971,3 +971,41 @@ def test_a_two_host_checkpoint_copies_every_hosts_files_onto_each_instance_at_a_
     _close(e.idle_usd_per_save, 1000 / gp2 * 2 * 3.825 / 3600)
     blocked = ce.estimate_target(_sync_question(plan=plan, keep=60, volume_size_gb=100), "s3")   # 2 GB x 60: 120 GB
     assert ", every host's: SageMaker copies the whole S3 URI onto each instance)" in blocked.blocker
+
+
+def test_an_express_estimates_range_is_moved_by_the_constants_of_the_directory_bucket():
+    # Express FastFile on the I/O-bound input: the share of FastFile's GET that S3 sets, at its slow end on Express
+    # (its low end, 27.83 / 44.7 = 0.6226: less of the GET shortened), makes each GET 44.7 ms x (1 - 0.6226 x
+    # (1 - 0.225584)) = 23.148 ms: an epoch of 10,000 x 23.148 / 8 + 4.0 = 32.935 s against 16.604 s. Billable: 17.218
+    # + 15.4 + 2 x 32.935 + 197.182 = 295.67 s against 263.01 s: +12.4%. On S3 Standard nothing ranged moves it 0.5%.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.calibration import with_range
+    from dslab.core.shape import DatasetShape
+    shape, kwargs = DatasetShape(**SHAPE), {"rate": 10_000.0, "epochs": 2, "prices": PriceTable()}
+    express = with_range(_io_bound("FastFile", storage="express"), shape, **kwargs)
+    ratio = 0.006278 / 0.02783
+    share = 0.02783 / 0.0447
+    slow_epoch = 10_000 * 0.0447 * (1 - share * (1 - ratio)) / 8 + 4.0
+    point_epoch = 10_000 * 0.0447 * ratio / 8 + 4.0
+    listing = 15.4 + 10_000 / 5500
+    slow = listing + 15.4 + 2 * slow_epoch + (214.4 - listing)
+    point = listing + 15.4 + 2 * point_epoch + (214.4 - listing)
+    moves = [(a.name, s) for a, _, s in express.range.moves]
+    assert [name for name, _ in moves] == ["fastfile_s3_share", "express_first_byte", "s3_standard_first_byte"]
+    _close(moves[0][1], slow / point - 1)
+    standard = with_range(_io_bound("FastFile"), shape, **kwargs)
+    assert standard.range.moves == [] and standard.range.measured and not express.range.measured
+
+
+def test_a_sync_whose_upload_takes_exactly_the_interval_keeps_up_and_every_target_is_estimated_in_order():
+    from dslab.core.model import checkpoint_estimate as ce
+    # The 12 s upload every 12 s: it ends as the next save starts, which keeps up.
+    assert ce.estimate_target(_sync_question(every_seconds=12.0), "s3").warnings == []
+    assert [e.target for e in ce.estimate_targets(_sync_question())] == ["s3", "express", "fsx", "efs"]
+    assert [e.target for e in ce.estimate_targets(_sync_question(), ("efs",))] == ["efs"]
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    with pytest.raises(ConfigError) as refused:
+        ce.estimate_target(_sync_question(), "tape")
+    assert refused.value.field == "checkpoint target" and refused.value.problem == "'tape' is not one"
