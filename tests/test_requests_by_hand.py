@@ -307,3 +307,44 @@ def test_more_instances_than_objects_are_refused_saying_how_many_would_get_none(
         check_every_host_gets_data(experiment, {"tiny-jpg": 1})
     assert "has 1 object (File" in refused.value.problem and "so 3 instances would get none" in refused.value.problem
     check_every_host_gets_data(experiment, {"tiny-jpg": 4})   # one each: allowed
+
+
+def test_a_trials_max_samples_reaches_the_script_and_a_script_jobs_stats_reach_its_tags():
+    jobs = plan(tiny_experiment(modes=["Script"], max_samples=64), lab_environment(), "exec-1",
+                dataset_stats={"tiny-jpg": {"files": 12, "bytes": 3456}})
+    request = next(j.request for j in jobs if j.spec.dataset.name == "tiny-jpg")
+    assert request["HyperParameters"]["max_samples"] == "64"
+    assert {"Key": "dslab:dataset-files", "Value": "12"} in request["Tags"]
+    assert {"Key": "dslab:dataset-bytes", "Value": "3456"} in request["Tags"]
+
+
+def test_without_an_express_bucket_express_jobs_are_skipped_saying_how_to_deploy_one():
+    from dataclasses import replace
+    jobs = plan(tiny_experiment(modes=["FastFile"], storage="express"), replace(lab_environment(), express_bucket=None),
+                "exec-1")
+    assert {j.skip_reason for j in jobs} == {"the lab has no S3 Express One Zone bucket: it was deployed with -c "
+                                             "express=false; deploy with -c express=true to run the Express jobs"}
+
+
+def test_a_replicated_channel_is_split_by_the_labs_script_not_by_s3():
+    from dslab.core.requests import check_every_host_gets_data
+    experiment = tiny_experiment(instance_count=4, modes=["File"], distribution="FullyReplicated",
+                                 datasets=[{"name": "tiny-jpg", "format": "jpg", "files": 3}])
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(experiment)
+    assert "(File: the lab's script splits the files among the instances by SM_HOSTS)" in refused.value.problem
+
+
+def test_an_efs_checkpoint_target_on_a_lab_without_efs_is_refused():
+    import yaml
+    from dataclasses import replace
+    from pathlib import Path
+
+    from dslab.core.experiment import parse_experiment
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    experiment = parse_experiment({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["efs"], "writes": 1, "reads": 0, "seconds_between": 0}}]})
+    with pytest.raises(ConfigError) as refused:
+        plan(experiment, replace(lab_environment(), efs=None), "exec-1")
+    assert (refused.value.field, refused.value.problem) == ("environment.efs", "the lab has no EFS file system")
