@@ -319,7 +319,9 @@ def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, 
     err = next(line for line in code.splitlines() if line.startswith("# the answer provisions FSx as "))
     assert 'make deploy FSX=up CONTEXT="fsxDeploymentType=PERSISTENT_2' in err
     assert f"note: {err[2:]}" in capsys.readouterr().err
-    assert run("--mode", "express") == 2 and "writes no checkpoints to 'express'" in capsys.readouterr().err
+    assert run("--mode", "express") == 2
+    assert capsys.readouterr().err.strip().endswith("--mode: trial save writes no checkpoints to 'express' (allowed: s3, "
+                                                    "fsx, efs)")
     # Deployed as the answer provisions it: FSx is the lab as it stands, and its job exports with its channel.
     from .test_one_model import _outputs_file
     settings = dict(pair.split("=", 1) for pair in err.split('CONTEXT="')[1].split('"')[0].split())
@@ -393,3 +395,19 @@ def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monk
     assert "checkpoint_config=shapes.CheckpointConfig(" in captured.out
     assert run("--trial", "save") == 0
     assert "recommended for save: S3 sync (as `dslab recommend --experiment " in capsys.readouterr().err
+
+
+def test_a_checkpoint_job_on_fsx_the_lab_lacks_is_refused_naming_the_targets(capsys, tmp_path, monkeypatch):
+    import yaml
+    monkeypatch.chdir(tmp_path)
+    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    path = tmp_path / "ckpt.yaml"
+    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["s3", "fsx"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    outputs = tmp_path / "cdk-outputs.json"
+    outputs.write_text(json.dumps({k: v for k, v in OUTPUTS.items() if k != "DataSourceLab-Fsx"}))
+    assert main(["export", "--experiment", str(path), "--outputs", str(outputs), "--mode", "fsx"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("dslab: error: --mode: the fsx job of save is skipped: FSx for Lustre is not deployed")
+    assert err.endswith("(allowed: s3, fsx)")

@@ -111,9 +111,7 @@ def _data_job(experiment, prepared, asked: ExportAsked):
     from ..core.modes import MODES, lab_mode, parse_source
     from ..core.requests import plan
     datasets = {d.name: d for d in experiment.datasets}
-    dataset = datasets.get(asked.dataset or next(iter(datasets)))
-    if dataset is None:
-        raise ConfigError("--dataset", f"{asked.dataset!r} is not a dataset of the experiment", sorted(datasets))
+    dataset = datasets[asked.dataset or next(iter(datasets))]   # an unknown --dataset was refused by ask_export
     readers = [t for t in experiment.trials if dataset.name in (d.name for d in t.datasets)]
     trials = [t for t in readers if not asked.trial or t.name == asked.trial]
     if not trials:
