@@ -36,7 +36,8 @@ def _sized(**changes):
 def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_beside_it():
     # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.000049 -> 12.0, 0.345629 -> 0.3456, the range 11.1111 to
     # 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.02 -> 100.0; AU 87.66 -> 87.7; the standing
-    # price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against $12.35): it does not differ.
+    # price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against
+    # $12.35): it does not differ.
     # The lab's job: 3,600.44 s (its estimate's top is 3,600.04 s: the job's own is higher). MaxRuntimeInSeconds: the
     # top, 3,600.44 s x 1.5 = 5,400.66 s, up to whole minutes: 91 x 60 = 5,460 s.
     deployed = _option(cost_usd=12.3, seconds=3_700.26, job_usd=12.0, job_seconds=3_600.44)
@@ -64,8 +65,9 @@ def test_a_source_that_cannot_run_has_no_figures_and_one_the_lab_cannot_run_says
     assert [blocked[k] for k in ("cost_to_result_usd", "cost_to_result_range_usd", "job_usd", "setup_usd",
                                  "job_seconds", "time_to_result_seconds")] == [None] * 6
     assert (blocked["setup_seconds"], blocked["rank"]) == (100.0, 0)
-    assert [blocked["as_deployed"][k] for k in ("cost_to_result_usd", "job_usd", "time_to_result_seconds", "job_seconds",
-                                                "top_job_seconds", "max_runtime_seconds", "differs")] == [None] * 7
+    assert [blocked["as_deployed"][k] for k in ("cost_to_result_usd", "job_usd", "time_to_result_seconds",
+                                                "job_seconds", "top_job_seconds", "max_runtime_seconds",
+                                                "differs")] == [None] * 7
     # Runs as provisioned, not on the lab as it stands: said in the clause before its colon.
     lab_cannot = SourceAnswer(sized=_sized(unchanged="the lab's EFS", quota={"code": "L-1"}), option=_option(),
                               deployed=_option(blocker="EFS cannot feed it: 10 MB/s; raise it")).to_dict()
@@ -124,6 +126,6 @@ def test_the_answer_provisions_fsx_for_the_workloads_own_au_target(capsys):
     found = _answer(capsys, "--workload", str(workload), "--instance", "ml.p4d.24xlarge", "--count", "32")
     assert found["demand"]["au_target_percent"] == 70.0
     fsx = next(s for s in found["sources"] if s["source"] == "FSx")
-    assert (fsx["provisioned_as"], fsx["standing_usd_per_hour"]) == ("FSx P2-1000 112,800 GiB", round(112_800 * 0.6 / 730,
-                                                                                                       2))
+    assert fsx["provisioned_as"] == "FSx P2-1000 112,800 GiB"
+    assert fsx["standing_usd_per_hour"] == round(112_800 * 0.6 / 730, 2) == 92.71
     assert fsx["au_percent"] >= 70.0

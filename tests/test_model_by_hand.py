@@ -161,8 +161,8 @@ def test_efs_bursting_reads_at_its_baseline_up_to_the_instances_network():
     _close([e.downloading, e.training, e.other, e.billable_seconds], [12.1, 30.9, 207.1, 250.1])
     _close(e.epoch_seconds, [7.75, 7.75])
     assert e.assumptions == ["EFS: EFS Bursting (Max I/O) in us-east-1, 250 MB/s per instance (reads metered at a "
-                             "third of the rate) while burst credits last, ~3 ms per file; the data must be copied into "
-                             "EFS first (DataSync, not billed to the job)"]
+                             "third of the rate) while burst credits last, ~3 ms per file; the data must be copied "
+                             "into EFS first (DataSync, not billed to the job)"]
 
 
 def test_efs_provisioned_is_held_to_its_per_client_limit_and_says_no_burst_credits():
@@ -233,8 +233,9 @@ def test_a_cluster_shares_the_sources_and_a_sharded_channel():
     _close(r.downloading, 4 * 94.137135614702)
     assert r.assumptions[1] == "File: FullyReplicated: every instance gets the whole channel"
     assert f.assumptions[1] == "File: ShardedByS3Key: each instance gets its 1/N of the objects"
-    assert f.assumptions[0] == ("4 instance(s) x 1 accelerator(s), each at the compute's rate; every instance reads its "
-                                "1/N share of each epoch; shared sources divide their throughput among the instances")
+    assert f.assumptions[0] == ("4 instance(s) x 1 accelerator(s), each at the compute's rate; every instance reads "
+                                "its 1/N share of each epoch; shared sources divide their throughput among the "
+                                "instances")
     # FSx's 234.375 MB/s shared by four: 58.59375 MB/s each; 250 MB first read 4.26667 s + 2,500 x 10 ms / 8 = 3.125 s.
     x = _io_bound("FSx", instance_count=4)
     _close(x.epoch_seconds, [3.125 + 250 / 58.59375, 2_500 * 0.0005 / 8 + 250 / 58.59375])
@@ -352,9 +353,11 @@ def test_the_lab_read_from_its_settings_names_each_part_as_the_stack_builds_it()
     # "None", "null" and "" read as not set, as cdk.json's own null does.
     assert _lab(fsxCapacity="None", efsPerformance="None", region="").fsx.capacity_gib == 1200
     assert _lab(efsPerformance="null").efs.performance is None
-    # Persistent 2 at 250 MB/s/TiB over 2,400 GiB; EFS Provisioned 700 MiB/s in General Purpose, eu-west-1; the guard off.
-    lab = _lab(fsxDeploymentType="persistent_2", fsxThroughputPerTiB="250", fsxCapacity="2400", efsThroughput="PROVISIONED",
-               efsProvisionedMibps="700", efsPerformance="generalPurpose", region="eu-west-1", fsxIdleHours="0")
+    # Persistent 2 at 250 MB/s/TiB over 2,400 GiB; EFS Provisioned 700 MiB/s in General Purpose, eu-west-1; the
+    # guard off.
+    lab = _lab(fsxDeploymentType="persistent_2", fsxThroughputPerTiB="250", fsxCapacity="2400",
+               efsThroughput="PROVISIONED", efsProvisionedMibps="700", efsPerformance="generalPurpose",
+               region="eu-west-1", fsxIdleHours="0")
     assert (lab.fsx.deployment_type, lab.fsx.mbps_per_tib, lab.fsx.capacity_gib) == ("PERSISTENT_2", 250.0, 2400)
     assert (lab.efs.mode, lab.efs.provisioned_mibps, lab.efs.performance, lab.efs.region, lab.fsx_idle_hours) == \
         ("provisioned", 700.0, "generalPurpose", "eu-west-1", 0.0)
@@ -514,11 +517,13 @@ def test_a_calibration_file_changed_by_hand_is_refused_naming_the_field():
         document["constants"] = constants
         return _refused_calibration(document)
     e = changed(2, calibrated="fast")
-    assert (e.field, e.problem) == ("--calibration: constants[2].calibrated", "'fast' for pipe_mbps: a constant's value "
-                                    "is a positive number; set it back, or write the file again with `dslab calibrate`")
+    assert (e.field, e.problem) == ("--calibration: constants[2].calibrated", "'fast' for pipe_mbps: a constant's "
+                                    "value is a positive number; set it back, or write the file again with `dslab "
+                                    "calibrate`")
     e = changed(0, calibrated=201.0)
     assert (e.field, e.problem) == ("--calibration: constants[0].calibrated", "201.0 for startup_file, where "
-                                    "model.startup_file is 200.0: they are one value; set both, or write the file again")
+                                    "model.startup_file is 200.0: they are one value; set both, or write the file "
+                                    "again")
     e = changed(1, per_job={"job-b": 0})
     assert (e.field, e.problem) == ("--calibration: constants[1].per_job", "each job's value is a positive number: "
                                     "write the file again")
@@ -530,8 +535,9 @@ def test_a_calibration_file_changed_by_hand_is_refused_naming_the_field():
     for under, over in ((0.1, 0.3), (-1.0, 0.3), (-0.1, -0.01), (None, 0.3), (-0.1, None)):
         e = _refused_calibration(_calibration_document(out_of_sample={"your_runs": {"calibrated_without_it": {
             "under": under, "over": over}}}))
-        assert (e.field, e.problem) == ("--calibration: out_of_sample.your_runs.calibrated_without_it", "under (-1 to 0) "
-                                        "and over (0 or more) are the error on your runs: write the file again")
+        assert (e.field, e.problem) == ("--calibration: out_of_sample.your_runs.calibrated_without_it",
+                                        "under (-1 to 0) and over (0 or more) are the error on your runs: write the "
+                                        "file again")
     # The range's ends may be the value itself.
     from dslab.core.model.calibration import in_use_from_document
     document = _calibration_document()
@@ -947,9 +953,9 @@ def test_the_instances_volume_writes_at_gp2s_rate_for_its_size_or_nvmes():
     assert ce.volume_mbps("ml.p5.48xlarge", 30_400, True) == (1000.0, ce.nvme_assumption())
     assert ce.nvme_assumption() == ("NVMe instance storage writes and reads at 1,000 MB/s per instance (an assumption: "
                                     "AWS publishes its IOPS, not MB/s)")
-    assert ce.sync_assumption() == ("SageMaker's checkpoint upload and copy-in: how they move bytes is not documented; "
-                                    "assumed 8 MiB parts, 10 at once per instance (the AWS CLI's defaults) at 87.5 MB/s "
-                                    "each, up to the instance's network")
+    assert ce.sync_assumption() == ("SageMaker's checkpoint upload and copy-in: how they move bytes is not "
+                                    "documented; assumed 8 MiB parts, 10 at once per instance (the AWS CLI's "
+                                    "defaults) at 87.5 MB/s each, up to the instance's network")
 
 
 def test_a_two_host_checkpoint_copies_every_hosts_files_onto_each_instance_at_a_restore():
