@@ -39,6 +39,7 @@ TIMEOUT_MULTIPLIER = float(os.environ.get("DSLAB_MUTATION_TIMEOUT", "6"))
 TIMEOUT_MARGIN = 20.0
 CHILD_MEMORY = 3 * 2 ** 30   # bytes of address space a mutant's child may add
 PER_TEST_MARGIN = 10.0       # seconds each test may take beyond TIMEOUT_MULTIPLIER x its traced seconds
+PATIENCE = 4.0               # a mutant that timed out runs once more with this many times its time
 
 
 def function_of(mutant: str) -> str:
@@ -85,6 +86,10 @@ class Runner:
         self.warm_failed: str | None = None
         self.journal = journal   # each result appended as it comes: a run stopped early keeps what it measured
         self.killers: dict[str, list[str]] = {}   # per function: the tests that killed its mutants, latest first
+        # Mutants that ran past their time once: run again with PATIENCE x the time before they count as timed out. A
+        # test's traced seconds are its call's; a fixture it shares with others is set up in each child, on cores
+        # the other child shares (a module fixture that calibrates whole runs took 22 s there).
+        self.retried: set[str] = set()
 
     def _record(self, name: str, code: int) -> None:
         self.results[name] = code
@@ -127,8 +132,9 @@ class Runner:
         # Each test gets its own time (TIMEOUT_MULTIPLIER x its traced seconds, plus PER_TEST_MARGIN): a mutant that
         # loops in the first, fastest test is stopped in seconds, not at the deadline of every test it would have run.
         signal.signal(signal.SIGALRM, lambda *_: os._exit(TIMED_OUT))
+        patience = PATIENCE if name in self.retried else 1.0
         for i, item in enumerate(items):
-            budget = TIMEOUT_MULTIPLIER * self.duration.get(item.nodeid, 0.0) + PER_TEST_MARGIN
+            budget = patience * (TIMEOUT_MULTIPLIER * self.duration.get(item.nodeid, 0.0) + PER_TEST_MARGIN)
             signal.setitimer(signal.ITIMER_REAL, budget)
             item.config.hook.pytest_runtest_protocol(item=item, nextitem=items[i + 1] if i + 1 < len(items) else None)
             signal.setitimer(signal.ITIMER_REAL, 0)
@@ -136,6 +142,16 @@ class Runner:
                 killer_file(os.getpid()).write_text(item.nodeid)
                 return KILLED
         return SURVIVED
+
+    def _timed_out(self, name: str, items: list, seconds: float, pending: list) -> bool:
+        """A mutant ran past its time: the first time, it goes back to the front of the queue to run with PATIENCE x
+        its time (True); the second, it is recorded as timed out (False)."""
+        if name in self.retried:
+            self._record(name, TIMED_OUT)
+            return False
+        self.retried.add(name)
+        pending.insert(0, (name, items, seconds))
+        return True
 
     def _killers_first(self, name: str, items: list) -> list:
         """The tests that killed this function's earlier mutants first (latest first), then the rest, fastest first."""
@@ -191,23 +207,29 @@ class Runner:
                         code = KILLED   # an error escaping the tests' own handling: the mutant broke something
                     finally:
                         os._exit(code)
-                running[pid] = (name, time.monotonic() + TIMEOUT_MULTIPLIER * seconds + TIMEOUT_MARGIN)
+                patience = PATIENCE if name in self.retried else 1.0
+                running[pid] = (name, time.monotonic() + patience * (TIMEOUT_MULTIPLIER * seconds + TIMEOUT_MARGIN),
+                                items, seconds)
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 now = time.monotonic()
-                for child, (name, deadline) in list(running.items()):
+                for child, (name, deadline, items, seconds) in list(running.items()):
                     if now > deadline:
                         os.kill(child, signal.SIGKILL)
                         os.waitpid(child, 0)
-                        self._record(name, TIMED_OUT)
                         del running[child]
                         clear_temp(child)
+                        self._timed_out(name, items, seconds, pending)
                 time.sleep(0.005)
                 continue
-            name, _ = running.pop(pid)
+            name, _, items, seconds = running.pop(pid)
             self._learn(name, pid)
             clear_temp(pid)
             code = os.waitstatus_to_exitcode(status)
+            if code == TIMED_OUT:   # a test ran past its own time (the child's alarm): once more with patience
+                if not self._timed_out(name, items, seconds, pending):
+                    done += 1
+                continue
             # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant. TIMED_OUT: a
             # test ran past its own time (the child's alarm).
             self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) or code < 0 else code)

@@ -163,3 +163,17 @@ def test_a_mutation_sample_is_the_same_draw_each_time_and_its_table_counts_only_
     assert mutation.tally("dslab/m.py") == {"mutants": 10, "of": 40, "killed": 9, "survived": 1, "no tests": 0,
                                             "timed out": 0, "other": 0}
     assert "dslab/m.py (a sample of 40)" in mutation.table(("dslab/m.py",))
+
+
+def test_a_mutant_that_runs_past_its_time_runs_once_more_with_patience_before_it_counts_as_timed_out():
+    """A test's traced seconds are its call's: a fixture set up in the mutant's child can take longer than the budget
+    allows. A mutant past its time goes back to the front of the queue, to run with PATIENCE x its time; only a second
+    time past it counts (as mutmut counts it: killed)."""
+    from benchmarks import mutation_runner
+    runner = mutation_runner.Runner([], {"tests_by_mangled_function_name": {}, "duration_by_test": {}})
+    pending = [("m.x_g__mutmut_1", ["T2"], 0.2)]
+    assert runner._timed_out("m.x_f__mutmut_1", ["T1"], 0.1, pending) is True
+    assert pending[0] == ("m.x_f__mutmut_1", ["T1"], 0.1) and runner.results == {}
+    assert runner._timed_out("m.x_f__mutmut_1", ["T1"], 0.1, pending) is False
+    assert runner.results == {"m.x_f__mutmut_1": mutation_runner.TIMED_OUT}
+    assert mutation_runner.PATIENCE > 1
