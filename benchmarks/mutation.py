@@ -323,16 +323,19 @@ def source_stamp(module: str) -> Path:
 
 
 def refresh_copies() -> list[str]:
-    """mutmut copies the sources into mutants/ only where no copy is there yet (mutmut/utils/file_utils.py
-    copy_src_dir), so a file changed since an earlier run would be tested as it was. Every unmutated copy that differs
+    """mutmut copies the sources and its also_copy files into mutants/ only where no copy is there yet
+    (mutmut/utils/file_utils.py copy_src_dir), so a file changed since an earlier run would be tested as it was. Every unmutated copy that differs
     from its source is replaced; a mutated module whose source changed since its mutants were made (its stamp, else
     its mtime) is dropped with its results: it is generated again, and must be run again."""
     import shutil
     import tomllib
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["mutmut"]
     dropped = []
-    for root in settings["source_paths"]:
-        for source in (REPO / root).rglob("*"):
+    # The sources and what mutmut copies beside them (also_copy: the bench's own runner among them, which a run
+    # imports from mutants/).
+    for root in [*settings["source_paths"], *settings.get("also_copy", [])]:
+        top = REPO / root
+        for source in ([top] if top.is_file() else top.rglob("*")):
             if not source.is_file() or "__pycache__" in source.parts:
                 continue
             relative = source.relative_to(REPO)

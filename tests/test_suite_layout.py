@@ -177,3 +177,29 @@ def test_a_mutant_that_runs_past_its_time_runs_once_more_with_patience_before_it
     assert runner._timed_out("m.x_f__mutmut_1", ["T1"], 0.1, pending) is False
     assert runner.results == {"m.x_f__mutmut_1": mutation_runner.TIMED_OUT}
     assert mutation_runner.PATIENCE > 1
+
+
+def test_a_copy_in_mutants_that_differs_from_its_source_is_replaced_and_a_changed_mutated_module_dropped(tmp_path,
+                                                                                                        monkeypatch):
+    """mutmut copies only where no copy is: the bench refreshes every copy that differs, the also_copy files (its own
+    runner) included, and drops the results of a mutated module whose source changed."""
+    from benchmarks import mutation
+    repo, mutants = tmp_path / "repo", tmp_path / "mutants"
+    for folder in (repo / "dslab", repo / "benchmarks", mutants / "dslab", mutants / "benchmarks"):
+        folder.mkdir(parents=True)
+    (repo / "pyproject.toml").write_text('[tool.mutmut]\nsource_paths = ["dslab"]\nalso_copy = ["benchmarks", '
+                                         '"app.py"]\n')
+    for name, text in (("dslab/same.py", "a"), ("dslab/changed.py", "new"), ("benchmarks/runner.py", "new"),
+                       ("app.py", "new"), ("dslab/mutated.py", "new"), ("dslab/new.py", "x")):
+        (repo / name).write_text(text)
+    for name, text in (("dslab/same.py", "a"), ("dslab/changed.py", "old"), ("benchmarks/runner.py", "old"),
+                       ("app.py", "old"), ("dslab/mutated.py", "mutants of old")):
+        (mutants / name).write_text(text)
+    (mutants / "dslab/mutated.py.meta").write_text("{}")
+    monkeypatch.setattr(mutation, "REPO", repo)
+    monkeypatch.setattr(mutation, "MUTANTS", mutants)
+    mutation.source_stamp("dslab/mutated.py").write_text("not the source's digest\n")
+    assert mutation.refresh_copies() == ["dslab/mutated.py"]
+    assert [(mutants / n).read_text() for n in ("dslab/same.py", "dslab/changed.py", "benchmarks/runner.py",
+                                                "app.py", "dslab/mutated.py")] == ["a", "new", "new", "new", "new"]
+    assert not (mutants / "dslab/mutated.py.meta").exists() and not (mutants / "dslab/new.py").exists()
