@@ -81,3 +81,77 @@ def test_a_jobs_attempts_end_at_each_interruption_and_its_seconds_split_the_imag
     assert measured._seconds(second, "Training", pull=False) == 105.0
     assert measured._seconds(attempts[0], "Downloading") == 30.0 and measured._seconds(second, "Downloading") == 0.0
     assert measured._attempts([]) == []
+
+
+def _job(download_per_mbps: float = 1000.0):
+    """A job whose downloading is 1,000 MB at the model's Pipe rate and whose training is a fixed 100 s."""
+    from types import SimpleNamespace
+    return SimpleNamespace(phases=("downloading", "training"), predict=lambda prices, model: {
+        "downloading": download_per_mbps / model.pipe_mbps, "training": 100.0})
+
+
+def test_a_phases_elasticity_is_how_far_it_moves_per_share_its_constant_moves():
+    from dslab.core.facts.prices import PriceTable
+    # Downloading = 1,000 / pipe_mbps: Pipe 25% faster makes it 1 / 1.25 as long: ln(0.8) / ln(1.25) = -1.0. Training
+    # does not move, nor does anything with the mount: not listed.
+    found = measured.elasticities(_job(), PriceTable(), names=["pipe_mbps", "mount_fixed"])
+    assert found["training"] == {} and set(found["downloading"]) == {"pipe_mbps"}
+    assert found["downloading"]["pipe_mbps"] == pytest.approx(-1.0)
+    assert measured.rests_on(_job(), PriceTable()) == {"downloading": "pipe_mbps", "training": None}
+
+
+def test_a_phase_rests_on_its_most_elastic_constant_and_of_two_alike_on_the_least_known():
+    # Pipe's throughput and EFS's latency move the phase alike (1.0 per share): EFS's range is the wider, ln(10) =
+    # 2.30 against Pipe's ln(1,420.2 / 157.8) = ln(9) = 2.20: the measurement calibrates EFS's. 0.29 is under 0.3:
+    # nothing.
+    assert measured._rests_on({"a": {"pipe_mbps": -1.0, "efs_read_latency": 1.0}, "b": {"pipe_mbps": 0.29},
+                               "c": {"pipe_mbps": -0.5, "efs_read_latency": 0.45}, "d": {}}) == {
+        "a": "efs_read_latency", "b": None, "c": "pipe_mbps", "d": None}
+
+
+def test_a_job_beside_its_estimate_says_each_phase_far_from_it_and_what_it_rests_on():
+    from types import SimpleNamespace
+
+    from dslab.core.model.estimate import MODEL
+    assumptions = measured.ranged_constants()
+    job = SimpleNamespace(measured={"billable": 300.0})
+    estimate = SimpleNamespace(billable_seconds=800.0, instance_count=2,
+                               range=SimpleNamespace(billable_low=500.0, billable_high=700.0))
+    phases = [measured.PhaseCheck("downloading", 58.0, 100.0, ["pipe_mbps"]),   # 42% shorter
+              measured.PhaseCheck("training", 120.0, 100.0, []),                # 20% longer: under 25%
+              measured.PhaseCheck("other", 4.0, 2.0, ["startup_file"])]         # under 5 s either way: noise
+    check = measured.JobCheck(job, estimate, phases)
+    # One instance's: 800 / 2 = 400 s estimated against 300 measured, +33.3%; its range 250-350 s holds it.
+    assert (check.estimated, check.estimated_range, check.inside) == (400.0, (250.0, 350.0), True)
+    assert check.error == pytest.approx(400 / 300 - 1)
+    assert check.phase_lines(assumptions, MODEL) == [
+        "downloading 42% shorter than estimated: Pipe throughput, assumed 300 MB/s"]
+    # Outside its range the threshold is 10%: the 20% longer training is said too.
+    outside = measured.JobCheck(SimpleNamespace(measured={"billable": 100.0}), estimate, phases)
+    assert outside.inside is False and outside.phase_lines(assumptions, MODEL)[1] == "training 20% longer than estimated"
+    assert measured.PhaseCheck("x", 0.0, 5.0).error is None and measured.PhaseCheck("x", 4.0, 5.0).error == 0.25
+    assert measured.JobCheck(job, SimpleNamespace(billable_seconds=1.0, instance_count=1, range=None), []).inside is None
+
+
+def test_a_constant_is_said_with_its_value_as_assumed_in_its_unit():
+    from dslab.core.model.estimate import MODEL
+    assumptions = measured.ranged_constants()
+    assert measured.assumption_said("pipe_mbps", assumptions, MODEL) == "Pipe throughput, assumed 300 MB/s"
+    assert measured.assumption_said("efs_read_latency", assumptions, MODEL) == \
+        "EFS Max I/O per-file latency, assumed 3.0 ms"
+    assert measured.assumption_said("network_payload", assumptions, MODEL) == \
+        "network share carrying data, assumed 0.8"
+    assert measured.assumption_said("pipe_mbps", {}, MODEL) == "pipe_mbps, assumed 300"
+
+
+def test_a_constants_fit_records_its_change_and_its_figures_at_their_digits():
+    fit = measured.ConstantFit("pipe_mbps", "Pipe throughput", 300.0, 345.0, "calibrated", "two runs", ["j1", "j2"],
+                               {"j1": 340.1234567, "j2": 350.0}, "MB/s", 1.0, {"j1": (330.0000004, None)},
+                               (330.0, 360.0), 0.043210987, 0.12345678)
+    assert fit.to_dict() == {
+        "name": "pipe_mbps", "what": "Pipe throughput", "unit": "MB/s", "scale": 1.0, "shipped": 300.0,
+        "calibrated": 345.0, "change": 0.15, "status": "calibrated", "why": "two runs", "jobs": ["j1", "j2"],
+        "per_job": {"j1": 340.123457, "j2": 350.0}, "supports": {"j1": [330.0, None]}, "range": [330.0, 360.0],
+        "uncertainty": 0.0432, "noise": 0.1235}
+    kept = measured.ConstantFit("x", "x", 0.0, 1.0, "kept", "").to_dict()
+    assert kept["change"] is None and "range" not in kept and "uncertainty" not in kept and "noise" not in kept
