@@ -155,3 +155,55 @@ def test_a_constants_fit_records_its_change_and_its_figures_at_their_digits():
         "uncertainty": 0.0432, "noise": 0.1235}
     kept = measured.ConstantFit("x", "x", 0.0, 1.0, "kept", "").to_dict()
     assert kept["change"] is None and "range" not in kept and "uncertainty" not in kept and "noise" not in kept
+
+
+def _bencher_job(**measured_figures):
+    from dataclasses import replace
+    job = measured.bencher_jobs()[0]
+    return replace(job, measured={"downloading": 30.0, "training": 500.0, "other": 60.0, "billable": 590.0,
+                                  **measured_figures})
+
+
+def test_a_jobs_image_pull_inside_training_is_read_as_start_up():
+    transitions = [{"status": "Starting", "seconds": 90}, {"status": "Downloading", "seconds": 30},
+                   {"status": "Training", "seconds": 40, "message": "Downloading the training image"},
+                   {"status": "Training", "seconds": 460, "message": "Training image download completed."}]
+    (job,), why = measured.read_job(_bencher_job(), {"transitions": transitions}, False)
+    # 40 s of the 500 s of Training were the image pull: training 460 s, other 60 + 40 = 100 s; all three fitted.
+    assert why is None and (job.measured["training"], job.measured["other"]) == (460.0, 100.0)
+    assert job.phases == ("downloading", "training", "other") and job.whole
+    assert job.read_as == "image pull 40 s inside Training counted as start-up"
+
+
+def test_a_warm_start_fits_no_start_up():
+    quick = [{"status": "Starting", "seconds": 10}, {"status": "Downloading", "seconds": 30},
+             {"status": "Training", "seconds": 500}]
+    (job,), _ = measured.read_job(_bencher_job(), {"transitions": quick}, False)
+    assert job.phases == ("downloading", "training") and not job.whole
+    assert job.read_as == "warm start (Starting 10 s, under 30 s): its start-up is not fitted"
+    (pooled,), _ = measured.read_job(_bencher_job(), {"transitions": [{"status": "Starting", "seconds": 90}]}, True)
+    assert pooled.read_as == "warm start (WarmPoolStatus: reused a pool): its start-up is not fitted"
+    (cold,), _ = measured.read_job(_bencher_job(), {"transitions": [{"status": "Starting", "seconds": 30}]}, False)
+    assert cold.phases == ("downloading", "training", "other") and cold.read_as == ""   # 30 s is not under 30 s
+
+
+def test_an_interrupted_jobs_finished_downloads_are_read_as_runs_of_their_own():
+    transitions = [{"status": "Starting", "seconds": 60}, {"status": "Downloading", "seconds": 30},
+                   {"status": "Training", "seconds": 100}, {"status": "Interrupted", "seconds": 1},
+                   {"status": "Starting", "seconds": 60}, {"status": "Downloading", "seconds": 45},
+                   {"status": "Interrupted", "seconds": 1},
+                   {"status": "Starting", "seconds": 60}, {"status": "Downloading", "seconds": 28},
+                   {"status": "Training", "seconds": 400}]
+    runs, why = measured.read_job(_bencher_job(), {"transitions": transitions}, False)
+    # Three attempts: the first and the third finished their download (a phase followed it); the second was cut in
+    # its download. Each finished download is a run measuring its download alone.
+    assert [(r.job.rsplit(" (", 1)[1], r.measured, r.phases) for r in runs] == [
+        ("attempt 1 of 3)", {"downloading": 30.0}, ("downloading",)),
+        ("attempt 3 of 3)", {"downloading": 28.0}, ("downloading",))]
+    assert runs[0].read_as == "attempt 1 of 3: its download only"
+    assert why == ("interrupted 2 time(s): 3 attempts, each downloading again; each finished download read as a run of "
+                   "its own (2), training and start-up set aside (cut short, or resumed from a checkpoint)")
+    cut = [{"status": "Downloading", "seconds": 30}, {"status": "Interrupted", "seconds": 1},
+           {"status": "Downloading", "seconds": 30}]
+    none, why = measured.read_job(_bencher_job(), {"transitions": cut}, False)
+    assert none == [] and "no download to read, training and start-up set aside" in why

@@ -269,7 +269,9 @@ def read_job(job: MeasuredJob, record: Mapping[str, Any], warm_by_pool: bool) ->
         runs = []
         for i, attempt in enumerate(attempts, 1):
             statuses = [t.get("status") for t in attempt]
-            done = "Downloading" in statuses and statuses.index("Downloading") < len(statuses) - 1
+            # Finished: another phase followed it. An interruption right after it cut the download short.
+            at = statuses.index("Downloading") if "Downloading" in statuses else None
+            done = at is not None and at < len(statuses) - 1 and statuses[at + 1] not in ATTEMPT_ENDS
             download = _seconds(attempt, "Downloading")
             if done and download > 0:
                 runs.append(replace(job, job=f"{job.job} (attempt {i} of {len(attempts)})",
