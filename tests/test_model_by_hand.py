@@ -1015,3 +1015,32 @@ def test_a_sync_whose_upload_takes_exactly_the_interval_keeps_up_and_every_targe
     with pytest.raises(ConfigError) as refused:
         ce.estimate_target(_sync_question(), "tape")
     assert refused.value.field == "checkpoint target" and refused.value.problem == "'tape' is not one"
+
+
+def test_an_unknown_instance_is_taken_as_8_vcpus_and_10_gbits_and_the_refusals_name_what_is_allowed():
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    from dslab.core.facts.prices import PriceTable
+    priced = PriceTable()
+    priced.data["instance_hourly"]["ml.x9.huge"] = 1.0
+    # 8 readers: FastFile's 10,000 GETs x 44.7 ms / 8 = 55.875 s, plus 1,000 MB at min(1,000 streamed, 10 Gbit/s x
+    # 125 x 0.8 = 1,000) = 1.0 s. The script: 64 GETs in flight, 10,000 x 27.83 ms / 64 = 4.3484375 s, plus 1,000 MB at
+    # min(64 x 87.5, 1,000) = 1.0 s.
+    _close(_io_bound("FastFile", instance_type="ml.x9.huge", prices=priced).epoch_seconds[0], 56.875)
+    _close(_io_bound("Script", instance_type="ml.x9.huge", prices=priced).epoch_seconds[1], 5.3484375)
+    for mode, changes, field, problem, allowed in (
+            ("Tape", {}, "--mode", "unknown mode 'Tape'", ["File", "FastFile", "Pipe", "FSx", "EFS", "Script"]),
+            ("EFS", {"storage": "express"}, "--mode", "EFS does not read from S3: S3 Express One Zone serves File, "
+             "FastFile, Pipe and scripts that read S3 themselves", ["File", "FastFile", "Pipe", "Script"]),
+            ("File", {"epochs": 0}, "--epochs", "must be at least 1", None)):
+        with pytest.raises(ConfigError) as refused:
+            _io_bound(mode, **changes)
+        assert (refused.value.field, refused.value.problem, refused.value.allowed) == (field, problem, allowed)
+
+
+def test_the_cluster_is_said_where_an_instance_has_several_accelerators_or_the_job_several_instances():
+    said = "1 instance(s) x 2 accelerator(s), each at the compute's rate"
+    assert _io_bound("File", accelerators=2).assumptions[0].startswith(said)
+    assert _io_bound("File", instance_count=2).assumptions[0].startswith("2 instance(s) x 1 accelerator(s)")
+    assert not _io_bound("File").assumptions[0].startswith("1 instance(s)")
