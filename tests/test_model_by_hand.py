@@ -1044,3 +1044,27 @@ def test_the_cluster_is_said_where_an_instance_has_several_accelerators_or_the_j
     assert _io_bound("File", accelerators=2).assumptions[0].startswith(said)
     assert _io_bound("File", instance_count=2).assumptions[0].startswith("2 instance(s) x 1 accelerator(s)")
     assert not _io_bound("File").assumptions[0].startswith("1 instance(s)")
+
+
+def test_large_objects_are_requested_in_8_mib_ranges_and_a_1_mb_object_is_still_small():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    # 64 x ml.p4d.24xlarge on 10,000 objects of 100 MB (1 TB) with FastFile: each instance reads 15,625 MB at 1,000
+    # MB/s (15.6 s, plus 157 GETs x 44.7 ms / 96); the cluster's GETs are 1 TB / 8 MiB = 119,209.29 ranges, at 5,500 a
+    # second on one prefix: 21.674 s an epoch, the bound.
+    big = estimate_mode("FastFile", DatasetShape(files=10_000, bytes=10**12), instance_type="ml.p4d.24xlarge",
+                        instance_count=64, rate=10**7, prices=PriceTable())
+    _close(big.epoch_seconds, [10**12 / (8 * 2**20) / 5500])
+    # Objects of exactly 1 MB are small: the script keeps 64 GETs in flight (1,000 x 27.83 ms / 64 = 0.43484375 s, plus
+    # 1,000 MB at 250 MB/s).
+    edge = estimate_mode("Script", DatasetShape(files=1_000, bytes=10**9), rate=10**7, epochs=2, prices=PriceTable())
+    _close(edge.epoch_seconds[1], 1_000 * 0.02783 / 64 + 4.0)
+    # One reader is allowed; none is refused with what to give.
+    _close(_io_bound("FastFile", readers=1).epoch_seconds[0], 10_000 * 0.0447 + 4.0)
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    with pytest.raises(ConfigError) as refused:
+        _io_bound("FastFile", readers=0)
+    assert refused.value.problem == "0: give the files one instance reads at once, 1 or more"
