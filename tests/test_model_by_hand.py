@@ -1068,3 +1068,12 @@ def test_large_objects_are_requested_in_8_mib_ranges_and_a_1_mb_object_is_still_
     with pytest.raises(ConfigError) as refused:
         _io_bound("FastFile", readers=0)
     assert refused.value.problem == "0: give the files one instance reads at once, 1 or more"
+
+
+def test_the_volume_asked_for_is_the_one_priced_and_said():
+    e = _io_bound("File", volume_size_gb=500)
+    assert e.volume_gb == 500
+    assert e.assumptions[0] == ("File: downloads 1.00 GB in 10,000 objects onto each instance's storage, a 500 GB EBS "
+                                "volume (asked for), at 158 MB/s plus 7.3 ms per object")
+    # Too small for the copy: 1 GB with 5% headroom does not fit 1 GB.
+    assert _io_bound("File", volume_size_gb=1).blocker is not None
