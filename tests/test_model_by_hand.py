@@ -1077,3 +1077,20 @@ def test_the_volume_asked_for_is_the_one_priced_and_said():
                                 "volume (asked for), at 158 MB/s plus 7.3 ms per object")
     # Too small for the copy: 1 GB with 5% headroom does not fit 1 GB.
     assert _io_bound("File", volume_size_gb=1).blocker is not None
+
+
+def test_files_copy_sizes_the_default_volume_and_a_replicated_copy_gets_every_object_on_every_instance():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    # 200 GB on ml.p3.2xlarge (EBS): File's copy needs 200 x 1.05 = 210 GB, so the default volume grows to it; the
+    # other sources keep the 100 GB default (nothing is copied onto it).
+    shape = DatasetShape(files=10_000, bytes=200 * 10**9)
+    assert [estimate_mode(m, shape, rate=10_000.0, prices=PriceTable()).volume_gb for m in ("File", "FastFile")] == \
+        [210, 100]
+    # 64 x ml.p4d.24xlarge, FullyReplicated: every instance copies all 1,000,000 objects of 100 KB; NVMe at min(1,000,
+    # 10,000) MB/s: 100,000 MB in 100 s plus 1,000,000 x 7.27 ms = 7,270 s. The bucket serves the cluster's 64 x
+    # 1,000,000 GETs at 5,500 a second: 11,636.36 s, the bound. Downloading: 15.1 + 11,636.36 s an instance.
+    replicated = estimate_mode("File", DatasetShape(files=1_000_000, bytes=10**11), instance_type="ml.p4d.24xlarge",
+                               instance_count=64, sharded=False, rate=10**7, prices=PriceTable())
+    _close(replicated.downloading / 64, 15.1 + 64 * 1_000_000 / 5500)
