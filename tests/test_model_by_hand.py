@@ -1094,3 +1094,9 @@ def test_files_copy_sizes_the_default_volume_and_a_replicated_copy_gets_every_ob
     replicated = estimate_mode("File", DatasetShape(files=1_000_000, bytes=10**11), instance_type="ml.p4d.24xlarge",
                                instance_count=64, sharded=False, rate=10**7, prices=PriceTable())
     _close(replicated.downloading / 64, 15.1 + 64 * 1_000_000 / 5500)
+    assert replicated.assumptions[-1].startswith("File: downloads 100.00 GB in 1,000,000 objects onto each instance's")
+    # Sharded, each instance copies its 15,625 objects (113.6 s), but the cluster's 1,000,000 GETs, once each, take
+    # 181.82 s on one prefix: the bound.
+    sharded = estimate_mode("File", DatasetShape(files=1_000_000, bytes=10**11), instance_type="ml.p4d.24xlarge",
+                            instance_count=64, rate=10**7, prices=PriceTable())
+    _close(sharded.downloading / 64, 15.1 + 1_000_000 / 5500)
