@@ -1100,3 +1100,26 @@ def test_files_copy_sizes_the_default_volume_and_a_replicated_copy_gets_every_ob
     sharded = estimate_mode("File", DatasetShape(files=1_000_000, bytes=10**11), instance_type="ml.p4d.24xlarge",
                             instance_count=64, rate=10**7, prices=PriceTable())
     _close(sharded.downloading / 64, 15.1 + 1_000_000 / 5500)
+
+
+def test_pipe_on_a_cluster_streams_each_object_once_sharded_and_to_every_instance_replicated():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    shape = DatasetShape(files=1_000_000, bytes=10**11)
+    kwargs = {"instance_type": "ml.p4d.24xlarge", "instance_count": 64, "rate": 10**7, "prices": PriceTable()}
+    # Sharded: each instance streams 15,625 objects (54.3 s of first bytes over 8, plus 1,562.5 MB at 300 MB/s); the
+    # cluster's 1,000,000 GETs take 181.82 s on one prefix: the bound. Replicated: each streams all 1,000,000 (3,812 s);
+    # the cluster's 64,000,000 GETs take 11,636.36 s.
+    _close(estimate_mode("Pipe", shape, **kwargs).epoch_seconds, [1_000_000 / 5500])
+    _close(estimate_mode("Pipe", shape, sharded=False, **kwargs).epoch_seconds, [64_000_000 / 5500])
+
+
+def test_the_scripts_listing_takes_a_page_per_started_thousand_keys():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    # 1,001 keys: two pages of 121.6 ms, in the first epoch only.
+    e = estimate_mode("Script", DatasetShape(files=1_001, bytes=10**8), rate=10**7, epochs=2, prices=PriceTable())
+    _close(e.epoch_seconds[0] - e.epoch_seconds[1], 2 * 0.1216)
+    assert e.assumptions[-1].startswith("Script: the script lists the prefix (2 pages of 1,000 keys, ~122 ms each")
