@@ -1123,3 +1123,19 @@ def test_the_scripts_listing_takes_a_page_per_started_thousand_keys():
     e = estimate_mode("Script", DatasetShape(files=1_001, bytes=10**8), rate=10**7, epochs=2, prices=PriceTable())
     _close(e.epoch_seconds[0] - e.epoch_seconds[1], 2 * 0.1216)
     assert e.assumptions[-1].startswith("Script: the script lists the prefix (2 pages of 1,000 keys, ~122 ms each")
+
+
+def test_fsxs_needed_capacity_carries_the_headroom_its_import_is_said_in_minutes_and_128_kib_files_sit_in_ia():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.shape import DatasetShape
+    # 2,300 GiB x 1.05 = 2,415 GiB: past 2,400, so 4,800 (without the headroom 2,400 would do).
+    big = estimate_mode("FSx", DatasetShape(files=1000, bytes=2300 * 2**30), rate=10_000.0, prices=PriceTable())
+    assert big.blocker.endswith("cannot hold 2,300 GiB: it needs 4,800 GiB or more")
+    # 2,000,000 objects index in an hour: "~60 min".
+    many = estimate_mode("FSx", DatasetShape(files=2_000_000, bytes=10**11), rate=10**7, prices=PriceTable())
+    assert "creating the file system indexes 2,000,000 objects in ~60 min" in many.assumptions[-1]
+    # Files of exactly 128 KiB (131,072 bytes) move to Infrequent Access: the first epoch reads them from there.
+    edge = estimate_mode("EFS", DatasetShape(files=1000, bytes=1000 * 131_072), rate=10_000.0, prices=PriceTable(),
+                         efs_resident=True)
+    assert edge.assumptions[-1].startswith("EFS: the dataset lives in EFS; unread for 7 days, its files of 128 KiB")
