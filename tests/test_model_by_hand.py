@@ -1139,3 +1139,20 @@ def test_fsxs_needed_capacity_carries_the_headroom_its_import_is_said_in_minutes
     edge = estimate_mode("EFS", DatasetShape(files=1000, bytes=1000 * 131_072), rate=10_000.0, prices=PriceTable(),
                          efs_resident=True)
     assert edge.assumptions[-1].startswith("EFS: the dataset lives in EFS; unread for 7 days, its files of 128 KiB")
+
+
+def test_the_break_even_names_the_cheaper_at_the_start_and_the_first_epoch_count_where_the_other_is():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import fsx_express_break_even
+    from dslab.core.shape import DatasetShape
+    even = fsx_express_break_even(DatasetShape(files=10_000, bytes=10**11), max_epochs=40, prices=PriceTable(),
+                                  rate=2000.0)
+    # The rule: FSx where it costs no more; the crossover is the first epoch count where the cheaper one changes.
+    cheaper = ["FSx" if f <= e else "Express FastFile" for f, e in zip(even.fsx_usd, even.express_usd)]
+    assert even.cheaper_at_start == cheaper[0] == "FSx"
+    assert even.crossover == next(n for n, c in zip(even.epochs, cheaper) if c != "FSx")
+    assert cheaper[even.crossover - 2] == "FSx" and cheaper[even.crossover - 1] == "Express FastFile"
+    assert len(even.epochs) == 40 and even.epochs[-1] == 40
+    # The default: 100 epoch counts.
+    assert fsx_express_break_even(DatasetShape(files=10_000, bytes=10**9), prices=PriceTable(),
+                                  rate=2000.0).epochs == list(range(1, 101))
