@@ -294,7 +294,7 @@ def test_every_mode_and_with_express_the_s3_modes_again_on_the_directory_bucket(
 
 def test_the_break_even_says_which_is_cheaper_first_and_where_that_changes():
     from dslab.core.model.estimate import BreakEven
-    crossing = BreakEven([1, 2, 3], [1.004, 2.00049, 3.0], [1.5, 2.0, 2.5], 3, "FSx", ["a"])
+    crossing = BreakEven([1, 2, 3], [1.004, 2.00049, 3.0], [1.50004, 2.0, 2.5], 3, "FSx", ["a"])
     assert crossing.to_dict() == {"epochs": [1, 2, 3], "fsx_usd": [1.004, 2.0005, 3.0], "express_usd": [1.5, 2.0, 2.5],
                                   "crossover_epochs": 3, "cheaper_at_start": "FSx", "assumptions": ["a"]}
     assert crossing.sentence() == ("break-even at 3 epochs: below it FSx is cheaper, from it Express FastFile "
@@ -302,9 +302,9 @@ def test_the_break_even_says_which_is_cheaper_first_and_where_that_changes():
     other = BreakEven([1, 2], [2.0, 2.0], [1.0, 3.0], 2, "Express FastFile", [])
     assert other.sentence() == ("break-even at 2 epochs: below it Express FastFile is cheaper, from it FSx "
                                 "($2.00 FSx vs $3.00 Express at 2 epochs)")
-    never = BreakEven([1, 2], [1.0, 2.0], [3.0, 4.0], None, "FSx", [])
-    assert never.sentence() == ("FSx is cheaper at every epoch count from 1 to 2 ($1.00 FSx vs $3.00 Express at 1 "
-                                "epoch, $2.00 vs $4.00 at 2)")
+    never = BreakEven([1, 2, 3], [1.0, 2.0, 2.5], [3.0, 4.0, 5.0], None, "FSx", [])
+    assert never.sentence() == ("FSx is cheaper at every epoch count from 1 to 3 ($1.00 FSx vs $3.00 Express at 1 "
+                                "epoch, $2.50 vs $5.00 at 3)")
 
 
 def test_the_break_even_adds_fsxs_import_hours_and_expresss_staging_and_its_storage_meanwhile():
