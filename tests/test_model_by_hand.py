@@ -1156,3 +1156,56 @@ def test_the_break_even_names_the_cheaper_at_the_start_and_the_first_epoch_count
     # The default: 100 epoch counts.
     assert fsx_express_break_even(DatasetShape(files=10_000, bytes=10**9), prices=PriceTable(),
                                   rate=2000.0).epochs == list(range(1, 101))
+
+
+# ---- a run's checkpoint records, read per trial and target ---------------------------------------------------------
+
+def _ckpt(target, status="Completed", restore=False, cluster=None, **figures):
+    record = {"checkpoint_target": target, "trial": "save", "dataset": "llama3-8b", "status": status,
+              "job_name": f"{target}-{'restore' if restore else 'write'}-{len(figures)}", "instance_type": "ml.p5.48xlarge",
+              "instance_count": 2, "cost_usd": {"total": 1.25}, "checkpoint_restore": restore,
+              "metrics": {"checkpoint": figures, **({"cluster": {"checkpoint": cluster}} if cluster else {})}}
+    if restore:
+        record["phases"] = {"Downloading": figures.pop("downloading", 0.0)}
+    if status != "Completed":
+        record["failure_reason"] = "AlgorithmError: out of memory"
+    return record
+
+
+def test_a_runs_checkpoint_records_are_averaged_per_target_the_sync_restore_adding_its_copy_in():
+    from dslab.core.model import checkpoint_estimate as ce
+    records = [
+        # S3 sync: two writers (saves of 10 and 14 s; stalls 2 and 4 s; durable at 20 and 30 s), one failed, one
+        # restore job whose copy-in took 50 s and whose reads 6 s.
+        _ckpt("s3", save_seconds_mean=10.0, stall_seconds_mean=2.0, durable_seconds_mean=20.0,
+              save_gb_per_second_mean=1.0, bytes_per_checkpoint=16 * 10**9),
+        _ckpt("s3", save_seconds_mean=14.0, stall_seconds_mean=4.0, durable_seconds_mean=30.0,
+              save_gb_per_second_mean=2.0),
+        _ckpt("s3", status="Failed"),
+        _ckpt("s3", restore=True, load_seconds_mean=6.0, load_gb_per_second_mean=3.0, downloading=50.0),
+        # FSx: one writer whose cluster figure (the slowest host's) stands for it, no restore job: its own reads.
+        _ckpt("fsx", save_seconds_mean=5.0, stall_seconds_mean=5.0, load_seconds_mean=4.0,
+              cluster={"save_seconds_mean": 7.0, "stall_seconds_mean": 7.0, "load_seconds_mean": 5.0,
+                       "load_gb_per_second_mean": 3.2}),
+        {"job_name": "data-job", "status": "Completed", "dataset": "d"}]   # not a checkpoint record
+    s3, fsx = ce.measured_targets(records)
+    assert (s3.target, s3.jobs, s3.completed, s3.runs, s3.read_apart) == ("s3", 4, 3, 2, 1)
+    assert (s3.save_seconds, s3.stall_seconds, s3.durable_seconds, s3.save_gb_per_second) == (12.0, 3.0, 25.0, 1.5)
+    # The restore: the copy-in (SageMaker's Downloading) plus the reads.
+    assert (s3.copy_in_seconds, s3.load_seconds, s3.restore_seconds, s3.load_gb_per_second) == (50.0, 6.0, 56.0, 3.0)
+    assert s3.bytes_per_checkpoint == 16 * 10**9 and s3.cost_usd == 5.0
+    assert s3.failures == ["s3-write-0: AlgorithmError: out of memory"]
+    assert (s3.instance_type, s3.instance_count, s3.trial, s3.model) == ("ml.p5.48xlarge", 2, "save", "llama3-8b")
+    # FSx: the cluster's figures; a file system holds a save once written: durable at the save; no copy-in.
+    assert (fsx.save_seconds, fsx.stall_seconds, fsx.durable_seconds) == (7.0, 7.0, 7.0)
+    assert (fsx.load_seconds, fsx.restore_seconds, fsx.copy_in_seconds, fsx.load_gb_per_second) == (5.0, 5.0, None,
+                                                                                                    3.2)
+    # The pick: the soonest durable save (FSx's 7 s before the sync's 25 s), the sync the runner-up.
+    assert ce.measured_pick([s3, fsx]) == (fsx, s3)
+    assert ce.measured_pick([]) == (None, None)
+    # What keeps them from MLPerf's figures: the sync read apart once in two runs; FSx read in its writer.
+    assert s3.mlperf_sequence() == ["read back in the writing job (checkpoint.restore: false), not a new one",
+                                    "2 run(s), where MLPerf takes the mean of 5 (repeats: 5)", ce.MLPERF_SAME_MACHINES]
+    full = ce.MeasuredTarget("t", "m", "efs", 10, 10, 1.0, 1.0, 1.0, None, None, 1.0, None, None, "x", 1, 0.0,
+                             runs=5, read_apart=5)
+    assert full.mlperf_sequence() == [ce.MLPERF_SAME_MACHINES] and full.label == "EFS"
