@@ -1153,6 +1153,11 @@ def test_the_break_even_names_the_cheaper_at_the_start_and_the_first_epoch_count
     assert even.crossover == next(n for n, c in zip(even.epochs, cheaper) if c != "FSx")
     assert cheaper[even.crossover - 2] == "FSx" and cheaper[even.crossover - 1] == "Express FastFile"
     assert len(even.epochs) == 40 and even.epochs[-1] == 40
+    # Keeping the 100 GB copy: 100 x the GB-month price.
+    month = PriceTable()["express_gb_month"] * 100
+    assert even.assumptions[1] == ("Express: the staging copy once per run, the job's GETs and retrieval, the copy's "
+                                   "storage while it exists, emptied after the run (`dslab express empty`); keeping it "
+                                   f"costs ${month:.2f} per month")
     # The default: 100 epoch counts.
     assert fsx_express_break_even(DatasetShape(files=10_000, bytes=10**9), prices=PriceTable(),
                                   rate=2000.0).epochs == list(range(1, 101))
