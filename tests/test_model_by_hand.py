@@ -1214,3 +1214,37 @@ def test_a_runs_checkpoint_records_are_averaged_per_target_the_sync_restore_addi
     full = ce.MeasuredTarget("t", "m", "efs", 10, 10, 1.0, 1.0, 1.0, None, None, 1.0, None, None, "x", 1, 0.0,
                              runs=5, read_apart=5)
     assert full.mlperf_sequence() == [ce.MLPERF_SAME_MACHINES] and full.label == "EFS"
+
+
+def test_what_fsx_left_standing_bills_under_the_idle_guard_or_without_it():
+    from dataclasses import replace
+
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import AS_DEPLOYED, FsxConfig
+    prices = PriceTable()
+    # Scratch 2 at 1,200 GiB: 1,200 x $0.14 / 730 = $0.230137 an hour. The guard deletes it 8 h after the last run, up
+    # to one 30-minute check later: 8 x 0.230137 = $1.84 to 8.5 x 0.230137 = $1.96.
+    assert AS_DEPLOYED.fsx_left_standing(prices) == (
+        "left standing, the lab's idle guard deletes it 8 to 8.5 h after the last run (fsxIdleHours=8, checked every "
+        "30 min): $1.84 to $1.96 more")
+    # An hour: $0.23 to $0.35 (1.5 h).
+    assert replace(AS_DEPLOYED, fsx_idle_hours=1.0).fsx_left_standing(prices).endswith(": $0.23 to $0.35 more")
+    assert replace(AS_DEPLOYED, fsx_idle_hours=0.0).fsx_left_standing(prices) == (
+        "the lab's idle guard is off (fsxIdleHours=0): left standing, FSx bills $0.23 an hour")
+    assert replace(AS_DEPLOYED, fsx_idle_hours=None).fsx_left_standing(prices) == (
+        "left standing, FSx bills $0.23 an hour until the lab's idle guard deletes it")
+    # Another FSx than the lab's: 2,400 GiB bills $0.46 an hour.
+    assert AS_DEPLOYED.fsx_left_standing(prices, FsxConfig(capacity_gib=2400)).endswith(": $3.68 to $3.91 more")
+
+
+def test_provisioned_efs_without_a_rate_reads_as_1_mibps_and_bills_none_and_fsx_holds_exactly_its_capacity():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import EfsConfig, FsxConfig
+    unset = EfsConfig("provisioned")
+    assert unset.read_mibps(0.0) == 3.0   # 1 MiB/s, reads metered at a third
+    assert unset.throughput_usd(PriceTable(), hours=730.0, gb_read=0.0) == 0.0
+    assert (unset.short(), unset.label()) == ("EFS Prov. 0 MiB/s", "EFS Provisioned 0 MiB/s")
+    # 200 MiB/s provisioned for a month: 200 x $6.
+    assert EfsConfig("provisioned", 200.0).throughput_usd(PriceTable(), hours=730.0, gb_read=0.0) == 1200.0
+    # 2,000 GiB x 1.05 = 2,100 GiB: exactly what a 2,100 GiB file system holds.
+    assert FsxConfig(capacity_gib=2100).holds(2000 * 2**30)
