@@ -1248,3 +1248,24 @@ def test_provisioned_efs_without_a_rate_reads_as_1_mibps_and_bills_none_and_fsx_
     assert EfsConfig("provisioned", 200.0).throughput_usd(PriceTable(), hours=730.0, gb_read=0.0) == 1200.0
     # 2,000 GiB x 1.05 = 2,100 GiB: exactly what a 2,100 GiB file system holds.
     assert FsxConfig(capacity_gib=2100).holds(2000 * 2**30)
+
+
+def test_a_checkpoint_options_record_carries_its_deploy_and_quota_and_fsx_is_brought_up():
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import FsxConfig
+    q = _sync_question()
+    elastic = ce.candidates(q, "efs", "provisioned for the question")[1]
+    assert elastic.command() == 'make deploy FSX=keep CONTEXT="efsPerformance=generalPurpose efsThroughput=elastic"'
+    record = elastic.to_dict()
+    assert (record["deploy_settings"], record["command"], record["target"], record["label"]) == (
+        {"efsPerformance": "generalPurpose", "efsThroughput": "elastic"}, elastic.command(), "efs", "EFS")
+    assert "quota" not in record and "blocker" not in record and "upload_seconds" not in record
+    big = ce._fsx(q, FsxConfig.persistent2(1000, 120_000), "provisioned for the question",
+                  FsxConfig.persistent2(1000, 120_000).settings())
+    assert big.command().startswith('make deploy FSX=up CONTEXT="fsxDeploymentType=PERSISTENT_2 ')
+    assert big.to_dict()["quota"]["needed_gib"] == 120_000
+    assert ce.estimate_target(q, "s3").command() is None and "command" not in ce.estimate_target(q, "s3").to_dict()
+    # A day's total: the idle instances' share of each save, plus storage, requests and what stands.
+    fsx = ce.estimate_target(q, "fsx")
+    _close(fsx.usd_per_day, fsx.idle_usd_per_save * 144 + fsx.standing_usd_per_day)
+    assert fsx.to_dict()["usd_per_day"] == round(fsx.usd_per_day, 2)
