@@ -1269,3 +1269,17 @@ def test_a_checkpoint_options_record_carries_its_deploy_and_quota_and_fsx_is_bro
     fsx = ce.estimate_target(q, "fsx")
     _close(fsx.usd_per_day, fsx.idle_usd_per_save * 144 + fsx.standing_usd_per_day)
     assert fsx.to_dict()["usd_per_day"] == round(fsx.usd_per_day, 2)
+
+
+def test_a_settings_null_empty_or_exact_limit_and_a_link_persistent_2_cannot_take():
+    from dslab.core.model.provisioning import as_deployed
+    assert _lab(fsxCapacity="null").fsx.capacity_gib == 1200 and _lab(fsxCapacity="").fsx.capacity_gib == 1200
+    assert _lab(fsxIdleHours="").fsx_idle_hours == 8.0 and _lab(efsPerformance="").efs.performance is None
+    assert _lab(efsThroughput="provisioned", efsProvisionedMibps="1").efs.provisioned_mibps == 1.0
+    e = _refused(fsxDeploymentType="PERSISTENT_2", fsxThroughputPerTiB="250", fsxLink="import-path")
+    assert (e.field, e.problem) == ("fsxLink", "PERSISTENT_2 links to S3 only through a data repository association: "
+                                               "the legacy import path is for Scratch 1, Scratch 2 and Persistent 1 "
+                                               "(cdk.json)")
+    assert _lab(fsxLink="import-path").fsx.deployment_type == "SCRATCH_2"   # Scratch 2 may take the import path
+    assert as_deployed(2400).fsx.capacity_gib == 2400 and as_deployed(efs_provisioned_mibps=300.0).efs.mode == \
+        "provisioned"
