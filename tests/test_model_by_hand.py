@@ -1283,3 +1283,21 @@ def test_a_settings_null_empty_or_exact_limit_and_a_link_persistent_2_cannot_tak
     assert _lab(fsxLink="import-path").fsx.deployment_type == "SCRATCH_2"   # Scratch 2 may take the import path
     assert as_deployed(2400).fsx.capacity_gib == 2400 and as_deployed(efs_provisioned_mibps=300.0).efs.mode == \
         "provisioned"
+
+
+def test_a_checkpoints_tiny_file_is_one_part_its_day_saves_at_two_decimals_and_seven_days_is_the_longest():
+    import pytest
+
+    from dslab.core.errors import ConfigError
+    from dslab.core.model import checkpoint_estimate as ce
+    rank = SimpleNamespace(files=[("tiny.json", 1), ("empty", 0), ("model.pt", 8 * 2**20 + 1)])
+    plan = SimpleNamespace(hosts=1, scale=1.0, host_ranks=lambda host: [rank])
+    load = ce.CheckpointLoad.of(plan)
+    # A 1-byte file is one part; an empty one none; 8 MiB + 1 byte two.
+    assert (load.hosts, load.parts, load.files) == (1, 3, 3)
+    # Every 7 minutes: 86,400 / 420 = 205.714 saves a day, 205.71 in the record.
+    assert ce.estimate_target(_sync_question(every_seconds=420.0), "fsx").to_dict()["saves_per_day"] == 205.71
+    assert ce.parse_duration("168h", "--every") == 604_800
+    with pytest.raises(ConfigError) as refused:
+        ce.parse_duration("168.1h", "--every")
+    assert refused.value.allowed == "e.g. 30m, 2h, 90s (1 s to 7 days)"
