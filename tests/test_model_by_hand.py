@@ -1301,3 +1301,48 @@ def test_a_checkpoints_tiny_file_is_one_part_its_day_saves_at_two_decimals_and_s
     with pytest.raises(ConfigError) as refused:
         ce.parse_duration("168.1h", "--every")
     assert refused.value.allowed == "e.g. 30m, 2h, 90s (1 s to 7 days)"
+
+
+def test_a_two_host_sync_of_many_small_files_is_held_to_s3s_request_rates_and_pays_every_hosts_gets():
+    from dslab.core.model import checkpoint_estimate as ce
+    # Two hosts, each saving 100,000 files of 10 KB (1 GB): 100,000 parts each, 200,000 in all.
+    ranks = {h: [SimpleNamespace(files=[(f"s{i}", 10_000) for i in range(100_000)])] for h in (0, 1)}
+    plan = SimpleNamespace(hosts=2, scale=1.0, host_ranks=lambda host: ranks[host])
+    q = _sync_question(plan=plan)
+    s3 = ce.estimate_target(q, "s3")
+    # The upload: 200,000 PUTs at 3,500 a second on one prefix = 57.14 s, more than 1,000 MB at 250 MB/s (4 s).
+    _close(s3.upload_seconds, 200_000 / 3500)
+    assert s3.bound.endswith("the upload behind it: S3's PUT rate")
+    assert s3.to_dict()["upload_seconds"] == 57.14
+    # The copy-in: 200,000 parts x 2 kept x 2 hosts = 800,000 GETs at 5,500 a second = 145.45 s (4 GB at 134 MB/s
+    # would take 29.8 s).
+    _close(s3.copy_in_seconds, 800_000 / 5500)
+    gp2 = 128 * 1.048576
+    restore = 800_000 / 5500 + 1000 / gp2
+    _close(s3.restore_usd, restore * 2 * 3.825 / 3600 + 800_000 * 0.4 / 1e6)
+    # Express: its own prices, per thousand GETs and per GB retrieved, every host's: 800,000 GETs and 2 x 4 GB.
+    express = ce.estimate_target(q, "express")
+    prices = q.prices
+    requests = 800_000 * prices["express_get_per_thousand"] / 1000 + 4e9 * 2 / 1e9 * prices["express_retrieval_per_gb"]
+    _close(express.restore_usd, express.restore_seconds * 2 * 3.825 / 3600 + requests)
+
+
+def test_checkpoint_boundaries_and_words_where_nvme_or_one_host_or_elastic_set_them():
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import EfsConfig
+    # FSx saving in exactly its interval keeps up; a checkpoint that fills FSx exactly fits.
+    assert ce.estimate_target(_sync_question(every_seconds=25.6), "fsx").warnings == []
+    # One host, too many kept: no word of every host's copy.
+    blocked = ce.estimate_target(_sync_question(keep=40, volume_size_gb=100), "s3")
+    assert "every host's" not in blocked.blocker and "(40 kept)" in blocked.blocker
+    # On NVMe the way out is more instances (its size is fixed): ml.p5.48xlarge holds 30,400 GB.
+    rank = SimpleNamespace(files=[("model.pt", 2000 * 10**9)])
+    p5 = _sync_question(plan=SimpleNamespace(hosts=1, scale=1.0, host_ranks=lambda host: [rank]),
+                        instance_type="ml.p5.48xlarge", keep=20)
+    nvme = ce.estimate_target(p5, "s3")
+    assert nvme.blocker.endswith("fewer kept (--keep), a smaller --scale, more instances")
+    # p5's network is its primary card's share: said.
+    assert len(p5.network_said()) == 1 and nvme.assumptions[-1] == p5.network_said()[0]
+    assert _sync_question().network_said() == []   # ml.p3.2xlarge has one card: nothing to say
+    assert ce._efs_write_mibps(EfsConfig("elastic"), 0.0, 0.0) == (
+        5120.0, "Elastic's per-file-system write limit in us-east-1 (5 GiB/s)")
