@@ -1346,3 +1346,32 @@ def test_checkpoint_boundaries_and_words_where_nvme_or_one_host_or_elastic_set_t
     assert _sync_question().network_said() == []   # ml.p3.2xlarge has one card: nothing to say
     assert ce._efs_write_mibps(EfsConfig("elastic"), 0.0, 0.0) == (
         5120.0, "Elastic's per-file-system write limit in us-east-1 (5 GiB/s)")
+
+
+def test_efs_as_a_checkpoint_target_says_its_regions_limits_and_reads_back_for_free_unless_elastic():
+    from dslab.core.model import checkpoint_estimate as ce
+    e = ce.estimate_target(_sync_question(every_seconds=86_400.0), "efs")
+    assert e.assumptions[0] == ("EFS's per-file-system limits in us-east-1: 5 GiB/s reads, 3 GiB/s writes "
+                                f"({ce.EFS_LIMITS_SOURCE})")
+    # Bursting reads cost nothing beyond the idle instances: 12 s of restore.
+    _close(e.restore_usd, 12.0 * 3.825 / 3600)
+
+
+def test_each_checkpoint_target_names_how_the_lab_stands_and_fsx_starts_where_the_kept_checkpoints_fit():
+    import pytest
+    from dataclasses import replace
+
+    from dslab.core.errors import ConfigError
+    from dslab.core.model import checkpoint_estimate as ce
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    # FSx as cdk.json would build it, EFS as deployed (its stack outputs).
+    lab = replace(AS_DEPLOYED, fsx_source="cdk.json", efs_source="cdk-outputs.json")
+    q = _sync_question(lab=lab)
+    assert ce.estimate_target(q, "fsx").premise == "as cdk.json would deploy it"
+    assert ce.estimate_target(q, "efs").premise == "as deployed"
+    with pytest.raises(ConfigError) as refused:
+        ce.estimate_target(q, "tape")
+    assert refused.value.allowed == ["s3", "express", "fsx", "efs"]
+    # 420 kept of 3 GB, with 5% headroom: 1,232 GiB, past 1,200: every type starts at 2,400 GiB.
+    assert {f.capacity_gib for f in ce.fsx_options(_sync_question(keep=420))} >= {2400}
+    assert min(f.capacity_gib for f in ce.fsx_options(_sync_question(keep=420))) == 2400
