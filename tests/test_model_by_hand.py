@@ -1375,3 +1375,18 @@ def test_each_checkpoint_target_names_how_the_lab_stands_and_fsx_starts_where_th
     # 420 kept of 3 GB, with 5% headroom: 1,232 GiB, past 1,200: every type starts at 2,400 GiB.
     assert {f.capacity_gib for f in ce.fsx_options(_sync_question(keep=420))} >= {2400}
     assert min(f.capacity_gib for f in ce.fsx_options(_sync_question(keep=420))) == 2400
+
+
+def test_a_restore_without_its_phases_copies_in_nothing_and_a_clusters_restore_is_its_slowest_hosts():
+    from dslab.core.model import checkpoint_estimate as ce
+    restore = _ckpt("express", restore=True, load_seconds_mean=3.0, cluster={"load_seconds_mean": 9.0,
+                                                                           "load_gb_per_second_mean": 0.5})
+    del restore["phases"]
+    writer = _ckpt("express", save_seconds_mean=4.0, stall_seconds_mean=1.0)
+    (express,) = ce.measured_targets([writer, restore])
+    # No Downloading recorded: a copy-in of 0 s; the reads are the cluster's slowest host's, 9 s.
+    assert (express.copy_in_seconds, express.load_seconds, express.restore_seconds, express.load_gb_per_second) == \
+        (0.0, 9.0, 9.0, 0.5)
+    # A sync without a durable figure ranks after one with it.
+    fsx = ce.measured_targets([_ckpt("fsx", save_seconds_mean=30.0, stall_seconds_mean=30.0)])[0]
+    assert express.durable_seconds is None and ce.measured_pick([express, fsx]) == (fsx, express)
