@@ -56,6 +56,37 @@ def own_temp(pid: int) -> Path:
     return Path(tempfile.gettempdir()) / "dslab-mutants" / str(pid)
 
 
+# Answers memoised across calls by the code under test (module, name of a dict): what the parent computed while it
+# warmed up would otherwise be handed to a mutant's tests without the mutant ever running.
+MEMOS = (("dslab.core.answer.answer", "_ANSWERS"),)
+
+
+_CACHES: dict[str, list] = {}   # module -> its functools caches, found once in the parent (index_caches)
+
+
+def index_caches() -> None:
+    """The parent, once warm: every functools cache by the module that defines it (a scan of the heap, done once)."""
+    import functools
+    import gc
+    _CACHES.clear()
+    for obj in gc.get_objects():
+        if isinstance(obj, functools._lru_cache_wrapper):
+            _CACHES.setdefault(getattr(obj, "__module__", None), []).append(obj)
+
+
+def forget_cached(mutant: str) -> None:
+    """In a mutant's child: forget what the parent computed and cached, where the mutant would have computed it. The
+    memoised answers go, and every functools cache of the mutant's own module (calibration.py's fit and assumptions,
+    read once): a mutant of a function whose result a cache holds never ran in a child, and survived every test."""
+    module = function_of(mutant).rsplit(".", 1)[0]
+    for owner, attribute in MEMOS:
+        found = getattr(sys.modules.get(owner), attribute, None)
+        if found is not None:
+            found.clear()
+    for cache in _CACHES.get(module, ()):
+        cache.cache_clear()
+
+
 def killer_file(pid: int) -> Path:
     """Where a mutant's child names the test that killed it, for the parent to try that test first next time."""
     return Path(tempfile.gettempdir()) / "dslab-mutants" / f"{pid}.killer"
@@ -107,6 +138,7 @@ class Runner:
 
     def _child(self, session, name: str, items: list) -> int:
         os.environ["MUTANT_UNDER_TEST"] = name
+        forget_cached(name)
         # A mutant that grows without end (a loop appending to a list) meets a MemoryError, a failed test, before the
         # kernel's OOM killer picks a process of the machine: CHILD_MEMORY above what the fork shares.
         import resource
@@ -185,6 +217,7 @@ class Runner:
     def pytest_runtestloop(self, session):
         if not self._warm(session):
             return True
+        index_caches()
         by_id = {item.nodeid: item for item in session.items}
         pending = self._plan(by_id)
         running: dict[int, tuple[str, float]] = {}

@@ -203,3 +203,37 @@ def test_a_copy_in_mutants_that_differs_from_its_source_is_replaced_and_a_change
     assert [(mutants / n).read_text() for n in ("dslab/same.py", "dslab/changed.py", "benchmarks/runner.py",
                                                 "app.py", "dslab/mutated.py")] == ["a", "new", "new", "new", "new"]
     assert not (mutants / "dslab/mutated.py.meta").exists() and not (mutants / "dslab/new.py").exists()
+
+
+def test_a_mutants_child_forgets_what_the_parent_cached_in_the_mutants_module_and_the_memoised_answers():
+    """A function whose result a functools cache holds (calibration.py's fit, read once) never ran in a mutant's child:
+    the child clears its own module's caches and the memoised answers before its tests run; other modules' caches
+    stay."""
+    import functools
+    import sys
+    import types
+
+    from benchmarks import mutation_runner
+    calls = []
+    module = types.ModuleType("dslab.fake_cached")
+
+    def measured():
+        calls.append(1)
+        return len(calls)
+    measured.__module__ = "dslab.fake_cached"
+    module.measured = functools.lru_cache(maxsize=None)(measured)
+    other = functools.lru_cache(maxsize=None)(lambda: object())
+    other.__module__ = "dslab.other"
+    answers = types.SimpleNamespace(_ANSWERS={"question": "answer"})
+    sys.modules["dslab.fake_cached"] = module
+    try:
+        from unittest import mock
+        with mock.patch.dict(sys.modules, {"dslab.core.answer.answer": answers}):
+            assert module.measured() == 1 and module.measured() == 1
+            kept = other()
+            mutation_runner.index_caches()
+            mutation_runner.forget_cached("dslab.fake_cached.x_measured__mutmut_3")
+            assert module.measured() == 2 and other() is kept and answers._ANSWERS == {}
+    finally:
+        del sys.modules["dslab.fake_cached"]
+        mutation_runner._CACHES.clear()
