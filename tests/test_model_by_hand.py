@@ -1390,3 +1390,24 @@ def test_a_restore_without_its_phases_copies_in_nothing_and_a_clusters_restore_i
     # A sync without a durable figure ranks after one with it.
     fsx = ce.measured_targets([_ckpt("fsx", save_seconds_mean=30.0, stall_seconds_mean=30.0)])[0]
     assert express.durable_seconds is None and ce.measured_pick([express, fsx]) == (fsx, express)
+
+
+def test_a_fold_without_b_takes_files_copy_start_from_fsxs_mount_and_ebs_from_d_alone():
+    # Without B no File shard cell is small: the copy's start is FSx's mount, A, C and D's FSx Downloading:
+    # (10.4 + 12.1 + 12.1) / 3 = 11.5333 s, from none to twice it. EBS's rate rests on D alone: 54,000 MB over its
+    # Downloading less that start, 357.3 - 11.5333 = 345.7667 s: 156.17 MB/s, ranged by D's repeats (+-50 s).
+    fitted = _fit_without("B")
+    fixed, ebs = fitted["file_download_fixed"], fitted["ebs_download_mbps"]
+    mount = (10.4 + 12.1 + 12.1) / 3
+    _close([fixed.value, fixed.low, fixed.high], [mount, 0.0, 2 * mount])
+    assert (fixed.cells, fixed.why) == ((), "no cell left: FSx's mount, from none to twice it")
+    assert fixed.rule == "File's copy start: File on shards, Downloading less the bytes"
+    _close([ebs.value, ebs.low, ebs.high], [54_000 / (357.3 - mount), 54_000 / (357.3 - mount + 50.0),
+                                            54_000 / (357.3 - mount - 50.0)])
+    assert (ebs.cells, ebs.why) == (("D File",), "rests on one cell (D File): its repeats' range")
+    assert ebs.rule == "File onto EBS: File on shards, the bytes over Downloading less the start"
+    # Every cell: the other floor rests on the File cells with a long download, A, C and D: (46.3 + 63.5 + 52.5) / 3.
+    floor = _fit_without()["other_floor"]
+    _close(floor.value, (46.3 + 63.5 + 52.5) / 3)
+    assert floor.rule == "upload and shutdown: File cells with a long download, other"
+    assert _fit_without()["mount_fixed"].rule == "FSx's mount: the FSx cells' Downloading"
