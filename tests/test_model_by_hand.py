@@ -1411,3 +1411,28 @@ def test_a_fold_without_b_takes_files_copy_start_from_fsxs_mount_and_ebs_from_d_
     _close(floor.value, (46.3 + 63.5 + 52.5) / 3)
     assert floor.rule == "upload and shutdown: File cells with a long download, other"
     assert _fit_without()["mount_fixed"].rule == "FSx's mount: the FSx cells' Downloading"
+
+
+def test_a_sources_error_is_its_folds_widest_misses_and_its_cells_widest_spread():
+    from dslab.core.model.calibration import Calibration, Fold, Prediction
+    # Two folds: File predicted 10% low in A (90 / 100) and 20% high in B (120 / 100); FastFile 5% high in A.
+    folds = [Fold("A", {}, [Prediction("A", "File", 100.0, 90.0, 80.0, 110.0),
+                            Prediction("A", "FastFile", 100.0, 105.0)]),
+             Fold("B", {}, [Prediction("B", "File", 100.0, 120.0, 130.0, 140.0)])]
+    cells = [SimpleNamespace(mode="File", scenario="A", spread=0.03), SimpleNamespace(mode="File", scenario="B",
+                                                                                      spread=0.07),
+             SimpleNamespace(mode="FastFile", scenario="A", spread=0.02)]
+    cal = Calibration(cells, {}, folds)
+    file_error = cal.error("File")
+    _close([file_error.under, file_error.over, file_error.spread], [-0.1, 0.2, 0.07])
+    assert file_error.scenarios == ("A", "B")
+    # Without B: only A's miss and A's spread.
+    without_b = cal.error("File", without="B")
+    _close([without_b.under, without_b.over, without_b.spread], [-0.1, 0.0, 0.03])
+    assert without_b.scenarios == ("A",)
+    # A prediction inside its interval, and one outside it.
+    assert folds[0].predictions[0].inside and not folds[1].predictions[0].inside
+    _close(folds[0].predictions[0].error, -0.1)
+    # A source with no fold: no miss either way; nothing measured: no spread.
+    none = cal.error("EFS")
+    assert (none.under, none.over, none.spread) == (0.0, 0.0, 0.0)
