@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, metavar="N",
                         help="run N mutants of each module, drawn at random (the same draw each time): a first measure "
                              "of a module too large to run whole; the table says it is a sample")
+    parser.add_argument("--from-journal", action="store_true",
+                        help="a stopped run: put what its journal holds into the named modules' results")
     parser.add_argument("--again", action="store_true",
                         help="run the last run's survivors again (after tests were added), keeping every other result")
     args = parser.parse_args(argv)
@@ -358,8 +360,24 @@ def refresh_copies() -> list[str]:
     return dropped
 
 
+def from_journal(modules: tuple[str, ...], group: str) -> None:
+    """A run stopped before its end (a run writes the modules' results when it ends): what its journal holds goes
+    into the results of the modules named, as the run would have written it; mutants it did not reach stay unrun."""
+    journal = MUTANTS / "bench-results.jsonl"
+    found = dict(json.loads(line) for line in journal.read_text().splitlines() if line.strip())
+    for module in modules:
+        meta = MUTANTS / (module + ".meta")
+        document = json.loads(meta.read_text())
+        codes = {k: found.get(k, v) for k, v in document["exit_code_by_key"].items()}
+        meta.write_text(json.dumps({**document, "exit_code_by_key": codes}))
+        source_stamp(module).write_text(_digest(REPO / module) + "\n")
+    (REPO / "benchmarks" / GROUPS[group][2]).write_text(survivors(GROUPS[group][0]))
+
+
 def run_group(group: str, modules: tuple[str, ...], args: argparse.Namespace) -> None:
-    if args.again:
+    if args.from_journal:
+        from_journal(modules, group)
+    elif args.again:
         again(modules, group)
     elif not args.report:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", MUTMUT], check=True)

@@ -237,3 +237,29 @@ def test_a_mutants_child_forgets_what_the_parent_cached_in_the_mutants_module_an
     finally:
         del sys.modules["dslab.fake_cached"]
         mutation_runner._CACHES.clear()
+
+
+def test_a_stopped_runs_journal_goes_into_the_named_modules_results(tmp_path, monkeypatch):
+    """`--from-journal`: a run writes the modules' results when it ends; one stopped early keeps what its journal
+    holds, for the modules named, and the mutants it did not reach stay unrun."""
+    import json
+
+    from benchmarks import mutation
+    repo, mutants = tmp_path / "repo", tmp_path / "mutants"
+    (repo / "dslab").mkdir(parents=True)
+    (repo / "benchmarks").mkdir()
+    (mutants / "dslab").mkdir(parents=True)
+    (repo / "dslab/m.py").write_text("x = 1\n")
+    (mutants / "dslab/m.py.meta").write_text(json.dumps({"exit_code_by_key": {
+        "dslab.m.x_f__mutmut_1": None, "dslab.m.x_f__mutmut_2": None, "dslab.m.x_f__mutmut_3": None}}))
+    (mutants / "bench-results.jsonl").write_text('["dslab.m.x_f__mutmut_1", 1]\n["dslab.m.x_f__mutmut_2", 0]\n'
+                                                 '["dslab.other.x_g__mutmut_1", 1]\n')
+    monkeypatch.setattr(mutation, "REPO", repo)
+    monkeypatch.setattr(mutation, "MUTANTS", mutants)
+    monkeypatch.setattr(mutation, "GROUPS", {"g": (("dslab/m.py",), "sel", "survivors.txt")})
+    monkeypatch.setattr(mutation, "survivors", lambda modules: "the diffs")
+    mutation.from_journal(("dslab/m.py",), "g")
+    codes = json.loads((mutants / "dslab/m.py.meta").read_text())["exit_code_by_key"]
+    assert codes == {"dslab.m.x_f__mutmut_1": 1, "dslab.m.x_f__mutmut_2": 0, "dslab.m.x_f__mutmut_3": None}
+    assert mutation.source_stamp("dslab/m.py").read_text().strip() == mutation._digest(repo / "dslab/m.py")
+    assert (repo / "benchmarks" / "survivors.txt").read_text() == "the diffs"
