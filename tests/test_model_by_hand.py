@@ -1436,3 +1436,37 @@ def test_a_sources_error_is_its_folds_widest_misses_and_its_cells_widest_spread(
     # A source with no fold: no miss either way; nothing measured: no spread.
     none = cal.error("EFS")
     assert (none.under, none.over, none.spread) == (0.0, 0.0, 0.0)
+
+
+def test_a_fitted_constant_reads_in_ms_under_1_in_mbs_for_a_rate_else_in_seconds_and_fastfiles_get_by_hand():
+    from dslab.core.model.calibration import Fitted
+    latency = Fitted("fastfile_get_latency", 0.0447, ("A FastFile",), "FastFile's per-file GET: on JPEGs", 0.04, 0.05,
+                     "why").as_assumption()
+    assert (latency.name, latency.what, latency.low, latency.high, latency.source, latency.unit, latency.scale) == (
+        "fastfile_get_latency", "FastFile's per-file GET", 0.04, 0.05, "why", "ms", 1000.0)
+    rate = Fitted("ebs_download_mbps", 157.8, ("D File",), "File onto EBS: shards", 137.0, 185.0).as_assumption()
+    assert (rate.unit, rate.scale) == ("MB/s", 1.0)
+    one = Fitted("startup_file", 1.0, ("B File",), "File's start-up: B", 0.5, 2.0).as_assumption()
+    assert (one.unit, one.scale) == ("s", 1.0)   # 1.0 is not under 1
+    assert Fitted("x", 5.0, (), "r", None, 6.0).as_assumption() is None
+    assert Fitted("x", 5.0, (), "r", 4.0, None).as_assumption() is None
+    # FastFile's per-file GET on every cell: A and C FastFile, (training - the script's start - the bytes at
+    # min(1,000, 250 network) MB/s) x 8 readers / files, averaged.
+    from dslab.core.model.calibration import measured_cells
+    fitted = _fit_without()
+    start = fitted["train_fixed"].value
+    cells = {c.label: c for c in measured_cells()}
+    each = [(cells[k].train - start - cells[k].bytes / 1e6 / 250) * 8 / cells[k].files for k in ("A FastFile",
+                                                                                              "C FastFile")]
+    _close(fitted["fastfile_get_latency"].value, sum(each) / 2)
+    # The script's start: the compute-bound cells' training less their samples at the V100 preset's rate, averaged.
+    assert fitted["train_fixed"].cells == ("A File", "A FSx", "B FastFile", "B File", "B FSx", "C File", "C FSx",
+                                           "D FastFile", "D File", "D FSx")
+
+
+def test_an_assumptions_value_shows_whole_from_100_one_decimal_from_1_and_two_digits_under():
+    from dslab.core.model.calibration import Assumption
+    a = Assumption("x", "a figure", 1.0, 100.0, "s")
+    assert a.describe(100.0) == "a figure 100 (1.0-100: s)"
+    assert a.describe(99.94) == "a figure 99.9 (1.0-100: s)"
+    assert Assumption("x", "a figure", 0.5, 0.99, "s").describe(0.123) == "a figure 0.12 (0.5-0.99: s)"
