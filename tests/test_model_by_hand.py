@@ -1470,3 +1470,29 @@ def test_an_assumptions_value_shows_whole_from_100_one_decimal_from_1_and_two_di
     assert a.describe(100.0) == "a figure 100 (1.0-100: s)"
     assert a.describe(99.94) == "a figure 99.9 (1.0-100: s)"
     assert Assumption("x", "a figure", 0.5, 0.99, "s").describe(0.123) == "a figure 0.12 (0.5-0.99: s)"
+
+
+def test_a_fold_without_c_ranges_the_per_file_constants_by_their_one_cell_and_s3s_first_byte():
+    # Without C, File's per-object copy and FastFile's per-file GET each rest on A alone: their range is A's repeats
+    # (File: +-17 s over 30,607 objects; FastFile's A cell has none) and S3's first byte as Mountpoint's CI spreads it
+    # (its min and max over its median).
+    from dslab.core.model.calibration import measured_cells, mountpoint
+    fitted = _fit_without("C")
+    cells = {c.label: c for c in measured_cells()}
+    ttfb = mountpoint()[("standard", "time_to_first_byte_read_small_file")]
+    s3_low, s3_high = ttfb["min"] / ttfb["median"], ttfb["max"] / ttfb["median"]
+    a_file, a_fast = cells["A File"], cells["A FastFile"]
+    fixed, ebs, start = (fitted[k].value for k in ("file_download_fixed", "ebs_download_mbps", "train_fixed"))
+    per_object = (a_file.download - fixed - a_file.bytes / 1e6 / min(ebs, 250.0)) / a_file.files
+    wobble = 17.0 / 30_607
+    f = fitted["file_per_object"]
+    _close([f.value, f.low, f.high], [per_object, (per_object - wobble) * s3_low, (per_object + wobble) * s3_high])
+    assert f.why == ("rests on one cell (A File): its repeats' range, and S3's first byte varies as Mountpoint's CI "
+                     "shows on EC2")
+    get = (a_fast.train - start - a_fast.bytes / 1e6 / 250.0) * 8 / a_fast.files
+    g = fitted["fastfile_get_latency"]
+    _close([g.value, g.low, g.high], [get, get - 0.02783 * (1 - s3_low), get + 0.02783 * (s3_high - 1)])
+    assert g.why == f.why.replace("A File", "A FastFile")
+    assert g.rule == "FastFile's per-file GET: FastFile on JPEGs, training less start and bytes, per file and reader"
+    assert f.rule == "File's per-object copy: File on JPEGs, Downloading less start and bytes, per object"
+    assert fitted["fastfile_fixed"].rule == "FastFile's mount: its cells with few files, Downloading less the listing"
