@@ -18,8 +18,8 @@ def _estimate(seconds: float = 3_600.04):
 
 def _option(blocker=None, **changes):
     figures = dict(source="FastFile", mode="FastFile", storage="standard", blocker=blocker, bound="I/O",
-                   cost_usd=12.345678, cost_interval=(11.11111, 13.33333), job_usd=12.000049, job_seconds=3_600.04,
-                   seconds=3_700.06, measured=True, setup=SimpleNamespace(usd=0.345629, seconds=100.02, what="mount"))
+                   cost_usd=12.345678, cost_interval=(11.11111, 13.33333), job_usd=12.345649, job_seconds=3_600.04,
+                   seconds=3_700.06, measured=True, setup=SimpleNamespace(usd=0.345629, seconds=100.26, what="mount"))
     return SimpleNamespace(**{**figures, **changes})
 
 
@@ -34,25 +34,25 @@ def _sized(**changes):
 
 
 def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_beside_it():
-    # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.000049 -> 12.0, 0.345629 -> 0.3456, the range 11.1111 to
-    # 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.02 -> 100.0; AU 87.66 -> 87.7; the standing
-    # price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against
+    # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.345649 -> 12.3456, 0.345629 -> 0.3456, 11.98765 -> 11.9877, the
+    # range 11.1111 to 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.26 -> 100.3; AU 87.66 ->
+    # 87.7; the standing price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against
     # $12.35): it does not differ.
     # The lab's job: 3,600.44 s (its estimate's top is 3,600.04 s: the job's own is higher). MaxRuntimeInSeconds: the
     # top, 3,600.44 s x 1.5 = 5,400.66 s, up to whole minutes: 91 x 60 = 5,460 s.
-    deployed = _option(cost_usd=12.3, seconds=3_700.26, job_usd=12.0, job_seconds=3_600.44)
+    deployed = _option(cost_usd=12.3, seconds=3_700.26, job_usd=11.98765, job_seconds=3_600.44)
     record = SourceAnswer(sized=_sized(), option=_option(), deployed=deployed, rank=1).to_dict()
     assert record == {
         "rank": 1, "source": "FastFile", "mode": "FastFile", "storage": "standard", "provisioned_as": "S3 (1 prefix)",
         "provision": "the dataset under one prefix", "commands": ["make upload"], "blocker": None, "bound": "I/O",
-        "cost_to_result_usd": 12.3457, "cost_to_result_range_usd": [11.1111, 13.3333], "job_usd": 12.0,
-        "setup_usd": 0.3456, "setup": "mount", "job_seconds": 3600.0, "setup_seconds": 100.0,
+        "cost_to_result_usd": 12.3457, "cost_to_result_range_usd": [11.1111, 13.3333], "job_usd": 12.3456,
+        "setup_usd": 0.3456, "setup": "mount", "job_seconds": 3600.0, "setup_seconds": 100.3,
         "time_to_result_seconds": 3700.1, "au_percent": 87.7, "max_instances_at_target_au": 4,
         "max_accelerators_at_target_au": 32, "measured_cell": True, "standing_usd_per_hour": 1.23,
         "deploy_settings": {"k": 1}, "notes": ["a note"], "per_host_limit": "its network",
         "shared_limit": "S3's GETs",
         "as_deployed": {"premise": "as deployed", "blocker": None, "au_percent": 80.0, "max_instances_at_target_au": 2,
-                        "cost_to_result_usd": 12.3, "job_usd": 12.0, "time_to_result_seconds": 3700.3,
+                        "cost_to_result_usd": 12.3, "job_usd": 11.9877, "time_to_result_seconds": 3700.3,
                         "job_seconds": 3600.4, "top_job_seconds": 3600.4, "max_runtime_seconds": 5460,
                         "differs": None},
         "estimate": {"estimate": "its own"}}
@@ -64,7 +64,7 @@ def test_a_source_that_cannot_run_has_no_figures_and_one_the_lab_cannot_run_says
                            deployed=_option(blocker="FSx cannot hold it: 2 TiB")).to_dict()
     assert [blocked[k] for k in ("cost_to_result_usd", "cost_to_result_range_usd", "job_usd", "setup_usd",
                                  "job_seconds", "time_to_result_seconds")] == [None] * 6
-    assert (blocked["setup_seconds"], blocked["rank"]) == (100.0, 0)
+    assert (blocked["setup_seconds"], blocked["rank"]) == (100.3, 0)
     assert [blocked["as_deployed"][k] for k in ("cost_to_result_usd", "job_usd", "time_to_result_seconds",
                                                 "job_seconds", "top_job_seconds", "max_runtime_seconds",
                                                 "differs")] == [None] * 7
@@ -129,3 +129,16 @@ def test_the_answer_provisions_fsx_for_the_workloads_own_au_target(capsys):
     assert fsx["provisioned_as"] == "FSx P2-1000 112,800 GiB"
     assert fsx["standing_usd_per_hour"] == round(112_800 * 0.6 / 730, 2) == 92.71
     assert fsx["au_percent"] >= 70.0
+
+
+def test_the_answer_says_what_each_instance_asks_and_every_source_it_weighed(capsys):
+    # ResNet-50 on one V100: 328.205 samples/s, each 1.1 GB / 30,607 = 35,939.5 bytes: 11.795 MB/s -> 11.8; 328.2
+    # objects/s. Every source the lab runs, the lab's bucket's first.
+    found = _answer(capsys, "--files", "30607", "--bytes", "1.1GB")
+    rate = 64 / 0.195
+    assert found["demand"] == {"mb_per_second_per_instance": round(rate * 1.1e9 / 30_607 / 1e6, 1),
+                               "objects_per_second_per_instance": round(rate, 1), "accelerators_per_instance": 1,
+                               "au_target_percent": 90.0}
+    assert found["demand"]["mb_per_second_per_instance"] == 11.8
+    assert found["question"]["sources"] == ["File", "FastFile", "Pipe", "FSx", "EFS", "Script", "Express File",
+                                            "Express FastFile", "Express Pipe", "Express Script"]
