@@ -1496,3 +1496,25 @@ def test_a_fold_without_c_ranges_the_per_file_constants_by_their_one_cell_and_s3
     assert g.rule == "FastFile's per-file GET: FastFile on JPEGs, training less start and bytes, per file and reader"
     assert f.rule == "File's per-object copy: File on JPEGs, Downloading less start and bytes, per object"
     assert fitted["fastfile_fixed"].rule == "FastFile's mount: its cells with few files, Downloading less the listing"
+
+
+def test_a_calibration_files_edges_kept_records_first_small_values_and_no_error_either_way():
+    from dslab.core.model.calibration import in_use_from_document
+    e = _refused_calibration({"model": {}})
+    assert e.problem == "mine.json is not a calibration file: write one with `dslab calibrate --results R --out FILE`"
+    e = _refused_calibration(_calibration_document(calibration_version=7))
+    assert e.problem == "version 7; this dslab reads 1: write it again with this dslab's `dslab calibrate`"
+    # A kept record before the calibrated ones does not end the reading; a value under 1 is a value; an error of
+    # none either way is an error.
+    document = _calibration_document(out_of_sample={"your_runs": {"calibrated_without_it": {"under": 0.0,
+                                                                                          "over": 0.0}}})
+    document["constants"] = [document["constants"][2], *document["constants"][:2]]
+    document["model"]["fastfile_get_latency"] = 0.05
+    used = in_use_from_document(document, "mine.json")
+    assert [name for name, _, _ in used.calibrated] == ["startup_file", "nvme_download_mbps"]
+    assert used.model.fastfile_get_latency == 0.05 and used.error == (0.0, 0.0) and used.document is document
+    e = _refused_calibration(_calibration_document(model={"startup_file": float("inf")}))
+    assert e.field == "--calibration: model.startup_file"
+    e = _refused_calibration(_calibration_document(out_of_sample={"your_runs": {"calibrated_without_it": {
+        "under": -0.1, "over": float("inf")}}}))
+    assert e.field == "--calibration: out_of_sample.your_runs.calibrated_without_it"
