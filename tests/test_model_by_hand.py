@@ -1518,3 +1518,17 @@ def test_a_calibration_files_edges_kept_records_first_small_values_and_no_error_
     e = _refused_calibration(_calibration_document(out_of_sample={"your_runs": {"calibrated_without_it": {
         "under": -0.1, "over": float("inf")}}}))
     assert e.field == "--calibration: out_of_sample.your_runs.calibrated_without_it"
+
+
+def test_each_fold_names_the_constants_that_rest_on_one_cell_or_none_once_its_scenario_is_out():
+    from dslab.core.model.calibration import leave_one_scenario_out
+    folds = {f.scenario: f for f in leave_one_scenario_out()}
+    # File's start-up rests on B alone and the copy's start and EBS on B and D alone, in every fold; without A or C
+    # the per-file constants (File on JPEGs, FastFile on JPEGs: A and C) rest on one cell too.
+    one = ("startup_file", "file_download_fixed", "ebs_download_mbps")
+    per_file = ("file_per_object", "fastfile_get_latency")
+    assert {s: set(f.predictions[0].not_cross_validated) for s, f in folds.items()} == {
+        "A": {*one, *per_file}, "B": set(one), "C": {*one, *per_file}, "D": set(one)}
+    # Each left-out cell is predicted by the fit without it, its interval around the prediction.
+    assert [p.scenario for p in folds["C"].predictions] == ["C"] * 3
+    assert all(p.low <= p.predicted <= p.high for f in folds.values() for p in f.predictions)
