@@ -142,3 +142,11 @@ def test_the_answer_says_what_each_instance_asks_and_every_source_it_weighed(cap
     assert found["demand"]["mb_per_second_per_instance"] == 11.8
     assert found["question"]["sources"] == ["File", "FastFile", "Pipe", "FSx", "EFS", "Script", "Express File",
                                             "Express FastFile", "Express Pipe", "Express Script"]
+
+
+def test_random_reads_rule_out_every_source_that_streams_from_s3(capsys):
+    streams = "streams from S3: random reads would each be a request (the post: FSx for random access)"
+    found = _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--random-access")
+    assert found["blocked"] == {source: f"{source.split()[-1]} {streams}" for source in (
+        "FastFile", "Pipe", "Script", "Express FastFile", "Express Pipe", "Express Script")}
+    assert found["pick"] in ("File", "FSx", "EFS", "Express File")
