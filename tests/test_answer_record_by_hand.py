@@ -150,3 +150,16 @@ def test_random_reads_rule_out_every_source_that_streams_from_s3(capsys):
     assert found["blocked"] == {source: f"{source.split()[-1]} {streams}" for source in (
         "FastFile", "Pipe", "Script", "Express FastFile", "Express Pipe", "Express Script")}
     assert found["pick"] in ("File", "FSx", "EFS", "Express File")
+
+
+def test_as_many_instances_as_objects_is_allowed_and_an_experiments_refusal_names_its_dataset(capsys, tmp_path):
+    from dslab.cli import main
+    assert _answer(capsys, "--files", "3", "--bytes", "3MB", "--count", "3")["question"]["premise"][
+        "instance_count"] == 3
+    experiment = tmp_path / "few.yaml"
+    experiment.write_text("name: few\ndatasets: [{name: tiny, format: jpg, files: 3, bytes: 3000000}]\n"
+                          "instance_type: ml.p3.2xlarge\ninstance_count: 4\nmodes: [FSx]\n")
+    assert main(["recommend", "--experiment", str(experiment)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dslab: error: trial 'base': instance_count: 4 instances but dataset 'tiny' has 3 objects, so 1 instance "
+        "would get none and fail the job (allowed: at most 3 instances, or more objects)")
