@@ -163,3 +163,18 @@ def test_as_many_instances_as_objects_is_allowed_and_an_experiments_refusal_name
     assert capsys.readouterr().err.strip() == (
         "dslab: error: trial 'base': instance_count: 4 instances but dataset 'tiny' has 3 objects, so 1 instance "
         "would get none and fail the job (allowed: at most 3 instances, or more objects)")
+
+
+def test_the_accelerators_the_volume_and_data_living_in_efs_reach_every_sources_figures(capsys):
+    # Two accelerators: twice the demand (2 x 328.2 = 656.4 objects/s); the 500 GB volume asked for is File's.
+    found = _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--accelerators", "2", "--volume-size-gb", "500")
+    assert found["demand"]["accelerators_per_instance"] == 2
+    assert found["demand"]["objects_per_second_per_instance"] == round(2 * 64 / 0.195, 1)
+    file = next(s for s in found["sources"] if s["source"] == "File")
+    assert file["estimate"]["volume_gb"] == 500
+    # Data that lives in EFS needs no copy into it: EFS's set-up is none, at $0 and 0 s.
+    efs = next(s for s in _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--data-in-efs")["sources"]
+               if s["source"] == "EFS")
+    assert (efs["setup"], efs["setup_usd"], efs["setup_seconds"]) == ("none: the data already lives in EFS", 0.0, 0.0)
+    copied = next(s for s in _answer(capsys, "--files", "30607", "--bytes", "1.1GB")["sources"] if s["source"] == "EFS")
+    assert copied["setup"] == "a DataSync copy of 1.10 GB into EFS and its storage" and copied["setup_usd"] > 0
