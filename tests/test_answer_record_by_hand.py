@@ -178,3 +178,24 @@ def test_the_accelerators_the_volume_and_data_living_in_efs_reach_every_sources_
     assert (efs["setup"], efs["setup_usd"], efs["setup_seconds"]) == ("none: the data already lives in EFS", 0.0, 0.0)
     copied = next(s for s in _answer(capsys, "--files", "30607", "--bytes", "1.1GB")["sources"] if s["source"] == "EFS")
     assert copied["setup"] == "a DataSync copy of 1.10 GB into EFS and its storage" and copied["setup_usd"] > 0
+
+
+def test_the_flowchart_follows_the_question_and_a_question_no_source_runs_in_28_days_is_refused(capsys):
+    import re
+
+    from dslab.cli import main
+    ends = {flag: _answer(capsys, "--files", "30607", "--bytes", "1.1GB", *([flag] if flag else []))["flowchart"]
+            for flag in ("", "--random-access", "--data-in-efs", "--portable-script")}
+    assert {flag: chart["source"] for flag, chart in ends.items()} == {
+        "": "File", "--random-access": "FSx", "--data-in-efs": "EFS", "--portable-script": "Script"}
+    assert ends["--random-access"]["steps"][-1] == "random reads -> a file system built for them: FSx for Lustre"
+    # Random reads: the lab as it stands cannot serve a streaming source either.
+    found = _answer(capsys, "--files", "30607", "--bytes", "1.1GB", "--random-access")
+    pipe = next(s for s in found["sources"] if s["source"] == "Pipe")
+    assert pipe["as_deployed"]["blocker"] == pipe["blocker"] and pipe["as_deployed"]["blocker"].startswith(
+        "Pipe streams from S3")
+    # 1,000 epochs of 54 GB in 1.53 M files on one ml.p3.2xlarge: every source's job outlasts 28 days.
+    assert main(["recommend", "--files", "1530350", "--bytes", "54GB", "--epochs", "1000"]) == 2
+    assert re.fullmatch(r"dslab: error: --epochs/--samples/--instance-count: \S+ runs [\d.,]+ days \(up to [\d.,]+\), "
+                        r"past the 28-day MaxRuntimeInSeconds: fewer epochs/samples or more instances",
+                        capsys.readouterr().err.strip())
