@@ -1532,3 +1532,18 @@ def test_each_fold_names_the_constants_that_rest_on_one_cell_or_none_once_its_sc
     # Each left-out cell is predicted by the fit without it, its interval around the prediction.
     assert [p.scenario for p in folds["C"].predictions] == ["C"] * 3
     assert all(p.low <= p.predicted <= p.high for f in folds.values() for p in f.predictions)
+
+
+def test_the_break_even_prices_the_fsx_it_is_given():
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode, fsx_express_break_even
+    from dslab.core.model.provisioning import as_deployed
+    from dslab.core.shape import DatasetShape
+    shape, prices = DatasetShape(files=10_000, bytes=10**11), PriceTable()
+    # FSx at 2,400 GiB: 2,400 x $0.14 / 730 = $0.460/h, its job on that file system.
+    bigger = fsx_express_break_even(shape, max_epochs=1, prices=prices, rate=2000.0, fsx_capacity_gib=2400)
+    assert bigger.assumptions[0].startswith("FSx: Scratch 2, 2,400 GiB (469 MB/s) at $0.460/h from creation")
+    job = estimate_mode("FSx", shape, epochs=1, prices=prices, rate=2000.0, fsx_capacity_gib=2400)
+    _close(bigger.fsx_usd[0], job.cost_usd["total"] + 2400 * 0.14 / 730 * 18.0 / 3600)
+    given = fsx_express_break_even(shape, max_epochs=1, prices=prices, rate=2000.0, provisioning=as_deployed(4800))
+    assert given.assumptions[0].startswith("FSx: Scratch 2, 4,800 GiB (938 MB/s) at $0.921/h from creation")
