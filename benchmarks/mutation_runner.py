@@ -263,8 +263,7 @@ class Runner:
                 if not self._timed_out(name, items, seconds, pending):
                     done += 1
                 continue
-            # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant. TIMED_OUT: a
-            # test ran past its own time (the child's alarm).
+            # 99: an error escaping the tests; a signal (negative): the child crashed. Both kill the mutant.
             self._record(name, SURVIVED if code == SURVIVED else KILLED if code in (KILLED, 99) or code < 0 else code)
             done += 1
             if done % 100 == 0:

@@ -36,8 +36,8 @@ def _sized(**changes):
 def test_a_sources_record_rounds_each_figure_and_puts_the_lab_as_it_stands_beside_it():
     # Dollars to 4 decimals: 12.345678 -> 12.3457, 12.345649 -> 12.3456, 0.345629 -> 0.3456, 11.98765 -> 11.9877, the
     # range 11.1111 to 13.3333; seconds to 1: 3,600.04 -> 3,600.0, 3,700.06 -> 3,700.1, 100.26 -> 100.3; AU 87.66 ->
-    # 87.7; the standing price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN: $12.30 against
-    # $12.35): it does not differ.
+    # 87.7; the standing price to 2: 1.23456 -> 1.23. The lab as it stands costs the same within 0.5% (SAME_WITHIN:
+    # $12.30 against $12.35): it does not differ.
     # The lab's job: 3,600.44 s (its estimate's top is 3,600.04 s: the job's own is higher). MaxRuntimeInSeconds: the
     # top, 3,600.44 s x 1.5 = 5,400.66 s, up to whole minutes: 91 x 60 = 5,460 s.
     deployed = _option(cost_usd=12.3, seconds=3_700.26, job_usd=11.98765, job_seconds=3_600.44)

@@ -1167,7 +1167,8 @@ def test_the_break_even_names_the_cheaper_at_the_start_and_the_first_epoch_count
 
 def _ckpt(target, status="Completed", restore=False, cluster=None, **figures):
     record = {"checkpoint_target": target, "trial": "save", "dataset": "llama3-8b", "status": status,
-              "job_name": f"{target}-{'restore' if restore else 'write'}-{len(figures)}", "instance_type": "ml.p5.48xlarge",
+              "job_name": f"{target}-{'restore' if restore else 'write'}-{len(figures)}",
+              "instance_type": "ml.p5.48xlarge",
               "instance_count": 2, "cost_usd": {"total": 1.25}, "checkpoint_restore": restore,
               "metrics": {"checkpoint": figures, **({"cluster": {"checkpoint": cluster}} if cluster else {})}}
     if restore:
@@ -1547,3 +1548,36 @@ def test_the_break_even_prices_the_fsx_it_is_given():
     _close(bigger.fsx_usd[0], job.cost_usd["total"] + 2400 * 0.14 / 730 * 18.0 / 3600)
     given = fsx_express_break_even(shape, max_epochs=1, prices=prices, rate=2000.0, provisioning=as_deployed(4800))
     assert given.assumptions[0].startswith("FSx: Scratch 2, 4,800 GiB (938 MB/s) at $0.921/h from creation")
+
+
+def test_a_fold_without_a_ranges_fastfiles_get_by_cs_repeats_and_no_cell_leaves_a_prior():
+    from dslab.core.model.calibration import measured_cells, mountpoint
+    from dslab.core.model.estimate import MODEL
+    ttfb = mountpoint()[("standard", "time_to_first_byte_read_small_file")]
+    s3_low, s3_high = ttfb["min"] / ttfb["median"], ttfb["max"] / ttfb["median"]
+    # On every cell the GET rests on two cells: no range, no words of one cell.
+    both = _fit_without()["fastfile_get_latency"]
+    assert (both.low, both.high, both.why) == (None, None, "")
+    # Without A it rests on C, whose repeats spread +-586.5 s: 586.5 x 8 readers / 1,530,350 files each way, with S3's
+    # first byte's spread on top.
+    fitted = _fit_without("A")
+    c = {cell.label: cell for cell in measured_cells()}["C FastFile"]
+    get = fitted["fastfile_get_latency"]
+    wobble = 586.5 * 8 / 1_530_350
+    _close([get.low, get.high], [get.value - wobble - 0.02783 * (1 - s3_low),
+                                 get.value + wobble + 0.02783 * (s3_high - 1)])
+    _close(get.value, (c.train - fitted["train_fixed"].value - c.bytes / 1e6 / 250.0) * 8 / c.files)
+    assert get.why.startswith("rests on one cell (C FastFile): its repeats' range")
+    # Only B and D: no File or FastFile cell on JPEGs is left: each per-file constant is its prior, ranged by S3's first
+    # byte alone.
+    none = _fit_without("A", "C")
+    per_object, fast = none["file_per_object"], none["fastfile_get_latency"]
+    assert (per_object.value, per_object.cells) == (MODEL.file_per_object, ())
+    _close([per_object.low, per_object.high], [MODEL.file_per_object * s3_low, MODEL.file_per_object * s3_high])
+    assert per_object.why == "no cell left: a prior, and S3's first byte varies as Mountpoint's CI shows on EC2"
+    _close([fast.low, fast.high], [MODEL.fastfile_get_latency - 0.02783 * (1 - s3_low),
+                                   MODEL.fastfile_get_latency + 0.02783 * (s3_high - 1)])
+    assert _fit_without()["startup_file"].rule == ("File's start-up: File cells with a short download, Downloading + "
+                                                   "other")
+    assert _fit_without()["train_fixed"].rule == ("the script's start: compute-bound cells' training less samples at "
+                                                  "the preset's rate")
