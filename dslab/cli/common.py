@@ -28,7 +28,7 @@ class NotDeployed(ConfigError):
 
 # botocore's words for a ClientError, which boto3's S3UploadFailedError quotes: "An error occurred (Code) when calling
 # the Operation operation (reached max retries: 4): message".
-_CLIENT_ERROR_WORDS = re.compile(r"An error occurred \((?P<code>[^)]+)\) when calling the (?P<operation>\w+) operation"
+_CLIENT_ERROR_WORDS = re.compile(r".*?An error occurred \((?P<code>[^)]+)\) when calling the (?P<operation>\w+) operation"
                                  r"(?: \(reached max retries: (?P<retries>\d+)\))?: (?P<message>.*)", re.S)
 
 
@@ -46,7 +46,7 @@ def find_client_error(err: BaseException | None):
         # `raise X from None` says the error it replaced is not the story: its context is not followed
         err = err.__cause__ or (None if err.__suppress_context__ else err.__context__)
     from boto3.exceptions import S3UploadFailedError
-    words = _CLIENT_ERROR_WORDS.search(str(first)) if isinstance(first, S3UploadFailedError) else None
+    words = _CLIENT_ERROR_WORDS.match(str(first)) if isinstance(first, S3UploadFailedError) else None
     if words is None:
         return None
     response = {"Error": {"Code": words["code"], "Message": words["message"]},
