@@ -295,17 +295,24 @@ def test_export_from_results_picks_per_dataset_and_trial_as_the_report_does(outp
     assert jobs[("large", "FastFile")].name in capsys.readouterr().err
 
 
+def _checkpoint_experiment(folder, targets: list[str]):
+    """An experiment whose one trial, "save", writes llama3 8B's checkpoints (at 1/10,000 of its size) on
+    ml.p5.48xlarge to ``targets``: two writes, one read."""
+    import yaml
+    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    path = folder / "ckpt.yaml"
+    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": targets, "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    return path
+
+
 def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, monkeypatch):
     """An experiment whose only trial writes checkpoints crashed export (StopIteration: no dataset). Its writer job
     exports: CheckpointConfig for a sync target, the read-write channel for FSx and EFS; the answer's pick by default,
     as it runs on the lab as it stands, saying so where the answer provisions another file system, with its deploy."""
-    import yaml
     monkeypatch.chdir(tmp_path)
-    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    path = tmp_path / "ckpt.yaml"
-    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": ["s3", "fsx", "efs"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    path = _checkpoint_experiment(tmp_path, ["s3", "fsx", "efs"])
     run = lambda *argv: main(["export", "--experiment", str(path), "--offline", *argv])  # noqa: E731
     assert run("--mode", "s3", "--out", str(tmp_path / "s3.py")) == 0
     code = (tmp_path / "s3.py").read_text()
@@ -361,13 +368,8 @@ def test_export_refusals_name_the_flag_the_problem_and_what_is_allowed(outputs, 
 def test_exported_notes_follow_the_codes_three_header_lines(capsys, tmp_path, monkeypatch):
     """Where the answer provisions what the lab lacks, its two notes are comments placed after the header's three
     lines, and the rest of the code follows whole."""
-    import yaml
     monkeypatch.chdir(tmp_path)
-    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    path = tmp_path / "ckpt.yaml"
-    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": ["s3", "fsx"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    path = _checkpoint_experiment(tmp_path, ["s3", "fsx"])
     assert main(["export", "--experiment", str(path), "--offline", "--mode", "fsx"]) == 0
     lines = capsys.readouterr().out.splitlines()
     plain = main(["export", "--experiment", str(path), "--offline", "--mode", "s3"])
@@ -379,13 +381,8 @@ def test_exported_notes_follow_the_codes_three_header_lines(capsys, tmp_path, mo
 
 
 def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monkeypatch):
-    import yaml
     monkeypatch.chdir(tmp_path)
-    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    path = tmp_path / "ckpt.yaml"
-    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": ["s3"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    path = _checkpoint_experiment(tmp_path, ["s3"])
     run = lambda *argv: main(["export", "--experiment", str(path), "--offline", *argv])  # noqa: E731
     assert run("--trial", "save", "--results", "r.json") == 2
     assert capsys.readouterr().err.strip().endswith("--results: trial save writes checkpoints: --results exports a "
@@ -398,13 +395,8 @@ def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monk
 
 
 def test_a_checkpoint_job_on_fsx_the_lab_lacks_is_refused_naming_the_targets(capsys, tmp_path, monkeypatch):
-    import yaml
     monkeypatch.chdir(tmp_path)
-    doc = yaml.safe_load((REPO / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    path = tmp_path / "ckpt.yaml"
-    path.write_text(yaml.safe_dump({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": ["s3", "fsx"], "writes": 2, "reads": 1, "seconds_between": 0}}]}))
+    path = _checkpoint_experiment(tmp_path, ["s3", "fsx"])
     outputs = tmp_path / "cdk-outputs.json"
     outputs.write_text(json.dumps({k: v for k, v in OUTPUTS.items() if k != "DataSourceLab-Fsx"}))
     assert main(["export", "--experiment", str(path), "--outputs", str(outputs), "--mode", "fsx"]) == 2
