@@ -59,6 +59,9 @@ def own_temp(pid: int) -> Path:
 # Answers memoised across calls by the code under test (module, name of a dict): what the parent computed while it
 # warmed up would otherwise be handed to a mutant's tests without the mutant ever running.
 MEMOS = (("dslab.core.answer.answer", "_ANSWERS"),)
+# The domain core's functools caches hold what any of its modules computed (calibration.py's fit calls the model's
+# estimate): each of them goes, wherever the mutant is, and so does every cache of the mutant's own module.
+CACHED_CORE = "dslab.core."
 
 
 _CACHES: dict[str, list] = {}   # module -> its functools caches, found once in the parent (index_caches)
@@ -74,17 +77,24 @@ def index_caches() -> None:
             _CACHES.setdefault(getattr(obj, "__module__", None), []).append(obj)
 
 
-def forget_cached(mutant: str) -> None:
-    """In a mutant's child: forget what the parent computed and cached, where the mutant would have computed it. The
-    memoised answers go, and every functools cache of the mutant's own module (calibration.py's fit and assumptions,
-    read once): a mutant of a function whose result a cache holds never ran in a child, and survived every test."""
-    module = function_of(mutant).rsplit(".", 1)[0]
+def forget_answers(module: str | None = None) -> None:
+    """Forget what was computed and kept between calls: the memoised answers, every functools cache of the domain core
+    and every one of ``module``'s."""
     for owner, attribute in MEMOS:
         found = getattr(sys.modules.get(owner), attribute, None)
         if found is not None:
             found.clear()
-    for cache in _CACHES.get(module, ()):
-        cache.cache_clear()
+    for owner, caches in _CACHES.items():
+        if owner is not None and (owner == module or owner.startswith(CACHED_CORE)):
+            for cache in caches:
+                cache.cache_clear()
+
+
+def forget_cached(mutant: str) -> None:
+    """In a mutant's child: forget what the parent computed and cached, where the mutant would have computed it. A
+    mutant of a function whose result a cache holds never ran in a child, and survived every test (calibration.py's
+    CSV reader survived ``open(None)``)."""
+    forget_answers(function_of(mutant).rsplit(".", 1)[0])
 
 
 def killer_file(pid: int) -> Path:

@@ -205,37 +205,65 @@ def test_a_copy_in_mutants_that_differs_from_its_source_is_replaced_and_a_change
     assert not (mutants / "dslab/mutated.py.meta").exists() and not (mutants / "dslab/new.py").exists()
 
 
-def test_a_mutants_child_forgets_what_the_parent_cached_in_the_mutants_module_and_the_memoised_answers():
-    """A function whose result a functools cache holds (calibration.py's fit, read once) never ran in a mutant's child:
-    the child clears its own module's caches and the memoised answers before its tests run; other modules' caches
-    stay."""
+def _fake_caches():
+    """Three cached functions (one in a module being mutated, one in the domain core, one elsewhere) and the answers'
+    memo, each counting its calls."""
     import functools
-    import sys
     import types
+    calls = {"mutated": 0, "core": 0, "other": 0}
+
+    def cached(module: str, key: str):
+        def compute():
+            calls[key] += 1
+            return calls[key]
+        compute.__module__ = module
+        return functools.lru_cache(maxsize=None)(compute)
+    functions = {"mutated": cached("dslab.aws.fake_cached", "mutated"), "core": cached("dslab.core.fake", "core"),
+                 "other": cached("dslab.other", "other")}
+    return functions, types.SimpleNamespace(_ANSWERS={"question": "answer"})
+
+
+def test_a_mutants_child_forgets_what_the_parent_cached_in_the_mutants_module_the_core_and_the_memoised_answers():
+    """A function whose result a functools cache holds (calibration.py's fit, read once) never ran in a mutant's child:
+    the child clears its own module's caches, the domain core's (a core cache holds what any core module computed)
+    and the memoised answers before its tests run; other modules' caches stay."""
+    import sys
+    from unittest import mock
 
     from benchmarks import mutation_runner
-    calls = []
-    module = types.ModuleType("dslab.fake_cached")
-
-    def measured():
-        calls.append(1)
-        return len(calls)
-    measured.__module__ = "dslab.fake_cached"
-    module.measured = functools.lru_cache(maxsize=None)(measured)
-    other = functools.lru_cache(maxsize=None)(lambda: object())
-    other.__module__ = "dslab.other"
-    answers = types.SimpleNamespace(_ANSWERS={"question": "answer"})
-    sys.modules["dslab.fake_cached"] = module
+    functions, answers = _fake_caches()
     try:
-        from unittest import mock
         with mock.patch.dict(sys.modules, {"dslab.core.answer.answer": answers}):
-            assert module.measured() == 1 and module.measured() == 1
-            kept = other()
+            assert [f() for f in functions.values()] == [1, 1, 1] == [f() for f in functions.values()]
             mutation_runner.index_caches()
-            mutation_runner.forget_cached("dslab.fake_cached.x_measured__mutmut_3")
-            assert module.measured() == 2 and other() is kept and answers._ANSWERS == {}
+            mutation_runner.forget_cached("dslab.aws.fake_cached.x_compute__mutmut_3")
+            assert [f() for f in functions.values()] == [2, 2, 1] and answers._ANSWERS == {}
     finally:
-        del sys.modules["dslab.fake_cached"]
+        mutation_runner._CACHES.clear()
+
+
+def test_the_trace_starts_each_test_with_nothing_memoised_so_each_test_is_traced_to_what_it_reaches(monkeypatch):
+    """mutmut's trace (MUTANT_UNDER_TEST=stats) records which tests reach each function. A test whose answer an earlier
+    test had memoised reached nothing and never ran on a mutant (answer.py's packing advice survived its own tests so):
+    under the trace each test starts with no memoised answer and no cache of the core's; outside it nothing is
+    forgotten."""
+    import sys
+    from unittest import mock
+
+    from benchmarks import mutation_runner, mutmut_trace
+    functions, answers = _fake_caches()
+    try:
+        with mock.patch.dict(sys.modules, {"dslab.core.answer.answer": answers}):
+            assert [f() for f in functions.values()] == [1, 1, 1]
+            monkeypatch.setenv("MUTANT_UNDER_TEST", "dslab.core.fake.x_compute__mutmut_1")   # a mutant's child
+            mutmut_trace.pytest_collection_finish(None)
+            mutmut_trace.pytest_runtest_setup(None)
+            assert [f() for f in functions.values()] == [1, 1, 1] and answers._ANSWERS
+            monkeypatch.setenv("MUTANT_UNDER_TEST", "stats")
+            mutmut_trace.pytest_collection_finish(None)
+            mutmut_trace.pytest_runtest_setup(None)
+            assert [f() for f in functions.values()] == [1, 2, 1] and answers._ANSWERS == {}
+    finally:
         mutation_runner._CACHES.clear()
 
 
