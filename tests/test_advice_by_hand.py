@@ -49,10 +49,48 @@ def test_an_fsx_pick_says_its_import_and_its_teardown():
     assert _line(advice, "FSx bills while it stands").startswith(
         "FSx bills while it stands (it imports the dataset's metadata in ~46 min before the first job): tear it down "
         "after the runs (dslab fsx down); ")
-    # 16,666,667 objects: 30,000 s = 500 min.
+    # 16,666,667 objects: 30,000 s = 8.33 h, said "~8.3 h".
     two_tb = recommend(DatasetShape(16_666_667, 2_000_000_000_000), rate=A100, prices=PRICES,
                        instance_type="ml.p4d.24xlarge", instance_count=8, epochs=10).advice
-    assert "in ~500 min before the first job" in _line(two_tb, "FSx bills while it stands")
+    assert "in ~8.3 h before the first job" in _line(two_tb, "FSx bills while it stands")
+
+
+def test_an_fsx_pick_left_standing_is_priced_at_the_fsx_it_is_sized_to_not_the_labs():
+    # 54 GB on 16 x p4d: FSx sized to Persistent 2 at 1,000 MB/s/TiB, 14,400 GiB (the lab's is Scratch 2 at 1,200).
+    # Its hour: 14,400 GiB x $0.600 per GB-month / 730 h = $11.836; the idle guard's 8 to 8.5 h: $94.68 to $100.60.
+    # (The lab's Scratch 2 would say $1.84 to $1.96: 1,200 x $0.140 / 730 = $0.2301 an hour.)
+    advice = recommend(DatasetShape(1_530_350, 54_000_000_000), rate=A100, prices=PRICES,
+                       instance_type="ml.p4d.24xlarge", instance_count=16).advice
+    assert _line(advice, "FSx bills while it stands").endswith(
+        "; left standing, the lab's idle guard deletes it 8 to 8.5 h after the last run (fsxIdleHours=8, checked "
+        "every 30 min): $94.68 to $100.60 more")
+
+
+def test_an_express_pick_says_its_staging_in_seconds_and_dollars_and_its_emptying():
+    # The post's 1.1 GB of 30,607 JPEGs, Express FastFile only. Staging: 30,607 copies x 30 ms / 64 at a time =
+    # 14.35 s, plus 1,100 MB at 1,000 MB/s = 1.10 s: 15.45 s, said "~15 s" (it said "~0 min"). Its dollars: 30,607
+    # COPYs x $0.00113 / 1,000 = $0.03459, 1.1 GB uploaded x $0.0032 = $0.00352, 30,607 GETs on S3 Standard x $0.40 /
+    # 1 M = $0.01224: $0.05035, said to three places under a dime: "$0.050".
+    express = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES,
+                        sources=(("FastFile", "express"),))
+    assert express.pick.source == "Express FastFile"
+    assert ("the workflow stages the dataset into the directory bucket first (~15 s, $0.050); empty it after the "
+            "runs (dslab express empty)") in express.advice
+    # S3 Standard's FastFile stages nothing: no such line.
+    standard = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES,
+                         sources=(("FastFile", "standard"),)).advice
+    assert not [line for line in standard if "directory bucket" in line]
+
+
+def test_a_script_pick_says_that_lineage_does_not_record_its_dataset():
+    script = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES, sources=(("Script", "standard"),))
+    assert script.pick.source == "Script"
+    assert ("no input channel: SageMaker's lineage does not record the dataset; `dslab run` tags each job with "
+            "dslab:dataset-uri and the stats file's files, bytes and SHA-256 (do the same in your own jobs)"
+            ) in script.advice
+    file_mode = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES,
+                          sources=(("File", "standard"),)).advice
+    assert not [line for line in file_mode if line.startswith("no input channel")]
 
 
 def test_an_io_bound_pick_a_deploy_first_and_the_clusters_au_are_said():
@@ -81,3 +119,75 @@ def test_a_cluster_nothing_feeds_is_said_so():
     else:
         assert re.search(r"feeds up to [\d,]+ instances at AU >= 90%", line)
     assert answer.pick.sized.au_percent < 90
+
+
+def test_a_compute_bound_pick_is_not_called_io_bound():
+    # The post's dataset on one V100: FSx feeds it faster than it computes; no I/O line.
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES)
+    assert answer.pick.option.bound == "compute"
+    assert not [line for line in answer.advice if "I/O-bound" in line]
+
+
+def test_the_cluster_line_comes_with_several_instances_or_several_accelerators_on_one():
+    shape = DatasetShape(30_607, 1_100_000_000)
+    # One ml.p3.8xlarge: one instance, 4 V100s, so the line comes, with the instance count said as 1.
+    four_gpus = recommend(shape, rate=V100, prices=PRICES, instance_type="ml.p3.8xlarge")
+    assert four_gpus.sizing.accelerators == 4
+    line = _line(four_gpus.advice, "at 1 x ml.p3.8xlarge, ")
+    assert line.startswith(f"at 1 x ml.p3.8xlarge, {four_gpus.pick.source} as priced: AU ")
+    # Two ml.p3.2xlarge of one V100 each: the line too.
+    assert _line(recommend(shape, rate=V100, prices=PRICES, instance_count=2).advice, "at 2 x ml.p3.2xlarge, ")
+
+
+def test_a_dataset_under_one_shard_is_packed_into_one_shard_said_in_the_singular():
+    # 70 MB of 1 KB files: 70 MB / 150 MB = 0.47, rounded to 0, and at least one shard. At 5,000 samples/s the
+    # 70,000 small files cost more to read than one shard.
+    advice = recommend(DatasetShape(70_000, 70_000_000), rate=5_000.0, prices=PRICES).advice
+    assert _line(advice, "pack into ").startswith("pack into ~150 MB shards (1 shard; dslab dataset pack ")
+
+
+def test_packing_that_saves_under_a_tenth_is_not_advised():
+    # The post's dataset at 5 samples/s: its 30,607 samples take 6,121 s to compute on every source; reading them
+    # costs a few cents of an hour of compute, so shards cannot save a tenth.
+    advice = recommend(DatasetShape(30_607, 1_100_000_000), rate=5.0, prices=PRICES).advice
+    assert not [line for line in advice if line.startswith("pack into")]
+
+
+def test_the_break_even_is_told_with_express_fastfile_and_fsx_both_asked_and_not_without_either():
+    shape = DatasetShape(30_607, 1_100_000_000)
+    both = recommend(shape, rate=V100, prices=PRICES, sources=(("FSx", "standard"), ("FastFile", "express")))
+    assert both.break_even is not None
+    # S3 Standard's FastFile is not Express: without Express FastFile, no break-even; nor without FSx.
+    assert recommend(shape, rate=V100, prices=PRICES,
+                     sources=(("FSx", "standard"), ("FastFile", "standard"))).break_even is None
+    assert recommend(shape, rate=V100, prices=PRICES,
+                     sources=(("FastFile", "express"), ("File", "standard"))).break_even is None
+
+
+def test_the_break_even_runs_to_100_epochs_or_the_questions_own_count_beyond():
+    shape = DatasetShape(30_607, 1_100_000_000)
+    sources = (("FSx", "standard"), ("FastFile", "express"))
+    assert recommend(shape, rate=V100, prices=PRICES, sources=sources, epochs=10).break_even.epochs == \
+        list(range(1, 101))
+    assert recommend(shape, rate=V100, prices=PRICES, sources=sources, epochs=120).break_even.epochs[-1] == 120
+
+
+def test_the_break_evens_fsx_is_the_one_sized_for_the_question_and_left_standing_on_this_labs_guard():
+    # 54 GB on 16 x p4d: FSx sized to Persistent 2 at 1,000 MB/s/TiB, 14,400 GiB (14.0625 TiB x 1,000 = 14,062 MB/s),
+    # 14,400 x $0.600 / 730 h = $11.836 an hour; left standing 8 to 8.5 h: $94.68 to $100.60.
+    sized = recommend(DatasetShape(1_530_350, 54_000_000_000), rate=A100, prices=PRICES,
+                      instance_type="ml.p4d.24xlarge", instance_count=16).break_even
+    assert sized.assumptions[0] == (
+        "FSx: Persistent 2 1000 MB/s/TiB, 14,400 GiB (14,062 MB/s) at $11.836/h from creation (S3 import of 1,530,350 "
+        "objects included) to the end of the run, then torn down (`dslab fsx down`; left standing, the lab's idle "
+        "guard deletes it 8 to 8.5 h after the last run (fsxIdleHours=8, checked every 30 min): $94.68 to $100.60 "
+        "more)")
+    assert sized.assumptions[1].startswith("Express: the staging copy once per run")
+    # A lab whose guard waits 2 h: the lab's Scratch 2 at 1,200 GiB, 1,200 x $0.140 / 730 = $0.2301 an hour, for 2
+    # to 2.5 h: $0.46 to $0.58.
+    from dslab.core.model.provisioning import Provisioning
+    guarded = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES,
+                        lab=Provisioning(fsx_idle_hours=2.0)).break_even
+    assert guarded.assumptions[0].endswith(
+        "(`dslab fsx down`; left standing, the lab's idle guard deletes it 2 to 2.5 h after the last run "
+        "(fsxIdleHours=2, checked every 30 min): $0.46 to $0.58 more)")

@@ -199,3 +199,81 @@ def test_the_flowchart_follows_the_question_and_a_question_no_source_runs_in_28_
     assert re.fullmatch(r"dslab: error: --epochs/--samples/--instance-count: \S+ runs [\d.,]+ days \(up to [\d.,]+\), "
                         r"past the 28-day MaxRuntimeInSeconds: fewer epochs/samples or more instances",
                         capsys.readouterr().err.strip())
+
+
+def test_the_lab_that_cannot_run_a_source_is_named_by_its_blockers_first_clause():
+    # The first clause: up to the first colon, then up to the first semicolon.
+    lab_down = SourceAnswer(sized=_sized(), option=_option(),
+                            deployed=_option(blocker="the lab's FSx is torn down; dslab fsx up: 6 min")).to_dict()
+    assert lab_down["as_deployed"]["differs"] == "as deployed: cannot run (the lab's FSx is torn down)"
+
+
+def test_one_source_asked_has_no_runner_up_and_the_demand_is_said_to_a_tenth():
+    # The post's 1.1 GB of 30,607 files on one accelerator at 300 samples/s: 300 x 1.1e9 / 30,607 = 10,781,847 B/s,
+    # 10.78 MB/s, said 10.8; 300 objects/s; one accelerator; the AU target's default 90%.
+    from dslab.core.answer.recommend import recommend
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=300.0, prices=PriceTable(),
+                       sources=(("File", "standard"),))
+    record = answer.to_dict()
+    assert (record["pick"], record["runner_up"]) == ("File", None)
+    assert record["demand"] == {"mb_per_second_per_instance": 10.8, "objects_per_second_per_instance": 300.0,
+                                "accelerators_per_instance": 1, "au_target_percent": 90.0}
+    # A source not asked is not in the answer: a KeyError naming it.
+    import pytest
+    with pytest.raises(KeyError, match="Express FastFile"):
+        answer.source("FastFile", "express")
+
+
+def test_the_set_up_is_priced_on_the_fsx_each_option_stands_on():
+    # The lab as it stands has FSx Scratch 2 at 2,400 GiB; the answer sizes 1,200 GiB for 1.1 GB. The import: 30,607
+    # objects at 2,000,000 an hour = 55.09 s. As sized: 1,200 x $0.140 / 730 = $0.23014 an hour x 55.09 s = $0.003648;
+    # on the lab as it stands: 2,400 GiB, $0.46027 an hour x 55.09 s = $0.007044.
+    from dslab.core.answer.recommend import recommend
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import as_deployed
+    from dslab.core.shape import DatasetShape
+    fsx = recommend(DatasetShape(30_607, 1_100_000_000), rate=300.0, prices=PriceTable(),
+                    lab=as_deployed(2400)).source("FSx")
+    assert round(fsx.option.setup.seconds, 2) == round(fsx.deployed.setup.seconds, 2) == 55.09
+    assert (round(fsx.option.setup.usd, 6), round(fsx.deployed.setup.usd, 6)) == (0.003648, 0.007044)
+
+
+def test_data_in_efs_is_copied_out_by_datasync_for_every_other_source_as_sized_and_as_deployed():
+    # DataSync: 120 s to start, 30,607 files at 500 a second (61.21 s), 1,100 MB at EFS's 100 MiB/s burst (104.86 MB/s:
+    # 10.49 s): 191.70 s; $0.0125 per GB x 1.1 GB = $0.01375. EFS itself copies nothing.
+    from dslab.core.answer.recommend import recommend
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=300.0, prices=PriceTable(), data_in_efs=True)
+    for source in answer.sources:
+        for option in (source.option, source.deployed):
+            if source.source == "EFS":
+                assert (option.setup.usd, option.setup.what) == (0.0, "none: the data already lives in EFS")
+            else:
+                assert option.setup.what == "a DataSync copy of 1.10 GB from EFS to S3", source.source
+                assert (round(option.setup.seconds, 2), round(option.setup.usd, 5)) == (191.70, 0.01375)
+
+
+def test_the_28_day_refusal_names_the_job_in_the_questions_own_words():
+    # An experiment's trial names its job ("trial long's File job on big-jpg") and its own field and fix. 1,000 epochs
+    # of 54 GB in 1.53 M files on one ml.p3.2xlarge: every source's job outlasts 28 days.
+    from dataclasses import replace
+
+    import pytest
+
+    from dslab.core.answer.answer import answer
+    from dslab.core.answer.recommend import question_for
+    from dslab.core.errors import ConfigError
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+    question = replace(question_for(DatasetShape(1_530_350, 54_000_000_000), rate=328.0, prices=PriceTable(),
+                                    epochs=1000),
+                       runtime_field="trials[long].epochs", runtime_fix="fewer epochs in trial long",
+                       runtime_what="trial long's {source} job on big-jpg")
+    with pytest.raises(ConfigError) as refused:
+        answer(question)
+    said = str(refused.value)
+    assert said.startswith("trials[long].epochs: trial long's ") and " job on big-jpg runs " in said
+    assert said.endswith("past the 28-day MaxRuntimeInSeconds: fewer epochs in trial long")

@@ -24,6 +24,10 @@ def test_a_small_dataset_goes_to_file_mode_and_small_files_into_shards():
     assert flowchart(shape(40e6, 40)) == (
         ["small dataset (40.0 MB < 75 GB) -> File mode", "small files (mean 1.0 MB < 50 MB) -> serialize them into shards"],
         "File")
+    # From 100 MB the size is said in GB (0.1 GB); a mean under 1 MB in KB of 1,000 bytes: 900,300 B is "900 KB".
+    assert flowchart(shape(1e8, 100))[0][0] == "small dataset (0.1 GB < 75 GB) -> File mode"
+    assert flowchart(shape(900.3e6, 1000))[0] == [
+        "small dataset (0.9 GB < 75 GB) -> File mode", "small files (mean 900 KB < 50 MB) -> serialize them into shards"]
     # Shards of 10 MB: already shards, smaller than the ~150 MB the post finds best.
     assert flowchart(shape(10 * GB, 1000)) == (
         ["small dataset (10.0 GB < 75 GB) -> File mode",

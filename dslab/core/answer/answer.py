@@ -400,11 +400,9 @@ def _answer(question: Question) -> Answer:
             row.commands = [c.replace(placeholder, question.dataset) for c in row.commands]
     answers = []
     for row in sizing.sources:
-        option = option_from_estimate(row.estimate, shape, prices, instance_count=p.instance_count,
-                                      fsx_capacity_gib=row.estimate.provisioning.fsx.capacity_gib,
-                                      data_in_efs=question.data_in_efs)
-        deployed = option_from_estimate(row.deployed_estimate, shape, prices, instance_count=p.instance_count,
-                                        fsx_capacity_gib=lab.fsx.capacity_gib, data_in_efs=question.data_in_efs)
+        # Each estimate holds its instance count and the FSx it priced: the option reads them there.
+        option = option_from_estimate(row.estimate, shape, prices, data_in_efs=question.data_in_efs)
+        deployed = option_from_estimate(row.deployed_estimate, shape, prices, data_in_efs=question.data_in_efs)
         ruled_out = _blocker_of_question(question, option.mode, option.storage)
         if ruled_out:
             option = replace(option, blocker=option.blocker or ruled_out)
@@ -468,22 +466,25 @@ def _advice(result: Answer) -> list[str]:
             other = packed_answer.pick
             saving = pick.cost_usd - other.cost_usd
             if pick.cost_usd > 0 and saving / pick.cost_usd >= ADVICE_MIN_SAVING:
-                advice.append(f"pack into ~{PACKED_SHARD_BYTES / 1e6:.0f} MB shards ({shards:,} shards; dslab dataset "
+                advice.append(f"pack into ~{PACKED_SHARD_BYTES / 1e6:.0f} MB shards ({shards:,} "
+                              f"shard{'s' if shards > 1 else ''}; dslab dataset "
                               f"pack --shard-size 150MB) and read them with {other.source}: {usd(other.cost_usd)} instead "
                               f"of {usd(pick.cost_usd)} per run (saves {saving / pick.cost_usd:.0%})")
     if pick.option.bound == "I/O":
         advice.append(f"{pick.source} is I/O-bound here: the accelerator waits for data; more readers or larger files help")
     if pick.storage == EXPRESS:
-        advice.append(f"the workflow stages the dataset into the directory bucket first (~{pick.option.setup.seconds / 60:.0f} "
-                      f"min, {usd(pick.option.setup.usd)}); empty it after the runs (dslab express empty)")
+        staging = pick.option.setup
+        advice.append(f"the workflow stages the dataset into the directory bucket first (~{duration(staging.seconds)}, "
+                      f"{usd(staging.usd)}); empty it after the runs (dslab express empty)")
     if pick.mode == SCRIPT:
         advice.append("no input channel: SageMaker's lineage does not record the dataset; `dslab run` tags each job "
                       "with dslab:dataset-uri and the stats file's files, bytes and SHA-256 (do the same in your own jobs)")
     if pick.mode == FSX:
         lab = result.premise.lab or AS_DEPLOYED   # the guard is the deployed lab's, FSx the one priced
         standing = lab.fsx_left_standing(q.prices, (pick.estimate.provisioning or lab).fsx)
-        advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{pick.option.setup.seconds / 60:.0f} "
-                      f"min before the first job): tear it down after the runs (dslab fsx down); {standing}")
+        importing = duration(pick.option.setup.seconds)
+        advice.append(f"FSx bills while it stands (it imports the dataset's metadata in ~{importing} before the first "
+                      f"job): tear it down after the runs (dslab fsx down); {standing}")
     if pick.commands:
         advice.append(f"{pick.source} as priced needs the lab provisioned for it first: {'; '.join(pick.commands)}")
     largest = pick.sized.max_instances_at_target_au

@@ -377,10 +377,11 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     if express:
         staging_seconds = shape.files * EXPRESS_COPY_LATENCY / EXPRESS_COPY_THREADS + shape.bytes / 1e6 / EXPRESS_STAGING_MBPS
         staging_cost = express_staging_cost(prices, shape.files, shape.bytes)
+        staging_said = f"{staging_seconds:.0f} s" if staging_seconds < 120 else f"{staging_seconds / 60:,.0f} min"
         assumptions.append(
             f"S3 Express One Zone: ~{model.express_first_byte * 1000:.1f} ms first-byte latency instead of ~"
             f"{model.s3_standard_first_byte * 1000:.0f} ms (Mountpoint on EC2; AWS: single-digit ms; no measured cell); staging "
-            f"copies {shape.files:,} objects once in ~{staging_seconds / 60:.0f} min ({EXPRESS_COPY_THREADS} copies at a time, "
+            f"copies {shape.files:,} objects once in ~{staging_said} ({EXPRESS_COPY_THREADS} copies at a time, "
             f"~{EXPRESS_COPY_LATENCY * 1000:.0f} ms each: assumption) for ${staging_cost:.2f}; storage "
             f"${prices['express_gb_month'] * shape.bytes / 1e9:.2f} per month while the copy is kept")
     return Estimate(mode=mode, downloading=downloading * instance_count, training=training * instance_count,
