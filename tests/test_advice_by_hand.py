@@ -143,7 +143,24 @@ def test_a_dataset_under_one_shard_is_packed_into_one_shard_said_in_the_singular
     # 70 MB of 1 KB files: 70 MB / 150 MB = 0.47, rounded to 0, and at least one shard. At 5,000 samples/s the
     # 70,000 small files cost more to read than one shard.
     advice = recommend(DatasetShape(70_000, 70_000_000), rate=5_000.0, prices=PRICES).advice
-    assert _line(advice, "pack into ").startswith("pack into ~150 MB shards (1 shard; dslab dataset pack ")
+    line = _line(advice, "pack into ")
+    assert line.startswith("pack into ~150 MB shards (1 shard; dslab dataset pack ")
+    # The packed dataset keeps its 70,000 samples (not the 1,949 a 70 MB file of Caltech-256's 35.9 KB mean would
+    # be assumed to hold): the figure quoted is that dataset's own answer, which says so.
+    from dslab.core.answer.decision import usd
+    packed = recommend(DatasetShape(1, 70_000_000, samples=70_000), rate=5_000.0, prices=PRICES).pick
+    assert f" and read them with {packed.source}: {usd(packed.cost_usd)} instead of " in line
+
+
+def test_an_answer_asked_only_for_its_pick_skips_the_break_even():
+    # The packing advice asks the packed dataset's answer for its pick only (advise=False): no break-even is priced.
+    from dataclasses import replace
+
+    from dslab.core.answer.answer import answer
+    from dslab.core.answer.recommend import question_for
+    question = question_for(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES)
+    assert answer(question).break_even is not None
+    assert answer(replace(question, advise=False)).break_even is None
 
 
 def test_packing_that_saves_under_a_tenth_is_not_advised():

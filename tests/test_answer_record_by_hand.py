@@ -277,3 +277,41 @@ def test_the_28_day_refusal_names_the_job_in_the_questions_own_words():
     said = str(refused.value)
     assert said.startswith("trials[long].epochs: trial long's ") and " job on big-jpg runs " in said
     assert said.endswith("past the 28-day MaxRuntimeInSeconds: fewer epochs in trial long")
+
+
+def test_an_answer_on_your_calibration_sizes_and_prices_on_its_constants():
+    # 10,000 files of 100 KB on one ml.p3.2xlarge at 10,000 samples/s, FastFile: an epoch is 10,000 GETs over 8
+    # readers plus 1,000 MB at the instance's 250 MB/s (4.0 s); the compute is 1 s. Shipped, 44.7 ms a GET: 55.875 +
+    # 4.0 = 59.875 s, AU 1 / 59.875 = 1.670%. A calibration that measured 89.4 ms: 111.75 + 4.0 = 115.75 s, AU 0.864%:
+    # the estimate and the sizing (AU, the largest cluster) both read it.
+    from dataclasses import replace
+
+    from dslab.core.answer.answer import answer
+    from dslab.core.answer.recommend import question_for
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.calibration import MODEL, InUse
+    from dslab.core.shape import DatasetShape
+    question = question_for(DatasetShape(10_000, 1_000_000_000), rate=10_000.0, prices=PriceTable(),
+                            sources=(("FastFile", "standard"),))
+    yours = InUse(model=replace(MODEL, fastfile_get_latency=0.0894), source="calibration.json")
+    for calibration, epoch, au in ((None, 59.875, 1.670), (yours, 115.75, 0.864)):
+        asked = replace(question, premise=replace(question.premise, calibration=calibration)) if calibration else question
+        fastfile = answer(asked).source("FastFile")
+        assert [round(s, 3) for s in fastfile.estimate.epoch_seconds] == [epoch]
+        assert round(fastfile.estimate.au_percent, 3) == round(fastfile.sized.au_percent, 3) == au
+
+
+def test_the_answers_assumptions_are_each_sources_once_in_the_order_of_the_sources():
+    # Each sentence is worked out in tests/test_model_by_hand.py (the same input: the File and FastFile estimates);
+    # here, the answer gathers them, File's first (the cheaper), each said once though both estimates are priced twice
+    # (as sized and on the lab as it stands).
+    from dslab.core.answer.recommend import recommend
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+    found = recommend(DatasetShape(10_000, 1_000_000_000), rate=10_000.0, prices=PriceTable(),
+                      sources=(("FastFile", "standard"), ("File", "standard")))
+    assert found.to_dict()["assumptions"] == [
+        "File: downloads 1.00 GB in 10,000 objects onto each instance's storage, a 100 GB EBS volume (the default), at "
+        "158 MB/s plus 7.3 ms per object",
+        "FastFile: lists 5,500 objects/s; each file read is a GET of ~45 ms spread over 8 readers; streams up to "
+        "1000 MB/s"]
