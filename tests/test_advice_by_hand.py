@@ -208,3 +208,48 @@ def test_the_break_evens_fsx_is_the_one_sized_for_the_question_and_left_standing
     assert guarded.assumptions[0].endswith(
         "(`dslab fsx down`; left standing, the lab's idle guard deletes it 2 to 2.5 h after the last run "
         "(fsxIdleHours=2, checked every 30 min): $0.46 to $0.58 more)")
+
+
+def test_two_shards_are_said_in_the_plural():
+    # 300 MB of 1 KB files: 300 MB / 150 MB = 2 shards.
+    advice = recommend(DatasetShape(300_000, 300_000_000), rate=5_000.0, prices=PRICES).advice
+    assert _line(advice, "pack into ").startswith("pack into ~150 MB shards (2 shards; ")
+
+
+def test_an_fsx_pick_left_standing_says_this_labs_idle_guard():
+    # A lab whose guard waits 2 h: Scratch 2 at 1,200 GiB, $0.2301 an hour, for 2 to 2.5 h: $0.46 to $0.58.
+    from dslab.core.model.provisioning import Provisioning
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES,
+                       lab=Provisioning(fsx_idle_hours=2.0))
+    assert answer.pick.source == "FSx"
+    assert _line(answer.advice, "FSx bills while it stands").endswith(
+        "; left standing, the lab's idle guard deletes it 2 to 2.5 h after the last run (fsxIdleHours=2, checked every "
+        "30 min): $0.46 to $0.58 more")
+
+
+def test_two_accelerators_on_one_instance_are_a_cluster_for_the_advice():
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES, instance_type="ml.p3.8xlarge",
+                       accelerators=2)
+    assert answer.sizing.accelerators == 2
+    assert _line(answer.advice, "at 1 x ml.p3.8xlarge, ")
+
+
+def test_a_pick_whose_shared_limit_binds_says_how_many_instances_it_feeds():
+    # Script on two ml.p3.2xlarge: the bucket's request rate binds before the largest cluster searched.
+    answer = recommend(DatasetShape(30_607, 1_100_000_000), rate=V100, prices=PRICES, instance_count=2,
+                       sources=(("Script", "standard"),))
+    largest = answer.pick.sized.max_instances_at_target_au
+    assert 0 < largest < 4096
+    assert _line(answer.advice, "at 2 x ml.p3.2xlarge, ").endswith(
+        f", feeds up to {largest:,} instances at AU >= 90% (`dslab size` for every source)")
+
+
+def test_a_pick_that_needs_a_deploy_and_a_quota_says_both_commands_in_order():
+    # 150 TB on Scratch 2 is above FSx's default storage quota: the deploy and the quota request (FSx's quota code
+    # L-AD2FC696), said in that order, joined by "; ".
+    answer = recommend(DatasetShape(1_000_000, 150_000_000_000_000), rate=A100, prices=PRICES,
+                       instance_type="ml.p4d.24xlarge", sources=(("FSx", "standard"),))
+    deploy, quota = answer.pick.commands
+    assert deploy.startswith("make deploy FSX=up ") and "--quota-code L-AD2FC696" in quota
+    assert _line(answer.advice, "FSx as priced needs the lab provisioned for it first: ") == (
+        f"FSx as priced needs the lab provisioned for it first: {deploy}; {quota}")

@@ -23,7 +23,7 @@ import json
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from ..facts.limits import MAX_RUNTIME_SECONDS, RUNTIME_FIELDS, RUNTIME_FIX, none_too_long
@@ -457,9 +457,8 @@ def _advice(result: Answer) -> list[str]:
         shards = max(1, int(round(shape.bytes / PACKED_SHARD_BYTES)))
         samples, _ = shape.sample_count()
         packed = DatasetShape(files=shards, bytes=shape.bytes, samples=samples)
-        packed_premise = p_with_shape(q.premise, packed)
         try:
-            packed_answer = answer(replace(q, premise=packed_premise, advise=False))
+            packed_answer = answer(replace(q, premise=replace(q.premise, shape=packed), advise=False))
         except ConfigError:
             packed_answer = None
         if packed_answer is not None:
@@ -495,14 +494,6 @@ def _advice(result: Answer) -> list[str]:
         advice.append(f"at {result.premise.instance_count:,} x {result.premise.instance_type}, {pick.source} as priced: "
                       f"AU {pick.sized.au_percent:.0f}%, {fed} (`dslab size` for every source)")
     return advice
-
-
-def p_with_shape(premise: Premise, shape: DatasetShape) -> Premise:
-    return replace(premise, shape=shape)
-
-
-def sources_of(labels: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-    return tuple(labels)
 
 
 __all__ = ["ALL_SOURCES", "Answer", "Question", "RULE", "SourceAnswer", "answer", "flowchart", "max_runtime_for"]
