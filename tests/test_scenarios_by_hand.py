@@ -119,3 +119,123 @@ def test_a_workload_trials_premise_takes_its_readers_au_target_and_epochs_and_sa
     assert len(premise.notes) == 1 and premise.notes[0].startswith(
         "these figures use unet3d_h100.yaml's 168 files, 3 steps an epoch: MLPerf Storage runs unet3d with 75,000 "
         "files on 1 host(s)")
+
+
+def test_trials_running_other_scripts_do_not_share_an_answer():
+    # The same cluster and dataset, two scripts of the user's: each its own answer (a script sets how data is read).
+    experiment = _experiment(trials=[
+        {"name": "a", "modes": ["File"], "script": {"source_dir": "code", "entry_point": "train.py"}},
+        {"name": "b", "modes": ["File"], "script": {"source_dir": "code", "entry_point": "other.py"}},
+        {"name": "c", "modes": ["FSx"], "script": {"source_dir": "code", "entry_point": "train.py"}}])
+    assert {s.label: s.trial_names for s in scenarios(experiment)} == {"d · a+c": ("a", "c"), "d · b": ("b",)}
+
+
+def test_a_known_shape_keeps_the_recipes_samples_and_names_where_it_came_from():
+    experiment = _experiment(datasets=[
+        {"name": "made", "format": "jpg", "files": 600, "bytes": 6_000_000, "generate": {"images": 200, "copies": 3}},
+        {"name": "recipe", "format": "jpg", "files": 600, "generate": {"images": 200, "copies": 3, "mean_kb": 10}}])
+    made, recipe = experiment.datasets
+    # A run's stats: what was in S3, said as "a run's results" unless told; its samples still the recipe's 200 x 3.
+    from_stats = known_shape(made, {"made": {"files": 601, "bytes": 6_100_000}})
+    assert (from_stats.shape.files, from_stats.shape.bytes, from_stats.shape.samples, from_stats.source) == (
+        601, 6_100_000, 600, "a run's results")
+    assert shape_of(made, {"made": {"files": 601, "bytes": 6_100_000}}).files == 601
+    declared = known_shape(made)
+    assert (declared.shape.samples, declared.source) == (600, "the experiment's files and bytes")
+    # Files without bytes say nothing of its size: the recipe does (600 JPEGs of 10 KiB = 6,144,000 bytes).
+    from_recipe = known_shape(recipe)
+    assert (from_recipe.shape.files, from_recipe.shape.bytes) == (600, 6_144_000)
+    assert from_recipe.source == "its generate: recipe, predicted at ~10 KiB per image"
+    from dataclasses import replace
+    assert shape_of(replace(recipe, generate={})) is None
+
+
+def test_a_tiny_tfrecord_recipe_makes_one_shard():
+    # 10 images of 10 KiB = 102,400 bytes: under one 110 MB shard, and at least one.
+    experiment = _experiment(datasets=[{"name": "t", "format": "tfrecord", "generate": {"images": 10, "mean_kb": 10}}])
+    assert generated_shape(experiment.datasets[0]) == generated_shape(experiment.datasets[0]).__class__(
+        files=1, bytes=102_400, samples=10)
+
+
+def test_a_preset_and_a_real_models_rate_are_the_presets_own():
+    # The V100 preset: batch 64 every 0.195 s = 328.2 samples/s per accelerator, said "328" for a real model.
+    preset = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"preset": "v100"}).trials[0]
+    assert round(compute_rate_of(preset), 4) == round(64 / 0.195, 4) == 328.2051
+    real = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"model": "resnet50"}).trials[0]
+    assert compute_said(real) == ("resnet50 trained for real; estimated at the V100 preset's 328 samples/s per "
+                                  "accelerator")
+
+
+def test_a_checkpoint_trials_premise_is_its_plan_on_its_cluster_with_no_compute():
+    # llama3 8B at 1/10,000 on ml.p5.48xlarge: 8 GPUs a host; 16 files of 11,242,568 bytes in all; one pass, no
+    # compute; saved every 120 s, both writes kept; the trial's volume and the lab and calibration passed in.
+    from pathlib import Path
+
+    import yaml
+
+    from dslab.core.answer.scenarios import checkpoint_premise_of_trial
+    from dslab.core.model.calibration import SHIPPED, InUse
+    from dslab.core.model.provisioning import Provisioning
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    trial = _experiment(instance_type="ml.p5.48xlarge", volume_size_gb=300, trials=[
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
+         "checkpoint": {"targets": ["s3"], "writes": 2, "reads": 1, "seconds_between": 120}}]).trials[0]
+    lab, yours = Provisioning(fsx_idle_hours=2.0), InUse(source="calibration.json")
+    premise = checkpoint_premise_of_trial(trial, lab, yours)
+    assert (premise.instance_type, premise.instance_count, premise.accelerators, premise.epochs, premise.rate) == (
+        "ml.p5.48xlarge", 1, 8, 1, 0.0)
+    assert (premise.compute, premise.shape_origin, premise.volume_size_gb) == (
+        "no compute: checkpoints", "llama3_8b.yaml", 300)
+    assert (premise.shape.files, premise.shape.bytes, premise.lab, premise.calibration) == (16, 11_242_568, lab, yours)
+    assert (premise.checkpoint.every_seconds, premise.checkpoint.keep) == (120.0, 2)
+    assert checkpoint_premise_of_trial(trial).calibration is SHIPPED
+
+
+def test_a_workload_timed_on_another_accelerator_says_so_beside_its_size_against_mlperfs():
+    # unet3d_h100.yaml on ml.p4d.24xlarge (A100s): MLPerf's own A100 timing is used, batch 7 every 0.636 s = 11.0
+    # samples/s, and said first; then its 168 files against MLPerf Storage's 42,187 for one host of 1,152 GiB. The lab
+    # and the calibration given are the premise's.
+    from pathlib import Path
+
+    import yaml
+
+    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.model.calibration import InUse
+    from dslab.core.model.provisioning import Provisioning
+    from dslab.core.shape import DatasetShape
+    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/unet3d_h100.yaml").read_text())
+    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 1000, "bytes": 10**10}],
+                        instance_type="ml.p4d.24xlarge",
+                        trials=[{"name": "a", "modes": ["File"], "workload": {"file": "unet3d_h100.yaml",
+                                                                              "dlio": dlio}}]).trials[0]
+    lab, yours = Provisioning(fsx_idle_hours=2.0), InUse(source="calibration.json")
+    premise = premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"), lab, yours)
+    assert round(premise.rate, 3) == round(7 / 0.636, 3) == 11.006
+    assert premise.notes == (
+        "unet3d_h100.yaml emulates H100 and the instance has A100: MLPerf's own A100 timing of unet3d is used "
+        "(unet3d_a100.yaml: batch 7 every 0.636 s); --instance ml.p5.48xlarge runs it on H100",
+        "these figures use unet3d_h100.yaml's 168 files, 3 steps an epoch: MLPerf Storage runs unet3d with 42,187 "
+        "files on 1 host(s) of 1,152 GiB (8 accelerators): at least 5 x their memory and 500 steps an epoch, so they "
+        "are not an MLPerf-valid run")
+    assert (premise.lab, premise.calibration) == (lab, yours)
+
+
+def test_a_workload_that_gives_no_step_on_the_trials_cluster_is_refused_on_its_instance_count():
+    # unet3d_h100.yaml's 168 files on 4 x ml.p4d.24xlarge at batch 7: 168 / (7 x 32 accelerators) = 0.75, no whole step.
+    from pathlib import Path
+
+    import pytest
+    import yaml
+
+    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.errors import ConfigError
+    from dslab.core.shape import DatasetShape
+    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/unet3d_h100.yaml").read_text())
+    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 1000, "bytes": 10**10}],
+                        instance_type="ml.p4d.24xlarge",
+                        trials=[{"name": "a", "modes": ["File"], "instance_count": 4,
+                                 "workload": {"file": "unet3d_h100.yaml", "dlio": dlio}}]).trials[0]
+    with pytest.raises(ConfigError) as refused:
+        premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"))
+    assert refused.value.field == "instance_count"
+    assert "168 files of 1 sample(s) give 0 steps an epoch on 32 accelerators of batch 7" in str(refused.value)
