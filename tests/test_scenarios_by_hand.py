@@ -239,3 +239,210 @@ def test_a_workload_that_gives_no_step_on_the_trials_cluster_is_refused_on_its_i
         premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"))
     assert refused.value.field == "instance_count"
     assert "168 files of 1 sample(s) give 0 steps an epoch on 32 accelerators of batch 7" in str(refused.value)
+
+
+# ---- an experiment's estimates, questions and job checks, as plan, run, local and export see them ----------------
+
+D = {"name": "d", "format": "jpg", "files": 1000, "bytes": 10_000_000}
+UNSIZED = {"name": "u", "format": "jpg"}
+IN_EFS = {"name": "e", "format": "jpg", "files": 1000, "bytes": 10_000_000, "source": "efs"}
+
+
+def _two_trials(**b):
+    return parse_experiment({"name": "x", "trials": [{"name": "a", "modes": ["File", "FSx"], "datasets": [D, UNSIZED]},
+                                                     {"name": "b", "modes": ["EFS"], "datasets": [IN_EFS], **b}]})
+
+
+def test_each_scenarios_estimate_says_the_shape_it_assumed_or_what_is_missing():
+    from dslab.core.answer.scenarios import UNKNOWN_SHAPE_FIX, estimated, for_dataset
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import Provisioning
+    experiment, prices = _two_trials(), PriceTable()
+    found = estimated(experiment, prices)
+    records = [a.to_dict() for a in found]
+    assert [r["scenario"] for r in records] == ["d", "u", "e"]
+    # d: 1,000 JPEGs are 1,000 samples, as the experiment declares them; its answer's record beside it.
+    assert {k: v for k, v in records[0].items() if k != "answer"} == {
+        "scenario": "d", "dataset": "d", "trials": ["a"],
+        "assumed": {"files": 1000, "bytes": 10_000_000, "samples": 1000, "from": "the experiment's files and bytes"}}
+    assert records[0]["answer"]["pick"] in ("File", "FSx")
+    # u: no size anywhere: no answer, and what to give.
+    assert records[1] == {"scenario": "u", "dataset": "u", "trials": ["a"],
+                          "missing": f"the size of dataset u is not known: {UNKNOWN_SHAPE_FIX}"}
+    # A run's stats win, said as a run's results unless told otherwise; the lab given is the answers'.
+    stats = {"d": {"files": 999, "bytes": 9_990_000}}
+    assert estimated(experiment, prices, stats=stats)[0].to_dict()["assumed"]["from"] == "a run's results"
+    told = estimated(experiment, prices, stats=stats, stats_source="the stats file")[0]
+    assert (told.known.shape.files, told.known.source) == (999, "the stats file")
+    lab = Provisioning(fsx_idle_hours=3.0)
+    assert estimated(experiment, prices, lab=lab)[0].premise.lab == lab
+    # A scenario by its dataset, and by a trial that runs it.
+    assert for_dataset(found, "e").scenario.trial_names == ("b",)
+    assert for_dataset(found, "d", "a") is found[0] and for_dataset(found, "d", "b") is None
+
+
+def test_a_scenarios_question_is_asked_in_the_experiments_own_words():
+    from dataclasses import replace
+
+    from dslab.core.answer.scenarios import known_shape, scenario_question
+    from dslab.core.facts.limits import EXPERIMENT_RUNTIME_FIX
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.calibration import InUse
+    from dslab.core.model.provisioning import Provisioning
+    yours = InUse(source="calibration.json")
+    experiment = replace(_two_trials(), calibration=yours)
+    found = {s.label: s for s in scenarios(experiment)}
+    lab = Provisioning(fsx_idle_hours=3.0)
+    d = scenario_question(experiment, found["d"], known_shape(found["d"].dataset), PriceTable(), lab)
+    assert (d.runtime_field, d.runtime_fix, d.runtime_what) == (
+        "trials[0].epochs", EXPERIMENT_RUNTIME_FIX, "trial a's {source} job on d")
+    assert (d.count_field, d.dataset_name, d.data_in_efs) == ("trial 'a': instance_count", "d", False)
+    assert (d.premise.lab, d.premise.calibration) == (lab, yours)
+    assert d.sources == (("File", "standard"), ("FSx", "standard"))
+    # A dataset whose source is EFS: the data lives there.
+    e = scenario_question(experiment, found["e"], known_shape(found["e"].dataset), PriceTable())
+    assert (e.data_in_efs, e.runtime_field, e.runtime_what) == (True, "trials[1].epochs", "trial b's {source} job on e")
+
+
+def test_each_planned_job_is_checked_under_the_keys_the_experiment_names_it_by():
+    from dslab.core.answer.scenarios import job_checks
+    from dslab.core.facts.prices import PriceTable
+    checks = {c.key: c for c in job_checks(_two_trials(max_run_seconds=600), PriceTable())}
+    # Every job of a dataset with a known size (u has none), one per trial, mode and dataset.
+    assert set(checks) == {("a", "d", "File", "standard"), ("a", "d", "FSx", "standard"), ("b", "e", "EFS", "standard")}
+    file_job = checks[("a", "d", "File", "standard")]
+    assert (file_job.what, file_job.field, file_job.max_run_field, file_job.modes_field) == (
+        "trial a's File job on d", "trials[0].epochs", "trials[0].max_run_seconds", "trials[0].modes")
+    # The others of its answer that could serve: FSx only (itself left out).
+    assert set(file_job.others_top) == {"FSx"}
+    # No max_run_seconds given: the answer's; given: the experiment's own (b: 600 s), which covers its job here.
+    assert file_job.max_runtime_seconds == file_job.source.max_runtime_seconds and not file_job.max_run_given
+    efs_job = checks[("b", "e", "EFS", "standard")]
+    assert (efs_job.max_run_given, efs_job.max_runtime_seconds, efs_job.problem, dict(efs_job.others_top)) == (
+        True, 600, None, {})
+    # One trial: its keys are the experiment's own.
+    one = job_checks(parse_experiment({"name": "x", "trials": [{"name": "a", "modes": ["File"], "datasets": [D]}]}),
+                     PriceTable())
+    assert [(c.field, c.max_run_field, c.modes_field) for c in one] == [("epochs", "max_run_seconds", "modes")]
+
+
+def test_a_max_run_seconds_shorter_than_the_job_may_take_is_refused_with_what_to_give():
+    from dslab.core.answer.scenarios import job_checks
+    from dslab.core.facts.prices import PriceTable
+    efs_job = next(c for c in job_checks(_two_trials(max_run_seconds=60), PriceTable()) if c.source.mode == "EFS")
+    top = efs_job.source.top_job_seconds
+    assert top > 60
+    assert efs_job.problem == (
+        "trials[1].max_run_seconds",
+        f"60 s is shorter than trial b's EFS job on e may take on AWS (up to {top / 3600:,.1f} h, the top of its "
+        f"estimate): SageMaker would stop it; give at least {efs_job.source.max_runtime_seconds:,}, or leave it out (it "
+        "is then sized from the estimate)")
+
+
+def test_a_job_past_28_days_names_the_quickest_other_source_that_fits():
+    from dataclasses import replace
+
+    from dslab.core.answer.scenarios import job_checks
+    from dslab.core.facts.limits import EXPERIMENT_RUNTIME_FIX
+    from dslab.core.facts.prices import PriceTable
+    job = next(c for c in job_checks(_two_trials(), PriceTable()) if c.source.mode == "File")
+    day = 86_400
+    # Of FSx at 10 days, EFS at 12 and Pipe at 30 (past 28): FSx, the quickest that fits, at 10.0 days.
+    assert replace(job, others_top={"FSx": 10 * day, "EFS": 12 * day, "Pipe": 30 * day}).runtime_fix == (
+        "fewer epochs: or FSx (up to 10.0 days)")
+    assert replace(job, others_top={"Pipe": 30 * day}).runtime_fix == EXPERIMENT_RUNTIME_FIX
+
+
+def test_a_source_the_lab_as_it_stands_cannot_run_is_refused_with_its_provisioning():
+    # 2 TB of 200 MB files on FSx: the lab's 1,200 GiB Scratch 2 cannot hold it; the answer sizes a larger one, and the
+    # job is refused on the trial's modes with the deploy that provisions it.
+    from dslab.core.answer.scenarios import job_checks
+    from dslab.core.facts.prices import PriceTable
+    big = {"name": "big", "format": "npz", "files": 10_000, "bytes": 2_000_000_000_000}
+    job = job_checks(parse_experiment({"name": "x", "instance_type": "ml.p4d.24xlarge",
+                                       "trials": [{"name": "a", "modes": ["FSx"], "datasets": [big]}]}),
+                     PriceTable())[0]
+    field, why = job.problem
+    assert field == "modes" and why.startswith("trial a's FSx job on big: FSx as the lab stands cannot run it (")
+    assert why.endswith(f": provision it first ({'; '.join(job.source.commands)}), or drop FSx")
+    assert job.source.commands and job.source.commands[0].startswith("make deploy FSX=up ")
+
+
+def test_files_that_do_not_fit_each_instances_storage_are_refused_on_the_volume_or_the_count():
+    # 500 GB through File onto a 100 GB EBS volume: raise volume_size_gb. On ml.p4d.24xlarge's fixed 8 x 1,000 GB of
+    # NVMe the share fits; on ml.g5.xlarge's 250 GB of NVMe it does not: more instances, each holding its shard.
+    from dslab.core.answer.scenarios import job_checks
+    from dslab.core.facts.prices import PriceTable
+    big = {"name": "big", "format": "npz", "files": 1_000, "bytes": 500_000_000_000}
+
+    def check(instance_type: str, **trial):
+        # FSx beside File, so that the answer has a source to pick where File cannot serve.
+        experiment = parse_experiment({"name": "x", "instance_type": instance_type, "trials": [
+            {"name": "a", "modes": ["File", "FSx"], "datasets": [big], **trial}]})
+        return next(c for c in job_checks(experiment, PriceTable()) if c.source.mode == "File").problem
+
+    # 500 GB and File's 5% headroom (volume.py VOLUME_HEADROOM): 525 GB.
+    assert check("ml.p3.2xlarge", volume_size_gb=100) == (
+        "volume_size_gb", "trial a's File job on big: File mode copies 525 GB onto each instance, more than the 100 GB "
+        "volume asked for: raise volume_size_gb to at least 525 (or leave it out: it is then sized for the data)")
+    assert check("ml.p4d.24xlarge") is None
+    field, why = check("ml.g5.xlarge")
+    assert field == "instance_count" and why.startswith("trial a's File job on big: ")
+
+
+def test_a_local_runs_set_up_is_what_it_measured_for_the_branch_that_prepares_the_source():
+    from dslab.core.answer.scenarios import local_setup_seconds
+    measured = {"EFS": 12.5, "FSx": 30.0, "Express": 7.0, "File": 99.0}
+    assert [local_setup_seconds(measured, mode, storage) for mode, storage in (
+        ("EFS", "standard"), ("FSx", None), ("File", "express"), ("FastFile", "express"), ("File", "standard"),
+        ("Pipe", None))] == [12.5, 30.0, 7.0, 7.0, 0.0, 0.0]
+    assert local_setup_seconds({}, "EFS", None) == 0.0 and local_setup_seconds({}, "FastFile", "express") == 0.0
+
+
+def test_measured_runs_pick_by_their_own_cost_and_time_per_scenario():
+    from types import SimpleNamespace
+
+    from dslab.core.answer.scenarios import measured
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+
+    def row(scenario, mode, cost, wall, trials=("a",), storage=None, runs=None):
+        return {"dataset": scenario, "dataset_name": "d", "trials": list(trials), "mode_name": mode,
+                "storage": storage, "cost_total": cost, "wall_mean": wall,
+                **({"cost": SimpleNamespace(runs=runs, interval=(cost * 0.9, cost * 1.1))} if runs else {})}
+    rows = [row("d · a", "File", 1.00, 3600.0), row("d · a", "FastFile", 0.50, 3600.0, trials=("a", "", "c"), runs=3),
+            row("d · b", "File", None, None, trials=("b",))]
+    found = measured(rows, PriceTable(), shapes={"d": DatasetShape(1000, 10_000_000)},
+                     local_setup={"FSx": 30.0})
+    a, b = found
+    # d · a: FastFile at half File's cost, the same time: its pick, from its 3 runs with their range; the trials that
+    # ran it, sorted, the empty name left out.
+    assert (a.label, a.dataset, a.trials) == ("d · a", "d", ("a", "c"))
+    assert a.decision.pick.source == "FastFile" and a.decision.pick.runs == 3
+    assert a.decision.pick.job_usd_interval == (0.45, 0.55) and a.decision.runner_up.runs == 1
+    # Measured locally: a source that prepares nothing took no set-up time.
+    assert a.decision.pick.setup.seconds == 0.0
+    # d · b: no job finished: nothing to pick, said so.
+    assert (b.decision, b.missing) == (None, "no job completed")
+    assert b.to_dict() == {"scenario": "d · b", "dataset": "d", "trials": ["b"], "missing": "no job completed"}
+    assert a.to_dict()["scenario"] == "d · a" and a.to_dict()["pick"] == "FastFile"
+
+
+def test_measured_runs_on_aws_price_each_set_up_from_the_shape_on_the_lab_they_ran_on():
+    # FSx's import: 1,000 objects at 2,000,000 an hour = 1.8 s, billed at the lab's FSx: 2,400 GiB x $0.140 / 730 h =
+    # $0.46027 an hour: $0.00023. Data in EFS: File copies it out first (DataSync: 120 s + 1,000 / 500 = 2 s + 10 MB
+    # at 104.86 MB/s = 0.095 s: 122.095 s).
+    from dslab.core.answer.scenarios import measured
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import as_deployed
+    from dslab.core.shape import DatasetShape
+    rows = [{"dataset": "d", "dataset_name": "d", "trials": ["a"], "mode_name": mode, "storage": None,
+             "cost_total": 1.0, "wall_mean": 600.0} for mode in ("FSx", "File")]
+    shapes = {"d": DatasetShape(1000, 10_000_000)}
+    (on_aws,) = measured(rows, PriceTable(), shapes=shapes, lab=as_deployed(2400))
+    fsx = next(o for o in on_aws.decision.ranking if o.mode == "FSx")
+    assert (round(fsx.setup.seconds, 2), round(fsx.setup.usd, 5)) == (1.8, 0.00023)
+    (in_efs,) = measured(rows, PriceTable(), shapes=shapes, data_in_efs={"d": True})
+    file_mode = next(o for o in in_efs.decision.ranking if o.mode == "File")
+    assert (file_mode.setup.what, round(file_mode.setup.seconds, 2)) == (
+        "a DataSync copy of 0.01 GB from EFS to S3", 122.1)
