@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import re
 import runpy
 import sys
 
@@ -159,7 +160,11 @@ def test_export_prints_code_for_the_chosen_mode(outputs, capsys, tmp_path):
     assert "role_arn='arn:aws:iam::123456789012:role/Training'" in code
     path = tmp_path / "winner.py"
     assert export("--outputs", str(outputs), "--mode", "FSx", "--out", str(path)) == 0
-    assert capsys.readouterr().out == "" and "FileSystemDataSource" in path.read_text()
+    captured = capsys.readouterr()
+    assert captured.out == "" and "FileSystemDataSource" in path.read_text()
+    # Where it wrote what: the job, its source and dataset, the runtime it asks for, and how to run it.
+    assert re.search(rf"^wrote {re.escape(str(path))}: job \S+ \(FSx on caltech-jpg-1x, MaxRuntimeInSeconds "
+                     rf"[\d,]+\); run it with: python {re.escape(str(path))} \[--wait\]$", captured.err, re.M), captured.err
     assert "/mnt1234/datasets/caltech-jpg-1x" in path.read_text()
 
 
@@ -186,6 +191,7 @@ def test_export_defaults_to_the_recommended_source(outputs, capsys):
 def test_bad_choices_exit_2_naming_the_flag(outputs, capsys, args, words):
     assert export("--outputs", str(outputs), *args) == 2
     err = capsys.readouterr().err
+    assert err.startswith(f"dslab: error: {args[0]}: "), err   # the flag first, as the user typed it
     assert all(w in err for w in words), err
 
 
@@ -387,6 +393,14 @@ def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monk
     assert run("--trial", "save", "--results", "r.json") == 2
     assert capsys.readouterr().err.strip().endswith("--results: trial save writes checkpoints: --results exports a "
                                                     "data job; drop it")
+    # Beside a trial that reads a dataset: --dataset names one of the experiment's, but not one the trial reads.
+    import yaml
+    both = yaml.safe_load(path.read_text())
+    both["trials"].append({"name": "read", "modes": ["File"], "datasets": ["caltech-jpg-1x"]})
+    path.write_text(yaml.safe_dump(both))
+    assert run("--trial", "save", "--dataset", "caltech-jpg-1x") == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "dslab: error: --dataset: trial save writes checkpoints: it reads no dataset; drop --dataset")
     assert run("--trial", "save", "--mode", "s3") == 0
     captured = capsys.readouterr()
     assert "checkpoint_config=shapes.CheckpointConfig(" in captured.out
