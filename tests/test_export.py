@@ -204,14 +204,21 @@ def test_a_mode_read_by_a_later_trial_is_exported_from_that_trial(outputs, capsy
     assert main(["export", "--experiment", str(path), "--outputs", str(outputs), "--mode", "File"]) == 0
     code = capsys.readouterr().out
     assert "input_mode='File'" in code and "value='base'" in code
+    # Express File: no trial reads File from the directory bucket; what the trials run, as the tool prints them.
+    assert main(["export", "--experiment", str(path), "--outputs", str(outputs), "--mode", "Express File"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dslab: error: --mode: the experiment does not run Express File on caltech-tfr-1x: no trial reads the directory "
+        "bucket (allowed: Express FastFile, File, Pipe)")
 
 
 def test_a_skipped_fsx_job_says_how_to_bring_fsx_back(tmp_path, capsys):
     path = tmp_path / "cdk-outputs.json"
     path.write_text(json.dumps({k: v for k, v in OUTPUTS.items() if k != "DataSourceLab-Fsx"}))
     assert export("--outputs", str(path), "--mode", "FSx") == 2
-    err = capsys.readouterr().err
-    assert "--mode" in err and "dslab fsx up" in err
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("dslab: error: --mode: the FSx job of caltech-jpg-1x is skipped: ") and "dslab fsx up" in err
+    # What else the experiment runs on the dataset: the other modes.
+    assert err.endswith("(allowed: File, FastFile)"), err
 
 
 def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
@@ -417,3 +424,27 @@ def test_a_checkpoint_job_on_fsx_the_lab_lacks_is_refused_naming_the_targets(cap
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("dslab: error: --mode: the fsx job of save is skipped: FSx for Lustre is not deployed")
     assert err.endswith("(allowed: s3, fsx)")
+
+
+def test_each_trial_exports_with_its_own_answers_provisioning_beside_the_lab_as_it_stands(capsys, tmp_path, monkeypatch):
+    """Two trials on one dataset, one instance and 16: each job's notes are its own trial's answer. On 16 x
+    ml.p4d.24xlarge the answer provisions FSx Persistent 2 at 1,000 MB/s/TiB, 14,400 GiB (tests/test_advice_by_hand.py
+    works it out); on one, Scratch 2 at 4,800 GiB. The lab as it stands has Scratch 2 at 1,200 GiB."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "e.yaml"
+    path.write_text("name: big\ndatasets: [caltech-jpg-50x]\ninstance_type: ml.p4d.24xlarge\ntrials:\n"
+                    "  - {name: one, modes: [FSx, File]}\n  - {name: many, modes: [FSx], instance_count: 16}\n")
+    noted = {}
+    for trial in ("one", "many"):
+        assert main(["export", "--experiment", str(path), "--offline", "--mode", "FSx", "--trial", trial,
+                     "--out", str(tmp_path / f"{trial}.py")]) == 0
+        noted[trial] = [line[len("note: "):] for line in capsys.readouterr().err.splitlines()
+                        if line.startswith("note: ")]
+        code = (tmp_path / f"{trial}.py").read_text().splitlines()
+        assert code[3:5] == [f"# {line}" for line in noted[trial]]   # the same two lines, under the header
+    for trial, provisioned in (("one", 'FSx Scratch 2 4,800 GiB ($'),
+                               ("many", 'FSx P2-1000 14,400 GiB ($')):
+        first, second = noted[trial]
+        assert re.fullmatch(r"runs on the lab as it stands \(Scratch 2, 1,200 GiB \(234 MB/s\)\): \$[\d.,]+ per run, "
+                            r"\d+ min to a result", first), first
+        assert second.startswith(f"the answer prices FSx as {provisioned}") and ": make deploy FSX=up " in second
