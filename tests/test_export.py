@@ -448,3 +448,25 @@ def test_each_trial_exports_with_its_own_answers_provisioning_beside_the_lab_as_
         assert re.fullmatch(r"runs on the lab as it stands \(Scratch 2, 1,200 GiB \(234 MB/s\)\): \$[\d.,]+ per run, "
                             r"\d+ min to a result", first), first
         assert second.startswith(f"the answer prices FSx as {provisioned}") and ": make deploy FSX=up " in second
+
+
+def test_the_recommended_source_is_the_named_trials_answer_said_with_its_premise(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "e.yaml"
+    path.write_text("name: big\ndatasets: [caltech-jpg-50x]\ninstance_type: ml.p4d.24xlarge\ntrials:\n"
+                    "  - {name: one, modes: [FSx, File]}\n  - {name: many, modes: [FSx], instance_count: 16}\n")
+    assert main(["export", "--experiment", "e.yaml", "--offline", "--trial", "many", "--out", "z.py"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    said = err.index("recommended for caltech-jpg-50x · many: FSx (as `dslab recommend --experiment e.yaml --dataset "
+                     "caltech-jpg-50x`); --mode chooses another")
+    assert err[said + 1].startswith("premise: 16 x ml.p4d.24xlarge (8 x A100 40GB) at ")
+
+
+def test_a_dataset_of_unknown_size_has_no_answer_to_export_without_a_mode(capsys, tmp_path, monkeypatch):
+    from dslab.core.answer.scenarios import UNKNOWN_SHAPE_FIX
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "u.yaml"
+    path.write_text("name: unsized\ndatasets: [{name: u, format: jpg}]\ntrials:\n  - {name: a, modes: [File]}\n")
+    assert main(["export", "--experiment", str(path), "--offline"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"dslab: error: --mode: no answer for u: the size of dataset u is not known: {UNKNOWN_SHAPE_FIX}; give --mode")
