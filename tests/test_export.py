@@ -330,7 +330,10 @@ def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, 
     assert run("--mode", "s3", "--out", str(tmp_path / "s3.py")) == 0
     code = (tmp_path / "s3.py").read_text()
     assert "checkpoint_config=shapes.CheckpointConfig(" in code and "input_data_config" not in code
-    capsys.readouterr()
+    # The writer job ("cks3"), not the restore job that follows it ("rss3"), requested as an export.
+    assert re.search(r"^wrote \S+s3\.py: job dsl-llama-8b-cks3-r0-\w+ \(s3 checkpoints of save, MaxRuntimeInSeconds "
+                     r"[\d,]+\); run it with: python \S+s3\.py \[--wait\]$", capsys.readouterr().err, re.M)
+    assert "dict(key='dslab:execution', value='export')" in code
     # The answer picks FSx Persistent 2 for llama3 8B on p5; the lab as it stands has Scratch 2: what `dslab plan` runs
     # is exported (issue 55: it was refused), its code saying how it runs and what the answer provisions, with the deploy.
     assert run("--out", str(tmp_path / "picked.py")) == 0
@@ -412,7 +415,8 @@ def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monk
     captured = capsys.readouterr()
     assert "checkpoint_config=shapes.CheckpointConfig(" in captured.out
     assert run("--trial", "save") == 0
-    assert "recommended for save: S3 sync (as `dslab recommend --experiment " in capsys.readouterr().err
+    assert f"recommended for save: S3 sync (as `dslab recommend --experiment {path}`); --mode chooses another" in \
+        capsys.readouterr().err.replace("\n", " ")
 
 
 def test_a_checkpoint_job_on_fsx_the_lab_lacks_is_refused_naming_the_targets(capsys, tmp_path, monkeypatch):
