@@ -231,17 +231,29 @@ def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
                 "instance_type": "ml.p3.2xlarge", "instance_count": 1, "billable_seconds": 100.0, "phases": {},
                 "breakdown": {"downloading": 0.0, "training": 100.0, "other": 0.0}, "metrics": {},
                 "cost_usd": {"instance": cost, "total": cost}}
+    # Cheaper, and not candidates: a failed job, one of another dataset, one still without its billable seconds, a
+    # checkpoint job (it reads no dataset).
+    other_dataset = {**record("File", 0.01), "dataset": "caltech-tfr-1x"}
+    unbilled = {**record("File", 0.02), "billable_seconds": None}
+    checkpoint = {**record("File", 0.03), "checkpoint_target": "s3"}
     results = {"experiment": experiment.document, "experiment_hash": experiment.content_hash, "execution": "run-1",
-               "backend": "aws", "records": [record("File", 0.30), record("FastFile", 0.20), record("FSx", 0.10, "Failed")]}
+               "backend": "aws", "records": [record("File", 0.30), record("FastFile", 0.20), record("FSx", 0.10, "Failed"),
+                                             other_dataset, unbilled, checkpoint]}
     path = tmp_path / "results.json"
     path.write_text(json.dumps(results))
     assert export("--outputs", str(outputs), "--results", str(path)) == 0
     captured = capsys.readouterr()
     assert "value='FastFile'" in captured.out and "value='run-1'" in captured.out
     assert jobs["FastFile"].name in captured.err
+    assert export("--outputs", str(outputs), "--results", str(path), "--repeat", "0") == 2
+    assert capsys.readouterr().err.strip() == (
+        "dslab: error: --repeat: --results picks the job (the cheapest completed one); drop --repeat, or drop "
+        "--results to choose the job yourself")
     path.write_text(json.dumps({**results, "experiment_hash": "0" * 16}))
     assert export("--outputs", str(outputs), "--results", str(path)) == 2
-    assert "--results" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == (
+        f"dslab: error: --results: {path} is a run of experiment hash 0000000000000000, not of --experiment "
+        f"({experiment.content_hash}): give the experiment file that run used")
 
 
 def test_export_has_help_with_an_example(capsys):
