@@ -245,6 +245,22 @@ def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
     captured = capsys.readouterr()
     assert "value='FastFile'" in captured.out and "value='run-1'" in captured.out
     assert jobs["FastFile"].name in captured.err
+    # Of two completed FastFile jobs (a capacity retry, "-a1", beside the first), the cheaper; a results file that
+    # names no execution exports under "export".
+    retry = {**record("FastFile", 0.15), "job_name": jobs["FastFile"].name + "-a1"}
+    path.write_text(json.dumps({**{k: v for k, v in results.items() if k != "execution"},
+                                "records": results["records"] + [retry]}))
+    assert export("--outputs", str(outputs), "--results", str(path)) == 0
+    captured = capsys.readouterr()
+    assert (f"the report's pick on caltech-jpg-1x in {path}: FastFile; its cheapest completed job "
+            f"{jobs['FastFile'].name}-a1 ($0.1500)") in captured.err.replace("\n", " ")
+    assert "dict(key='dslab:execution', value='export')" in captured.out
+    # No completed job of the dataset: refused, naming the datasets that have one.
+    path.write_text(json.dumps({**results, "records": [record("File", 0.3, "Failed"), other_dataset]}))
+    assert export("--outputs", str(outputs), "--results", str(path)) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dslab: error: --results: {path} has no completed job on caltech-jpg-1x (allowed: caltech-tfr-1x)")
+    path.write_text(json.dumps(results))
     assert export("--outputs", str(outputs), "--results", str(path), "--repeat", "0") == 2
     assert capsys.readouterr().err.strip() == (
         "dslab: error: --repeat: --results picks the job (the cheapest completed one); drop --repeat, or drop "
@@ -311,13 +327,21 @@ def test_export_from_results_picks_per_dataset_and_trial_as_the_report_does(outp
     run = lambda *args: main(["export", "--experiment", str(path), "--outputs", str(outputs), "--results", str(results),  # noqa: E731
                               *args])
     assert run() == 2
-    err = capsys.readouterr().err
-    assert "--trial" in err and "small" in err and "large" in err
+    assert capsys.readouterr().err.strip() == (
+        "dslab: error: --trial: the report answers caltech-jpg-1x once per group of trials (caltech-jpg-1x · large; "
+        "caltech-jpg-1x · small): give --trial (allowed: large, small)")
     assert run("--trial", "small") == 0
     captured = capsys.readouterr()
     assert "value='File'" in captured.out and jobs[("small", "File")].name in captured.err   # not large's cheaper job
     assert run("--trial", "large") == 0
     assert jobs[("large", "FastFile")].name in capsys.readouterr().err
+    # A trial with no completed job in the run: refused, naming the trials that have one.
+    document = json.loads(results.read_text())
+    document["records"] = [r for r in document["records"] if r["trial"] == "small"]
+    results.write_text(json.dumps(document))
+    assert run("--trial", "large") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dslab: error: --trial: {results} has no completed job of trial 'large' on caltech-jpg-1x (allowed: small)")
 
 
 def _checkpoint_experiment(folder, targets: list[str]):
