@@ -157,6 +157,9 @@ def test_export_prints_code_for_the_chosen_mode(outputs, capsys, tmp_path):
     assert export("--outputs", str(outputs), "--mode", "fastfile", "--dataset", "caltech-tfr-1x") == 0
     code = capsys.readouterr().out
     assert "input_mode='FastFile'" in code and "datasets/caltech-tfr-1x/" in code
+    # Requested as an export, in the lab's Region (its stack outputs' ARNs are in us-east-1).
+    assert "dict(key='dslab:execution', value='export')" in code
+    assert "REGION = 'us-east-1'" in code.splitlines()
     assert "role_arn='arn:aws:iam::123456789012:role/Training'" in code
     path = tmp_path / "winner.py"
     assert export("--outputs", str(outputs), "--mode", "FSx", "--out", str(path)) == 0
@@ -260,6 +263,12 @@ def test_export_from_results_picks_the_reports_pick(outputs, capsys, tmp_path):
     assert export("--outputs", str(outputs), "--results", str(path)) == 2
     assert capsys.readouterr().err.strip() == (
         f"dslab: error: --results: {path} has no completed job on caltech-jpg-1x (allowed: caltech-tfr-1x)")
+    # A results file that names no experiment hash, of a repeat this experiment does not plan: no such job.
+    path.write_text(json.dumps({**{k: v for k, v in results.items() if k != "experiment_hash"},
+                                "records": [{**record("FastFile", 0.2), "repeat": 5}]}))
+    assert export("--outputs", str(outputs), "--results", str(path)) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "dslab: error: --results: the experiment has no FastFile job of caltech-jpg-1x, repeat 5")
     path.write_text(json.dumps(results))
     assert export("--outputs", str(outputs), "--results", str(path), "--repeat", "0") == 2
     assert capsys.readouterr().err.strip() == (
@@ -293,7 +302,9 @@ def test_export_of_a_trial_with_its_own_code_names_what_plan_names_and_uploads_i
     args = ["export", "--experiment", experiment, "--outputs", str(outputs), "--mode", "File", "--trial", "contract-only"]
     assert main(args) == 0
     exported = capsys.readouterr()
-    assert code_uri in exported.out and "--upload" in exported.err
+    assert code_uri in exported.out
+    assert (f"note: the job runs your code from {code_uri}; it is there once `dslab run` ran this trial, or put it "
+            "there now with --upload") in exported.err.splitlines()
     bucket, key = code_uri[5:].split("/", 1)
     with mock_aws():
         s3 = boto3.client("s3", region_name="us-east-1")
@@ -450,6 +461,9 @@ def test_a_checkpoint_trial_refuses_results_and_a_dataset(capsys, tmp_path, monk
     assert run("--trial", "save", "--mode", "s3") == 0
     captured = capsys.readouterr()
     assert "checkpoint_config=shapes.CheckpointConfig(" in captured.out
+    # The target as the answer prints it ("S3 sync"), in any case, is the same job.
+    assert run("--trial", "save", "--mode", "S3 sync") == 0
+    assert capsys.readouterr().out == captured.out
     assert run("--trial", "save") == 0
     assert f"recommended for save: S3 sync (as `dslab recommend --experiment {path}`); --mode chooses another" in \
         capsys.readouterr().err.replace("\n", " ")
@@ -482,6 +496,7 @@ def test_each_trial_exports_with_its_own_answers_provisioning_beside_the_lab_as_
                         if line.startswith("note: ")]
         code = (tmp_path / f"{trial}.py").read_text().splitlines()
         assert code[3:5] == [f"# {line}" for line in noted[trial]]   # the same two lines, under the header
+        assert code[2].startswith("# Run: python THIS_FILE") and code[5].startswith('"""Start the training job')
     for trial, provisioned in (("one", 'FSx Scratch 2 4,800 GiB ($'),
                                ("many", 'FSx P2-1000 14,400 GiB ($')):
         first, second = noted[trial]
