@@ -161,6 +161,11 @@ def test_a_preset_and_a_real_models_rate_are_the_presets_own():
     # The V100 preset: batch 64 every 0.195 s = 328.2 samples/s per accelerator, said "328" for a real model.
     preset = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"preset": "v100"}).trials[0]
     assert round(compute_rate_of(preset), 4) == round(64 / 0.195, 4) == 328.2051
+    # Another preset's own: the A100's (MLPerf Storage's ResNet-50 timing), not the V100's.
+    from dslab.core.facts.compute import COMPUTE_PRESETS
+    a100 = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"preset": "a100"}).trials[0]
+    timing = COMPUTE_PRESETS["a100"]
+    assert compute_rate_of(a100) == timing["batch_size"] / timing["seconds_per_batch"] != compute_rate_of(preset)
     real = _experiment(trials=[{"name": "a", "modes": ["File"]}], compute={"model": "resnet50"}).trials[0]
     assert compute_said(real) == ("resnet50 trained for real; estimated at the V100 preset's 328 samples/s per "
                                   "accelerator")
@@ -320,6 +325,14 @@ def test_each_planned_job_is_checked_under_the_keys_the_experiment_names_it_by()
     efs_job = checks[("b", "e", "EFS", "standard")]
     assert (efs_job.max_run_given, efs_job.max_runtime_seconds, efs_job.problem, dict(efs_job.others_top)) == (
         True, 600, None, {})
+    # With a run's stats the unsized dataset u is known too: its File and FSx jobs are checked; on a lab as it stands
+    # with a 2,400 GiB FSx, the FSx job is checked on that one.
+    from dslab.core.model.provisioning import as_deployed
+    known = job_checks(_two_trials(), PriceTable(), stats={"u": {"files": 500, "bytes": 5_000_000}},
+                       lab=as_deployed(2400))
+    assert {c.key for c in known} >= {("a", "u", "File", "standard"), ("a", "u", "FSx", "standard")}
+    fsx = next(c for c in known if c.key == ("a", "u", "FSx", "standard"))
+    assert fsx.source.deployed_estimate.provisioning.fsx.capacity_gib == 2400
     # One trial: its keys are the experiment's own.
     one = job_checks(parse_experiment({"name": "x", "trials": [{"name": "a", "modes": ["File"], "datasets": [D]}]}),
                      PriceTable())
@@ -410,11 +423,17 @@ def test_measured_runs_pick_by_their_own_cost_and_time_per_scenario():
         return {"dataset": scenario, "dataset_name": "d", "trials": list(trials), "mode_name": mode,
                 "storage": storage, "cost_total": cost, "wall_mean": wall,
                 **({"cost": SimpleNamespace(runs=runs, interval=(cost * 0.9, cost * 1.1))} if runs else {})}
-    rows = [row("d · a", "File", 1.00, 3600.0), row("d · a", "FastFile", 0.50, 3600.0, trials=("a", "", "c"), runs=3),
-            row("d · b", "File", None, None, trials=("b",))]
+    rows = [row("d · b", "File", None, None, trials=("b",)),
+            row("d · a", "File", 1.00, 3600.0), row("d · a", "FastFile", 0.50, 3600.0, trials=("a", "", "c"), runs=3),
+            row("d · a", "FSx", 2.00, 3600.0), row("d · a", "FastFile", 0.90, 3600.0, storage="express"),
+            row("d · a", "EFS", 0.01, None)]   # a cost without a time: not a completed job
     found = measured(rows, PriceTable(), shapes={"d": DatasetShape(1000, 10_000_000)},
-                     local_setup={"FSx": 30.0})
-    a, b = found
+                     local_setup={"FSx": 30.0, "Express": 12.0})
+    b, a = found
+    assert {o.source for o in a.decision.ranking} == {"File", "FastFile", "FSx", "Express FastFile"}
+    # Measured locally: FSx's import and Express's staging as this machine timed them.
+    setups = {o.source: o.setup.seconds for o in a.decision.ranking}
+    assert (setups["FSx"], setups["Express FastFile"], setups["File"]) == (30.0, 12.0, 0.0)
     # d · a: FastFile at half File's cost, the same time: its pick, from its 3 runs with their range; the trials that
     # ran it, sorted, the empty name left out.
     assert (a.label, a.dataset, a.trials) == ("d · a", "d", ("a", "c"))
@@ -446,3 +465,19 @@ def test_measured_runs_on_aws_price_each_set_up_from_the_shape_on_the_lab_they_r
     file_mode = next(o for o in in_efs.decision.ranking if o.mode == "File")
     assert (file_mode.setup.what, round(file_mode.setup.seconds, 2)) == (
         "a DataSync copy of 0.01 GB from EFS to S3", 122.1)
+
+
+def test_a_workloads_own_au_target_is_the_premises():
+    # cosmoflow's AU target is 70% (MLPerf Storage's rule for it), not the 90% default.
+    from pathlib import Path
+
+    import yaml
+
+    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.shape import DatasetShape
+    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/cosmoflow_a100.yaml").read_text())
+    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 100_000, "bytes": 10**12}],
+                        instance_type="ml.p4d.24xlarge",
+                        trials=[{"name": "a", "modes": ["File"], "workload": {"file": "cosmoflow_a100.yaml",
+                                                                              "dlio": dlio}}]).trials[0]
+    assert premise_of_trial(trial, KnownShape(DatasetShape(files=100_000, bytes=10**12), "x")).au_target == 70.0
