@@ -10,7 +10,8 @@ import pytest
 
 from dslab.core.errors import ConfigError
 from dslab.core.requests import (
-    CORE_PARAMETERS, FileSystemRef, LabEnvironment, build_request, core_parameter, plan, stats_key,
+    CORE_PARAMETERS, FileSystemRef, LabEnvironment, build_request, core_parameter, is_express_bucket, plan,
+    stats_key,
 )
 
 from .helpers import BUCKET, EFS_ID, FSX_ID, lab_environment, tiny_experiment
@@ -348,3 +349,59 @@ def test_an_efs_checkpoint_target_on_a_lab_without_efs_is_refused():
     with pytest.raises(ConfigError) as refused:
         plan(experiment, replace(lab_environment(), efs=None), "exec-1")
     assert (refused.value.field, refused.value.problem) == ("environment.efs", "the lab has no EFS file system")
+
+
+def test_the_lab_environments_refusals_say_what_provides_each_field():
+    data = {"bucket": BUCKET, "region": "us-east-1", "role_arn": "arn:aws:iam::1:role/r", "subnet_ids": "subnet-a",
+            "security_group_ids": ["sg-1"], "image_uri": GPU_IMAGE, "code_uri": "s3://b/code.tar.gz"}
+    with pytest.raises(ConfigError) as refused:
+        LabEnvironment.from_dict({k: v for k, v in data.items() if k != "role_arn"})
+    assert str(refused.value) == ("environment.role_arn: is missing: the lab's stack outputs provide it (cdk deploy "
+                                  "--outputs-file, or a deployed DataSourceLab stack)")
+    # Text that is not JSON is quoted up to its first 60 characters.
+    with pytest.raises(ConfigError) as refused:
+        LabEnvironment.from_dict({**data, "image_uris": "{" + "x" * 80})
+    assert str(refused.value) == ("environment.image_uris: " + repr("{" + "x" * 59) + " is not JSON: expected "
+                                  "{family: image URI}")
+
+
+def test_a_directory_buckets_name_is_checked_as_s3_names_them():
+    # "<base>--<zone-id>--x-s3", at most 63 characters: 63 pass, 64 do not.
+    base = "lab--use1-az4--x-s3"
+    at_63 = "a" * (63 - len(base)) + base
+    data = {"bucket": BUCKET, "region": "us-east-1", "role_arn": "arn:aws:iam::1:role/r", "subnet_ids": "subnet-a",
+            "security_group_ids": ["sg-1"], "image_uri": GPU_IMAGE, "code_uri": "s3://b/code.tar.gz"}
+    assert LabEnvironment.from_dict({**data, "express_bucket": at_63}).express_bucket == at_63
+    for wrong in ("a" + at_63, "lab-bucket", 42):
+        with pytest.raises(ConfigError) as refused:
+            LabEnvironment.from_dict({**data, "express_bucket": wrong})
+        assert str(refused.value) == (f"environment.express_bucket: {wrong!r} is not a directory bucket name (allowed: "
+                                      "<base>--<zone-id>--x-s3, e.g. lab--use1-az4--x-s3)")
+    assert is_express_bucket(base) and not is_express_bucket("lab-bucket")
+
+
+def test_an_instance_type_without_a_family_takes_the_cpu_image():
+    # "local" (no dots): no family, no accelerator: the CPU image.
+    assert lab_environment().image_for("local") == CPU_IMAGE
+
+
+def test_a_stats_key_keeps_a_datasets_own_letters():
+    # Only slashes are stripped: a dataset named "Xrays" keeps its X.
+    assert stats_key("datasets/Xrays/") == "datasets/Xrays.stats.json"
+    assert stats_key("X/") == "X.stats.json"
+
+
+def test_a_job_name_is_built_from_its_parts_within_sagemakers_63_characters():
+    # dsl-<dataset, its first 16 characters less what the mode's name passes "fastfile" by>-<mode>-r<repeat>-<the first
+    # 8 hex digits of SHA-256 of "<execution>/<index>">.
+    import hashlib
+    dataset = [{"name": "abcdefghijklmnopq-r", "format": "jpg"}]
+    (request,) = _jobs(modes=["FastFile"], datasets=dataset).values()
+    prefix, digest = request["TrainingJobName"].rsplit("-", 1)
+    assert prefix == "dsl-abcdefghijklmnop-fastfile-r0"
+    assert digest == hashlib.sha256(f"{_tags(request)['dslab:execution']}/0".encode()).hexdigest()[:8]
+    # Express FastFile, "xfastfile", one longer than "fastfile": the dataset's first 15.
+    env = LabEnvironment(**{**lab_environment().__dict__, "express_bucket": EXPRESS_BUCKET})
+    (express,) = [j.request for j in plan(tiny_experiment(modes=["FastFile"], storage="express", datasets=dataset), env,
+                                          "exec-1")]
+    assert express["TrainingJobName"].startswith("dsl-abcdefghijklmno-xfastfile-r0-")
