@@ -405,3 +405,15 @@ def test_a_job_name_is_built_from_its_parts_within_sagemakers_63_characters():
     (express,) = [j.request for j in plan(tiny_experiment(modes=["FastFile"], storage="express", datasets=dataset), env,
                                           "exec-1")]
     assert express["TrainingJobName"].startswith("dsl-abcdefghijklmno-xfastfile-r0-")
+
+
+def test_a_dataset_on_the_directory_bucket_of_a_lab_without_one_is_refused_saying_how_to_get_one():
+    from dataclasses import replace
+
+    from dslab.core.requests import dataset_s3_uri
+    with pytest.raises(ConfigError) as refused:
+        dataset_s3_uri(replace(lab_environment(), express_bucket=None), "tiny-jpg", "express")
+    assert str(refused.value) == ("storage: the lab has no S3 Express One Zone bucket (deployed with -c express=false) "
+                                  "(allowed: deploy with -c express=true, or drop storage: express)")
+    env = replace(lab_environment(), express_bucket=EXPRESS_BUCKET)
+    assert dataset_s3_uri(env, "/tiny-jpg/", "express") == f"s3://{EXPRESS_BUCKET}/datasets/tiny-jpg/"
