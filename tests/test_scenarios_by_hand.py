@@ -16,6 +16,22 @@ def _experiment(**doc):
     return parse_experiment(base)
 
 
+def _workload_trial(file: str, files: int = 1000, total: int = 10**10, **trial):
+    """A trial on ml.p4d.24xlarge running the DLIO workload ``file`` (dslab/contracts/dlio/), on a dataset of ``files``
+    and ``total`` bytes, and that dataset's known shape."""
+    from pathlib import Path
+
+    import yaml
+
+    from dslab.core.answer.scenarios import KnownShape
+    from dslab.core.shape import DatasetShape
+    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio" / file).read_text())
+    experiment = _experiment(datasets=[{"name": "d", "format": "npz", "files": files, "bytes": total}],
+                             instance_type="ml.p4d.24xlarge",
+                             trials=[{"name": "a", "modes": ["File"], "workload": {"file": file, "dlio": dlio}, **trial}])
+    return experiment.trials[0], KnownShape(DatasetShape(files=files, bytes=total), "x")
+
+
 def test_trials_that_differ_only_in_their_sources_share_one_answer():
     experiment = _experiment(datasets=[{"name": "d", "format": "jpg", "files": 1000, "bytes": 10_000_000},
                                        {"name": "e", "format": "jpg", "files": 10, "bytes": 100_000}], trials=[
@@ -200,21 +216,12 @@ def test_a_workload_timed_on_another_accelerator_says_so_beside_its_size_against
     # unet3d_h100.yaml on ml.p4d.24xlarge (A100s): MLPerf's own A100 timing is used, batch 7 every 0.636 s = 11.0
     # samples/s, and said first; then its 168 files against MLPerf Storage's 42,187 for one host of 1,152 GiB. The lab
     # and the calibration given are the premise's.
-    from pathlib import Path
-
-    import yaml
-
-    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.answer.scenarios import premise_of_trial
     from dslab.core.model.calibration import InUse
     from dslab.core.model.provisioning import Provisioning
-    from dslab.core.shape import DatasetShape
-    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/unet3d_h100.yaml").read_text())
-    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 1000, "bytes": 10**10}],
-                        instance_type="ml.p4d.24xlarge",
-                        trials=[{"name": "a", "modes": ["File"], "workload": {"file": "unet3d_h100.yaml",
-                                                                              "dlio": dlio}}]).trials[0]
+    trial, known = _workload_trial("unet3d_h100.yaml")
     lab, yours = Provisioning(fsx_idle_hours=2.0), InUse(source="calibration.json")
-    premise = premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"), lab, yours)
+    premise = premise_of_trial(trial, known, lab, yours)
     assert round(premise.rate, 3) == round(7 / 0.636, 3) == 11.006
     assert premise.notes == (
         "unet3d_h100.yaml emulates H100 and the instance has A100: MLPerf's own A100 timing of unet3d is used "
@@ -227,21 +234,13 @@ def test_a_workload_timed_on_another_accelerator_says_so_beside_its_size_against
 
 def test_a_workload_that_gives_no_step_on_the_trials_cluster_is_refused_on_its_instance_count():
     # unet3d_h100.yaml's 168 files on 4 x ml.p4d.24xlarge at batch 7: 168 / (7 x 32 accelerators) = 0.75, no whole step.
-    from pathlib import Path
-
     import pytest
-    import yaml
 
-    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
+    from dslab.core.answer.scenarios import premise_of_trial
     from dslab.core.errors import ConfigError
-    from dslab.core.shape import DatasetShape
-    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/unet3d_h100.yaml").read_text())
-    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 1000, "bytes": 10**10}],
-                        instance_type="ml.p4d.24xlarge",
-                        trials=[{"name": "a", "modes": ["File"], "instance_count": 4,
-                                 "workload": {"file": "unet3d_h100.yaml", "dlio": dlio}}]).trials[0]
+    trial, known = _workload_trial("unet3d_h100.yaml", instance_count=4)
     with pytest.raises(ConfigError) as refused:
-        premise_of_trial(trial, KnownShape(DatasetShape(files=1000, bytes=10**10), "x"))
+        premise_of_trial(trial, known)
     assert refused.value.field == "instance_count"
     assert "168 files of 1 sample(s) give 0 steps an epoch on 32 accelerators of batch 7" in str(refused.value)
 
@@ -469,15 +468,6 @@ def test_measured_runs_on_aws_price_each_set_up_from_the_shape_on_the_lab_they_r
 
 def test_a_workloads_own_au_target_is_the_premises():
     # cosmoflow's AU target is 70% (MLPerf Storage's rule for it), not the 90% default.
-    from pathlib import Path
-
-    import yaml
-
-    from dslab.core.answer.scenarios import KnownShape, premise_of_trial
-    from dslab.core.shape import DatasetShape
-    dlio = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/cosmoflow_a100.yaml").read_text())
-    trial = _experiment(datasets=[{"name": "d", "format": "npz", "files": 100_000, "bytes": 10**12}],
-                        instance_type="ml.p4d.24xlarge",
-                        trials=[{"name": "a", "modes": ["File"], "workload": {"file": "cosmoflow_a100.yaml",
-                                                                              "dlio": dlio}}]).trials[0]
-    assert premise_of_trial(trial, KnownShape(DatasetShape(files=100_000, bytes=10**12), "x")).au_target == 70.0
+    from dslab.core.answer.scenarios import premise_of_trial
+    trial, known = _workload_trial("cosmoflow_a100.yaml", files=100_000, total=10**12)
+    assert premise_of_trial(trial, known).au_target == 70.0
