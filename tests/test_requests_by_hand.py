@@ -265,6 +265,12 @@ def test_a_source_the_lab_lacks_is_refused_naming_what_to_deploy():
         fsx_directory_path(lab_environment(fsx=False), "tiny")
     assert (refused.value.field, refused.value.problem) == ("environment.fsx", "FSx is not deployed: no file system "
                                                             "ID and mount name")
+    assert str(refused.value).endswith("(allowed: deploy it with `dslab fsx up` (or `make fsx-up`), or drop FSx from "
+                                       "modes)")
+    # A manifest sits beside its prefix, the prefix's slashes dropped.
+    from dslab.core.requests import dataset_s3_uri, manifest_s3_uri
+    assert manifest_s3_uri(lab_environment(), "/sets/tiny/") == f"s3://{BUCKET}/datasets/sets/tiny.manifest"
+    assert dataset_s3_uri(lab_environment(), "/sets/tiny/") == f"s3://{BUCKET}/datasets/sets/tiny/"
     no_efs = replace(lab_environment(), efs=None)
     with pytest.raises(ConfigError) as refused:
         plan(tiny_experiment(modes=["EFS"]), no_efs, "exec-1")
