@@ -423,3 +423,30 @@ def test_a_dataset_on_the_directory_bucket_of_a_lab_without_one_is_refused_sayin
                                   "(allowed: deploy with -c express=true, or drop storage: express)")
     env = replace(lab_environment(), express_bucket=EXPRESS_BUCKET)
     assert dataset_s3_uri(env, "/tiny-jpg/", "express") == f"s3://{EXPRESS_BUCKET}/datasets/tiny-jpg/"
+
+
+def test_a_channel_reads_a_manifest_only_where_the_mode_takes_one():
+    # The experiment's parser refuses FastFile with a manifest first; the request builder refuses it again for any
+    # other caller. File reads the manifest beside the prefix; an unknown mode is refused on modes.
+    from dataclasses import replace
+
+    from dslab.core.requests import build_channel
+    jobs = {j.spec.mode: j for j in plan(tiny_experiment(modes=["File", "FastFile", "EFS"]), lab_environment(), "e")}
+
+    def with_manifest(mode: str):
+        spec = jobs[mode].spec
+        return replace(spec, trial=replace(spec.trial, s3_data_type="ManifestFile"))
+    with pytest.raises(ConfigError) as refused:
+        build_channel(with_manifest("FastFile"), lab_environment())
+    assert str(refused.value) == "s3_data_type: FastFile supports only S3Prefix (allowed: S3Prefix)"
+    channel = build_channel(with_manifest("File"), lab_environment())
+    prefix = jobs["File"].spec.dataset.prefix.strip("/")
+    assert channel["DataSource"]["S3DataSource"]["S3Uri"] == f"s3://{BUCKET}/datasets/{prefix}.manifest"
+    with pytest.raises(ConfigError) as refused:
+        build_channel(replace(jobs["File"].spec, mode="Stream"), lab_environment())
+    assert str(refused.value) == "modes: unknown mode 'Stream'"
+    from dslab.core.requests import LabEnvironment as Env
+    with pytest.raises(ConfigError) as refused:
+        build_channel(jobs["EFS"].spec, Env(**{**lab_environment().__dict__, "efs": None}))
+    assert str(refused.value) == ("environment.efs: the lab has no EFS file system (allowed: deploy the DataSourceLab "
+                                  "stack)")
