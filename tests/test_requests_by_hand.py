@@ -342,19 +342,42 @@ def test_a_replicated_channel_is_split_by_the_labs_script_not_by_s3():
     assert "(File: the lab's script splits the files among the instances by SM_HOSTS)" in refused.value.problem
 
 
-def test_an_efs_checkpoint_target_on_a_lab_without_efs_is_refused():
+def _checkpoint_experiment(target: str):
     import yaml
-    from dataclasses import replace
     from pathlib import Path
 
     from dslab.core.experiment import parse_experiment
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    experiment = parse_experiment({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
+    return parse_experiment({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
         {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": ["efs"], "writes": 1, "reads": 0, "seconds_between": 0}}]})
+         "checkpoint": {"targets": [target], "writes": 1, "reads": 0, "seconds_between": 0}}]})
+
+
+def test_an_efs_checkpoint_target_on_a_lab_without_efs_is_refused():
+    from dataclasses import replace
     with pytest.raises(ConfigError) as refused:
-        plan(experiment, replace(lab_environment(), efs=None), "exec-1")
-    assert (refused.value.field, refused.value.problem) == ("environment.efs", "the lab has no EFS file system")
+        plan(_checkpoint_experiment("efs"), replace(lab_environment(), efs=None), "exec-1")
+    assert str(refused.value) == ("environment.efs: the lab has no EFS file system (allowed: deploy the DataSourceLab "
+                                  "stack)")
+
+
+def test_an_fsx_or_express_checkpoint_target_the_lab_lacks_is_refused_saying_how_to_get_it():
+    from dataclasses import replace
+
+    from dslab.core.requests import FileSystemRef, checkpoint_channel, checkpoint_s3_uri
+    fsx_spec = plan(_checkpoint_experiment("fsx"), lab_environment(), "exec-1")[0].spec
+    for no_fsx in (replace(lab_environment(), fsx=None), replace(lab_environment(), fsx=FileSystemRef(FSX_ID, None))):
+        with pytest.raises(ConfigError) as refused:
+            checkpoint_channel(fsx_spec, no_fsx)
+        assert str(refused.value) == ("environment.fsx: FSx is not deployed: no file system ID and mount name (allowed: "
+                                      "deploy it with `dslab fsx up` (or `make fsx-up`), or drop fsx from the targets)")
+    express_spec = plan(_checkpoint_experiment("express"), replace(lab_environment(), express_bucket=EXPRESS_BUCKET),
+                        "exec-1")[0].spec
+    with pytest.raises(ConfigError) as refused:
+        checkpoint_s3_uri(express_spec, replace(lab_environment(), express_bucket=None), "exec-1")
+    assert str(refused.value) == ("checkpoint.targets: the lab has no S3 Express One Zone bucket (deployed with -c "
+                                  "express=false) (allowed: deploy with -c express=true, or drop express from the "
+                                  "targets)")
 
 
 def test_the_lab_environments_refusals_say_what_provides_each_field():
@@ -450,3 +473,9 @@ def test_a_channel_reads_a_manifest_only_where_the_mode_takes_one():
         build_channel(jobs["EFS"].spec, Env(**{**lab_environment().__dict__, "efs": None}))
     assert str(refused.value) == ("environment.efs: the lab has no EFS file system (allowed: deploy the DataSourceLab "
                                   "stack)")
+
+
+def test_a_trials_workers_and_prefetch_reach_the_script():
+    jobs = plan(tiny_experiment(modes=["File"], workers=6, prefetch=3), lab_environment(), "exec-1")
+    hp = next(j.request for j in jobs if j.spec.dataset.name == "tiny-jpg")["HyperParameters"]
+    assert (hp["workers"], hp["prefetch"]) == ("6", "3")
