@@ -2,8 +2,8 @@
 traces which tests reach which function (its "stats" pass: MUTANT_UNDER_TEST=stats), each test starts with no
 memoised answer and no cache of the domain core's: the trace is what each test reaches by itself. Without this a test
 whose answer an earlier test had memoised reached nothing, was never run on a mutant of what it checks, and the
-mutant survived: answer.py's packing advice, said wrong in every way, passed its own tests so. A mutant's child
-forgets the same before its tests (benchmarks/mutation_runner.py forget_cached)."""
+mutant survived: answer.py's I/O-bound advice line, inverted, passed the test that reads that very line. A mutant's
+child forgets the same before its tests (benchmarks/mutation_runner.py forget_cached)."""
 
 from __future__ import annotations
 
