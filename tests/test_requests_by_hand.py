@@ -4,6 +4,7 @@ comes from the builder: the literals are the API's words and the lab's own conve
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -479,3 +480,386 @@ def test_a_trials_workers_and_prefetch_reach_the_script():
     jobs = plan(tiny_experiment(modes=["File"], workers=6, prefetch=3), lab_environment(), "exec-1")
     hp = next(j.request for j in jobs if j.spec.dataset.name == "tiny-jpg")["HyperParameters"]
     assert (hp["workers"], hp["prefetch"]) == ("6", "3")
+
+
+# ---- Run 5's survivors (issue 58): plan's skips and keeps, the job count, volumes, a user's script, checkpoint jobs --
+
+def test_one_execution_runs_at_most_160_jobs_and_a_161st_is_refused_naming_what_to_lower():
+    # limits.py: history (25,000 - 5,480) / 120 = 162 jobs, kept to a multiple of ten: 160. Two datasets x one mode x
+    # 80 repeats = 160; one dataset x seven trials x 23 repeats = 161.
+    from dslab.core.requests import check_job_count
+    one = [{"name": "tiny-jpg", "format": "jpg"}]
+    seven = dict(modes=["File"], datasets=one, repeats=23, trials=[{"name": f"t{i}"} for i in range(7)])
+    assert len(check_job_count(tiny_experiment(modes=["File"], repeats=80))) == 160
+    with pytest.raises(ConfigError) as refused:
+        check_job_count(tiny_experiment(**seven))
+    assert str(refused.value) == (
+        "repeats: the experiment expands to 161 jobs; one workflow execution runs at most 160 (Step Functions' "
+        "25,000-event history and 256 KiB state limits) (allowed: lower repeats, datasets, modes or trials, or split "
+        "the experiment into several files)")
+    with pytest.raises(ConfigError) as refused:
+        plan(tiny_experiment(**seven), lab_environment(), "exec-1")
+    assert refused.value.field == "repeats"
+    with pytest.raises(ConfigError) as refused:
+        check_job_count(tiny_experiment(**seven), "--repeats")
+    assert refused.value.field == "--repeats"
+
+
+def test_jobs_an_earlier_attempt_finished_are_kept_and_a_name_of_another_execution_is_refused():
+    from dslab.core.requests import KEPT_REASON
+    experiment = tiny_experiment(modes=["File", "FastFile"])
+    first = plan(experiment, lab_environment(), "exec-1")
+    names = [j.name for j in first]
+    again = plan(experiment, lab_environment(), "exec-1", keep=frozenset(names[:1]))
+    # The kept job: its name and spec, no request, the reason; every other job is planned as before, same names.
+    assert (again[0].spec, again[0].name, again[0].request, again[0].skip_reason, again[0].kept) == (
+        first[0].spec, names[0], None, "kept: an earlier attempt of this execution finished it", True)
+    assert KEPT_REASON == again[0].skip_reason
+    assert [j.name for j in again] == names
+    assert [j.request for j in again[1:]] == [j.request for j in first[1:]]
+    assert not any(j.kept for j in again[1:])
+    with pytest.raises(ConfigError) as refused:
+        plan(experiment, lab_environment(), "exec-1", keep=frozenset({"dsl-zz-file-r0-00000000",
+                                                                       "dsl-aa-file-r0-00000000"}))
+    assert str(refused.value) == ("keep_jobs: dsl-aa-file-r0-00000000 is not a job of execution exec-1 (allowed: name "
+                                  "only jobs of the same experiment and execution)")
+
+
+def test_fsx_jobs_are_skipped_while_fsx_is_down_and_every_other_job_still_runs():
+    from dataclasses import replace
+    reason = "FSx for Lustre is not deployed (torn down?): bring it back with `dslab fsx up`"
+    for env, available in ((replace(lab_environment(), fsx=None), None), (lab_environment(), False)):
+        jobs = plan(tiny_experiment(modes=["FSx", "File"]), env, "exec-1", fsx_available=available)
+        assert len(jobs) == 4
+        for job in jobs:
+            if job.spec.mode == "FSx":
+                assert (job.request, job.skip_reason, job.kept, job.name) == (None, reason, False, job.name)
+                assert job.name.startswith(f"dsl-{job.spec.dataset.name}-fsx-r0-")
+            else:
+                assert job.request["TrainingJobName"] == job.name and job.skip_reason is None
+
+
+def test_express_jobs_are_skipped_on_a_lab_without_a_directory_bucket_and_standard_jobs_still_run():
+    from dataclasses import replace
+    experiment = tiny_experiment(datasets=[{"name": "tiny-jpg", "format": "jpg"}], trials=[
+        {"name": "express", "modes": ["FastFile"], "storage": "express"},
+        {"name": "standard", "modes": ["FastFile"]}])
+    jobs = plan(experiment, replace(lab_environment(), express_bucket=None), "exec-1")
+    assert [(j.spec.trial.name, j.request is None) for j in jobs] == [("express", True), ("standard", False)]
+    assert jobs[0].skip_reason == ("the lab has no S3 Express One Zone bucket: it was deployed with -c express=false; "
+                                   "deploy with -c express=true to run the Express jobs")
+    assert (jobs[0].spec.trial.name, jobs[0].kept) == ("express", False)
+    assert "-xfastfile-r0-" in jobs[0].name
+
+
+def test_two_jobs_with_one_name_are_refused_before_any_request(monkeypatch):
+    # job_name's digest hashes the job's index, so only a changed job_name collides: the guard still holds.
+    import dslab.core.requests as requests
+    monkeypatch.setattr(requests, "job_name", lambda experiment, spec, execution_id: "dsl-same")
+    with pytest.raises(ConfigError) as refused:
+        plan(tiny_experiment(modes=["File"]), lab_environment(), "exec-1")
+    assert str(refused.value) == "job_prefix: two jobs would share the name dsl-same"
+
+
+def test_plan_sizes_each_jobs_runtime_from_the_answer_by_its_key():
+    experiment = tiny_experiment(modes=["File", "FastFile"])
+    runtimes = {("base", "tiny-jpg", "FastFile", "standard"): 5400}
+    asked = {(j.spec.dataset.name, j.spec.mode): j.request["StoppingCondition"]["MaxRuntimeInSeconds"]
+             for j in plan(experiment, lab_environment(), "exec-1", runtimes=runtimes)}
+    # The keyed job asks the answer's 5,400 s; the rest their trial's max_run_seconds, 600.
+    assert asked == {("tiny-jpg", "File"): 600, ("tiny-jpg", "FastFile"): 5400, ("tiny-tfr", "File"): 600,
+                     ("tiny-tfr", "FastFile"): 600}
+
+
+def test_a_file_jobs_volume_is_sized_from_the_stats_plan_read():
+    # volume_size_gb left out, an EBS type (m5): File copies its share, plus 5% headroom, on at least 100 GB.
+    one = [{"name": "tiny-jpg", "format": "jpg"}]
+    doc = dict(modes=["File", "FastFile"], datasets=one, volume_size_gb=None)
+
+    def volumes(stats, **more):
+        return {j.spec.mode: j.request["ResourceConfig"]["VolumeSizeInGB"]
+                for j in plan(tiny_experiment(**{**doc, **more}), lab_environment(), "exec-1", dataset_stats=stats)}
+    # 300 GB on one instance: ceil(300 x 1.05) = 315 GB; FastFile copies nothing: the default 100.
+    assert volumes({"tiny-jpg": {"files": 600, "bytes": 300_000_000_000}}) == {"File": 315, "FastFile": 100}
+    # No stats and no bytes in the experiment: nothing to size for, 100.
+    assert volumes(None) == {"File": 100, "FastFile": 100}
+    # The experiment's bytes when the stats have none: 200 GB: 210.
+    assert volumes(None, datasets=[{"name": "tiny-jpg", "format": "jpg", "bytes": "200GB"}]) == {
+        "File": 210, "FastFile": 100}
+    # Two instances, ShardedByS3Key: half each, 150 GB: ceil(157.5) = 158; FullyReplicated: all of it, 315.
+    stats = {"tiny-jpg": {"files": 600, "bytes": 300_000_000_000}}
+    assert volumes(stats, instance_count=2)["File"] == 158
+    assert volumes(stats, instance_count=2, distribution="FullyReplicated")["File"] == 315
+    # An NVMe type (g5) asks the default whatever the share: SageMaker provisions no EBS there.
+    assert volumes(stats, instance_type="ml.g5.xlarge")["File"] == 100
+
+
+def test_plan_checks_the_object_counts_its_stats_found():
+    # The experiment says nothing of its objects; the stats file found 3 for 4 instances: refused before any request.
+    experiment = tiny_experiment(modes=["File"], instance_count=4, datasets=[{"name": "tiny-jpg", "format": "jpg"}])
+    with pytest.raises(ConfigError) as refused:
+        plan(experiment, lab_environment(), "exec-1", dataset_stats={"tiny-jpg": {"files": 3, "bytes": 3000}})
+    assert "has 3 objects" in refused.value.problem
+    assert len(plan(experiment, lab_environment(), "exec-1", dataset_stats={"tiny-jpg": {"files": 4, "bytes": 4000}})) == 1
+
+
+def test_two_instances_need_two_objects_and_each_trial_and_dataset_is_checked():
+    from dslab.core.requests import check_every_host_gets_data
+    two = tiny_experiment(modes=["File"], instance_count=2, datasets=[{"name": "tiny-jpg", "format": "jpg", "files": 1}])
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(two)
+    assert str(refused.value) == (
+        "trial 'base': instance_count: 2 instances but dataset 'tiny-jpg' has 1 object (File: ShardedByS3Key gives each "
+        "instance whole objects), so 1 instance would get none and fail the job (allowed: at most 1 instances for "
+        "'tiny-jpg', or more objects (smaller TFRecord shards: generate.shard_size_mb, dslab dataset pack "
+        "--shard-size))")
+    # The first dataset has objects enough; the second, checked after it, does not.
+    datasets = [{"name": "big", "format": "jpg", "files": 100}, {"name": "small", "format": "jpg", "files": 3}]
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(tiny_experiment(modes=["File"], instance_count=4, datasets=datasets))
+    assert "dataset 'small' has 3 objects" in refused.value.problem
+
+
+def test_a_replicated_pipe_stream_is_split_by_records_one_per_jpg_and_tfrecord_shards_are_not_counted():
+    from dslab.core.requests import check_every_host_gets_data
+    jpg = tiny_experiment(modes=["Pipe"], instance_count=4, distribution="FullyReplicated",
+                          datasets=[{"name": "tiny-jpg", "format": "jpg", "files": 3}])
+    with pytest.raises(ConfigError) as refused:
+        check_every_host_gets_data(jpg)
+    assert ("(Pipe: the lab's script splits the Pipe stream's records (one per object) among the instances), so 1 "
+            "instance would get none") in refused.value.problem
+    # A TFRecord shard holds many records: 3 shards for 4 instances is not refused.
+    check_every_host_gets_data(tiny_experiment(modes=["Pipe"], instance_count=4, distribution="FullyReplicated",
+                                               datasets=[{"name": "tiny-tfr", "format": "tfrecord", "files": 3}]))
+
+
+def test_a_users_script_gets_its_own_hyperparameters_metrics_and_tags():
+    digest = "0123456789abcdef0123"
+    experiment = tiny_experiment(modes=["FastFile"], datasets=[{"name": "tiny-jpg", "format": "jpg"}], trials=[
+        {"name": "mine", "hyperparameters": {"lr": 0.01}, "script": {
+            "code_uri": f"s3://user-bucket/user-code/{digest}/sourcedir.tar.gz", "entry_point": "fit.py",
+            "metric_definitions": [{"Name": "loss", "Regex": "loss=([0-9.]+)"},
+                                   {"Name": "samples_per_second", "Regex": "sps=([0-9.]+)"}]}}])
+    (job,) = plan(experiment, lab_environment(), "exec-1")
+    request = job.request
+    assert request["AlgorithmSpecification"]["TrainingInputMode"] == "FastFile"
+    # Its own two first; the lab's samples_per_second is replaced by its own, the other seven follow.
+    assert request["AlgorithmSpecification"]["MetricDefinitions"] == [
+        {"Name": "loss", "Regex": "loss=([0-9.]+)"}, {"Name": "samples_per_second", "Regex": "sps=([0-9.]+)"},
+        *({"Name": name, "Regex": f"dslab_metric {name}=([0-9.eE+-]+)"} for name in METRICS[1:])]
+    assert request["HyperParameters"] == {
+        "sagemaker_program": '"fit.py"',
+        "sagemaker_submit_directory": f'"s3://user-bucket/user-code/{digest}/sourcedir.tar.gz"',
+        "sagemaker_region": '"us-east-1"', "sagemaker_container_log_level": "20", "lr": "0.01"}
+    tags = _tags(request)
+    assert (tags["dslab:code-version"], tags["dslab:script"]) == (f"user-{digest}", "fit.py")
+
+
+def test_a_users_script_not_yet_uploaded_is_refused_saying_which_commands_upload_it():
+    experiment = tiny_experiment(modes=["FastFile"], datasets=[{"name": "tiny-jpg", "format": "jpg"}],
+                                 trials=[{"name": "mine", "script": {"source_dir": "src"}}])
+    with pytest.raises(ConfigError) as refused:
+        plan(experiment, lab_environment(), "exec-1")
+    assert str(refused.value) == ("trials.mine.script.code_uri: the script in src has not been uploaded (allowed: start "
+                                  "the run with `dslab run` or `dslab local`, which package and upload source_dir)")
+
+
+def test_more_than_100_hyperparameters_are_refused_for_any_caller():
+    # The parser keeps a user to 80; a caller that builds its own trial meets CreateTrainingJob's 100: the four
+    # sagemaker_ entries and 96 of its own pass, 97 do not.
+    from dataclasses import replace
+    experiment = tiny_experiment(modes=["FastFile"], datasets=[{"name": "tiny-jpg", "format": "jpg"}], trials=[
+        {"name": "mine", "script": {"code_uri": "s3://user-bucket/code/sourcedir.tar.gz"}}])
+    (job,) = plan(experiment, lab_environment(), "exec-1")
+
+    def with_own(n: int):
+        spec = replace(job.spec, trial=replace(job.spec.trial, hyperparameters={f"h{i}": i for i in range(n)}))
+        return build_request(experiment, spec, lab_environment(), "exec-1")
+    assert len(with_own(96)["HyperParameters"]) == 100
+    with pytest.raises(ConfigError) as refused:
+        with_own(97)
+    assert str(refused.value) == ("trials.mine.hyperparameters: the job would pass 101 hyperparameters; SageMaker takes "
+                                  "at most 100 (allowed: fewer hyperparameters)")
+
+
+def test_a_script_job_on_express_reads_the_directory_bucket_and_its_tag_says_so():
+    from dataclasses import replace
+    env = replace(lab_environment(), express_bucket=EXPRESS_BUCKET)
+    (job,) = plan(tiny_experiment(modes=["Script"], storage="express", datasets=[{"name": "tiny-jpg", "format": "jpg"}]),
+                  env, "exec-1")
+    assert job.request["HyperParameters"]["dataset_uri"] == f'"s3://{EXPRESS_BUCKET}/datasets/tiny-jpg/"'
+    assert _tags(job.request)["dslab:dataset-uri"] == f"s3://{EXPRESS_BUCKET}/datasets/tiny-jpg/"
+
+
+def test_a_dataset_uri_longer_than_a_tag_value_is_refused():
+    # s3:// (5) + a 40-letter bucket + /datasets/ (10) + the prefix + / (1): a 200-letter prefix makes 256, a tag
+    # value's most; 201 make 257.
+    from dataclasses import replace
+    env = replace(lab_environment(), bucket="b" * 40)
+    for length, refused_too in ((200, False), (201, True)):
+        experiment = tiny_experiment(modes=["Script"], datasets=[{"name": "tiny-jpg", "format": "jpg",
+                                                                  "prefix": "p" * length}])
+        if not refused_too:
+            (job,) = plan(experiment, env, "exec-1")
+            assert len(_tags(job.request)["dslab:dataset-uri"]) == 256
+            continue
+        with pytest.raises(ConfigError) as refused:
+            plan(experiment, env, "exec-1")
+        assert str(refused.value) == ("datasets.tiny-jpg.prefix: the dataset URI is 257 characters; a tag value holds at "
+                                      "most 256 (allowed: a shorter prefix)")
+
+
+def test_the_labs_extra_tags_follow_in_order_and_a_long_execution_keeps_its_last_256_characters():
+    from dataclasses import replace
+    env = replace(lab_environment(), extra_tags={"team": "ml", "cost-center": "42"})
+    execution = "a" * 10 + "b" * 256
+    (request,) = [j.request for j in plan(tiny_experiment(modes=["File"], datasets=[{"name": "tiny-jpg",
+                                                                                   "format": "jpg"}]), env, execution)]
+    assert request["Tags"][-2:] == [{"Key": "cost-center", "Value": "42"}, {"Key": "team", "Value": "ml"}]
+    assert _tags(request)["dslab:execution"] == "b" * 256
+
+
+def test_a_job_prefix_at_its_most_leaves_room_for_capacity_retries_and_its_dashes_are_collapsed():
+    # 20 + "-" + 16 + "-fastfile" (9) + "-r10" (4) + "-" + 8 = 59: the most a name takes, four short of 63 for "-a<N>".
+    datasets = [{"name": "abcdefghijklmnopqrst", "format": "jpg"}]
+    jobs = plan(tiny_experiment(modes=["FastFile"], datasets=datasets, repeats=11, job_prefix="p" * 20),
+                lab_environment(), "exec-1")
+    assert len(jobs[10].name) == 59 and jobs[10].name.startswith("p" * 20 + "-abcdefghijklmnop-fastfile-r10-")
+    # "a--b" is a valid prefix; the name keeps single dashes.
+    (job,) = plan(tiny_experiment(modes=["FastFile"], datasets=datasets[:1], job_prefix="a--b"), lab_environment(), "e")
+    assert job.name.startswith("a-b-abcdefghijklmnop-fastfile-r0-")
+    # A dataset cut at a dash: "abcdefghijklmno-" loses its dash.
+    (job,) = plan(tiny_experiment(modes=["FastFile"], datasets=[{"name": "abcdefghijklmno-pq", "format": "jpg"}]),
+                  lab_environment(), "e")
+    assert job.name.startswith("dsl-abcdefghijklmno-fastfile-r0-")
+
+
+def test_a_job_name_past_sagemakers_rule_is_refused_for_a_caller_that_skipped_the_parser():
+    from dataclasses import replace
+
+    from dslab.core.requests import job_name
+    experiment = tiny_experiment(modes=["File"])
+    spec = plan(experiment, lab_environment(), "e")[0].spec
+    with pytest.raises(ConfigError) as refused:
+        # 40 + "-tiny-jpg-file-r0-" (18) + 8 = 66 characters, past the 59 the lab allows itself.
+        job_name(replace(experiment, job_prefix="p" * 40), spec, "e")
+    assert refused.value.field == "job_prefix"
+    assert refused.value.problem.startswith(f"job name '{'p' * 40}-tiny-jpg-file-r0-")
+    assert refused.value.problem.endswith("' is not a valid SageMaker training-job name")
+
+
+def test_an_fsx_channel_on_a_lab_without_fsx_is_refused_by_the_builder_too():
+    from dataclasses import replace
+
+    from dslab.core.requests import build_channel
+    spec = plan(tiny_experiment(modes=["FSx"]), lab_environment(), "e")[0].spec
+    with pytest.raises(ConfigError) as refused:
+        build_channel(spec, replace(lab_environment(), fsx=None))
+    assert refused.value.field == "environment.fsx"
+
+
+def _llama_8b_on_two_p3(targets: list[str], reads: int = 1, instance_type: str = "ml.p3.16xlarge", **trial):
+    # Two ml.p3.16xlarge (8 GPUs each, EBS only): 16 ranks of llama3 8B, 56,213,794,816 bytes a host, each checkpoint
+    # (DLIO's formula, dslab/core/workloads/checkpoint.py).
+    import yaml
+    from pathlib import Path
+
+    from dslab.core.experiment import parse_experiment
+    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
+    return parse_experiment({"name": "ckpt", "instance_type": instance_type, "instance_count": 2, "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 1}, **trial,
+         "checkpoint": {"targets": targets, "writes": 2, "reads": reads, "seconds_between": 0}}]})
+
+
+def test_a_sync_checkpoint_jobs_volume_holds_what_it_writes_and_its_restore_job_every_hosts():
+    jobs = {(j.spec.target, j.spec.restore): j.request for j in plan(_llama_8b_on_two_p3(["s3", "fsx"]),
+                                                                      lab_environment(), "exec-1")}
+    host, writes = 56_213_794_816, 2
+    # The S3 sync's writer keeps its host's two checkpoints: 112.43 GB x 1.05 = 118.05: 119 GB.
+    assert jobs[("s3", False)]["ResourceConfig"]["VolumeSizeInGB"] == math.ceil(host * writes / 1e9 * 1.05) == 119
+    # Its restore job gets the whole URI on each instance: both hosts' files, 224.86 GB x 1.05 = 236.1: 237 GB.
+    assert jobs[("s3", True)]["ResourceConfig"]["VolumeSizeInGB"] == math.ceil(2 * host * writes / 1e9 * 1.05) == 237
+    # FSx writes to the file system: the default volume.
+    assert jobs[("fsx", False)]["ResourceConfig"]["VolumeSizeInGB"] == jobs[("fsx", True)]["ResourceConfig"][
+        "VolumeSizeInGB"] == 100
+    # A volume asked for is the volume, every target.
+    asked = plan(_llama_8b_on_two_p3(["s3", "fsx"], volume_size_gb=500), lab_environment(), "exec-1")
+    assert {j.request["ResourceConfig"]["VolumeSizeInGB"] for j in asked} == {500}
+
+
+def test_a_checkpoint_jobs_hyperparameters_and_tags_say_what_it_writes_reads_and_keeps():
+    import json
+    jobs = {(j.spec.target, j.spec.restore): j.request for j in plan(_llama_8b_on_two_p3(["s3", "fsx"]),
+                                                                      lab_environment(), "exec-1")}
+    for request in jobs.values():
+        hp = request["HyperParameters"]
+        assert (hp["sagemaker_program"], hp["sagemaker_submit_directory"], hp["sagemaker_region"],
+                hp["sagemaker_container_log_level"]) == ('"train.py"', f'"s3://{BUCKET}/code/test/sourcedir.tar.gz"',
+                                                         '"us-east-1"', "20")
+        assert request["AlgorithmSpecification"]["TrainingImage"] == GPU_IMAGE
+        assert _tags(request)["dslab:code-version"] == "test"
+
+    def phases(key):
+        plan_of = json.loads(jobs[key]["HyperParameters"]["checkpoint_plan"])
+        return plan_of["writes"], plan_of["reads"], jobs[key]["HyperParameters"]["checkpoint_cleanup"], _tags(
+            jobs[key])["dslab:checkpoint-restore"]
+    # The sync's writer reads its own volume back and keeps its checkpoints for the restore job, which deletes them;
+    # FSx's writer only writes (its restore job reads on new instances).
+    assert phases(("s3", False)) == (2, 1, "false", "false")
+    assert phases(("s3", True)) == (0, 1, "true", "true")
+    assert phases(("fsx", False)) == (2, 0, "false", "false")
+    assert phases(("fsx", True)) == (0, 1, "true", "true")
+    # No read back: no restore job, and the writer deletes what it wrote.
+    (writer,) = [j.request for j in plan(_llama_8b_on_two_p3(["s3"], reads=0), lab_environment(), "exec-1")]
+    assert writer["HyperParameters"]["checkpoint_cleanup"] == "true"
+
+
+def test_a_checkpoint_hyperparameter_past_2500_characters_is_refused():
+    # HyperParameterValue: at most 2,500 characters, JSON-encoded: a 2,498-letter string is 2,500 with its quotes.
+    from dataclasses import replace
+
+    from dslab.core.requests import build_checkpoint_request
+    experiment = _llama_8b_on_two_p3(["s3"], reads=0)
+    (job,) = plan(experiment, lab_environment(), "exec-1")
+
+    def with_note(letters: int):
+        spec = replace(job.spec, trial=replace(job.spec.trial, hyperparameters={"note": "n" * letters}))
+        return build_checkpoint_request(experiment, spec, lab_environment(), "exec-1")
+    assert len(with_note(2498)["HyperParameters"]["note"]) == 2500
+    with pytest.raises(ConfigError) as refused:
+        with_note(2499)
+    assert str(refused.value) == ("trials.save.workload: the job's note hyperparameter is 2,501 characters; SageMaker "
+                                  "takes at most 2,500")
+
+
+def test_a_relative_code_uri_still_names_its_hash():
+    from dslab.core.requests import user_code_version
+    digest = "0123456789abcdef0123"
+    assert user_code_version(f"{digest}/sourcedir.tar.gz") == f"user-{digest}"
+
+
+def test_a_prefix_keeps_its_own_capital_x_where_only_its_slashes_are_dropped():
+    # PREFIX_RE allows capitals: "Xrays/X" loses its slashes only, never an X.
+    from dataclasses import replace
+
+    from dslab.core.requests import dataset_s3_uri, efs_directory_path, fsx_directory_path, manifest_s3_uri
+    express = replace(lab_environment(), express_bucket=EXPRESS_BUCKET)
+    assert dataset_s3_uri(lab_environment(), "/Xrays/X/") == f"s3://{BUCKET}/datasets/Xrays/X/"
+    assert dataset_s3_uri(express, "/Xrays/X/", "express") == f"s3://{EXPRESS_BUCKET}/datasets/Xrays/X/"
+    assert manifest_s3_uri(lab_environment(), "/Xrays/X/") == f"s3://{BUCKET}/datasets/Xrays/X.manifest"
+    assert fsx_directory_path(lab_environment(), "/Xrays/X/") == "/abcdefgh/datasets/Xrays/X"
+    assert efs_directory_path("/Xrays/X/") == "/datasets/Xrays/X"
+
+
+def test_a_sync_checkpoint_job_on_nvme_asks_the_default_volume_and_is_named_by_its_execution():
+    # ml.p4d.24xlarge has 8,000 GB of NVMe: SageMaker provisions no EBS there, so the request asks the default 100 GB
+    # whatever the checkpoints hold (two of 56 GB a host).
+    import hashlib
+
+    experiment = _llama_8b_on_two_p3(["s3"], reads=0, instance_type="ml.p4d.24xlarge")
+    (job,) = plan(experiment, lab_environment(), "exec-1")
+    assert job.request["ResourceConfig"]["InstanceType"] == "ml.p4d.24xlarge"
+    assert job.request["ResourceConfig"]["VolumeSizeInGB"] == 100
+    # dsl-<model>-cks3-r0-<SHA-256 of "exec-1/<index>", its first 8 hex digits>.
+    digest = hashlib.sha256(f"exec-1/{job.spec.index}".encode()).hexdigest()[:8]
+    assert job.request["TrainingJobName"] == job.name and job.name.endswith(f"-cks3-r0-{digest}")

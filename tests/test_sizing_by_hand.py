@@ -190,3 +190,108 @@ def test_an_au_target_outside_0_to_100_is_refused_and_one_deploy_brings_up_fsx_w
     efs_only = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices(),
                     sources=(("EFS", "standard"),)).combined_deploy()
     assert efs_only is None   # one row's own command deploys it: nothing to combine
+
+
+def test_one_deploy_for_every_row_written_out_by_hand():
+    # Two rows that deploy, neither bringing FSx up: one command, FSX=keep, each row's settings, then the lab's kept
+    # settings for the parts neither sets (FSx's), and the standing cost summed: $0.123 + $0.456 = $0.579 -> $0.58.
+    from dslab.core.answer.sizing import CONTEXT_HOLDS, Sizing
+    lab = SimpleNamespace(keep_settings=(("fsxDeploymentType", "PERSISTENT_2"), ("fsxCapacity", 4800)))
+    rows = [SimpleNamespace(source="EFS", deploy_settings={"efsThroughput": "elastic"}, deploy_fsx="keep",
+                            standing_usd_per_hour=0.123),
+            SimpleNamespace(source="FastFile", deploy_settings={}, deploy_fsx="keep", standing_usd_per_hour=9.0),
+            SimpleNamespace(source="EFS provisioned", deploy_settings={"efsProvisionedMibps": 200}, deploy_fsx="keep",
+                            standing_usd_per_hour=0.456)]
+    sizing = Sizing(instance=None, count=1, accelerators=1, rate_per_accelerator=1.0, demand_mbps_per_host=1.0,
+                    demand_objects_per_host=1.0, sources=rows, notes=[], lab=lab)
+    assert sizing.combined_deploy() == {
+        "sources": ["EFS", "EFS provisioned"],
+        "settings": {"efsThroughput": "elastic", "efsProvisionedMibps": 200, "fsxDeploymentType": "PERSISTENT_2",
+                     "fsxCapacity": 4800},
+        "command": 'make deploy FSX=keep CONTEXT="efsThroughput=elastic efsProvisionedMibps=200 '
+                   'fsxDeploymentType=PERSISTENT_2 fsxCapacity=4800"',
+        "standing_usd_per_hour": 0.58, "note": CONTEXT_HOLDS}
+    # One row that brings FSx up: the one deploy does.
+    rows[1] = SimpleNamespace(source="FSx", deploy_settings={"fsxCapacity": 9600}, deploy_fsx="up",
+                              standing_usd_per_hour=1.0)
+    assert sizing.combined_deploy()["command"].startswith("make deploy FSX=up ")
+
+
+_POST_SHAPE = (1_530_350, 54 * 10**9)   # the post's dataset: 1.53 M files, 54 GB
+
+
+def _size(**kw):
+    from dslab.core.answer.sizing import size
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.shape import DatasetShape
+    files, size_bytes = kw.pop("shape", _POST_SHAPE)
+    return size(DatasetShape(files=files, bytes=size_bytes), prices=PriceTable(), **kw)
+
+
+def test_fsx_is_bound_per_instance_by_the_primary_cards_payload():
+    # ml.p4d.24xlarge: 4 cards of 100 Gbit/s; IP traffic uses the primary one: 100 Gbit/s x 125 MB/s per Gbit/s x the
+    # model's 0.8 payload = 10,000 MB/s.
+    rows = {r.source: r for r in _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0).sources}
+    assert rows["FSx"].per_host_limit == "its network (10,000 MB/s) and its reads"
+    # Every accelerator the largest cluster holds: 8 a p4d.
+    for row in rows.values():
+        assert row.deployed["max_accelerators_at_target_au"] == row.deployed["max_instances_at_target_au"] * 8
+        assert row.max_accelerators_at_target_au == row.max_instances_at_target_au * 8
+
+
+def test_the_notes_say_a_burstable_network_and_a_dataset_with_fewer_files_than_the_largest_cluster():
+    sizing = _size(instance_type="ml.g5.2xlarge", count=2, rate=50.0, shape=(1000, 10**9))
+    assert sizing.notes == [
+        "ml.g5.2xlarge: 'up to' 10 Gbit/s, 5 sustained (a run of hours outlasts the burst credits): the sustained "
+        "figure is used",
+        "the largest cluster is at most the dataset's 1,000 files: past them an instance gets nothing to read "
+        "(S3DataSource: \"Don't choose more ML compute instances for training than available S3 objects\"; `dslab "
+        "plan` refuses it)"]
+
+
+def test_as_deployed_every_row_is_the_lab_as_it_stands_in_its_own_words():
+    # `dslab size --as-deployed`: nothing provisioned; each row's premise is the lab's: FSx Scratch 2 at 1,200 GiB
+    # (200 MB/s per TiB x 1,200 / 1,024 TiB = 234 MB/s), EFS Bursting on Max I/O, one S3 prefix, the directory
+    # bucket's default rate, and File on the g5.2xlarge's 450 GB of NVMe.
+    rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=2, rate=50.0, provision=False).sources}
+    said = {"File": "450 GB per instance (NVMe)", "FastFile": "the dataset under one S3 prefix",
+            "Pipe": "the dataset under one S3 prefix", "Script": "the dataset under one S3 prefix",
+            "Express File": "450 GB per instance (NVMe)",
+            "Express FastFile": "the directory bucket at its default read rate",
+            "FSx": "Scratch 2, 1,200 GiB (234 MB/s)", "EFS": "EFS Bursting (Max I/O)"}
+    for source, premise in said.items():
+        row = rows[source]
+        assert (row.provision, row.short, row.deployed["premise"]) == (premise, premise, premise), source
+        assert (row.per_host_limit, row.shared_limit) == ("the lab as deployed", "the lab as deployed"), source
+        assert row.commands == [] and row.deploy_settings == {}, source
+        # The row's figures are the lab's as it stands.
+        assert row.deployed["usd_per_run"] == round(row.usd_per_run, 2), source
+        assert row.deployed["usd_per_hour"] == round(row.usd_per_hour, 2), source
+
+
+def test_efs_says_when_no_throughput_mode_feeds_the_cluster():
+    # 8 A100s eating 5,000 samples/s each of ~35 KB: 1.41 GB/s a host, past EFS's 500 MiB/s (524 MB/s) per client:
+    # no mode feeds even one instance.
+    rows = {r.source: r for r in _size(instance_type="ml.p4d.24xlarge", count=2, rate=5000.0).sources}
+    assert rows["EFS"].provision.endswith(": no mode feeds it")
+    assert rows["EFS"].max_instances_at_target_au == 0
+
+
+def test_where_nothing_feeds_the_cluster_the_kind_that_does_best_wins_to_a_tenth_of_a_point():
+    from dslab.core.answer.sizing import cheapest_fsx
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    from dslab.core.shape import DatasetShape
+    small = DatasetShape(files=10, bytes=2 ** 30)
+
+    def flat(p2_1000: float, others: float):
+        # Each kind's AU whatever its size (the instances' own limits bind): Persistent 2 at 1,000 MB/s per TiB one
+        # figure, every other kind another; none reaches the 90% target.
+        return lambda config: _Job(p2_1000 if config.mbps_per_tib == 1000 else others)
+    # 80.4% against 80.0%: the better AU wins although it costs more (P2-1000's $0.60 a GB-month against Scratch 2's
+    # $0.14), at its smallest size, 1,200 GiB.
+    best = cheapest_fsx(small, flat(80.4, 80.0), AS_DEPLOYED, PriceTable(), au_target=90.0)
+    assert (best.deployment_type, best.mbps_per_tib, best.capacity_gib) == ("PERSISTENT_2", 1000.0, 1200)
+    # 80.04% against 80.0% is the same to a tenth of a point: then the cheapest, Scratch 2 at the lab's 1,200 GiB.
+    best = cheapest_fsx(small, flat(80.04, 80.0), AS_DEPLOYED, PriceTable(), au_target=90.0)
+    assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 1200)
