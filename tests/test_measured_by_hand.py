@@ -209,3 +209,96 @@ def test_an_interrupted_jobs_finished_downloads_are_read_as_runs_of_their_own():
            {"status": "Downloading", "seconds": 30}]
     none, why = measured.read_job(_bencher_job(), {"transitions": cut}, False)
     assert none == [] and "no download to read, training and start-up set aside" in why
+
+
+# ---- a checkpoint run read as a calibration reads it (issue 58, run 5: no test of the selection reached it) ---------
+
+def _checkpoint_run(tmp_path):
+    """An AWS run of llama3 8B (scale 0.2) saving twice and reading back twice on the sync targets (s3, express), one
+    trial on ml.p4d.24xlarge (ckpt), one on ml.p5.48xlarge (ckpt-2), one repeat each: the writer's metrics and its
+    restore job's Downloading as results.json records them."""
+    import json
+
+    from .synthetic_runs import checkpoint_experiment, synthetic_checkpoint_results
+    return json.loads(json.dumps(synthetic_checkpoint_results(checkpoint_experiment(tmp_path, repeats=1))))
+
+
+def test_each_checkpoint_target_is_read_with_its_writers_figures_and_its_restore_jobs_copy_in(tmp_path):
+    from dslab.core.facts.prices import PriceTable
+    run = _checkpoint_run(tmp_path)
+    writers = {(r["trial"], r["checkpoint_target"]): r for r in run["records"] if not r["checkpoint_restore"]}
+    restores = {(r["trial"], r["checkpoint_target"]): r for r in run["records"] if r["checkpoint_restore"]}
+    jobs = measured.checkpoint_jobs(run, PriceTable())
+    assert [j.job for j in jobs] == ["ckpt/s3", "ckpt/express", "ckpt-2/s3", "ckpt-2/express"]
+    for job in jobs:
+        key = (job.trial, job.mode)
+        figures = writers[key]["metrics"]["checkpoint"]
+        # The stall and the save (until durable in S3) are the writer's own means; the copy-in is SageMaker's
+        # Downloading of the restore job, which copies the checkpoints in before the script starts.
+        assert job.measured == {"stall": figures["stall_seconds_mean"], "save": figures["durable_seconds_mean"],
+                                "copy_in": restores[key]["breakdown"]["downloading"]}
+        assert job.phases == ("stall", "save", "copy_in")
+        assert (job.execution, job.region, job.dataset, job.storage) == ("exec-ckpt", "us-east-1", "llama_8b",
+                                                                         "standard")
+        assert job.started == writers[key]["training_start"]
+        assert job.scenario == f"exec-ckpt/{job.trial}/{job.mode}"
+        assert job.provenance() == {"execution": "exec-ckpt", "job": job.job, "date": job.started,
+                                    "region": "us-east-1"}
+        assert job.source == {"s3": "S3 sync", "express": "Express sync"}[job.mode]
+        instance = {"ckpt": "ml.p4d.24xlarge", "ckpt-2": "ml.p5.48xlarge"}[job.trial]
+        assert job.question.instance_type == instance
+        # The trial's own scale and cluster: one host of 8 GPUs; saved back to back (seconds_between 0), asked at the
+        # premise's floor of one second between saves, both checkpoints kept.
+        assert job.setting == ("llama_8b", instance, 1) and job.question.plan.hosts == 1
+        assert (job.question.every_seconds, job.question.keep) == (1.0, 2)
+        predicted = job.predict(PriceTable())
+        assert set(predicted) == {"stall", "save", "copy_in"} and all(v > 0 for v in predicted.values())
+
+
+def test_a_checkpoint_run_without_its_region_in_the_environment_takes_its_prices_region_and_skips_what_it_cannot_read(
+        tmp_path):
+    from dslab.core.facts.prices import PriceTable
+    run = _checkpoint_run(tmp_path)
+    run["environment"] = {}
+    run["prices"]["region"] = "eu-west-1"
+    assert {j.region for j in measured.checkpoint_jobs(run, PriceTable())} == {"eu-west-1"}
+    # A trial the experiment no longer holds, and a target whose writer did not complete: nothing to read of either.
+    for record in run["records"]:
+        if record["trial"] == "ckpt-2":
+            record["trial"] = "gone"
+        if record["trial"] == "ckpt" and record["checkpoint_target"] == "express" and not record["checkpoint_restore"]:
+            record["status"] = "Failed"
+    assert [j.job for j in measured.checkpoint_jobs(run, PriceTable())] == ["ckpt/s3"]
+    # No checkpoint job at all: nothing.
+    run["records"] = [r for r in run["records"] if not r.get("checkpoint_target")]
+    assert measured.checkpoint_jobs(run, PriceTable()) == []
+
+
+def test_results_no_calibration_can_read_are_refused_in_one_line(tmp_path):
+    from dslab.core.errors import ConfigError
+    fix = "pass the results.json of an AWS run (`dslab report EXECUTION --out DIR` writes it)"
+    for wrong in ([], {"records": {}}, {"experiment": {}}):
+        with pytest.raises(ConfigError) as refused:
+            measured.check_results(wrong, "run.json")
+        assert str(refused.value) == f"run.json: not a results.json (no records list): {fix}"
+    run = _checkpoint_run(tmp_path)
+    run["backend"] = "local"
+    with pytest.raises(ConfigError) as refused:
+        measured.checkpoint_jobs(run, None, "mine.json")
+    assert str(refused.value) == ("mine.json: backend: a local run's seconds are this machine's, not AWS's: they cannot "
+                                  f"check or calibrate AWS estimates; {fix}")
+
+
+def test_an_estimates_seconds_as_one_instances():
+    # Four instances: 400 s downloading, 800 s training, 120 s other, 1,320 billable in all: a quarter each.
+    from types import SimpleNamespace
+    four = SimpleNamespace(instance_count=4, downloading=400.0, training=800.0, other=120.0, billable_seconds=1320.0)
+    assert measured.per_instance(four) == {"downloading": 100.0, "training": 200.0, "other": 30.0, "billable": 330.0}
+    # An estimate of no instances is read as one's.
+    none = SimpleNamespace(instance_count=0, downloading=4.0, training=8.0, other=1.0, billable_seconds=13.0)
+    assert measured.per_instance(none) == {"downloading": 4.0, "training": 8.0, "other": 1.0, "billable": 13.0}
+
+
+def test_a_measured_jobs_provenance_names_where_and_when_it_ran():
+    job = measured.bencher_jobs()[0]
+    assert job.provenance() == {"execution": "bencher", "job": job.job, "date": "2022", "region": "us-east-1"}
