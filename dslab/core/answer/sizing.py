@@ -268,7 +268,6 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                      "nothing to read (S3DataSource: \"Don't choose more ML compute instances for training than available "
                      "S3 objects\"; `dslab plan` refuses it)")
     dataset_gib = shape.bytes / 2**30
-    dataset_gb = shape.bytes / 1e9
 
     def job_kwargs(n: int, provisioning: Provisioning) -> dict[str, Any]:
         return dict(instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate, prices=prices,
