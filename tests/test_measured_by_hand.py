@@ -9,6 +9,7 @@ import math
 import pytest
 
 from dslab.core import measured
+from dslab.core.errors import ConfigError
 
 
 def _v(at: float, flat: float = 0.0):
@@ -302,3 +303,126 @@ def test_an_estimates_seconds_as_one_instances():
 def test_a_measured_jobs_provenance_names_where_and_when_it_ran():
     job = measured.bencher_jobs()[0]
     assert job.provenance() == {"execution": "bencher", "job": job.job, "date": "2022", "region": "us-east-1"}
+
+
+# ---- an AWS run's data jobs read with their premises (read_runs), and what it refuses ------------------------------
+
+FIX = "pass the results.json of an AWS run (`dslab report EXECUTION --out DIR` writes it)"
+
+
+@pytest.fixture(scope="module")
+def aws_run():
+    """tests/aws_like_runs.py: 32 jobs told as DescribeTrainingJob tells them. Its first record, aws-one-shards-a-file-r0
+    (trial one, 1 x ml.p4d.24xlarge): Downloading 76.935 s, Training 192.872 s of which 126.459 s "Downloading the
+    training image", other 12.193 s, 282 s billable."""
+    import json
+
+    from .aws_like_runs import aws_like_results
+    return json.loads(json.dumps(aws_like_results(), default=str))
+
+
+def _copy(run):
+    import json
+    return json.loads(json.dumps(run))
+
+
+def test_a_completed_job_is_read_with_its_premise_its_phases_and_where_it_ran(aws_run):
+    jobs = {j.job: j for j in measured.read_runs(_copy(aws_run)).jobs}
+    job = jobs["aws-one-shards-a-file-r0"]
+    assert (job.execution, job.started, job.region, job.trial, job.dataset, job.mode, job.storage, job.data_in_efs) == (
+        "exec-aws-like", "2026-12-03T09:01:31.070010+00:00", "us-east-1", "one", "shards-a", "File", "standard", False)
+    # The image pull is start-up: training 192.872 - 126.459 = 66.413 s, other 12.193 + 126.459 = 138.652 s.
+    assert job.measured == pytest.approx({"downloading": 76.935, "training": 66.413, "other": 138.652, "billable": 282.0})
+    assert job.scenario == "exec-aws-like/one/shards-a/1xml.p4d.24xlarge"
+    assert (job.premise.instance_type, job.premise.instance_count) == ("ml.p4d.24xlarge", 1)
+    assert job.premise.lab.fsx.capacity_gib == 1200 and job.premise.lab.name == "the lab as deployed"
+    four = jobs["aws-four-shards-b-script-r0"]
+    assert (four.premise.instance_count, four.mode, four.scenario) == (4, "Script",
+                                                                      "exec-aws-like/four/shards-b/4xml.p4d.24xlarge")
+
+
+def test_a_jobs_instance_its_region_and_its_lab_come_from_the_run(aws_run):
+    run = _copy(aws_run)
+    run["records"][0].update(instance_type="ml.p3.2xlarge", instance_count=2)
+    run["environment"] = {}
+    run["prices"]["region"] = "eu-west-1"
+    run.pop("lab")
+    run["fsx_capacity_gib"] = 2400
+    job = next(j for j in measured.read_runs(run).jobs if j.job == "aws-one-shards-a-file-r0")
+    # The record's instance, not the trial's; the prices' Region where the environment has none; the lab as deployed
+    # at the run's FSx capacity where the run records no lab.
+    assert (job.premise.instance_type, job.premise.instance_count, job.region) == ("ml.p3.2xlarge", 2, "eu-west-1")
+    assert job.premise.lab.fsx.capacity_gib == 2400
+    run["records"][0].pop("instance_count")
+    run.pop("fsx_capacity_gib")
+    run["prices"].pop("region")
+    job = next(j for j in measured.read_runs(run).jobs if j.job == "aws-one-shards-a-file-r0")
+    assert (job.premise.instance_count, job.premise.lab.fsx.capacity_gib, job.region) == (1, 1200, None)
+    # A lab recorded at 4,800 GiB is the premise.
+    run = _copy(aws_run)
+    run["lab"]["fsx_config"]["capacity_gib"] = 4800
+    assert {j.premise.lab.fsx.capacity_gib for j in measured.read_runs(run).jobs} == {4800}
+
+
+def test_failed_and_checkpoint_jobs_measure_nothing_here(aws_run):
+    run = _copy(aws_run)
+    every = len(measured.read_runs(run).jobs)
+    run["records"][0]["status"] = "Failed"
+    run["records"][2]["checkpoint_target"] = "s3"
+    assert len(measured.read_runs(run).jobs) == every - 2
+    assert "aws-one-shards-a-file-r0" not in {j.job for j in measured.measured_jobs(run)}
+
+
+def test_a_record_without_its_trial_takes_the_one_trial_that_reads_its_dataset(aws_run):
+    run = _copy(aws_run)
+    run["records"][0].pop("trial")
+    job = next(j for j in measured.read_runs(run).jobs if j.job == "aws-one-shards-a-file-r0")
+    assert job.trial == "one"
+    run["experiment"]["trials"][1]["datasets"].append(run["experiment"]["trials"][0]["datasets"][0])
+    with pytest.raises(ConfigError) as refused:
+        measured.read_runs(run, "run.json")
+    assert str(refused.value) == (
+        "run.json: records[0] (aws-one-shards-a-file-r0): trial: missing, and 2 trials of the run's experiment read "
+        "dataset 'shards-a': its premise cannot be told; take the record as Collect writes it (with its trial)")
+
+
+@pytest.mark.parametrize("change, refusal", [
+    (lambda r: r.pop("experiment"),
+     "run.json: experiment: no experiment: the estimate needs the premise each job ran on; " + FIX),
+    (lambda r: r["records"][0].update(trial="gone"),
+     "run.json: records[0] (aws-one-shards-a-file-r0): trial: trial 'gone' is not in the run's experiment"),
+    (lambda r: (r["records"][0].update(trial="gone"), r["records"][0].pop("job_name")),
+     "run.json: records[0] (?): trial: trial 'gone' is not in the run's experiment"),
+    (lambda r: r["records"][0].update(dataset="nope"),
+     "run.json: records[0] (aws-one-shards-a-file-r0): dataset: dataset 'nope' is not in trial one"),
+    (lambda r: r["dataset_stats"].pop("shards-a"),
+     "run.json: dataset_stats.shards-a: no files and bytes recorded for shards-a: the estimate needs what the run found "
+     "in S3 (the stats file `dslab dataset upload` writes); rerun with it, or write it with `dslab dataset stats "
+     "--write` and take results from a new run"),
+    (lambda r: r["records"][0].update(phases={}),
+     "run.json: records[0] (aws-one-shards-a-file-r0): phases: a completed job without its phases and billable "
+     "seconds: nothing to compare (DescribeTrainingJob's SecondaryStatusTransitions and BillableTimeInSeconds); take "
+     "the record as Collect writes it"),
+    (lambda r: r["records"][0]["breakdown"].pop("other"),
+     "run.json: records[0] (aws-one-shards-a-file-r0): phases: a completed job without its phases and billable "
+     "seconds: nothing to compare (DescribeTrainingJob's SecondaryStatusTransitions and BillableTimeInSeconds); take "
+     "the record as Collect writes it"),
+])
+def test_a_run_no_estimate_can_be_set_beside_is_refused_naming_the_field(aws_run, change, refusal):
+    run = _copy(aws_run)
+    change(run)
+    with pytest.raises(ConfigError) as refused:
+        measured.read_runs(run, "run.json")
+    assert str(refused.value) == refusal
+    with pytest.raises(ConfigError) as refused:
+        measured.measured_jobs(run, "run.json")
+    assert str(refused.value) == refusal
+
+
+def test_a_run_whose_experiment_does_not_parse_is_refused_with_the_parsers_words(aws_run):
+    run = _copy(aws_run)
+    run["experiment"]["repeats"] = 0
+    with pytest.raises(ConfigError) as refused:
+        measured.read_runs(run)
+    assert str(refused.value) == ("results.json: experiment: the run's experiment does not parse (0 is out of range): "
+                                  + FIX)

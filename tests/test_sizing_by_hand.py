@@ -295,3 +295,18 @@ def test_where_nothing_feeds_the_cluster_the_kind_that_does_best_wins_to_a_tenth
     # 80.04% against 80.0% is the same to a tenth of a point: then the cheapest, Scratch 2 at the lab's 1,200 GiB.
     best = cheapest_fsx(small, flat(80.04, 80.0), AS_DEPLOYED, PriceTable(), au_target=90.0)
     assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 1200)
+
+
+def test_files_download_spreads_over_as_many_prefixes_as_its_gets_need():
+    # 2,000,000 files of 10 KB on 64 x ml.p4d.24xlarge: each instance downloads its 31,250 objects in the estimate's
+    # downloading / 64 seconds (~243 s): ~8,200 GETs a second in all, over S3's 5,500 a prefix: 2 prefixes, and the
+    # upload that spreads the dataset over them.
+    import math
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, shape=(2_000_000, 20 * 10**9),
+                   sources=(("File", "standard"),)).sources
+    per_instance = row.estimate.downloading / 64
+    assert 200 < per_instance < 300
+    assert math.ceil(2_000_000 / per_instance / 5500) == 2
+    assert row.short == "NVMe 8,000 GB, 2 S3 prefixes"
+    assert "; 2 S3 prefixes; downloads " in row.provision
+    assert row.commands == ["dslab dataset upload --src <folder> --to s3://<bucket>/datasets/<name>/ --prefixes 2"]
