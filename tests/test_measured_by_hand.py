@@ -227,6 +227,7 @@ def _checkpoint_run(tmp_path):
 def test_each_checkpoint_target_is_read_with_its_writers_figures_and_its_restore_jobs_copy_in(tmp_path):
     from dslab.core.facts.prices import PriceTable
     run = _checkpoint_run(tmp_path)
+    run["prices"]["region"] = "eu-west-1"   # the environment's Region (us-east-1) is where the jobs ran
     writers = {(r["trial"], r["checkpoint_target"]): r for r in run["records"] if not r["checkpoint_restore"]}
     restores = {(r["trial"], r["checkpoint_target"]): r for r in run["records"] if r["checkpoint_restore"]}
     jobs = measured.checkpoint_jobs(run, PriceTable())
@@ -270,6 +271,13 @@ def test_a_checkpoint_run_without_its_region_in_the_environment_takes_its_prices
         if record["trial"] == "ckpt" and record["checkpoint_target"] == "express" and not record["checkpoint_restore"]:
             record["status"] = "Failed"
     assert [j.job for j in measured.checkpoint_jobs(run, PriceTable())] == ["ckpt/s3"]
+    # The first target's writer failed: the targets after it are still read.
+    run = _checkpoint_run(tmp_path)
+    for record in run["records"]:
+        if record["trial"] == "ckpt" and record["checkpoint_target"] == "s3" and not record["checkpoint_restore"]:
+            record["status"] = "Failed"
+    assert [j.job for j in measured.checkpoint_jobs(run, PriceTable())] == ["ckpt/express", "ckpt-2/s3",
+                                                                          "ckpt-2/express"]
     # No checkpoint job at all: nothing.
     run["records"] = [r for r in run["records"] if not r.get("checkpoint_target")]
     assert measured.checkpoint_jobs(run, PriceTable()) == []
@@ -426,3 +434,27 @@ def test_a_run_whose_experiment_does_not_parse_is_refused_with_the_parsers_words
         measured.read_runs(run)
     assert str(refused.value) == ("results.json: experiment: the run's experiment does not parse (0 is out of range): "
                                   + FIX)
+
+
+def test_a_checkpoint_jobs_question_is_asked_on_the_runs_lab_and_the_trials_volume(tmp_path):
+    from dslab.core.facts.prices import PriceTable
+    run = _checkpoint_run(tmp_path)
+    run["lab"]["fsx_config"]["capacity_gib"] = 4800
+    run["experiment"]["trials"][0]["volume_size_gb"] = 500
+    run.pop("execution")
+    jobs = measured.checkpoint_jobs(run, PriceTable())
+    assert {j.question.lab.fsx.capacity_gib for j in jobs} == {4800}
+    assert [j.question.volume_size_gb for j in jobs] == [500, 500, None, None]
+    # No execution recorded: "?" in its name and its scenario.
+    assert (jobs[0].execution, jobs[0].scenario) == ("?", "?/ckpt/s3")
+    # No lab recorded: the lab as deployed at the run's FSx capacity, else 1,200 GiB.
+    run.pop("lab")
+    run["fsx_capacity_gib"] = 2400
+    assert {j.question.lab.fsx.capacity_gib for j in measured.checkpoint_jobs(run, PriceTable())} == {2400}
+    run.pop("fsx_capacity_gib")
+    assert {j.question.lab.fsx.capacity_gib for j in measured.checkpoint_jobs(run, PriceTable())} == {1200}
+    # Refused as results.json where no other name is given.
+    run["backend"] = "local"
+    with pytest.raises(ConfigError) as refused:
+        measured.checkpoint_jobs(run, PriceTable())
+    assert str(refused.value).startswith("results.json: backend: a local run's seconds")
