@@ -458,3 +458,108 @@ def test_a_checkpoint_jobs_question_is_asked_on_the_runs_lab_and_the_trials_volu
     with pytest.raises(ConfigError) as refused:
         measured.checkpoint_jobs(run, PriceTable())
     assert str(refused.value).startswith("results.json: backend: a local run's seconds")
+
+
+# ---- a job beside its estimate (compare, JobCheck) and an experiment's jobs before they run (planned_jobs) --------
+
+def test_a_job_check_is_one_instances_seconds_beside_the_measured_written_out_by_hand():
+    from types import SimpleNamespace
+    job = _bencher_job(billable=1000.0)
+    # Two instances: the estimate's 2,400 billable seconds are 1,200 each, its range 1,800-2,600 is 900-1,300 each:
+    # 20% over the 1,000 measured, inside the range.
+    estimate = SimpleNamespace(billable_seconds=2400.0, instance_count=2,
+                               range=SimpleNamespace(billable_low=1800.0, billable_high=2600.0))
+    phases = [measured.PhaseCheck("downloading", 30.0, 36.04, ["file_per_object"]),
+              measured.PhaseCheck("training", 0.0, 450.0)]
+    check = measured.JobCheck(job, estimate, phases)
+    assert (check.measured, check.estimated, check.estimated_range, check.error, check.inside) == (
+        1000.0, 1200.0, (900.0, 1300.0), pytest.approx(0.2), True)
+    assert check.to_dict() == {
+        "execution": "bencher", "job": job.job, "date": "2022", "region": "us-east-1", "dataset": job.dataset,
+        "source": job.source, "instance_type": "ml.p3.2xlarge", "instance_count": 1, "epochs": 1,
+        "measured_billable_seconds": 1000.0, "estimated_billable_seconds": 1200.0, "estimated_range": [900.0, 1300.0],
+        "error": 0.2, "inside": True,
+        # 36.04 / 30 - 1 = 0.20133: to four places; a phase measured at 0 has no error.
+        "phases": {"downloading": {"measured": 30.0, "estimated": 36.0, "error": 0.2013, "rests_on": ["file_per_object"]},
+                   "training": {"measured": 0.0, "estimated": 450.0, "error": None, "rests_on": []}}}
+    # Outside: a range of 1,100-1,300 each misses 1,000. No range: nothing to be inside. No instance: read as one.
+    estimate.range = SimpleNamespace(billable_low=2200.0, billable_high=2600.0)
+    assert check.inside is False
+    estimate.range = None
+    assert (check.estimated_range, check.inside, check.to_dict()["estimated_range"]) == (None, None, None)
+    estimate.instance_count = 0
+    assert check.estimated == 2400.0
+    assert measured.JobCheck(_bencher_job(billable=0.0), estimate, []).error == 0.0
+
+
+def test_each_measured_job_is_set_beside_its_own_estimate_and_what_each_phase_rests_on():
+    from dataclasses import replace
+
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.calibration import InUse
+    from dslab.core.model.estimate import MODEL
+    fastfile = measured.bencher_jobs()[0]   # Bencher's A FastFile: 30,607 JPEGs, 1.1 GB, on ml.p3.2xlarge
+    assert fastfile.job == "A FastFile"
+    attempt = replace(fastfile, job="an attempt", measured={"downloading": 20.0}, phases=("downloading",))
+    (check,) = measured.compare([fastfile, attempt], PriceTable())   # an attempt's download alone: no whole job
+    assert check.job is fastfile and [p.phase for p in check.phases] == ["downloading", "training", "other"]
+    assert [p.measured for p in check.phases] == [18.8, 181.9, 212.3] and check.measured == 413.0
+    assert {p.phase: p.estimated for p in check.phases} == pytest.approx(
+        {k: v for k, v in fastfile.predict(PriceTable()).items() if k != "billable"})
+    # FastFile's first bytes rest on its fixed set-up, its training on its per-file GET, its start-up on its own.
+    assert [p.rests_on for p in check.phases] == [["fastfile_fixed"], ["fastfile_get_latency"], ["startup_fastfile"]]
+    assert check.estimated_range is not None and check.inside is True
+    # On a calibration whose FastFile GET takes twice as long, training is estimated longer.
+    slower = InUse(model=replace(MODEL, fastfile_get_latency=2 * MODEL.fastfile_get_latency), source="mine.json")
+    (again,) = measured.compare([fastfile], PriceTable(), slower)
+    assert again.phases[1].estimated > check.phases[1].estimated * 1.5
+
+
+def test_an_experiments_jobs_before_they_run_are_each_priced_with_its_repeats():
+    from dslab.core.experiment import parse_experiment
+    from dslab.core.facts.prices import PriceTable
+    experiment = parse_experiment({"name": "plan", "repeats": 3, "instance_type": "ml.p3.2xlarge", "trials": [
+        {"name": "a", "modes": ["File", "FastFile"], "datasets": [
+            {"name": "jpegs", "format": "jpg", "files": 30607, "bytes": 1_100_000_000}]},
+        {"name": "e", "modes": ["EFS"], "datasets": [
+            {"name": "in-efs", "format": "jpg", "files": 1000, "bytes": 100_000_000, "source": "efs"}]},
+        {"name": "x", "modes": ["FastFile"], "storage": "express", "datasets": [
+            {"name": "jpegs", "format": "jpg", "files": 30607, "bytes": 1_100_000_000}]}]})
+    planned = measured.planned_jobs(experiment, PriceTable())
+    assert [(j.job, j.mode, j.storage, j.data_in_efs, repeats) for j, repeats in planned] == [
+        ("a/jpegs/File", "File", "standard", False, 3), ("a/jpegs/FastFile", "FastFile", "standard", False, 3),
+        ("e/in-efs/EFS", "EFS", "standard", True, 3),
+        ("x/jpegs/FastFile", "FastFile", "express", False, 3)]
+    for job, _ in planned:
+        assert (job.execution, job.started, job.region, job.trial) == ("planned", None, None, job.job.split("/")[0])
+        # Its "measurement" is its estimate: what `dslab estimate --experiment` prices.
+        assert job.measured == pytest.approx(job.predict(PriceTable()))
+        assert job.premise.instance_type == "ml.p3.2xlarge" and job.premise.shape.files in (30607, 1000)
+    # A dataset of unknown size: refused, saying what to give.
+    unknown = parse_experiment({"name": "plan", "trials": [{"name": "a", "modes": ["File"], "datasets": [
+        {"name": "mystery", "format": "jpg"}]}]})
+    with pytest.raises(ConfigError) as refused:
+        measured.planned_jobs(unknown, PriceTable())
+    assert str(refused.value) == ("datasets.mystery: its size is not known: give files: and bytes: (or a generate: "
+                                  "recipe), or pass a run's --results")
+    # A run's stats give it.
+    (job, _), = measured.planned_jobs(unknown, PriceTable(), stats={"mystery": {"files": 10, "bytes": 10_000_000}})
+    assert (job.premise.shape.files, job.premise.shape.bytes) == (10, 10_000_000)
+
+
+def test_a_measured_jobs_estimate_is_asked_on_its_own_premise_storage_and_model():
+    from dataclasses import replace
+
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import MODEL
+    fastfile = measured.bencher_jobs()[0]
+    standard = fastfile.estimate(PriceTable())
+    assert standard.instance_count == 1 and standard.mode == "FastFile"
+    # Express's first byte is the model's Express figure: another estimate than Standard's.
+    express = replace(fastfile, storage="express").estimate(PriceTable())
+    assert express.training != standard.training
+    # Another model's GET latency moves training.
+    slower = fastfile.estimate(PriceTable(), replace(MODEL, fastfile_get_latency=2 * MODEL.fastfile_get_latency))
+    assert slower.training > standard.training * 1.5
+    # Each phase as one instance's: per_instance of the estimate.
+    assert fastfile.predict(PriceTable()) == measured.per_instance(standard)
