@@ -563,3 +563,132 @@ def test_a_measured_jobs_estimate_is_asked_on_its_own_premise_storage_and_model(
     assert slower.training > standard.training * 1.5
     # Each phase as one instance's: per_instance of the estimate.
     assert fastfile.predict(PriceTable()) == measured.per_instance(standard)
+
+
+# ---- leave one scenario out, a calibration file's cells and the file itself -----------------------------------------
+
+def test_the_errors_summary_is_the_worst_under_the_worst_over_and_the_mean_of_their_sizes():
+    # -0.2, 0.1, 0.05: under -0.2, over 0.1, mean |e| (0.2 + 0.1 + 0.05) / 3 = 0.116667 -> 0.1167.
+    assert measured.OutOfSample._summary([-0.2, 0.1, 0.05]) == {"under": -0.2, "over": 0.1, "mean_abs": 0.1167}
+    # All over: nothing under (0); one error alone; none at all.
+    assert measured.OutOfSample._summary([0.123456]) == {"under": 0.0, "over": 0.1235, "mean_abs": 0.1235}
+    assert measured.OutOfSample._summary([-0.3]) == {"under": -0.3, "over": 0.0, "mean_abs": 0.3}
+    assert measured.OutOfSample._summary([]) is None
+    found = measured.OutOfSample(["s1", "s2"], [-0.2, 0.1, 0.05], [0.01])
+    assert found.to_dict() == {"scenarios": ["s1", "s2"], "jobs": 3,
+                               "shipped": {"under": -0.2, "over": 0.1, "mean_abs": 0.1167},
+                               "calibrated_without_it": {"under": 0.0, "over": 0.01, "mean_abs": 0.01}}
+
+
+class _Told:
+    """A job whose estimate is told by hand: ``model`` maps to its predicted headline figure."""
+    headline = "billable"
+
+    def __init__(self, job, scenario, measured_seconds, whole=True):
+        self.job, self.scenario, self.measured, self.whole = job, scenario, {"billable": measured_seconds}, whole
+
+    def predict(self, prices, model):
+        return {"billable": model[self.job]}
+
+
+def test_each_scenario_is_predicted_by_the_shipped_model_and_by_a_calibration_on_the_others(monkeypatch):
+    # Three jobs in two scenarios (a, b) and one interrupted attempt (not whole) in b. Leaving a out calibrates on b's
+    # jobs, leaving b out on a's; each left-out whole job is predicted by the shipped model and by that calibration.
+    jobs = [_Told("a1", "a", 100.0), _Told("b1", "b", 200.0), _Told("b2", "b", 400.0, whole=False)]
+    shipped = {"a1": 110.0, "b1": 150.0}              # +10%, -25%
+    without = {("b1", "b2"): {"a1": 105.0}, ("a1",): {"b1": 210.0}}   # +5%, +5%
+    calibrated_on = []
+
+    def calibrate(rest, prices, base):
+        names = tuple(j.job for j in rest)
+        calibrated_on.append(names)
+        from types import SimpleNamespace
+        return SimpleNamespace(model=without[names])
+    monkeypatch.setattr(measured, "calibrate", calibrate)
+    found = measured.out_of_sample(jobs, None, shipped)
+    assert calibrated_on == [("b1", "b2"), ("a1",)]
+    assert found.scenarios == ["a", "b"]
+    assert found.before == pytest.approx([0.10, -0.25]) and found.after == pytest.approx([0.05, 0.05])
+    # One scenario: nothing to leave out.
+    assert measured.out_of_sample(jobs[:1], None, shipped) is None
+    # A scenario whose jobs are all attempts is not one.
+    assert measured.out_of_sample([jobs[0], jobs[2]], None, shipped) is None
+
+
+def test_a_jobs_error_is_its_headline_estimated_over_measured():
+    # 150 estimated for 200 measured: -25%.
+    assert measured._error(_Told("b1", "b", 200.0), None, {"b1": 150.0}) == pytest.approx(-0.25)
+
+
+def test_a_calibration_files_cell_says_where_it_came_from_what_it_measured_and_both_estimates(monkeypatch):
+    from dataclasses import replace
+
+    from dslab.core.model.estimate import MODEL
+    calibrated = replace(MODEL, fastfile_get_latency=0.05)
+
+    def told(self, prices, model=MODEL):
+        # 100 s shipped, 80 s calibrated, each phase and the billable alike.
+        value = 100.0 if model is MODEL else 80.0
+        return {"downloading": value, "training": value, "other": value, "billable": value}
+    monkeypatch.setattr(measured.MeasuredJob, "predict", told)
+    job = _bencher_job(billable=123.456)
+    assert measured._cell(job, None, calibrated) == {
+        "execution": "bencher", "job": job.job, "date": "2022", "region": "us-east-1", "dataset": job.dataset,
+        "source": job.source, "measured": {"downloading": 30.0, "training": 500.0, "other": 60.0, "billable": 123.5},
+        "estimated_shipped": 100.0, "estimated_calibrated": 80.0, "compared": "billable",
+        "instance_type": "ml.p3.2xlarge", "instance_count": 1, "epochs": 1}
+    # A warm start fits two phases, a spot job saved a share, an attempt compares its download: each said.
+    warm = replace(job, phases=("downloading", "training"), spot_saving=0.654321, read_as="warm start")
+    cell = measured._cell(warm, None, calibrated)
+    assert (cell["fitted"], cell["spot_saving"], cell["read_as"]) == (["downloading", "training"], 0.6543, "warm start")
+    attempt = replace(job, measured={"downloading": 28.04}, phases=("downloading",))
+    cell = measured._cell(attempt, None, calibrated)
+    assert (cell["compared"], cell["measured"], "fitted" in cell) == ("downloading", {"downloading": 28.0}, True)
+
+
+def test_a_checkpoint_cell_names_its_instance_and_hosts(tmp_path):
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import MODEL
+    job = measured.checkpoint_jobs(_checkpoint_run(tmp_path), PriceTable())[0]
+    cell = measured._cell(job, PriceTable(), MODEL)
+    assert (cell["instance_type"], cell["instance_count"], cell["compared"], "epochs" in cell) == (
+        "ml.p4d.24xlarge", 1, "save", False)
+    assert cell["estimated_shipped"] == cell["estimated_calibrated"]   # the same model both times
+
+
+def test_the_calibration_file_holds_the_model_the_constants_the_cells_and_the_errors():
+    from dataclasses import replace
+
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import MODEL
+    moved = replace(MODEL, fastfile_get_latency=2 * MODEL.fastfile_get_latency)
+    job = measured.bencher_jobs()[0]
+    found = measured.Calibrated(moved, [], [job], [("aws-x", "interrupted")])
+    document = measured.calibration_document(found, PriceTable(), None, ["run.json"])
+    assert (document["calibration_version"], document["written_by"], document["results"]) == (
+        measured.CALIBRATION_VERSION, "dslab calibrate", ["run.json"])
+    assert document["model"]["fastfile_get_latency"] == 2 * MODEL.fastfile_get_latency
+    assert document["constants"] == [] and len(document["cells"]) == 1 and document["cells"][0]["job"] == "A FastFile"
+    assert document["set_aside"] == [{"job": "aws-x", "why": "interrupted"}]
+    assert document["not_measured_by_a_job"] == {"fsx_import_rate": (
+        "FSx's S3 metadata import runs before any job: no phase of a job shows it; kept as shipped (the post's ~2 M "
+        "objects an hour)")}
+    errors = document["out_of_sample"]
+    assert errors["your_runs"] == {"note": "fewer than two data scenarios (a trial's dataset on one premise): nothing "
+                                           "to leave out; the in-sample errors are in cells"}
+    assert "your_checkpoints" not in errors
+    # Bencher's cells on the found model: FastFile's GET twice as slow estimates its cells longer than the shipped
+    # model's leave-one-out does.
+    assert errors["bencher_calibrated_in_sample"]["over"] > errors["bencher_shipped"]["over"]
+    checked = measured.OutOfSample(["a", "b"], [0.1], [0.05])
+    document = measured.calibration_document(found, PriceTable(), checked, ["run.json"], checked)
+    assert document["out_of_sample"]["your_runs"] == checked.to_dict() == document["out_of_sample"]["your_checkpoints"]
+
+
+def test_a_calibration_changed_only_what_it_calibrated():
+    from types import SimpleNamespace
+
+    from dslab.core.model.estimate import MODEL
+    found = measured.Calibrated(MODEL, [SimpleNamespace(name="a", value=1.5, status="calibrated"),
+                                        SimpleNamespace(name="b", value=2.0, status="kept")], [])
+    assert found.changed() == {"a": 1.5}
