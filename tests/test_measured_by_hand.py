@@ -692,3 +692,45 @@ def test_a_calibration_changed_only_what_it_calibrated():
     found = measured.Calibrated(MODEL, [SimpleNamespace(name="a", value=1.5, status="calibrated"),
                                         SimpleNamespace(name="b", value=2.0, status="kept")], [])
     assert found.changed() == {"a": 1.5}
+
+
+def test_bencher_s_cells_are_jobs_on_one_p3_2xlarge_at_the_v100_preset():
+    # Bencher's notebook (the post's runs): ml.p3.2xlarge, one V100, one epoch, ResNet-50 as MLPerf Storage emulates it
+    # (batch 64 every 0.195 s = 328.2 samples/s). Cell A FastFile: 30,607 JPEGs, 1.1 GB; Downloading 18.8 s, Training
+    # 181.9 s, the rest 212.3 s, 413 s billable.
+    jobs = measured.bencher_jobs()
+    first = jobs[0]
+    assert (first.execution, first.job, first.started, first.region, first.trial, first.dataset, first.mode,
+            first.storage, first.scenario) == ("bencher", "A FastFile", "2022", "us-east-1", None, "caltech-jpg-1x",
+                                               "FastFile", "standard", "bencher/" + first.scenario.split("/", 1)[1])
+    assert first.measured == {"downloading": 18.8, "training": 181.9, "other": 212.3, "billable": 413.0}
+    premise = first.premise
+    assert (premise.instance_type, premise.instance_count, premise.accelerators, premise.epochs) == (
+        "ml.p3.2xlarge", 1, 1, 1)
+    assert premise.rate == pytest.approx(64 / 0.195)
+    assert (premise.compute, premise.shape_origin) == ("the V100 preset", "Bencher's notebook")
+    assert (premise.shape.files, premise.shape.bytes) == (30607, 1_100_000_000)
+    assert {j.mode for j in jobs} == {"File", "FastFile", "FSx"} and all(j.scenario.startswith("bencher/") for j in jobs)
+
+
+def test_a_fitted_constant_without_a_range_is_said_in_its_unit(monkeypatch):
+    # A constant fitted on the cells and not among the assumptions is its own range, said by its rule's first words:
+    # under 1 in ms (x 1,000), a rate in MB/s, else seconds. An assumption keeps its own range.
+    from types import SimpleNamespace
+    fitted = {"x_latency": SimpleNamespace(value=0.045, rule="X's GET: how it is fitted"),
+              "x_mbps": SimpleNamespace(value=150.0, rule="X's rate: how"),
+              "x_fixed": SimpleNamespace(value=15.0, rule="X's start: how"),
+              "ranged": SimpleNamespace(value=2.0, rule="ranged: how")}
+    assumption = SimpleNamespace(name="ranged")
+    fake = SimpleNamespace(ranges=lambda: {"ranged": assumption}, fitted=fitted)
+    monkeypatch.setattr(measured.shipped, "calibration", lambda: fake)
+    found = measured.ranged_constants()
+    assert found["ranged"] is assumption
+    said = {name: (a.name, a.what, a.low, a.high, a.source, a.unit, a.scale) for name, a in found.items()
+            if name != "ranged"}
+    assert said == {"x_latency": ("x_latency", "X's GET", 0.045, 0.045, "fitted on Bencher's cells", "ms", 1000.0),
+                    "x_mbps": ("x_mbps", "X's rate", 150.0, 150.0, "fitted on Bencher's cells", "MB/s", 1.0),
+                    "x_fixed": ("x_fixed", "X's start", 15.0, 15.0, "fitted on Bencher's cells", "s", 1.0)}
+    # Exactly 1: not under 1, so seconds.
+    fitted["x_one"] = SimpleNamespace(value=1.0, rule="one: how")
+    assert measured.ranged_constants()["x_one"].unit == "s"
