@@ -734,3 +734,111 @@ def test_a_fitted_constant_without_a_range_is_said_in_its_unit(monkeypatch):
     # Exactly 1: not under 1, so seconds.
     fitted["x_one"] = SimpleNamespace(value=1.0, rule="one: how")
     assert measured.ranged_constants()["x_one"].unit == "s"
+
+
+# ---- the judge of one constant (_judge), each of its rules on supports written by hand --------------------------
+
+def _judging(monkeypatch, valleys, fitted=0.06, cells=(), with_range=True, settings=("a", "b")):
+    """_judge on FastFile's GET latency (shipped 0.0447 s; its plausible range 0.02-0.08 here: searched from 0.02 / 4 =
+    0.005 to 0.08 x 4 = 0.32), the fit asking ``fitted``, the runs' noise 6%; one job per valley, each job on its own
+    setting (datasets ``settings``), each valley what that job's loss gives."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dslab.core.model.estimate import MODEL
+    jobs = [SimpleNamespace(job=f"j{i + 1}", setting=(settings[i % len(settings)], "ml.p3.2xlarge", 1))
+            for i in range(len(valleys))]
+    given = iter(valleys)
+    bands = []
+
+    def valley(objective, low, high, band=0.0, prefer=None):
+        bands.append((low, high, band))
+        return next(given)
+    monkeypatch.setattr(measured, "_valley", valley)
+    story = measured.ConstantFit("fastfile_get_latency", "FastFile's per-file GET", MODEL.fastfile_get_latency,
+                                 MODEL.fastfile_get_latency, "calibrated", "")
+    ranges = {"fastfile_get_latency": SimpleNamespace(low=0.02, high=0.08)} if with_range else {}
+    moved = measured._judge(story, [(j, "training") for j in jobs], replace(MODEL, fastfile_get_latency=fitted), None,
+                            MODEL, ranges, 0.06, list(cells))
+    return moved, story, bands
+
+
+def _asks(best, support, depends=True):
+    return measured.Valley(best, best, best, support, depends, 0.0)
+
+
+def test_a_constant_no_job_moves_is_kept_saying_its_search(monkeypatch):
+    moved, story, bands = _judging(monkeypatch, [_asks(0.05, (0.04, 0.06), depends=False)] * 2)
+    assert not moved and story.status == "kept"
+    assert story.why == ("no job's phase moves with it beyond the runs' noise (±6%) over its search (0.005 to 0.32): "
+                         "kept as shipped")
+    # Each job's support is asked within its phases' noise: one phase, 0.06 squared.
+    assert bands[0] == (pytest.approx(0.005), pytest.approx(0.32), pytest.approx(0.0036))
+
+
+def test_one_scenario_alone_does_not_move_a_constant(monkeypatch):
+    moved, story, _ = _judging(monkeypatch, [_asks(0.05, (0.04, 0.06)), _asks(0.052, (0.04, 0.07))], settings=("a",))
+    assert not moved and story.status == "kept"
+    assert story.why == ("one scenario: only a on 1 x ml.p3.2xlarge rests on it (2 job(s), repeats of one another); a "
+                         "constant moves on 2 scenarios or more (other datasets or instance types): "
+                         "experiments/calibrate.yaml measures each assumption twice")
+    assert story.per_job == {"j1": 0.05, "j2": 0.052} and story.supports == {"j1": (0.04, 0.06), "j2": (0.04, 0.07)}
+
+
+def test_a_value_at_the_end_of_the_search_is_not_one_the_model_can_take(monkeypatch):
+    for fitted in (0.31, 0.0051):   # 0.32 / 0.31 = 1.03 and 0.0051 / 0.005 = 1.02: within 5% of an end
+        moved, story, _ = _judging(monkeypatch, [_asks(fitted, (None, None))] * 2, fitted=fitted)
+        assert not moved
+        assert story.why == (f"the measurements ask for {fitted:.4g}, at the end of the search (0.005 to 0.32): not a "
+                             "value this model can take")
+
+
+def test_jobs_whose_supports_do_not_meet_are_inconsistent_naming_the_two_furthest_apart(monkeypatch):
+    moved, story, _ = _judging(monkeypatch, [_asks(0.015, (0.01, 0.02)), _asks(0.045, (0.04, 0.05)),
+                                             _asks(0.03, (0.005, 0.03))])
+    assert not moved and story.why == ("inconsistent: beyond the runs' noise (±6% a phase), j2 supports 0.04 or more "
+                                       "and j1 0.02 or less")
+
+
+def test_jobs_that_bound_a_constant_without_pinning_it_keep_the_shipped_value_among_what_they_allow(monkeypatch):
+    # Supports open at the top (None: to the search's end) from 0.03 and 0.02: they allow 0.03 or more, the shipped
+    # 0.0447 among them.
+    for supports, allowed in (([(0.03, None), (0.02, None)], "0.03 or more"),
+                              ([(None, 0.05), (None, 0.06)], "0.05 or less"),
+                              ([(0.03, None), (None, 0.05)], "0.03 to 0.05")):
+        moved, story, _ = _judging(monkeypatch, [_asks(0.04, s) for s in supports])
+        assert not moved and story.status == "kept" and story.per_job == {}
+        assert story.why == ("the jobs bound it but pin no value (each one's loss is flat beyond its bound): they allow "
+                             f"{allowed}, the shipped value among them: kept")
+
+
+def test_jobs_that_bound_a_constant_on_one_side_away_from_the_shipped_value_move_it_to_the_nearest_they_allow(
+        monkeypatch):
+    # From 0.05 and 0.06 up, the shipped 0.0447 outside: moved to 0.06 (the fit). The range: 0.05 (the lowest support)
+    # to the plausible range's top, 0.08, above the value. Its uncertainty: the wider side, ln(0.08 / 0.06) = 0.2877.
+    moved, story, _ = _judging(monkeypatch, [_asks(0.06, (0.05, None)), _asks(0.07, (0.06, None))], cells=["B", "A", "A"])
+    assert moved and story.status == "calibrated"
+    assert story.range == pytest.approx((0.05, 0.08)) and story.uncertainty == pytest.approx(math.log(0.08 / 0.06))
+    assert story.why == ("2 jobs of 2 scenarios rest on it; they bound it on one side only (0.06 or more), the shipped "
+                         "value outside: moved to the nearest value they allow; within the runs' noise (±6% a phase) "
+                         "they support 0.05 to 0.08; fitted together with Bencher's cells A, B, which ask for 0.0447")
+    # No plausible range: the search's own end, 0.0447 x 4 = 0.1788.
+    moved, story, _ = _judging(monkeypatch, [_asks(0.06, (0.05, None)), _asks(0.07, (0.06, None))], with_range=False)
+    assert story.range == pytest.approx((0.05, 4 * 0.0447))
+    # Open at the bottom instead, from 0.03 down, the value 0.025: the plausible range's bottom, 0.02, under it.
+    moved, story, _ = _judging(monkeypatch, [_asks(0.02, (None, 0.03)), _asks(0.02, (None, 0.035))], fitted=0.025)
+    assert moved and story.range == pytest.approx((0.02, 0.035))
+    # A plausible end on the wrong side of the value is not a range: the search's end is.
+    moved, story, _ = _judging(monkeypatch, [_asks(0.2, (0.1, None)), _asks(0.2, (0.12, None))], fitted=0.15)
+    assert story.range == pytest.approx((0.1, 0.32))
+
+
+def test_jobs_that_pin_a_constant_move_it_and_its_range_is_every_value_they_support(monkeypatch):
+    # j1 asks 0.05 (supports 0.04-0.07), j2 0.06 (0.045-0.08): the fit 0.055; the range 0.04 to 0.08; uncertainty the
+    # wider side, ln(0.08 / 0.055) = 0.3747.
+    moved, story, _ = _judging(monkeypatch, [_asks(0.05, (0.04, 0.07)), _asks(0.06, (0.045, 0.08))], fitted=0.055)
+    assert moved and story.status == "calibrated"
+    assert story.per_job == {"j1": 0.05, "j2": 0.06}
+    assert story.range == pytest.approx((0.04, 0.08)) and story.uncertainty == pytest.approx(math.log(0.08 / 0.055))
+    assert story.why == ("2 jobs of 2 scenarios rest on it; alone they ask for 0.05 to 0.06 (median 0.055); within the "
+                         "runs' noise (±6% a phase) they support 0.04 to 0.08")
