@@ -879,3 +879,45 @@ def test_a_jobs_cost_at_its_edges():
     with pytest.raises(ConfigError) as refused:
         PriceTable.with_overrides({"s3_get_per_million": "cheap"})
     assert refused.value.problem == "'cheap' is not a price"
+
+
+def test_a_calibration_holds_every_constants_story_its_jobs_and_what_was_set_aside():
+    # The two scenarios of the test above (1,200 and 1,260 MB/s): NVMe's rate moves to sqrt(1,200 x 1,260); every other
+    # constant stays as shipped, "not measured", in the order of the model's fields, each said in its unit.
+    from dslab.core.model.calibration import constant_names
+    jobs = [FakeJob("b", "s2", "nvme_download_mbps", 1260.0), FakeJob("a", "s1", "nvme_download_mbps", 1200.0)]
+    found = calibrate(jobs, PriceTable(), with_bencher=False, set_aside=[("x", "interrupted")])
+    assert found.jobs == jobs and found.set_aside == [("x", "interrupted")]
+    assert [c.name for c in found.constants] == list(constant_names())
+    assert found.model.nvme_download_mbps == pytest.approx(math.sqrt(1200 * 1260), rel=1e-3)
+    assert all(getattr(found.model, n) == getattr(MODEL, n) for n in constant_names() if n != "nvme_download_mbps")
+    stories = {c.name: c for c in found.constants}
+    nvme = stories["nvme_download_mbps"]
+    assert (nvme.what, nvme.unit, nvme.scale, nvme.shipped, nvme.jobs) == ("File mode onto NVMe", "MB/s", 1.0, 1000.0,
+                                                                           ["a", "b"])
+    assert nvme.noise == pytest.approx(0.060010436597669164)
+    express = stories["express_first_byte"]
+    assert (express.status, express.why, express.value, express.shipped, express.unit, express.scale) == (
+        "not measured", "no measured phase rests on it: kept as shipped", MODEL.express_first_byte,
+        MODEL.express_first_byte, "ms", 1000.0)
+    assert (express.what, express.jobs) == ("S3 Express One Zone first byte", [])
+
+
+def test_a_phase_of_five_seconds_is_evidence_and_a_shorter_one_is_noise():
+    # MIN_PHASE_SECONDS = 5: two scenarios whose phase lasts exactly 5 s at the shipped 1,000 MB/s rest on it (and
+    # keep it); at 4.9 s they are start-up noise: not measured.
+    at_five = [FakeJob(f"j{i}", f"s{i}", "nvme_download_mbps", 1000.0, seconds=5.0) for i in range(2)]
+    assert _nvme(at_five).status != "not measured"
+    under = [FakeJob(f"j{i}", f"s{i}", "nvme_download_mbps", 1000.0, seconds=4.9) for i in range(2)]
+    assert _nvme(under).status == "not measured"
+
+
+def test_a_constant_fitted_on_bencher_s_cells_is_fitted_on_them_and_the_runs_together():
+    # FastFile's per-file GET (fitted on Bencher's FastFile JPEG cells): two scenarios asking 0.050 s move it, and its
+    # story says the cells had their say, unless the calibration is told to leave them out.
+    jobs = [FakeJob(f"j{i}", f"s{i}", "fastfile_get_latency", 0.050, power=1.0) for i in range(2)]
+    story = {c.name: c for c in calibrate(jobs, PriceTable()).constants}["fastfile_get_latency"]
+    assert story.status == "calibrated" and "fitted together with Bencher's cells A FastFile" in story.why
+    alone = {c.name: c for c in calibrate(jobs, PriceTable(), with_bencher=False).constants}["fastfile_get_latency"]
+    assert alone.status == "calibrated" and "Bencher" not in alone.why
+    assert alone.value == pytest.approx(0.050, rel=2e-3) and MODEL.fastfile_get_latency < story.value < alone.value
