@@ -842,3 +842,116 @@ def test_jobs_that_pin_a_constant_move_it_and_its_range_is_every_value_they_supp
     assert story.range == pytest.approx((0.04, 0.08)) and story.uncertainty == pytest.approx(math.log(0.08 / 0.055))
     assert story.why == ("2 jobs of 2 scenarios rest on it; alone they ask for 0.05 to 0.06 (median 0.055); within the "
                          "runs' noise (±6% a phase) they support 0.04 to 0.08")
+
+
+# ---- the noise, a phase far from its estimate, a constant in words, a constant's record, a loss ------------------
+
+class _Run:
+    def __init__(self, scenario, source="File", phases=("downloading",), **figures):
+        self.scenario, self.source, self.phases, self.measured = scenario, source, phases, figures
+
+
+def test_the_runs_noise_is_bencher_s_or_their_own_repeats_half_range_where_wider():
+    bencher = 0.060010436597669164   # C FastFile's 6% (log) of its total
+    assert measured.run_noise([]) == pytest.approx(bencher)
+    # One scenario's repeats at 100 and 150 s: half of ln(1.5) = 0.2027.
+    assert measured.run_noise([_Run("a", downloading=100.0), _Run("a", downloading=150.0)]) == pytest.approx(
+        math.log(1.5) / 2)
+    # Three repeats 100, 110, 150: the widest over the narrowest, the same 0.2027.
+    assert measured.run_noise([_Run("a", downloading=v) for v in (100.0, 110.0, 150.0)]) == pytest.approx(
+        math.log(1.5) / 2)
+    # Two scenarios, or two sources, are not repeats; one job alone has no spread.
+    assert measured.run_noise([_Run("a", downloading=100.0), _Run("b", downloading=150.0)]) == pytest.approx(bencher)
+    assert measured.run_noise([_Run("a", downloading=100.0), _Run("a", "FastFile", downloading=150.0)]) == \
+        pytest.approx(bencher)
+    # A phase under 5 s is start-up noise, not a repeat's figure; 5 s is one. A phase not measured counts nothing.
+    assert measured.run_noise([_Run("a", downloading=4.0), _Run("a", downloading=100.0)]) == pytest.approx(bencher)
+    assert measured.run_noise([_Run("a", downloading=5.0), _Run("a", downloading=10.0)]) == pytest.approx(
+        math.log(2) / 2)
+    assert measured.run_noise([_Run("a", phases=("downloading", "training"), downloading=100.0),
+                               _Run("a", phases=("downloading", "training"), downloading=100.0)]) == pytest.approx(
+        bencher)
+
+
+def test_a_phase_far_from_its_estimate_is_said_with_the_constants_it_rests_on():
+    from types import SimpleNamespace
+
+    from dslab.core.model.estimate import MODEL
+    assumptions = measured.ranged_constants()
+
+    def lines(phases, inside=True):
+        # phase_lines reads the check's phases and whether its billable time fell inside the range.
+        return measured.JobCheck.phase_lines(SimpleNamespace(inside=inside, phases=phases), assumptions, MODEL)
+    P = measured.PhaseCheck
+    # 58 s measured for 100 estimated: 42% shorter; it rests on NVMe's rate (two constants said at most, the third
+    # not), in the assumption's words and unit: the model's 1,000 MB/s and 0.00632 s = 6.3 ms.
+    assert lines([P("downloading", 58.0, 100.0, ["nvme_download_mbps", "express_first_byte", "pipe_mbps"])]) == [
+        "downloading 42% shorter than estimated: File mode onto NVMe, assumed 1,000 MB/s; S3 Express One Zone first "
+        "byte, assumed 6.3 ms"]
+    # Twice the estimate: 100% longer, resting on nothing said.
+    assert lines([P("training", 200.0, 100.0)]) == ["training 100% longer than estimated"]
+    # 25% off is said (within 25% is not), 24% is not; where the billable time fell outside its range, 10% is enough.
+    assert lines([P("other", 12.5, 10.0)]) == ["other 25% longer than estimated"]
+    assert lines([P("other", 12.4, 10.0)]) == []
+    assert lines([P("other", 11.0, 10.0)], inside=False) == ["other 10% longer than estimated"]
+    # Nothing estimated, nothing measured, or both under 5 s: nothing said; a phase skipped does not stop the next.
+    assert lines([P("downloading", 10.0, 0.0), P("training", 0.0, 10.0), P("other", 4.0, 1.0),
+                  P("training", 5.0, 10.0)]) == ["training 50% shorter than estimated"]
+    assert lines([P("training", 10.0, 1.0), P("other", 1.0, 10.0)]) == ["training 900% longer than estimated",
+                                                                        "other 90% shorter than estimated"]
+
+
+def test_a_constant_is_said_with_its_value_in_its_unit_at_three_sizes():
+    from types import SimpleNamespace
+    def say(value, unit="u"):
+        return measured.assumption_said("x", {"x": SimpleNamespace(what="w", unit=unit, scale=1.0)},
+                                        SimpleNamespace(x=value))
+    # 100 and up: whole, with thousands; 1 and up: one decimal; under 1: two significant digits.
+    assert [say(v) for v in (1234.5, 100.0, 100.4, 99.96, 1.04, 1.0, 0.5, 0.01234)] == [
+        "w, assumed 1,234 u", "w, assumed 100 u", "w, assumed 100 u", "w, assumed 100.0 u", "w, assumed 1.0 u",
+        "w, assumed 1.0 u", "w, assumed 0.5 u", "w, assumed 0.012 u"]
+    assert say(5.0, unit="") == "w, assumed 5.0"
+    # A constant without words: its name and value.
+    assert measured.assumption_said("x", {}, SimpleNamespace(x=0.25)) == "x, assumed 0.25"
+
+
+def test_a_constants_record_rounds_each_figure_to_its_digits():
+    fit = measured.ConstantFit("n", "w", 2.0, 2.123456, "calibrated", "y", ["a"], {"a": 2.1234567}, "u", 1.0,
+                               {"a": (2.1234567, None)}, (2.1234567, 2.9876543), 0.123456, 0.0600104)
+    # 2.123456 / 2 - 1 = 0.061728: to four places, 0.0617.
+    assert fit.to_dict() == {"name": "n", "what": "w", "unit": "u", "scale": 1.0, "shipped": 2.0,
+                             "calibrated": 2.123456, "change": 0.0617, "status": "calibrated", "why": "y",
+                             "jobs": ["a"], "per_job": {"a": 2.123457}, "supports": {"a": [2.123457, None]},
+                             "range": [2.123457, 2.987654], "uncertainty": 0.1235, "noise": 0.06}
+    bare = measured.ConstantFit("n", "w", 0.0, 1.0, "kept", "y").to_dict()
+    assert bare["change"] is None and not {"range", "uncertainty", "noise"} & set(bare)
+
+
+def test_of_two_constants_that_move_a_phase_alike_it_rests_on_the_least_known():
+    # Ties to two places: 0.501 and 0.499 are alike. Express's first byte (range 5.9-7.0 ms, ln 1.19 = 0.17 wide) is
+    # less known than a fitted constant (its range a point: 0 wide) and than none at all (not ranged: 0).
+    assert measured._rests_on({"p": {"fastfile_get_latency": 0.501, "express_first_byte": 0.499}}) == {
+        "p": "express_first_byte"}
+    assert measured._rests_on({"p": {"not_ranged": 0.501, "express_first_byte": 0.499}}) == {"p": "express_first_byte"}
+    # Apart at two places: the more elastic, however well known.
+    assert measured._rests_on({"p": {"fastfile_get_latency": 0.52, "pipe_mbps": 0.50}}) == {"p": "fastfile_get_latency"}
+    assert measured._rests_on({"p": {}}) == {"p": None}
+
+
+def test_a_loss_is_the_sum_of_each_phases_squared_log_error_each_job_predicted_once():
+    from types import SimpleNamespace
+    calls = []
+
+    def job(predicted, **figures):
+        def predict(prices, model):
+            calls.append(model)
+            return predicted
+        return SimpleNamespace(predict=predict, measured=figures)
+    two = job({"downloading": 200.0, "training": 50.0}, downloading=100.0, training=100.0)
+    tiny = job({"other": 0.0}, other=1.0)
+    # ln 2 squared + ln(1/2) squared + ln(0.001 / 1) squared (a prediction of 0 is taken as 1 ms).
+    loss = measured._loss([(two, "downloading"), (two, "training"), (tiny, "other")], None, "m")
+    assert loss == pytest.approx(2 * math.log(2) ** 2 + math.log(1e-3) ** 2)
+    assert calls == ["m", "m"]
+    half = job({"other": 0.5}, other=1.0)
+    assert measured._loss([(half, "other")], None, "m") == pytest.approx(math.log(0.5) ** 2)
