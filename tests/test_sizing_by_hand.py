@@ -310,3 +310,19 @@ def test_files_download_spreads_over_as_many_prefixes_as_its_gets_need():
     assert row.short == "NVMe 8,000 GB, 2 S3 prefixes"
     assert "; 2 S3 prefixes; downloads " in row.provision
     assert row.commands == ["dslab dataset upload --src <folder> --to s3://<bucket>/datasets/<name>/ --prefixes 2"]
+
+
+def test_an_fsx_that_meets_the_target_exactly_feeds_the_cluster():
+    # Scratch 2 keeps 50% AU at 1,200 GiB, 89.97% at 2,400 and exactly 90% from 4,800; no other kind feeds at all. The
+    # cheapest that meets a 90% target is 4,800 GiB: 89.97% at 2,400 is not 90%, however close.
+    from dslab.core.answer.sizing import cheapest_fsx
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import AS_DEPLOYED
+    from dslab.core.shape import DatasetShape
+
+    def job_on(config):
+        if config.deployment_type != "SCRATCH_2":
+            return _Job(0.0)
+        return _Job(90.0 if config.capacity_gib >= 4800 else 89.97 if config.capacity_gib >= 2400 else 50.0)
+    best = cheapest_fsx(DatasetShape(files=10, bytes=2 ** 30), job_on, AS_DEPLOYED, PriceTable(), au_target=90.0)
+    assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 4800)
