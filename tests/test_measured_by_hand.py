@@ -1064,3 +1064,12 @@ def test_a_fit_keeps_the_value_as_it_stands_where_the_loss_is_flat_and_fits_each
     fitted = measured._fit(["express_first_byte", name], [(far, "downloading")], None, MODEL, {}, {name: {id(far)}})
     assert getattr(fitted, name) == pytest.approx(4 * MODEL.pipe_mbps, rel=1e-3)
     assert fitted.express_first_byte == MODEL.express_first_byte
+
+
+def test_a_valley_is_found_over_a_search_that_starts_below_one():
+    # The grid runs from 0.5 to 100 in log space: a valley at 50 is found there, and one at 0.8 near its bottom end.
+    assert measured._valley(_v(50.0), 0.5, 100.0).best == pytest.approx(50.0, rel=1e-3)
+    assert measured._valley(_v(0.8), 0.5, 100.0).best == pytest.approx(0.8, rel=1e-3)
+    # Flat from 25 to 100 (within ln 2 of 50), the search's top inside it: the flat stretch runs to the top.
+    valley = measured._valley(_v(50.0, flat=math.log(2)), 0.5, 100.0)
+    assert valley.low == pytest.approx(25.0, rel=1e-3) and valley.high == pytest.approx(100.0)
