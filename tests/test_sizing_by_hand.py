@@ -326,3 +326,15 @@ def test_an_fsx_that_meets_the_target_exactly_feeds_the_cluster():
         return _Job(90.0 if config.capacity_gib >= 4800 else 89.97 if config.capacity_gib >= 2400 else 50.0)
     best = cheapest_fsx(DatasetShape(files=10, bytes=2 ** 30), job_on, AS_DEPLOYED, PriceTable(), au_target=90.0)
     assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 4800)
+
+
+def test_each_provisioned_row_is_priced_on_a_premise_named_for_the_cluster_and_the_lab_as_it_stands_beside_it():
+    rows = {r.source: r for r in _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0).sources}
+    for source in ("FSx", "EFS", "FastFile", "Express FastFile"):
+        assert rows[source].estimate.provisioning.name == "provisioned for the cluster", source
+        assert rows[source].deployed_estimate.provisioning.name == "the lab as deployed", source
+    # EFS provisioned for 16 x p4d: the least Provisioned MiB/s that feeds them (EFS Provisioned 271 MiB/s), not the
+    # lab's Bursting; FSx the cheapest that feeds them, not the lab's Scratch 2 at 1,200 GiB.
+    assert rows["EFS"].estimate.provisioning.efs.mode == "provisioned"
+    assert rows["EFS"].deployed_estimate.provisioning.efs.mode == "bursting"
+    assert rows["FSx"].deployed_estimate.provisioning.fsx.deployment_type == "SCRATCH_2"
