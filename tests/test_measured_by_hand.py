@@ -1073,3 +1073,28 @@ def test_a_valley_is_found_over_a_search_that_starts_below_one():
     # Flat from 25 to 100 (within ln 2 of 50), the search's top inside it: the flat stretch runs to the top.
     valley = measured._valley(_v(50.0, flat=math.log(2)), 0.5, 100.0)
     assert valley.low == pytest.approx(25.0, rel=1e-3) and valley.high == pytest.approx(100.0)
+
+
+# ---- run 5's last survivors (measured again: 92.5%) --------------------------------------------------------------
+
+def test_a_jobs_region_is_its_environments_before_its_prices_and_its_storage_and_efs_its_records(aws_run):
+    run = _copy(aws_run)
+    run["prices"]["region"] = "eu-west-1"          # the prices' Region, where the environment names us-east-1
+    run["records"][0]["storage"] = "express"
+    run.pop("execution")
+    job = next(j for j in measured.read_runs(run).jobs if j.job == "aws-one-shards-a-file-r0")
+    assert (job.region, job.storage, job.execution) == ("us-east-1", "express", "?")
+    assert job.scenario == "?/one/shards-a/1xml.p4d.24xlarge"
+
+
+def test_a_job_checks_record_rounds_seconds_to_a_tenth_and_the_error_to_four_places():
+    from types import SimpleNamespace
+    job = _bencher_job(billable=1000.04)
+    estimate = SimpleNamespace(billable_seconds=1200.06, instance_count=1,
+                               range=SimpleNamespace(billable_low=900.04, billable_high=1300.06))
+    check = measured.JobCheck(job, estimate, [measured.PhaseCheck("training", 30.04, 36.06)])
+    found = check.to_dict()
+    # 1,200.06 / 1,000.04 - 1 = 0.200012: 0.2000 to four places.
+    assert (found["measured_billable_seconds"], found["estimated_billable_seconds"], found["estimated_range"],
+            found["error"]) == (1000.0, 1200.1, [900.0, 1300.1], 0.2)
+    assert found["phases"]["training"] == {"measured": 30.0, "estimated": 36.1, "error": 0.2004, "rests_on": []}
