@@ -899,6 +899,9 @@ def test_a_phase_far_from_its_estimate_is_said_with_the_constants_it_rests_on():
                   P("training", 5.0, 10.0)]) == ["training 50% shorter than estimated"]
     assert lines([P("training", 10.0, 1.0), P("other", 1.0, 10.0)]) == ["training 900% longer than estimated",
                                                                         "other 90% shorter than estimated"]
+    # 5 s is evidence (5 measured for 2.5 estimated: twice); a phase within its threshold does not stop the next.
+    assert lines([P("other", 5.0, 2.5)]) == ["other 100% longer than estimated"]
+    assert lines([P("downloading", 10.0, 10.0), P("training", 20.0, 10.0)]) == ["training 100% longer than estimated"]
 
 
 def test_a_constant_is_said_with_its_value_in_its_unit_at_three_sizes():
