@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from dslab.core.answer.sizing import MAX_CLUSTER, _largest, au_of, deploy_settings
 
 
@@ -338,3 +340,38 @@ def test_each_provisioned_row_is_priced_on_a_premise_named_for_the_cluster_and_t
     assert rows["EFS"].estimate.provisioning.efs.mode == "provisioned"
     assert rows["EFS"].deployed_estimate.provisioning.efs.mode == "bursting"
     assert rows["FSx"].deployed_estimate.provisioning.fsx.deployment_type == "SCRATCH_2"
+
+
+def test_a_size_question_the_table_or_the_search_cannot_answer_is_refused_naming_the_flag():
+    import pytest as _pytest
+
+    from dslab.core.errors import ConfigError
+    for kw, said in ((dict(instance_type="ml.x9.huge", count=1),
+                      "--instance: ml.x9.huge is not in the instance table (dslab/core/facts/instances.py) (allowed: a "
+                      "type of the table, e.g. ml.p4d.24xlarge)"),
+                     (dict(instance_type="ml.p4d.24xlarge", count=0), "--instance-count: 0 instances: give 1 to 4,096"),
+                     (dict(instance_type="ml.p4d.24xlarge", count=4097),
+                      "--instance-count: 4097 instances: give 1 to 4,096"),
+                     (dict(instance_type="ml.p4d.24xlarge", count=1, epochs=0), "--epochs: must be at least 1")):
+        with _pytest.raises(ConfigError) as refused:
+            _size(rate=100.0, **kw)
+        assert str(refused.value) == said
+    # The edges are allowed: 4,096 instances, an AU target of 100% or of half a percent.
+    assert _size(instance_type="ml.p4d.24xlarge", count=4096, rate=1.0, sources=(("FastFile", "standard"),)).count == 4096
+    assert _size(instance_type="ml.p4d.24xlarge", count=1, rate=1.0, au_target=100.0,
+                 sources=(("FastFile", "standard"),)).au_target == 100.0
+    assert _size(instance_type="ml.p4d.24xlarge", count=1, rate=1.0, au_target=0.5,
+                 sources=(("FastFile", "standard"),)).au_target == 0.5
+
+
+def test_an_instance_without_accelerators_eats_as_one_and_the_data_lives_in_s3_unless_told():
+    # ml.m5.xlarge has no GPU: one accelerator's rate per instance, 100 samples/s of the post's 35 KB JPEGs: 3.5 MB/s.
+    sizing = _size(instance_type="ml.m5.xlarge", count=1, rate=100.0, sources=(("EFS", "standard"),))
+    assert sizing.accelerators == 1
+    assert sizing.demand_mbps_per_host == pytest.approx(100 * 54e9 / 1_530_350 / 1e6)
+    assert sizing.demand_objects_per_host == pytest.approx(100.0)
+    # Data in S3 (the default): EFS's row is priced with the copy into EFS, unlike data that lives there.
+    copied = sizing.sources[0].usd_per_run
+    resident = _size(instance_type="ml.m5.xlarge", count=1, rate=100.0, sources=(("EFS", "standard"),),
+                     data_in_efs=True).sources[0].usd_per_run
+    assert resident < copied
