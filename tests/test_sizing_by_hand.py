@@ -375,3 +375,19 @@ def test_an_instance_without_accelerators_eats_as_one_and_the_data_lives_in_s3_u
     resident = _size(instance_type="ml.m5.xlarge", count=1, rate=100.0, sources=(("EFS", "standard"),),
                      data_in_efs=True).sources[0].usd_per_run
     assert resident < copied
+
+
+def test_efs_bursting_reads_grow_with_the_data_it_holds():
+    # 5 TB (4,656.6 GiB) in EFS Standard: Bursting's 100 MiB/s per TiB, 454.7 MiB/s, metered at a third: 1,364 MiB/s of
+    # reads; one m5 eating 10 samples/s is fed by it, the cheapest mode.
+    (row,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, shape=(1_000_000, 5 * 10**12),
+                   sources=(("EFS", "standard"),)).sources
+    assert row.shared_limit == "the file system's throughput mode (EFS Bursting (Max I/O): 1,364 MiB/s)"
+
+
+def test_the_notes_say_nothing_of_a_network_that_does_not_burst_or_of_a_dataset_as_large_as_the_largest_cluster():
+    # ml.p4d.24xlarge's 400 Gbit/s are sustained: only the primary card's note. 4,096 files: as many as the largest
+    # cluster searched, so no instance goes without.
+    notes = _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, shape=(4096, 10**9),
+                  sources=(("FastFile", "standard"),)).notes
+    assert len(notes) == 1 and notes[0].startswith("S3, EFS and FSx traffic is IP traffic")
