@@ -391,3 +391,15 @@ def test_the_notes_say_nothing_of_a_network_that_does_not_burst_or_of_a_dataset_
     notes = _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, shape=(4096, 10**9),
                   sources=(("FastFile", "standard"),)).notes
     assert len(notes) == 1 and notes[0].startswith("S3, EFS and FSx traffic is IP traffic")
+
+
+def test_efs_elastic_serves_the_reads_its_region_allows():
+    # 64 x ml.p4d.24xlarge at 200 samples/s an A100: Elastic feeds them. EFS's quotas: Elastic reads 60 GiB/s per file
+    # system in us-east-1 (61,440 MiB/s), 20 GiB/s in Regions such as ca-central-1 (20,480 MiB/s).
+    from dslab.core.model.provisioning import EfsConfig, Provisioning
+    ask = dict(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, sources=(("EFS", "standard"),))
+    (east,) = _size(**ask).sources
+    assert east.shared_limit == "the file system's throughput mode (EFS Elastic (General Purpose): 61,440 MiB/s)"
+    canada = Provisioning(efs=EfsConfig("bursting", None, "ca-central-1"))
+    (north,) = _size(deployed=canada, **ask).sources
+    assert north.shared_limit.endswith(": 20,480 MiB/s)")
