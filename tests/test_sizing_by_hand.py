@@ -4,6 +4,7 @@ settings together."""
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -403,3 +404,25 @@ def test_efs_elastic_serves_the_reads_its_region_allows():
     canada = Provisioning(efs=EfsConfig("bursting", None, "ca-central-1"))
     (north,) = _size(deployed=canada, **ask).sources
     assert north.shared_limit.endswith(": 20,480 MiB/s)")
+
+
+def test_the_directory_buckets_quota_names_its_default_how_to_raise_it_and_one_bucket_says_no_split():
+    from dslab.core.answer.sizing import EXPRESS_QUOTA, EXPRESS_QUOTA_SOURCE, SUPPORT_LIMIT_CASE
+    # 64 x 8 A100s at 600 samples/s of one JPEG each: up to 307,200 reads a second, past the default 200,000.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=600.0,
+                   sources=(("FastFile", "express"),)).sources
+    quota = row.quota
+    assert quota is not None and quota["needed_per_second"] > 200_000
+    # Asked in whole thousands, within the 2,000,000 a raise gives one bucket: one bucket, no split said.
+    assert quota["request_per_second"] == math.ceil(quota["needed_per_second"] / 1000) * 1000 <= 2_000_000
+    assert {k: v for k, v in quota.items() if k not in ("needed_per_second", "request_per_second", "summary",
+                                                        "command")} == {
+        "quota": EXPRESS_QUOTA, "default_per_second": 200_000.0, "buckets_needed": 1,
+        "how": "AWS Support, service limit increase", "url": SUPPORT_LIMIT_CASE, "source": EXPRESS_QUOTA_SOURCE}
+    assert quota["summary"] == (f"its read quota raised to {quota['request_per_second']:,.0f}/s: "
+                                f"{quota['needed_per_second']:,.0f} reads/s needed, above its default 200,000")
+
+
+def test_without_express_every_other_row_is_still_sized():
+    rows = [r.source for r in _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, express=False).sources]
+    assert rows == ["File", "FastFile", "Pipe", "Script", "FSx", "EFS"]
