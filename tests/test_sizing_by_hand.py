@@ -426,3 +426,12 @@ def test_the_directory_buckets_quota_names_its_default_how_to_raise_it_and_one_b
 def test_without_express_every_other_row_is_still_sized():
     rows = [r.source for r in _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, express=False).sources]
     assert rows == ["File", "FastFile", "Pipe", "Script", "FSx", "EFS"]
+
+
+def test_fsx_that_no_size_makes_feed_is_the_smallest_that_does_as_well_as_any():
+    # 8 A100s eating 50,000 samples/s each of ~35 KB: 14 GB/s a host, past the 10,000 MB/s its primary card carries:
+    # no FSx feeds even one instance.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=50_000.0, sources=(("FSx", "standard"),)).sources
+    assert row.au_percent < 90.0 and row.max_instances_at_target_au == 0
+    assert row.provision.endswith(" — the smallest that does as well as any: no deployment type or size feeds the "
+                                  "target, each instance's own reads bind")
