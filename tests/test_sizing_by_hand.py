@@ -435,3 +435,25 @@ def test_fsx_that_no_size_makes_feed_is_the_smallest_that_does_as_well_as_any():
     assert row.au_percent < 90.0 and row.max_instances_at_target_au == 0
     assert row.provision.endswith(" — the smallest that does as well as any: no deployment type or size feeds the "
                                   "target, each instance's own reads bind")
+
+
+def test_file_is_bound_by_its_local_copy_and_says_where_the_copy_sits():
+    import re
+    # 16 x ml.p4d.24xlarge: 8,000 GB of NVMe each (fixed: no EBS on NVMe types), each instance its shard.
+    rows = {r.source: r for r in _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0,
+                                       sources=(("File", "standard"), ("File", "express"))).sources}
+    nvme = rows["File"]
+    assert (nvme.per_host_limit, nvme.shared_limit, nvme.short) == (
+        "its local copy (NVMe)", "none while training; the download GETs every object once", "NVMe 8,000 GB")
+    assert re.fullmatch(r"ShardedByS3Key, 8,000 GB of NVMe per instance \(fixed\); 1 S3 prefix; downloads \d+ min first",
+                        nvme.provision), nvme.provision
+    assert nvme.assumptions == ["File: the download is billed before training starts; each instance holds only its "
+                                "shard"]
+    express = rows["Express File"]
+    assert express.short == "NVMe 8,000 GB, directory bucket" and "; the directory bucket; downloads " in \
+        express.provision
+    # One ml.m5.xlarge (EBS): the default 100 GB volume, no sharding to say.
+    (ebs,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=(("File", "standard"),)).sources
+    assert (ebs.per_host_limit, ebs.short) == ("its local copy (EBS)", "EBS 100 GB")
+    assert re.fullmatch(r"a 100 GB volume per instance; 1 S3 prefix; downloads \d+ min first", ebs.provision), \
+        ebs.provision
