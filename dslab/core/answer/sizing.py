@@ -28,9 +28,9 @@ from ..facts.limits import MAX_INSTANCE_COUNT
 from ..model.volume import VOLUME_HEADROOM
 from ..facts.prices import PriceTable
 from ..model.provisioning import EfsConfig, FsxConfig, Provisioning, as_deployed, deploy_command
-from ..facts.storage import (BURSTING, ELASTIC, PROVISIONED, EFS_PROVISIONED_MAX_MIBPS,
+from ..facts.storage import (BURSTING, ELASTIC, PERSISTENT_2, PROVISIONED, SCRATCH_2, EFS_PROVISIONED_MAX_MIBPS,
                              EXPRESS_READS_MAX, EXPRESS_READS_PER_BUCKET, FSX_CAPACITY_INCREMENT_GIB,
-                             FSX_PERSISTENT2_TIERS, FSX_SCRATCH2_BURST_MBPS_PER_TIB, MIB,
+                             FSX_PERSISTENT2_TIERS, FSX_SCRATCH2_BURST_MBPS_PER_TIB, FSX_SCRATCH2_MBPS_PER_TIB, MIB,
                              S3_GETS_PER_PREFIX, fsx_capacity_for, fsx_quota)
 
 AU_TARGET = 90.0   # MLPerf Storage v2.0 rules: ResNet-50 and 3D U-Net at 90% AU (mlcommons/storage Submission_guidelines.md)
@@ -40,6 +40,10 @@ MAX_CLUSTER = MAX_INSTANCE_COUNT  # instances searched for the largest cluster a
 # FSx capacity is searched up to this many 2,400 GiB steps above the smallest that holds the data (~75 PiB:
 # past any cluster here, so that one instance's own limits bind, not the search).
 FSX_MAX_STEPS = 32768
+# The most s3_concurrency `dslab size` advises: the lab's script runs a thread per GET in flight
+# (training/dslab_train/pipeline.py, s3_jpg_records); past about a thousand, one process's threads cost more than
+# the GETs they overlap save (assumption).
+SCRIPT_CONCURRENCY_MAX = 1024
 SOURCES = ((FILE, STANDARD), (FASTFILE, STANDARD), (PIPE, STANDARD), (SCRIPT, STANDARD),
            (FILE, EXPRESS), (FASTFILE, EXPRESS), (PIPE, EXPRESS), (SCRIPT, EXPRESS), (FSX, STANDARD), (EFS, STANDARD))
 # What a provisioning command names when the dataset is not known to `dslab size` (the CLI fills in what it knows).
@@ -181,6 +185,19 @@ def _largest(au_at, target: float = AU_TARGET, *, count: int = 1, most: int = MA
     return lo
 
 
+def least_concurrency(au_at: Callable[[int], float], target: float) -> int | None:
+    """The fewest GETs in flight above SCRIPT_CONCURRENCY (where ``au_at`` is below ``target``) at which
+    ``au_at(concurrency)`` meets it, up to SCRIPT_CONCURRENCY_MAX; None where none does. More GETs in flight never
+    lower AU (each epoch's GETs are spread over them), so a bisection finds it."""
+    lo, hi = SCRIPT_CONCURRENCY, SCRIPT_CONCURRENCY_MAX
+    if au_at(hi) < target:
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if au_at(mid) >= target else (mid, hi)
+    return hi
+
+
 def cheapest_fsx(shape: DatasetShape, job_on: Callable[[FsxConfig], Estimate], lab: Provisioning, prices: PriceTable,
                  au_target: float = AU_TARGET) -> FsxConfig:
     """The cheapest FSx (Scratch 2 at least the lab's size, or a Persistent 2 tier) that holds the data and feeds the
@@ -188,15 +205,18 @@ def cheapest_fsx(shape: DatasetShape, job_on: Callable[[FsxConfig], Estimate], l
     ``job_on(config)``: the estimate of the cluster's FSx job on that file system."""
     dataset_gib = shape.bytes / 2**30
     candidates = []
-    for config in (FsxConfig(capacity_gib=1200), *(FsxConfig.persistent2(t, 1200) for t in FSX_PERSISTENT2_TIERS)):
-        floor = lab.fsx.capacity_gib if config.deployment_type == lab.fsx.deployment_type else 0
-        smallest = fsx_capacity_for(max(dataset_gib * VOLUME_HEADROOM, floor))
+    kinds = ((SCRATCH_2, FSX_SCRATCH2_MBPS_PER_TIB), *((PERSISTENT_2, float(t)) for t in FSX_PERSISTENT2_TIERS))
+    for deployment_type, per_tib in kinds:
+        least_gib = dataset_gib * VOLUME_HEADROOM
+        if deployment_type == lab.fsx.deployment_type:   # never smaller than the lab's own file system of its kind
+            least_gib = max(least_gib, lab.fsx.capacity_gib)
+        smallest = fsx_capacity_for(least_gib)
 
-        def at(steps: int, config=config, smallest=smallest) -> FsxConfig:
+        def at(steps: int, deployment_type=deployment_type, per_tib=per_tib, smallest=smallest) -> FsxConfig:
             # Each step the next allowed capacity: 1,200 GiB is followed by 2,400, then every 2,400 more.
             capacity = smallest if steps == 0 else \
                 fsx_capacity_for((smallest // FSX_CAPACITY_INCREMENT_GIB + steps) * FSX_CAPACITY_INCREMENT_GIB)
-            return FsxConfig(config.deployment_type, capacity, config.mbps_per_tib)
+            return FsxConfig(deployment_type, capacity, per_tib)
 
         def au(steps: int) -> float:
             return job_on(at(steps)).au_percent
@@ -274,9 +294,9 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
                     accelerators=per_host_accelerators, provisioning=provisioning, volume_size_gb=volume_size_gb,
                     readers=readers, model=calibration.model)
 
-    def job(mode: str, storage: str, n: int, provisioning: Provisioning) -> Estimate:
+    def job(mode: str, storage: str, n: int, provisioning: Provisioning, **more: Any) -> Estimate:
         return estimate_mode(mode, shape, storage=storage, efs_resident=data_in_efs and mode == EFS,
-                             **job_kwargs(n, provisioning))
+                             **job_kwargs(n, provisioning), **more)
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
@@ -474,13 +494,16 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             if prefixes > 1:
                 commands.append(upload.format(prefixes))
             short = f"{prefixes:,} S3 prefix{'es' if prefixes > 1 else ''}"
-        latency = (calibration.model.express_first_byte if storage == EXPRESS
-                   else calibration.model.s3_standard_first_byte)
-        needed = math.ceil(demand_ops * latency * 1.1)
-        if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target and needed > SCRIPT_CONCURRENCY:
-            # The script's own knob: enough GETs in flight for the accelerators' appetite.
-            provision_text += f"; s3_concurrency {needed} instead of {SCRIPT_CONCURRENCY} would feed one instance"
-            commands.append(f"experiment: hyperparameters: {{s3_concurrency: {needed}}}")
+        if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target:
+            # The script's own knob (s3_concurrency): the fewest GETs in flight at which the model feeds the target,
+            # the listing and each GET's transfer counted (the row stays priced at the script's default).
+            feeding = least_concurrency(
+                lambda c: job(mode, storage, count, premise, script_concurrency=c).au_percent, au_target)
+            if feeding is None:
+                provision_text += f"; no s3_concurrency up to {SCRIPT_CONCURRENCY_MAX:,} feeds it"
+            else:
+                provision_text += f"; s3_concurrency {feeding} instead of {SCRIPT_CONCURRENCY} feeds it"
+                commands.append(f"experiment: hyperparameters: {{s3_concurrency: {feeding}}}")
         # The same cluster on the lab as it stands: one prefix per dataset, Scratch 2 at the lab's size, EFS Bursting.
         as_is = with_range(job(mode, storage, count, lab), shape, efs_resident=data_in_efs and mode == EFS,
                            calibration=calibration, **job_kwargs(count, lab))

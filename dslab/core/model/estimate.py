@@ -200,7 +200,8 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                   fsx_capacity_gib: int = 1200, efs_provisioned_mibps: float | None = None,
                   storage: str = STANDARD, accelerators: int | None = None,
                   provisioning: Provisioning | None = None, sharded: bool | None = None,
-                  readers: int | None = None, efs_resident: bool = False, model: Model = MODEL) -> Estimate:
+                  readers: int | None = None, efs_resident: bool = False, model: Model = MODEL,
+                  script_concurrency: int = SCRIPT_CONCURRENCY) -> Estimate:
     """One job of ``instance_count`` instances, each running ``accelerators`` (default: the instance
     table's count, at least one) at ``rate`` samples/s, on the sources as ``provisioning`` has them (default:
     the lab as deployed, FSx Scratch 2 at ``fsx_capacity_gib``). The instances share each epoch's samples
@@ -214,7 +215,7 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
     never an answer. ``efs_resident``: the dataset lives in EFS (not copied in for the run), so the lifecycle has moved
     its larger files to Infrequent Access. `dslab size` is this model searched over instance counts and provisioning.
     ``model``: the constants (default MODEL; the calibration passes others: fitted on fewer cells, or at a range's
-    end)."""
+    end). ``script_concurrency``: Script mode's GETs in flight for small objects (the script's s3_concurrency)."""
     if mode not in MODES:
         raise ConfigError("--mode", f"unknown mode {mode!r}", MODES)
     if storage == EXPRESS and mode not in S3_READ_MODES:
@@ -296,13 +297,13 @@ def estimate_mode(mode: str, shape: DatasetShape, *, instance_type: str = "ml.p3
                            "per object (S3's first byte, Mountpoint on EC2), prefetched 8 deep (no measured cell)")
     elif mode == SCRIPT:
         # Nothing before the script; it lists the prefix itself (inside the training time), then each
-        # small object is a GET of first-byte latency, SCRIPT_CONCURRENCY in flight; large ones stream in
+        # small object is a GET of first-byte latency, script_concurrency in flight; large ones stream in
         # ranged GETs at s3_connection_mbps per connection, up to the instance's network.
         downloading = 0.0
         latency = model.express_first_byte if express else model.s3_standard_first_byte
         page = model.express_list_page_seconds if express else model.script_list_page_seconds
         listing = -(-shape.files // 1000) * page
-        connections = SCRIPT_CONCURRENCY if small else SCRIPT_SHARD_CONNECTIONS
+        connections = script_concurrency if small else SCRIPT_SHARD_CONNECTIONS
         mbps = min(connections * model.s3_connection_mbps, network_mbps)
         per_epoch = s3_shared(files * latency / connections + megabytes / mbps)
         io_epochs = [listing + per_epoch] + [per_epoch] * (epochs - 1)
