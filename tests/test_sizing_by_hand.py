@@ -227,8 +227,7 @@ def _size(**kw):
     from dslab.core.answer.sizing import size
     from dslab.core.facts.prices import PriceTable
     from dslab.core.shape import DatasetShape
-    files, size_bytes = kw.pop("shape", _POST_SHAPE)
-    return size(DatasetShape(files=files, bytes=size_bytes), prices=PriceTable(), **kw)
+    return size(DatasetShape(*kw.pop("shape", _POST_SHAPE)), prices=PriceTable(), **kw)
 
 
 def test_fsx_is_bound_per_instance_by_the_primary_cards_payload():
@@ -457,3 +456,197 @@ def test_file_is_bound_by_its_local_copy_and_says_where_the_copy_sits():
     assert (ebs.per_host_limit, ebs.short) == ("its local copy (EBS)", "EBS 100 GB")
     assert re.fullmatch(r"a 100 GB volume per instance; 1 S3 prefix; downloads \d+ min first", ebs.provision), \
         ebs.provision
+
+
+def test_the_fewest_gets_in_flight_that_feed_are_found_exactly_above_the_scripts_64():
+    from dslab.core.answer.sizing import SCRIPT_CONCURRENCY_MAX, least_concurrency
+    looks = []
+
+    def feeds_from(c0: int):
+        def au_at(c: int) -> float:
+            looks.append(c)
+            assert len(looks) < 64, "the search does not end"
+            return 90.0 if c >= c0 else 89.9
+        return au_at
+    for c0 in (65, 66, 70, 100, 512, 1023, 1024):
+        looks.clear()
+        assert least_concurrency(feeds_from(c0), 90.0) == c0, c0
+        assert len(looks) <= 1 + 10, looks   # the top, then a bisection of 64..1,024: 10 looks (log2 960), not 960
+    assert SCRIPT_CONCURRENCY_MAX == 1024
+    assert least_concurrency(feeds_from(1025), 90.0) is None       # past the most advised: none
+    assert least_concurrency(lambda c: 100.0 * c / 2048, 50.0) == 1024   # exactly the target at the top feeds
+
+
+_SCRIPT = (("Script", "standard"),)
+
+
+def test_the_script_is_told_the_fewest_gets_in_flight_that_feed_it_its_listing_and_transfers_counted():
+    # The post's 1,530,350 JPEGs (54 GB) on one ml.p4d.24xlarge, 8 A100s at 262 samples/s each, one epoch:
+    #   compute 1,530,350 / (8 x 262) = 730.13 s; 90% AU needs the epoch's I/O within 730.13 / 0.9 = 811.25 s.
+    #   I/O at c GETs in flight: the listing, 1,531 pages x 0.1216 s = 186.17 s; the GETs, 1,530,350 x 27.83 ms / c =
+    #   42,589.6 / c s; the bytes, 54,000 MB / min(87.5 c, 10,000) MB/s.
+    #   c = 64: 186.17 + 665.46 + 9.64 = 861.27 s: AU 84.8%.  c = 69: 186.17 + 617.24 + 8.94 = 812.35 s: 89.88%, not
+    #   yet.  c = 70: 186.17 + 608.42 + 8.82 = 803.41 s: 90.88%.  The fewest that feed: 70.
+    # (The rule it replaces, the accelerators' 2,096 GETs a second x 27.83 ms x 1.1, asked for 65, which the model
+    # says keeps 85.2%.)
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT).sources
+    assert round(row.au_percent, 1) == 84.8
+    assert row.provision.endswith("; s3_concurrency 70 instead of 64 feeds it")
+    assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 70}"]
+    # At 260 samples/s: compute 735.75 s, I/O within 817.50 s: 68 in flight give 821.56 s, 69 give 812.35 s: 69 (the
+    # old rule's 63.7 rounded to 64, the script's own, and said nothing while the model kept 85.4%).
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=260.0, sources=_SCRIPT).sources
+    assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 69}"]
+    # The row is priced at the script's default 64, as every other path prices the script.
+    assert round(row.au_percent, 1) == 85.4
+
+
+def test_no_gets_in_flight_feed_a_script_whose_listing_outlasts_the_compute():
+    # 1,000 samples/s an A100: compute 1,530,350 / 8,000 = 191.29 s, the I/O within 212.55 s; the listing alone is
+    # 186.17 s, and 1,024 in flight still leave 41.59 s of GETs and 5.40 s of bytes (10,000 MB/s, the card's payload):
+    # 233.16 s, AU 82.0%. No s3_concurrency feeds it, and no command is given.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=1000.0, sources=_SCRIPT).sources
+    assert row.provision.endswith("; no s3_concurrency up to 1,024 feeds it")
+    assert not any("s3_concurrency" in c for c in row.commands)
+
+
+def test_the_script_is_told_nothing_of_its_gets_in_flight_where_they_are_not_what_binds():
+    # Fed (100 samples/s an A100: I/O 861.27 s against 1,913 s of compute): nothing to say.
+    (fed,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=100.0, sources=_SCRIPT).sources
+    assert "s3_concurrency" not in fed.provision and fed.commands == []
+    # At the target exactly: fed, nothing to say (the AU asked is the row's own, to the last digit).
+    (under,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT).sources
+    (exact,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT,
+                     au_target=under.au_percent).sources
+    assert exact.au_percent == under.au_percent and "s3_concurrency" not in exact.provision and exact.commands == []
+    # Large objects (TFRecord shards of 100 MB) stream in ranged GETs over the script's 8 connections: s3_concurrency
+    # does not set them.
+    (shards,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=5000.0, shape=(540, 54 * 10**9),
+                      sources=_SCRIPT).sources
+    assert shards.au_percent < 90.0 and "s3_concurrency" not in shards.provision
+    # As deployed, nothing is provisioned or advised.
+    (deployed,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT, provision=False).sources
+    assert deployed.commands == [] and "s3_concurrency" not in deployed.provision
+
+
+def test_a_file_of_exactly_a_megabyte_is_one_get_and_a_byte_more_is_read_in_8_mib_ranges():
+    # 10,000 files, one sample each, on one ml.p4d.24xlarge at 100 samples/s an A100, fed: 800 samples a second.
+    # Files of up to 1 MB are read whole, one GET each: 800 GET/s. A file of 1,000,001 bytes is large: the script
+    # streams it in 8 MiB ranges over its 8 connections (700 MB/s), an epoch of I/O 1.22 s of listing (10 pages) +
+    # 10,000 x 27.83 ms / 8 = 34.79 s of first bytes + 10,000 MB / 700 MB/s = 14.29 s: 50.29 s against 12.5 s of
+    # compute, AU 24.86%: 800 x 0.2486 x 1,000,001 / 8,388,608 = 23.7 ranged GETs a second.
+    (one,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=100.0, shape=(10_000, 10_000 * 1_000_000, 10_000),
+                   sources=_SCRIPT).sources
+    assert one.au_percent == 100.0 and "(800 GET/s at this size;" in one.provision
+    (ranged,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=100.0,
+                      shape=(10_000, 10_000 * 1_000_001, 10_000), sources=_SCRIPT).sources
+    assert round(ranged.au_percent, 2) == 24.86 and "(24 GET/s at this size;" in ranged.provision
+
+
+def test_efs_provisioned_goes_up_to_the_settings_3414_where_the_region_serves_it():
+    # 32 x ml.p4d.24xlarge at 1,000 samples/s an A100, 100 epochs: 8 x 1,000 x 35,286 B = 282.3 MB/s = 269.2 MiB/s a
+    # host, 8,615 MiB/s of reads for 32. Elastic would bill $0.03 a GB read over 100 epochs of 54 GB; the least
+    # Provisioned throughput that feeds them is cheaper. In us-east-1 a file system reads up to 10 GiB/s (10,240 MiB/s)
+    # and the stack's setting allows 1-3,414 MiB/s: the answer lies above 3,072 (3 GiB/s, the ceiling elsewhere).
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.model.provisioning import EfsConfig, Provisioning
+    ask = dict(instance_type="ml.p4d.24xlarge", count=32, rate=1000.0, epochs=100, sources=(("EFS", "standard"),))
+    (row,) = _size(**ask).sources
+    efs = row.estimate.provisioning.efs
+    assert (efs.mode, efs.region) == ("provisioned", "us-east-1") and 3072 < efs.provisioned_mibps <= 3414
+    assert row.au_percent >= 90.0
+
+    def au_at(mibps: int) -> float:   # the model's AU for the same job at a Provisioned throughput
+        from dslab.core.facts.prices import PriceTable
+        from dslab.core.shape import DatasetShape
+        lab = Provisioning(efs=EfsConfig("provisioned", mibps, "us-east-1"), s3_prefixes=None)
+        return estimate_mode("EFS", DatasetShape(*_POST_SHAPE), instance_type="ml.p4d.24xlarge", instance_count=32,
+                             epochs=100, rate=1000.0, prices=PriceTable(), provisioning=lab).au_percent
+    assert au_at(efs.provisioned_mibps - 1) < 90.0   # the least that feeds
+    assert row.commands == [f'make deploy FSX=keep CONTEXT="efsThroughput=provisioned efsProvisionedMibps='
+                            f'{efs.provisioned_mibps}"']
+
+
+def test_efs_in_a_region_of_lower_limits_is_provisioned_there():
+    from dslab.core.model.provisioning import EfsConfig, Provisioning
+    canada = Provisioning(efs=EfsConfig("bursting", None, "ca-central-1"))
+    # The same 32 x p4d: in ca-central-1 a Provisioned file system reads at most 3 GiB/s (3,072 MiB/s), short of the
+    # 8,615 MiB/s needed; Elastic reads 20 GiB/s there: Elastic.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=32, rate=1000.0, epochs=100, sources=(("EFS", "standard"),),
+                   deployed=canada).sources
+    assert row.estimate.provisioning.efs == EfsConfig("elastic", None, "ca-central-1")
+    # 16 x p4d at 300 samples/s: 80.8 MiB/s a host, 1,292 MiB/s for 16, under the Region's 3,072: Provisioned 416 MiB/s,
+    # a file system of the lab's Region.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=16, rate=300.0, sources=(("EFS", "standard"),),
+                   deployed=canada).sources
+    assert row.estimate.provisioning.efs == EfsConfig("provisioned", 416, "ca-central-1")
+    assert row.provision == "EFS Provisioned 416 MiB/s (1,292 MiB/s of reads needed, metered at a third)"
+
+
+def test_efs_bursting_reads_are_capped_by_the_regions_limit():
+    from dslab.core.model.provisioning import EfsConfig, Provisioning
+    # 20 TB in EFS Standard (18,626.5 GiB = 18.19 TiB): Bursting's 100 MiB/s per TiB, 1,819 MiB/s, metered at a
+    # third: 5,457 MiB/s of reads, past a file system's Bursting limit: 5 GiB/s (5,120 MiB/s) in us-east-1, 3 GiB/s
+    # (3,072) in ca-central-1. One m5 at 10 samples/s is fed by it, the cheapest mode.
+    ask = dict(instance_type="ml.m5.xlarge", count=1, rate=10.0, shape=(1_000_000, 20 * 10**12),
+               sources=(("EFS", "standard"),))
+    (east,) = _size(**ask).sources
+    assert east.shared_limit == "the file system's throughput mode (EFS Bursting (Max I/O): 5,120 MiB/s)"
+    (north,) = _size(deployed=Provisioning(efs=EfsConfig("bursting", None, "ca-central-1")), **ask).sources
+    assert north.shared_limit == "the file system's throughput mode (EFS Bursting (Max I/O): 3,072 MiB/s)"
+    assert north.estimate.provisioning.efs == EfsConfig("bursting", None, "ca-central-1")
+
+
+def test_a_lab_that_cannot_hold_the_data_prices_nothing_as_it_stands_and_says_why():
+    # 2 TB (1,862.6 GiB) on one ml.g5.2xlarge: the lab's FSx, Scratch 2 at 1,200 GiB, cannot hold it (with 5% headroom
+    # 1,955.7 GiB: 2,400 GiB at least); File copies 2,000 GB x 1.05 = 2,100 GB onto the g5's 450 GB of NVMe.
+    rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=1, rate=50.0,
+                                       shape=(2_000_000, 2 * 10**12)).sources}
+    fsx = rows["FSx"].deployed
+    assert fsx["blocker"] == ("FSx for Lustre (Scratch 2, 1,200 GiB (234 MB/s)) cannot hold 1,863 GiB: it needs 2,400 "
+                              "GiB or more")
+    assert (fsx["au_percent"], fsx["usd_per_run"], fsx["usd_per_hour"]) == (None, None, None)
+    assert fsx["max_instances_at_target_au"] == fsx["max_accelerators_at_target_au"] == 0
+    # Provisioned for the question, FSx holds it (2,400 GiB at least): priced, no blocker.
+    assert rows["FSx"].blocker is None and rows["FSx"].estimate.provisioning.fsx.capacity_gib >= 2400
+    assert rows["FSx"].usd_per_run > 0
+    # File cannot hold it either way: the row says why.
+    said = ("File mode copies 2,100 GB onto each instance, more than its 450 GB of NVMe instance storage (fixed: "
+            "SageMaker provisions no EBS volume on NVMe types); more instances (ShardedByS3Key shares the objects among "
+            "them), or FastFile/FSx")
+    assert rows["File"].blocker == said and rows["File"].deployed["blocker"] == said
+    # A source that holds it has no blocker as it stands.
+    assert "blocker" not in rows["FastFile"].deployed and rows["FastFile"].blocker is None
+
+
+def test_nothing_to_change_names_where_each_file_systems_settings_were_read():
+    from dslab.core.model.provisioning import Provisioning
+    # FSx known from cdk.json (not deployed), EFS from the stack's outputs: one small g5 is fed by both as they stand.
+    lab = Provisioning(fsx_source="cdk.json", efs_source="cdk-outputs.json")
+    rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=1, rate=50.0, deployed=lab).sources}
+    assert rows["FSx"].unchanged == ("as cdk.json would deploy it: nothing to change (`make fsx-up` builds it if FSx "
+                                     "is down)")
+    assert rows["EFS"].unchanged == "as deployed: nothing to change"
+    lab = Provisioning(fsx_source="cdk-outputs.json", efs_source="cdk.json")
+    rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=1, rate=50.0, deployed=lab).sources}
+    assert rows["FSx"].unchanged == "as deployed: nothing to change"
+    assert rows["EFS"].unchanged == "as cdk.json would deploy it: nothing to change"
+    # Neither asks for a deploy; no row brings FSx up.
+    assert all(r.deploy_fsx == "keep" and not r.deploy_settings for r in rows.values())
+
+
+def test_fsx_is_never_asked_smaller_than_the_labs_own_file_system_of_its_kind():
+    # Shrinking FSx in place is refused by AWS: Scratch 2 is searched from the lab's 4,800 GiB up, other kinds from
+    # the data's size. A 10 MB/s demand any file system meets: Scratch 2 at 4,800 GiB ($0.140 x 4,800 / 730 = $0.921
+    # an hour) against Persistent 2 at 125 MB/s/TiB and 1,200 GiB ($0.145 x 1,200 / 730 = $0.238): Persistent 2.
+    from dslab.core.answer.sizing import cheapest_fsx
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.provisioning import FsxConfig, Provisioning
+    from dslab.core.shape import DatasetShape
+    small = DatasetShape(files=1000, bytes=10 * 2 ** 30)
+    best = cheapest_fsx(small, _demand(10.0), Provisioning(fsx=FsxConfig(capacity_gib=4800)), PriceTable())
+    assert (best.deployment_type, best.mbps_per_tib, best.capacity_gib) == ("PERSISTENT_2", 125.0, 1200)
+    # A lab on Persistent 2 (250 MB/s/TiB, 4,800 GiB): every Persistent 2 tier from 4,800 GiB; Scratch 2 from the
+    # data's 1,200 GiB ($0.230 an hour), the cheapest.
+    best = cheapest_fsx(small, _demand(10.0), Provisioning(fsx=FsxConfig.persistent2(250, 4800)), PriceTable())
+    assert (best.deployment_type, best.capacity_gib) == ("SCRATCH_2", 1200)
