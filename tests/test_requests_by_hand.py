@@ -343,15 +343,21 @@ def test_a_replicated_channel_is_split_by_the_labs_script_not_by_s3():
     assert "(File: the lab's script splits the files among the instances by SM_HOSTS)" in refused.value.problem
 
 
-def _checkpoint_experiment(target: str):
+def _llama_8b(targets: list[str], *, instance_type: str = "ml.p5.48xlarge", count: int = 1, scale: float = 0.0001,
+              writes: int = 1, reads: int = 0, **trial):
+    """A checkpoint experiment of llama3 8B (DLIO's workload file) saving to ``targets``, at ``scale`` of its model."""
     import yaml
     from pathlib import Path
 
     from dslab.core.experiment import parse_experiment
     doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    return parse_experiment({"name": "ckpt", "instance_type": "ml.p5.48xlarge", "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 0.0001},
-         "checkpoint": {"targets": [target], "writes": 1, "reads": 0, "seconds_between": 0}}]})
+    return parse_experiment({"name": "ckpt", "instance_type": instance_type, "instance_count": count, "trials": [
+        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": scale}, **trial,
+         "checkpoint": {"targets": targets, "writes": writes, "reads": reads, "seconds_between": 0}}]})
+
+
+def _checkpoint_experiment(target: str):
+    return _llama_8b([target])
 
 
 def test_an_efs_checkpoint_target_on_a_lab_without_efs_is_refused():
@@ -761,14 +767,7 @@ def test_an_fsx_channel_on_a_lab_without_fsx_is_refused_by_the_builder_too():
 def _llama_8b_on_two_p3(targets: list[str], reads: int = 1, instance_type: str = "ml.p3.16xlarge", **trial):
     # Two ml.p3.16xlarge (8 GPUs each, EBS only): 16 ranks of llama3 8B, 56,213,794,816 bytes a host, each checkpoint
     # (DLIO's formula, dslab/core/workloads/checkpoint.py).
-    import yaml
-    from pathlib import Path
-
-    from dslab.core.experiment import parse_experiment
-    doc = yaml.safe_load((Path(__file__).resolve().parents[1] / "dslab/contracts/dlio/llama3_8b.yaml").read_text())
-    return parse_experiment({"name": "ckpt", "instance_type": instance_type, "instance_count": 2, "trials": [
-        {"name": "save", "workload": {"file": "llama3_8b.yaml", "dlio": doc, "scale": 1}, **trial,
-         "checkpoint": {"targets": targets, "writes": 2, "reads": reads, "seconds_between": 0}}]})
+    return _llama_8b(targets, instance_type=instance_type, count=2, scale=1, writes=2, reads=reads, **trial)
 
 
 def test_a_sync_checkpoint_jobs_volume_holds_what_it_writes_and_its_restore_job_every_hosts():
