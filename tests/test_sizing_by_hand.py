@@ -713,3 +713,47 @@ def test_a_rows_dollars_an_hour_are_its_job_over_its_hours():
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, sources=(("FastFile", "standard"),)).sources
     assert row.usd_per_hour == pytest.approx(2 * 37.688 + 1_530_350 * 0.0004 / 1000 / row.hours_per_run)
     assert row.hours_per_run == pytest.approx(row.estimate.wall_seconds / 3600)
+
+
+def test_efs_that_keeps_exactly_the_target_feeds():
+    # One m5 at 10 samples/s: compute-bound, 100.0% AU on Bursting; a target of 100% is met, not missed.
+    (row,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, au_target=100.0,
+                   sources=(("EFS", "standard"),)).sources
+    assert row.au_percent == 100.0 and row.estimate.provisioning.efs.mode == "bursting"
+    assert not row.provision.endswith("no mode feeds it") and row.max_instances_at_target_au >= 1
+
+
+def test_files_download_from_the_directory_bucket_asks_its_reads_over_the_download():
+    # 512 x ml.p4d.24xlarge download 20,000,000 objects of 10 KB from the directory bucket, each instance its 39,063:
+    # every object is one GET during the download, so the bucket is asked 20,000,000 / (one instance's download, in
+    # seconds, with no read limit) reads a second, past its default 200,000: a raise, in whole thousands.
+    from dslab.core.facts.prices import PriceTable
+    from dslab.core.model.estimate import estimate_mode
+    from dslab.core.model.provisioning import Provisioning
+    from dslab.core.shape import DatasetShape
+    shape = (20_000_000, 20_000_000 * 10_000)
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=512, rate=200.0, shape=shape,
+                   sources=(("File", "express"),)).sources
+    unbound = estimate_mode("File", DatasetShape(*shape), storage="express", instance_type="ml.p4d.24xlarge",
+                            instance_count=512, rate=200.0, prices=PriceTable(),
+                            provisioning=Provisioning(s3_prefixes=None, express_reads_per_second=float("inf")))
+    needed = 20_000_000 / (unbound.downloading / 512)
+    assert 200_000 < needed < 2_000_000
+    assert row.quota["needed_per_second"] == round(needed)
+    assert row.quota["request_per_second"] == math.ceil(needed / 1000) * 1000
+    assert row.provision.endswith(f"; its read quota raised to {math.ceil(needed / 1000) * 1000:,}/s: {needed:,.0f} "
+                                  "reads/s needed, above its default 200,000")
+
+
+def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
+    # The shipped FastFile error is -14.4% to +3.9% (repeats 6.0%); a calibration that measured -30% to +30% widens
+    # it: the fast end by (1 - hypot(1 - 1/1.3, 0.06)) / (1 - hypot(1 - 1/1.039, 0.06)) = 0.7616 / 0.9292 = 0.8196,
+    # the slow end by (1 + hypot(1/0.7 - 1, 0.06)) / (1 + hypot(1/0.856 - 1, 0.06)) = 1.4328 / 1.1786 = 1.2156.
+    from dslab.core.model.calibration import InUse
+    ask = dict(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, sources=(("FastFile", "standard"),))
+    (shipped,) = _size(**ask).sources
+    (mine,) = _size(calibration=InUse(source="mine.yaml", error=(-0.3, 0.3)), **ask).sources
+    assert mine.hours_per_run_range[0] / shipped.hours_per_run_range[0] == pytest.approx(0.8196, rel=1e-3)
+    assert mine.hours_per_run_range[1] / shipped.hours_per_run_range[1] == pytest.approx(1.2156, rel=1e-3)
+    assert mine.range_summary == "measured cells: out-of-sample -30.0% to +30.0%, repeats ±6.0%"
+    assert mine.usd_per_run == shipped.usd_per_run   # the point is the model's either way
