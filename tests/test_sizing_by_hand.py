@@ -757,3 +757,19 @@ def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
     assert mine.hours_per_run_range[1] / shipped.hours_per_run_range[1] == pytest.approx(1.2156, rel=1e-3)
     assert mine.range_summary == "measured cells: out-of-sample -30.0% to +30.0%, repeats ±6.0%"
     assert mine.usd_per_run == shipped.usd_per_run   # the point is the model's either way
+
+
+def test_a_dataset_living_in_efs_is_ranged_as_it_runs_there():
+    # 5 TB of 2 MB files living in EFS: the lifecycle has moved them to Infrequent Access, so Bursting earns from its
+    # Standard storage alone: 100 MiB/s, 300 MiB/s of reads (314.6 MB/s) for 4 x p4d asking 4 x 8 x 1,000 x 35.3 KB
+    # = 1,129 MB/s: 5e12 / 314.6e6 = 15,894 s of reads against 4,428 s of compute a host, ~4.4 h. A copy of it in EFS
+    # Standard would earn from 4,657 GiB (1,364 MiB/s of reads) and take ~1.3 h. The row's range is the model's error
+    # around the first, not around the copy: both ends within 15% and 25% of its own point.
+    ask = dict(instance_type="ml.p4d.24xlarge", count=4, rate=1000.0, shape=(2_500_000, 2_500_000 * 2_000_000),
+               sources=(("EFS", "standard"),), provision=False)
+    (living,) = _size(data_in_efs=True, **ask).sources
+    (copied,) = _size(**ask).sources
+    assert 4.0 < living.hours_per_run < 5.0 and 1.0 < copied.hours_per_run < 1.5
+    for row in (living, copied):
+        low, high = row.hours_per_run_range
+        assert 0.85 < low / row.hours_per_run < 1.0 < high / row.hours_per_run < 1.25, row.hours_per_run_range
