@@ -757,6 +757,9 @@ def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
     assert mine.hours_per_run_range[1] / shipped.hours_per_run_range[1] == pytest.approx(1.2156, rel=1e-3)
     assert mine.range_summary == "measured cells: out-of-sample -30.0% to +30.0%, repeats ±6.0%"
     assert mine.usd_per_run == shipped.usd_per_run   # the point is the model's either way
+    # The dollars widen with the hours, each range holding its point.
+    assert mine.usd_per_run_range[0] < shipped.usd_per_run_range[0] < shipped.usd_per_run < \
+        shipped.usd_per_run_range[1] < mine.usd_per_run_range[1]
 
 
 def test_a_dataset_living_in_efs_is_ranged_as_it_runs_there():
@@ -773,3 +776,59 @@ def test_a_dataset_living_in_efs_is_ranged_as_it_runs_there():
     for row in (living, copied):
         low, high = row.hours_per_run_range
         assert 0.85 < low / row.hours_per_run < 1.0 < high / row.hours_per_run < 1.25, row.hours_per_run_range
+        # Its dollars too, the set-up it has (a copy into EFS, or none for data that lives there) on both ends.
+        low, high = row.usd_per_run_range
+        assert low < row.usd_per_run < high, (row.usd_per_run_range, row.usd_per_run)
+
+
+def test_efs_reads_needed_are_bound_by_each_clients_limit_and_by_the_network():
+    # 8 A100s at 6,000 samples/s of ~35.3 KB: 1,693.7 MB/s a host, past Elastic's 1,500 MiB/s per client (1,572.9 MB/s)
+    # and under a p4d's 10,000 MB/s: 2 x 1,500 = 3,000 MiB/s of reads needed (nothing feeds: Elastic does best).
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=2, rate=6000.0, sources=(("EFS", "standard"),)).sources
+    assert row.provision == ("EFS Elastic (General Purpose) (3,000 MiB/s of reads needed, metered at a third): no mode "
+                             "feeds it")
+    # One A10G at 15,000 samples/s: 529.3 MB/s a host, past a g5.2xlarge's sustained 5 Gbit/s x 125 x 0.8 = 500 MB/s:
+    # 2 x 500 / 1.048576 = 953.7 MiB/s.
+    (row,) = _size(instance_type="ml.g5.2xlarge", count=2, rate=15000.0, sources=(("EFS", "standard"),)).sources
+    assert row.provision == ("EFS Elastic (General Purpose) (954 MiB/s of reads needed, metered at a third): no mode "
+                             "feeds it")
+
+
+def test_files_row_in_words_sharding_from_two_instances_its_minutes_and_no_upload_for_one_prefix():
+    # One ml.m5.xlarge: the default 100 GB volume, the download's minutes (the model's seconds / 60), one prefix and so
+    # no upload; nothing stands while it is not used.
+    (one,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=(("File", "standard"),)).sources
+    minutes = one.estimate.downloading / 60
+    assert 150 < minutes < 250
+    assert one.provision == f"a 100 GB volume per instance; 1 S3 prefix; downloads {minutes:,.0f} min first"
+    assert (one.commands, one.standing_usd_per_hour) == ([], 0.0)
+    # Two: each instance downloads its half (ShardedByS3Key), in its own minutes.
+    (two,) = _size(instance_type="ml.m5.xlarge", count=2, rate=10.0, sources=(("File", "standard"),)).sources
+    assert two.provision == (f"ShardedByS3Key, a 100 GB volume per instance; 1 S3 prefix; downloads "
+                             f"{two.estimate.downloading / 2 / 60:,.0f} min first")
+
+
+def test_file_on_nvme_too_small_for_one_instance_feeds_from_the_cluster_asked_up():
+    # 1.5 TB on ml.g5.2xlarge (450 GB of NVMe): one instance would copy 1,575 GB; 4 copy 393.75 GB each, which fits,
+    # and so does every larger cluster's share: fed from 4 up to the largest searched.
+    rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=4, rate=10.0,
+                                       shape=(1_500_000, 1500 * 10**9), sources=(("File", "standard"),)).sources}
+    assert rows["File"].blocker is None and rows["File"].au_percent == 100.0
+    assert rows["File"].max_instances_at_target_au == 4096
+
+
+def test_an_fsx_that_keeps_exactly_the_target_is_said_to_feed_it_and_only_persistent_2_is_said_unconfirmed():
+    # 16 x p4d at 200 samples/s: the cheapest FSx that feeds them is Persistent 2, whose prices are not confirmed
+    # against the live page (said); asked again with the target at that row's own AU, the same FSx meets it exactly.
+    ask = dict(instance_type="ml.p4d.24xlarge", count=16, rate=200.0, sources=(("FSx", "standard"),))
+    (row,) = _size(**ask).sources
+    assert row.estimate.provisioning.fsx.deployment_type == "PERSISTENT_2"
+    assert "FSx: Persistent 2 prices are not confirmed against the live pricing page (override with --prices)" in \
+        row.assumptions
+    (exact,) = _size(au_target=row.au_percent, **ask).sources
+    assert exact.estimate.provisioning.fsx == row.estimate.provisioning.fsx and exact.au_percent == row.au_percent
+    assert exact.provision.endswith(" — the cheapest deployment type and size that holds the data and feeds the target")
+    # One m5 at 10 samples/s: Scratch 2 at the lab's 1,200 GiB, nothing said of Persistent 2's prices.
+    (scratch,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=(("FSx", "standard"),)).sources
+    assert scratch.estimate.provisioning.fsx.deployment_type == "SCRATCH_2"
+    assert not any("Persistent 2" in said for said in scratch.assumptions)
