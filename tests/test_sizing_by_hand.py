@@ -832,3 +832,16 @@ def test_an_fsx_that_keeps_exactly_the_target_is_said_to_feed_it_and_only_persis
     (scratch,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=(("FSx", "standard"),)).sources
     assert scratch.estimate.provisioning.fsx.deployment_type == "SCRATCH_2"
     assert not any("Persistent 2" in said for said in scratch.assumptions)
+
+
+def test_efs_rows_say_what_their_throughput_mode_holds_to():
+    # Bursting (one m5, 10 samples/s): its burst lasts while credits do. Provisioned (16 x p4d at 200): nothing to say.
+    # Elastic (64 x p4d at 200) on the lab's Max I/O file system: it needs General Purpose, a new file system.
+    efs = (("EFS", "standard"),)
+    (bursting,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=efs).sources
+    assert bursting.assumptions == ["EFS: Bursting holds its burst only while credits last (up to 12 hours a day)"]
+    (provisioned,) = _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0, sources=efs).sources
+    assert provisioned.estimate.provisioning.efs.mode == "provisioned" and provisioned.assumptions == []
+    (elastic,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, sources=efs).sources
+    assert elastic.assumptions == ["EFS: Elastic needs General Purpose; changing the performance mode replaces the file "
+                                   "system (the workflow stages the datasets into the new one)"]
