@@ -491,7 +491,8 @@ def test_the_script_is_told_the_fewest_gets_in_flight_that_feed_it_its_listing_a
     # says keeps 85.2%.)
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT).sources
     assert round(row.au_percent, 1) == 84.8
-    assert row.provision.endswith("; s3_concurrency 70 instead of 64 feeds it")
+    assert row.provision == ("1 S3 prefix (1,777 GET/s at this size; 5,500 per prefix); s3_concurrency 70 instead of 64 "
+                             "feeds it")
     assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 70}"]
     # At 260 samples/s: compute 735.75 s, I/O within 817.50 s: 68 in flight give 821.56 s, 69 give 812.35 s: 69 (the
     # old rule's 63.7 rounded to 64, the script's own, and said nothing while the model kept 85.4%).
@@ -757,6 +758,9 @@ def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
     assert mine.hours_per_run_range[1] / shipped.hours_per_run_range[1] == pytest.approx(1.2156, rel=1e-3)
     assert mine.range_summary == "measured cells: out-of-sample -30.0% to +30.0%, repeats ±6.0%"
     assert mine.usd_per_run == shipped.usd_per_run   # the point is the model's either way
+    # The lab as it stands is ranged on the same calibration.
+    assert mine.deployed_estimate.range.billable_low / shipped.deployed_estimate.range.billable_low == \
+        pytest.approx(0.8196, rel=1e-3)
     # The dollars widen with the hours, each range holding its point.
     assert mine.usd_per_run_range[0] < shipped.usd_per_run_range[0] < shipped.usd_per_run < \
         shipped.usd_per_run_range[1] < mine.usd_per_run_range[1]
@@ -779,6 +783,10 @@ def test_a_dataset_living_in_efs_is_ranged_as_it_runs_there():
         # Its dollars too, the set-up it has (a copy into EFS, or none for data that lives there) on both ends.
         low, high = row.usd_per_run_range
         assert low < row.usd_per_run < high, (row.usd_per_run_range, row.usd_per_run)
+        # The lab as it stands is the same job here (nothing provisioned): ranged alike.
+        as_is = row.deployed_estimate
+        assert 0.85 < as_is.range.billable_low / as_is.billable_seconds < 1.0 < \
+            as_is.range.billable_high / as_is.billable_seconds < 1.25
 
 
 def test_efs_reads_needed_are_bound_by_each_clients_limit_and_by_the_network():
@@ -814,7 +822,7 @@ def test_file_on_nvme_too_small_for_one_instance_feeds_from_the_cluster_asked_up
     rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=4, rate=10.0,
                                        shape=(1_500_000, 1500 * 10**9), sources=(("File", "standard"),)).sources}
     assert rows["File"].blocker is None and rows["File"].au_percent == 100.0
-    assert rows["File"].max_instances_at_target_au == 4096
+    assert rows["File"].max_instances_at_target_au == rows["File"].deployed["max_instances_at_target_au"] == 4096
 
 
 def test_an_fsx_that_keeps_exactly_the_target_is_said_to_feed_it_and_only_persistent_2_is_said_unconfirmed():
@@ -845,3 +853,63 @@ def test_efs_rows_say_what_their_throughput_mode_holds_to():
     (elastic,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, sources=efs).sources
     assert elastic.assumptions == ["EFS: Elastic needs General Purpose; changing the performance mode replaces the file "
                                    "system (the workflow stages the datasets into the new one)"]
+
+
+def test_the_gets_in_flight_are_searched_on_the_rows_own_bucket_and_prefixes():
+    # The directory bucket: 6.278 ms first bytes, pages of 53.78 ms. One p4d at 1,000 samples/s an A100: compute
+    # 191.29 s; I/O 1,531 x 0.05378 = 82.34 s of listing + 1,530,350 x 6.278 ms / c + 54,000 MB / (87.5 c MB/s):
+    # c = 78: 213.42 s, 89.63%; c = 79: 211.76 s, 90.33%. 79 (S3 Standard's latencies would need none to 1,024).
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=1000.0, sources=(("Script", "express"),)).sources
+    assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 79}"]
+    assert row.per_host_limit == "96 readers, ~6 ms first byte"
+    # 4 x p4d at 400 samples/s an A100, 10 epochs, on as many S3 prefixes as they need: each host's 382,588 objects
+    # are 119.56 s of compute an epoch; at c in flight 10,647.4 / c s of first bytes + 13,500 MB / (87.5 c) MB/s, and
+    # the listing's 186.17 s in the first epoch. AU is the epochs' mean:
+    #   c = 86: 125.60 s an epoch (95.19%), the first 311.77 s (38.35%): 89.50%.
+    #   c = 87: 124.16 s (96.30%), the first 310.33 s (38.53%): 90.52%.  87 feeds them.
+    # (On the lab's one prefix, 5,500 GETs a second shared by the four, none would: it is the row's own prefixes.)
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=4, rate=400.0, epochs=10, sources=_SCRIPT).sources
+    assert row.commands[-1] == "experiment: hyperparameters: {s3_concurrency: 87}"
+    assert row.per_host_limit == "96 readers, ~28 ms first byte" and row.short == "2 S3 prefixes"
+
+
+def test_a_standing_cost_is_what_the_provisioned_source_bills_an_hour_used_or_not():
+    efs = (("EFS", "standard"),)
+    # Provisioned 271 MiB/s (16 x p4d at 200): 271 x $6.00 per MiB/s-month / 730 hours = $2.227 an hour.
+    (provisioned,) = _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0, sources=efs).sources
+    assert provisioned.estimate.provisioning.efs.provisioned_mibps == 271
+    assert provisioned.standing_usd_per_hour == pytest.approx(271 * 6.00 / 730)
+    # Elastic bills per GB read, nothing while it stands; Bursting nothing beyond its storage.
+    (elastic,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, sources=efs).sources
+    assert elastic.estimate.provisioning.efs.mode == "elastic" and elastic.standing_usd_per_hour == 0.0
+    (bursting,) = _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, sources=efs).sources
+    assert bursting.standing_usd_per_hour == 0.0
+
+
+def test_the_lab_as_it_stands_is_named_without_where_it_was_read_and_its_ebs_said():
+    from dslab.core.model.provisioning import Provisioning
+    lab = Provisioning(name="the lab as deployed (cdk-outputs.json)")
+    rows = {r.source: r for r in _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, deployed=lab,
+                                       provision=False, sources=(("File", "standard"), ("EFS", "standard"))).sources}
+    assert rows["EFS"].per_host_limit == rows["EFS"].shared_limit == "the lab as deployed"
+    # File on an m5 (no NVMe): its EBS volume, the default 100 GB.
+    assert rows["File"].deployed["premise"] == rows["File"].provision == "100 GB per instance (EBS)"
+
+
+def test_the_deployed_view_is_searched_on_the_lab_as_it_stands_at_the_target_asked():
+    from dslab.core.model.provisioning import FsxConfig, Provisioning
+    # 4 x p4d at 200 samples/s an A100 on the lab's Scratch 2 at 4,800 GiB (938 MB/s): each instance asks 56.5 MB/s.
+    # At a 70% target the lab's FSx feeds 20 instances (a bigger lab than cdk.json's 1,200 GiB, which feeds fewer);
+    # at 90% fewer than at 70%.
+    lab = Provisioning(fsx=FsxConfig(capacity_gib=4800))
+    ask = dict(instance_type="ml.p4d.24xlarge", count=4, rate=200.0, sources=(("FSx", "standard"),), deployed=lab)
+    (seventy,) = _size(au_target=70.0, **ask).sources
+    (ninety,) = _size(**ask).sources
+    (small,) = _size(au_target=70.0, **{**ask, "deployed": Provisioning()}).sources
+    assert seventy.deployed["premise"] == "Scratch 2, 4,800 GiB (938 MB/s)"
+    assert seventy.deployed["max_instances_at_target_au"] == 20
+    assert ninety.deployed["max_instances_at_target_au"] < 20 and small.deployed["max_instances_at_target_au"] < 20
+    # Its range is the model's error around the lab's own job (within 6% below and 7% above), not the default lab's.
+    estimate = seventy.deployed_estimate
+    assert 0.9 < estimate.range.billable_low / estimate.billable_seconds < 1.0 < \
+        estimate.range.billable_high / estimate.billable_seconds < 1.1
