@@ -913,3 +913,22 @@ def test_the_deployed_view_is_searched_on_the_lab_as_it_stands_at_the_target_ask
     estimate = seventy.deployed_estimate
     assert 0.9 < estimate.range.billable_low / estimate.billable_seconds < 1.0 < \
         estimate.range.billable_high / estimate.billable_seconds < 1.1
+
+
+def test_the_sizing_says_the_question_it_answered():
+    from dslab.core.model.provisioning import Provisioning
+    lab = Provisioning(name="the lab as deployed (cdk-outputs.json)")
+    sizing = _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, deployed=lab, provision=False,
+                   sources=(("FastFile", "standard"),))
+    assert (sizing.instance.name, sizing.count, sizing.accelerators, sizing.rate_per_accelerator) == (
+        "ml.p4d.24xlarge", 2, 8, 100.0)
+    assert sizing.lab is lab and sizing.provisioned is False and sizing.au_target == 90.0
+    assert sizing.readers == 96                       # a p4d's 96 vCPUs, none asked
+    assert _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, readers=16,
+                 sources=(("FastFile", "standard"),)).readers == 16
+    # Each row's hours are one instance's: the range's billable instance-seconds / 2 instances / 3,600, and its
+    # evidence is the estimate's own.
+    (row,) = sizing.sources
+    r = row.estimate.range
+    assert row.hours_per_run_range == (r.billable_low / 2 / 3600, r.billable_high / 2 / 3600)
+    assert row.range_evidence == r.evidence and row.range_evidence
