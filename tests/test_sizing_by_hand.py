@@ -5,6 +5,7 @@ settings together."""
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -742,8 +743,16 @@ def test_files_download_from_the_directory_bucket_asks_its_reads_over_the_downlo
     assert 200_000 < needed < 2_000_000
     assert row.quota["needed_per_second"] == round(needed)
     assert row.quota["request_per_second"] == math.ceil(needed / 1000) * 1000
+    assert re.fullmatch(r"ShardedByS3Key, 8,000 GB of NVMe per instance \(fixed\); the directory bucket; downloads \d+ "
+                        r"min first; its read quota raised to [\d,]+/s: [\d,]+ reads/s needed, above its default 200,000",
+                        row.provision), row.provision
     assert row.provision.endswith(f"; its read quota raised to {math.ceil(needed / 1000) * 1000:,}/s: {needed:,.0f} "
                                   "reads/s needed, above its default 200,000")
+    assert row.commands == [row.quota["command"]] and row.quota["command"].startswith("AWS Support case")
+    # The same cluster reading S3 Standard asks nothing of a directory bucket.
+    (standard,) = _size(instance_type="ml.p4d.24xlarge", count=512, rate=200.0, shape=shape,
+                        sources=(("File", "standard"),)).sources
+    assert standard.quota is None and "read quota" not in standard.provision
 
 
 def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
@@ -932,3 +941,14 @@ def test_the_sizing_says_the_question_it_answered():
     r = row.estimate.range
     assert row.hours_per_run_range == (r.billable_low / 2 / 3600, r.billable_high / 2 / 3600)
     assert row.range_evidence == r.evidence and row.range_evidence
+
+
+def test_an_fsx_past_the_accounts_default_quota_says_both_its_size_and_the_quota():
+    # 256 x ml.p4d.24xlarge eating 920 samples/s an A100 of the post's dataset: a Persistent 2 file system past the
+    # 100,800 GiB a deployment type gets by default (FSx for Lustre User Guide, limits.html): the row names the file
+    # system first, then the quota to raise, and the request among its commands.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=256, rate=400 / 0.435, sources=(("FSx", "standard"),)).sources
+    assert row.quota is not None and row.quota["needed_gib"] > 100_800
+    assert row.provision.startswith("PERSISTENT_2 1000 MB/s/TiB, ")
+    assert row.provision.endswith("; " + row.quota["summary"])
+    assert row.quota["command"] in row.commands
