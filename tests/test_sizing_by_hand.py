@@ -10,7 +10,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from dslab.core.answer.sizing import MAX_CLUSTER, _largest, au_of, deploy_settings
+from dslab.core.answer.sizing import (CONTEXT_HOLDS, EXPRESS_QUOTA, EXPRESS_QUOTA_SOURCE, MAX_CLUSTER,
+                                      SCRIPT_CONCURRENCY_MAX, SUPPORT_LIMIT_CASE, Sizing, _largest, au_of,
+                                      cheapest_fsx, deploy_settings, least_concurrency, size)
+from dslab.core.errors import ConfigError
+from dslab.core.facts.prices import PriceTable
+from dslab.core.model.calibration import InUse
+from dslab.core.model.estimate import estimate_mode
+from dslab.core.model.provisioning import AS_DEPLOYED, EfsConfig, FsxConfig, Provisioning
+from dslab.core.shape import DatasetShape
 
 
 def falls_past(n: int, high: float = 100.0, low: float = 50.0):
@@ -127,10 +135,6 @@ def _demand(mbps: float):
 
 
 def test_the_cheapest_fsx_that_feeds_the_cluster_by_hand():
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
     small = DatasetShape(files=1000, bytes=10 * 2 ** 30)   # 10 GiB: any file system holds it
     # 2,000 MB/s at 90% AU = 1,800 MB/s. The smallest capacity of each kind that delivers it, and its price an hour
     # (GB-month prices / 730 hours):
@@ -154,11 +158,6 @@ def test_the_cheapest_fsx_that_feeds_the_cluster_by_hand():
 
 
 def test_where_nothing_feeds_the_cluster_the_smallest_fsx_that_does_as_well_as_the_largest():
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
-
     def capped(config):
         # The instances' own network caps the job at 60% AU from 2 TiB of P2-1000 up, whatever FSx delivers beyond.
         return _Job(min(60.0, 100.0 * config.capacity_gib / 1024 * config.mbps_per_tib / 4000.0))
@@ -170,28 +169,22 @@ def test_where_nothing_feeds_the_cluster_the_smallest_fsx_that_does_as_well_as_t
 
 
 def test_an_au_target_outside_0_to_100_is_refused_and_one_deploy_brings_up_fsx_where_a_row_needs_it():
-    import pytest as _pytest
-
-    from dslab.core.answer.sizing import size
-    from dslab.core.errors import ConfigError
-    from dslab.core.facts.prices import PriceTable as _Prices
-    from dslab.core.shape import DatasetShape as _Shape
-    shape = _Shape(files=1_530_350, bytes=54 * 10**9)
+    shape = DatasetShape(files=1_530_350, bytes=54 * 10**9)
     for bad in (0.0, 100.5):
-        with _pytest.raises(ConfigError) as refused:
-            size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices(), au_target=bad)
+        with pytest.raises(ConfigError) as refused:
+            size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=PriceTable(), au_target=bad)
         assert refused.value.field == "metric.au"
         assert refused.value.problem == f"{bad:g}%: an AU target is above 0 and at most 100%"
     # 16 x ml.p4d.24xlarge on 1.53 M files: FSx and EFS both need a deploy, FSx's brings it up: one deploy for both,
     # FSX=up; S3 Standard spreads the dataset over several prefixes (an upload command with --prefixes), one prefix
     # needs none.
-    sizing = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices())
+    sizing = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=PriceTable())
     combined = sizing.combined_deploy()
     assert combined["sources"] == ["FSx", "EFS"] and combined["command"].startswith("make deploy FSX=up CONTEXT=")
     rows = {row.source: row for row in sizing.sources}
     assert [c for c in rows["FastFile"].commands if "--prefixes" in c]
     assert rows["Pipe"].commands == []
-    efs_only = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=_Prices(),
+    efs_only = size(shape, instance_type="ml.p4d.24xlarge", count=16, rate=200.0, prices=PriceTable(),
                     sources=(("EFS", "standard"),)).combined_deploy()
     assert efs_only is None   # one row's own command deploys it: nothing to combine
 
@@ -199,7 +192,6 @@ def test_an_au_target_outside_0_to_100_is_refused_and_one_deploy_brings_up_fsx_w
 def test_one_deploy_for_every_row_written_out_by_hand():
     # Two rows that deploy, neither bringing FSx up: one command, FSX=keep, each row's settings, then the lab's kept
     # settings for the parts neither sets (FSx's), and the standing cost summed: $0.123 + $0.456 = $0.579 -> $0.58.
-    from dslab.core.answer.sizing import CONTEXT_HOLDS, Sizing
     lab = SimpleNamespace(keep_settings=(("fsxDeploymentType", "PERSISTENT_2"), ("fsxCapacity", 4800)))
     rows = [SimpleNamespace(source="EFS", deploy_settings={"efsThroughput": "elastic"}, deploy_fsx="keep",
                             standing_usd_per_hour=0.123),
@@ -225,9 +217,6 @@ _POST_SHAPE = (1_530_350, 54 * 10**9)   # the post's dataset: 1.53 M files, 54 G
 
 
 def _size(**kw):
-    from dslab.core.answer.sizing import size
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.shape import DatasetShape
     return size(DatasetShape(*kw.pop("shape", _POST_SHAPE)), prices=PriceTable(), **kw)
 
 
@@ -281,10 +270,6 @@ def test_efs_says_when_no_throughput_mode_feeds_the_cluster():
 
 
 def test_where_nothing_feeds_the_cluster_the_kind_that_does_best_wins_to_a_tenth_of_a_point():
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
     small = DatasetShape(files=10, bytes=2 ** 30)
 
     def flat(p2_1000: float, others: float):
@@ -304,7 +289,6 @@ def test_files_download_spreads_over_as_many_prefixes_as_its_gets_need():
     # 2,000,000 files of 10 KB on 64 x ml.p4d.24xlarge: each instance downloads its 31,250 objects in the estimate's
     # downloading / 64 seconds (~243 s): ~8,200 GETs a second in all, over S3's 5,500 a prefix: 2 prefixes, and the
     # upload that spreads the dataset over them.
-    import math
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, shape=(2_000_000, 20 * 10**9),
                    sources=(("File", "standard"),)).sources
     per_instance = row.estimate.downloading / 64
@@ -318,10 +302,6 @@ def test_files_download_spreads_over_as_many_prefixes_as_its_gets_need():
 def test_an_fsx_that_meets_the_target_exactly_feeds_the_cluster():
     # Scratch 2 keeps 50% AU at 1,200 GiB, 89.97% at 2,400 and exactly 90% from 4,800; no other kind feeds at all. The
     # cheapest that meets a 90% target is 4,800 GiB: 89.97% at 2,400 is not 90%, however close.
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
 
     def job_on(config):
         if config.deployment_type != "SCRATCH_2":
@@ -344,9 +324,6 @@ def test_each_provisioned_row_is_priced_on_a_premise_named_for_the_cluster_and_t
 
 
 def test_a_size_question_the_table_or_the_search_cannot_answer_is_refused_naming_the_flag():
-    import pytest as _pytest
-
-    from dslab.core.errors import ConfigError
     for kw, said in ((dict(instance_type="ml.x9.huge", count=1),
                       "--instance: ml.x9.huge is not in the instance table (dslab/core/facts/instances.py) (allowed: a "
                       "type of the table, e.g. ml.p4d.24xlarge)"),
@@ -354,7 +331,7 @@ def test_a_size_question_the_table_or_the_search_cannot_answer_is_refused_naming
                      (dict(instance_type="ml.p4d.24xlarge", count=4097),
                       "--instance-count: 4097 instances: give 1 to 4,096"),
                      (dict(instance_type="ml.p4d.24xlarge", count=1, epochs=0), "--epochs: must be at least 1")):
-        with _pytest.raises(ConfigError) as refused:
+        with pytest.raises(ConfigError) as refused:
             _size(rate=100.0, **kw)
         assert str(refused.value) == said
     # The edges are allowed: 4,096 instances, an AU target of 100% or of half a percent.
@@ -397,7 +374,6 @@ def test_the_notes_say_nothing_of_a_network_that_does_not_burst_or_of_a_dataset_
 def test_efs_elastic_serves_the_reads_its_region_allows():
     # 64 x ml.p4d.24xlarge at 200 samples/s an A100: Elastic feeds them. EFS's quotas: Elastic reads 60 GiB/s per file
     # system in us-east-1 (61,440 MiB/s), 20 GiB/s in Regions such as ca-central-1 (20,480 MiB/s).
-    from dslab.core.model.provisioning import EfsConfig, Provisioning
     ask = dict(instance_type="ml.p4d.24xlarge", count=64, rate=200.0, sources=(("EFS", "standard"),))
     (east,) = _size(**ask).sources
     assert east.shared_limit == "the file system's throughput mode (EFS Elastic (General Purpose): 61,440 MiB/s)"
@@ -407,7 +383,6 @@ def test_efs_elastic_serves_the_reads_its_region_allows():
 
 
 def test_the_directory_buckets_quota_names_its_default_how_to_raise_it_and_one_bucket_says_no_split():
-    from dslab.core.answer.sizing import EXPRESS_QUOTA, EXPRESS_QUOTA_SOURCE, SUPPORT_LIMIT_CASE
     # 64 x 8 A100s at 600 samples/s of one JPEG each: up to 307,200 reads a second, past the default 200,000.
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=64, rate=600.0,
                    sources=(("FastFile", "express"),)).sources
@@ -438,7 +413,6 @@ def test_fsx_that_no_size_makes_feed_is_the_smallest_that_does_as_well_as_any():
 
 
 def test_file_is_bound_by_its_local_copy_and_says_where_the_copy_sits():
-    import re
     # 16 x ml.p4d.24xlarge: 8,000 GB of NVMe each (fixed: no EBS on NVMe types), each instance its shard.
     rows = {r.source: r for r in _size(instance_type="ml.p4d.24xlarge", count=16, rate=200.0,
                                        sources=(("File", "standard"), ("File", "express"))).sources}
@@ -460,7 +434,6 @@ def test_file_is_bound_by_its_local_copy_and_says_where_the_copy_sits():
 
 
 def test_the_fewest_gets_in_flight_that_feed_are_found_exactly_above_the_scripts_64():
-    from dslab.core.answer.sizing import SCRIPT_CONCURRENCY_MAX, least_concurrency
     looks = []
 
     def feeds_from(c0: int):
@@ -550,8 +523,6 @@ def test_efs_provisioned_goes_up_to_the_settings_3414_where_the_region_serves_it
     # host, 8,615 MiB/s of reads for 32. Elastic would bill $0.03 a GB read over 100 epochs of 54 GB; the least
     # Provisioned throughput that feeds them is cheaper. In us-east-1 a file system reads up to 10 GiB/s (10,240 MiB/s)
     # and the stack's setting allows 1-3,414 MiB/s: the answer lies above 3,072 (3 GiB/s, the ceiling elsewhere).
-    from dslab.core.model.estimate import estimate_mode
-    from dslab.core.model.provisioning import EfsConfig, Provisioning
     ask = dict(instance_type="ml.p4d.24xlarge", count=32, rate=1000.0, epochs=100, sources=(("EFS", "standard"),))
     (row,) = _size(**ask).sources
     efs = row.estimate.provisioning.efs
@@ -559,8 +530,6 @@ def test_efs_provisioned_goes_up_to_the_settings_3414_where_the_region_serves_it
     assert row.au_percent >= 90.0
 
     def au_at(mibps: int) -> float:   # the model's AU for the same job at a Provisioned throughput
-        from dslab.core.facts.prices import PriceTable
-        from dslab.core.shape import DatasetShape
         lab = Provisioning(efs=EfsConfig("provisioned", mibps, "us-east-1"), s3_prefixes=None)
         return estimate_mode("EFS", DatasetShape(*_POST_SHAPE), instance_type="ml.p4d.24xlarge", instance_count=32,
                              epochs=100, rate=1000.0, prices=PriceTable(), provisioning=lab).au_percent
@@ -570,7 +539,6 @@ def test_efs_provisioned_goes_up_to_the_settings_3414_where_the_region_serves_it
 
 
 def test_efs_in_a_region_of_lower_limits_is_provisioned_there():
-    from dslab.core.model.provisioning import EfsConfig, Provisioning
     canada = Provisioning(efs=EfsConfig("bursting", None, "ca-central-1"))
     # The same 32 x p4d: in ca-central-1 a Provisioned file system reads at most 3 GiB/s (3,072 MiB/s), short of the
     # 8,615 MiB/s needed; Elastic reads 20 GiB/s there: Elastic.
@@ -586,7 +554,6 @@ def test_efs_in_a_region_of_lower_limits_is_provisioned_there():
 
 
 def test_efs_bursting_reads_are_capped_by_the_regions_limit():
-    from dslab.core.model.provisioning import EfsConfig, Provisioning
     # 20 TB in EFS Standard (18,626.5 GiB = 18.19 TiB): Bursting's 100 MiB/s per TiB, 1,819 MiB/s, metered at a
     # third: 5,457 MiB/s of reads, past a file system's Bursting limit: 5 GiB/s (5,120 MiB/s) in us-east-1, 3 GiB/s
     # (3,072) in ca-central-1. One m5 at 10 samples/s is fed by it, the cheapest mode.
@@ -622,7 +589,6 @@ def test_a_lab_that_cannot_hold_the_data_prices_nothing_as_it_stands_and_says_wh
 
 
 def test_nothing_to_change_names_where_each_file_systems_settings_were_read():
-    from dslab.core.model.provisioning import Provisioning
     # FSx known from cdk.json (not deployed), EFS from the stack's outputs: one small g5 is fed by both as they stand.
     lab = Provisioning(fsx_source="cdk.json", efs_source="cdk-outputs.json")
     rows = {r.source: r for r in _size(instance_type="ml.g5.2xlarge", count=1, rate=50.0, deployed=lab).sources}
@@ -641,10 +607,6 @@ def test_fsx_is_never_asked_smaller_than_the_labs_own_file_system_of_its_kind():
     # Shrinking FSx in place is refused by AWS: Scratch 2 is searched from the lab's 4,800 GiB up, other kinds from
     # the data's size. A 10 MB/s demand any file system meets: Scratch 2 at 4,800 GiB ($0.140 x 4,800 / 730 = $0.921
     # an hour) against Persistent 2 at 125 MB/s/TiB and 1,200 GiB ($0.145 x 1,200 / 730 = $0.238): Persistent 2.
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import FsxConfig, Provisioning
-    from dslab.core.shape import DatasetShape
     small = DatasetShape(files=1000, bytes=10 * 2 ** 30)
     best = cheapest_fsx(small, _demand(10.0), Provisioning(fsx=FsxConfig(capacity_gib=4800)), PriceTable())
     assert (best.deployment_type, best.mbps_per_tib, best.capacity_gib) == ("PERSISTENT_2", 125.0, 1200)
@@ -658,10 +620,6 @@ def test_a_scratch_2_that_meets_the_target_exactly_between_the_searchs_steps_is_
     # Scratch 2 from 1,200 GiB: 50% AU, 2,400 80%, 4,800 85%, 7,200 exactly 90%, 9,600 95%; no other kind feeds. The
     # doubling stops at 9,600 (the fourth step), then the bisection looks at 2,400, 4,800 and 7,200: 90% at 7,200
     # meets a 90% target, and 7,200 is the answer, not 9,600.
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
     au = {1200: 50.0, 2400: 80.0, 4800: 85.0, 7200: 90.0}
 
     def job_on(config):
@@ -675,10 +633,6 @@ def test_a_scratch_2_that_meets_the_target_exactly_between_the_searchs_steps_is_
 def test_where_nothing_feeds_a_capacity_within_a_twentieth_of_a_point_of_the_best_does_as_well():
     # Only Scratch 2 reads at all, and none feeds: 59.94% at 1,200 GiB, exactly 59.95% at 2,400, 60% from 4,800. 59.95%
     # is the best's 60% less 0.05 points: as well; 59.94% is not. The smallest that does as well: 2,400 GiB.
-    from dslab.core.answer.sizing import cheapest_fsx
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.provisioning import AS_DEPLOYED
-    from dslab.core.shape import DatasetShape
 
     def job_on(config):
         if config.deployment_type != "SCRATCH_2":
@@ -729,10 +683,6 @@ def test_files_download_from_the_directory_bucket_asks_its_reads_over_the_downlo
     # 512 x ml.p4d.24xlarge download 20,000,000 objects of 10 KB from the directory bucket, each instance its 39,063:
     # every object is one GET during the download, so the bucket is asked 20,000,000 / (one instance's download, in
     # seconds, with no read limit) reads a second, past its default 200,000: a raise, in whole thousands.
-    from dslab.core.facts.prices import PriceTable
-    from dslab.core.model.estimate import estimate_mode
-    from dslab.core.model.provisioning import Provisioning
-    from dslab.core.shape import DatasetShape
     shape = (20_000_000, 20_000_000 * 10_000)
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=512, rate=200.0, shape=shape,
                    sources=(("File", "express"),)).sources
@@ -759,7 +709,6 @@ def test_a_users_calibration_widens_each_rows_range_by_the_error_it_measured():
     # The shipped FastFile error is -14.4% to +3.9% (repeats 6.0%); a calibration that measured -30% to +30% widens
     # it: the fast end by (1 - hypot(1 - 1/1.3, 0.06)) / (1 - hypot(1 - 1/1.039, 0.06)) = 0.7616 / 0.9292 = 0.8196,
     # the slow end by (1 + hypot(1/0.7 - 1, 0.06)) / (1 + hypot(1/0.856 - 1, 0.06)) = 1.4328 / 1.1786 = 1.2156.
-    from dslab.core.model.calibration import InUse
     ask = dict(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, sources=(("FastFile", "standard"),))
     (shipped,) = _size(**ask).sources
     (mine,) = _size(calibration=InUse(source="mine.yaml", error=(-0.3, 0.3)), **ask).sources
@@ -896,7 +845,6 @@ def test_a_standing_cost_is_what_the_provisioned_source_bills_an_hour_used_or_no
 
 
 def test_the_lab_as_it_stands_is_named_without_where_it_was_read_and_its_ebs_said():
-    from dslab.core.model.provisioning import Provisioning
     lab = Provisioning(name="the lab as deployed (cdk-outputs.json)")
     rows = {r.source: r for r in _size(instance_type="ml.m5.xlarge", count=1, rate=10.0, deployed=lab,
                                        provision=False, sources=(("File", "standard"), ("EFS", "standard"))).sources}
@@ -906,7 +854,6 @@ def test_the_lab_as_it_stands_is_named_without_where_it_was_read_and_its_ebs_sai
 
 
 def test_the_deployed_view_is_searched_on_the_lab_as_it_stands_at_the_target_asked():
-    from dslab.core.model.provisioning import FsxConfig, Provisioning
     # 4 x p4d at 200 samples/s an A100 on the lab's Scratch 2 at 4,800 GiB (938 MB/s): each instance asks 56.5 MB/s.
     # At a 70% target the lab's FSx feeds 20 instances (a bigger lab than cdk.json's 1,200 GiB, which feeds fewer);
     # at 90% fewer than at 70%.
@@ -925,7 +872,6 @@ def test_the_deployed_view_is_searched_on_the_lab_as_it_stands_at_the_target_ask
 
 
 def test_the_sizing_says_the_question_it_answered():
-    from dslab.core.model.provisioning import Provisioning
     lab = Provisioning(name="the lab as deployed (cdk-outputs.json)")
     sizing = _size(instance_type="ml.p4d.24xlarge", count=2, rate=100.0, deployed=lab, provision=False,
                    sources=(("FastFile", "standard"),))
