@@ -426,19 +426,30 @@ def test_fsx_jobs_wait_for_the_s3_metadata_import(emulated):
             return super().__call__(request, update)
 
     jobs = Timed()
-    # The import runs 100 stand-in minutes (6 s here); FSx readiness is checked every minute.
-    with emulated(jobs, fsx_import_seconds=6000) as lab:
+    # The import runs until released, after the workflow has checked FSx three times (a check a minute):
+    # released by the test, not by a wall-clock span a loaded machine can outlast while the lab starts.
+    with emulated(jobs, fsx_import_seconds=10**6) as lab:
         put_datasets(lab, ["tiny-jpg"])
-        fsx = lab.client("fsx")
-        execution = lab.run({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"]})
+        fsx, sfn = lab.client("fsx"), lab.client("stepfunctions")
+        arn = lab.start({**TINY, "datasets": [{"name": "tiny-jpg", "format": "jpg"}], "modes": ["FSx"]})
+
+        def checks() -> int:
+            pages = sfn.get_paginator("get_execution_history").paginate(executionArn=arn)
+            return sum(e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] == "CheckFsxData"
+                       for page in pages for e in page["events"])
+
+        deadline = time.monotonic() + 60
+        while checks() < 3:
+            assert time.monotonic() < deadline, "the workflow did not check FSx three times"
+            time.sleep(0.05)
+        assert not created                       # no FSx job while the import runs
+        released = time.monotonic()
+        lab.end_fsx_imports()
+        execution = lab.wait(arn)
         assert execution.status == "SUCCEEDED", execution.cause
         (task,) = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
         assert task["Lifecycle"] == "SUCCEEDED"
-        checks = [e for e in execution.history if e["type"] == "TaskStateEntered"
-                  and e["stateEnteredEventDetails"]["name"] == "CheckFsxData"]
-        assert len(checks) >= 3   # it waited through the import, minute by minute
-        done_at = lab._fsx_created + 6000 * lab.time_scale
-        assert all(t >= done_at for t in created.values())
+        assert created and all(t >= released for t in created.values())
         results = lab.results(execution)
         assert results["fsx_data"]["ready"] is True and results["records"][0]["status"] == "Completed"
 
@@ -851,9 +862,10 @@ def test_the_stand_ins_fsx_fails_an_import_task_whose_paths_are_not_s3_paths(emu
     """CreateDataRepositoryTask.Paths (botocore's FSx model): "For import tasks, the list contains paths in the
     Amazon S3 bucket ... in the format s3://bucket-name/prefix" and "If a path that you provide isn't valid, the
     task fails." A file-system path, as the workflow sent before, fails; the S3 path of the same data runs."""
-    with emulated(ScriptedJobs(), fsx_import_seconds=1000) as lab:
+    with emulated(ScriptedJobs(), fsx_import_seconds=10**6) as lab:   # imports run until released
         put_datasets(lab, ["tiny-jpg"])
-        until_no_task_executes(lab)   # the association's own import: FSx runs one task at a time
+        lab.end_fsx_imports()         # the association's own import ends: FSx runs one task at a time
+        until_no_task_executes(lab)
         fsx = lab.client("fsx")
         for paths in (["/datasets/tiny-jpg"], ["datasets/tiny-jpg"], ["s3://another-bucket/datasets/tiny-jpg/"]):
             task = import_task(fsx, lab.fsx_id, paths)
@@ -868,7 +880,9 @@ def test_the_stand_ins_fsx_runs_one_data_repository_task_at_a_time(emulated):
     repository task is currently executing on the file system. Wait until the existing task has completed, then
     create the new task." The association's own import is such a task; a FAILED one is not."""
     from botocore.exceptions import ClientError
-    with emulated(ScriptedJobs(), fsx_import_seconds=1500) as lab:
+    # Imports run until released (end_fsx_imports), not for a span of wall-clock: on a loaded machine, setting
+    # the lab up can take longer than any span short enough for a test.
+    with emulated(ScriptedJobs(), fsx_import_seconds=10**6) as lab:
         put_datasets(lab, ["tiny-jpg"])
         fsx = lab.client("fsx")
         path = f"s3://{lab.bucket}/datasets/tiny-jpg/"
@@ -880,6 +894,7 @@ def test_the_stand_ins_fsx_runs_one_data_repository_task_at_a_time(emulated):
 
         (own,) = fsx.describe_data_repository_tasks()["DataRepositoryTasks"]
         assert own["Lifecycle"] == "EXECUTING" and refused([path]) == "DataRepositoryTaskExecuting"
+        lab.end_fsx_imports()
         until_no_task_executes(lab)
         assert import_task(fsx, lab.fsx_id, ["/datasets/tiny-jpg"])["Lifecycle"] == "FAILED"
         assert import_task(fsx, lab.fsx_id, [path])["Lifecycle"] == "EXECUTING"
