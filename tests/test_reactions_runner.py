@@ -762,6 +762,20 @@ def test_on_several_hosts_the_first_failing_host_is_named(tmp_path, clock):
     assert outcome.describe["FailureReason"] == "AlgorithmError: bad shard, exit code: 4"
 
 
+def test_one_host_failing_stops_the_others_and_fails_the_job_at_once(tmp_path, clock):
+    """A host that would wait for its failed peer (a checkpoint reader for the writer's files) is stopped with the
+    job, not left running to MaxRuntimeInSeconds; the failed host is named, not the one stopped."""
+    script = ('[ "$SM_CURRENT_HOST" = algo-2 ] && { echo "bad shard"; exit 4; }\n'
+              'echo waiting > "$SM_MODEL_DIR/m.txt"\nexec sleep 60\n')
+    storage = Recording(tmp_path)
+    began = time.monotonic()
+    outcome = run_job(request(count=2), storage, tmp_path / "work", code_dir=code(tmp_path, script))
+    assert time.monotonic() - began < 30
+    d = outcome.describe
+    assert (d["TrainingJobStatus"], d["FailureReason"]) == ("Failed", "AlgorithmError: bad shard, exit code: 4 on algo-2")
+    assert storage.kinds("put") == [] and runner.RUNNING == set()
+
+
 def test_a_job_past_its_max_runtime_is_stopped_and_says_so(tmp_path, clock):
     """A script still running at MaxRuntimeInSeconds is ended then (not seconds later): Stopped / MaxRuntimeExceeded with its reason, and what
     it wrote is still uploaded."""

@@ -26,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..aws.validation import RequestInvalid, validate_request
 from ..core.job_metrics import is_metrics_file, job_metrics
@@ -52,6 +52,18 @@ RUNNING: set[subprocess.Popen] = set()
 
 
 _RUNNING_LOCK = threading.Lock()
+
+
+def stop_hosts(procs: Iterable[subprocess.Popen]) -> None:
+    """SIGTERM to each script still running (its whole process group), then SIGKILL to one still there 10 s later."""
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def kill_running() -> int:
@@ -326,18 +338,14 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
                    for host, proc in procs.items()]
         for reader in readers:
             reader.start()
-        timed_out = False
+        timed_out, failed_host = False, None
         while alive():
-            if time.monotonic() > deadline:
-                timed_out = True
-                for proc in procs.values():
-                    if proc.poll() is None:
-                        os.killpg(proc.pid, signal.SIGTERM)
-                for proc in procs.values():
-                    try:
-                        proc.wait(10)
-                    except subprocess.TimeoutExpired:
-                        os.killpg(proc.pid, signal.SIGKILL)
+            # One host's script failing fails the job, and its other hosts are stopped with it: left running, they
+            # would wait on a peer that never comes (a checkpoint reader waits for the host that writes the files).
+            failed_host = next((host for host, proc in procs.items() if proc.poll() not in (None, 0)), None)
+            timed_out = failed_host is None and time.monotonic() > deadline
+            if failed_host is not None or timed_out:
+                stop_hosts(procs.values())
                 break
             time.sleep(0.02)
         for proc in procs.values():
@@ -361,7 +369,7 @@ def run_training_job(request: dict[str, Any], storage: Storage, workdir: Path, *
         log_lines.extend(f"dslab stand-in: warning: {line}\n" for line in warnings)
         metrics = job_metrics({name: path.read_bytes() for name, path in archives["output.tar.gz"].items()
                                if is_metrics_file(name) and path.is_file()}, count)
-        failed_host = next((h for h in hosts if procs[h].returncode != 0), None)
+        failed_host = failed_host or next((h for h in hosts if procs[h].returncode != 0), None)
         if timed_out:
             status, secondary = "Stopped", "MaxRuntimeExceeded"
             failure = f"Training job reached MaxRuntimeInSeconds ({request['StoppingCondition']['MaxRuntimeInSeconds']} s)"
