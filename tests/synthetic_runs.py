@@ -20,6 +20,7 @@ from dslab.core.model.provisioning import as_deployed
 from dslab.core.modes import EXPRESS, SCRIPT, STANDARD
 from dslab.core.results import record_from_describe
 from dslab.workflow.collect import results_document
+from dslab_train.s3source import DEFAULT_CONCURRENCY   # the lab's script's GETs in flight without s3_concurrency
 
 # The truth of the issue: NVMe instance storage twice as fast as assumed, S3 Standard's first byte at 40 ms.
 TRUTH = replace(MODEL, nvme_download_mbps=2000.0, s3_standard_first_byte=0.040)
@@ -101,8 +102,11 @@ def synthetic_results(truth: Model = TRUTH, experiment: dict[str, Any] | None = 
             for mode in trial.modes:
                 storage = trial.storage or STANDARD
                 for repeat in range(parsed.repeats):
+                    # The job as the lab's script ran it: its GETs in flight are its s3_concurrency hyperparameter
+                    # (train.py reads it; the script's DEFAULT_CONCURRENCY without it), not what the premise says.
+                    ran_with = int(trial.hyperparameters.get("s3_concurrency", DEFAULT_CONCURRENCY))
                     true = estimate_mode(mode, premise.shape, storage=storage, prices=prices, provisioning=lab,
-                                         **{**premise.estimate_kwargs(), "model": truth})
+                                         **{**premise.estimate_kwargs(), "model": truth, "script_concurrency": ran_with})
                     count = premise.instance_count
                     per_instance = {p: getattr(true, p) / count * (1 + draw.uniform(-noise, noise))
                                     for p in ("downloading", "training", "other")}

@@ -699,6 +699,17 @@ def test_the_premise_says_the_cluster_the_epochs_the_compute_the_dataset_and_wha
     with pytest.raises(ConfigError) as refused:
         Premise("ml.p3.2xlarge", 0, 1, 1, 1.0, "x", DatasetShape(files=1, bytes=10**6), "g")
     assert refused.value.field == "--instance-count"
+    # The GETs in flight a Script job keeps, where asked: said after the lab (before the defaults), carried in the
+    # JSON, and handed to every estimate as estimate_mode's script_concurrency; never said where not asked.
+    asked = Premise("ml.p3.2xlarge", 2, 1, 3, 100.0, "the V100 preset", DatasetShape(files=1000, bytes=10**9), "given",
+                    defaults=frozenset({"epochs"}), s3_concurrency=70)
+    assert asked.describe() == (
+        "premise: 2 x ml.p3.2xlarge, each 1 x V100 16GB; 3 epochs; compute: the V100 preset; dataset: 1,000 files, "
+        "1.00 GB, 1,000 samples (given; samples one per file); priced on the lab as cdk.json would deploy it; Script: "
+        f"s3_concurrency 70 GETs in flight; defaults taken: epochs; {shipped}")
+    assert asked.estimate_kwargs()["script_concurrency"] == 70 and asked.to_dict()["s3_concurrency"] == 70
+    assert "script_concurrency" not in premise.estimate_kwargs() and "s3_concurrency" not in premise.to_dict()
+    assert "s3_concurrency" not in premise.describe()
 
 
 def test_a_checkpoint_premise_says_the_model_its_ranks_its_size_the_interval_and_what_is_kept():

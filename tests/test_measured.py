@@ -364,6 +364,18 @@ def test_the_calibration_experiment_is_priced_before_it_runs_and_measures_each_a
     assert text[0].split()[:3] == ["trial", "dataset", "source"] and any(t.startswith("24 jobs: $") for t in text)
 
 
+def test_script_jobs_run_with_more_gets_in_flight_calibrate_the_first_byte_they_measured():
+    """Jobs whose script kept 128 GETs in flight (s3_concurrency) on an account where S3's first byte is 40 ms (3,200
+    GETs a second, within a prefix's 5,500): read at the script's default 64, their GETs would say 20 ms. The
+    calibration reads each job at its own concurrency."""
+    document = {**CALIBRATION_EXPERIMENT, "hyperparameters": {"s3_concurrency": 128}}
+    jobs = measured.measured_jobs(_round_trip(synthetic_results(TRUTH, document, prefix="c128")))
+    assert {j.premise.s3_concurrency for j in jobs if j.mode == "Script"} == {128}
+    found = {c.name: c for c in measured.calibrate(jobs, PRICES).constants}
+    first_byte = found["s3_standard_first_byte"]
+    assert first_byte.status == "calibrated" and first_byte.value == pytest.approx(0.040, rel=0.10), first_byte.why
+
+
 def test_the_calibration_experiments_results_feed_dslab_calibrate_directly():
     from dslab.inputs.experiment_file import read_document
     document = read_document(__import__("pathlib").Path(CALIBRATE_YAML))

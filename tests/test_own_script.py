@@ -352,11 +352,32 @@ def test_hyperparameter_names_with_dashes_reach_an_argparse_script_as_sagemaker_
     ({"sagemaker_program": "mine.py"}, "hyperparameters.sagemaker_program", "framework container"),
     ({"notes": "n" * 2600}, "hyperparameters.notes", "2,500"),
     ({f"h{i}": i for i in range(81)}, "hyperparameters", "at most 80"),
+    # The lab's script's GETs in flight (Script mode), priced by every estimate: a whole number it can run.
+    ({"s3_concurrency": 0}, "hyperparameters.s3_concurrency", "1..1024"),
+    ({"s3_concurrency": 1025}, "hyperparameters.s3_concurrency", "1..1024"),
+    ({"s3_concurrency": "64"}, "hyperparameters.s3_concurrency", "must be an integer"),
+    ({"s3_concurrency": True}, "hyperparameters.s3_concurrency", "must be an integer"),
 ])
 def test_hyperparameters_sagemaker_would_refuse_are_refused_naming_the_field(hyperparameters, field, words):
     with pytest.raises(ConfigError) as err:
         parse_experiment({"name": "bad", "datasets": [{"name": "d", "format": "jpg"}], "hyperparameters": hyperparameters})
     assert field in err.value.field and words in str(err.value)
+
+
+def test_s3_concurrency_is_the_lab_scripts_and_a_users_own_script_keeps_its_own_meaning(tmp_path):
+    """The lab's script reads s3_concurrency (1 to 1,024 GETs in flight), and the trial's answer prices its Script jobs
+    at it; a user's own script gets whatever it was given, unchecked, and its answer does not read it."""
+    from dslab.core.answer.scenarios import s3_concurrency_of
+    lab = parse_experiment({"name": "lab", "datasets": [{"name": "d", "format": "jpg"}], "modes": ["Script"],
+                            "hyperparameters": {"s3_concurrency": 1024}})
+    assert s3_concurrency_of(lab.trials[0]) == 1024
+    (job,) = plan(lab, ENV, "exec")
+    assert job.request["HyperParameters"]["s3_concurrency"] == "1024"
+    own = parse_experiment({"name": "own", "datasets": [{"name": "d", "format": "jpg"}], "modes": ["Script"],
+                            "hyperparameters": {"s3_concurrency": "fast"},
+                            "script": {"source_dir": str(tmp_path), "entry_point": "train.py",
+                                       "code_uri": f"s3://{ENV.bucket}/code/user/{'a' * 64}/sourcedir.tar.gz"}})
+    assert s3_concurrency_of(own.trials[0]) is None
 
 
 # ---- your own data ingestion: a user's script that reads S3 itself (examples/own-ingestion) ----------

@@ -449,6 +449,9 @@ def test_the_fewest_gets_in_flight_that_feed_are_found_exactly_above_the_scripts
     assert SCRIPT_CONCURRENCY_MAX == 1024
     assert least_concurrency(feeds_from(1025), 90.0) is None       # past the most advised: none
     assert least_concurrency(lambda c: 100.0 * c / 2048, 50.0) == 1024   # exactly the target at the top feeds
+    # From what was asked, below the script's 64 too: 16 asked, 40 the fewest that feed.
+    looks.clear()
+    assert least_concurrency(feeds_from(40), 90.0, 16) == 40 and len(looks) <= 1 + 10
 
 
 _SCRIPT = (("Script", "standard"),)
@@ -472,8 +475,37 @@ def test_the_script_is_told_the_fewest_gets_in_flight_that_feed_it_its_listing_a
     # old rule's 63.7 rounded to 64, the script's own, and said nothing while the model kept 85.4%).
     (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=260.0, sources=_SCRIPT).sources
     assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 69}"]
-    # The row is priced at the script's default 64, as every other path prices the script.
+    # The row is priced at the GETs in flight asked: none here, so the script's default 64.
     assert round(row.au_percent, 1) == 85.4
+
+
+def test_a_script_asked_for_its_gets_in_flight_is_priced_at_them_and_advised_from_there():
+    # The question above (1,530,350 JPEGs, one p4d, 8 A100s) with s3_concurrency asked, as `--s3-concurrency` or an
+    # experiment's hyperparameter ask it. The epoch's I/O at c in flight (c up to 114, below the card's 10,000 MB/s):
+    # 186.17 s of listing + 42,589.6 / c s of GETs + 54,000 / (87.5 c) s of bytes = 186.17 + 43,206.7 / c s.
+    # At 262 samples/s (730.13 s of compute): 70 in flight give 186.17 + 617.24 = 803.41 s, AU 90.88%: fed, priced so,
+    # and nothing to advise.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT, script_concurrency=70).sources
+    assert round(row.au_percent, 2) == 90.88 and "s3_concurrency" not in row.provision and row.commands == []
+    # 66 give 186.17 + 654.65 = 840.82 s, AU 86.84%: the advice starts from what was asked.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=262.0, sources=_SCRIPT, script_concurrency=66).sources
+    assert round(row.au_percent, 2) == 86.84
+    assert row.provision.endswith("; s3_concurrency 70 instead of 66 feeds it")
+    # At 160 samples/s (1,195.59 s of compute, so I/O within 1,328.43 s: 43,206.7 / c within 1,142.26 s, c >= 37.83):
+    # 16 asked give 186.17 + 2,700.42 = 2,886.59 s, AU 41.42%; 37 give 1,353.92 s (88.31%), 38 give 1,323.19 s
+    # (90.36%). The fewest that feed, 38, is below the script's default, and is what is said.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=160.0, sources=_SCRIPT, script_concurrency=16).sources
+    assert round(row.au_percent, 2) == 41.42
+    assert row.provision.endswith("; s3_concurrency 38 instead of 16 feeds it")
+    assert row.commands == ["experiment: hyperparameters: {s3_concurrency: 38}"]
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=160.0, sources=_SCRIPT, script_concurrency=37).sources
+    assert round(row.au_percent, 2) == 88.31 and row.provision.endswith("; s3_concurrency 38 instead of 37 feeds it")
+    # The prefixes follow the GETs asked: at 1,000 samples/s (191.29 s of compute) with 1,024 in flight, the epoch's
+    # I/O is 233.16 s: 1,530,350 GETs / 233.16 s = 6,563 a second, past one prefix's 5,500: two.
+    (row,) = _size(instance_type="ml.p4d.24xlarge", count=1, rate=1000.0, sources=_SCRIPT,
+                   script_concurrency=1024).sources
+    assert row.provision.startswith("2 S3 prefixes (6,563 GET/s at this size; 5,500 per prefix)")
+    assert row.provision.endswith("; no s3_concurrency up to 1,024 feeds it")
 
 
 def test_no_gets_in_flight_feed_a_script_whose_listing_outlasts_the_compute():

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError
-from ..core.facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB
+from ..core.facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB, SCRIPT_CONCURRENCY_MAX
 from ..core.facts.limits import DEFAULT_EPOCHS, DEFAULT_INSTANCE, MAX_INSTANCE_COUNT
 from ..core.facts.compute import MAX_COMPUTE_RATE
 from ..core.answer.premise import Premise
@@ -65,6 +65,9 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
                    help="the EBS training volume per instance (default: 100 GB, raised to what File mode's share needs; "
                         "NVMe types have their own instance storage)")
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
+    p.add_argument("--s3-concurrency", type=whole(1, SCRIPT_CONCURRENCY_MAX),
+                   help="GETs in flight a Script job keeps, as the lab's script's s3_concurrency hyperparameter sets "
+                        "them (default: the script's 64)")
     add_workload_flags(p)
     add_checkpoint_flags(p)
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "
@@ -245,7 +248,8 @@ def premise_of(args, lab=None, prices=None) -> Premise:
     lab = lab if lab is not None else lab_provisioning(args)
     return Premise(instance_type=instance, instance_count=count, accelerators=accelerators, epochs=epochs, rate=rate,
                    compute=compute, shape=shape, shape_origin=origin, lab=lab,
-                   volume_size_gb=getattr(args, "volume_size_gb", None), readers=readers, au_target=au_target,
+                   volume_size_gb=getattr(args, "volume_size_gb", None), readers=readers,
+                   s3_concurrency=getattr(args, "s3_concurrency", None), au_target=au_target,
                    defaults=frozenset(defaults), notes=tuple(notes), calibration=calibration_of(args))
 
 

@@ -160,6 +160,8 @@ def premise_lines(answer) -> list[str]:
     lines = [premise_line(p), priced_line(f"priced: {answer.rule}", answer.lab, p.defaults)]
     if p.calibration.source:   # a user's file: its own line, so that its path is never cut
         lines.append(fit(f"constants: {p.calibration.describe()}"))
+    if p.s3_concurrency is not None:   # asked, not the script's default: every Script row is priced at it
+        lines.append(fit(f"script: s3_concurrency {p.s3_concurrency} (GETs in flight a Script job keeps; default 64)"))
     return lines
 
 

@@ -392,7 +392,7 @@ def _answer(question: Question) -> Answer:
     sizing = size(shape, instance_type=p.instance_type, count=p.instance_count, rate=p.rate, prices=prices,
                   epochs=p.epochs, accelerators=p.accelerators, deployed=lab, au_target=p.au_target, readers=p.readers,
                   volume_size_gb=p.volume_size_gb, sources=sources, data_in_efs=question.data_in_efs,
-                  calibration=p.calibration)
+                  calibration=p.calibration, script_concurrency=p.s3_concurrency)
     if question.dataset:   # the upload commands name the dataset where it was given
         from .sizing import DATASET_FOLDER, DATASET_PREFIX
         placeholder = DATASET_PREFIX if question.dataset.startswith("s3://") else DATASET_FOLDER

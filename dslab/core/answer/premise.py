@@ -66,6 +66,7 @@ class Premise:
     lab: Any = None                 # provisioning.Provisioning: the lab the sources are priced on
     volume_size_gb: int | None = None   # asked for (None: sized for File's share)
     readers: int | None = None      # files one instance reads at once (None: its vCPUs)
+    s3_concurrency: int | None = None   # GETs in flight a Script job keeps (the script's s3_concurrency; None: 64)
     au_target: float = 90.0
     defaults: frozenset[str] = frozenset()
     notes: tuple[str, ...] = ()     # what else the premise took (a workload's accelerator, ...)
@@ -87,6 +88,8 @@ class Premise:
                "model": self.calibration.model}
         if self.readers is not None:
             out["readers"] = self.readers
+        if self.s3_concurrency is not None:
+            out["script_concurrency"] = self.s3_concurrency
         return out
 
     def with_shape(self, shape: DatasetShape, origin: str) -> "Premise":
@@ -114,6 +117,8 @@ class Premise:
                 f"{self.epochs:,} epoch{'s' if self.epochs != 1 else ''}; compute: {self.compute}; dataset: "
                 f"{self.shape.files:,} files, {format_bytes(self.shape.bytes)}, {samples:,} samples ({self.shape_origin}; "
                 f"samples {self.shape.samples_said()}); priced on {lab}")
+        if self.s3_concurrency is not None:
+            text += f"; Script: s3_concurrency {self.s3_concurrency} GETs in flight"
         if defaults:
             text += f"; defaults taken: {', '.join(defaults)}"
         return text + "".join(f"; {note}" for note in self.notes) + f"; {self.calibration.describe()}"
@@ -125,7 +130,9 @@ class Premise:
                 "epochs": self.epochs, "samples_per_second_per_accelerator": round(self.rate, 3),
                 "compute": self.compute, "files": self.shape.files, "bytes": self.shape.bytes, "samples": samples,
                 "samples_from": self.shape.samples_said(), "dataset_from": self.shape_origin,
-                "volume_size_gb": self.volume_size_gb, "readers": self.readers, "au_target_percent": self.au_target,
+                "volume_size_gb": self.volume_size_gb, "readers": self.readers,
+                **({"s3_concurrency": self.s3_concurrency} if self.s3_concurrency is not None else {}),
+                "au_target_percent": self.au_target,
                 "defaults": sorted(self.defaults), "notes": list(self.notes),
                 **({"lab": self.lab.to_dict()} if self.lab is not None else {}),
                 **({"checkpoint": self.checkpoint.to_dict()} if self.checkpoint is not None else {}),

@@ -52,7 +52,14 @@ class Scenario:
 def _settings(trial: Trial) -> tuple:
     """What a job's cost depends on besides its source: trials equal here share one answer."""
     return (trial.instance_type, trial.instance_count, trial.volume_size_gb, trial.epochs, trial.compute,
-            trial.script.entry_point if trial.script else None, trial.max_samples, trial.spot)
+            trial.script.entry_point if trial.script else None, trial.max_samples, trial.spot, s3_concurrency_of(trial))
+
+
+def s3_concurrency_of(trial: Trial) -> int | None:
+    """The GETs in flight the lab's script keeps in Script mode, where the trial sets them (its hyperparameter
+    s3_concurrency, checked when the experiment was read); None: the script's default. A trial's own script reads
+    what it reads: not this."""
+    return trial.hyperparameters.get("s3_concurrency") if trial.script is None else None
 
 
 def scenarios(experiment: Experiment) -> list[Scenario]:
@@ -202,7 +209,7 @@ def premise_of_trial(trial: Trial, known: KnownShape, lab: Any = None, calibrati
     return Premise(instance_type=trial.instance_type, instance_count=trial.instance_count, accelerators=accelerators,
                    epochs=trial.epochs, rate=compute_rate_of(trial), compute=compute_said(trial), shape=known.shape,
                    shape_origin=known.source, lab=lab, volume_size_gb=trial.volume_size_gb, readers=readers,
-                   au_target=au_target if au_target is not None else 90.0,
+                   s3_concurrency=s3_concurrency_of(trial), au_target=au_target if au_target is not None else 90.0,
                    # A workload's epochs are its file's, not a default.
                    defaults=frozenset(k for k in ("instance", "instance_count", "epochs")
                                       if {"instance": "instance_type"}.get(k, k) not in trial.given

@@ -24,7 +24,7 @@ from ..model.estimate import NETWORK_PAYLOAD, SCRIPT_CONCURRENCY, Estimate, esti
 from ..facts.instances import Instance, instance as find_instance
 from ..modes import EFS, EXPRESS, FASTFILE, FILE, FSX, PIPE, SCRIPT, STANDARD, source_label
 from ..shape import LARGE_FILE_BYTES, DatasetShape
-from ..facts.limits import MAX_INSTANCE_COUNT
+from ..facts.limits import MAX_INSTANCE_COUNT, SCRIPT_CONCURRENCY_MAX
 from ..model.volume import VOLUME_HEADROOM
 from ..facts.prices import PriceTable
 from ..model.provisioning import EfsConfig, FsxConfig, Provisioning, as_deployed, deploy_command
@@ -40,10 +40,6 @@ MAX_CLUSTER = MAX_INSTANCE_COUNT  # instances searched for the largest cluster a
 # FSx capacity is searched up to this many 2,400 GiB steps above the smallest that holds the data (~75 PiB:
 # past any cluster here, so that one instance's own limits bind, not the search).
 FSX_MAX_STEPS = 32768
-# The most s3_concurrency `dslab size` advises: the lab's script runs a thread per GET in flight
-# (training/dslab_train/pipeline.py, s3_jpg_records); past about a thousand, one process's threads cost more than
-# the GETs they overlap save (assumption).
-SCRIPT_CONCURRENCY_MAX = 1024
 SOURCES = ((FILE, STANDARD), (FASTFILE, STANDARD), (PIPE, STANDARD), (SCRIPT, STANDARD),
            (FILE, EXPRESS), (FASTFILE, EXPRESS), (PIPE, EXPRESS), (SCRIPT, EXPRESS), (FSX, STANDARD), (EFS, STANDARD))
 # What a provisioning command names when the dataset is not known to `dslab size` (the CLI fills in what it knows).
@@ -185,11 +181,11 @@ def _largest(au_at, target: float = AU_TARGET, *, count: int = 1, most: int = MA
     return lo
 
 
-def least_concurrency(au_at: Callable[[int], float], target: float) -> int | None:
-    """The fewest GETs in flight above SCRIPT_CONCURRENCY (where ``au_at`` is below ``target``) at which
+def least_concurrency(au_at: Callable[[int], float], target: float, asked: int = SCRIPT_CONCURRENCY) -> int | None:
+    """The fewest GETs in flight above ``asked`` (where ``au_at`` is below ``target``) at which
     ``au_at(concurrency)`` meets it, up to SCRIPT_CONCURRENCY_MAX; None where none does. More GETs in flight never
     lower AU (each epoch's GETs are spread over them), so a bisection finds it."""
-    lo, hi = SCRIPT_CONCURRENCY, SCRIPT_CONCURRENCY_MAX
+    lo, hi = asked, SCRIPT_CONCURRENCY_MAX
     if au_at(hi) < target:
         return None
     while hi - lo > 1:
@@ -247,14 +243,16 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
          express: bool = True, deployed: Provisioning | None = None, provision: bool = True,
          au_target: float = AU_TARGET, readers: int | None = None, volume_size_gb: int | None = None,
          sources: tuple[tuple[str, str], ...] = SOURCES, data_in_efs: bool = False,
-         calibration: InUse = SHIPPED) -> Sizing:
+         calibration: InUse = SHIPPED, script_concurrency: int | None = None) -> Sizing:
     """Every source at ``count`` instances of ``instance_type``, each accelerator eating ``rate`` samples/s,
     provisioned to feed them and as ``deployed`` (default: the lab's stacks with ``fsx_capacity_gib``). With
     ``provision`` False, nothing is provisioned: every row is the lab as deployed (`dslab size --as-deployed`).
     ``au_target``: the AU (percent) a source must keep to feed a cluster; ``readers``: files one instance reads
     at once (a DLIO workload's read_threads x accelerators; default its vCPUs). ``sources``: the rows, in this order;
     ``data_in_efs``: the dataset lives in EFS (EFS reads it where it is; every other source copies it out first);
-    ``calibration``: the model's constants and ranges (default: shipped; `dslab calibrate` writes others)."""
+    ``calibration``: the model's constants and ranges (default: shipped; `dslab calibrate` writes others);
+    ``script_concurrency``: the GETs in flight a Script job keeps (its s3_concurrency; None: the script's default)."""
+    script_concurrency = script_concurrency or SCRIPT_CONCURRENCY
     found = find_instance(instance_type)
     if found is None:
         raise ConfigError("--instance", f"{instance_type} is not in the instance table (dslab/core/facts/instances.py)",
@@ -292,11 +290,11 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
     def job_kwargs(n: int, provisioning: Provisioning) -> dict[str, Any]:
         return dict(instance_type=instance_type, instance_count=n, epochs=epochs, rate=rate, prices=prices,
                     accelerators=per_host_accelerators, provisioning=provisioning, volume_size_gb=volume_size_gb,
-                    readers=readers, model=calibration.model)
+                    readers=readers, model=calibration.model, script_concurrency=script_concurrency)
 
     def job(mode: str, storage: str, n: int, provisioning: Provisioning, **more: Any) -> Estimate:
         return estimate_mode(mode, shape, storage=storage, efs_resident=data_in_efs and mode == EFS,
-                             **job_kwargs(n, provisioning), **more)
+                             **{**job_kwargs(n, provisioning), **more})
 
     def run(estimate: Estimate, n: int) -> tuple[float, float, float]:
         """($ per hour while the job runs, $ per run with the set-up, hours per run) of one estimate."""
@@ -496,13 +494,14 @@ def size(shape: DatasetShape, *, instance_type: str, count: int, rate: float, pr
             short = f"{prefixes:,} S3 prefix{'es' if prefixes > 1 else ''}"
         if provision and mode == SCRIPT and small_files and estimate.au_percent < au_target:
             # The script's own knob (s3_concurrency): the fewest GETs in flight at which the model feeds the target,
-            # the listing and each GET's transfer counted (the row stays priced at the script's default).
+            # the listing and each GET's transfer counted (the row stays priced at the concurrency asked).
             feeding = least_concurrency(
-                lambda c: job(mode, storage, count, premise, script_concurrency=c).au_percent, au_target)
+                lambda c: job(mode, storage, count, premise, script_concurrency=c).au_percent, au_target,
+                script_concurrency)
             if feeding is None:
                 provision_text += f"; no s3_concurrency up to {SCRIPT_CONCURRENCY_MAX:,} feeds it"
             else:
-                provision_text += f"; s3_concurrency {feeding} instead of {SCRIPT_CONCURRENCY} feeds it"
+                provision_text += f"; s3_concurrency {feeding} instead of {script_concurrency} feeds it"
                 commands.append(f"experiment: hyperparameters: {{s3_concurrency: {feeding}}}")
         # The same cluster on the lab as it stands: one prefix per dataset, Scratch 2 at the lab's size, EFS Bursting.
         as_is = with_range(job(mode, storage, count, lab), shape, efs_resident=data_in_efs and mode == EFS,

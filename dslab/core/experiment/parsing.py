@@ -11,7 +11,7 @@ import re
 from typing import Any
 from ..workloads.dlio import parse_entry as parse_workload_entry
 from ..errors import ConfigError
-from ..facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB
+from ..facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_RUNTIME_SECONDS, MAX_VOLUME_SIZE_GB, SCRIPT_CONCURRENCY_MAX
 from ..modes import (EFS, EXPRESS, FASTFILE, FILE_SYSTEM_MODES, FORMATS, MODES, NPZ, PIPE, S3_READ_MODES,
                     SCRIPT, SOURCES, STORAGES, canonical_mode)
 from ..facts.limits import MAX_INSTANCE_COUNT
@@ -383,6 +383,10 @@ def _parse_trial(merged: dict[str, Any], path: str, name: str, catalog: dict[str
         if len(json.dumps(val)) > 2500 or "\n" in json.dumps(val):
             raise ConfigError(f"{path}hyperparameters.{key}", "is longer than SageMaker's 2,500 characters for a value",
                               "a shorter value (or a file in the dataset or the code)")
+    if merged["script"] is None and "s3_concurrency" in hyperparameters:
+        # The lab's script keeps this many GETs in flight in Script mode, and every estimate prices it so: a value it
+        # would refuse at run time (train.py) is refused here, before anything is created.
+        _int(hyperparameters["s3_concurrency"], f"{path}hyperparameters.s3_concurrency", 1, SCRIPT_CONCURRENCY_MAX)
     image_uri = merged["image_uri"]
     if image_uri is not None and (not isinstance(image_uri, str) or len(image_uri) > 255 or " " in image_uri):
         raise ConfigError(f"{path}image_uri", f"{image_uri!r} is not an image URI", "<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>")

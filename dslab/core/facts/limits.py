@@ -166,6 +166,10 @@ def _days(seconds: float) -> str:
 MAX_EPOCHS = 1000            # epochs of one job; recommend's break-even table estimates every count up to it
 MAX_VOLUME_SIZE_GB = 16384   # the training volume: EBS gp2's largest volume is 16 TiB (SageMaker provisions gp2)
 MAX_ACCELERATORS = 64        # emulated accelerators per instance (the largest type in instances.py has 16)
+# The most s3_concurrency (GETs in flight) the lab's script is given, and `dslab size` advises: the script runs a
+# thread per GET in flight (training/dslab_train/pipeline.py, s3_jpg_records); past about a thousand, one process's
+# threads cost more than the GETs they overlap save (assumption).
+SCRIPT_CONCURRENCY_MAX = 1024
 
 
 # ---- defaults and bounds, the same for every command and every experiment file ----------------------
