@@ -125,6 +125,16 @@ def test_header_names_job_mode_dataset_and_experiment_hash():
     assert request["TrainingJobName"] in header[0] and "FSx" in header[0] and "caltech-jpg-50x" in header[0]
     assert "dslab export" in header[1] and tags["dslab:experiment-hash"] in header[1]
     assert SDK_REQUIREMENT in header[2]
+    # A checkpoint trial's job: its checkpoints on their target, the writer or its restore (its Tags say which).
+    marked = [t for t in request["Tags"] if t["Key"] not in ("dslab:dataset", "dslab:trial", "dslab:repeat")]
+    for restore, role in (("false", "the writer"), ("true", "the restore")):
+        checkpoint = {**request, "Tags": marked + [
+            {"Key": "dslab:dataset", "Value": "llama-8b"}, {"Key": "dslab:trial", "Value": "save"},
+            {"Key": "dslab:repeat", "Value": "0"}, {"Key": "dslab:checkpoint-target", "Value": "efs"},
+            {"Key": "dslab:checkpoint-restore", "Value": restore}]}
+        assert generate(checkpoint, "us-east-1").splitlines()[0] == (
+            f"# DataSourceLab job {request['TrainingJobName']}: checkpoints of llama-8b on efs, {role} (trial save, "
+            "repeat 0).")
 
 
 def test_a_parameter_the_sdk_does_not_know_fails_instead_of_being_dropped():
@@ -381,6 +391,9 @@ def test_a_checkpoint_trial_exports_its_writer_job_per_target(capsys, tmp_path, 
     assert re.search(r"^wrote \S+s3\.py: job dsl-llama-8b-cks3-r0-\w+ \(s3 checkpoints of save, MaxRuntimeInSeconds "
                      r"[\d,]+\); run it with: python \S+s3\.py \[--wait\]$", capsys.readouterr().err, re.M)
     assert "dict(key='dslab:execution', value='export')" in code
+    # Its first line says what it is: checkpoints on a target, not a mode on a dataset.
+    assert re.fullmatch(r"# DataSourceLab job dsl-llama-8b-cks3-r0-\w+: checkpoints of llama-8b on s3, the writer "
+                        r"\(trial save, repeat 0\)\.", code.splitlines()[0]), code.splitlines()[0]
     # The answer picks FSx Persistent 2 for llama3 8B on p5; the lab as it stands has Scratch 2: what `dslab plan` runs
     # is exported (issue 55: it was refused), its code saying how it runs and what the answer provisions, with the deploy.
     assert run("--out", str(tmp_path / "picked.py")) == 0
