@@ -146,6 +146,34 @@ def test_trials_running_other_scripts_do_not_share_an_answer():
     assert {s.label: s.trial_names for s in scenarios(experiment)} == {"d · a+c": ("a", "c"), "d · b": ("b",)}
 
 
+def test_a_trials_s3_concurrency_is_its_premises_and_its_script_jobs_are_answered_at_it():
+    """The lab's script's GETs in flight (hyperparameter s3_concurrency) are the trial's premise: trials that differ in
+    them get an answer each, and each Script row is priced at its own. A user's own script's s3_concurrency is its
+    own business: its premise stays at the default, and its trials share an answer."""
+    from dslab.core.answer.scenarios import estimated
+    from dslab.core.facts.prices import PriceTable
+    post = [{"name": "post", "format": "jpg", "files": 1_530_350, "bytes": 54_000_000_000}]
+    experiment = _experiment(datasets=post, instance_type="ml.p4d.24xlarge", modes=["Script"],
+                             compute={"batch_size": 262, "seconds_per_batch": 1.0}, trials=[
+                                 {"name": "default"}, {"name": "seventy", "hyperparameters": {"s3_concurrency": 70}},
+                                 {"name": "also", "hyperparameters": {"s3_concurrency": 70}, "modes": ["FastFile"]}])
+    assert {s.label: s.trial_names for s in scenarios(experiment)} == {"post · default": ("default",),
+                                                                      "post · seventy+also": ("seventy", "also")}
+    found = {a.scenario.label: a for a in estimated(experiment, PriceTable())}
+    assert found["post · default"].premise.s3_concurrency is None
+    assert found["post · seventy+also"].premise.s3_concurrency == 70
+    # 1,530,350 JPEGs on one p4d, 8 A100s at 262 samples/s (730.13 s of compute an epoch): at 64 in flight the epoch's
+    # I/O is 186.17 s of listing + 42,589.6 / 64 s of GETs + 54,000 / 5,600 s of bytes = 861.27 s, AU 84.8%; at 70,
+    # 186.17 + 608.42 + 8.82 = 803.41 s, AU 90.9% (tests/test_sizing_by_hand.py works the same figures).
+    au = {label: round(a.answer.source("Script").estimate.au_percent, 1) for label, a in found.items()}
+    assert au == {"post · default": 84.8, "post · seventy+also": 90.9}
+    own = {"source_dir": "code", "entry_point": "train.py"}
+    theirs = _experiment(datasets=post, modes=["Script"], trials=[
+        {"name": "a", "script": own}, {"name": "b", "script": own, "hyperparameters": {"s3_concurrency": 70}}])
+    (one,) = scenarios(theirs)
+    assert one.trial_names == ("a", "b")
+
+
 def test_a_known_shape_keeps_the_recipes_samples_and_names_where_it_came_from():
     experiment = _experiment(datasets=[
         {"name": "made", "format": "jpg", "files": 600, "bytes": 6_000_000, "generate": {"images": 200, "copies": 3}},
