@@ -12,6 +12,7 @@ from ..core.errors import ConfigError
 from ..core.facts.limits import MAX_ACCELERATORS, MAX_EPOCHS, MAX_VOLUME_SIZE_GB, SCRIPT_CONCURRENCY_MAX
 from ..core.facts.limits import DEFAULT_EPOCHS, DEFAULT_INSTANCE, MAX_INSTANCE_COUNT
 from ..core.facts.compute import MAX_COMPUTE_RATE
+from ..core.model.estimate import SCRIPT_CONCURRENCY
 from ..core.answer.premise import Premise
 from .common import lab_provisioning, price_table, real, whole
 
@@ -67,7 +68,7 @@ def add_question_flags(p, *, dataset_help: str = "a folder or s3:// prefix to me
     p.add_argument("--fsx-capacity", type=whole(1200), help="the lab's FSx size in GiB (default: as deployed)")
     p.add_argument("--s3-concurrency", type=whole(1, SCRIPT_CONCURRENCY_MAX),
                    help="GETs in flight a Script job keeps, as the lab's script's s3_concurrency hyperparameter sets "
-                        "them (default: the script's 64)")
+                        f"them (default: the script's {SCRIPT_CONCURRENCY})")
     add_workload_flags(p)
     add_checkpoint_flags(p)
     p.add_argument("--mlperf-datasize", action="store_true", help="with --workload: as many files as MLPerf Storage's "

@@ -11,6 +11,7 @@ import textwrap
 from typing import Any, Callable, Sequence
 
 from ..core.answer.decision import duration, usd, usd_difference
+from ..core.model.estimate import SCRIPT_CONCURRENCY
 
 WIDTH = 160
 DIFFERS = "*"   # marks a row where the lab as it stands gives another answer (said under --explain)
@@ -161,7 +162,8 @@ def premise_lines(answer) -> list[str]:
     if p.calibration.source:   # a user's file: its own line, so that its path is never cut
         lines.append(fit(f"constants: {p.calibration.describe()}"))
     if p.s3_concurrency is not None:   # asked, not the script's default: every Script row is priced at it
-        lines.append(fit(f"script: s3_concurrency {p.s3_concurrency} (GETs in flight a Script job keeps; default 64)"))
+        lines.append(fit(f"script: s3_concurrency {p.s3_concurrency} (GETs in flight a Script job keeps; default "
+                         f"{SCRIPT_CONCURRENCY})"))
     return lines
 
 
