@@ -235,6 +235,22 @@ def test_every_instance_of_the_table_has_a_price():
     assert not unpriced, unpriced
 
 
+def test_s3_concurrency_asked_is_said_under_the_premise_and_prices_the_script_rows(capsys):
+    """--s3-concurrency: the lab's script's GETs in flight, said on its own line where asked (never where not), and the
+    Script rows priced at it by estimate, recommend and size alike."""
+    question = ["--files", "1530350", "--bytes", "54GB", "--instance", "ml.p4d.24xlarge", "--compute-rate", "262"]
+    plain = run(capsys, "estimate", *question)
+    asked = run(capsys, "estimate", *question, "--s3-concurrency", "70")
+    assert plain.code == asked.code == 0
+    assert "script: s3_concurrency" not in plain.out
+    assert "script: s3_concurrency 70 (GETs in flight a Script job keeps; default 64)" in asked.out.splitlines()
+    script = lambda text: next(line for line in text.splitlines() if re.match(r"\s*\d+\s+Script\s", line))  # noqa: E731
+    assert script(plain.out) != script(asked.out)
+    answers = [json.loads(run(capsys, command, *question, "--s3-concurrency", "70", "--json").out)
+               for command in ("estimate", "recommend", "size")]
+    assert answers[0] == answers[1] == answers[2] and answers[0]["question"]["premise"]["s3_concurrency"] == 70
+
+
 def test_size_prices_every_row_of_its_table_or_refuses_it_as_estimate_and_recommend_do(capsys):
     for name, row in INSTANCES.items():
         result = run(capsys, "size", "--files", "30607", "--bytes", "1.1GB", "--instance", name, "--json")
