@@ -126,6 +126,10 @@ def tally(module: str) -> dict[str, int]:
         out["of"] = len(codes)
         codes = {k: v for k, v in codes.items() if v is not None}
         out["mutants"] = len(codes)
+    elif any(v is None for v in codes.values()):   # a run stopped before its end (--from-journal): what it reached
+        out["reached of"] = len(codes)
+        codes = {k: v for k, v in codes.items() if v is not None}
+        out["mutants"] = len(codes)
     for code in codes.values():
         key = ("killed" if code in KILLED else "survived" if code in SURVIVED else "no tests" if code in NO_TESTS
                else "timed out" if code in TIMEOUT else "other")
@@ -146,6 +150,8 @@ def table(modules: tuple[str, ...]) -> str:
         share = 100.0 * (found["killed"] + found["timed out"]) / found["mutants"] if found["mutants"] else 0.0
         if "of" in found:
             label = f"{label} (a sample of {found['of']:,})"
+        if "reached of" in found:
+            label = f"{label} (reached, of {found['reached of']:,})"
         lines.append(f"{label:60s} {found['mutants']:7d} {found['killed']:7d} {found['survived']:8d} "
                      f"{found['no tests']:8d} {found['timed out']:9d} {share:7.1f}%")
         for key in total:

@@ -163,6 +163,13 @@ def test_a_mutation_sample_is_the_same_draw_each_time_and_its_table_counts_only_
     assert mutation.tally("dslab/m.py") == {"mutants": 10, "of": 40, "killed": 9, "survived": 1, "no tests": 0,
                                             "timed out": 0, "other": 0}
     assert "dslab/m.py (a sample of 40)" in mutation.table(("dslab/m.py",))
+    # A run stopped before its end (put into the results with --from-journal): it counts what it reached, and says of
+    # how many (its mutants not reached are neither killed nor survivors).
+    mutation.sample_marker("dslab/m.py").unlink()
+    assert mutation.tally("dslab/m.py") == {"mutants": 10, "reached of": 40, "killed": 9, "survived": 1,
+                                            "no tests": 0, "timed out": 0, "other": 0}
+    assert "dslab/m.py (reached, of 40)" in mutation.table(("dslab/m.py",))
+    assert mutation.table(("dslab/m.py",)).splitlines()[1].endswith(" 90.0%")
 
 
 def test_a_mutant_that_runs_past_its_time_runs_once_more_with_patience_before_it_counts_as_timed_out():
